@@ -1,0 +1,17 @@
+#pragma once
+/// Each command group registers its subcommands on the `mpsim` app. The callbacks load inputs
+/// (throwing InputError on bad input), call the libraries and print; main() maps errors to exit codes.
+#include <CLI/CLI.hpp>
+
+namespace mpsim::cli {
+
+void add_topo_commands(CLI::App& app);
+void add_model_commands(CLI::App& app);
+void add_plan_commands(CLI::App& app);
+
+/// Exit codes of interface.md.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitRunFailed = 1;
+inline constexpr int kExitBadInput = 2;
+
+}  // namespace mpsim::cli

@@ -1,0 +1,28 @@
+# Third-party libraries, all from Debian's packages (see tools/deps.sh).
+find_package(yaml-cpp REQUIRED)
+find_package(fmt REQUIRED)
+find_package(Boost 1.74 REQUIRED COMPONENTS graph)
+find_package(nlohmann_json 3 REQUIRED)
+find_package(CLI11 CONFIG QUIET)
+if(NOT CLI11_FOUND)
+  find_path(CLI11_INCLUDE_DIR CLI/CLI.hpp REQUIRED)
+  add_library(CLI11::CLI11 INTERFACE IMPORTED)
+  target_include_directories(CLI11::CLI11 INTERFACE ${CLI11_INCLUDE_DIR})
+endif()
+if(MPSIM_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+
+# Optional backends: on when found, can be forced off.
+find_package(CUDAToolkit QUIET)
+find_library(NCCL_LIBRARY nccl HINTS ${CUDAToolkit_LIBRARY_DIR} /usr/local/cuda/lib64)
+find_path(NCCL_INCLUDE_DIR nccl.h HINTS ${CUDAToolkit_INCLUDE_DIRS} /usr/local/cuda/include)
+if(CUDAToolkit_FOUND AND NCCL_LIBRARY AND NCCL_INCLUDE_DIR)
+  set(_mpsim_cuda_default ON)
+else()
+  set(_mpsim_cuda_default OFF)
+endif()
+option(MPSIM_WITH_CUDA "Build the CUDA + NCCL executor backend" ${_mpsim_cuda_default})
+
+find_package(Qt6 QUIET COMPONENTS Widgets)
+option(MPSIM_WITH_QT "Build the Qt 6 timeline viewer" ${Qt6_FOUND})

@@ -1,0 +1,95 @@
+#include "sim/core/text_file.h"
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "sim/core/input_error.h"
+
+namespace mpsim {
+namespace {
+
+/// Length of the UTF-8 sequence starting at s[i], or 0 when it is not valid UTF-8.
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
+  const auto lead = static_cast<unsigned char>(s[i]);
+  std::size_t len = 0;
+  if (lead < 0x80) return 1;
+  if ((lead & 0xE0) == 0xC0 && lead >= 0xC2) len = 2;
+  else if ((lead & 0xF0) == 0xE0) len = 3;
+  else if ((lead & 0xF8) == 0xF0 && lead <= 0xF4) len = 4;
+  else return 0;
+  if (i + len > s.size()) return 0;
+  for (std::size_t k = 1; k < len; ++k) {
+    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+  }
+  return len;
+}
+
+}  // namespace
+
+std::string read_text_file(const std::filesystem::path& path, std::string_view display_name) {
+  const std::string name = display_name.empty() ? path.string() : std::string(display_name);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) throw InputError({name, 0, 0}, "", "is a directory, not a file");
+  const auto size = std::filesystem::file_size(path, ec);
+  if (ec) throw InputError({name, 0, 0}, "", fmt::format("cannot read: {}", ec.message()));
+  if (size > kMaxInputFileBytes) {
+    throw InputError({name, 1, 1}, "",
+                     fmt::format("file is {:.1f} MiB; input files are limited to {} MiB",
+                                 static_cast<double>(size) / (1024.0 * 1024.0), kMaxInputFileBytes >> 20));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError({name, 0, 0}, "", "cannot open for reading");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  std::string text = std::move(buffer).str();
+
+  int line = 1;
+  int column = 1;
+  for (std::size_t i = 0; i < text.size();) {
+    const char c = text[i];
+    const std::size_t len = utf8_sequence_length(text, i);
+    const bool control = static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\r' && c != '\t';
+    if (len == 0 || control) {
+      throw InputError({name, line, column}, "",
+                       fmt::format("not a text file (byte 0x{:02x} at offset {})", static_cast<unsigned char>(c), i));
+    }
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+    i += len;
+  }
+  return text;
+}
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
+  const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
+  const std::filesystem::path temporary =
+      folder / fmt::format(".{}.tmp.{}", path.filename().string(), static_cast<long>(::getpid()));
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError({path.string(), 0, 0}, "", "cannot write: folder missing or not writable");
+    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
+    out.flush();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(temporary, ignored);
+      throw InputError({path.string(), 0, 0}, "", "write failed (disk full?)");
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) {
+    std::filesystem::remove(temporary, ec);
+    throw InputError({path.string(), 0, 0}, "", fmt::format("cannot replace: {}", ec.message()));
+  }
+}
+
+}  // namespace mpsim

@@ -1,0 +1,78 @@
+#include "sim/topology/cluster.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace mpsim::topology {
+
+std::string_view to_string(DeviceKind k) noexcept {
+  switch (k) {
+    case DeviceKind::Gpu: return "gpu";
+    case DeviceKind::NvSwitch: return "nvswitch";
+    case DeviceKind::PcieSwitch: return "pcie-switch";
+    case DeviceKind::Cpu: return "cpu";
+    case DeviceKind::Nic: return "nic";
+    case DeviceKind::FabricSwitch: return "switch";
+  }
+  return "?";
+}
+
+std::string_view to_string(LinkKind k) noexcept {
+  switch (k) {
+    case LinkKind::NvLink: return "nvlink";
+    case LinkKind::Pcie: return "pcie";
+    case LinkKind::Smp: return "smp";
+    case LinkKind::Net: return "net";
+  }
+  return "?";
+}
+
+DeviceId Cluster::add_device(Device device) {
+  const DeviceId id{static_cast<std::uint32_t>(devices_.size())};
+  if (!by_name_.emplace(device.name, id).second) {
+    throw std::logic_error(fmt::format("device '{}' added twice", device.name));
+  }
+  if (device.kind == DeviceKind::Gpu) gpus_.push_back(id);
+  devices_.push_back(std::move(device));
+  const auto vertex = boost::add_vertex(graph_);
+  (void)vertex;
+  return id;
+}
+
+LinkId Cluster::add_link(Link link) {
+  const LinkId id{static_cast<std::uint32_t>(links_.size())};
+  boost::add_edge(link.a.value, link.b.value, id.value, graph_);
+  links_.push_back(std::move(link));
+  return id;
+}
+
+int Cluster::add_gpu_kind(const GpuKind& kind) {
+  for (std::size_t i = 0; i < gpu_kinds_.size(); ++i) {
+    if (gpu_kinds_[i] == kind) return static_cast<int>(i);
+  }
+  gpu_kinds_.push_back(kind);
+  return static_cast<int>(gpu_kinds_.size() - 1);
+}
+
+const GpuKind& Cluster::gpu_kind_of(DeviceId gpu) const {
+  const Device& d = device(gpu);
+  if (d.kind != DeviceKind::Gpu) throw std::logic_error(fmt::format("'{}' is not a GPU", d.name));
+  return gpu_kinds_.at(static_cast<std::size_t>(d.gpu_kind));
+}
+
+std::optional<DeviceId> Cluster::find(std::string_view name) const {
+  const auto it = by_name_.find(std::string(name));
+  if (it == by_name_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<DeviceId> Cluster::gpus_of_node(int node) const {
+  std::vector<DeviceId> out;
+  for (const DeviceId g : gpus_) {
+    if (devices_[g.value].node == node) out.push_back(g);
+  }
+  return out;
+}
+
+}  // namespace mpsim::topology

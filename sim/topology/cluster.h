@@ -1,0 +1,91 @@
+#pragma once
+/// The expanded cluster: every device and link, as a Boost.Graph.
+///
+/// Built from a TopologySpec by build_cluster(); a plain value afterwards (copyable, immutable in
+/// use). Device names follow interface.md: `node<i>/gpu<j>`, `node<i>/nvswitch<j>`,
+/// `node<i>/pcie-switch<j>`, `node<i>/cpu<j>`, `node<i>/nic<j>`, `fabric/<name>`.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <boost/graph/adjacency_list.hpp>
+
+#include "sim/core/units.h"
+#include "sim/topology/gpu_kind.h"
+
+namespace mpsim::topology {
+
+enum class DeviceKind : std::uint8_t { Gpu, NvSwitch, PcieSwitch, Cpu, Nic, FabricSwitch };
+enum class LinkKind : std::uint8_t { NvLink, Pcie, Smp, Net };
+enum class Duplex : std::uint8_t { Full, Half };
+
+[[nodiscard]] std::string_view to_string(DeviceKind k) noexcept;
+[[nodiscard]] std::string_view to_string(LinkKind k) noexcept;
+
+struct DeviceId {
+  std::uint32_t value = 0;
+  friend auto operator<=>(DeviceId, DeviceId) = default;
+};
+struct LinkId {
+  std::uint32_t value = 0;
+  friend auto operator<=>(LinkId, LinkId) = default;
+};
+
+struct Device {
+  std::string name;        ///< full name, e.g. "node1/gpu3"
+  DeviceKind kind = DeviceKind::Gpu;
+  int node = -1;           ///< node index; -1 for fabric switches
+  int local_index = 0;     ///< j in `gpu<j>`
+  int gpu_kind = -1;       ///< index into Cluster::gpu_kinds for GPUs
+};
+
+struct Link {
+  std::string name;        ///< e.g. "node0/nvlink:gpu0-nvswitch0", "net:node0/nic0-fabric/leaf0"
+  DeviceId a;
+  DeviceId b;
+  LinkKind kind = LinkKind::NvLink;
+  BytesPerSec bandwidth;   ///< per direction (for a half-duplex link: shared by both)
+  TimeNs latency;
+  Duplex duplex = Duplex::Full;
+};
+
+class Cluster {
+ public:
+  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, boost::no_property,
+                                      boost::property<boost::edge_index_t, std::uint32_t>>;
+
+  Cluster() = default;
+
+  /// Adders used by build_cluster(); names must be unique.
+  DeviceId add_device(Device device);
+  LinkId add_link(Link link);
+  int add_gpu_kind(const GpuKind& kind);  ///< returns its index; the same kind twice is stored once
+
+  std::string name;
+  int node_count = 0;
+
+  [[nodiscard]] const std::vector<Device>& devices() const noexcept { return devices_; }
+  [[nodiscard]] const std::vector<Link>& links() const noexcept { return links_; }
+  [[nodiscard]] const std::vector<GpuKind>& gpu_kinds() const noexcept { return gpu_kinds_; }
+  [[nodiscard]] const std::vector<DeviceId>& gpus() const noexcept { return gpus_; }
+  [[nodiscard]] const Device& device(DeviceId id) const { return devices_.at(id.value); }
+  [[nodiscard]] const Link& link(LinkId id) const { return links_.at(id.value); }
+  [[nodiscard]] const GpuKind& gpu_kind_of(DeviceId gpu) const;
+  [[nodiscard]] std::optional<DeviceId> find(std::string_view name) const;
+  [[nodiscard]] const Graph& graph() const noexcept { return graph_; }
+  /// GPUs of node `node`, in local order.
+  [[nodiscard]] std::vector<DeviceId> gpus_of_node(int node) const;
+
+ private:
+  std::vector<Device> devices_;
+  std::vector<Link> links_;
+  std::vector<GpuKind> gpu_kinds_;
+  std::vector<DeviceId> gpus_;
+  std::unordered_map<std::string, DeviceId> by_name_;
+  Graph graph_;
+};
+
+}  // namespace mpsim::topology

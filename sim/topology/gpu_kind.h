@@ -1,0 +1,54 @@
+#pragma once
+/// GPU kinds: the numbers of one accelerator model, and the built-in catalog.
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/core/units.h"
+#include "sim/core/yaml_field.h"
+
+namespace mpsim::topology {
+
+enum class DType : std::uint8_t { Fp32, Tf32, Fp16, Bf16, Fp8 };
+[[nodiscard]] std::string_view to_string(DType d) noexcept;
+
+struct GpuKind {
+  std::string id;                 ///< catalog id, e.g. "a100-80gb"
+  std::string name;               ///< marketing name
+  std::map<DType, FlopsPerSec> peak;  ///< dense peak per dtype; absent = unsupported
+  Bytes memory;                   ///< usable capacity
+  BytesPerSec memory_bandwidth;   ///< HBM bandwidth
+  int nvlink_links = 0;           ///< NVLink ports per GPU
+  BytesPerSec nvlink_bandwidth_per_link;  ///< one direction
+  int pcie_gen = 0;
+  BytesPerSec pcie_bandwidth;     ///< x16, one direction
+  double matmul_efficiency = 1.0; ///< best achievable matmul throughput / peak
+  std::string source;             ///< where the numbers come from
+
+  /// Peak for `d`, or nothing when the GPU lacks that dtype (V100 has no bf16).
+  [[nodiscard]] std::optional<FlopsPerSec> peak_for(DType d) const;
+  friend bool operator==(const GpuKind&, const GpuKind&) = default;
+};
+
+/// Reads one GPU kind mapping (schema in docs/formats/topology.md).
+[[nodiscard]] GpuKind load_gpu_kind(const Field& field, std::string id);
+
+/// Known GPU kinds by id and alias: the built-in catalog (configs/hardware/gpus.yaml, compiled
+/// in) plus any a topology file declares.
+class GpuCatalog {
+ public:
+  /// The built-in catalog.
+  [[nodiscard]] static const GpuCatalog& builtin();
+
+  void add(GpuKind kind, std::vector<std::string> aliases = {});
+  [[nodiscard]] const GpuKind* find(std::string_view id_or_alias) const;
+  /// Every id and alias, sorted, for error messages.
+  [[nodiscard]] std::vector<std::string> names() const;
+
+ private:
+  std::map<std::string, GpuKind, std::less<>> kinds_;
+  std::map<std::string, std::string, std::less<>> aliases_;
+};
+
+}  // namespace mpsim::topology

@@ -1,0 +1,237 @@
+#include "sim/topology/topology_loader.h"
+
+#include <fmt/format.h>
+
+namespace mpsim::topology {
+namespace {
+
+SpecOrigin origin_of(const Field& f) { return {f.location(), f.path()}; }
+
+constexpr std::pair<std::string_view, LinkKind> kLinkKinds[] = {
+    {"nvlink", LinkKind::NvLink}, {"nvswitch", LinkKind::NvLink}, {"pcie", LinkKind::Pcie},
+    {"smp", LinkKind::Smp},       {"net", LinkKind::Net}};
+constexpr std::pair<std::string_view, Duplex> kDuplex[] = {{"full", Duplex::Full}, {"half", Duplex::Half}};
+constexpr std::pair<std::string_view, FabricKind> kFabricKinds[] = {
+    {"single-switch", FabricKind::SingleSwitch}, {"fat-tree", FabricKind::FatTree},
+    {"rail-optimized", FabricKind::RailOptimized}};
+constexpr std::pair<std::string_view, std::string_view> kNetworks[] = {
+    {"infiniband", "infiniband"}, {"ethernet", "ethernet"}, {"roce", "roce"}, {"efa", "efa"}};
+
+std::vector<std::string> names_of(const Field& f) {
+  std::vector<std::string> out;
+  for (const Field& item : f.items_or_scalar()) out.push_back(item.as_string());
+  if (out.empty()) f.fail("expected at least one device name");
+  return out;
+}
+
+LinkSpec load_link(const Field& f) {
+  f.expect_keys({"kind", "from", "to", "pairs", "bandwidth", "count", "latency", "duplex"});
+  LinkSpec link;
+  link.origin = origin_of(f);
+  link.kind = f.require("kind").as_enum(kLinkKinds);
+  if (link.kind == LinkKind::Net) f.require("kind").fail("network links are built by 'fabric', not listed in a node");
+  const bool has_pairs = f.has("pairs");
+  if (has_pairs == (f.has("from") || f.has("to"))) {
+    f.fail("give either 'from' and 'to', or 'pairs'");
+  }
+  if (has_pairs) {
+    for (const Field& pair : f.require("pairs").items()) {
+      const auto ends = pair.items();
+      if (ends.size() != 2) pair.fail("a pair is a list of two device names");
+      link.pairs.emplace_back(ends[0].as_string(), ends[1].as_string());
+    }
+  } else {
+    link.from = names_of(f.require("from"));
+    link.to = names_of(f.require("to"));
+  }
+  link.bandwidth = f.require("bandwidth").as_bandwidth();
+  if (auto c = f.get("count")) link.count = static_cast<int>(c->as_int_in(1, 64));
+  if (auto l = f.get("latency")) link.latency = l->as_time();
+  if (auto d = f.get("duplex")) link.duplex = d->as_enum(kDuplex);
+  return link;
+}
+
+NodeSpec load_node(const Field& f, const std::string& template_name, TopologySpec& spec) {
+  f.expect_keys({"gpu", "gpus", "cpus", "nvswitches", "pcie_switches", "nics", "links"});
+  NodeSpec node;
+  node.origin = origin_of(f);
+  const Field gpu = f.require("gpu");
+  if (gpu.is_map()) {
+    node.gpu_kind = "custom-" + template_name;
+    spec.custom_gpu_kinds.push_back(load_gpu_kind(gpu, node.gpu_kind));
+  } else {
+    node.gpu_kind = gpu.as_string();
+  }
+  node.gpus = static_cast<int>(f.require("gpus").as_int_in(1, 1024));
+  if (auto v = f.get("cpus")) node.cpus = static_cast<int>(v->as_int_in(0, 64));
+  if (auto v = f.get("nvswitches")) node.nvswitches = static_cast<int>(v->as_int_in(0, 64));
+  if (auto v = f.get("pcie_switches")) node.pcie_switches = static_cast<int>(v->as_int_in(0, 256));
+  if (auto nics = f.get("nics")) {
+    nics->expect_keys({"count", "bandwidth", "latency"});
+    node.nics.count = static_cast<int>(nics->require("count").as_int_in(0, 256));
+    node.nics.bandwidth = nics->require("bandwidth").as_bandwidth();
+    if (auto l = nics->get("latency")) node.nics.latency = l->as_time();
+  }
+  if (auto links = f.get("links")) {
+    for (const Field& l : links->items()) node.links.push_back(load_link(l));
+  }
+  return node;
+}
+
+FabricSpec load_fabric(const Field& f) {
+  f.expect_keys({"kind", "network", "levels", "leaf_ports", "pod_leaves", "oversubscription", "switch_latency"});
+  FabricSpec fabric;
+  fabric.origin = origin_of(f);
+  fabric.kind = f.require("kind").as_enum(kFabricKinds);
+  if (auto n = f.get("network")) fabric.network = std::string(n->as_enum(kNetworks));
+  fabric.levels = fabric.kind == FabricKind::SingleSwitch ? 1 : 2;
+  if (auto l = f.get("levels")) {
+    fabric.levels = static_cast<int>(l->as_int_in(1, 3));
+    if (fabric.kind == FabricKind::SingleSwitch && fabric.levels != 1) l->fail("a single switch has one level");
+    if (fabric.kind == FabricKind::RailOptimized && fabric.levels < 2) {
+      l->fail("rails need a spine level to talk across rails: levels must be 2 or 3");
+    }
+  }
+  if (auto p = f.get("leaf_ports")) fabric.leaf_ports = static_cast<int>(p->as_int_in(1, 100000));
+  if (auto p = f.get("pod_leaves")) fabric.pod_leaves = static_cast<int>(p->as_int_in(1, 100000));
+  if (fabric.levels == 3 && fabric.pod_leaves == 0) f.fail("a 3-level fabric needs 'pod_leaves'");
+  if (auto o = f.get("oversubscription")) fabric.oversubscription = o->as_double_in(1.0, 64.0);
+  if (auto l = f.get("switch_latency")) fabric.switch_latency = l->as_time();
+  return fabric;
+}
+
+/// The short form of interface.md: a uniform cluster in a few lines. Latencies are end to end.
+void load_short_form(const Field& cluster, TopologySpec& spec) {
+  cluster.expect_keys({"name", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node"});
+  if (auto n = cluster.get("name")) spec.name = n->as_string();
+  const int nodes = cluster.has("nodes") ? static_cast<int>(cluster.require("nodes").as_int_in(1, 100000)) : 1;
+  NodeSpec node;
+  node.origin = origin_of(cluster);
+  node.gpus = static_cast<int>(cluster.require("gpus_per_node").as_int_in(1, 1024));
+  const Field gpu = cluster.require("gpu");
+  if (gpu.is_map()) {
+    node.gpu_kind = "custom-node";
+    spec.custom_gpu_kinds.push_back(load_gpu_kind(gpu, node.gpu_kind));
+  } else {
+    node.gpu_kind = gpu.as_string();
+  }
+
+  if (auto intra = cluster.get("intra_node")) {
+    intra->expect_keys({"kind", "bandwidth", "latency"});
+    constexpr std::pair<std::string_view, int> kinds[] = {{"nvswitch", 0}, {"nvlink", 1}, {"pcie", 2}};
+    const int kind = intra->require("kind").as_enum(kinds);
+    LinkSpec link;
+    link.origin = origin_of(*intra);
+    link.bandwidth = intra->require("bandwidth").as_bandwidth();
+    const TimeNs latency = intra->has("latency") ? intra->require("latency").as_time() : TimeNs{};
+    link.from = {"gpu*"};
+    if (kind == 0) {  // one switch: each GPU link carries half of the end-to-end latency
+      node.nvswitches = 1;
+      link.kind = LinkKind::NvLink;
+      link.to = {"nvswitch0"};
+      link.latency = latency / 2;
+    } else if (kind == 1) {  // direct mesh between every pair
+      link.kind = LinkKind::NvLink;
+      link.to = {"gpu*"};
+      link.latency = latency;
+    } else {
+      node.pcie_switches = 1;
+      link.kind = LinkKind::Pcie;
+      link.to = {"pcie-switch0"};
+      link.latency = latency / 2;
+    }
+    node.links.push_back(std::move(link));
+  } else if (node.gpus > 1) {
+    cluster.fail("a node with several GPUs needs 'intra_node'");
+  }
+
+  if (auto inter = cluster.get("inter_node")) {
+    inter->expect_keys({"kind", "bandwidth", "latency", "nics_per_node"});
+    FabricSpec fabric;
+    fabric.origin = origin_of(*inter);
+    fabric.network = std::string(inter->require("kind").as_enum(kNetworks));
+    node.nics.count = inter->has("nics_per_node")
+                          ? static_cast<int>(inter->require("nics_per_node").as_int_in(1, 256))
+                          : 1;
+    node.nics.bandwidth = inter->require("bandwidth").as_bandwidth();
+    // NIC to switch and switch to NIC: the two halves of the end-to-end latency.
+    node.nics.latency = inter->has("latency") ? inter->require("latency").as_time() / 2 : TimeNs{};
+    // Each GPU reaches its NIC (GPU i uses NIC i*nics/gpus) over PCIe at the GPU's PCIe speed
+    // (the NIC's speed for a custom GPU kind that gives none).
+    const GpuKind* kind = find_gpu_kind(spec, node.gpu_kind);
+    if (kind == nullptr) gpu.fail(fmt::format("unknown GPU kind '{}'", node.gpu_kind));
+    const BytesPerSec pcie = kind->pcie_bandwidth.in_bytes_per_sec() > 0 ? kind->pcie_bandwidth : node.nics.bandwidth;
+    for (int g = 0; g < node.gpus; ++g) {
+      LinkSpec link;
+      link.kind = LinkKind::Pcie;
+      link.origin = origin_of(*inter);
+      link.from = {fmt::format("gpu{}", g)};
+      link.to = {fmt::format("nic{}", static_cast<long>(g) * node.nics.count / node.gpus)};
+      link.bandwidth = pcie;
+      node.links.push_back(std::move(link));
+    }
+    spec.fabric = fabric;
+  } else if (nodes > 1) {
+    cluster.fail("several nodes need 'inter_node'");
+  }
+  spec.templates.emplace("node", std::move(node));
+  spec.nodes.push_back({"node", nodes, origin_of(cluster)});
+}
+
+}  // namespace
+
+std::string_view to_string(FabricKind k) noexcept {
+  switch (k) {
+    case FabricKind::SingleSwitch: return "single-switch";
+    case FabricKind::FatTree: return "fat-tree";
+    case FabricKind::RailOptimized: return "rail-optimized";
+  }
+  return "?";
+}
+
+TopologySpec load_topology_spec(const Field& root) {
+  TopologySpec spec;
+  spec.file = root.file();
+  if (root.has("cluster")) {
+    root.expect_keys({"cluster", "source"});
+    if (auto s = root.get("source")) spec.source = s->as_string();
+    load_short_form(root.require("cluster"), spec);
+    return spec;
+  }
+  root.expect_keys({"name", "source", "gpu_kinds", "node", "node_templates", "nodes", "fabric"});
+  if (auto n = root.get("name")) spec.name = n->as_string();
+  if (auto s = root.get("source")) spec.source = s->as_string();
+  if (auto kinds = root.get("gpu_kinds")) {
+    for (const auto& [id, kind] : kinds->entries()) spec.custom_gpu_kinds.push_back(load_gpu_kind(kind, id));
+  }
+  if (root.has("node") == root.has("node_templates")) {
+    root.fail("give either 'node' (one template for every node) or 'node_templates', or use the short form 'cluster'");
+  }
+  const Field nodes = root.require("nodes");
+  if (auto node = root.get("node")) {
+    spec.templates.emplace("node", load_node(*node, "node", spec));
+    spec.nodes.push_back({"node", static_cast<int>(nodes.as_int_in(1, 100000)), origin_of(nodes)});
+  } else {
+    for (const auto& [name, tmpl] : root.require("node_templates").entries()) {
+      spec.templates.emplace(name, load_node(tmpl, name, spec));
+    }
+    for (const Field& group : nodes.items()) {
+      group.expect_keys({"template", "count"});
+      NodeGroup g{group.require("template").as_string(), 1, origin_of(group)};
+      if (!spec.templates.contains(g.template_name)) {
+        group.require("template").fail(fmt::format("no node template named '{}'", g.template_name));
+      }
+      if (auto c = group.get("count")) g.count = static_cast<int>(c->as_int_in(1, 100000));
+      spec.nodes.push_back(std::move(g));
+    }
+  }
+  if (auto fabric = root.get("fabric")) spec.fabric = load_fabric(*fabric);
+  return spec;
+}
+
+Cluster load_topology_file(const std::filesystem::path& path) {
+  const YamlDocument doc = YamlDocument::load(path);
+  return build_cluster(load_topology_spec(doc.root()));
+}
+
+}  // namespace mpsim::topology

@@ -1,0 +1,18 @@
+#pragma once
+/// Topology YAML → TopologySpec → Cluster. The schema is documented in docs/formats/topology.md.
+#include <filesystem>
+
+#include "sim/core/yaml_field.h"
+#include "sim/topology/cluster.h"
+#include "sim/topology/topology_spec.h"
+
+namespace mpsim::topology {
+
+/// Reads either the full form (`node`/`node_templates`, `nodes`, `fabric`) or the short form
+/// (`cluster: {nodes, gpus_per_node, gpu, intra_node, inter_node}`). Throws InputError.
+[[nodiscard]] TopologySpec load_topology_spec(const Field& root);
+
+/// Loads and expands a topology file. Throws InputError.
+[[nodiscard]] Cluster load_topology_file(const std::filesystem::path& path);
+
+}  // namespace mpsim::topology
