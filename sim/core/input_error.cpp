@@ -7,7 +7,7 @@ namespace mpsim {
 std::string format_input_error(const SourceLocation& where, const std::string& field, const std::string& message) {
   std::string out = where.file;
   if (where.line > 0) out += fmt::format(":{}:{}", where.line, where.column > 0 ? where.column : 1);
-  out += ": ";
+  if (!out.empty()) out += ": ";
   out += message;
   if (!field.empty()) out += fmt::format(" (field '{}')", field);
   return out;

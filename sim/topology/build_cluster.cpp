@@ -6,9 +6,9 @@
 #include <map>
 #include <set>
 
-#include <boost/graph/connected_components.hpp>
 #include <fmt/format.h>
 
+#include "sim/topology/route_table.h"
 #include "sim/topology/topology_spec.h"
 
 namespace mpsim::topology {
@@ -253,19 +253,20 @@ void add_fabric(Cluster& cluster, const FabricSpec& fabric, const std::vector<De
   }
 }
 
+/// Every GPU must be reachable from the first one under the routing rules (GPUs and NICs do not
+/// bridge), not merely connected in the graph.
 void check_connected(const Cluster& cluster, const TopologySpec& spec) {
   const auto& gpus = cluster.gpus();
   if (gpus.size() < 2) return;
-  std::vector<int> component(boost::num_vertices(cluster.graph()));
-  boost::connected_components(cluster.graph(), component.data());
-  const int reference = component[gpus.front().value];
+  const auto routes = routes_from(cluster, gpus.front());
   for (const DeviceId g : gpus) {
-    if (component[g.value] == reference) continue;
+    if (routes[g.value]) continue;
     const Device& d = cluster.device(g);
     const bool same_node = d.node == cluster.device(gpus.front()).node;
     const SpecOrigin& origin = spec.templates.begin()->second.origin;
     fail_at(origin, fmt::format("{} is not connected to {}{}", d.name, cluster.device(gpus.front()).name,
-                                same_node ? " (add a link to it)" : " (the nodes need NICs and a 'fabric')"));
+                                same_node ? " (add a link to it; GPUs and NICs do not bridge other devices)"
+                                          : " (the nodes need NICs and a 'fabric')"));
   }
 }
 

@@ -189,7 +189,7 @@ std::string_view to_string(FabricKind k) noexcept {
   return "?";
 }
 
-TopologySpec load_topology_spec(const Field& root) {
+TopologySpec load_topology_spec(const Field& root, int depth) {
   TopologySpec spec;
   spec.file = root.file();
   if (root.has("cluster")) {
@@ -198,17 +198,29 @@ TopologySpec load_topology_spec(const Field& root) {
     load_short_form(root.require("cluster"), spec);
     return spec;
   }
-  root.expect_keys({"name", "source", "gpu_kinds", "node", "node_templates", "nodes", "fabric"});
+  root.expect_keys({"name", "source", "gpu_kinds", "node", "node_from", "node_templates", "nodes", "fabric"});
   if (auto n = root.get("name")) spec.name = n->as_string();
   if (auto s = root.get("source")) spec.source = s->as_string();
   if (auto kinds = root.get("gpu_kinds")) {
     for (const auto& [id, kind] : kinds->entries()) spec.custom_gpu_kinds.push_back(load_gpu_kind(kind, id));
   }
-  if (root.has("node") == root.has("node_templates")) {
-    root.fail("give either 'node' (one template for every node) or 'node_templates', or use the short form 'cluster'");
+  if (static_cast<int>(root.has("node")) + static_cast<int>(root.has("node_templates")) +
+          static_cast<int>(root.has("node_from")) != 1) {
+    root.fail("give one of 'node' (one template for every node), 'node_from' (the node of another topology file) "
+              "or 'node_templates', or use the short form 'cluster'");
   }
   const Field nodes = root.require("nodes");
-  if (auto node = root.get("node")) {
+  if (auto from = root.get("node_from")) {
+    // Reuse the single node template of another file (a cluster of DGX nodes names dgx-a100.yaml).
+    if (depth >= 4) from->fail("'node_from' nests too deeply");
+    const auto path = std::filesystem::path(root.file()).parent_path() / from->as_string();
+    if (!std::filesystem::exists(path)) from->fail(fmt::format("no such file '{}'", path.string()));
+    TopologySpec base = load_topology_spec(YamlDocument::load(path).root(), depth + 1);
+    if (base.templates.size() != 1) from->fail(fmt::format("'{}' must describe one kind of node", path.string()));
+    for (auto& kind : base.custom_gpu_kinds) spec.custom_gpu_kinds.push_back(std::move(kind));
+    spec.templates.emplace("node", std::move(base.templates.begin()->second));
+    spec.nodes.push_back({"node", static_cast<int>(nodes.as_int_in(1, 100000)), origin_of(nodes)});
+  } else if (auto node = root.get("node")) {
     spec.templates.emplace("node", load_node(*node, "node", spec));
     spec.nodes.push_back({"node", static_cast<int>(nodes.as_int_in(1, 100000)), origin_of(nodes)});
   } else {

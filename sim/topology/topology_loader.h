@@ -9,8 +9,9 @@
 namespace mpsim::topology {
 
 /// Reads either the full form (`node`/`node_templates`, `nodes`, `fabric`) or the short form
-/// (`cluster: {nodes, gpus_per_node, gpu, intra_node, inter_node}`). Throws InputError.
-[[nodiscard]] TopologySpec load_topology_spec(const Field& root);
+/// (`cluster: {nodes, gpus_per_node, gpu, intra_node, inter_node}`). `node_from` paths are relative to
+/// the file; `depth` counts nested `node_from` files. Throws InputError.
+[[nodiscard]] TopologySpec load_topology_spec(const Field& root, int depth = 0);
 
 /// Loads and expands a topology file. Throws InputError.
 [[nodiscard]] Cluster load_topology_file(const std::filesystem::path& path);

@@ -1,0 +1,44 @@
+#include "cli/table.h"
+
+#include <algorithm>
+#include <cctype>
+
+namespace mpsim::cli {
+namespace {
+
+/// Display width in code points (the tables contain UTF-8 like "µs" and "×").
+std::size_t display_width(const std::string& s) {
+  std::size_t n = 0;
+  for (const char c : s) n += (static_cast<unsigned char>(c) & 0xC0) != 0x80 ? 1 : 0;
+  return n;
+}
+
+bool looks_numeric(const std::string& s) {
+  return !s.empty() && (std::isdigit(static_cast<unsigned char>(s.front())) != 0 || s.front() == '-');
+}
+
+}  // namespace
+
+std::string Table::render() const {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows_) {
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (std::size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], display_width(row[c]));
+  }
+  std::string out;
+  for (std::size_t r = 0; r < rows_.size(); ++r) {
+    const auto& row = rows_[r];
+    std::string line;
+    for (std::size_t c = 0; c < row.size(); ++c) {
+      const std::string pad(widths[c] - display_width(row[c]), ' ');
+      const bool right = r > 0 && c > 0 && looks_numeric(row[c]);
+      line += right ? pad + row[c] : row[c] + pad;
+      if (c + 1 < row.size()) line += "  ";
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace mpsim::cli

@@ -1,0 +1,165 @@
+#include "sim/plan/plan_check.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "sim/topology/route_table.h"
+
+namespace mpsim::plan {
+namespace {
+
+/// Throws at the field's origin in the plan file (or at the file itself when the field was derived).
+class Checker {
+ public:
+  explicit Checker(const PlanSpec& spec) : spec_(spec) {}
+
+  [[noreturn]] void fail(const std::string& field, const std::string& message) const {
+    const auto it = spec_.origins.find(field);
+    const SourceLocation where = it != spec_.origins.end() ? it->second : SourceLocation{spec_.file, 0, 0};
+    throw InputError(where, field, message);
+  }
+  void require(bool ok, const std::string& field, const std::string& message) const {
+    if (!ok) fail(field, message);
+  }
+
+ private:
+  const PlanSpec& spec_;
+};
+
+/// The layers a partition cuts: transformer blocks when the model has them (the embedding joins the
+/// first stage and the output head the last), else every layer.
+int partitionable_layers(const model::Model& m) {
+  const auto blocks = std::count_if(m.layers.begin(), m.layers.end(),
+                                    [](const model::Layer& l) { return l.kind == model::LayerKind::Transformer; });
+  return blocks > 0 ? static_cast<int>(blocks) : static_cast<int>(m.layers.size());
+}
+
+/// GPUs that share node0/gpu0's NVLink domain (itself included); a node without NVLink has a domain of 1.
+int nvlink_domain_size(const topology::Cluster& cluster) {
+  if (cluster.gpus().empty()) return 0;
+  const auto routes = topology::routes_from(cluster, cluster.gpus().front());
+  int n = 0;
+  for (const auto g : cluster.gpus()) {
+    const auto& r = routes[g.value];
+    n += r && (r->path_class == topology::PathClass::NVL || r->path_class == topology::PathClass::Local) ? 1 : 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::vector<int> even_partition(int layers, int stages) {
+  std::vector<int> bounds{0};
+  for (int s = 0; s < stages; ++s) bounds.push_back(bounds.back() + layers / stages + (s < layers % stages ? 1 : 0));
+  return bounds;
+}
+
+Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const model::Model& model) {
+  const Checker check(spec);
+  Plan p;
+  p.tensor = spec.tensor;
+  p.pipeline = spec.pipeline;
+  p.virtual_stages = spec.virtual_stages;
+  p.micro_batch = spec.micro_batch;
+  p.schedule = spec.schedule;
+  p.recompute = spec.recompute;
+  p.sequence_parallel = spec.sequence_parallel;
+  p.zero = spec.zero;
+  p.placement = spec.placement;
+  p.optimize = spec.optimize;
+  p.allow_tensor_across_nodes = spec.allow_tensor_across_nodes;
+
+  // Degrees against the GPU count.
+  const int gpus = static_cast<int>(cluster.gpus().size());
+  const int model_parallel = p.tensor * p.pipeline;
+  if (spec.data) {
+    p.data = *spec.data;
+    check.require(p.tensor * p.pipeline * p.data == gpus, "data",
+                  fmt::format("tensor {} x pipeline {} x data {} = {} GPUs, but the cluster has {}", p.tensor,
+                              p.pipeline, p.data, p.tensor * p.pipeline * p.data, gpus));
+  } else {
+    check.require(gpus % model_parallel == 0, spec.origins.contains("tensor") ? "tensor" : "pipeline",
+                  fmt::format("tensor {} x pipeline {} = {} does not divide the cluster's {} GPUs", p.tensor,
+                              p.pipeline, model_parallel, gpus));
+    p.data = gpus / model_parallel;
+  }
+
+  // Batch: micro x microbatches x data = global.
+  const int per_step = p.micro_batch * p.data;
+  if (spec.global_batch && spec.microbatches) {
+    p.global_batch = *spec.global_batch;
+    p.microbatches = *spec.microbatches;
+    check.require(per_step * p.microbatches == p.global_batch, "global_batch",
+                  fmt::format("micro {} x microbatches {} x data {} = {}, not the global batch {}", p.micro_batch,
+                              p.microbatches, p.data, per_step * p.microbatches, p.global_batch));
+  } else if (spec.global_batch) {
+    p.global_batch = *spec.global_batch;
+    check.require(p.global_batch % per_step == 0, "global_batch",
+                  fmt::format("global batch {} is not a multiple of micro {} x data {} = {}", p.global_batch,
+                              p.micro_batch, p.data, per_step));
+    p.microbatches = p.global_batch / per_step;
+  } else {
+    p.microbatches = spec.microbatches.value_or(1);
+    p.global_batch = per_step * p.microbatches;
+  }
+
+  // Tensor parallelism: within one NVLink domain, and it must split the heads.
+  const int domain = nvlink_domain_size(cluster);
+  if (!p.allow_tensor_across_nodes && p.tensor > 1) {
+    check.require(p.tensor <= std::max(domain, 1), "tensor",
+                  fmt::format("tensor {} spans more than one NVLink domain ({} GPUs); lower it, or set "
+                              "allow_tensor_across_nodes: true",
+                              p.tensor, domain));
+  }
+  if (model.shape && p.tensor > 1) {
+    check.require(model.shape->heads % p.tensor == 0, "tensor",
+                  fmt::format("tensor {} does not divide the model's {} attention heads", p.tensor, model.shape->heads));
+  }
+
+  // Stages and the partition.
+  const int layers = partitionable_layers(model);
+  const int stages = p.stages();
+  check.require(stages <= layers, spec.origins.contains("virtual_stages") ? "virtual_stages" : "pipeline",
+                fmt::format("{} stages for a model of {} layers", stages, layers));
+  if (spec.partition.empty()) {
+    if (p.virtual_stages > 1) {
+      check.require(layers % stages == 0, "virtual_stages",
+                    fmt::format("{} layers do not split evenly into pipeline {} x virtual stages {}", layers,
+                                p.pipeline, p.virtual_stages));
+    }
+    p.partition = even_partition(layers, stages);
+  } else {
+    p.partition = spec.partition;
+    check.require(static_cast<int>(p.partition.size()) == stages + 1, "partition",
+                  fmt::format("{} stages need {} boundaries, got {}", stages, stages + 1, p.partition.size()));
+    check.require(p.partition.front() == 0 && p.partition.back() == layers, "partition",
+                  fmt::format("boundaries must start at 0 and end at the model's {} layers", layers));
+    check.require(std::adjacent_find(p.partition.begin(), p.partition.end(), std::greater_equal<>()) ==
+                      p.partition.end(),
+                  "partition", "boundaries must increase: every stage holds at least one layer");
+  }
+
+  // Schedule rules.
+  const bool interleaved = p.schedule == ScheduleKind::Interleaved1F1B;
+  check.require(interleaved || p.virtual_stages == 1, "virtual_stages",
+                fmt::format("virtual stages need schedule interleaved-1f1b, not {}", to_string(p.schedule)));
+  if (interleaved) {
+    check.require(p.virtual_stages > 1, "schedule", "interleaved-1f1b needs virtual_stages > 1");
+    p.microbatch_group_size = spec.microbatch_group_size.value_or(p.pipeline);
+    check.require(p.microbatches % p.microbatch_group_size == 0, "microbatches",
+                  fmt::format("interleaved-1f1b runs microbatches in groups of {} (microbatch_group_size_per_vp_stage, "
+                              "default the pipeline size); {} microbatches is not a multiple",
+                              p.microbatch_group_size, p.microbatches));
+  } else if (spec.microbatch_group_size) {
+    check.fail("microbatch_group_size", "microbatch_group_size_per_vp_stage applies to interleaved-1f1b only");
+  }
+  if (p.schedule == ScheduleKind::SageMakerInterleaved) {
+    p.active_microbatches = spec.active_microbatches.value_or(p.pipeline + 2);  // SageMaker's default
+  } else if (spec.active_microbatches) {
+    check.fail("active_microbatches", "active_microbatches applies to sagemaker-interleaved only");
+  }
+  return p;
+}
+
+}  // namespace mpsim::plan

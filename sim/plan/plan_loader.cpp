@@ -1,0 +1,220 @@
+#include "sim/plan/plan_loader.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace mpsim::plan {
+
+std::string_view to_string(ScheduleKind k) noexcept {
+  switch (k) {
+    case ScheduleKind::GPipe: return "gpipe";
+    case ScheduleKind::OneFOneB: return "1f1b";
+    case ScheduleKind::Interleaved1F1B: return "interleaved-1f1b";
+    case ScheduleKind::ZbH1: return "zb-h1";
+    case ScheduleKind::ZbH2: return "zb-h2";
+    case ScheduleKind::SageMakerInterleaved: return "sagemaker-interleaved";
+  }
+  return "?";
+}
+
+std::string_view to_string(Objective o) noexcept { return o == Objective::Speed ? "speed" : "memory"; }
+
+namespace {
+
+std::string_view axis_word(Axis a) {
+  switch (a) {
+    case Axis::Tensor: return "tp";
+    case Axis::Data: return "dp";
+    case Axis::Pipeline: return "pp";
+  }
+  return "?";
+}
+
+constexpr std::pair<std::string_view, Recompute> kRecompute[] = {
+    {"none", Recompute::None}, {"selective", Recompute::Selective}, {"full", Recompute::Full}};
+constexpr std::pair<std::string_view, Objective> kObjective[] = {{"speed", Objective::Speed},
+                                                                  {"memory", Objective::Memory}};
+
+/// "tp-dp-pp" (fastest first), or SageMaker's "cluster", "spread" or a D/P/T permutation (rightmost fastest).
+Placement parse_placement(const Field& f, bool sagemaker) {
+  const std::string text = f.as_string();
+  if (text == "cluster") return {Axis::Tensor, Axis::Pipeline, Axis::Data};  // SageMaker "DPT"
+  if (text == "spread") return {Axis::Data, Axis::Pipeline, Axis::Tensor};   // SageMaker "TPD"
+  Placement p{};
+  std::vector<Axis> seen;
+  if (sagemaker || (text.size() == 3 && text.find('-') == std::string::npos)) {
+    if (text.size() != 3) f.fail(fmt::format("'{}' is not a placement (cluster, spread, or a permutation of DPT)", text));
+    for (std::size_t i = 0; i < 3; ++i) {
+      const char c = text[2 - i];  // rightmost letter varies fastest
+      const Axis a = c == 'T' ? Axis::Tensor : c == 'D' ? Axis::Data : c == 'P' ? Axis::Pipeline : Axis{255};
+      if (static_cast<int>(a) == 255) f.fail(fmt::format("'{}' is not a permutation of D, P and T", text));
+      p[i] = a;
+      seen.push_back(a);
+    }
+  } else {
+    std::size_t start = 0;
+    for (std::size_t i = 0; i < 3; ++i) {
+      const std::size_t end = text.find('-', start);
+      const std::string word = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
+      const Axis a = word == "tp" ? Axis::Tensor : word == "dp" ? Axis::Data : word == "pp" ? Axis::Pipeline : Axis{255};
+      if (static_cast<int>(a) == 255 || (i < 2 && end == std::string::npos) || (i == 2 && end != std::string::npos)) {
+        f.fail(fmt::format("'{}' is not a placement: write the three axes fastest first, e.g. tp-dp-pp", text));
+      }
+      p[i] = a;
+      seen.push_back(a);
+      start = end + 1;
+    }
+  }
+  std::sort(seen.begin(), seen.end());
+  if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) f.fail(fmt::format("'{}' repeats an axis", text));
+  return p;
+}
+
+/// Reads `key` into `out` and remembers where it was written.
+class Reader {
+ public:
+  explicit Reader(PlanSpec& spec) : spec_(spec) {}
+
+  std::optional<Field> get(const Field& parent, std::string_view key, std::string_view canonical) {
+    auto f = parent.get(key);
+    if (f) {
+      const std::string name(canonical);
+      if (spec_.origins.contains(name)) f->fail(fmt::format("'{}' is given twice (under another name)", canonical));
+      spec_.origins.emplace(name, f->location());
+    }
+    return f;
+  }
+  int count(const Field& parent, std::string_view key, std::string_view canonical, int& out, int min = 1) {
+    if (auto f = get(parent, key, canonical)) out = static_cast<int>(f->as_int_in(min, 1'000'000));
+    return out;
+  }
+  void count(const Field& parent, std::string_view key, std::string_view canonical, std::optional<int>& out,
+             int min = 1) {
+    if (auto f = get(parent, key, canonical)) out = static_cast<int>(f->as_int_in(min, 1'000'000'000));
+  }
+
+ private:
+  PlanSpec& spec_;
+};
+
+}  // namespace
+
+std::string to_string(const Placement& p) {
+  return fmt::format("{}-{}-{}", axis_word(p[0]), axis_word(p[1]), axis_word(p[2]));
+}
+
+PlanSpec load_plan_spec(const Field& root) {
+  PlanSpec spec;
+  spec.file = root.file();
+  root.expect_keys({// mpsim
+                    "parallelism", "batch", "schedule", "partition", "recompute", "sequence_parallel", "zero",
+                    "placement", "active_microbatches", "microbatch_group_size_per_vp_stage", "optimize",
+                    "allow_tensor_across_nodes",
+                    // SageMaker
+                    "partitions", "pipeline_parallel_degree", "tensor_parallel_degree", "microbatches", "pipeline",
+                    "placement_strategy", "ddp", "auto_partition",
+                    // Megatron
+                    "tensor_model_parallel_size", "pipeline_model_parallel_size", "data_parallel_size",
+                    "virtual_pipeline_model_parallel_size", "num_layers_per_virtual_pipeline_stage",
+                    "micro_batch_size", "global_batch_size", "recompute_granularity", "use_distributed_optimizer"});
+  Reader r(spec);
+
+  if (auto par = root.get("parallelism")) {
+    par->expect_keys({"tensor", "pipeline", "data", "virtual_stages"});
+    r.count(*par, "tensor", "tensor", spec.tensor);
+    r.count(*par, "pipeline", "pipeline", spec.pipeline);
+    r.count(*par, "data", "data", spec.data);
+    r.count(*par, "virtual_stages", "virtual_stages", spec.virtual_stages);
+  }
+  if (auto batch = root.get("batch")) {
+    batch->expect_keys({"global", "micro", "microbatches"});
+    r.count(*batch, "global", "global_batch", spec.global_batch);
+    r.count(*batch, "micro", "micro_batch", spec.micro_batch);
+    r.count(*batch, "microbatches", "microbatches", spec.microbatches);
+  }
+  // SageMaker's names.
+  r.count(root, "partitions", "pipeline", spec.pipeline);
+  r.count(root, "pipeline_parallel_degree", "pipeline", spec.pipeline);
+  r.count(root, "tensor_parallel_degree", "tensor", spec.tensor);
+  r.count(root, "microbatches", "microbatches", spec.microbatches);
+  if (auto f = r.get(root, "pipeline", "schedule")) {
+    constexpr std::pair<std::string_view, ScheduleKind> kSageMaker[] = {
+        {"simple", ScheduleKind::GPipe}, {"interleaved", ScheduleKind::SageMakerInterleaved}};
+    spec.schedule = f->as_enum(kSageMaker);
+  }
+  if (auto f = r.get(root, "placement_strategy", "placement")) spec.placement = parse_placement(*f, true);
+  if (auto f = root.get("ddp")) (void)f->as_bool();  // SageMaker's switch; data parallelism follows from the degrees
+  if (auto f = root.get("auto_partition")) {
+    if (!f->as_bool()) f->fail("manual SageMaker partitioning is expressed here as 'partition: [boundaries]'");
+  }
+  // Megatron's names.
+  r.count(root, "tensor_model_parallel_size", "tensor", spec.tensor);
+  r.count(root, "pipeline_model_parallel_size", "pipeline", spec.pipeline);
+  r.count(root, "data_parallel_size", "data", spec.data);
+  r.count(root, "virtual_pipeline_model_parallel_size", "virtual_stages", spec.virtual_stages);
+  r.count(root, "micro_batch_size", "micro_batch", spec.micro_batch);
+  r.count(root, "global_batch_size", "global_batch", spec.global_batch);
+  if (auto f = r.get(root, "recompute_granularity", "recompute")) {
+    constexpr std::pair<std::string_view, Recompute> kMegatron[] = {{"full", Recompute::Full},
+                                                                     {"selective", Recompute::Selective}};
+    spec.recompute = f->as_enum(kMegatron);
+  }
+  if (auto f = r.get(root, "use_distributed_optimizer", "zero")) spec.zero = f->as_bool() ? 1 : 0;
+  if (auto f = root.get("num_layers_per_virtual_pipeline_stage")) {
+    f->fail("give 'virtual_pipeline_model_parallel_size' (or parallelism.virtual_stages) instead: the layers per "
+            "virtual stage follow from it");
+  }
+
+  // mpsim's own names.
+  if (auto f = r.get(root, "schedule", "schedule")) spec.schedule = f->as_enum(kScheduleNames);
+  if (auto f = r.get(root, "partition", "partition")) {
+    if (f->is_scalar()) {
+      if (f->as_string() != "balanced") f->fail("expected 'balanced' or a list of layer boundaries like [0, 12, 24]");
+    } else {
+      for (const Field& b : f->items()) spec.partition.push_back(static_cast<int>(b.as_int_in(0, 1'000'000)));
+      if (spec.partition.size() < 2) f->fail("a partition lists at least two boundaries, e.g. [0, 24]");
+    }
+  }
+  if (auto f = r.get(root, "recompute", "recompute")) spec.recompute = f->as_enum(kRecompute);
+  if (auto f = r.get(root, "sequence_parallel", "sequence_parallel")) spec.sequence_parallel = f->as_bool();
+  if (auto f = r.get(root, "zero", "zero")) spec.zero = static_cast<int>(f->as_int_in(0, 3));
+  if (auto f = r.get(root, "placement", "placement")) spec.placement = parse_placement(*f, false);
+  r.count(root, "active_microbatches", "active_microbatches", spec.active_microbatches);
+  r.count(root, "microbatch_group_size_per_vp_stage", "microbatch_group_size", spec.microbatch_group_size);
+  if (auto f = r.get(root, "optimize", "optimize")) spec.optimize = f->as_enum(kObjective);
+  if (auto f = r.get(root, "allow_tensor_across_nodes", "allow_tensor_across_nodes")) {
+    spec.allow_tensor_across_nodes = f->as_bool();
+  }
+  return spec;
+}
+
+PlanSpec load_plan_file(const std::filesystem::path& path) {
+  const YamlDocument doc = YamlDocument::load(path);
+  return load_plan_spec(doc.root());
+}
+
+std::string write_plan_yaml(const Plan& p) {
+  std::string out;
+  out += "# mpsim plan (docs/formats/plan.md)\n";
+  out += fmt::format("parallelism: {{ tensor: {}, pipeline: {}, data: {}, virtual_stages: {} }}\n", p.tensor,
+                     p.pipeline, p.data, p.virtual_stages);
+  out += fmt::format("batch: {{ global: {}, micro: {}, microbatches: {} }}\n", p.global_batch, p.micro_batch,
+                     p.microbatches);
+  out += fmt::format("schedule: {}\n", to_string(p.schedule));
+  out += fmt::format("partition: [{}]\n", fmt::join(p.partition, ", "));
+  out += fmt::format("recompute: {}\n", model::to_string(p.recompute));
+  out += fmt::format("sequence_parallel: {}\n", p.sequence_parallel);
+  out += fmt::format("zero: {}\n", p.zero);
+  out += fmt::format("placement: {}\n", to_string(p.placement));
+  if (p.schedule == ScheduleKind::SageMakerInterleaved) out += fmt::format("active_microbatches: {}\n", p.active_microbatches);
+  if (p.schedule == ScheduleKind::Interleaved1F1B) {
+    out += fmt::format("microbatch_group_size_per_vp_stage: {}\n", p.microbatch_group_size);
+  }
+  out += fmt::format("optimize: {}\n", to_string(p.optimize));
+  if (p.allow_tensor_across_nodes) out += "allow_tensor_across_nodes: true\n";
+  return out;
+}
+
+}  // namespace mpsim::plan

@@ -1,0 +1,109 @@
+#include "sim/topology/topology_loader.h"
+
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "topology_test_support.h"
+
+namespace mpsim::topology {
+namespace {
+
+using testing::cluster_from;
+using testing::error_of;
+using testing::repo_path;
+
+TEST(TopologyLoader, EveryShippedTopologyLoads) {
+  struct Expect {
+    const char* file;
+    int nodes;
+    std::size_t gpus;
+    const char* gpu;
+  };
+  const Expect files[] = {
+      {"dgx-a100.yaml", 1, 8, "a100-80gb"},      {"dgx-h100.yaml", 1, 8, "h100-sxm"},
+      {"p3.16xlarge.yaml", 1, 8, "v100-16gb"},   {"p4d.24xlarge.yaml", 1, 8, "a100-40gb"},
+      {"p5.48xlarge.yaml", 1, 8, "h100-sxm"},    {"pcie-8gpu.yaml", 1, 8, "a100-pcie-80gb"},
+      {"4x-p4d.yaml", 4, 32, "a100-40gb"},       {"16x-dgx-h100.yaml", 16, 128, "h100-sxm"},
+      {"selene.yaml", 560, 4480, "a100-80gb"},   {"512x-dgx-h100.yaml", 512, 4096, "h100-sxm"},
+  };
+  std::size_t seen = 0;
+  for (const auto& e : files) {
+    SCOPED_TRACE(e.file);
+    const Cluster c = load_topology_file(repo_path(std::string("topologies/") + e.file));
+    EXPECT_EQ(c.node_count, e.nodes);
+    EXPECT_EQ(c.gpus().size(), e.gpus);
+    EXPECT_EQ(c.gpu_kind_of(c.gpus().front()).id, e.gpu);
+    ++seen;
+  }
+  // Every file in topologies/ is in the table above.
+  std::size_t on_disk = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(repo_path("topologies"))) {
+    on_disk += entry.path().extension() == ".yaml" ? 1 : 0;
+  }
+  EXPECT_EQ(on_disk, seen);
+}
+
+TEST(TopologyLoader, ShortFormBuildsUniformCluster) {
+  const Cluster c = cluster_from(R"(
+cluster:
+  nodes: 2
+  gpus_per_node: 8
+  gpu: a100-80gb
+  intra_node: { kind: nvswitch, bandwidth: "300 GB/s", latency: "2 us" }
+  inter_node: { kind: infiniband, bandwidth: "200 Gb/s", latency: "5 us", nics_per_node: 8 }
+)");
+  EXPECT_EQ(c.node_count, 2);
+  EXPECT_EQ(c.gpus().size(), 16u);
+  EXPECT_TRUE(c.find("node1/gpu7").has_value());
+  EXPECT_TRUE(c.find("node1/nic7").has_value());
+  EXPECT_TRUE(c.find("fabric/switch0").has_value());
+}
+
+TEST(TopologyLoader, ShortFormWithInlineGpuKind) {
+  const Cluster c = cluster_from(R"(
+cluster:
+  gpus_per_node: 2
+  gpu: { peak: { fp32: "10 TFLOP/s" }, memory: "24 GiB", memory_bandwidth: "300 GB/s" }
+  intra_node: { kind: pcie, bandwidth: "16 GB/s" }
+)");
+  EXPECT_EQ(c.gpu_kind_of(c.gpus().front()).memory, Bytes::gib(24));
+}
+
+TEST(TopologyLoader, NodeFromSharesTheTemplate) {
+  const Cluster one = load_topology_file(repo_path("topologies/p4d.24xlarge.yaml"));
+  const Cluster four = load_topology_file(repo_path("topologies/4x-p4d.yaml"));
+  EXPECT_EQ(four.devices().size(), 4 * one.devices().size() + 1);  // + the fabric switch
+}
+
+TEST(TopologyLoader, ExpansionErrorsNameTheLinkField) {
+  const std::string dangling = error_of(R"(
+node:
+  gpu: a100-80gb
+  gpus: 2
+  nvswitches: 1
+  links:
+    - { kind: nvlink, from: "gpu*", to: nvswitch3, bandwidth: "25 GB/s" }
+nodes: 1
+)");
+  EXPECT_NE(dangling.find("inline.yaml:7:7"), std::string::npos) << dangling;
+  EXPECT_NE(dangling.find("'nvswitch3' matches no device"), std::string::npos) << dangling;
+  EXPECT_NE(dangling.find("field 'node.links[0]'"), std::string::npos) << dangling;
+
+  const std::string disconnected = error_of("node: { gpu: h100-sxm, gpus: 2 }\nnodes: 1\n");
+  EXPECT_NE(disconnected.find("node0/gpu1 is not connected to node0/gpu0"), std::string::npos) << disconnected;
+
+  const std::string unknown_kind = error_of("cluster: { gpus_per_node: 1, gpu: tpu-v9 }\n");
+  EXPECT_NE(unknown_kind.find("unknown GPU kind 'tpu-v9'"), std::string::npos) << unknown_kind;
+
+  const std::string no_fabric = error_of(R"(
+cluster:
+  nodes: 2
+  gpus_per_node: 1
+  gpu: h100-sxm
+)");
+  EXPECT_NE(no_fabric.find("several nodes need 'inter_node'"), std::string::npos) << no_fabric;
+}
+
+}  // namespace
+}  // namespace mpsim::topology
