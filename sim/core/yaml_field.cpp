@@ -153,10 +153,8 @@ std::int64_t Field::as_int() const {
 
 std::int64_t Field::as_int_in(std::int64_t min, std::int64_t max) const {
   const std::int64_t v = as_int();
-  if (v < min || v > max) {
-    if (max == INT64_MAX) fail(fmt::format("must be at least {}, got {}", min, v));
-    fail(fmt::format("must be between {} and {}, got {}", min, max, v));
-  }
+  if (v < min) fail(fmt::format("must be at least {}, got {}", min, v));
+  if (v > max) fail(fmt::format("must be at most {}, got {}", max, v));
   return v;
 }
 

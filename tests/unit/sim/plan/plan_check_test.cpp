@@ -1,0 +1,106 @@
+#include "sim/plan/plan_check.h"
+
+#include <gtest/gtest.h>
+
+#include "plan_test_support.h"
+
+namespace mpsim::plan {
+namespace {
+
+using testing::check_error;
+using testing::repo_path;
+using testing::spec_from;
+
+constexpr const char* kP4d4 = "topologies/4x-p4d.yaml";        // 32 A100 40GB, 8 per NVSwitch node
+constexpr const char* kGpt13b = "configs/models/gpt3-13b.yaml";  // 40 layers, 40 heads
+
+Plan resolve(const std::string& yaml, const char* topology = kP4d4, const char* model = kGpt13b) {
+  return resolve_plan(spec_from(yaml), topology::load_topology_file(repo_path(topology)),
+                      model::load_model_file(repo_path(model)));
+}
+
+TEST(PlanCheck, ShippedPlansResolve) {
+  const Plan a = resolve_plan(load_plan_file(repo_path("configs/plans/gpt3-13b-4x-p4d.yaml")),
+                              topology::load_topology_file(repo_path(kP4d4)), model::load_model_file(repo_path(kGpt13b)));
+  EXPECT_EQ(a.gpus(), 32);
+  EXPECT_EQ(a.microbatches, 128);  // 256 / (1 x 2)
+  EXPECT_EQ(a.partition, (std::vector<int>{0, 20, 40}));
+
+  const Plan sm = resolve_plan(load_plan_file(repo_path("configs/plans/gpt3-1.3b-sagemaker.yaml")),
+                               topology::load_topology_file(repo_path("topologies/p4d.24xlarge.yaml")),
+                               model::load_model_file(repo_path("configs/models/gpt3-1.3b.yaml")));
+  EXPECT_EQ(sm.data, 2);  // 8 GPUs / 4 partitions
+  EXPECT_EQ(sm.global_batch, 16);
+  EXPECT_EQ(sm.active_microbatches, 6);
+
+  const Plan mg = resolve_plan(load_plan_file(repo_path("configs/plans/megatron-175b-interleaved.yaml")),
+                               topology::load_topology_file(repo_path("topologies/16x-dgx-h100.yaml")),
+                               model::load_model_file(repo_path("configs/models/gpt3-175b.yaml")));
+  EXPECT_EQ(mg.data, 2);
+  EXPECT_EQ(mg.microbatches, 256);
+  EXPECT_EQ(mg.stages(), 16);
+  EXPECT_EQ(mg.partition.size(), 17u);
+  EXPECT_EQ(mg.microbatch_group_size, 8);  // Megatron's default: the pipeline size
+}
+
+TEST(PlanCheck, DataDegreeFillsTheClusterAndBatchBalances) {
+  const Plan p = resolve("parallelism: { tensor: 8, pipeline: 2 }\nbatch: { global: 64, micro: 2 }\n");
+  EXPECT_EQ(p.data, 2);
+  EXPECT_EQ(p.microbatches, 16);  // 64 / (2 x 2)
+  const Plan q = resolve("parallelism: { tensor: 4, pipeline: 4 }\nbatch: { micro: 1, microbatches: 8 }\n");
+  EXPECT_EQ(q.global_batch, 16);
+}
+
+TEST(PlanCheck, ErrorsPointAtTheField) {
+  EXPECT_EQ(check_error("parallelism: { tensor: 8, pipeline: 2, data: 4 }\n", kP4d4, kGpt13b),
+            "plan.yaml:1:46: tensor 8 x pipeline 2 x data 4 = 64 GPUs, but the cluster has 32 (field 'data')");
+  EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 2 }\nbatch: { global: 100, micro: 4 }\n", kP4d4, kGpt13b)
+                .find("global batch 100 is not a multiple of micro 4 x data 2 = 8 (field 'global_batch')"),
+            std::string::npos);
+  EXPECT_NE(check_error("parallelism: { tensor: 16, pipeline: 2 }\n", kP4d4, kGpt13b)
+                .find("tensor 16 spans more than one NVLink domain (8 GPUs)"),
+            std::string::npos);
+  EXPECT_NE(check_error("parallelism: { tensor: 16, pipeline: 2 }\nallow_tensor_across_nodes: true\n", kP4d4, kGpt13b)
+                .find("tensor 16 does not divide the model's 40 attention heads"),
+            std::string::npos);
+  EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 4, virtual_stages: 3 }\nschedule: interleaved-1f1b\n",
+                        kP4d4, kGpt13b)
+                .find("40 layers do not split evenly into pipeline 4 x virtual stages 3"),
+            std::string::npos);
+  EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 4, virtual_stages: 2 }\n", kP4d4, kGpt13b)
+                .find("virtual stages need schedule interleaved-1f1b"),
+            std::string::npos);
+  EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 4, virtual_stages: 2 }\nschedule: interleaved-1f1b\n"
+                        "batch: { microbatches: 6 }\n",
+                        kP4d4, kGpt13b)
+                .find("in groups of 4"),
+            std::string::npos);
+  EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 2 }\npartition: [0, 10, 30]\n", kP4d4, kGpt13b)
+                .find("end at the model's 40 layers"),
+            std::string::npos);
+  EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 2 }\npartition: [0, 40, 40]\n", kP4d4, kGpt13b)
+                .find("every stage holds at least one layer"),
+            std::string::npos);
+  EXPECT_NE(check_error("parallelism: { tensor: 1, pipeline: 32 }\nactive_microbatches: 4\n", kP4d4, kGpt13b)
+                .find("active_microbatches applies to sagemaker-interleaved only"),
+            std::string::npos);
+  EXPECT_NE(check_error("parallelism: { tensor: 1, pipeline: 64 }\n", kP4d4, kGpt13b).find("does not divide"),
+            std::string::npos);
+}
+
+TEST(PlanCheck, PcieBoxHasNoNvlinkDomain) {
+  // Without NVLink every GPU is its own domain: tensor parallelism over PCIe must be asked for.
+  EXPECT_NE(check_error("parallelism: { tensor: 2 }\n", "topologies/pcie-8gpu.yaml", kGpt13b).find("NVLink domain"),
+            std::string::npos);
+  EXPECT_EQ(check_error("parallelism: { tensor: 2 }\nallow_tensor_across_nodes: true\n", "topologies/pcie-8gpu.yaml",
+                        kGpt13b),
+            "<no error>");
+}
+
+TEST(PlanCheck, EvenPartition) {
+  EXPECT_EQ(even_partition(10, 4), (std::vector<int>{0, 3, 6, 8, 10}));
+  EXPECT_EQ(even_partition(96, 8), (std::vector<int>{0, 12, 24, 36, 48, 60, 72, 84, 96}));
+}
+
+}  // namespace
+}  // namespace mpsim::plan

@@ -1,0 +1,111 @@
+#include "sim/plan/plan_loader.h"
+
+#include <gtest/gtest.h>
+
+#include "plan_test_support.h"
+
+namespace mpsim::plan {
+namespace {
+
+using testing::spec_from;
+
+TEST(PlanLoader, InterfaceForm) {
+  const PlanSpec s = spec_from(R"(
+parallelism: { tensor: 8, pipeline: 4, data: 2, virtual_stages: 1 }
+batch: { global: 512, micro: 1 }
+schedule: 1f1b
+partition: balanced
+recompute: none
+zero: 0
+placement: tp-dp-pp
+)");
+  EXPECT_EQ(s.tensor, 8);
+  EXPECT_EQ(s.pipeline, 4);
+  EXPECT_EQ(s.data, 2);
+  EXPECT_EQ(s.global_batch, 512);
+  EXPECT_EQ(s.schedule, ScheduleKind::OneFOneB);
+  EXPECT_TRUE(s.partition.empty());
+  EXPECT_EQ(s.placement, kMegatronPlacement);
+  EXPECT_EQ(s.origins.at("tensor").line, 2);
+}
+
+TEST(PlanLoader, SageMakerForm) {
+  const PlanSpec s = spec_from("partitions: 4\nmicrobatches: 8\npipeline: simple\noptimize: memory\n"
+                               "placement_strategy: spread\nactive_microbatches: 6\nddp: true\n");
+  EXPECT_EQ(s.pipeline, 4);
+  EXPECT_EQ(s.microbatches, 8);
+  EXPECT_EQ(s.schedule, ScheduleKind::GPipe);
+  EXPECT_EQ(s.optimize, Objective::Memory);
+  // SageMaker "spread" = "TPD": D varies fastest, then P, then T.
+  EXPECT_EQ(to_string(s.placement), "dp-pp-tp");
+  EXPECT_EQ(to_string(spec_from("partitions: 2\nplacement_strategy: cluster\n").placement), "tp-pp-dp");
+  EXPECT_EQ(to_string(spec_from("partitions: 2\nplacement_strategy: PTD\n").placement), "dp-tp-pp");
+  EXPECT_EQ(spec_from("partitions: 2\npipeline: interleaved\n").schedule, ScheduleKind::SageMakerInterleaved);
+}
+
+TEST(PlanLoader, MegatronForm) {
+  const PlanSpec s = spec_from(
+      "tensor_model_parallel_size: 8\npipeline_model_parallel_size: 8\nvirtual_pipeline_model_parallel_size: 2\n"
+      "micro_batch_size: 2\nglobal_batch_size: 2304\nrecompute_granularity: full\nschedule: interleaved-1f1b\n");
+  EXPECT_EQ(s.tensor, 8);
+  EXPECT_EQ(s.virtual_stages, 2);
+  EXPECT_EQ(s.micro_batch, 2);
+  EXPECT_EQ(s.global_batch, 2304);
+  EXPECT_EQ(s.recompute, Recompute::Full);
+}
+
+TEST(PlanLoader, SameFieldUnderTwoNamesIsAnError) {
+  EXPECT_THROW((void)spec_from("partitions: 4\nparallelism: { pipeline: 2 }\n"), InputError);
+}
+
+TEST(PlanLoader, BadValuesNameFileLineAndField) {
+  try {
+    (void)spec_from("parallelism: { tensor: 0 }\n");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "plan.yaml:1:24: must be at least 1, got 0 (field 'parallelism.tensor')");
+  }
+  EXPECT_THROW((void)spec_from("schedule: 2f2b\n"), InputError);
+  EXPECT_THROW((void)spec_from("placement: tp-tp-pp\n"), InputError);
+  EXPECT_THROW((void)spec_from("placement: tp-dp\n"), InputError);
+  EXPECT_THROW((void)spec_from("zero: 4\n"), InputError);
+  EXPECT_THROW((void)spec_from("recompute: sometimes\n"), InputError);
+  EXPECT_THROW((void)spec_from("partition: [0]\n"), InputError);
+  EXPECT_THROW((void)spec_from("microbatchez: 4\n"), InputError);
+}
+
+TEST(PlanLoader, WrittenPlanReadsBack) {
+  Plan p;
+  p.tensor = 4;
+  p.pipeline = 2;
+  p.data = 3;
+  p.virtual_stages = 2;
+  p.global_batch = 96;
+  p.micro_batch = 2;
+  p.microbatches = 16;
+  p.schedule = ScheduleKind::Interleaved1F1B;
+  p.partition = {0, 3, 6, 9, 12};
+  p.recompute = Recompute::Selective;
+  p.sequence_parallel = true;
+  p.zero = 1;
+  p.placement = {Axis::Tensor, Axis::Pipeline, Axis::Data};
+  p.microbatch_group_size = 2;
+  const PlanSpec back = spec_from(write_plan_yaml(p));
+  EXPECT_EQ(back.tensor, p.tensor);
+  EXPECT_EQ(back.pipeline, p.pipeline);
+  EXPECT_EQ(back.data, p.data);
+  EXPECT_EQ(back.virtual_stages, p.virtual_stages);
+  EXPECT_EQ(back.global_batch, p.global_batch);
+  EXPECT_EQ(back.micro_batch, p.micro_batch);
+  EXPECT_EQ(back.microbatches, p.microbatches);
+  EXPECT_EQ(back.schedule, p.schedule);
+  EXPECT_EQ(back.partition, p.partition);
+  EXPECT_EQ(back.recompute, p.recompute);
+  EXPECT_EQ(back.sequence_parallel, p.sequence_parallel);
+  EXPECT_EQ(back.zero, p.zero);
+  EXPECT_EQ(back.placement, p.placement);
+  EXPECT_EQ(back.microbatch_group_size, p.microbatch_group_size);
+}
+
+}  // namespace
+}  // namespace mpsim::plan
