@@ -1,0 +1,226 @@
+// `mpsim model ...`: inspect model files.
+#include <cstdint>
+#include <iostream>
+#include <optional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/table.h"
+#include "sim/model/model.h"
+#include "sim/model/model_loader.h"
+
+namespace mpsim::cli {
+namespace {
+
+using model::Layer;
+using model::Model;
+using Json = nlohmann::ordered_json;
+
+struct ShowOptions {
+  std::string file;
+  bool json = false;
+};
+
+/// What `model show --json` reports as a layer's activations: no parallelism, no recomputation.
+Bytes plain_activation_bytes(const Layer& layer) {
+  return model::stashed_activation_bytes(layer, 1, 1, false, model::Recompute::None);
+}
+
+// ---- JSON (interface.md, "model show --json"; SI units) ------------------------------------------------
+
+Json shape_json(const model::TransformerShape& s) {
+  Json j;
+  j["family"] = model::to_string(s.family);
+  j["layers"] = s.layers;
+  if (s.family == model::Family::T5) {
+    j["encoder_layers"] = s.encoder_layers;
+    j["decoder_layers"] = s.decoder_layers;
+  }
+  j["hidden"] = s.hidden;
+  j["heads"] = s.heads;
+  j["kv_heads"] = s.kv_heads;
+  j["head_dim"] = s.head_dim;
+  j["ffn"] = s.ffn;
+  j["seq_len"] = s.seq_len;
+  if (s.family == model::Family::T5) j["decoder_seq_len"] = s.decoder_seq_len;
+  j["vocab"] = s.vocab;
+  j["norm"] = model::to_string(s.norm);
+  j["positions"] = model::to_string(s.positions);
+  if (s.positions == model::PositionKind::Learned) j["max_positions"] = s.max_positions;
+  if (s.token_types > 0) j["token_types"] = s.token_types;
+  j["tied_embeddings"] = s.tied_embeddings;
+  j["gated_mlp"] = s.gated_mlp;
+  j["biases"] = s.biases;
+  j["dropout"] = s.dropout;
+  if (s.family == model::Family::Bert) j["pooler"] = s.pooler;
+  return j;
+}
+
+Json layer_json(const Layer& l) {
+  Json j;
+  j["name"] = l.name;
+  j["kind"] = model::to_string(l.kind);
+  j["parameters"] = l.parameters;
+  j["forward_flops"] = l.forward_flops.count();
+  j["backward_flops"] = l.backward_flops().count();
+  j["backward_input_flops"] = l.backward_input_flops.count();
+  j["backward_weight_flops"] = l.backward_weight_flops.count();
+  j["activation_bytes"] = plain_activation_bytes(l).count();
+  j["output_bytes"] = l.output_bytes.count();
+  j["stashed_bytes"] = {{"tp_replicated", l.stashed.tp_replicated.count()},
+                        {"tp_sharded", l.stashed.tp_sharded.count()},
+                        {"attention_scores", l.stashed.attention_scores.count()},
+                        {"layer_input", l.stashed.layer_input.count()}};
+  if (l.forward_time) j["forward_time_s"] = l.forward_time->to_seconds();
+  if (l.backward_input_time) j["backward_input_time_s"] = l.backward_input_time->to_seconds();
+  if (l.backward_weight_time) j["backward_weight_time_s"] = l.backward_weight_time->to_seconds();
+  j["tensor_parallel_allreduces_forward"] = l.tensor_parallel_allreduces_forward;
+  return j;
+}
+
+Json model_json(const Model& m) {
+  Json j;
+  j["name"] = m.name;
+  j["family"] = m.family;
+  j["dtype_bytes"] = m.dtype_bytes;
+  j["parameters"] = m.parameters();
+  j["parameter_bytes"] = m.parameter_bytes().count();
+  j["training_flops_per_sample"] = m.training_flops_per_sample().count();
+  if (m.shape) j["shape"] = shape_json(*m.shape);
+  Json layers = Json::array();
+  for (const Layer& l : m.layers) layers.push_back(layer_json(l));
+  j["layers"] = std::move(layers);
+  return j;
+}
+
+// ---- Human table ------------------------------------------------------------------------------------
+
+/// "1.81 B", "654 M", "24.6 K", "320": parameter counts as model cards write them.
+std::string readable_count(std::int64_t n) {
+  struct Scale {
+    double factor;
+    const char* suffix;
+  };
+  constexpr Scale kScales[] = {{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}};
+  const auto v = static_cast<double>(n);
+  for (const auto& s : kScales) {
+    if (v >= s.factor) {
+      const double x = v / s.factor;
+      return fmt::format("{} {}", x >= 100 ? fmt::format("{:.0f}", x) : x >= 10 ? fmt::format("{:.1f}", x)
+                                                                              : fmt::format("{:.2f}", x),
+                         s.suffix);
+    }
+  }
+  return fmt::format("{}", n);
+}
+
+std::string grouped(std::int64_t n) {
+  std::string digits = fmt::format("{}", n);
+  std::string out;
+  const std::size_t first = digits.size() % 3 == 0 ? 3 : digits.size() % 3;
+  for (std::size_t i = 0; i < digits.size(); ++i) {
+    if (i >= first && (i - first) % 3 == 0 && i > 0) out += ',';
+    out += digits[i];
+  }
+  return out;
+}
+
+/// A row name for `count` layers starting at `first`: "block0..95 ×96" when the names are a common
+/// prefix followed by consecutive numbers, "first..last ×n" otherwise.
+std::string run_name(const std::vector<Layer>& layers, std::size_t first, std::size_t count) {
+  if (count == 1) return layers[first].name;
+  const std::string& a = layers[first].name;
+  const std::string& b = layers[first + count - 1].name;
+  const auto split = [](const std::string& s) {
+    std::size_t i = s.size();
+    while (i > 0 && s[i - 1] >= '0' && s[i - 1] <= '9') --i;
+    return i;
+  };
+  const std::size_t ia = split(a);
+  const std::size_t ib = split(b);
+  std::string range;
+  if (ia < a.size() && ib < b.size() && a.compare(0, ia, b, 0, ib) == 0 && ia == ib) {
+    range = fmt::format("{}..{}", a, b.substr(ib));
+  } else {
+    range = fmt::format("{}..{}", a, b);
+  }
+  return fmt::format("{} \u00d7{}", range, count);
+}
+
+void print_human(const Model& m) {
+  std::cout << fmt::format("model       {} ({}, {} bytes per element)\n", m.name, m.family, m.dtype_bytes);
+  if (m.shape) {
+    const model::TransformerShape& s = *m.shape;
+    std::string layers = s.family == model::Family::T5
+                             ? fmt::format("{} + {} layers", s.encoder_layers, s.decoder_layers)
+                             : fmt::format("{} layers", s.layers);
+    std::string seq = s.family == model::Family::T5 ? fmt::format("{}/{}", s.seq_len, s.decoder_seq_len)
+                                                    : fmt::format("{}", s.seq_len);
+    std::cout << fmt::format("shape       {}, hidden {}, {} heads of {} ({} kv), ffn {}{}, seq {}, vocab {}\n",
+                             layers, s.hidden, s.heads, s.head_dim, s.kv_heads, s.ffn,
+                             s.gated_mlp ? " gated" : "", seq, s.vocab);
+  }
+  std::cout << fmt::format("parameters  {} ({}; {} of weights)\n", grouped(m.parameters()),
+                           readable_count(m.parameters()), to_string(m.parameter_bytes()));
+  std::cout << fmt::format("training    {} per sample (forward + backward, no recomputation)\n\n",
+                           to_string(m.training_flops_per_sample()));
+
+  bool timed = false;
+  for (const Layer& l : m.layers) timed = timed || l.forward_time || l.backward_input_time || l.backward_weight_time;
+  const auto time_or_dash = [](const std::optional<TimeNs>& t) { return t ? to_string(*t) : std::string("-"); };
+
+  Table table;
+  std::vector<std::string> header{"layer", "kind", "params", "forward", "backward", "activations", "output"};
+  if (timed) {
+    for (const char* h : {"fwd time", "bwd-input time", "bwd-weight time"}) header.emplace_back(h);
+  }
+  table.add_row(std::move(header));
+  for (const model::LayerRun& run : model::identical_runs(m.layers)) {
+    const Layer& l = m.layers[run.first];
+    std::vector<std::string> row{run_name(m.layers, run.first, run.count),
+                                 std::string(model::to_string(l.kind)),
+                                 readable_count(l.parameters),
+                                 to_string(l.forward_flops),
+                                 to_string(l.backward_flops()),
+                                 to_string(plain_activation_bytes(l)),
+                                 to_string(l.output_bytes)};
+    if (timed) {
+      row.push_back(time_or_dash(l.forward_time));
+      row.push_back(time_or_dash(l.backward_input_time));
+      row.push_back(time_or_dash(l.backward_weight_time));
+    }
+    table.add_row(std::move(row));
+  }
+  std::cout << table.render();
+  std::cout << "\nper layer and per sample; activations: stashed for backward, no parallelism or recomputation";
+  std::cout << (timed ? "; times: profiled, per microbatch\n" : "\n");
+}
+
+void run_show(const ShowOptions& options) {
+  const Model m = model::load_model_file(options.file);
+  if (options.json) {
+    std::cout << model_json(m).dump(2) << '\n';
+  } else {
+    print_human(m);
+  }
+}
+
+}  // namespace
+
+void add_model_commands(CLI::App& app) {
+  CLI::App* group = app.add_subcommand("model", "Inspect model files");
+  group->require_subcommand(1);
+  auto options = std::make_shared<ShowOptions>();
+  CLI::App* show = group->add_subcommand("show", "Parameters, FLOPs per sample and the per-layer table of a model");
+  show->add_option("FILE", options->file, "model YAML file")->required();
+  show->add_flag("--json", options->json, "print JSON in SI units instead of a table");
+  show->callback([options] { run_show(*options); });
+}
+
+}  // namespace mpsim::cli

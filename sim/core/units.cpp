@@ -141,7 +141,7 @@ constexpr std::array kFlopsRateUnits{
 
 constexpr std::array kFlopsUnits{
     UnitSpelling{"", 1.0},
-    UnitSpelling{"FLOP", 1.0}, UnitSpelling{"GFLOP", 1e9}, UnitSpelling{"TFLOP", 1e12},
+    UnitSpelling{"FLOP", 1.0}, UnitSpelling{"KFLOP", 1e3}, UnitSpelling{"MFLOP", 1e6}, UnitSpelling{"GFLOP", 1e9}, UnitSpelling{"TFLOP", 1e12},
     UnitSpelling{"PFLOP", 1e15}, UnitSpelling{"EFLOP", 1e18},
 };
 
@@ -269,7 +269,8 @@ std::string to_string(FlopsPerSec v) {
 
 std::string to_string(Flops v) {
   constexpr std::array ladder{UnitSpelling{"EFLOP", 1e18}, UnitSpelling{"PFLOP", 1e15}, UnitSpelling{"TFLOP", 1e12},
-                              UnitSpelling{"GFLOP", 1e9}, UnitSpelling{"FLOP", 1.0}};
+                              UnitSpelling{"GFLOP", 1e9}, UnitSpelling{"MFLOP", 1e6}, UnitSpelling{"KFLOP", 1e3},
+                              UnitSpelling{"FLOP", 1.0}};
   return scaled_string(v.count(), ladder);
 }
 

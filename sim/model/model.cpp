@@ -1,0 +1,88 @@
+#include "sim/model/model.h"
+
+#include <cassert>
+
+namespace mpsim::model {
+
+std::string_view to_string(LayerKind k) noexcept {
+  switch (k) {
+    case LayerKind::Embedding: return "embedding";
+    case LayerKind::Transformer: return "transformer";
+    case LayerKind::OutputHead: return "output_head";
+    case LayerKind::Generic: return "generic";
+  }
+  return "?";
+}
+
+namespace {
+
+/// Full recomputation re-runs transformer layers (and hand-listed ones, which say what they keep);
+/// Megatron does not recompute the embedding or the output head.
+bool is_recomputed(LayerKind k) noexcept {
+  switch (k) {
+    case LayerKind::Transformer:
+    case LayerKind::Generic: return true;
+    case LayerKind::Embedding:
+    case LayerKind::OutputHead: return false;
+  }
+  return false;
+}
+
+}  // namespace
+
+Bytes stashed_activation_bytes(const Layer& layer, int micro_batch, int tensor, bool sequence_parallel,
+                               Recompute recompute) noexcept {
+  assert(micro_batch >= 1 && tensor >= 1);
+  const std::int64_t b = micro_batch;
+  const std::int64_t t = tensor;
+  const auto whole = [b](Bytes per_sample) { return Bytes::bytes(per_sample.count() * b); };
+  const auto split = [b, t](Bytes per_sample) { return Bytes::bytes((per_sample.count() * b + t - 1) / t); };
+  const auto replicated = [&](Bytes per_sample) { return sequence_parallel ? split(per_sample) : whole(per_sample); };
+
+  const ActivationFootprint& a = layer.stashed;
+  if (recompute == Recompute::Full && is_recomputed(layer.kind)) return replicated(a.layer_input);
+  Bytes total = replicated(a.tp_replicated) + split(a.tp_sharded);
+  if (recompute == Recompute::None) total += split(a.attention_scores);
+  return total;
+}
+
+std::int64_t Model::parameters() const noexcept {
+  std::int64_t total = 0;
+  for (const Layer& l : layers) total += l.parameters;
+  return total;
+}
+
+Flops Model::training_flops_per_sample() const noexcept {
+  Flops total;
+  for (const Layer& l : layers) total += l.training_flops();
+  return total;
+}
+
+Bytes Model::parameter_bytes() const noexcept { return Bytes::bytes(parameters() * dtype_bytes); }
+
+bool same_cost(const Layer& a, const Layer& b) noexcept {
+  const auto same_footprint = [](const ActivationFootprint& x, const ActivationFootprint& y) {
+    return x.tp_replicated == y.tp_replicated && x.tp_sharded == y.tp_sharded &&
+           x.attention_scores == y.attention_scores && x.layer_input == y.layer_input;
+  };
+  return a.kind == b.kind && a.parameters == b.parameters && a.forward_flops == b.forward_flops &&
+         a.backward_input_flops == b.backward_input_flops && a.backward_weight_flops == b.backward_weight_flops &&
+         same_footprint(a.stashed, b.stashed) && a.output_bytes == b.output_bytes &&
+         a.forward_time == b.forward_time && a.backward_input_time == b.backward_input_time &&
+         a.backward_weight_time == b.backward_weight_time &&
+         a.tensor_parallel_allreduces_forward == b.tensor_parallel_allreduces_forward;
+}
+
+std::vector<LayerRun> identical_runs(const std::vector<Layer>& layers) {
+  std::vector<LayerRun> runs;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    if (!runs.empty() && same_cost(layers[runs.back().first], layers[i])) {
+      ++runs.back().count;
+    } else {
+      runs.push_back({i, 1});
+    }
+  }
+  return runs;
+}
+
+}  // namespace mpsim::model

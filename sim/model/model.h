@@ -1,0 +1,104 @@
+#pragma once
+/// The model a training step runs: an ordered list of layers with their cost and memory per sample.
+///
+/// Plain values: a Model is built by the transformer generator or the loader and is never changed
+/// afterwards, so it can be shared read-only between planner threads.
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/core/units.h"
+#include "sim/model/recompute.h"
+#include "sim/model/transformer_shape.h"
+
+namespace mpsim::model {
+
+enum class LayerKind : std::uint8_t {
+  Embedding,    ///< token (and position) embeddings
+  Transformer,  ///< one encoder or decoder block
+  OutputHead,   ///< final norm, logits and loss
+  Generic,      ///< anything listed by hand
+};
+
+/// "embedding", "transformer", "output_head", "generic": the words of the model file.
+[[nodiscard]] std::string_view to_string(LayerKind k) noexcept;
+
+/// Bytes a layer stores between its forward and backward pass for ONE sample (one sequence), split by
+/// how tensor parallelism, sequence parallelism and recomputation act on them (Korthikanti et al. 2023,
+/// Section 4). For a GPT block in 16-bit with dropout these are 10sh, 24sh, 5as² and 2sh.
+struct ActivationFootprint {
+  Bytes tp_replicated;     ///< whole on every tensor-parallel rank (norm inputs, dropout masks, inputs of
+                           ///< the column-parallel matmuls); split by t only under sequence parallelism
+  Bytes tp_sharded;        ///< split across tensor-parallel ranks (Q, K, V, MLP intermediates)
+  Bytes attention_scores;  ///< softmax output, its dropout mask and output; split by t; dropped by
+                           ///< selective recomputation
+  Bytes layer_input;       ///< what full recomputation keeps: the layer's input
+};
+
+struct Layer {
+  std::string name;
+  LayerKind kind = LayerKind::Generic;
+  std::int64_t parameters = 0;
+  // FLOPs per sample (one sequence). Backward = backward_input (activation gradients) +
+  // backward_weight (weight gradients), the split zero-bubble schedules use.
+  Flops forward_flops;
+  Flops backward_input_flops;
+  Flops backward_weight_flops;
+  ActivationFootprint stashed;  ///< per sample
+  Bytes output_bytes;           ///< boundary activation per sample sent to the next layer or stage
+  // Profiled durations per microbatch (of the plan's microbatch size, on one device); when present they
+  // replace the FLOP-derived durations of that pass.
+  std::optional<TimeNs> forward_time;
+  std::optional<TimeNs> backward_input_time;
+  std::optional<TimeNs> backward_weight_time;
+  /// All-reduces of the layer's output size over the tensor-parallel group in one forward pass
+  /// (Megatron: 2 per transformer block, 3 for a decoder block with cross-attention, 1 for the
+  /// vocabulary-parallel embedding, 0 otherwise). Backward performs the same number.
+  int tensor_parallel_allreduces_forward = 0;
+
+  [[nodiscard]] Flops backward_flops() const noexcept { return backward_input_flops + backward_weight_flops; }
+  [[nodiscard]] Flops training_flops() const noexcept { return forward_flops + backward_flops(); }
+};
+
+/// Bytes a layer stashes for one microbatch of `micro_batch` samples on one tensor-parallel rank of
+/// `tensor`, with or without sequence parallelism, under `recompute`:
+///   None:      replicated (/t with SP) + sharded/t + scores/t
+///   Selective: replicated (/t with SP) + sharded/t
+///   Full:      layer_input (/t with SP, since Megatron then stores the sequence-sharded input)
+/// Full recomputation applies to Transformer and Generic layers; Embedding and OutputHead layers are
+/// not recomputed (Megatron checkpoints transformer layers only) and keep their Selective footprint.
+/// Each split term is rounded up to a whole byte. Preconditions: micro_batch >= 1, tensor >= 1.
+[[nodiscard]] Bytes stashed_activation_bytes(const Layer& layer, int micro_batch, int tensor, bool sequence_parallel,
+                                             Recompute recompute) noexcept;
+
+struct Model {
+  std::string name;
+  std::string family;  ///< "gpt", "llama", "t5", "bert", or a free word for hand-listed models
+  std::optional<TransformerShape> shape;  ///< present when generated from hyperparameters
+  int dtype_bytes = 2;  ///< bytes per parameter and activation element (bf16/fp16: 2, fp32: 4)
+  std::vector<Layer> layers;
+
+  /// Sum of the layers' parameters (a tied output head is counted once, in the embedding).
+  [[nodiscard]] std::int64_t parameters() const noexcept;
+  /// Forward + backward FLOPs of one sample through every layer, without recomputation.
+  [[nodiscard]] Flops training_flops_per_sample() const noexcept;
+  /// parameters() * dtype_bytes: the weights alone, without gradients or optimizer state.
+  [[nodiscard]] Bytes parameter_bytes() const noexcept;
+};
+
+/// A run of consecutive layers that are identical except for their names (the blocks of a
+/// transformer), for compact tables and for partitioners that exploit uniformity.
+struct LayerRun {
+  std::size_t first = 0;  ///< index of the first layer
+  std::size_t count = 0;  ///< >= 1
+};
+
+/// Whether two layers cost the same: every field except the name.
+[[nodiscard]] bool same_cost(const Layer& a, const Layer& b) noexcept;
+/// Maximal runs of consecutive layers with the same cost, in order; they cover all layers. O(n).
+[[nodiscard]] std::vector<LayerRun> identical_runs(const std::vector<Layer>& layers);
+
+}  // namespace mpsim::model

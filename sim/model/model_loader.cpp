@@ -1,0 +1,334 @@
+#include "sim/model/model_loader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "sim/model/transformer.h"
+
+namespace mpsim::model {
+namespace {
+
+// Upper bounds far beyond any published model; they keep every product the generator forms
+// (5·heads·seq²·micro_batch bytes, vocab·hidden parameters) well inside 64-bit integers.
+constexpr std::int64_t kMaxLayers = 100'000;
+constexpr std::int64_t kMaxWidth = std::int64_t{1} << 20;  // hidden, ffn, head_dim
+constexpr std::int64_t kMaxHeads = std::int64_t{1} << 12;
+constexpr std::int64_t kMaxSeqLen = std::int64_t{1} << 20;
+constexpr std::int64_t kMaxVocab = std::int64_t{1} << 24;
+constexpr std::int64_t kMaxTokenTypes = 1024;
+constexpr std::int64_t kMaxParams = std::int64_t{1} << 50;
+constexpr std::int64_t kMaxRepeat = 100'000;
+constexpr std::int64_t kMaxAllreduces = 64;
+
+constexpr std::pair<std::string_view, Family> kFamilies[] = {
+    {"gpt", Family::Gpt}, {"llama", Family::Llama}, {"t5", Family::T5}, {"bert", Family::Bert}};
+constexpr std::pair<std::string_view, NormKind> kNorms[] = {{"layernorm", NormKind::LayerNorm},
+                                                            {"rmsnorm", NormKind::RmsNorm}};
+constexpr std::pair<std::string_view, PositionKind> kPositions[] = {{"learned", PositionKind::Learned},
+                                                                    {"rotary", PositionKind::Rotary},
+                                                                    {"relative", PositionKind::Relative}};
+constexpr std::pair<std::string_view, LayerKind> kLayerKinds[] = {{"embedding", LayerKind::Embedding},
+                                                                  {"transformer", LayerKind::Transformer},
+                                                                  {"output_head", LayerKind::OutputHead},
+                                                                  {"generic", LayerKind::Generic}};
+/// Bytes per element of the training dtypes.
+constexpr std::pair<std::string_view, int> kDtypes[] = {{"bf16", 2}, {"fp16", 2}, {"fp32", 4}};
+constexpr int kDefaultDtypeBytes = 2;  // bf16: what large models are trained in
+
+/// An integer of at least `min`; above `max` it is refused as beyond what the arithmetic supports.
+std::int64_t bounded_int(const Field& f, std::int64_t min, std::int64_t max) {
+  const std::int64_t v = f.as_int_in(min, std::numeric_limits<std::int64_t>::max());
+  if (v > max) f.fail(fmt::format("{} is larger than supported (at most {})", v, max));
+  return v;
+}
+
+std::string child_path(const Field& parent, std::string_view key) {
+  return parent.path().empty() ? std::string(key) : parent.path() + "." + std::string(key);
+}
+
+[[noreturn]] void fail_missing(const Field& parent, std::string_view key, const std::string& why) {
+  throw InputError(parent.location(), child_path(parent, key), why);
+}
+
+int dtype_bytes_of(const Field& model) {
+  const auto f = model.get("dtype");
+  return f ? f->as_enum(kDtypes) : kDefaultDtypeBytes;
+}
+
+std::string name_of(const Field& model, std::string_view default_name) {
+  const auto f = model.get("name");
+  if (!f) return std::string(default_name);
+  std::string name = f->as_string();
+  if (name.empty()) f->fail("must not be empty");
+  return name;
+}
+
+std::optional<bool> optional_bool(const Field& m, std::string_view key) {
+  const auto f = m.get(key);
+  return f ? std::optional<bool>(f->as_bool()) : std::nullopt;
+}
+
+// ---- Hyperparameter form ---------------------------------------------------------------------------
+
+Model parse_hyperparameters(const Field& m, std::string_view default_name) {
+  m.expect_keys({"name", "family", "dtype", "layers", "encoder_layers", "decoder_layers", "hidden", "heads",
+                 "kv_heads", "head_dim", "ffn", "seq_len", "decoder_seq_len", "vocab", "max_positions",
+                 "token_types", "tied_embeddings", "gated_mlp", "biases", "dropout", "pooler", "norm", "positions"});
+  const Family family = m.require("family").as_enum(kFamilies);
+  const bool t5 = family == Family::T5;
+
+  // Blocks. T5 follows Hugging Face's T5Config: `layers` is the depth of each stack.
+  const auto layers_field = m.get("layers");
+  const auto encoder_field = m.get("encoder_layers");
+  const auto decoder_field = m.get("decoder_layers");
+  std::int64_t layers = 0;
+  if (t5) {
+    if (!layers_field && !(encoder_field && decoder_field)) {
+      fail_missing(m, "layers", "family t5 needs layers (blocks per stack) or encoder_layers and decoder_layers");
+    }
+    if (layers_field) layers = bounded_int(*layers_field, 1, kMaxLayers);
+  } else {
+    layers = bounded_int(m.require("layers"), 1, kMaxLayers);
+    for (const char* key : {"encoder_layers", "decoder_layers", "decoder_seq_len"}) {
+      if (const auto f = m.get(key)) f->fail(fmt::format("only family t5 has {}", key));
+    }
+  }
+  const auto hidden_field = m.require("hidden");
+  const std::int64_t hidden = bounded_int(hidden_field, 1, kMaxWidth);
+  const auto heads_field = m.require("heads");
+  const std::int64_t heads = bounded_int(heads_field, 1, kMaxHeads);
+  const std::int64_t seq_len = bounded_int(m.require("seq_len"), 1, kMaxSeqLen);
+  const std::int64_t vocab = bounded_int(m.require("vocab"), 1, kMaxVocab);
+
+  TransformerShape s = default_shape(family, static_cast<int>(layers), hidden, heads, seq_len, vocab);
+  if (t5) {
+    if (encoder_field) s.encoder_layers = static_cast<int>(bounded_int(*encoder_field, 1, kMaxLayers));
+    if (decoder_field) s.decoder_layers = static_cast<int>(bounded_int(*decoder_field, 1, kMaxLayers));
+    s.layers = s.encoder_layers + s.decoder_layers;
+    if (const auto f = m.get("decoder_seq_len")) s.decoder_seq_len = bounded_int(*f, 1, kMaxSeqLen);
+  }
+
+  if (const auto f = m.get("head_dim")) {
+    s.head_dim = bounded_int(*f, 1, kMaxWidth);
+  } else if (hidden % heads != 0) {
+    heads_field.fail(fmt::format("heads ({}) must divide hidden ({}); give head_dim when the attention width "
+                                 "differs from hidden",
+                                 heads, hidden));
+  }
+  if (const auto f = m.get("kv_heads")) {
+    s.kv_heads = f->as_int_in(1, heads);
+    if (heads % s.kv_heads != 0) f->fail(fmt::format("kv_heads ({}) must divide heads ({})", s.kv_heads, heads));
+  }
+  if (const auto f = m.get("ffn")) {
+    s.ffn = bounded_int(*f, 1, kMaxWidth);
+  } else if (family == Family::Llama) {
+    fail_missing(m, "ffn", "family llama needs ffn (its MLP width is not a fixed multiple of hidden)");
+  }
+
+  if (const auto v = optional_bool(m, "tied_embeddings")) s.tied_embeddings = *v;
+  if (const auto v = optional_bool(m, "gated_mlp")) s.gated_mlp = *v;
+  if (const auto v = optional_bool(m, "biases")) s.biases = *v;
+  if (const auto v = optional_bool(m, "dropout")) s.dropout = *v;
+  if (const auto f = m.get("pooler")) {
+    if (family != Family::Bert) f->fail("only family bert has a pooler");
+    s.pooler = f->as_bool();
+  }
+  if (const auto f = m.get("norm")) s.norm = f->as_enum(kNorms);
+  if (const auto f = m.get("positions")) set_positions(s, f->as_enum(kPositions));
+  if (const auto f = m.get("max_positions")) {
+    if (s.positions != PositionKind::Learned) f->fail("only learned positions have a position table");
+    s.max_positions = bounded_int(*f, s.seq_len, kMaxSeqLen);
+  }
+  if (const auto f = m.get("token_types")) s.token_types = bounded_int(*f, 0, kMaxTokenTypes);
+
+  if (const std::string error = shape_error(s); !error.empty()) m.fail(error);
+  return make_transformer(s, name_of(m, default_name), dtype_bytes_of(m));
+}
+
+// ---- Explicit layer list ---------------------------------------------------------------------------
+
+std::optional<Flops> optional_flops(const Field& layer, std::string_view key) {
+  const auto f = layer.get(key);
+  return f ? std::optional<Flops>(f->as_flops()) : std::nullopt;
+}
+
+std::optional<TimeNs> optional_time(const Field& layer, std::string_view key) {
+  const auto f = layer.get(key);
+  return f ? std::optional<TimeNs>(f->as_time()) : std::nullopt;
+}
+
+/// Backward FLOPs: the total alone is split 50/50; with one half given, the other is the rest.
+void read_backward_flops(const Field& layer, Layer& out) {
+  const auto total = optional_flops(layer, "backward_flops");
+  const auto input = optional_flops(layer, "backward_input_flops");
+  const auto weight = optional_flops(layer, "backward_weight_flops");
+  if (!total) {
+    out.backward_input_flops = input.value_or(Flops{});
+    out.backward_weight_flops = weight.value_or(Flops{});
+    return;
+  }
+  if (input && weight) {
+    const double sum = (*input + *weight).base();
+    // Tolerate the rounding of decimal spellings ("1.2 TFLOP" vs "0.4 TFLOP" + "0.8 TFLOP").
+    constexpr double kRelativeTolerance = 1e-9;
+    if (std::abs(sum - total->base()) > kRelativeTolerance * std::max(sum, total->base())) {
+      layer.require("backward_flops")
+          .fail(fmt::format("is {}, but backward_input_flops + backward_weight_flops is {}", to_string(*total),
+                            to_string(Flops::flop(sum))));
+    }
+    out.backward_input_flops = *input;
+    out.backward_weight_flops = *weight;
+  } else if (input || weight) {
+    const Flops given = input ? *input : *weight;
+    if (given > *total) {
+      layer.require(input ? "backward_input_flops" : "backward_weight_flops")
+          .fail(fmt::format("{} exceeds backward_flops ({})", to_string(given), to_string(*total)));
+    }
+    out.backward_input_flops = input ? *input : Flops(*total - *weight);
+    out.backward_weight_flops = weight ? *weight : Flops(*total - *input);
+  } else {
+    out.backward_input_flops = *total / 2.0;
+    out.backward_weight_flops = *total / 2.0;
+  }
+}
+
+/// Backward times: the total alone is split equally (the odd nanosecond goes to the input half); with one
+/// half given, the other is the rest; halves alone are kept as given (a missing half falls back to FLOPs).
+void read_backward_times(const Field& layer, Layer& out) {
+  const auto total = optional_time(layer, "backward_time");
+  const auto input = optional_time(layer, "backward_input_time");
+  const auto weight = optional_time(layer, "backward_weight_time");
+  out.backward_input_time = input;
+  out.backward_weight_time = weight;
+  if (!total) return;
+  if (input && weight) {
+    if (*input + *weight != *total) {
+      layer.require("backward_time")
+          .fail(fmt::format("is {}, but backward_input_time + backward_weight_time is {}", to_string(*total),
+                            to_string(TimeNs(*input + *weight))));
+    }
+  } else if (input || weight) {
+    const TimeNs given = input ? *input : *weight;
+    if (given > *total) {
+      layer.require(input ? "backward_input_time" : "backward_weight_time")
+          .fail(fmt::format("{} exceeds backward_time ({})", to_string(given), to_string(*total)));
+    }
+    const TimeNs rest = *total - given;
+    if (input) out.backward_weight_time = rest;
+    else out.backward_input_time = rest;
+  } else {
+    const TimeNs weight_half = TimeNs::ns(total->base() / 2);
+    out.backward_weight_time = weight_half;
+    out.backward_input_time = *total - weight_half;
+  }
+}
+
+int default_allreduces(LayerKind kind) {
+  switch (kind) {
+    case LayerKind::Transformer: return 2;  // Megatron: after self-attention and after the MLP
+    case LayerKind::Embedding: return 1;    // Megatron: the vocabulary-parallel embedding's output
+    case LayerKind::OutputHead:
+    case LayerKind::Generic: return 0;
+  }
+  return 0;
+}
+
+Model parse_layer_list(const Field& m, const Field& list, std::string_view default_name) {
+  m.expect_keys({"name", "family", "dtype", "layers"});
+  Model model;
+  model.name = name_of(m, default_name);
+  model.family = "custom";
+  if (const auto f = m.get("family")) {
+    model.family = f->as_string();
+    if (model.family.empty()) f->fail("must not be empty");
+  }
+  model.dtype_bytes = dtype_bytes_of(m);
+
+  const std::vector<Field> items = list.items();
+  if (items.empty()) list.fail("needs at least one layer");
+  std::map<std::string, std::string, std::less<>> seen_names;  // name -> path of its first use
+  for (const Field& item : items) {
+    item.expect_keys({"name", "kind", "repeat", "params", "forward_flops", "backward_flops",
+                      "backward_input_flops", "backward_weight_flops", "forward_time", "backward_time",
+                      "backward_input_time", "backward_weight_time", "activation_bytes", "input_bytes",
+                      "output_bytes", "tp_allreduces"});
+    Layer layer;
+    layer.kind = LayerKind::Generic;
+    if (const auto f = item.get("kind")) layer.kind = f->as_enum(kLayerKinds);
+    if (const auto f = item.get("params")) layer.parameters = bounded_int(*f, 0, kMaxParams);
+    layer.forward_flops = optional_flops(item, "forward_flops").value_or(Flops{});
+    read_backward_flops(item, layer);
+    layer.forward_time = optional_time(item, "forward_time");
+    read_backward_times(item, layer);
+    // A hand-listed layer is not known to be split by tensor parallelism: all its bytes are replicated.
+    if (const auto f = item.get("activation_bytes")) layer.stashed.tp_replicated = f->as_bytes();
+    if (const auto f = item.get("output_bytes")) layer.output_bytes = f->as_bytes();
+    if (const auto f = item.get("input_bytes")) {
+      layer.stashed.layer_input = f->as_bytes();
+      if (layer.stashed.layer_input > layer.stashed.tp_replicated) {
+        f->fail(fmt::format("{} exceeds activation_bytes ({}): full recomputation never keeps more",
+                            to_string(layer.stashed.layer_input), to_string(layer.stashed.tp_replicated)));
+      }
+    } else {
+      const Bytes previous_output = model.layers.empty() ? Bytes::bytes(0) : model.layers.back().output_bytes;
+      layer.stashed.layer_input = std::min(previous_output, layer.stashed.tp_replicated);
+    }
+    layer.tensor_parallel_allreduces_forward = default_allreduces(layer.kind);
+    if (const auto f = item.get("tp_allreduces")) {
+      layer.tensor_parallel_allreduces_forward = static_cast<int>(bounded_int(*f, 0, kMaxAllreduces));
+    }
+
+    const auto name_field = item.get("name");
+    const std::string base_name = name_field ? name_field->as_string() : std::string();
+    if (name_field && base_name.empty()) name_field->fail("must not be empty");
+    const std::int64_t repeat = item.has("repeat") ? bounded_int(item.require("repeat"), 1, kMaxRepeat) : 1;
+    for (std::int64_t i = 0; i < repeat; ++i) {
+      Layer copy = layer;
+      if (base_name.empty()) {
+        copy.name = fmt::format("layer{}", model.layers.size());
+      } else {
+        copy.name = repeat == 1 ? base_name : fmt::format("{}{}", base_name, i);
+      }
+      if (i > 0) {
+        // Each copy keeps its predecessor's output, which is the copy's own output size.
+        const auto input = item.get("input_bytes");
+        if (!input) copy.stashed.layer_input = std::min(copy.output_bytes, copy.stashed.tp_replicated);
+      }
+      const std::string where = item.path();
+      if (const auto [it, inserted] = seen_names.emplace(copy.name, where); !inserted) {
+        (name_field ? *name_field : item)
+            .fail(fmt::format("layer name '{}' is already used by {}", copy.name, it->second));
+      }
+      model.layers.push_back(std::move(copy));
+    }
+  }
+  return model;
+}
+
+}  // namespace
+
+Model parse_model(const Field& model, std::string_view default_name) {
+  if (!model.is_map()) model.fail("expected a mapping of model fields");
+  if (const auto layers = model.get("layers"); layers && layers->is_sequence()) {
+    return parse_layer_list(model, *layers, default_name);
+  }
+  return parse_hyperparameters(model, default_name);
+}
+
+Model load_model(const Field& root) {
+  root.expect_keys({"model"});
+  const std::string stem = std::filesystem::path(root.file()).stem().string();
+  return parse_model(root.require("model"), stem.empty() ? std::string("model") : stem);
+}
+
+Model load_model_file(const std::filesystem::path& path) { return load_model(YamlDocument::load(path).root()); }
+
+}  // namespace mpsim::model

@@ -1,0 +1,230 @@
+// Model files: the shipped ones, both short forms of interface.md, and located errors.
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <stdexcept>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "sim/core/input_error.h"
+#include "sim/model/model_loader.h"
+
+namespace mpsim::model {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kModels = fs::path(MPSIM_SOURCE_DIR) / "configs" / "models";
+
+/// A fresh folder for one test's files, removed afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    std::string pattern = (fs::temp_directory_path() / "mpsim-model-test-XXXXXX").string();
+    if (mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    path_ = pattern;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  [[nodiscard]] fs::path write(const std::string& name, const std::string& text) const {
+    const fs::path p = path_ / name;
+    std::ofstream(p) << text;
+    return p;
+  }
+
+ private:
+  fs::path path_;
+};
+
+Model parse_text(const std::string& text) {
+  const TempDir dir;
+  return load_model_file(dir.write("model.yaml", text));
+}
+
+TEST(ModelLoader, EveryShippedModelLoads) {
+  const std::set<std::string> required{
+      "gpt3-1.3b",  "gpt3-13b",    "gpt3-175b",   "llama2-7b",      "llama2-70b",     "llama3-8b",
+      "llama3-70b", "llama3-405b", "t5-3b",       "bert-large",     "mnist-cnn",      "megatron-1.7b",
+      "megatron-7.5b", "megatron-39.1b", "megatron-145.6b", "megatron-529.6b"};
+  std::set<std::string> found;
+  for (const auto& entry : fs::directory_iterator(kModels)) {
+    if (entry.path().extension() != ".yaml") continue;
+    SCOPED_TRACE(entry.path().string());
+    const Model m = load_model_file(entry.path());
+    found.insert(entry.path().stem().string());
+    EXPECT_EQ(m.name, entry.path().stem().string());
+    EXPECT_FALSE(m.layers.empty());
+    EXPECT_GT(m.parameters(), 0);
+    EXPECT_GT(m.training_flops_per_sample().count(), 0.0);
+  }
+  for (const std::string& name : required) EXPECT_TRUE(found.count(name) == 1) << name;
+}
+
+TEST(ModelLoader, MnistCnnIsThePytorchExample) {
+  const Model m = load_model_file(kModels / "mnist-cnn.yaml");
+  EXPECT_EQ(m.parameters(), 1'199'882);
+  EXPECT_EQ(m.dtype_bytes, 4);
+  EXPECT_EQ(m.family, "cnn");
+  EXPECT_FALSE(m.shape.has_value());
+  ASSERT_EQ(m.layers.size(), 5U);
+  const double forward = 389'376.0 + 21'233'664.0 + 2'359'296.0 + 2'560.0;
+  // Backward is twice forward, less conv1's input gradient.
+  EXPECT_DOUBLE_EQ(m.training_flops_per_sample().count(), 3 * forward - 389'376.0);
+  EXPECT_DOUBLE_EQ(m.layers[1].backward_input_flops.count(), 21'233'664.0);  // backward_flops split 50/50
+  EXPECT_EQ(m.layers[2].stashed.layer_input.count(), 147'456);  // the previous layer's output
+  EXPECT_EQ(stashed_activation_bytes(m.layers[2], 1, 1, false, Recompute::None).count(), 230'400);
+  EXPECT_EQ(stashed_activation_bytes(m.layers[2], 2, 1, false, Recompute::Full).count(), 2 * 147'456);
+}
+
+TEST(ModelLoader, HyperparameterShortForm) {
+  // Exactly the short form of interface.md.
+  const Model m =
+      parse_text("model: { family: gpt, layers: 24, hidden: 2304, heads: 24, seq_len: 2048, vocab: 51200 }\n");
+  const Model shipped = load_model_file(kModels / "megatron-1.7b.yaml");
+  EXPECT_EQ(m.name, "model");  // the file's stem
+  EXPECT_EQ(m.family, "gpt");
+  EXPECT_EQ(m.dtype_bytes, 2);
+  EXPECT_EQ(m.parameters(), shipped.parameters());
+  EXPECT_EQ(m.layers.size(), 26U);
+
+  const Model named = parse_text(
+      "model: { name: small, family: llama, layers: 2, hidden: 256, heads: 8, kv_heads: 2, ffn: 688,\n"
+      "         seq_len: 128, vocab: 1000, dtype: fp32, tied_embeddings: true }\n");
+  EXPECT_EQ(named.name, "small");
+  EXPECT_EQ(named.dtype_bytes, 4);
+  EXPECT_EQ(named.shape->kv_heads, 2);
+  EXPECT_TRUE(named.shape->tied_embeddings);
+  EXPECT_EQ(named.layers.back().parameters, 256);  // RMSNorm only: the output matrix is tied
+
+  const Model t5 = parse_text("model: { family: t5, layers: 2, hidden: 64, heads: 4, seq_len: 32, vocab: 100, "
+                              "decoder_seq_len: 8 }\n");
+  EXPECT_EQ(t5.shape->encoder_layers, 2);
+  EXPECT_EQ(t5.shape->decoder_layers, 2);
+  EXPECT_EQ(t5.layers.size(), 6U);
+  EXPECT_EQ(t5.layers.back().output_bytes.count(), 0);
+  EXPECT_EQ(t5.layers[3].output_bytes.count(), 8 * 64 * 2);
+}
+
+TEST(ModelLoader, ExplicitLayerListWithTimes) {
+  const Model m = parse_text(R"(model:
+  layers:
+    - { name: block0, forward_time: "18.5 ms", backward_input_time: "18.1 ms",
+        backward_weight_time: "9.3 ms", params: 0, activation_bytes: 0, output_bytes: 0 }
+    - { name: block1, forward_time: "10 ms", backward_time: "20.000001 ms", params: 7,
+        forward_flops: "1.5 TFLOP", backward_flops: 3e12, backward_weight_flops: "1 TFLOP",
+        activation_bytes: "1 MiB", output_bytes: "256 KiB", kind: transformer }
+    - { name: mid, repeat: 3, forward_flops: 10, backward_time: "4 ms", backward_weight_time: "1 ms",
+        activation_bytes: "1 MiB", output_bytes: "512 KiB" }
+    - { forward_time: "1 us" }
+)");
+  EXPECT_EQ(m.family, "custom");
+  EXPECT_FALSE(m.shape.has_value());
+  ASSERT_EQ(m.layers.size(), 6U);
+  const Layer& b0 = m.layers[0];
+  EXPECT_EQ(b0.name, "block0");
+  EXPECT_EQ(b0.kind, LayerKind::Generic);
+  EXPECT_EQ(b0.forward_time, TimeNs::us(18'500));
+  EXPECT_EQ(b0.backward_input_time, TimeNs::us(18'100));
+  EXPECT_EQ(b0.backward_weight_time, TimeNs::us(9'300));
+  EXPECT_EQ(b0.forward_flops.count(), 0.0);
+  EXPECT_EQ(b0.tensor_parallel_allreduces_forward, 0);
+
+  const Layer& b1 = m.layers[1];
+  EXPECT_EQ(b1.kind, LayerKind::Transformer);
+  EXPECT_EQ(b1.tensor_parallel_allreduces_forward, 2);
+  EXPECT_EQ(b1.parameters, 7);
+  EXPECT_EQ(b1.backward_input_time, TimeNs::ns(10'000'001));  // the odd nanosecond goes to the input half
+  EXPECT_EQ(b1.backward_weight_time, TimeNs::ns(10'000'000));
+  EXPECT_DOUBLE_EQ(b1.forward_flops.count(), 1.5e12);
+  EXPECT_DOUBLE_EQ(b1.backward_input_flops.count(), 2e12);
+  EXPECT_DOUBLE_EQ(b1.backward_weight_flops.count(), 1e12);
+  EXPECT_EQ(b1.stashed.tp_replicated.count(), 1 << 20);
+  EXPECT_EQ(b1.stashed.layer_input.count(), 0);  // block0's output
+  EXPECT_EQ(b1.output_bytes.count(), 256 << 10);
+
+  EXPECT_EQ(m.layers[2].name, "mid0");
+  EXPECT_EQ(m.layers[4].name, "mid2");
+  EXPECT_EQ(m.layers[2].backward_input_time, TimeNs::ms(3));
+  EXPECT_EQ(m.layers[2].stashed.layer_input.count(), 256 << 10);
+  EXPECT_EQ(m.layers[3].stashed.layer_input.count(), 512 << 10);
+  EXPECT_EQ(m.layers[5].name, "layer5");
+  EXPECT_FALSE(m.layers[5].backward_input_time.has_value());  // falls back to FLOPs
+}
+
+/// Loads `text` from a file named bad.yaml and returns the error's message, or "" when it loads.
+std::string error_of(const std::string& text) {
+  const TempDir dir;
+  const fs::path file = dir.write("bad.yaml", text);
+  try {
+    (void)load_model_file(file);
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().file, file.string());
+    return e.what();
+  }
+  return "";
+}
+
+void expect_error(const std::string& text, const std::string& location, const std::string& field,
+                  const std::string& words) {
+  const std::string message = error_of(text);
+  SCOPED_TRACE(message);
+  EXPECT_NE(message.find("bad.yaml:" + location), std::string::npos) << "location " << location;
+  EXPECT_NE(message.find("(field '" + field + "')"), std::string::npos) << "field " << field;
+  EXPECT_NE(message.find(words), std::string::npos) << "words " << words;
+}
+
+TEST(ModelLoader, MalformedInputsAreLocated) {
+  const std::string gpt = "model:\n  family: gpt\n  layers: 24\n  hidden: 2304\n  heads: 24\n"
+                          "  seq_len: 2048\n  vocab: 51200\n";
+  ASSERT_EQ(error_of(gpt), "");
+  expect_error(gpt + "  hiden: 12\n", "8:3", "model.hiden", "unknown field 'hiden'");
+  expect_error("model:\n  family: gpt\n  layers: 24\n  hidden: 2300\n  heads: 24\n  seq_len: 2048\n  vocab: 51200\n",
+               "5:10", "model.heads", "heads (24) must divide hidden (2300)");
+  expect_error("model:\n  family: gpt\n  layers: -3\n  hidden: 2304\n  heads: 24\n  seq_len: 2048\n  vocab: 51200\n",
+               "3:11", "model.layers", "must be at least 1");
+  expect_error("model:\n  family: gpt\n  layers: 0\n  hidden: 2304\n  heads: 24\n  seq_len: 2048\n  vocab: 51200\n",
+               "3:11", "model.layers", "must be at least 1");
+  expect_error(gpt + "  kv_heads: 5\n", "8:13", "model.kv_heads", "kv_heads (5) must divide heads (24)");
+  expect_error("model:\n  family: gpt4\n  layers: 2\n", "2:11", "model.family", "unknown value 'gpt4'");
+  expect_error(gpt + "  dtype: int8\n", "8:10", "model.dtype", "unknown value 'int8'");
+  expect_error("model:\n  family: llama\n  layers: 2\n  hidden: 64\n  heads: 4\n  seq_len: 8\n  vocab: 10\n", "2:3",
+               "model.ffn", "needs ffn");
+  expect_error(gpt + "  encoder_layers: 2\n", "8:19", "model.encoder_layers", "only family t5");
+  expect_error("model:\n  layers: []\n", "2:11", "model.layers", "at least one layer");
+  expect_error("model:\n  layers:\n    - { name: a, forward_time: \"18.5 parsecs\" }\n", "3:32",
+               "model.layers[0].forward_time", "unknown unit 'parsecs'");
+  expect_error("model:\n  layers:\n    - { name: a, forward_time: \"18.5\" }\n", "3:32", "model.layers[0].forward_time",
+               "needs a unit");
+  expect_error("model:\n  layers:\n    - { name: a, activation_bytes: \"-4 GiB\" }\n", "3:36",
+               "model.layers[0].activation_bytes", "must not be negative");
+  expect_error("model:\n  layers:\n    - { name: a, params: -1 }\n", "3:26", "model.layers[0].params",
+               "must be at least 0");
+  expect_error("model:\n  layers:\n    - { name: a, forward_flop: 3 }\n", "3:18", "model.layers[0].forward_flop",
+               "unknown field 'forward_flop'");
+  expect_error("model:\n  layers:\n    - { name: a, backward_flops: 10, backward_input_flops: 4,\n"
+               "        backward_weight_flops: 5 }\n",
+               "3:34", "model.layers[0].backward_flops", "backward_input_flops + backward_weight_flops");
+  expect_error("model:\n  layers:\n    - { name: a, backward_time: \"1 ms\", backward_input_time: \"2 ms\" }\n",
+               "3:62", "model.layers[0].backward_input_time", "exceeds backward_time");
+  expect_error("model:\n  layers:\n    - { name: a }\n    - { name: a }\n", "4:15", "model.layers[1].name",
+               "already used by model.layers[0]");
+  expect_error("model:\n  layers:\n    - { name: a, kind: conv }\n", "3:24", "model.layers[0].kind",
+               "unknown value 'conv'");
+  expect_error("modle:\n  family: gpt\n", "1:1", "modle", "unknown field 'modle'");
+  expect_error("name: x\n", "1:1", "name", "unknown field");
+}
+
+TEST(ModelLoader, MissingFileIsAnInputError) {
+  EXPECT_THROW((void)load_model_file(kModels / "no-such-model.yaml"), InputError);
+}
+
+}  // namespace
+}  // namespace mpsim::model

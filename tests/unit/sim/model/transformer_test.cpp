@@ -1,0 +1,199 @@
+// The transformer generator against published parameter counts and FLOP formulas.
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "sim/model/model_loader.h"
+#include "sim/model/transformer.h"
+
+namespace mpsim::model {
+namespace {
+
+Model shipped(const std::string& stem) {
+  return load_model_file(std::string(MPSIM_SOURCE_DIR) + "/configs/models/" + stem + ".yaml");
+}
+
+double relative_error(double got, double want) { return std::fabs(got - want) / std::fabs(want); }
+
+/// Megatron's model FLOPs per sample (Narayanan et al. SC21 Eq. 3 without recomputation, i.e. 72 rather than
+/// 96; the same expression in reference/korthikanti.yaml): 72·l·s·h²·(1 + s/(6h) + V/(12hl)).
+double megatron_training_flops(double l, double s, double h, double v) {
+  return 72.0 * l * s * h * h * (1.0 + s / (6.0 * h) + v / (12.0 * h * l));
+}
+
+/// Narayanan et al. SC21 Eq. 2: P = 12·l·h²·(1 + 13/(12h) + (V + s)/(12lh)).
+double sc21_parameters(double l, double s, double h, double v) {
+  return 12.0 * l * h * h * (1.0 + 13.0 / (12.0 * h) + (v + s) / (12.0 * l * h));
+}
+
+// Narayanan et al. SC21 Table 1, as transcribed in reference/megatron_sc21.yaml (rows: params_billion,
+// heads, hidden, layers; every row has seq_len 2048 and vocab 51200).
+struct Sc21Row {
+  const char* file;
+  double params_billion;
+  std::int64_t heads;
+  std::int64_t hidden;
+  int layers;
+};
+constexpr Sc21Row kSc21Rows[] = {
+    {"megatron-1.7b", 1.7, 24, 2304, 24},      {"megatron-7.5b", 7.5, 32, 4096, 36},
+    {"megatron-39.1b", 39.1, 64, 8192, 48},    {"megatron-145.6b", 145.6, 96, 12288, 80},
+    {"megatron-529.6b", 529.6, 128, 20480, 105},
+};
+constexpr double kSc21SeqLen = 2048;
+constexpr double kSc21Vocab = 51200;
+
+TEST(Transformer, Sc21Equation2WithinOnePercent) {
+  for (const Sc21Row& row : kSc21Rows) {
+    SCOPED_TRACE(row.file);
+    const Model m = shipped(row.file);
+    ASSERT_TRUE(m.shape.has_value());
+    EXPECT_EQ(m.shape->layers, row.layers);
+    EXPECT_EQ(m.shape->hidden, row.hidden);
+    EXPECT_EQ(m.shape->heads, row.heads);
+    EXPECT_EQ(m.shape->seq_len, 2048);
+    EXPECT_EQ(m.shape->vocab, 51200);
+    const double eq2 = sc21_parameters(row.layers, kSc21SeqLen, static_cast<double>(row.hidden), kSc21Vocab);
+    const auto ours = static_cast<double>(m.parameters());
+    std::printf("  %-16s parameters %15.0f  Eq. 2 %15.0f  relative %.2e  (Table 1: %.1f B)\n", row.file, ours, eq2,
+                relative_error(ours, eq2), row.params_billion);
+    EXPECT_LT(relative_error(ours, eq2), 0.01);
+    // The only difference is the final LayerNorm (2h), which Eq. 2 leaves out.
+    EXPECT_EQ(m.parameters() - static_cast<std::int64_t>(eq2 + 0.5), 2 * row.hidden);
+  }
+}
+
+// Both sides are sums of exact integers below 2^63 evaluated in double (53-bit mantissa): a few dozen
+// roundings of relative size 2^-53 each. 1e-9 leaves ample room for them, while any missing or extra term
+// (the smallest one, V/(12hl), is above 1e-3 for every file) would fail by orders of magnitude.
+constexpr double kFlopsTolerance = 1e-9;
+
+TEST(Transformer, GptTrainingFlopsAreMegatrons) {
+  for (const char* stem : {"gpt3-1.3b", "gpt3-13b", "gpt3-175b", "megatron-1.7b", "megatron-7.5b", "megatron-39.1b",
+                           "megatron-145.6b", "megatron-529.6b"}) {
+    SCOPED_TRACE(stem);
+    const Model m = shipped(stem);
+    const TransformerShape& s = *m.shape;
+    const double want = megatron_training_flops(s.layers, static_cast<double>(s.seq_len),
+                                                static_cast<double>(s.hidden), static_cast<double>(s.vocab));
+    EXPECT_LT(relative_error(m.training_flops_per_sample().count(), want), kFlopsTolerance);
+  }
+}
+
+TEST(Transformer, GptBlockCounts) {
+  const std::int64_t h = 2304;
+  const std::int64_t s = 2048;
+  const Model m = make_transformer(default_shape(Family::Gpt, 3, h, 24, s, 51200), "g", 2);
+  ASSERT_EQ(m.layers.size(), 5U);
+  const Layer& block = m.layers[1];
+  EXPECT_EQ(block.name, "block0");
+  EXPECT_EQ(m.layers[3].name, "block2");
+  EXPECT_EQ(block.parameters, 12 * h * h + 13 * h);
+  EXPECT_DOUBLE_EQ(block.forward_flops.count(), 24.0 * s * h * h + 4.0 * s * s * h);
+  EXPECT_EQ(block.output_bytes.count(), s * h * 2);
+  EXPECT_EQ(block.tensor_parallel_allreduces_forward, 2);
+  EXPECT_EQ(m.layers.front().parameters, 51200 * h + s * h);  // tokens and learned positions
+  EXPECT_EQ(m.layers.back().parameters, 2 * h);               // final LayerNorm; logits tied
+  EXPECT_DOUBLE_EQ(m.layers.back().forward_flops.count(), 2.0 * s * h * 51200);
+  EXPECT_EQ(m.layers.back().output_bytes.count(), 0);
+}
+
+TEST(Transformer, BackwardIsTwiceForwardPerBlock) {
+  for (const char* stem : {"gpt3-13b", "llama2-70b", "llama3-8b", "t5-3b", "bert-large", "megatron-1.7b"}) {
+    SCOPED_TRACE(stem);
+    const Model m = shipped(stem);
+    int blocks = 0;
+    for (const Layer& l : m.layers) {
+      if (l.kind != LayerKind::Transformer) continue;
+      ++blocks;
+      EXPECT_DOUBLE_EQ(l.backward_flops().count(), 2.0 * l.forward_flops.count()) << l.name;
+      // Weight gradients redo the weight matmuls only, so the input half carries the score FLOPs.
+      EXPECT_GT(l.backward_input_flops.count(), l.backward_weight_flops.count()) << l.name;
+    }
+    EXPECT_EQ(blocks, m.shape->layers);
+  }
+}
+
+struct PublishedCount {
+  const char* file;
+  double approx;       // as the model card rounds it
+  std::int64_t exact;  // the released checkpoint's parameter count
+};
+// Meta's model cards / Hugging Face configs; T5 and BERT as Hugging Face counts them (see the files).
+constexpr PublishedCount kPublished[] = {
+    {"llama2-7b", 6.74e9, 6'738'415'616},       {"llama2-70b", 68.98e9, 68'976'648'192},
+    {"llama3-8b", 8.03e9, 8'030'261'248},       {"llama3-70b", 70.6e9, 70'553'706'496},
+    {"llama3-405b", 405.9e9, 405'853'388'800},  {"t5-3b", 2.85e9, 2'851'598'336},
+    {"bert-large", 336.2e6, 336'226'108},
+};
+
+TEST(Transformer, PublishedParameterCounts) {
+  for (const PublishedCount& p : kPublished) {
+    SCOPED_TRACE(p.file);
+    const Model m = shipped(p.file);
+    std::printf("  %-12s parameters %15lld  (published %.4g)\n", p.file, static_cast<long long>(m.parameters()),
+                p.approx);
+    EXPECT_LT(relative_error(static_cast<double>(m.parameters()), p.approx), 0.01);
+    EXPECT_EQ(m.parameters(), p.exact);
+  }
+}
+
+TEST(Transformer, LlamaBlockIsGatedWithoutBiases) {
+  const Model m = shipped("llama3-8b");
+  const Layer& block = m.layers.at(1);
+  const std::int64_t h = 4096;
+  const std::int64_t kv = 1024;  // 8 key/value heads of 128
+  const std::int64_t f = 14336;
+  const std::int64_t s = 8192;
+  EXPECT_EQ(block.parameters, 2 * h * h + 2 * h * kv + 3 * h * f + 2 * h);
+  EXPECT_DOUBLE_EQ(block.forward_flops.count(),
+                   2.0 * s * (h * (h + 2 * kv) + h * h + 3 * h * f) + 4.0 * static_cast<double>(s) * s * h);
+  EXPECT_EQ(m.layers.front().parameters, 128256 * h);             // no position table
+  EXPECT_EQ(m.layers.back().parameters, 128256 * h + h);          // untied output + RMSNorm
+  EXPECT_EQ(block.stashed.tp_replicated.count(), 4 * 2 * s * h);  // no dropout masks
+}
+
+TEST(Transformer, T5HasEncoderAndDecoderStacks) {
+  const Model m = shipped("t5-3b");
+  ASSERT_EQ(m.layers.size(), 50U);
+  EXPECT_EQ(m.layers[1].name, "encoder0");
+  EXPECT_EQ(m.layers[24].name, "encoder23");
+  EXPECT_EQ(m.layers[25].name, "decoder0");
+  EXPECT_EQ(m.layers[48].name, "decoder23");
+  const std::int64_t d = 1024;
+  const std::int64_t inner = 4096;
+  const std::int64_t ff = 16384;
+  const std::int64_t s = 512;
+  const Layer& enc = m.layers[2];
+  const Layer& dec = m.layers[26];
+  EXPECT_EQ(enc.parameters, 4 * d * inner + 2 * d * ff + 2 * d);
+  EXPECT_EQ(dec.parameters, 8 * d * inner + 2 * d * ff + 3 * d);
+  EXPECT_EQ(m.layers[1].parameters, enc.parameters + 32 * 32);  // relative position bias
+  EXPECT_EQ(dec.tensor_parallel_allreduces_forward, 3);
+  // Decoder: self- and cross-attention over 512 tokens each, so twice the attention cost of the encoder.
+  EXPECT_DOUBLE_EQ(enc.forward_flops.count(), 2.0 * s * (4 * d * inner + 2 * d * ff) + 4.0 * s * s * inner);
+  EXPECT_DOUBLE_EQ(dec.forward_flops.count(), 2.0 * s * (8 * d * inner + 2 * d * ff) + 8.0 * s * s * inner);
+}
+
+TEST(Transformer, DefaultsAndShapeErrors) {
+  TransformerShape s = default_shape(Family::Gpt, 2, 64, 4, 32, 100);
+  EXPECT_EQ(shape_error(s), "");
+  EXPECT_EQ(s.ffn, 256);
+  EXPECT_EQ(s.head_dim, 16);
+  EXPECT_EQ(s.max_positions, 32);
+  s.kv_heads = 3;
+  EXPECT_NE(shape_error(s), "");
+  EXPECT_NE(shape_error(default_shape(Family::Llama, 2, 64, 4, 32, 100)), "");  // ffn must be given
+  TransformerShape t5 = default_shape(Family::T5, 6, 512, 8, 128, 100);
+  EXPECT_EQ(t5.layers, 12);
+  EXPECT_EQ(t5.encoder_layers, 6);
+  EXPECT_EQ(shape_error(t5), "");
+  set_positions(s, PositionKind::Rotary);
+  EXPECT_EQ(s.max_positions, 0);
+}
+
+}  // namespace
+}  // namespace mpsim::model
