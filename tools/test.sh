@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# The whole test suite: packages, build, every CTest test. With --sanitize, a second build with
+# AddressSanitizer + UndefinedBehaviorSanitizer runs the unit tests as well.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+"$repo/tools/deps.sh"
+"$repo/tools/build.sh"
+ctest --test-dir "$repo/build" --output-on-failure -j "$(nproc)"
+if [[ "${1:-}" == "--sanitize" ]]; then
+  MPSIM_BUILD_DIR="$repo/build-asan" MPSIM_BUILD_TYPE=Debug "$repo/tools/build.sh" -DMPSIM_SANITIZE=ON
+  ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+    ctest --test-dir "$repo/build-asan" --output-on-failure -j "$(nproc)" -L unit
+fi
