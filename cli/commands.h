@@ -14,4 +14,9 @@ inline constexpr int kExitOk = 0;
 inline constexpr int kExitRunFailed = 1;
 inline constexpr int kExitBadInput = 2;
 
+/// Thrown by a command that has already reported its problem, to end with `code` and print nothing more.
+struct ExitWith {
+  int code;
+};
+
 }  // namespace mpsim::cli

@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::Success& e) {
     return app.exit(e);
+  } catch (const ExitWith& e) {
+    return e.code;
   } catch (const CLI::ParseError& e) {
     std::cerr << fmt::format("mpsim: error: {}\n", e.what());
     return kExitBadInput;

@@ -184,6 +184,8 @@ YamlDocument YamlDocument::parse(const std::string& text, std::string source_nam
   auto source = std::make_shared<const std::string>(std::move(source_name));
   try {
     return YamlDocument(source, YAML::Load(text));
+  } catch (const YAML::DeepRecursion& e) {
+    throw InputError(location_of(*source, e.mark), "", "YAML nesting is too deep");
   } catch (const YAML::Exception& e) {
     throw InputError(location_of(*source, e.mark), "", fmt::format("YAML syntax error: {}", e.msg));
   }

@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include "sim/core/input_error.h"

@@ -74,7 +74,10 @@ struct NodeDevices {
       ++counts[kind];
     }
     std::string out;
-    for (const auto& [kind, n] : counts) out += fmt::format("{}{}[0-{}]", out.empty() ? "" : ", ", kind, n - 1);
+    for (const auto& [kind, n] : counts) {
+      out += n == 1 ? fmt::format("{}{}0", out.empty() ? "" : ", ", kind)
+                    : fmt::format("{}{}[0-{}]", out.empty() ? "" : ", ", kind, n - 1);
+    }
     return out;
   }
 };
@@ -136,12 +139,8 @@ void add_node(Cluster& cluster, const TopologySpec& spec, const NodeGroup& group
               std::vector<DeviceId>& nics) {
   const GpuKind* kind = find_gpu_kind(spec, tmpl.gpu_kind);
   if (kind == nullptr) {
-    std::string known;
-    for (const auto& k : spec.custom_gpu_kinds) known += k.id + ", ";
-    for (const auto& n : GpuCatalog::builtin().names()) known += n + ", ";
-    known.resize(known.size() - 2);
     fail_at(tmpl.origin.field.empty() ? group.origin : tmpl.origin,
-            fmt::format("unknown GPU kind '{}' (known: {})", tmpl.gpu_kind, known));
+            fmt::format("unknown GPU kind '{}' (known: {})", tmpl.gpu_kind, known_gpu_kinds(spec)));
   }
   const int kind_index = cluster.add_gpu_kind(*kind);
   NodeDevices devices;
@@ -277,6 +276,13 @@ const GpuKind* find_gpu_kind(const TopologySpec& spec, std::string_view name) {
     if (k.id == name) return &k;
   }
   return GpuCatalog::builtin().find(name);
+}
+
+std::string known_gpu_kinds(const TopologySpec& spec) {
+  std::string known;
+  for (const auto& k : spec.custom_gpu_kinds) known += (known.empty() ? "" : ", ") + k.id;
+  for (const auto& n : GpuCatalog::builtin().names()) known += (known.empty() ? "" : ", ") + n;
+  return known;
 }
 
 Cluster build_cluster(const TopologySpec& spec) {

@@ -7,6 +7,19 @@ namespace {
 
 SpecOrigin origin_of(const Field& f) { return {f.location(), f.path()}; }
 
+/// The GPU kind a node names: an inline mapping (added to the spec's kinds) or a known id.
+std::string read_gpu_kind(const Field& gpu, const std::string& inline_id, TopologySpec& spec) {
+  if (gpu.is_map()) {
+    spec.custom_gpu_kinds.push_back(load_gpu_kind(gpu, inline_id));
+    return inline_id;
+  }
+  std::string id = gpu.as_string();
+  if (find_gpu_kind(spec, id) == nullptr) {
+    gpu.fail(fmt::format("unknown GPU kind '{}' (known: {})", id, known_gpu_kinds(spec)));
+  }
+  return id;
+}
+
 constexpr std::pair<std::string_view, LinkKind> kLinkKinds[] = {
     {"nvlink", LinkKind::NvLink}, {"nvswitch", LinkKind::NvLink}, {"pcie", LinkKind::Pcie},
     {"smp", LinkKind::Smp},       {"net", LinkKind::Net}};
@@ -55,13 +68,7 @@ NodeSpec load_node(const Field& f, const std::string& template_name, TopologySpe
   f.expect_keys({"gpu", "gpus", "cpus", "nvswitches", "pcie_switches", "nics", "links"});
   NodeSpec node;
   node.origin = origin_of(f);
-  const Field gpu = f.require("gpu");
-  if (gpu.is_map()) {
-    node.gpu_kind = "custom-" + template_name;
-    spec.custom_gpu_kinds.push_back(load_gpu_kind(gpu, node.gpu_kind));
-  } else {
-    node.gpu_kind = gpu.as_string();
-  }
+  node.gpu_kind = read_gpu_kind(f.require("gpu"), "custom-" + template_name, spec);
   node.gpus = static_cast<int>(f.require("gpus").as_int_in(1, 1024));
   if (auto v = f.get("cpus")) node.cpus = static_cast<int>(v->as_int_in(0, 64));
   if (auto v = f.get("nvswitches")) node.nvswitches = static_cast<int>(v->as_int_in(0, 64));
@@ -108,13 +115,7 @@ void load_short_form(const Field& cluster, TopologySpec& spec) {
   NodeSpec node;
   node.origin = origin_of(cluster);
   node.gpus = static_cast<int>(cluster.require("gpus_per_node").as_int_in(1, 1024));
-  const Field gpu = cluster.require("gpu");
-  if (gpu.is_map()) {
-    node.gpu_kind = "custom-node";
-    spec.custom_gpu_kinds.push_back(load_gpu_kind(gpu, node.gpu_kind));
-  } else {
-    node.gpu_kind = gpu.as_string();
-  }
+  node.gpu_kind = read_gpu_kind(cluster.require("gpu"), "custom-node", spec);
 
   if (auto intra = cluster.get("intra_node")) {
     intra->expect_keys({"kind", "bandwidth", "latency"});
@@ -159,7 +160,6 @@ void load_short_form(const Field& cluster, TopologySpec& spec) {
     // Each GPU reaches its NIC (GPU i uses NIC i*nics/gpus) over PCIe at the GPU's PCIe speed
     // (the NIC's speed for a custom GPU kind that gives none).
     const GpuKind* kind = find_gpu_kind(spec, node.gpu_kind);
-    if (kind == nullptr) gpu.fail(fmt::format("unknown GPU kind '{}'", node.gpu_kind));
     const BytesPerSec pcie = kind->pcie_bandwidth.in_bytes_per_sec() > 0 ? kind->pcie_bandwidth : node.nics.bandwidth;
     for (int g = 0; g < node.gpus; ++g) {
       LinkSpec link;

@@ -85,6 +85,9 @@ struct TopologySpec {
 /// The GPU kind `name` names: one of the spec's own kinds, else the built-in catalog; or null.
 [[nodiscard]] const GpuKind* find_gpu_kind(const TopologySpec& spec, std::string_view name);
 
+/// Every GPU kind id `find_gpu_kind` knows for `spec`, comma-separated, for error messages.
+[[nodiscard]] std::string known_gpu_kinds(const TopologySpec& spec);
+
 /// Expands a spec into the cluster graph: resolves GPU kinds and link endpoints, builds the
 /// fabric, and checks that every GPU can reach every other. Throws InputError at the spec item's
 /// location on a dangling endpoint, an unknown GPU kind or a disconnected GPU.

@@ -1,0 +1,133 @@
+// The mpsim command end to end: exit codes, the JSON contract of interface.md, and the main flows.
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string repo(const std::string& relative) { return std::string(MPSIM_SOURCE_DIR) + "/" + relative; }
+
+/// Runs the mpsim binary with `args` (already shell-quoted where needed).
+CommandResult mpsim(const std::string& args) {
+  const auto dir = std::filesystem::temp_directory_path() / ("mpsim-cli-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string err_file = (dir / "stderr").string();
+  const std::string command = std::string(MPSIM_BINARY) + " " + args + " 2>" + err_file;
+  CommandResult run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_file);
+  run.err.assign(std::istreambuf_iterator<char>(err), {});
+  return run;
+}
+
+TEST(Cli, TopoCheckEveryShippedTopology) {
+  std::string files;
+  for (const auto& entry : std::filesystem::directory_iterator(repo("topologies"))) files += " " + entry.path().string();
+  const CommandResult r = mpsim("topo check" + files);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("560 nodes, 4480 GPUs (4480 x a100-80gb)"), std::string::npos) << r.out;
+}
+
+TEST(Cli, TopoRouteJsonContract) {
+  const CommandResult r = mpsim("topo route " + repo("topologies/4x-p4d.yaml") + " node0/gpu0 node1/gpu0 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["src"], "node0/gpu0");
+  EXPECT_EQ(j["dst"], "node1/gpu0");
+  EXPECT_DOUBLE_EQ(j["bandwidth_bytes_per_s"].get<double>(), 12.5e9);  // one 100 Gb/s EFA NIC
+  EXPECT_DOUBLE_EQ(j["latency_s"].get<double>(), 1e-6);               // two 0.5 us EFA ports
+  EXPECT_EQ(j["path_class"], "NET");
+  EXPECT_EQ(j["hops"].front(), "node0/gpu0");
+  EXPECT_EQ(j["hops"].back(), "node1/gpu0");
+  EXPECT_EQ(j["hops"][2], "node0/nic0");
+}
+
+TEST(Cli, TopoRouteUnknownDeviceIsBadInput) {
+  const CommandResult r = mpsim("topo route " + repo("topologies/dgx-a100.yaml") + " node0/gpu0 node0/gpu9");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no device named 'node0/gpu9'"), std::string::npos) << r.err;
+}
+
+TEST(Cli, TopoShowJsonHasMatrix) {
+  const CommandResult r = mpsim("topo show " + repo("topologies/dgx-h100.yaml") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["gpus"], 8);
+  EXPECT_EQ(j["gpu_matrix"]["gpus"].size(), 8u);
+  EXPECT_EQ(j["gpu_matrix"]["path_class"][0][5], "NVL");
+  EXPECT_DOUBLE_EQ(j["gpu_matrix"]["bandwidth_bytes_per_s"][0][5].get<double>(), 450e9);
+}
+
+TEST(Cli, ModelShowJsonContract) {
+  const CommandResult r = mpsim("model show " + repo("configs/models/gpt3-175b.yaml") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  // SC21 Eq. 2 for l=96, h=12288, V=51200, s=2048 (+2h for the final norm): 174,615,846,912.
+  EXPECT_EQ(j["parameters"].get<std::int64_t>(), 174'615'846'912LL);
+  // Megatron: 72 l s h^2 (1 + s/(6h) + V/(12 h l)) per sample, no recomputation.
+  const double l = 96, s = 2048, h = 12288, v = 51200;
+  const double flops = 72 * l * s * h * h * (1 + s / (6 * h) + v / (12 * h * l));
+  EXPECT_NEAR(j["training_flops_per_sample"].get<double>() / flops, 1.0, 1e-9);
+  ASSERT_EQ(j["layers"].size(), 98u);  // embedding + 96 blocks + output head
+  for (const char* key : {"name", "parameters", "forward_flops", "backward_flops", "activation_bytes", "output_bytes"}) {
+    EXPECT_TRUE(j["layers"][1].contains(key)) << key;
+  }
+}
+
+TEST(Cli, PlanCheckShippedPlan) {
+  const CommandResult r = mpsim("plan check " + repo("configs/plans/gpt3-13b-4x-p4d.yaml") + " --topology " +
+                      repo("topologies/4x-p4d.yaml") + " --model " + repo("configs/models/gpt3-13b.yaml") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tensor"], 8);
+  EXPECT_EQ(j["pipeline"], 2);
+  EXPECT_EQ(j["data"], 2);
+  EXPECT_EQ(j["microbatches"], 128);
+  EXPECT_EQ(j["schedule"], "1f1b");
+}
+
+TEST(Cli, ImportWritesATopologyThatLoads) {
+  const auto out = std::filesystem::temp_directory_path() / ("mpsim-import-" + std::to_string(::getpid()) + ".yaml");
+  const CommandResult r = mpsim("topo import " + repo("tests/data/import/dgx-a100.topo.txt") + " --gpu a100-80gb -o " + out.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const CommandResult route = mpsim("topo route " + out.string() + " node0/gpu0 node0/gpu5 --json");
+  ASSERT_EQ(route.exit_code, 0) << route.err;
+  const auto j = nlohmann::json::parse(route.out);
+  EXPECT_EQ(j["path_class"], "NVL");
+  EXPECT_DOUBLE_EQ(j["bandwidth_bytes_per_s"].get<double>(), 300e9);
+  std::filesystem::remove(out);
+}
+
+TEST(Cli, ImportWithoutGpuKindIsBadInput) {
+  const CommandResult r = mpsim("topo import " + repo("tests/data/import/dgx-a100.topo.txt") + " -o -");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+}
+
+TEST(Cli, BadFlagsAreBadInput) {
+  EXPECT_EQ(mpsim("topo show").exit_code, 2);
+  EXPECT_EQ(mpsim("nonsense").exit_code, 2);
+  EXPECT_EQ(mpsim("topo show /no/such/file.yaml").exit_code, 2);
+  EXPECT_EQ(mpsim("--help").exit_code, 0);
+}
+
+}  // namespace
