@@ -8,6 +8,7 @@ namespace mpsim::cli {
 void add_topo_commands(CLI::App& app);
 void add_model_commands(CLI::App& app);
 void add_plan_commands(CLI::App& app);
+void add_simulate_command(CLI::App& app);
 
 /// Exit codes of interface.md.
 inline constexpr int kExitOk = 0;

@@ -18,10 +18,13 @@ int main(int argc, char** argv) {
       "  mpsim topo route topologies/4x-p4d.yaml node0/gpu0 node1/gpu0 --json\n"
       "  mpsim model show configs/models/gpt3-13b.yaml\n"
       "  mpsim plan check configs/plans/gpt3-13b-tp8-pp2.yaml --topology topologies/4x-p4d.yaml "
-      "--model configs/models/gpt3-13b.yaml");
+      "--model configs/models/gpt3-13b.yaml\n"
+      "  mpsim simulate --topology topologies/4x-p4d.yaml --model configs/models/gpt3-13b.yaml \\\n"
+      "      --plan configs/plans/gpt3-13b-4x-p4d.yaml --sweep plan.microbatches=16,32,64");
   add_topo_commands(app);
   add_model_commands(app);
   add_plan_commands(app);
+  add_simulate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

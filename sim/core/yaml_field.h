@@ -19,6 +19,7 @@
 
 #include "sim/core/input_error.h"
 #include "sim/core/units.h"
+#include "sim/core/yaml_override.h"
 
 namespace mpsim {
 
@@ -101,6 +102,9 @@ class YamlDocument {
   /// The document's top level, which must be a mapping.
   [[nodiscard]] Field root() const;
   [[nodiscard]] const std::string& source_name() const noexcept { return *source_; }
+  /// Applies a what-if override before the document is read (values it sets have no line).
+  void apply(const Override& o) { apply_override(root_, o); }
+  [[nodiscard]] bool has_top_level(std::string_view key) const { return root_.IsMap() && root_[std::string(key)].IsDefined(); }
 
  private:
   YamlDocument(std::shared_ptr<const std::string> source, YAML::Node root);

@@ -27,14 +27,6 @@ class Checker {
   const PlanSpec& spec_;
 };
 
-/// The layers a partition cuts: transformer blocks when the model has them (the embedding joins the
-/// first stage and the output head the last), else every layer.
-int partitionable_layers(const model::Model& m) {
-  const auto blocks = std::count_if(m.layers.begin(), m.layers.end(),
-                                    [](const model::Layer& l) { return l.kind == model::LayerKind::Transformer; });
-  return blocks > 0 ? static_cast<int>(blocks) : static_cast<int>(m.layers.size());
-}
-
 /// GPUs that share node0/gpu0's NVLink domain (itself included); a node without NVLink has a domain of 1.
 int nvlink_domain_size(const topology::Cluster& cluster) {
   if (cluster.gpus().empty()) return 0;
@@ -53,6 +45,33 @@ std::vector<int> even_partition(int layers, int stages) {
   std::vector<int> bounds{0};
   for (int s = 0; s < stages; ++s) bounds.push_back(bounds.back() + layers / stages + (s < layers % stages ? 1 : 0));
   return bounds;
+}
+
+int partitionable_layer_count(const model::Model& m) {
+  const auto blocks = std::count_if(m.layers.begin(), m.layers.end(),
+                                    [](const model::Layer& l) { return l.kind == model::LayerKind::Transformer; });
+  return blocks > 0 ? static_cast<int>(blocks) : static_cast<int>(m.layers.size());
+}
+
+std::vector<LayerRange> virtual_stage_layers(const Plan& plan, const model::Model& m) {
+  // Indices of the partitionable layers in m.layers.
+  std::vector<int> units;
+  const bool has_blocks = std::any_of(m.layers.begin(), m.layers.end(),
+                                      [](const model::Layer& l) { return l.kind == model::LayerKind::Transformer; });
+  for (std::size_t i = 0; i < m.layers.size(); ++i) {
+    if (!has_blocks || m.layers[i].kind == model::LayerKind::Transformer) units.push_back(static_cast<int>(i));
+  }
+  std::vector<LayerRange> out;
+  const int stages = static_cast<int>(plan.partition.size()) - 1;
+  for (int vs = 0; vs < stages; ++vs) {
+    const auto s = static_cast<std::size_t>(vs);
+    LayerRange r{units[static_cast<std::size_t>(plan.partition[s])],
+                 units[static_cast<std::size_t>(plan.partition[s + 1] - 1)] + 1};
+    if (vs == 0) r.first = 0;                                          // the embedding and anything before
+    if (vs == stages - 1) r.last = static_cast<int>(m.layers.size());  // the output head and anything after
+    out.push_back(r);
+  }
+  return out;
 }
 
 Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const model::Model& model) {
@@ -118,7 +137,7 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   }
 
   // Stages and the partition.
-  const int layers = partitionable_layers(model);
+  const int layers = partitionable_layer_count(model);
   const int stages = p.stages();
   check.require(stages <= layers, spec.origins.contains("virtual_stages") ? "virtual_stages" : "pipeline",
                 fmt::format("{} stages for a model of {} layers", stages, layers));

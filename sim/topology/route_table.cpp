@@ -59,7 +59,7 @@ struct Label {
 };
 
 /// Widest-shortest path search from src admitting the links and forwarders of `level`.
-std::vector<Label> search(const Cluster& cluster, DeviceId src, Level level) {
+std::vector<Label> search(const Cluster& cluster, DeviceId src, Level level, std::optional<DeviceId> stop_at = {}) {
   const auto& g = cluster.graph();
   std::vector<Label> labels(cluster.devices().size());
   using Entry = std::tuple<int, double, std::uint32_t>;  // hops, -bandwidth, vertex: deterministic order
@@ -74,6 +74,7 @@ std::vector<Label> search(const Cluster& cluster, DeviceId src, Level level) {
     Label& here = labels[v];
     if (here.settled) continue;
     here.settled = true;
+    if (stop_at && v == stop_at->value) break;  // its label is final once settled
     const Device& device = cluster.devices()[v];
     if (v != src.value && !may_forward(device.kind, level)) continue;
     const LinkKind entered = here.pred_link >= 0 ? cluster.links()[static_cast<std::size_t>(here.pred_link)].kind
@@ -168,7 +169,7 @@ std::vector<std::optional<Route>> routes_from(const Cluster& cluster, DeviceId s
 
 std::optional<Route> find_route(const Cluster& cluster, DeviceId src, DeviceId dst) {
   for (const Level level : kLevels) {
-    const auto labels = search(cluster, src, level);
+    const auto labels = search(cluster, src, level, dst);
     if (labels[dst.value].settled) return trace_back(cluster, labels, src, dst);
   }
   return std::nullopt;

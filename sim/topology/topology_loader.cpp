@@ -189,7 +189,8 @@ std::string_view to_string(FabricKind k) noexcept {
   return "?";
 }
 
-TopologySpec load_topology_spec(const Field& root, int depth) {
+TopologySpec load_topology_spec(const Field& root, int depth,
+                                const std::function<void(YamlDocument&)>& patch_included) {
   TopologySpec spec;
   spec.file = root.file();
   if (root.has("cluster")) {
@@ -215,7 +216,9 @@ TopologySpec load_topology_spec(const Field& root, int depth) {
     if (depth >= 4) from->fail("'node_from' nests too deeply");
     const auto path = std::filesystem::path(root.file()).parent_path() / from->as_string();
     if (!std::filesystem::exists(path)) from->fail(fmt::format("no such file '{}'", path.string()));
-    TopologySpec base = load_topology_spec(YamlDocument::load(path).root(), depth + 1);
+    YamlDocument included = YamlDocument::load(path);
+    if (patch_included) patch_included(included);
+    TopologySpec base = load_topology_spec(included.root(), depth + 1, patch_included);
     if (base.templates.size() != 1) from->fail(fmt::format("'{}' must describe one kind of node", path.string()));
     for (auto& kind : base.custom_gpu_kinds) spec.custom_gpu_kinds.push_back(std::move(kind));
     spec.templates.emplace("node", std::move(base.templates.begin()->second));

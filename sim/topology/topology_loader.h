@@ -1,6 +1,7 @@
 #pragma once
 /// Topology YAML → TopologySpec → Cluster. The schema is documented in docs/formats/topology.md.
 #include <filesystem>
+#include <functional>
 
 #include "sim/core/yaml_field.h"
 #include "sim/topology/cluster.h"
@@ -11,7 +12,9 @@ namespace mpsim::topology {
 /// Reads either the full form (`node`/`node_templates`, `nodes`, `fabric`) or the short form
 /// (`cluster: {nodes, gpus_per_node, gpu, intra_node, inter_node}`). `node_from` paths are relative to
 /// the file; `depth` counts nested `node_from` files. Throws InputError.
-[[nodiscard]] TopologySpec load_topology_spec(const Field& root, int depth = 0);
+/// `patch_included` may change a `node_from` file's document before it is read (what-if overrides).
+[[nodiscard]] TopologySpec load_topology_spec(const Field& root, int depth = 0,
+                                              const std::function<void(YamlDocument&)>& patch_included = {});
 
 /// Loads and expands a topology file. Throws InputError.
 [[nodiscard]] Cluster load_topology_file(const std::filesystem::path& path);

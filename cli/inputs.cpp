@@ -1,0 +1,124 @@
+#include "cli/inputs.h"
+
+#include <algorithm>
+#include <map>
+
+#include "sim/core/input_error.h"
+#include "sim/core/yaml_field.h"
+#include "sim/model/model_loader.h"
+#include "sim/plan/plan_check.h"
+#include "sim/plan/plan_loader.h"
+#include "sim/topology/topology_loader.h"
+
+namespace mpsim::cli {
+namespace {
+
+struct PlanAlias {
+  std::string_view shorthand;
+  std::string_view path;
+  std::vector<std::string_view> conflicting;  ///< other spellings of the same decision, dropped
+};
+
+const std::vector<PlanAlias>& plan_aliases() {
+  static const std::vector<PlanAlias> aliases = {
+      {"tensor", "parallelism.tensor", {"tensor_model_parallel_size", "tensor_parallel_degree"}},
+      {"pipeline", "parallelism.pipeline", {"pipeline_model_parallel_size", "partitions", "pipeline_parallel_degree"}},
+      {"data", "parallelism.data", {"data_parallel_size"}},
+      {"virtual_stages", "parallelism.virtual_stages", {"virtual_pipeline_model_parallel_size"}},
+      {"microbatches", "batch.microbatches", {"microbatches", "batch.global", "global_batch_size"}},
+      {"global_batch", "batch.global", {"global_batch_size", "batch.microbatches", "microbatches"}},
+      {"micro_batch", "batch.micro", {"micro_batch_size"}},
+  };
+  return aliases;
+}
+
+/// The override as it applies to this document, plus the keys it makes obsolete.
+Override resolve(const Override& o, const YamlDocument& doc, std::vector<Override>& erasures) {
+  Override r = o;
+  if (o.target == "plan") {
+    for (const PlanAlias& a : plan_aliases()) {
+      if (o.path != a.shorthand) continue;
+      r.path = std::string(a.path);
+      for (const auto conflict : a.conflicting) {
+        if (conflict != a.path) erasures.push_back({o.target, std::string(conflict), "~", o.origin});
+      }
+    }
+  }
+  if (o.target == "topology" && doc.has_top_level("cluster") && o.path.rfind("cluster", 0) != 0) {
+    r.path = "cluster." + o.path;
+  }
+  return r;
+}
+
+/// Erases a dotted key if present (no error when it is absent).
+void erase_if_present(YamlDocument& doc, const Override& erase) {
+  try {
+    doc.apply(erase);
+  } catch (const InputError&) {
+  }
+}
+
+/// Rethrows errors in overridden fields as errors of the --set flag that set them.
+template <typename Fn>
+auto blame_overrides(const std::vector<Override>& applied, Fn&& load) {
+  try {
+    return load();
+  } catch (const InputError& e) {
+    for (const Override& o : applied) {
+      if (e.field() == o.path || e.field().rfind(o.path + ".", 0) == 0 || e.field().rfind(o.path + "[", 0) == 0) {
+        throw InputError({o.origin, 0, 0}, e.field(), e.message());
+      }
+    }
+    throw;
+  }
+}
+
+YamlDocument load_with(const std::string& file, const std::string& target, const std::vector<Override>& overrides,
+                       std::vector<Override>& applied) {
+  YamlDocument doc = YamlDocument::load(file);
+  for (const Override& o : overrides) {
+    if (o.target != target) continue;
+    if (target == "topology" && doc.has_top_level("node_from") && o.path.rfind("node.", 0) == 0) continue;
+    std::vector<Override> erasures;
+    const Override r = resolve(o, doc, erasures);
+    for (const Override& e : erasures) erase_if_present(doc, e);
+    doc.apply(r);
+    applied.push_back(r);
+    if (r.path != o.path) applied.push_back(o);  // checks name fields by their shorthand too
+  }
+  return doc;
+}
+
+}  // namespace
+
+Inputs load_inputs(const InputFiles& files, const std::vector<Override>& overrides) {
+  std::vector<Override> applied;
+  const YamlDocument topology_doc = load_with(files.topology, "topology", overrides, applied);
+  const auto patch_node = [&](YamlDocument& included) {
+    for (const Override& o : overrides) {
+      if (o.target == "topology" && o.path.rfind("node.", 0) == 0) {
+        included.apply(o);
+        applied.push_back(o);
+      }
+    }
+  };
+  Inputs inputs{blame_overrides(applied, [&] {
+                  return topology::build_cluster(topology::load_topology_spec(topology_doc.root(), 0, patch_node));
+                }),
+                {}, std::nullopt};
+  const YamlDocument model_doc = load_with(files.model, "model", overrides, applied);
+  inputs.model = blame_overrides(applied, [&] { return model::load_model(model_doc.root()); });
+  if (!files.plan.empty()) {
+    const YamlDocument plan_doc = load_with(files.plan, "plan", overrides, applied);
+    inputs.plan = blame_overrides(applied, [&] {
+      return plan::resolve_plan(plan::load_plan_spec(plan_doc.root()), inputs.cluster, inputs.model);
+    });
+  } else {
+    for (const Override& o : overrides) {
+      if (o.target == "plan") throw InputError({o.origin, 0, 0}, "", "there is no plan to override");
+    }
+  }
+  return inputs;
+}
+
+}  // namespace mpsim::cli

@@ -1,0 +1,34 @@
+#pragma once
+/// Loading the three inputs of a what-if, with `--set` overrides applied to their YAML first.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/core/yaml_override.h"
+#include "sim/model/model.h"
+#include "sim/plan/plan.h"
+#include "sim/topology/cluster.h"
+
+namespace mpsim::cli {
+
+struct InputFiles {
+  std::string topology;
+  std::string model;
+  std::string plan;  ///< may be empty (the planner has none)
+};
+
+struct Inputs {
+  topology::Cluster cluster;
+  model::Model model;
+  std::optional<plan::Plan> plan;
+};
+
+/// Loads and checks the inputs. Plan shorthands are accepted in overrides: plan.tensor,
+/// plan.pipeline, plan.data, plan.virtual_stages (parallelism.*), plan.microbatches (keeps the
+/// microbatch size, so the global batch follows), plan.global_batch, plan.micro_batch. For a short-form
+/// topology `topology.inter_node.bandwidth` means `topology.cluster.inter_node.bandwidth`; for one
+/// with `node_from`, `topology.node.*` changes the included node. An error in an overridden value
+/// names the --set flag. Throws InputError.
+[[nodiscard]] Inputs load_inputs(const InputFiles& files, const std::vector<Override>& overrides);
+
+}  // namespace mpsim::cli

@@ -1,0 +1,169 @@
+// mpsim simulate: one what-if, or a sweep of them.
+#include <algorithm>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/inputs.h"
+#include "cli/table.h"
+#include "sim/core/input_error.h"
+#include "sim/core/text_file.h"
+#include "sim/engine/simulator.h"
+#include "sim/trace/trace_json.h"
+
+namespace mpsim::cli {
+namespace {
+
+struct SimulateArgs {
+  InputFiles files;
+  std::vector<std::string> sets;
+  std::string sweep;
+  std::string trace;
+  std::string collective = "auto";
+  bool overlap_grad_reduce = false;
+  bool unfold = false;
+  bool json = false;
+};
+
+std::string percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100); }
+
+engine::EngineOptions engine_options(const SimulateArgs& args) {
+  engine::EngineOptions options;
+  options.collective = args.collective == "ring"           ? engine::CollectiveAlgorithm::Ring
+                       : args.collective == "hierarchical" ? engine::CollectiveAlgorithm::Hierarchical
+                                                           : engine::CollectiveAlgorithm::Auto;
+  options.overlap_grad_reduce = args.overlap_grad_reduce;
+  options.fold_replicas = !args.unfold;
+  options.record_timeline = !args.trace.empty();
+  return options;
+}
+
+void print_report(const Inputs& in, const trace::Report& r) {
+  const plan::Plan& p = *in.plan;
+  std::cout << fmt::format("{} on {}: TP {} x PP {} x DP {}{}, {}, {} microbatches of {}\n\n", in.model.name,
+                           in.cluster.name.empty() ? "the cluster" : in.cluster.name, p.tensor, p.pipeline, p.data,
+                           p.virtual_stages > 1 ? fmt::format(" (x{} virtual)", p.virtual_stages) : "",
+                           plan::to_string(p.schedule), p.microbatches, p.micro_batch);
+  std::cout << fmt::format("  step time     {}\n", to_string(TimeNs::seconds(r.step_time_s)));
+  std::cout << fmt::format("  throughput    {:.1f} TFLOP/s per GPU, MFU {} ({:.1f} TFLOP/s executed, recomputation included)\n",
+                           r.tflops_per_gpu, percent(r.mfu), r.hardware_tflops_per_gpu);
+  std::cout << fmt::format("  idle          {} of all GPU time; pipeline bubble rate {}\n", percent(r.bubble_fraction),
+                           percent(r.bubble_rate));
+  const auto worst = std::max_element(r.devices.begin(), r.devices.end(), [](const auto& a, const auto& b) {
+    return a.peak_memory_bytes < b.peak_memory_bytes;
+  });
+  if (worst != r.devices.end()) {
+    std::cout << fmt::format("  peak memory   {} of {} on {}{}\n", to_string(Bytes::bytes(worst->peak_memory_bytes)),
+                             to_string(Bytes::bytes(worst->memory_capacity_bytes)), worst->id,
+                             r.oom ? "  OUT OF MEMORY" : "");
+  }
+  std::cout << "\n";
+  Table stages;
+  stages.add_row({"stage", "first GPU", "GPUs", "busy", "idle", "bubble", "peak memory"});
+  for (int s = 0; s < p.pipeline; ++s) {
+    const auto it = std::find_if(r.devices.begin(), r.devices.end(), [s](const auto& d) { return d.stage == s; });
+    if (it == r.devices.end()) continue;
+    stages.add_row({std::to_string(s), it->id, std::to_string(p.tensor * p.data), to_string(TimeNs::seconds(it->busy_s)),
+                    to_string(TimeNs::seconds(it->idle_s)), percent(it->bubble_fraction),
+                    to_string(Bytes::bytes(it->peak_memory_bytes)) + (it->oom ? " OOM" : "")});
+  }
+  std::cout << stages.render();
+  if (!r.links.empty()) {
+    std::vector<trace::LinkReport> links = r.links;
+    std::stable_sort(links.begin(), links.end(), [](const auto& a, const auto& b) { return a.busy_s > b.busy_s; });
+    std::cout << "\nBusiest links:\n";
+    Table table;
+    table.add_row({"link", "busy", "traffic"});
+    for (std::size_t i = 0; i < std::min<std::size_t>(5, links.size()); ++i) {
+      table.add_row({links[i].id, to_string(TimeNs::seconds(links[i].busy_s)), to_string(Bytes::bytes(links[i].bytes))});
+    }
+    std::cout << table.render();
+  }
+}
+
+void run_one(const SimulateArgs& args, const std::vector<Override>& overrides) {
+  const Inputs in = load_inputs(args.files, overrides);
+  const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, engine_options(args));
+  if (!args.trace.empty()) write_file_atomically(args.trace, trace::chrome_trace(prediction.timeline, prediction.report));
+  if (args.json) {
+    std::cout << trace::report_json(prediction.report).dump(2) << "\n";
+  } else {
+    print_report(in, prediction.report);
+  }
+}
+
+void run_sweep(const SimulateArgs& args, std::vector<Override> overrides) {
+  if (!args.trace.empty()) throw InputError({"--trace", 0, 0}, "", "--trace writes one run; it does not combine with --sweep");
+  const auto eq = args.sweep.find('=');
+  if (eq == std::string::npos) {
+    throw InputError({"--sweep " + args.sweep, 0, 0}, "", "expected KEY=V1,V2,... e.g. plan.microbatches=8,16,32");
+  }
+  std::vector<std::string> values;
+  std::string value;
+  int depth = 0;  // commas inside [...] or "..." belong to the value
+  for (const char c : args.sweep.substr(eq + 1)) {
+    if (c == '[' || c == '{') ++depth;
+    if (c == ']' || c == '}') --depth;
+    if (c == ',' && depth == 0) {
+      values.push_back(value);
+      value.clear();
+    } else {
+      value += c;
+    }
+  }
+  values.push_back(value);
+  const std::string key = args.sweep.substr(0, eq);
+  nlohmann::ordered_json runs = nlohmann::ordered_json::array();
+  Table table;
+  table.add_row({key, "step time", "TFLOP/s/GPU", "MFU", "idle", "bubble rate", "peak memory", "OOM"});
+  for (const std::string& v : values) {
+    std::vector<Override> with = overrides;
+    with.push_back(parse_override(key + "=" + v, "--sweep"));
+    const Inputs in = load_inputs(args.files, with);
+    const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, engine_options(args));
+    const trace::Report& r = prediction.report;
+    runs.push_back({{"value", v}, {"report", trace::report_json(r)}});
+    table.add_row({v, to_string(TimeNs::seconds(r.step_time_s)), fmt::format("{:.1f}", r.tflops_per_gpu), percent(r.mfu),
+                   percent(r.bubble_fraction), percent(r.bubble_rate), to_string(Bytes::bytes(r.peak_memory_bytes)),
+                   r.oom ? "yes" : "no"});
+  }
+  if (args.json) {
+    std::cout << nlohmann::ordered_json{{"sweep", key}, {"runs", runs}}.dump(2) << "\n";
+  } else {
+    std::cout << table.render();
+  }
+}
+
+}  // namespace
+
+void add_simulate_command(CLI::App& app) {
+  auto args = std::make_shared<SimulateArgs>();
+  auto* cmd = app.add_subcommand("simulate", "Predict one training step: time, bubbles, memory, link traffic");
+  cmd->add_option("--topology", args->files.topology, "Topology YAML")->required();
+  cmd->add_option("--model", args->files.model, "Model YAML")->required();
+  cmd->add_option("--plan", args->files.plan, "Plan YAML")->required();
+  cmd->add_option("--set", args->sets, "Override a field: plan.microbatches=32, topology.inter_node.bandwidth=\"100 Gb/s\"");
+  cmd->add_option("--sweep", args->sweep, "One run per value: KEY=V1,V2,... (a table, or JSON with --json)");
+  cmd->add_option("--trace", args->trace, "Write the Chrome trace (opens in Perfetto)");
+  cmd->add_option("--collective", args->collective, "Data-parallel all-reduce: auto, ring, hierarchical")
+      ->check(CLI::IsMember({"auto", "ring", "hierarchical"}));
+  cmd->add_flag("--overlap-grad-reduce", args->overlap_grad_reduce, "Overlap gradient all-reduce with backward");
+  cmd->add_flag("--unfold", args->unfold, "Simulate every data-parallel replica instead of one for all");
+  cmd->add_flag("--json", args->json, "Print the report as JSON");
+  cmd->callback([args] {
+    std::vector<Override> overrides;
+    for (const auto& s : args->sets) overrides.push_back(parse_override(s, "--set"));
+    if (args->sweep.empty()) {
+      run_one(*args, overrides);
+    } else {
+      run_sweep(*args, overrides);
+    }
+  });
+}
+
+}  // namespace mpsim::cli

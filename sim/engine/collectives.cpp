@@ -1,0 +1,86 @@
+#include "sim/engine/collectives.h"
+
+#include <map>
+
+namespace mpsim::engine {
+
+std::string_view to_string(CollectiveAlgorithm a) noexcept {
+  switch (a) {
+    case CollectiveAlgorithm::Auto: return "auto";
+    case CollectiveAlgorithm::Ring: return "ring";
+    case CollectiveAlgorithm::Hierarchical: return "hierarchical";
+  }
+  return "?";
+}
+
+namespace {
+
+using topology::DeviceId;
+using Groups = std::vector<std::vector<DeviceId>>;
+
+Bytes share(Bytes size, std::size_t parts) {
+  const auto n = static_cast<std::int64_t>(parts);
+  return Bytes::bytes((size.count() + n - 1) / n);
+}
+
+/// `rounds` rounds in which every member of every ring sends `bytes` to the next member.
+void ring_rounds(const Groups& rings, Bytes bytes, std::size_t rounds, std::vector<CollectiveRound>& out) {
+  CollectiveRound round;
+  round.bytes = bytes;
+  for (const auto& ring : rings) {
+    if (ring.size() < 2) continue;
+    for (std::size_t i = 0; i < ring.size(); ++i) round.transfers.emplace_back(ring[i], ring[(i + 1) % ring.size()]);
+  }
+  if (round.transfers.empty()) return;
+  for (std::size_t r = 0; r < rounds; ++r) out.push_back(round);
+}
+
+std::size_t steps(CollectiveKind kind, std::size_t n) {
+  return kind == CollectiveKind::AllReduce ? 2 * (n - 1) : n - 1;
+}
+
+/// Splits each group by node: {intra-node rings}, {inter-node rings of equal local index}. Empty when
+/// the group does not have the same number (> 1) of members on each of several nodes.
+std::pair<Groups, Groups> split_by_node(const topology::Cluster& cluster, const Groups& groups) {
+  Groups local, across;
+  for (const auto& group : groups) {
+    std::map<int, std::vector<DeviceId>> by_node;
+    for (const DeviceId d : group) by_node[cluster.device(d).node].push_back(d);
+    const std::size_t per_node = by_node.begin()->second.size();
+    if (by_node.size() < 2 || per_node < 2) return {};
+    for (const auto& [node, members] : by_node) {
+      if (members.size() != per_node) return {};
+      local.push_back(members);
+    }
+    for (std::size_t i = 0; i < per_node; ++i) {
+      std::vector<DeviceId> ring;
+      for (const auto& [node, members] : by_node) ring.push_back(members[i]);
+      across.push_back(ring);
+    }
+  }
+  return {local, across};
+}
+
+}  // namespace
+
+std::vector<CollectiveRound> collective_rounds(const topology::Cluster& cluster, CollectiveKind kind,
+                                               CollectiveAlgorithm algorithm, const Groups& groups, Bytes size) {
+  std::vector<CollectiveRound> out;
+  if (groups.empty() || groups.front().size() < 2 || size.count() == 0) return out;
+  const std::size_t n = groups.front().size();
+  if (algorithm != CollectiveAlgorithm::Ring && kind == CollectiveKind::AllReduce) {
+    const auto [local, across] = split_by_node(cluster, groups);
+    if (!local.empty()) {
+      const std::size_t k = local.front().size();
+      const std::size_t nodes = across.front().size();
+      ring_rounds(local, share(size, k), k - 1, out);                        // reduce-scatter in the node
+      ring_rounds(across, share(size, k * nodes), 2 * (nodes - 1), out);    // all-reduce of one shard
+      ring_rounds(local, share(size, k), k - 1, out);                        // all-gather in the node
+      return out;
+    }
+  }
+  ring_rounds(groups, share(size, n), steps(kind, n), out);
+  return out;
+}
+
+}  // namespace mpsim::engine

@@ -1,0 +1,37 @@
+#pragma once
+/// Collectives as rounds of concurrent point-to-point transfers over the real links (NCCL's ring
+/// and hierarchical algorithms). Each round's transfers run together; the next round starts when
+/// the slowest has finished, as in a ring where every rank waits for its neighbour.
+#include <cstdint>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sim/core/units.h"
+#include "sim/topology/cluster.h"
+
+namespace mpsim::engine {
+
+enum class CollectiveAlgorithm : std::uint8_t {
+  Auto,          ///< hierarchical when the group spans nodes with several members per node, else ring
+  Ring,
+  Hierarchical,  ///< intra-node reduce-scatter, inter-node all-reduce, intra-node all-gather
+};
+[[nodiscard]] std::string_view to_string(CollectiveAlgorithm a) noexcept;
+
+enum class CollectiveKind : std::uint8_t { AllReduce, ReduceScatter, AllGather };
+
+struct CollectiveRound {
+  std::vector<std::pair<topology::DeviceId, topology::DeviceId>> transfers;
+  Bytes bytes;  ///< per transfer
+};
+
+/// The rounds of a collective of `size` bytes per member over each of `groups` (groups run at the
+/// same time, e.g. one data-parallel group per tensor-parallel rank). Ring all-reduce: 2(n-1) rounds
+/// of size/n; reduce-scatter and all-gather: n-1 rounds.
+[[nodiscard]] std::vector<CollectiveRound> collective_rounds(const topology::Cluster& cluster, CollectiveKind kind,
+                                                             CollectiveAlgorithm algorithm,
+                                                             const std::vector<std::vector<topology::DeviceId>>& groups,
+                                                             Bytes size);
+
+}  // namespace mpsim::engine

@@ -1,0 +1,152 @@
+#include "sim/engine/cost_model.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "sim/plan/plan_check.h"
+
+namespace mpsim::engine {
+namespace {
+
+using model::Layer;
+using model::LayerKind;
+using model::Recompute;
+
+FlopsPerSec effective_peak(const topology::GpuKind& gpu, int dtype_bytes) {
+  using topology::DType;
+  std::optional<FlopsPerSec> peak;
+  if (dtype_bytes >= 4) {
+    peak = gpu.peak_for(DType::Fp32);
+  } else {
+    peak = gpu.peak_for(DType::Bf16);
+    if (!peak) peak = gpu.peak_for(DType::Fp16);
+  }
+  if (!peak) peak = gpu.peak.begin()->second;
+  return *peak * gpu.matmul_efficiency;
+}
+
+/// FLOPs of the attention scores of one transformer block per sample (what selective recomputation
+/// runs again): 4 s^2 * attention width, from the model's shape.
+Flops attention_score_flops(const model::Model& m) {
+  if (!m.shape) return Flops{};
+  const auto& s = *m.shape;
+  return Flops::flop(4.0 * static_cast<double>(s.seq_len) * static_cast<double>(s.seq_len) *
+                     static_cast<double>(s.attention_width()));
+}
+
+}  // namespace
+
+TimeNs ring_allreduce_time(const topology::Cluster& cluster, const std::vector<topology::DeviceId>& devices,
+                           Bytes size) {
+  const auto n = static_cast<std::int64_t>(devices.size());
+  if (n <= 1 || size.count() == 0) return TimeNs{};
+  double bandwidth = 0;
+  TimeNs alpha;
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const auto route = topology::find_route(cluster, devices[i], devices[(i + 1) % devices.size()]);
+    if (!route) throw std::logic_error("ring edge without a route");
+    const double bw = route->bandwidth.in_bytes_per_sec();
+    bandwidth = i == 0 ? bw : std::min(bandwidth, bw);
+    alpha = std::max(alpha, route->latency);
+  }
+  const Bytes per_round = Bytes::bytes((size.count() + n - 1) / n);
+  const TimeNs round = alpha + transfer_time(per_round, BytesPerSec::bytes_per_sec(bandwidth));
+  return round * (2 * (n - 1));
+}
+
+CostModel build_cost_model(const topology::Cluster& cluster, const model::Model& m, const plan::Plan& plan,
+                           const plan::ParallelLayout& layout) {
+  const auto ranges = plan::virtual_stage_layers(plan, m);
+  const int t = plan.tensor;
+  const int b = plan.micro_batch;
+  const Flops score_flops = attention_score_flops(m);
+  CostModel out;
+  for (int rank = 0; rank < plan.pipeline; ++rank) {
+    const auto tensor_ranks = layout.tensor_group(0, rank);
+    std::vector<topology::DeviceId> tensor_devices;
+    for (const int r : tensor_ranks) tensor_devices.push_back(cluster.gpus().at(static_cast<std::size_t>(r)));
+    const topology::GpuKind& gpu = cluster.gpu_kind_of(tensor_devices.front());
+    const FlopsPerSec peak = effective_peak(gpu, m.dtype_bytes);
+    RankCost rc;
+    rc.memory_capacity = gpu.memory;
+    std::int64_t rank_parameters = 0;
+    for (int c = 0; c < plan.virtual_stages; ++c) {
+      const int vs = c * plan.pipeline + rank;
+      const plan::LayerRange range = ranges.at(static_cast<std::size_t>(vs));
+      ChunkCost cc;
+      Flops f, bi, bw, recompute;
+      Bytes stashed, stashed_scores, elementwise;
+      TimeNs tp_comm_per_pass;
+      TimeNs profiled_f, profiled_bi, profiled_bw;
+      bool all_profiled_f = true, all_profiled_b = true;
+      for (int li = range.first; li < range.last; ++li) {
+        const Layer& layer = m.layers[static_cast<std::size_t>(li)];
+        const double per_rank = static_cast<double>(b) / t;
+        f += layer.forward_flops * per_rank;
+        bi += layer.backward_input_flops * per_rank;
+        bw += layer.backward_weight_flops * per_rank;
+        const bool recomputed_layer = layer.kind == LayerKind::Transformer || layer.kind == LayerKind::Generic;
+        if (plan.recompute == Recompute::Full && recomputed_layer) recompute += layer.forward_flops * per_rank;
+        if (plan.recompute == Recompute::Selective && layer.kind == LayerKind::Transformer) {
+          recompute += score_flops * per_rank;
+        }
+        cc.parameters += layer.parameters / t;
+        stashed += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, plan.recompute);
+        stashed_scores += Bytes::bytes(layer.stashed.attention_scores.count() * b / t);
+        // Memory-bound work beside the matmuls (norms, softmax, dropout, activations, residuals): every
+        // activation a pass produces is written once and read once.
+        elementwise += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, Recompute::None) * 2;
+        if (layer.tensor_parallel_allreduces_forward > 0 && t > 1) {
+          tp_comm_per_pass += ring_allreduce_time(cluster, tensor_devices, Bytes::bytes(layer.output_bytes.count() * b)) *
+                              layer.tensor_parallel_allreduces_forward;
+        }
+        all_profiled_f = all_profiled_f && layer.forward_time.has_value();
+        all_profiled_b = all_profiled_b && layer.backward_input_time.has_value() && layer.backward_weight_time.has_value();
+        profiled_f += layer.forward_time.value_or(TimeNs{});
+        profiled_bi += layer.backward_input_time.value_or(TimeNs{});
+        profiled_bw += layer.backward_weight_time.value_or(TimeNs{});
+      }
+      const TimeNs memory_bound = transfer_time(elementwise, gpu.memory_bandwidth);
+      const TimeNs forward = all_profiled_f ? profiled_f : compute_time(f, peak) + memory_bound + tp_comm_per_pass;
+      cc.forward = forward;
+      // Recomputation runs before the input-gradient pass: all of the forward (full), or the attention
+      // scores' matmuls and their softmax/dropout traffic (selective).
+      TimeNs recompute_time;
+      if (plan.recompute == Recompute::Full) {
+        recompute_time = forward;
+      } else if (plan.recompute == Recompute::Selective) {
+        recompute_time = compute_time(recompute, peak) + transfer_time(stashed_scores * 2, gpu.memory_bandwidth);
+      }
+      if (all_profiled_b) {
+        cc.backward_input = profiled_bi + recompute_time;
+        cc.backward_weight = profiled_bw;
+      } else {
+        cc.backward_input = compute_time(bi, peak) + memory_bound + tp_comm_per_pass + recompute_time;
+        cc.backward_weight = compute_time(bw, peak);
+      }
+      cc.backward = cc.backward_input + cc.backward_weight;
+      cc.model_flops = f + bi + bw;
+      cc.executed_flops = cc.model_flops + recompute;
+      const Layer& last = m.layers[static_cast<std::size_t>(range.last - 1)];
+      cc.activation_send = Bytes::bytes(last.output_bytes.count() * b / t);
+      cc.gradient_bytes = Bytes::bytes(cc.parameters * kGradientBytesPerParameter);
+      cc.stashed = stashed;
+      // A split backward frees the attention scores at I and keeps the matmul inputs until W.
+      cc.stashed_after_input = stashed - std::min(stashed, stashed_scores);
+      rank_parameters += cc.parameters;
+      rc.chunks.push_back(cc);
+    }
+    const int dp = plan.data;
+    const std::int64_t optimizer_parameters = plan.zero >= 1 ? (rank_parameters + dp - 1) / dp : rank_parameters;
+    rc.optimizer_step =
+        transfer_time(Bytes::bytes(optimizer_parameters * kOptimizerTrafficBytesPerParameter), gpu.memory_bandwidth);
+    const std::int64_t weights = (plan.zero >= 3 ? rank_parameters / dp : rank_parameters) * m.dtype_bytes;
+    const std::int64_t gradients = (plan.zero >= 2 ? rank_parameters / dp : rank_parameters) * kGradientBytesPerParameter;
+    const std::int64_t optimizer = optimizer_parameters * kOptimizerBytesPerParameter;
+    rc.static_memory = Bytes::bytes(weights + gradients + optimizer);
+    out.ranks.push_back(std::move(rc));
+  }
+  return out;
+}
+
+}  // namespace mpsim::engine

@@ -1,0 +1,70 @@
+#pragma once
+/// What one pipeline rank's work costs: compute durations per (chunk, pass), bytes it sends,
+/// gradients it reduces, and memory it holds. Computed once per simulation, O(layers).
+///
+/// Compute time of a pass on one tensor-parallel rank = matmul FLOPs / (peak x matmul_efficiency of
+/// the GPU kind) + the memory-bound elementwise work (each activation the pass makes written and read
+/// once, at HBM bandwidth) + the tensor-parallel collectives inside the layers (Megatron:
+/// `tp_allreduces` all-reduces of the layer output per pass, or the same volume as all-gather +
+/// reduce-scatter under sequence parallelism), which Megatron does not overlap. The weight-gradient
+/// pass is matmuls only. Recomputation is added to the input-gradient pass. A profiled time in the
+/// model file replaces the FLOP-derived one.
+#include <vector>
+
+#include "sim/core/units.h"
+#include "sim/model/model.h"
+#include "sim/plan/layout.h"
+#include "sim/plan/plan.h"
+#include "sim/topology/cluster.h"
+#include "sim/topology/route_table.h"
+
+namespace mpsim::engine {
+
+struct ChunkCost {
+  TimeNs forward;
+  TimeNs backward;          ///< fused: input + weight gradients, recomputation included
+  TimeNs backward_input;    ///< zero-bubble split; recomputation goes here
+  TimeNs backward_weight;
+  Flops model_flops;        ///< forward + backward per microbatch on one TP rank, no recomputation
+  Flops executed_flops;     ///< with recomputation
+  Bytes activation_send;    ///< to the next virtual stage, per TP rank (grad back is the same size)
+  Bytes gradient_bytes;     ///< gradients of the chunk's parameters on one TP rank (fp32)
+  Bytes stashed;            ///< activations kept from F until the backward, per microbatch
+  Bytes stashed_after_input;  ///< of those, what a split backward keeps from I until W
+  std::int64_t parameters = 0;  ///< on one TP rank
+};
+
+struct RankCost {
+  std::vector<ChunkCost> chunks;  ///< by chunk on the rank
+  TimeNs optimizer_step;
+  Bytes static_memory;            ///< weights + gradients + optimizer state
+  Bytes memory_capacity;
+};
+
+struct CostModel {
+  std::vector<RankCost> ranks;     ///< by pipeline rank
+  [[nodiscard]] const ChunkCost& chunk(int rank, int chunk) const {
+    return ranks.at(static_cast<std::size_t>(rank)).chunks.at(static_cast<std::size_t>(chunk));
+  }
+};
+
+/// Bytes per parameter the step keeps beside the weights: fp32 gradients (4; Megatron accumulates
+/// and reduces bf16 models' gradients in fp32) and Adam's fp32 master weights, momentum and variance
+/// (12), sharded over the data-parallel group by ZeRO stage 1 (optimizer) and 2 (gradients);
+/// stage 3 also shards the weights.
+inline constexpr int kGradientBytesPerParameter = 4;
+inline constexpr int kOptimizerBytesPerParameter = 12;
+/// HBM traffic of one Adam step per parameter: read the fp32 gradient (4), read and write master
+/// weights, momentum and variance (24), write the 16-bit weights (2).
+inline constexpr int kOptimizerTrafficBytesPerParameter = 30;
+
+[[nodiscard]] CostModel build_cost_model(const topology::Cluster& cluster, const model::Model& model,
+                                         const plan::Plan& plan, const plan::ParallelLayout& layout);
+
+/// Ring all-reduce of `size` over `devices`: 2(n-1)/n * size / B + 2(n-1) * alpha, with B and alpha the
+/// slowest ring edge's bandwidth and largest latency. Analytic (no contention): for collectives inside a
+/// layer on an isolated NVLink domain.
+[[nodiscard]] TimeNs ring_allreduce_time(const topology::Cluster& cluster, const std::vector<topology::DeviceId>& devices,
+                                         Bytes size);
+
+}  // namespace mpsim::engine

@@ -1,0 +1,83 @@
+#pragma once
+/// Transfers as flows over links, sharing each link direction's bandwidth max-min fairly
+/// (SimGrid's LMM, progressive filling). Rates are recomputed, for the flows that share links with
+/// it, whenever a flow starts or ends.
+///
+/// A flow may stand for several identical transfers (the same bytes between other device pairs at
+/// the same time: the tensor-parallel ranks of a stage, the edges of a ring, symmetric data-parallel
+/// replicas). Its usage lists, per link direction, how many of those transfers cross it; each moves
+/// at the flow's rate, so a link direction carries usage x rate.
+#include <cstdint>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include "sim/core/units.h"
+#include "sim/topology/cluster.h"
+#include "sim/topology/route_table.h"
+
+namespace mpsim::engine {
+
+/// A link direction: link * 2 + (0 for a->b, 1 for b->a); a half-duplex link uses direction 0 for both.
+using ResourceId = std::uint32_t;
+struct Usage {
+  ResourceId resource;
+  std::uint32_t count;
+};
+
+/// Adds the link directions of `route` to `usage` (merging counts of the same direction).
+void add_route_usage(const topology::Cluster& cluster, const topology::Route& route, std::vector<Usage>& usage);
+
+class FlowNetwork {
+ public:
+  using FlowId = std::uint32_t;
+  explicit FlowNetwork(const topology::Cluster& cluster);
+  FlowNetwork(const FlowNetwork&) = delete;
+  FlowNetwork& operator=(const FlowNetwork&) = delete;
+
+  /// Starts a flow of `bytes` (per transfer it stands for) at `now`. Returns the flows whose rates
+  /// changed (the new one included); their completion times must be (re)scheduled, and events
+  /// scheduled for an older version() ignored.
+  std::vector<FlowId> start(TimeNs now, std::vector<Usage> usage, Bytes bytes);
+  /// Ends a finished flow at `now`; returns the flows whose rates changed.
+  std::vector<FlowId> finish(TimeNs now, FlowId flow);
+  /// When `flow` ends at its current rate (it must be active).
+  [[nodiscard]] TimeNs completion(FlowId flow) const;
+  /// Incremented every time the flow's rate changes, to recognise stale completion events.
+  [[nodiscard]] std::uint32_t version(FlowId flow) const { return flows_[flow].version; }
+
+  /// Traffic per link (both directions, every transfer a flow stands for) and time with traffic.
+  [[nodiscard]] const std::vector<double>& link_bytes() const noexcept { return link_bytes_; }
+  [[nodiscard]] const std::vector<std::int64_t>& link_busy_ns() const noexcept { return link_busy_ns_; }
+  [[nodiscard]] std::size_t flows_started() const noexcept { return flows_.size(); }
+
+ private:
+  struct Flow {
+    std::vector<Usage> usage;
+    double remaining = 0;   // bytes
+    double rate = 0;        // bytes per ns
+    std::int64_t updated = 0;  // ns of the last progress update
+    std::uint32_t version = 0;
+    bool active = false;
+    double bytes = 0;
+  };
+  void progress(FlowId f, std::int64_t now);
+  /// Max-min fair rates for the flows connected to `seeds` through shared resources.
+  std::vector<FlowId> reallocate(std::int64_t now, const std::vector<ResourceId>& seeds);
+  void link_activity(ResourceId r, int delta, std::int64_t now);
+
+  const topology::Cluster* cluster_;
+  std::vector<double> capacity_;                 // bytes per ns, by resource
+  std::vector<std::vector<FlowId>> on_resource_; // active flows per resource
+  std::vector<Flow> flows_;
+  std::vector<double> link_bytes_;
+  std::vector<std::int64_t> link_busy_ns_;
+  std::vector<int> link_active_;
+  std::vector<std::int64_t> link_busy_since_;
+  // Scratch for reallocate, kept to avoid allocation per event.
+  std::vector<std::uint32_t> resource_mark_;
+  std::vector<std::uint32_t> flow_mark_;
+  std::uint32_t epoch_ = 0;
+};
+
+}  // namespace mpsim::engine

@@ -1,0 +1,614 @@
+#include "sim/engine/simulator.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+#include <variant>
+
+#include <fmt/format.h>
+
+#include "sim/engine/event_queue.h"
+#include "sim/engine/flow_network.h"
+#include "sim/plan/layout.h"
+#include "sim/schedule/generators.h"
+#include "sim/schedule/passes.h"
+#include "sim/schedule/validate.h"
+#include "sim/schedule/virtual_stage.h"
+
+namespace mpsim::engine {
+namespace {
+
+using schedule::Op;
+using schedule::OpKind;
+using topology::DeviceId;
+
+/// Megatron's default gradient bucket: max(40M, 1M x dp) parameters, of fp32 gradients.
+Bytes default_bucket(const plan::Plan& plan) {
+  const std::int64_t parameters = std::max<std::int64_t>(40'000'000, 1'000'000LL * plan.data);
+  return Bytes::bytes(parameters * kGradientBytesPerParameter);
+}
+
+/// Identifies a point-to-point message at its receiver: (gradient?, microbatch, receiving virtual stage).
+std::uint64_t message_key(bool gradient, std::uint32_t microbatch, int virtual_stage) {
+  return (static_cast<std::uint64_t>(gradient) << 63) | (static_cast<std::uint64_t>(microbatch) << 24) |
+         static_cast<std::uint64_t>(virtual_stage);
+}
+
+trace::SpanKind span_kind(OpKind k) {
+  switch (k) {
+    case OpKind::Forward: return trace::SpanKind::Forward;
+    case OpKind::Backward: return trace::SpanKind::Backward;
+    case OpKind::BackwardInput: return trace::SpanKind::BackwardInput;
+    case OpKind::BackwardWeight: return trace::SpanKind::BackwardWeight;
+    case OpKind::SendActivation:
+    case OpKind::SendGrad: return trace::SpanKind::Send;
+    case OpKind::RecvActivation:
+    case OpKind::RecvGrad: return trace::SpanKind::Recv;
+    case OpKind::AllReduce: return trace::SpanKind::AllReduce;
+    case OpKind::ReduceScatter: return trace::SpanKind::ReduceScatter;
+    case OpKind::AllGather: return trace::SpanKind::AllGather;
+    case OpKind::OptimizerStep: return trace::SpanKind::Optimizer;
+  }
+  return trace::SpanKind::Forward;
+}
+
+class Simulation {
+ public:
+  Simulation(const topology::Cluster& cluster, const model::Model& model, const plan::Plan& plan,
+             const schedule::Program& program, const CostModel& costs, const EngineOptions& options)
+      : cluster_(cluster),
+        model_(model),
+        plan_(plan),
+        program_(program),
+        costs_(costs),
+        options_(options),
+        layout_(plan),
+        network_(cluster) {}
+
+  Prediction run();
+
+ private:
+  struct Actor {
+    int rank = 0;
+    int replica = 0;
+    std::size_t cursor = 0;
+    bool computing = false;
+    std::optional<std::uint64_t> waiting_for;  // message key a Recv blocks on
+    std::unordered_set<std::uint64_t> arrived;
+    int collectives_issued = 0;
+    int collectives_done = 0;
+    std::int64_t memory = 0;
+    std::int64_t peak_memory = 0;
+    std::int64_t busy_ns = 0;          // compute, optimizer included
+    std::int64_t pipeline_busy_ns = 0; // F, B, I, W only
+    std::int64_t first_start = -1;
+    std::int64_t last_end = 0;
+    std::int64_t finish = 0;
+    std::uint32_t compute_lane = 0;
+    std::uint32_t comm_lane = 0;
+    std::uint32_t collective_lane = 0;
+  };
+  struct Collective {
+    int rank = 0;
+    std::size_t op_index = 0;  // in the rank's stream
+    int arrived = 0;
+    bool started = false;
+    std::vector<CollectiveRound> rounds;
+    std::size_t round = 0;
+    std::int64_t start_ns = 0;
+  };
+  struct PointToPoint {
+    int to_actor;
+    std::uint64_t key;
+    std::int64_t issued_ns;
+    int from_actor;
+    Op op;
+  };
+  struct CollectivePayload {
+    std::size_t collective;
+  };
+  using Payload = std::variant<PointToPoint, CollectivePayload>;
+
+  struct ComputeDone {
+    int actor;
+  };
+  struct FlowActivate {
+    std::size_t pending;  // index into pending_flows_
+  };
+  struct FlowDone {
+    FlowNetwork::FlowId flow;
+    std::uint32_t version;
+  };
+  using Event = std::variant<ComputeDone, FlowActivate, FlowDone>;
+
+  struct PendingFlow {
+    std::vector<Usage> usage;
+    Bytes bytes;
+    Payload payload;
+  };
+
+  int actor_index(int rank, int replica) const { return rank * replicas_ + replica; }
+  DeviceId device(int tensor, int data, int rank) const {
+    return cluster_.gpus().at(static_cast<std::size_t>(layout_.rank({tensor, data, rank})));
+  }
+  const topology::Route& route(DeviceId a, DeviceId b);
+  /// Starts a transfer set: after the largest latency of its routes, one flow carries it.
+  void start_transfer(const std::vector<std::pair<DeviceId, DeviceId>>& pairs, Bytes bytes, Payload payload);
+  void advance(int actor);
+  void start_compute(Actor& actor, const Op& op);
+  void on_flow_done(FlowNetwork::FlowId flow);
+  void deliver(const PointToPoint& message);
+  void try_start_collective(int rank);
+  void finish_collective(std::size_t id);
+  void reschedule(const std::vector<FlowNetwork::FlowId>& flows);
+  TimeNs compute_duration(const Actor& actor, const Op& op) const;
+  std::uint32_t add_lane(std::string process, std::string thread);
+  trace::Report build_report() const;
+
+  const topology::Cluster& cluster_;
+  const model::Model& model_;
+  const plan::Plan& plan_;
+  const schedule::Program& program_;
+  const CostModel& costs_;
+  const EngineOptions& options_;
+  plan::ParallelLayout layout_;
+  FlowNetwork network_;
+  EventQueue<Event> queue_;
+  std::int64_t now_ = 0;
+  std::uint64_t events_ = 0;
+  int replicas_ = 1;  // simulated data-parallel replicas (1 when folded)
+  std::vector<Actor> actors_;
+  std::vector<std::vector<std::size_t>> collectives_of_rank_;  // collective ids by rank, in stream order
+  std::vector<Collective> collectives_;
+  std::vector<bool> collective_busy_;             // by rank
+  std::vector<std::size_t> next_collective_;      // by rank: index into collectives_of_rank_
+  std::vector<PendingFlow> pending_flows_;
+  std::unordered_map<FlowNetwork::FlowId, std::pair<Payload, std::int64_t>> live_flows_;  // payload, activation time
+  std::map<std::pair<std::uint32_t, std::uint32_t>, topology::Route> routes_;
+  trace::Timeline timeline_;
+  std::unordered_map<std::size_t, std::uint32_t> link_lanes_;
+};
+
+const topology::Route& Simulation::route(DeviceId a, DeviceId b) {
+  const auto key = std::make_pair(a.value, b.value);
+  auto it = routes_.find(key);
+  if (it == routes_.end()) {
+    auto found = topology::find_route(cluster_, a, b);
+    if (!found) throw std::logic_error(fmt::format("no route {} -> {}", cluster_.device(a).name, cluster_.device(b).name));
+    it = routes_.emplace(key, std::move(*found)).first;
+  }
+  return it->second;
+}
+
+std::uint32_t Simulation::add_lane(std::string process, std::string thread) {
+  timeline_.lanes.push_back({std::move(process), std::move(thread)});
+  return static_cast<std::uint32_t>(timeline_.lanes.size() - 1);
+}
+
+void Simulation::start_transfer(const std::vector<std::pair<DeviceId, DeviceId>>& pairs, Bytes bytes,
+                                 Payload payload) {
+  PendingFlow pending;
+  pending.bytes = bytes;
+  pending.payload = std::move(payload);
+  TimeNs latency;
+  for (const auto& [a, b] : pairs) {
+    if (a == b) continue;
+    const topology::Route& r = route(a, b);
+    latency = std::max(latency, r.latency);
+    add_route_usage(cluster_, r, pending.usage);
+  }
+  std::sort(pending.usage.begin(), pending.usage.end(),
+            [](const Usage& x, const Usage& y) { return x.resource < y.resource; });
+  pending_flows_.push_back(std::move(pending));
+  queue_.push(TimeNs::ns(now_) + latency, FlowActivate{pending_flows_.size() - 1});
+}
+
+void Simulation::reschedule(const std::vector<FlowNetwork::FlowId>& flows) {
+  for (const auto f : flows) queue_.push(network_.completion(f), FlowDone{f, network_.version(f)});
+}
+
+TimeNs Simulation::compute_duration(const Actor& actor, const Op& op) const {
+  const RankCost& rc = costs_.ranks[static_cast<std::size_t>(actor.rank)];
+  switch (op.kind) {
+    case OpKind::Forward: return rc.chunks[op.chunk].forward;
+    case OpKind::Backward: return rc.chunks[op.chunk].backward;
+    case OpKind::BackwardInput: return rc.chunks[op.chunk].backward_input;
+    case OpKind::BackwardWeight: return rc.chunks[op.chunk].backward_weight;
+    case OpKind::OptimizerStep: return rc.optimizer_step;
+    case OpKind::SendActivation:
+    case OpKind::RecvActivation:
+    case OpKind::SendGrad:
+    case OpKind::RecvGrad:
+    case OpKind::AllReduce:
+    case OpKind::ReduceScatter:
+    case OpKind::AllGather: break;
+  }
+  throw std::logic_error("not a compute op");
+}
+
+void Simulation::start_compute(Actor& actor, const Op& op) {
+  const TimeNs duration = compute_duration(actor, op);
+  const ChunkCost& cc = costs_.chunk(actor.rank, op.kind == OpKind::OptimizerStep ? 0 : op.chunk);
+  // Memory: activations are held from the start of F until their backward ends.
+  switch (op.kind) {
+    case OpKind::Forward: actor.memory += cc.stashed.count(); break;
+    case OpKind::Backward: actor.memory -= cc.stashed.count(); break;
+    case OpKind::BackwardInput: actor.memory -= (cc.stashed - cc.stashed_after_input).base(); break;
+    case OpKind::BackwardWeight: actor.memory -= cc.stashed_after_input.count(); break;
+    case OpKind::OptimizerStep:
+    case OpKind::SendActivation:
+    case OpKind::RecvActivation:
+    case OpKind::SendGrad:
+    case OpKind::RecvGrad:
+    case OpKind::AllReduce:
+    case OpKind::ReduceScatter:
+    case OpKind::AllGather: break;
+  }
+  actor.peak_memory = std::max(actor.peak_memory, actor.memory);
+  actor.computing = true;
+  actor.busy_ns += duration.base();
+  if (op.kind != OpKind::OptimizerStep) {
+    actor.pipeline_busy_ns += duration.base();
+    if (actor.first_start < 0) actor.first_start = now_;
+    actor.last_end = now_ + duration.base();
+  }
+  if (options_.record_timeline) {
+    trace::Span span;
+    span.lane = actor.compute_lane;
+    span.kind = span_kind(op.kind);
+    span.start_ns = now_;
+    span.end_ns = now_ + duration.base();
+    if (op.kind != OpKind::OptimizerStep) {
+      span.microbatch = static_cast<std::int32_t>(op.microbatch);
+      span.chunk = op.chunk;
+    }
+    span.stage = schedule::virtual_stage(program_.shape, actor.rank, op.chunk);
+    timeline_.spans.push_back(span);
+  }
+  queue_.push(TimeNs::ns(now_) + duration, ComputeDone{static_cast<int>(&actor - actors_.data())});
+}
+
+/// Issues the actor's ops until one blocks (a compute op running, a Recv waiting, an OptimizerStep
+/// waiting for collectives).
+void Simulation::advance(int index) {
+  Actor& actor = actors_[static_cast<std::size_t>(index)];
+  const auto& stream = program_.streams[static_cast<std::size_t>(actor.rank)];
+  while (!actor.computing && actor.cursor < stream.size()) {
+    const Op& op = stream[actor.cursor];
+    switch (op.kind) {
+      case OpKind::Forward:
+      case OpKind::Backward:
+      case OpKind::BackwardInput:
+      case OpKind::BackwardWeight:
+        ++actor.cursor;
+        start_compute(actor, op);
+        break;
+      case OpKind::OptimizerStep:
+        if (actor.collectives_done < actor.collectives_issued) return;  // waits for its gradient sync
+        ++actor.cursor;
+        start_compute(actor, op);
+        break;
+      case OpKind::SendActivation:
+      case OpKind::SendGrad: {
+        ++actor.cursor;
+        const bool gradient = op.kind == OpKind::SendGrad;
+        const int from_vs = schedule::virtual_stage(program_.shape, actor.rank, op.chunk);
+        const int to_vs = gradient ? from_vs - 1 : from_vs + 1;
+        const auto to_rank = static_cast<int>(op.peer);
+        const ChunkCost& cc = costs_.chunk(actor.rank, op.chunk);
+        std::vector<std::pair<DeviceId, DeviceId>> pairs;
+        const int first_replica = options_.fold_replicas ? 0 : actor.replica;
+        const int last_replica = options_.fold_replicas ? plan_.data : actor.replica + 1;
+        for (int d = first_replica; d < last_replica; ++d) {
+          for (int t = 0; t < plan_.tensor; ++t) pairs.emplace_back(device(t, d, actor.rank), device(t, d, to_rank));
+        }
+        start_transfer(pairs, cc.activation_send,
+                       PointToPoint{actor_index(to_rank, actor.replica), message_key(gradient, op.microbatch, to_vs),
+                                    now_, index, op});
+        break;
+      }
+      case OpKind::RecvActivation:
+      case OpKind::RecvGrad: {
+        const int vs = schedule::virtual_stage(program_.shape, actor.rank, op.chunk);
+        const std::uint64_t key = message_key(op.kind == OpKind::RecvGrad, op.microbatch, vs);
+        if (actor.arrived.erase(key) == 0) {
+          actor.waiting_for = key;
+          return;
+        }
+        actor.waiting_for.reset();
+        ++actor.cursor;
+        break;
+      }
+      case OpKind::AllReduce:
+      case OpKind::ReduceScatter:
+      case OpKind::AllGather: {
+        const auto k = static_cast<std::size_t>(actor.collectives_issued++);
+        ++actor.cursor;
+        const std::size_t id = collectives_of_rank_[static_cast<std::size_t>(actor.rank)].at(k);
+        ++collectives_[id].arrived;
+        try_start_collective(actor.rank);
+        break;
+      }
+    }
+  }
+  if (actor.cursor >= stream.size() && !actor.computing) actor.finish = std::max(actor.finish, now_);
+}
+
+void Simulation::try_start_collective(int rank) {
+  const auto r = static_cast<std::size_t>(rank);
+  const auto& ids = collectives_of_rank_[r];
+  // A rank's collectives run one at a time, in order, once every replica has issued them.
+  while (!collective_busy_[r] && next_collective_[r] < ids.size()) {
+    const std::size_t id = ids[next_collective_[r]];
+    Collective& c = collectives_[id];
+    if (c.arrived < replicas_) return;
+    c.started = true;
+    c.start_ns = now_;
+    const Op& op = program_.streams[r][c.op_index];
+    const CollectiveKind kind = op.kind == OpKind::AllReduce       ? CollectiveKind::AllReduce
+                                : op.kind == OpKind::ReduceScatter ? CollectiveKind::ReduceScatter
+                                                                   : CollectiveKind::AllGather;
+    std::vector<std::vector<DeviceId>> groups;
+    for (int t = 0; t < plan_.tensor; ++t) {
+      std::vector<DeviceId> group;
+      for (const int g : layout_.data_group(t, rank)) group.push_back(cluster_.gpus().at(static_cast<std::size_t>(g)));
+      groups.push_back(std::move(group));
+    }
+    c.rounds = collective_rounds(cluster_, kind, options_.collective, groups, op.bytes);
+    c.round = 0;
+    if (c.rounds.empty()) {
+      finish_collective(id);
+      continue;
+    }
+    collective_busy_[r] = true;
+    start_transfer(c.rounds.front().transfers, c.rounds.front().bytes, CollectivePayload{id});
+  }
+}
+
+void Simulation::finish_collective(std::size_t id) {
+  Collective& c = collectives_[id];
+  const auto r = static_cast<std::size_t>(c.rank);
+  if (options_.record_timeline) {
+    const Op& op = program_.streams[r][c.op_index];
+    for (int d = 0; d < replicas_; ++d) {
+      trace::Span span;
+      span.lane = actors_[static_cast<std::size_t>(actor_index(c.rank, d))].collective_lane;
+      span.kind = span_kind(op.kind);
+      span.start_ns = c.start_ns;
+      span.end_ns = now_;
+      span.stage = c.rank;
+      span.bytes = op.bytes.count();
+      timeline_.spans.push_back(span);
+    }
+  }
+  for (int d = 0; d < replicas_; ++d) {
+    Actor& a = actors_[static_cast<std::size_t>(actor_index(c.rank, d))];
+    ++a.collectives_done;
+    a.finish = std::max(a.finish, now_);
+  }
+  collective_busy_[r] = false;
+  ++next_collective_[r];
+  for (int d = 0; d < replicas_; ++d) advance(actor_index(c.rank, d));
+  try_start_collective(c.rank);
+}
+
+Prediction Simulation::run() {
+  replicas_ = options_.fold_replicas ? 1 : plan_.data;
+  const int ranks = program_.shape.stages;
+  actors_.resize(static_cast<std::size_t>(ranks * replicas_));
+  collectives_of_rank_.resize(static_cast<std::size_t>(ranks));
+  collective_busy_.assign(static_cast<std::size_t>(ranks), false);
+  next_collective_.assign(static_cast<std::size_t>(ranks), 0);
+  for (int r = 0; r < ranks; ++r) {
+    const auto& stream = program_.streams[static_cast<std::size_t>(r)];
+    for (std::size_t i = 0; i < stream.size(); ++i) {
+      if (!schedule::is_collective(stream[i].kind)) continue;
+      collectives_of_rank_[static_cast<std::size_t>(r)].push_back(collectives_.size());
+      Collective c;
+      c.rank = r;
+      c.op_index = i;
+      collectives_.push_back(c);
+    }
+    for (int d = 0; d < replicas_; ++d) {
+      Actor& a = actors_[static_cast<std::size_t>(actor_index(r, d))];
+      a.rank = r;
+      a.replica = d;
+      a.memory = costs_.ranks[static_cast<std::size_t>(r)].static_memory.count();
+      a.peak_memory = a.memory;
+      if (options_.record_timeline) {
+        const DeviceId dev = device(0, d, r);
+        const topology::Device& info = cluster_.device(dev);
+        const std::string process = fmt::format("node{}", info.node);
+        const std::string local = info.name.substr(info.name.find('/') + 1);
+        a.compute_lane = add_lane(process, local + " compute");
+        a.comm_lane = add_lane(process, local + " p2p");
+        a.collective_lane = add_lane(process, local + " collectives");
+      }
+    }
+  }
+  queue_.reserve(1024);
+  for (std::size_t i = 0; i < actors_.size(); ++i) advance(static_cast<int>(i));
+
+  while (!queue_.empty()) {
+    now_ = queue_.next_time().base();
+    const Event event = queue_.pop();
+    ++events_;
+    if (const auto* done = std::get_if<ComputeDone>(&event)) {
+      Actor& actor = actors_[static_cast<std::size_t>(done->actor)];
+      actor.computing = false;
+      advance(done->actor);
+    } else if (const auto* activate = std::get_if<FlowActivate>(&event)) {
+      PendingFlow& pending = pending_flows_[activate->pending];
+      const auto changed = network_.start(TimeNs::ns(now_), std::move(pending.usage), pending.bytes);
+      const FlowNetwork::FlowId id = static_cast<FlowNetwork::FlowId>(network_.flows_started() - 1);
+      live_flows_.emplace(id, std::make_pair(std::move(pending.payload), now_));
+      reschedule(changed);
+    } else if (const auto* flow_done = std::get_if<FlowDone>(&event)) {
+      if (!live_flows_.contains(flow_done->flow) || network_.version(flow_done->flow) != flow_done->version) continue;
+      on_flow_done(flow_done->flow);
+    }
+  }
+
+  Prediction out;
+  out.events = events_;
+  out.flows = network_.flows_started();
+  for (const Actor& a : actors_) {
+    if (a.cursor < program_.streams[static_cast<std::size_t>(a.rank)].size()) {
+      throw std::logic_error(fmt::format("simulation stalled: rank {} replica {} at op {}", a.rank, a.replica, a.cursor));
+    }
+  }
+  out.report = build_report();
+  out.timeline = std::move(timeline_);
+  return out;
+}
+
+void Simulation::on_flow_done(FlowNetwork::FlowId flow) {
+  auto node = live_flows_.extract(flow);
+  const Payload payload = std::move(node.mapped().first);
+  const std::int64_t activated = node.mapped().second;
+  reschedule(network_.finish(TimeNs::ns(now_), flow));
+  if (const auto* p2p = std::get_if<PointToPoint>(&payload)) {
+    if (options_.record_timeline) {
+      trace::Span span;
+      span.lane = actors_[static_cast<std::size_t>(p2p->from_actor)].comm_lane;
+      span.kind = trace::SpanKind::Send;
+      span.start_ns = p2p->issued_ns;
+      span.end_ns = now_;
+      span.microbatch = static_cast<std::int32_t>(p2p->op.microbatch);
+      span.chunk = p2p->op.chunk;
+      span.stage = schedule::virtual_stage(program_.shape, actors_[static_cast<std::size_t>(p2p->from_actor)].rank,
+                                           p2p->op.chunk);
+      span.bytes = costs_.chunk(actors_[static_cast<std::size_t>(p2p->from_actor)].rank, p2p->op.chunk).activation_send.count();
+      timeline_.spans.push_back(span);
+    }
+    deliver(*p2p);
+    return;
+  }
+  (void)activated;
+  const std::size_t id = std::get<CollectivePayload>(payload).collective;
+  Collective& c = collectives_[id];
+  ++c.round;
+  if (c.round < c.rounds.size()) {
+    const CollectiveRound& round = c.rounds[c.round];
+    start_transfer(round.transfers, round.bytes, CollectivePayload{id});
+    return;
+  }
+  finish_collective(id);
+}
+
+void Simulation::deliver(const PointToPoint& message) {
+  Actor& to = actors_[static_cast<std::size_t>(message.to_actor)];
+  to.arrived.insert(message.key);
+  if (to.waiting_for == message.key) advance(message.to_actor);
+}
+
+trace::Report Simulation::build_report() const {
+  trace::Report r;
+  std::int64_t step = 0;
+  for (const Actor& a : actors_) step = std::max({step, a.finish, a.last_end});
+  const double step_s = static_cast<double>(step) * 1e-9;
+  r.step_time_s = step_s;
+  // Devices: every GPU of the plan, with the numbers of the actor that stands for it.
+  double idle_total = 0;
+  const int gpus = plan_.gpus();
+  for (int g = 0; g < gpus; ++g) {
+    const plan::RankCoord c = layout_.coord(g);
+    const Actor& a = actors_[static_cast<std::size_t>(actor_index(c.pipeline, options_.fold_replicas ? 0 : c.data))];
+    trace::DeviceReport d;
+    d.id = cluster_.device(cluster_.gpus().at(static_cast<std::size_t>(g))).name;
+    d.stage = c.pipeline;
+    d.busy_s = static_cast<double>(a.busy_ns) * 1e-9;
+    d.idle_s = std::max(0.0, step_s - d.busy_s);
+    d.bubble_fraction = step_s > 0 ? d.idle_s / step_s : 0;
+    d.peak_memory_bytes = a.peak_memory;
+    d.memory_capacity_bytes = costs_.ranks[static_cast<std::size_t>(c.pipeline)].memory_capacity.count();
+    d.oom = d.peak_memory_bytes > d.memory_capacity_bytes;
+    idle_total += d.idle_s;
+    r.peak_memory_bytes = std::max(r.peak_memory_bytes, d.peak_memory_bytes);
+    r.oom = r.oom || d.oom;
+    r.devices.push_back(std::move(d));
+  }
+  r.bubble_fraction = step_s > 0 ? idle_total / (step_s * gpus) : 0;
+  // Zero Bubble's bubble rate: 1 - busy / (ranks x the longest rank span), pipeline passes only.
+  std::int64_t longest_span = 0;
+  double pipeline_busy = 0;
+  for (const Actor& a : actors_) {
+    if (a.replica != 0) continue;
+    longest_span = std::max(longest_span, a.last_end - std::max<std::int64_t>(a.first_start, 0));
+    pipeline_busy += static_cast<double>(a.pipeline_busy_ns);
+  }
+  const int ranks = program_.shape.stages;
+  r.bubble_rate = longest_span > 0 ? 1.0 - pipeline_busy / (static_cast<double>(longest_span) * ranks) : 0;
+  // Throughput: FLOPs per step over all GPUs.
+  double model_flops = 0;
+  double executed_flops = 0;
+  for (const RankCost& rc : costs_.ranks) {
+    for (const ChunkCost& cc : rc.chunks) {
+      model_flops += cc.model_flops.count();
+      executed_flops += cc.executed_flops.count();
+    }
+  }
+  // Per-rank costs are per microbatch on one tensor rank: scale to the whole step.
+  const double scale = static_cast<double>(plan_.microbatches) * plan_.tensor * plan_.data;
+  model_flops *= scale;
+  executed_flops *= scale;
+  if (step_s > 0) {
+    r.tflops_per_gpu = model_flops / step_s / gpus * 1e-12;
+    r.hardware_tflops_per_gpu = executed_flops / step_s / gpus * 1e-12;
+    const auto& kind = cluster_.gpu_kind_of(cluster_.gpus().front());
+    auto peak = kind.peak_for(model_.dtype_bytes >= 4 ? topology::DType::Fp32 : topology::DType::Bf16);
+    if (!peak) peak = kind.peak_for(topology::DType::Fp16);
+    if (peak) r.mfu = model_flops / step_s / gpus / peak->in_flop_per_sec();
+  }
+  // Links that carried traffic, in link order.
+  const auto& bytes = network_.link_bytes();
+  const auto& busy = network_.link_busy_ns();
+  for (std::size_t l = 0; l < bytes.size(); ++l) {
+    if (bytes[l] <= 0) continue;
+    r.links.push_back({cluster_.links()[l].name, static_cast<std::int64_t>(bytes[l] + 0.5),
+                       static_cast<double>(busy[l]) * 1e-9});
+  }
+  r.plan = {plan_.tensor,       plan_.pipeline,     plan_.data, plan_.virtual_stages, plan_.microbatches,
+            plan_.micro_batch,  plan_.global_batch, std::string(plan::to_string(plan_.schedule)),
+            std::string(model::to_string(plan_.recompute)), plan_.zero};
+  return r;
+}
+
+}  // namespace
+
+schedule::Program build_program(const plan::Plan& plan, const CostModel& costs, const EngineOptions& options) {
+  schedule::Program program = schedule::lower_comm(schedule::make_program(schedule::shape_of(plan)));
+  schedule::GradientSync sync;
+  for (const RankCost& rc : costs.ranks) {
+    std::vector<Bytes> per_chunk;
+    for (const ChunkCost& cc : rc.chunks) per_chunk.push_back(cc.gradient_bytes);
+    sync.gradient_bytes.push_back(std::move(per_chunk));
+  }
+  sync.bucket_size = options.grad_bucket.count() > 0 ? options.grad_bucket : default_bucket(plan);
+  sync.overlap = options.overlap_grad_reduce;
+  sync.zero = plan.zero;
+  sync.data_parallel = plan.data > 1;
+  return schedule::add_gradient_sync(std::move(program), sync);
+}
+
+Prediction simulate(const topology::Cluster& cluster, const model::Model& model, const plan::Plan& plan,
+                    const schedule::Program& program, const CostModel& costs, const EngineOptions& options) {
+  if (const auto error = schedule::validate(program)) {
+    throw std::logic_error(fmt::format("invalid program: {}", error->message));
+  }
+  Simulation simulation(cluster, model, plan, program, costs, options);
+  return simulation.run();
+}
+
+Prediction simulate(const topology::Cluster& cluster, const model::Model& model, const plan::Plan& plan,
+                    const EngineOptions& options) {
+  const plan::ParallelLayout layout(plan);
+  const CostModel costs = build_cost_model(cluster, model, plan, layout);
+  const schedule::Program program = build_program(plan, costs, options);
+  return simulate(cluster, model, plan, program, costs, options);
+}
+
+}  // namespace mpsim::engine

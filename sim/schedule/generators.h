@@ -1,0 +1,76 @@
+#pragma once
+/// Schedule generators: pure functions from a PipelineShape to a Program.
+///
+/// A generator emits compute ops only (Forward, Backward, or BackwardInput + BackwardWeight), in
+/// issue order per rank; lower_comm() (passes.h) adds the point-to-point transfers and
+/// add_gradient_sync() the collectives and the optimizer step. The Program's shape is the input
+/// shape with `kind` set to the generator's schedule. Every generator runs in O(p * m * v) time,
+/// except make_sagemaker_interleaved: O(p * (m + p) * active_microbatches) for its replay.
+///
+/// Preconditions: shape_error(shape with kind set to the generator's) is empty. The plan checker
+/// validates user input, so a violation is a bug in the caller: the generators throw
+/// std::invalid_argument with shape_error's message.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/schedule/program.h"
+
+namespace mpsim::schedule {
+
+/// Why a generator cannot take `shape`, or nothing when it can:
+/// - stages, microbatches and chunks are at least 1 (and chunks fit the op's 16-bit field);
+/// - chunks > 1 only with interleaved-1f1b;
+/// - interleaved-1f1b, N = microbatch_group_size: N >= m (one group), or Megatron's rules
+///   p <= N and (m % N == 0 or m % N >= p). Smaller groups make the warm-up deadlock (Megatron
+///   rejects them too); the rule is sufficient, checked exhaustively for p <= 12, m <= 36, v <= 5;
+/// - sagemaker-interleaved: active_microbatches >= 1.
+[[nodiscard]] std::optional<std::string> shape_error(const PipelineShape& shape);
+
+/// GPipe (SageMaker `simple`): every rank runs F0 .. F(m-1), then B0 .. B(m-1).
+[[nodiscard]] Program make_gpipe(const PipelineShape& shape);
+
+/// 1F1B (PipeDream-Flush, Megatron non-interleaved): rank i runs w = min(p - i - 1, m) forwards,
+/// then m - w times "F(w + k) B(k)", then the remaining backwards in order.
+[[nodiscard]] Program make_1f1b(const PipelineShape& shape);
+
+/// One entry of Megatron's virtual-microbatch table.
+struct VirtualMicrobatch {
+  int microbatch = 0;
+  int chunk = 0;
+  friend bool operator==(const VirtualMicrobatch&, const VirtualMicrobatch&) = default;
+};
+
+/// Megatron's `get_schedule_table`: for each group of `group_size` consecutive microbatches,
+/// chunk 0 of the group, then chunk 1 of the same group, ... chunk v-1. When N does not divide m,
+/// the last group holds the m mod N microbatches left and is laid out over the chunks the same way.
+/// Size m * v. Example m = 5, v = 2, N = 3: microbatch 0 1 2 0 1 2 3 4 3 4, chunk 0 0 0 1 1 1 0 0 1 1.
+/// Throws std::invalid_argument when group_size < 1 or a count is negative.
+[[nodiscard]] std::vector<VirtualMicrobatch> virtual_microbatch_table(int microbatches, int chunks, int group_size);
+
+/// Megatron interleaved 1F1B with N = microbatch_group_size: forward k runs table[k], backward k
+/// runs (table[k].microbatch, v - 1 - table[k].chunk). Rank i warms up with
+/// w = (p - i - 1) * 2 + (v - 1) * N forwards, capped at m * v (then it is all forwards, then all
+/// backwards); then "F(w + k) B(k)" and the remaining backwards.
+[[nodiscard]] Program make_interleaved_1f1b(const PipelineShape& shape);
+
+/// ZB-H1 (Zero Bubble, handcrafted, 1F1B memory): the 1F1B order with B as BackwardInput (I);
+/// W(j) right after I(j + i) on rank i; the remaining W at the end, in order.
+[[nodiscard]] Program make_zb_h1(const PipelineShape& shape);
+
+/// ZB-H2 (Zero Bubble, handcrafted, twice 1F1B's memory): min(2(p - i) - 1, m) forwards; then for
+/// k = 0 .. m-1: I(k), W(k - 2i) when k >= 2i, the next forward not yet issued (if any); then the
+/// remaining W in order.
+[[nodiscard]] Program make_zb_h2(const PipelineShape& shape);
+
+/// SageMaker `interleaved`: backward first, at most `active_microbatches` microbatches in flight on
+/// a rank (forwarded, backward not yet done). The rule is dynamic; this function makes it pure by
+/// replaying it with unit costs (forward 1, backward 2, no communication time): whenever a rank is
+/// free it runs the lowest ready backward, else the next forward if its input has arrived and the
+/// rank is under the cap, else it waits. The Program is the order that replay produces.
+[[nodiscard]] Program make_sagemaker_interleaved(const PipelineShape& shape);
+
+/// The generator of `shape.kind`.
+[[nodiscard]] Program make_program(const PipelineShape& shape);
+
+}  // namespace mpsim::schedule

@@ -1,0 +1,96 @@
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "sim/schedule/ops.h"
+#include "sim/schedule/passes.h"
+
+namespace mpsim::schedule {
+
+namespace {
+
+/// `total` in pieces of `bucket`, the last one smaller; none for 0 bytes.
+std::vector<Bytes> buckets_of(Bytes total, Bytes bucket) {
+  std::vector<Bytes> out;
+  for (Bytes left = total; left > Bytes{}; left -= bucket) out.push_back(left < bucket ? left : bucket);
+  return out;
+}
+
+void check(const Program& program, const GradientSync& sync) {
+  if (!sync.data_parallel) return;
+  if (sync.gradient_bytes.size() != program.streams.size()) {
+    throw std::invalid_argument(fmt::format("gradient sizes for {} ranks, but the program has {}",
+                                            sync.gradient_bytes.size(), program.streams.size()));
+  }
+  for (const std::vector<Bytes>& row : sync.gradient_bytes) {
+    if (row.size() != static_cast<std::size_t>(program.shape.chunks)) {
+      throw std::invalid_argument(
+          fmt::format("gradient sizes for {} chunks, but ranks hold {}", row.size(), program.shape.chunks));
+    }
+    for (const Bytes b : row) {
+      if (b < Bytes{}) throw std::invalid_argument("negative gradient size");
+    }
+  }
+  if (sync.bucket_size <= Bytes{}) throw std::invalid_argument("the gradient bucket size must be positive");
+  if (sync.zero < 0) throw std::invalid_argument(fmt::format("ZeRO stage {} is not a stage", sync.zero));
+}
+
+/// True for the ops after which a chunk's weight gradients are complete.
+bool ends_weight_gradient(OpKind k) noexcept { return k == OpKind::Backward || k == OpKind::BackwardWeight; }
+
+}  // namespace
+
+Program add_gradient_sync(Program program, const GradientSync& sync) {
+  check(program, sync);
+  const OpKind reduce = sync.zero == 0 ? OpKind::AllReduce : OpKind::ReduceScatter;
+  const int chunks = program.shape.chunks;
+  for (std::size_t r = 0; r < program.streams.size(); ++r) {
+    std::vector<Op>& stream = program.streams[r];
+    if (!sync.data_parallel) {
+      stream.push_back(optimizer_step_op());
+      continue;
+    }
+    std::vector<std::vector<Bytes>> buckets(static_cast<std::size_t>(chunks));
+    for (int c = 0; c < chunks; ++c) {
+      buckets[static_cast<std::size_t>(c)] =
+          buckets_of(sync.gradient_bytes[r][static_cast<std::size_t>(c)], sync.bucket_size);
+    }
+    const auto emit_reduce = [&](std::vector<Op>& out, int c) {
+      for (const Bytes b : buckets[static_cast<std::size_t>(c)]) {
+        out.push_back(collective_op(reduce, GroupKind::Data, b, c));
+      }
+    };
+
+    // Where each chunk's buckets go: after the last op that finishes its weight gradients, and
+    // after the sends that follow that op; the end of the stream without overlap.
+    std::vector<std::size_t> after(static_cast<std::size_t>(chunks), stream.size());
+    if (sync.overlap) {
+      for (std::size_t i = 0; i < stream.size(); ++i) {
+        if (!ends_weight_gradient(stream[i].kind) || stream[i].chunk >= chunks) continue;
+        std::size_t end = i + 1;
+        while (end < stream.size() && is_send(stream[end].kind)) ++end;
+        after[stream[i].chunk] = end;
+      }
+    }
+    std::vector<Op> out;
+    out.reserve(stream.size() + 8);
+    for (std::size_t i = 0; i <= stream.size(); ++i) {
+      for (int c = chunks - 1; c >= 0; --c) {
+        if (after[static_cast<std::size_t>(c)] == i) emit_reduce(out, c);
+      }
+      if (i < stream.size()) out.push_back(stream[i]);
+    }
+    out.push_back(optimizer_step_op());
+    if (sync.zero >= 1) {
+      for (int c = 0; c < chunks; ++c) {
+        for (const Bytes b : buckets[static_cast<std::size_t>(c)]) {
+          out.push_back(collective_op(OpKind::AllGather, GroupKind::Data, b, c));
+        }
+      }
+    }
+    stream = std::move(out);
+  }
+  return program;
+}
+
+}  // namespace mpsim::schedule

@@ -1,0 +1,19 @@
+#include <stdexcept>
+
+#include "sim/schedule/generators.h"
+
+namespace mpsim::schedule {
+
+Program make_program(const PipelineShape& shape) {
+  switch (shape.kind) {
+    case plan::ScheduleKind::GPipe: return make_gpipe(shape);
+    case plan::ScheduleKind::OneFOneB: return make_1f1b(shape);
+    case plan::ScheduleKind::Interleaved1F1B: return make_interleaved_1f1b(shape);
+    case plan::ScheduleKind::ZbH1: return make_zb_h1(shape);
+    case plan::ScheduleKind::ZbH2: return make_zb_h2(shape);
+    case plan::ScheduleKind::SageMakerInterleaved: return make_sagemaker_interleaved(shape);
+  }
+  throw std::invalid_argument("not a schedule kind");  // only a value cast from outside the enum gets here
+}
+
+}  // namespace mpsim::schedule

@@ -1,0 +1,41 @@
+#pragma once
+/// Short constructors for ops, so generators, passes and tests read like the text format.
+#include <cstdint>
+
+#include "sim/schedule/program.h"
+
+namespace mpsim::schedule {
+
+/// A compute op (F, B, I or W) of microbatch `microbatch` on chunk `chunk` of the rank.
+[[nodiscard]] constexpr Op compute_op(OpKind kind, int microbatch, int chunk = 0) noexcept {
+  Op op;
+  op.kind = kind;
+  op.microbatch = static_cast<std::uint32_t>(microbatch);
+  op.chunk = static_cast<std::uint16_t>(chunk);
+  return op;
+}
+
+/// A Send or Recv of `microbatch`'s data for the local chunk `chunk`, to or from pipeline rank `peer`.
+[[nodiscard]] constexpr Op comm_op(OpKind kind, int microbatch, int chunk, int peer) noexcept {
+  Op op = compute_op(kind, microbatch, chunk);
+  op.peer = static_cast<std::uint32_t>(peer);
+  return op;
+}
+
+/// A collective of `bytes` per rank over `group`; `chunk` names the chunk whose tensors it moves.
+[[nodiscard]] constexpr Op collective_op(OpKind kind, GroupKind group, Bytes bytes, int chunk = 0) noexcept {
+  Op op;
+  op.kind = kind;
+  op.group = group;
+  op.bytes = bytes;
+  op.chunk = static_cast<std::uint16_t>(chunk);
+  return op;
+}
+
+[[nodiscard]] constexpr Op optimizer_step_op() noexcept {
+  Op op;
+  op.kind = OpKind::OptimizerStep;
+  return op;
+}
+
+}  // namespace mpsim::schedule

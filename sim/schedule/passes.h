@@ -1,0 +1,49 @@
+#pragma once
+/// Passes: Program -> Program rewrites that add what a generator leaves out.
+///
+/// A generator emits compute ops; lower_comm() adds the point-to-point transfers its data
+/// dependencies need, and add_gradient_sync() the data-parallel collectives and the optimizer
+/// step. Both are pure and O(ops).
+#include <vector>
+
+#include "sim/core/units.h"
+#include "sim/schedule/program.h"
+
+namespace mpsim::schedule {
+
+/// Inserts a Send/Recv pair for every data dependency between virtual stages on different ranks:
+/// - before F of virtual stage vs > 0: RecvActivation from the rank of vs - 1;
+/// - after F of vs < p*v - 1: SendActivation to the rank of vs + 1;
+/// - before B or I of vs < p*v - 1: RecvGrad from the rank of vs + 1;
+/// - after B or I of vs > 0: SendGrad to the rank of vs - 1.
+/// Every inserted op carries the microbatch and the local chunk of the compute op it belongs to
+/// (so a Recv carries the receiving op's chunk) and `peer`, the other rank. A Send and its Recv are
+/// matched by (kind pair, microbatch, virtual stages). With p = 1 consecutive virtual stages live on
+/// the same rank and nothing is inserted. Send/Recv ops already in `program` are dropped first, so
+/// the pass is idempotent.
+[[nodiscard]] Program lower_comm(Program program);
+
+/// What add_gradient_sync() needs to know about the gradients and the data-parallel setup.
+struct GradientSync {
+  std::vector<std::vector<Bytes>> gradient_bytes;  ///< [rank][chunk]: gradient bytes per GPU of the rank
+  Bytes bucket_size = Bytes::mib(25);              ///< at most this much per collective (> 0)
+  bool overlap = true;                             ///< issue a chunk's buckets as soon as its backward is done
+  int zero = 0;                ///< 0: all-reduce; >= 1: reduce-scatter, then all-gather the parameters
+  bool data_parallel = false;  ///< false: no collectives, only the optimizer step
+};
+
+/// Adds the gradient synchronization and the optimizer step to every stream.
+/// When `data_parallel`, each rank reduces its gradients over GroupKind::Data: an AllReduce
+/// (zero = 0) or a ReduceScatter (zero >= 1) per bucket, a chunk's bytes split into
+/// ceil(bytes / bucket_size) buckets, the last one smaller, chunks in reverse order (v-1 first,
+/// as backward makes them ready). With `overlap`, a chunk's buckets follow that chunk's last
+/// backward op (B or W) on the rank, after the SendGrad that op feeds (so the transfer on the
+/// critical path is issued first); without, all buckets follow the last op of the stream. Then
+/// OptimizerStep ends every stream (also without data parallelism), and with zero >= 1 an AllGather
+/// of the updated parameters per bucket (same sizes, chunk 0 first, as the next forward needs
+/// them) follows it. Collectives carry the chunk whose tensors they move.
+/// Throws std::invalid_argument when `data_parallel` and gradient_bytes is not [stages][chunks],
+/// a size is negative, bucket_size <= 0 or zero < 0.
+[[nodiscard]] Program add_gradient_sync(Program program, const GradientSync& sync);
+
+}  // namespace mpsim::schedule

@@ -1,0 +1,102 @@
+#include "sim/schedule/program.h"
+
+#include <fmt/format.h>
+
+namespace mpsim::schedule {
+
+std::string_view to_string(OpKind k) noexcept {
+  switch (k) {
+    case OpKind::Forward: return "Forward";
+    case OpKind::Backward: return "Backward";
+    case OpKind::BackwardInput: return "BackwardInput";
+    case OpKind::BackwardWeight: return "BackwardWeight";
+    case OpKind::SendActivation: return "SendActivation";
+    case OpKind::RecvActivation: return "RecvActivation";
+    case OpKind::SendGrad: return "SendGrad";
+    case OpKind::RecvGrad: return "RecvGrad";
+    case OpKind::AllReduce: return "AllReduce";
+    case OpKind::ReduceScatter: return "ReduceScatter";
+    case OpKind::AllGather: return "AllGather";
+    case OpKind::OptimizerStep: return "OptimizerStep";
+  }
+  return "?";
+}
+
+PipelineShape shape_of(const plan::Plan& plan) noexcept {
+  PipelineShape shape;
+  shape.stages = plan.pipeline;
+  shape.microbatches = plan.microbatches;
+  shape.chunks = plan.virtual_stages;
+  shape.kind = plan.schedule;
+  shape.microbatch_group_size = plan.microbatch_group_size;
+  shape.active_microbatches = plan.active_microbatches;
+  return shape;
+}
+
+namespace {
+
+/// The letters before the microbatch number; empty for ops that carry no microbatch.
+std::string_view prefix(OpKind k) noexcept {
+  switch (k) {
+    case OpKind::Forward: return "F";
+    case OpKind::Backward: return "B";
+    case OpKind::BackwardInput: return "I";
+    case OpKind::BackwardWeight: return "W";
+    case OpKind::SendActivation: return "sA";
+    case OpKind::RecvActivation: return "rA";
+    case OpKind::SendGrad: return "sG";
+    case OpKind::RecvGrad: return "rG";
+    case OpKind::AllReduce:
+    case OpKind::ReduceScatter:
+    case OpKind::AllGather:
+    case OpKind::OptimizerStep: return {};
+  }
+  return {};
+}
+
+std::string_view whole_word(OpKind k) noexcept {
+  switch (k) {
+    case OpKind::AllReduce: return "AR";
+    case OpKind::ReduceScatter: return "RS";
+    case OpKind::AllGather: return "AG";
+    case OpKind::OptimizerStep: return "OPT";
+    case OpKind::Forward:
+    case OpKind::Backward:
+    case OpKind::BackwardInput:
+    case OpKind::BackwardWeight:
+    case OpKind::SendActivation:
+    case OpKind::RecvActivation:
+    case OpKind::SendGrad:
+    case OpKind::RecvGrad: return {};
+  }
+  return {};
+}
+
+bool is_pipeline_compute(OpKind k) noexcept { return is_compute(k) && k != OpKind::OptimizerStep; }
+
+}  // namespace
+
+std::string to_text(const Op& op, bool with_chunk) {
+  const std::string_view word = whole_word(op.kind);
+  if (!word.empty()) return std::string(word);
+  if (with_chunk) return fmt::format("{}{}.{}", prefix(op.kind), op.microbatch, op.chunk);
+  return fmt::format("{}{}", prefix(op.kind), op.microbatch);
+}
+
+std::string to_text(const Program& program, bool with_comm) {
+  const bool with_chunk = program.shape.chunks > 1;
+  std::string text;
+  for (const std::vector<Op>& stream : program.streams) {
+    bool first = true;
+    for (const Op& op : stream) {
+      if (!with_comm && !is_pipeline_compute(op.kind)) continue;
+      if (!first) text += ' ';
+      text += to_text(op, with_chunk);
+      first = false;
+    }
+    text += '\n';
+  }
+  return text;
+}
+
+}  // namespace mpsim::schedule

@@ -1,0 +1,107 @@
+#pragma once
+/// The schedule IR: one ordered instruction stream per pipeline rank.
+///
+/// Every pipeline schedule is a generator (generators.h) that emits a Program; the simulator
+/// replays it and the executor runs it, so schedule logic exists once. A Program holds no times.
+///
+/// Ranks: stream `s` is the program of pipeline rank `s`. With tensor and data parallelism, every
+/// GPU of pipeline rank `s` (its tensor x data group) runs stream `s`; collectives name the group
+/// they run over (GroupKind), and the plan's layout resolves groups to devices.
+///
+/// Chunks: with virtual stages, pipeline rank `s` holds model chunks `c = 0..chunks-1`, and chunk
+/// `c` of rank `s` is virtual stage `c * stages + s` (Megatron's placement: rank 0 holds layers of
+/// virtual stages 0, p, 2p, ...). A microbatch's forward runs through virtual stages 0..p*v-1 and
+/// its backward back down.
+///
+/// Semantics both consumers follow:
+/// - Compute ops (Forward, Backward, BackwardInput, BackwardWeight, OptimizerStep) run one at a time
+///   in stream order; the next op of the stream is issued when a compute op ends.
+/// - A Send is issued and the stream moves on; its transfer starts at once (eager).
+/// - A Recv blocks the stream until the matching Send's data has arrived.
+/// - A collective is issued and the stream moves on; a rank's collectives run one at a time in order.
+///   OptimizerStep waits for all of the rank's collectives to end.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/core/units.h"
+#include "sim/plan/plan.h"
+
+namespace mpsim::schedule {
+
+enum class OpKind : std::uint8_t {
+  Forward,         ///< F: forward pass of (microbatch, chunk)
+  Backward,        ///< B: fused backward (input and weight gradients)
+  BackwardInput,   ///< I: input-gradient half (zero-bubble schedules)
+  BackwardWeight,  ///< W: weight-gradient half
+  SendActivation,  ///< to the next virtual stage's rank
+  RecvActivation,  ///< from the previous virtual stage's rank
+  SendGrad,        ///< to the previous virtual stage's rank
+  RecvGrad,        ///< from the next virtual stage's rank
+  AllReduce,       ///< collective over `group`, `bytes` per rank
+  ReduceScatter,
+  AllGather,
+  OptimizerStep,
+};
+[[nodiscard]] std::string_view to_string(OpKind k) noexcept;
+[[nodiscard]] constexpr bool is_compute(OpKind k) noexcept {
+  return k == OpKind::Forward || k == OpKind::Backward || k == OpKind::BackwardInput ||
+         k == OpKind::BackwardWeight || k == OpKind::OptimizerStep;
+}
+[[nodiscard]] constexpr bool is_send(OpKind k) noexcept {
+  return k == OpKind::SendActivation || k == OpKind::SendGrad;
+}
+[[nodiscard]] constexpr bool is_recv(OpKind k) noexcept {
+  return k == OpKind::RecvActivation || k == OpKind::RecvGrad;
+}
+[[nodiscard]] constexpr bool is_collective(OpKind k) noexcept {
+  return k == OpKind::AllReduce || k == OpKind::ReduceScatter || k == OpKind::AllGather;
+}
+
+/// The group a collective runs over, resolved to devices by the plan's layout.
+enum class GroupKind : std::uint8_t { Data, Tensor };
+
+inline constexpr std::uint32_t kNoPeer = 0xFFFFFFFFu;
+
+struct Op {
+  OpKind kind = OpKind::Forward;
+  std::uint16_t chunk = 0;        ///< model chunk on this rank (virtual stage = chunk * stages + rank)
+  std::uint32_t microbatch = 0;   ///< unused by collectives and OptimizerStep
+  std::uint32_t peer = kNoPeer;   ///< Send/Recv: the other pipeline rank
+  GroupKind group = GroupKind::Data;  ///< collectives only
+  Bytes bytes;                    ///< collectives only: payload per rank (a gradient bucket)
+
+  friend bool operator==(const Op&, const Op&) = default;
+};
+
+/// What a generator needs to know: a pure function of these values gives the Program.
+struct PipelineShape {
+  int stages = 1;                       ///< p: pipeline ranks
+  int microbatches = 1;                 ///< m: per pipeline per step
+  int chunks = 1;                       ///< v: virtual stages per rank
+  plan::ScheduleKind kind = plan::ScheduleKind::OneFOneB;
+  int microbatch_group_size = 1;        ///< interleaved-1f1b: Megatron's microbatch_group_size_per_vp_stage
+  int active_microbatches = 3;          ///< sagemaker-interleaved: in-flight cap
+  friend bool operator==(const PipelineShape&, const PipelineShape&) = default;
+};
+
+/// The shape a complete plan implies.
+[[nodiscard]] PipelineShape shape_of(const plan::Plan& plan) noexcept;
+
+struct Program {
+  PipelineShape shape;
+  std::vector<std::vector<Op>> streams;  ///< streams[rank] in issue order
+  friend bool operator==(const Program&, const Program&) = default;
+};
+
+/// "F0 F1 B0 ..." per rank, one line each, in PyTorch's action letters: F forward, B fused backward,
+/// I backward-input, W backward-weight; with chunks > 1 the chunk follows a dot ("F3.1"). With
+/// `with_comm`, communication appears too: "sA0" / "rA0" (activation), "sG0" / "rG0" (gradient),
+/// "AR" / "RS" / "AG" (collectives), and "OPT".
+[[nodiscard]] std::string to_text(const Program& program, bool with_comm = false);
+
+/// One op in the notation of to_text(Program, true): "F3", "I3.1" (with `with_chunk`), "rG0", "AR", "OPT".
+[[nodiscard]] std::string to_text(const Op& op, bool with_chunk);
+
+}  // namespace mpsim::schedule

@@ -1,0 +1,83 @@
+#include <cstdint>
+#include <limits>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "sim/schedule/generator_support.h"
+#include "sim/schedule/generators.h"
+
+namespace mpsim::schedule {
+
+namespace {
+
+/// Megatron's rules on N = microbatch_group_size_per_vp_stage, p <= N and "m % N == 0 or
+/// m % N >= p", are what keeps its warm-up deadlock-free: with a smaller group (or last group),
+/// rank 0's warm-up forwards of chunk c + 1 wait for forwards of chunk c that the last rank runs
+/// only after a backward that waits for rank 0 (e.g. p = 4, m = 8, v = 2, N = 2). One group of all
+/// m microbatches (N >= m) is also safe, which is how m < p runs. The rule is sufficient, not
+/// necessary (p <= 2 never deadlocks); the validator is the exact test.
+std::optional<std::string> interleaved_group_error(const PipelineShape& shape) {
+  const int n = shape.microbatch_group_size;
+  const int p = shape.stages;
+  const int m = shape.microbatches;
+  if (n < 1) return fmt::format("interleaved-1f1b needs a microbatch group size of at least 1, not {}", n);
+  if (n >= m) return std::nullopt;
+  if (n < p) {
+    return fmt::format(
+        "interleaved-1f1b needs a microbatch group size of at least the pipeline size {} (or of all {} "
+        "microbatches), not {}: smaller groups deadlock",
+        p, m, n);
+  }
+  const int last = m % n;
+  if (last != 0 && last < p) {
+    return fmt::format(
+        "interleaved-1f1b: {} microbatches in groups of {} leave a last group of {}, fewer than the "
+        "pipeline size {}: it deadlocks",
+        m, n, last, p);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> shape_error(const PipelineShape& shape) {
+  if (shape.stages < 1) return fmt::format("a pipeline needs at least 1 stage, not {}", shape.stages);
+  if (shape.microbatches < 1) return fmt::format("a step needs at least 1 microbatch, not {}", shape.microbatches);
+  if (shape.chunks < 1) return fmt::format("a rank holds at least 1 chunk, not {}", shape.chunks);
+  if (shape.chunks > std::numeric_limits<std::uint16_t>::max()) {
+    return fmt::format("{} chunks do not fit an op's chunk field", shape.chunks);
+  }
+  switch (shape.kind) {
+    case plan::ScheduleKind::Interleaved1F1B: return interleaved_group_error(shape);
+    case plan::ScheduleKind::SageMakerInterleaved:
+      if (shape.active_microbatches < 1) {
+        return fmt::format("sagemaker-interleaved needs at least 1 active microbatch, not {}",
+                           shape.active_microbatches);
+      }
+      break;
+    case plan::ScheduleKind::GPipe:
+    case plan::ScheduleKind::OneFOneB:
+    case plan::ScheduleKind::ZbH1:
+    case plan::ScheduleKind::ZbH2: break;
+  }
+  if (shape.chunks > 1) {
+    return fmt::format("{} chunks per rank need schedule interleaved-1f1b, not {}", shape.chunks,
+                       plan::to_string(shape.kind));
+  }
+  return std::nullopt;
+}
+
+namespace detail {
+
+Program empty_program(const PipelineShape& shape, plan::ScheduleKind kind) {
+  Program program;
+  program.shape = shape;
+  program.shape.kind = kind;
+  if (const auto error = shape_error(program.shape)) throw std::invalid_argument(*error);
+  program.streams.resize(static_cast<std::size_t>(shape.stages));
+  return program;
+}
+
+}  // namespace detail
+}  // namespace mpsim::schedule

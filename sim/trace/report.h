@@ -1,0 +1,49 @@
+#pragma once
+/// The summary of one training step, predicted or measured (interface.md, `simulate --json`).
+/// All numbers in SI base units.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mpsim::trace {
+
+struct DeviceReport {
+  std::string id;            ///< "node0/gpu3"
+  int stage = 0;             ///< pipeline rank
+  double busy_s = 0;         ///< compute (including tensor-parallel collectives inside layers)
+  double idle_s = 0;         ///< step time - busy
+  double bubble_fraction = 0;  ///< idle / step time
+  std::int64_t peak_memory_bytes = 0;
+  std::int64_t memory_capacity_bytes = 0;
+  bool oom = false;
+};
+
+struct LinkReport {
+  std::string id;
+  std::int64_t bytes = 0;    ///< both directions
+  double busy_s = 0;         ///< time with at least one transfer on it
+};
+
+struct PlanSummary {
+  int tensor = 1, pipeline = 1, data = 1, virtual_stages = 1, microbatches = 1, micro_batch_size = 1;
+  int global_batch = 1;
+  std::string schedule;
+  std::string recompute;
+  int zero = 0;
+};
+
+struct Report {
+  double step_time_s = 0;
+  double bubble_fraction = 0;   ///< idle share of all devices' time in the step
+  double bubble_rate = 0;       ///< Zero Bubble's: (span - busy) / span of the worst pipeline rank
+  double tflops_per_gpu = 0;    ///< model FLOPs (no recomputation) / step time / GPUs, in TFLOP/s
+  double hardware_tflops_per_gpu = 0;  ///< FLOPs executed, recomputation included
+  double mfu = 0;               ///< model FLOPs / (step time x GPUs x peak)
+  std::int64_t peak_memory_bytes = 0;  ///< the largest over devices
+  bool oom = false;
+  std::vector<DeviceReport> devices;
+  std::vector<LinkReport> links;
+  PlanSummary plan;
+};
+
+}  // namespace mpsim::trace

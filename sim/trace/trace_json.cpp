@@ -1,0 +1,134 @@
+#include "sim/trace/trace_json.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+namespace mpsim::trace {
+
+std::string_view to_string(SpanKind k) noexcept {
+  switch (k) {
+    case SpanKind::Forward: return "forward";
+    case SpanKind::Backward: return "backward";
+    case SpanKind::BackwardInput: return "backward-input";
+    case SpanKind::BackwardWeight: return "backward-weight";
+    case SpanKind::Send: return "send";
+    case SpanKind::Recv: return "recv";
+    case SpanKind::AllReduce: return "allreduce";
+    case SpanKind::ReduceScatter: return "reducescatter";
+    case SpanKind::AllGather: return "allgather";
+    case SpanKind::Optimizer: return "optimizer";
+    case SpanKind::Transfer: return "transfer";
+  }
+  return "?";
+}
+
+nlohmann::ordered_json report_json(const Report& r) {
+  using nlohmann::ordered_json;
+  ordered_json out;
+  out["step_time_s"] = r.step_time_s;
+  out["bubble_fraction"] = r.bubble_fraction;
+  out["bubble_rate"] = r.bubble_rate;
+  out["tflops_per_gpu"] = r.tflops_per_gpu;
+  out["hardware_tflops_per_gpu"] = r.hardware_tflops_per_gpu;
+  out["mfu"] = r.mfu;
+  out["peak_memory_bytes"] = r.peak_memory_bytes;
+  out["oom"] = r.oom;
+  ordered_json devices = ordered_json::array();
+  for (const auto& d : r.devices) {
+    devices.push_back({{"id", d.id}, {"stage", d.stage}, {"busy_s", d.busy_s}, {"idle_s", d.idle_s},
+                       {"bubble_fraction", d.bubble_fraction}, {"peak_memory_bytes", d.peak_memory_bytes},
+                       {"memory_capacity_bytes", d.memory_capacity_bytes}, {"oom", d.oom}});
+  }
+  out["devices"] = devices;
+  ordered_json links = ordered_json::array();
+  for (const auto& l : r.links) links.push_back({{"id", l.id}, {"bytes", l.bytes}, {"busy_s", l.busy_s}});
+  out["links"] = links;
+  out["plan"] = {{"tensor", r.plan.tensor},
+                 {"pipeline", r.plan.pipeline},
+                 {"data", r.plan.data},
+                 {"virtual_stages", r.plan.virtual_stages},
+                 {"microbatches", r.plan.microbatches},
+                 {"micro_batch_size", r.plan.micro_batch_size},
+                 {"global_batch", r.plan.global_batch},
+                 {"schedule", r.plan.schedule},
+                 {"recompute", r.plan.recompute},
+                 {"zero", r.plan.zero}};
+  return out;
+}
+
+namespace {
+
+std::string span_name(const Span& s) {
+  std::string name;
+  switch (s.kind) {
+    case SpanKind::Forward: name = "F"; break;
+    case SpanKind::Backward: name = "B"; break;
+    case SpanKind::BackwardInput: name = "I"; break;
+    case SpanKind::BackwardWeight: name = "W"; break;
+    case SpanKind::Send: name = "send "; break;
+    case SpanKind::Recv: name = "recv "; break;
+    case SpanKind::AllReduce: return "allreduce";
+    case SpanKind::ReduceScatter: return "reducescatter";
+    case SpanKind::AllGather: return "allgather";
+    case SpanKind::Optimizer: return "optimizer";
+    case SpanKind::Transfer: return "transfer";
+  }
+  if (s.microbatch >= 0) name += fmt::format("{}", s.microbatch);
+  if (s.chunk >= 0) name += fmt::format(".{}", s.chunk);
+  return name;
+}
+
+/// Microseconds with nanosecond resolution, printed exactly (no float rounding differences).
+std::string microseconds(std::int64_t ns) {
+  const bool negative = ns < 0;
+  const std::int64_t a = negative ? -ns : ns;
+  return fmt::format("{}{}.{:03d}", negative ? "-" : "", a / 1000, static_cast<int>(a % 1000));
+}
+
+}  // namespace
+
+std::string chrome_trace(const Timeline& timeline, const Report& report) {
+  // Process ids by first appearance of a process name, thread ids by lane order: deterministic.
+  std::map<std::string, int> pids;
+  std::vector<int> lane_pid(timeline.lanes.size());
+  for (std::size_t i = 0; i < timeline.lanes.size(); ++i) {
+    const auto [it, added] = pids.try_emplace(timeline.lanes[i].process, static_cast<int>(pids.size()) + 1);
+    lane_pid[i] = it->second;
+  }
+  std::string out = "{\"traceEvents\":[\n";
+  bool first = true;
+  const auto append = [&](const std::string& event) {
+    if (!first) out += ",\n";
+    out += event;
+    first = false;
+  };
+  // Metadata: process and thread names, in a stable order.
+  std::vector<std::pair<int, std::string>> processes;
+  for (const auto& [name, pid] : pids) processes.emplace_back(pid, name);
+  std::sort(processes.begin(), processes.end());
+  for (const auto& [pid, name] : processes) {
+    append(fmt::format(R"({{"ph":"M","name":"process_name","pid":{},"tid":0,"args":{{"name":{}}}}})", pid,
+                       nlohmann::json(name).dump()));
+    append(fmt::format(R"({{"ph":"M","name":"process_sort_index","pid":{},"tid":0,"args":{{"sort_index":{}}}}})", pid,
+                       pid));
+  }
+  for (std::size_t i = 0; i < timeline.lanes.size(); ++i) {
+    append(fmt::format(R"({{"ph":"M","name":"thread_name","pid":{},"tid":{},"args":{{"name":{}}}}})", lane_pid[i],
+                       i + 1, nlohmann::json(timeline.lanes[i].thread).dump()));
+    append(fmt::format(R"({{"ph":"M","name":"thread_sort_index","pid":{},"tid":{},"args":{{"sort_index":{}}}}})",
+                       lane_pid[i], i + 1, i + 1));
+  }
+  for (const Span& s : timeline.spans) {
+    append(fmt::format(
+        R"({{"ph":"X","name":"{}","cat":"{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"mb":{},"chunk":{},"stage":{},"bytes":{}}}}})",
+        span_name(s), to_string(s.kind), lane_pid[s.lane], s.lane + 1, microseconds(s.start_ns),
+        microseconds(s.end_ns - s.start_ns), s.microbatch, s.chunk, s.stage, s.bytes));
+  }
+  out += "\n],\"displayTimeUnit\":\"ms\",\"mpsim\":";
+  out += report_json(report).dump();
+  out += "}\n";
+  return out;
+}
+
+}  // namespace mpsim::trace

@@ -1,0 +1,17 @@
+#pragma once
+/// JSON forms: the report of interface.md, and the Chrome Trace Event file that opens in Perfetto
+/// (one process per node, one thread per lane, "X" events) carrying the report under "mpsim".
+/// Output is deterministic: same inputs, same bytes.
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/trace/report.h"
+#include "sim/trace/timeline.h"
+
+namespace mpsim::trace {
+
+[[nodiscard]] nlohmann::ordered_json report_json(const Report& report);
+[[nodiscard]] std::string chrome_trace(const Timeline& timeline, const Report& report);
+
+}  // namespace mpsim::trace
