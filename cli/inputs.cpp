@@ -44,8 +44,12 @@ Override resolve(const Override& o, const YamlDocument& doc, std::vector<Overrid
       }
     }
   }
-  if (o.target == "topology" && doc.has_top_level("cluster") && o.path.rfind("cluster", 0) != 0) {
+  const bool names_cluster = o.path == "cluster" || o.path.rfind("cluster.", 0) == 0 || o.path.rfind("cluster[", 0) == 0;
+  if (o.target == "topology" && doc.has_top_level("cluster") && !names_cluster) {
     r.path = "cluster." + o.path;
+  }
+  if (o.target == "topology" && !doc.has_top_level("cluster") && names_cluster) {
+    throw InputError({o.origin, 0, 0}, o.path, "this topology is not the short form: it has no 'cluster' section");
   }
   return r;
 }
@@ -65,7 +69,11 @@ auto blame_overrides(const std::vector<Override>& applied, Fn&& load) {
     return load();
   } catch (const InputError& e) {
     for (const Override& o : applied) {
-      if (e.field() == o.path || e.field().rfind(o.path + ".", 0) == 0 || e.field().rfind(o.path + "[", 0) == 0) {
+      const bool inside = e.field() == o.path || e.field().rfind(o.path + ".", 0) == 0 || e.field().rfind(o.path + "[", 0) == 0;
+      // A mapping the override created on its way (a misspelled key in the middle of the path) has no line.
+      const bool created = e.where().line == 0 && !e.field().empty() &&
+                           (o.path.rfind(e.field() + ".", 0) == 0 || o.path.rfind(e.field() + "[", 0) == 0);
+      if (inside || created) {
         throw InputError({o.origin, 0, 0}, e.field(), e.message());
       }
     }

@@ -23,16 +23,17 @@ Bytes share(Bytes size, std::size_t parts) {
   return Bytes::bytes((size.count() + n - 1) / n);
 }
 
-/// `rounds` rounds in which every member of every ring sends `bytes` to the next member.
+/// A phase of `rounds` rounds in which every member of every ring sends `bytes` to the next member.
 void ring_rounds(const Groups& rings, Bytes bytes, std::size_t rounds, std::vector<CollectiveRound>& out) {
-  CollectiveRound round;
-  round.bytes = bytes;
+  CollectiveRound phase;
+  phase.bytes = bytes;
+  phase.rounds = static_cast<int>(rounds);
   for (const auto& ring : rings) {
     if (ring.size() < 2) continue;
-    for (std::size_t i = 0; i < ring.size(); ++i) round.transfers.emplace_back(ring[i], ring[(i + 1) % ring.size()]);
+    for (std::size_t i = 0; i < ring.size(); ++i) phase.transfers.emplace_back(ring[i], ring[(i + 1) % ring.size()]);
   }
-  if (round.transfers.empty()) return;
-  for (std::size_t r = 0; r < rounds; ++r) out.push_back(round);
+  if (phase.transfers.empty() || rounds == 0) return;
+  out.push_back(std::move(phase));
 }
 
 std::size_t steps(CollectiveKind kind, std::size_t n) {

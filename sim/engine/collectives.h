@@ -1,7 +1,10 @@
 #pragma once
 /// Collectives as rounds of concurrent point-to-point transfers over the real links (NCCL's ring
 /// and hierarchical algorithms). Each round's transfers run together; the next round starts when
-/// the slowest has finished, as in a ring where every rank waits for its neighbour.
+/// the slowest has finished, as in a ring where every rank waits for its neighbour. A phase is a
+/// run of identical rounds (the 2(n-1) steps of a ring all-reduce); the simulator moves it as one
+/// flow of `rounds` x `bytes` with `rounds` x the route latency, which is exact when the phase's
+/// contention does not change between rounds and saves 2(n-1) reallocations per collective.
 #include <cstdint>
 #include <string_view>
 #include <utility>
@@ -23,10 +26,11 @@ enum class CollectiveKind : std::uint8_t { AllReduce, ReduceScatter, AllGather }
 
 struct CollectiveRound {
   std::vector<std::pair<topology::DeviceId, topology::DeviceId>> transfers;
-  Bytes bytes;  ///< per transfer
+  Bytes bytes;     ///< per transfer and round
+  int rounds = 1;  ///< identical rounds in this phase
 };
 
-/// The rounds of a collective of `size` bytes per member over each of `groups` (groups run at the
+/// The phases of a collective of `size` bytes per member over each of `groups` (groups run at the
 /// same time, e.g. one data-parallel group per tensor-parallel rank). Ring all-reduce: 2(n-1) rounds
 /// of size/n; reduce-scatter and all-gather: n-1 rounds.
 [[nodiscard]] std::vector<CollectiveRound> collective_rounds(const topology::Cluster& cluster, CollectiveKind kind,

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <queue>
 
 namespace mpsim::engine {
 
@@ -11,13 +12,21 @@ void add_route_usage(const topology::Cluster& cluster, const topology::Route& ro
     const topology::Link& link = cluster.link(route.links[i]);
     const bool forward = link.a == route.hops[i];
     const ResourceId r = route.links[i].value * 2 + (link.duplex == topology::Duplex::Half || forward ? 0u : 1u);
-    auto it = std::find_if(usage.begin(), usage.end(), [r](const Usage& u) { return u.resource == r; });
-    if (it == usage.end()) {
-      usage.push_back({r, 1});
+    usage.push_back({r, 1});
+  }
+}
+
+void merge_usage(std::vector<Usage>& usage) {
+  std::sort(usage.begin(), usage.end(), [](const Usage& a, const Usage& b) { return a.resource < b.resource; });
+  std::size_t out = 0;
+  for (std::size_t i = 0; i < usage.size(); ++i) {
+    if (out > 0 && usage[out - 1].resource == usage[i].resource) {
+      usage[out - 1].count += usage[i].count;
     } else {
-      ++it->count;
+      usage[out++] = usage[i];
     }
   }
+  usage.resize(out);
 }
 
 FlowNetwork::FlowNetwork(const topology::Cluster& cluster) : cluster_(&cluster) {
@@ -30,6 +39,7 @@ FlowNetwork::FlowNetwork(const topology::Cluster& cluster) : cluster_(&cluster) 
   }
   on_resource_.resize(links * 2);
   resource_mark_.resize(links * 2, 0);
+  local_index_.resize(links * 2, 0);
   link_bytes_.resize(links, 0.0);
   link_busy_ns_.resize(links, 0);
   link_active_.resize(links, 0);
@@ -118,49 +128,47 @@ std::vector<FlowNetwork::FlowId> FlowNetwork::reallocate(std::int64_t now, const
   std::sort(flows.begin(), flows.end());
   for (const FlowId f : flows) progress(f, now);
 
-  // 2. Progressive filling: raise every unfrozen flow's rate together until a resource saturates.
+  // 2. Progressive filling: raise every unfrozen flow's rate together; the resource whose fair share
+  // is smallest saturates first and fixes the rates of its flows. A heap keyed by share, with stale
+  // entries skipped, makes it O(usage log resources).
+  for (std::size_t i = 0; i < resources.size(); ++i) local_index_[resources[i]] = static_cast<std::uint32_t>(i);
   std::vector<double> remaining_capacity(resources.size());
   std::vector<double> weight(resources.size(), 0.0);
-  const auto index_of = [&](ResourceId r) {
-    return static_cast<std::size_t>(std::lower_bound(resources.begin(), resources.end(), r) - resources.begin());
-  };
+  std::vector<std::vector<std::uint32_t>> flows_on(resources.size());
   for (std::size_t i = 0; i < resources.size(); ++i) remaining_capacity[i] = capacity_[resources[i]];
-  for (const FlowId f : flows) {
-    for (const Usage& u : flows_[f].usage) weight[index_of(u.resource)] += u.count;
+  for (std::uint32_t k = 0; k < flows.size(); ++k) {
+    for (const Usage& u : flows_[flows[k]].usage) {
+      const std::uint32_t i = local_index_[u.resource];
+      weight[i] += u.count;
+      flows_on[i].push_back(k);
+    }
+  }
+  using Entry = std::pair<double, std::uint32_t>;  // share, local resource
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
+  const auto share_of = [&](std::uint32_t i) { return std::max(remaining_capacity[i], 0.0) / weight[i]; };
+  for (std::uint32_t i = 0; i < resources.size(); ++i) {
+    if (weight[i] > 0) heap.emplace(share_of(i), i);
   }
   std::vector<FlowId> changed;
   std::vector<char> frozen(flows.size(), 0);
-  std::size_t unfrozen = flows.size();
-  while (unfrozen > 0) {
-    std::size_t bottleneck = resources.size();
-    double share = std::numeric_limits<double>::infinity();
-    for (std::size_t i = 0; i < resources.size(); ++i) {
-      if (weight[i] <= 0) continue;
-      const double s = std::max(remaining_capacity[i], 0.0) / weight[i];
-      if (s < share) {
-        share = s;
-        bottleneck = i;
-      }
-    }
-    if (bottleneck == resources.size()) break;
-    for (std::size_t k = 0; k < flows.size(); ++k) {
+  while (!heap.empty()) {
+    const auto [share, i] = heap.top();
+    heap.pop();
+    if (weight[i] <= 1e-12 || share != share_of(i)) continue;  // saturated already, or a stale entry
+    for (const std::uint32_t k : flows_on[i]) {
       if (frozen[k] != 0) continue;
-      const Flow& flow = flows_[flows[k]];
-      const bool uses = std::any_of(flow.usage.begin(), flow.usage.end(),
-                                    [&](const Usage& u) { return index_of(u.resource) == bottleneck; });
-      if (!uses) continue;
       frozen[k] = 1;
-      --unfrozen;
-      Flow& mutable_flow = flows_[flows[k]];
-      if (mutable_flow.rate != share) {
-        ++mutable_flow.version;
+      Flow& flow = flows_[flows[k]];
+      if (flow.rate != share) {
+        ++flow.version;
         changed.push_back(flows[k]);
       }
-      mutable_flow.rate = share;
+      flow.rate = share;
       for (const Usage& u : flow.usage) {
-        const std::size_t i = index_of(u.resource);
-        remaining_capacity[i] -= share * u.count;
-        weight[i] -= u.count;
+        const std::uint32_t j = local_index_[u.resource];
+        remaining_capacity[j] -= share * u.count;
+        weight[j] -= u.count;
+        if (j != i && weight[j] > 1e-12) heap.emplace(share_of(j), j);
       }
     }
   }

@@ -25,8 +25,10 @@ struct Usage {
   std::uint32_t count;
 };
 
-/// Adds the link directions of `route` to `usage` (merging counts of the same direction).
+/// Appends the link directions of `route` to `usage`; merge_usage() then sums repeated directions.
 void add_route_usage(const topology::Cluster& cluster, const topology::Route& route, std::vector<Usage>& usage);
+/// Sorts by resource and sums the counts of repeated resources.
+void merge_usage(std::vector<Usage>& usage);
 
 class FlowNetwork {
  public:
@@ -77,6 +79,7 @@ class FlowNetwork {
   // Scratch for reallocate, kept to avoid allocation per event.
   std::vector<std::uint32_t> resource_mark_;
   std::vector<std::uint32_t> flow_mark_;
+  std::vector<std::uint32_t> local_index_;  // resource -> index within the component being reallocated
   std::uint32_t epoch_ = 0;
 };
 

@@ -66,7 +66,8 @@ class Simulation {
         costs_(costs),
         options_(options),
         layout_(plan),
-        network_(cluster) {}
+        network_(cluster),
+        routes_finder_(cluster) {}
 
   Prediction run();
 
@@ -136,7 +137,8 @@ class Simulation {
   }
   const topology::Route& route(DeviceId a, DeviceId b);
   /// Starts a transfer set: after the largest latency of its routes, one flow carries it.
-  void start_transfer(const std::vector<std::pair<DeviceId, DeviceId>>& pairs, Bytes bytes, Payload payload);
+  void start_transfer(const std::vector<std::pair<DeviceId, DeviceId>>& pairs, Bytes bytes, Payload payload,
+                      int rounds = 1);
   void advance(int actor);
   void start_compute(Actor& actor, const Op& op);
   void on_flow_done(FlowNetwork::FlowId flow);
@@ -167,7 +169,9 @@ class Simulation {
   std::vector<std::size_t> next_collective_;      // by rank: index into collectives_of_rank_
   std::vector<PendingFlow> pending_flows_;
   std::unordered_map<FlowNetwork::FlowId, std::pair<Payload, std::int64_t>> live_flows_;  // payload, activation time
+  topology::RouteFinder routes_finder_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, topology::Route> routes_;
+  std::map<std::vector<std::pair<DeviceId, DeviceId>>, std::pair<std::vector<Usage>, TimeNs>> transfer_usage_;
   trace::Timeline timeline_;
   std::unordered_map<std::size_t, std::uint32_t> link_lanes_;
 };
@@ -176,7 +180,7 @@ const topology::Route& Simulation::route(DeviceId a, DeviceId b) {
   const auto key = std::make_pair(a.value, b.value);
   auto it = routes_.find(key);
   if (it == routes_.end()) {
-    auto found = topology::find_route(cluster_, a, b);
+    auto found = routes_finder_.route(a, b);
     if (!found) throw std::logic_error(fmt::format("no route {} -> {}", cluster_.device(a).name, cluster_.device(b).name));
     it = routes_.emplace(key, std::move(*found)).first;
   }
@@ -189,21 +193,27 @@ std::uint32_t Simulation::add_lane(std::string process, std::string thread) {
 }
 
 void Simulation::start_transfer(const std::vector<std::pair<DeviceId, DeviceId>>& pairs, Bytes bytes,
-                                 Payload payload) {
+                                 Payload payload, int rounds) {
   PendingFlow pending;
-  pending.bytes = bytes;
+  pending.bytes = bytes * rounds;
   pending.payload = std::move(payload);
-  TimeNs latency;
-  for (const auto& [a, b] : pairs) {
-    if (a == b) continue;
-    const topology::Route& r = route(a, b);
-    latency = std::max(latency, r.latency);
-    add_route_usage(cluster_, r, pending.usage);
+  // The same device pairs recur (every microbatch's send, every round and bucket of a collective).
+  auto cached = transfer_usage_.find(pairs);
+  if (cached == transfer_usage_.end()) {
+    std::vector<Usage> usage;
+    TimeNs latency;
+    for (const auto& [a, b] : pairs) {
+      if (a == b) continue;
+      const topology::Route& r = route(a, b);
+      latency = std::max(latency, r.latency);
+      add_route_usage(cluster_, r, usage);
+    }
+    merge_usage(usage);
+    cached = transfer_usage_.emplace(pairs, std::make_pair(std::move(usage), latency)).first;
   }
-  std::sort(pending.usage.begin(), pending.usage.end(),
-            [](const Usage& x, const Usage& y) { return x.resource < y.resource; });
+  pending.usage = cached->second.first;
   pending_flows_.push_back(std::move(pending));
-  queue_.push(TimeNs::ns(now_) + latency, FlowActivate{pending_flows_.size() - 1});
+  queue_.push(TimeNs::ns(now_) + cached->second.second * rounds, FlowActivate{pending_flows_.size() - 1});
 }
 
 void Simulation::reschedule(const std::vector<FlowNetwork::FlowId>& flows) {
@@ -364,7 +374,7 @@ void Simulation::try_start_collective(int rank) {
       continue;
     }
     collective_busy_[r] = true;
-    start_transfer(c.rounds.front().transfers, c.rounds.front().bytes, CollectivePayload{id});
+    start_transfer(c.rounds.front().transfers, c.rounds.front().bytes, CollectivePayload{id}, c.rounds.front().rounds);
   }
 }
 
@@ -493,7 +503,7 @@ void Simulation::on_flow_done(FlowNetwork::FlowId flow) {
   ++c.round;
   if (c.round < c.rounds.size()) {
     const CollectiveRound& round = c.rounds[c.round];
-    start_transfer(round.transfers, round.bytes, CollectivePayload{id});
+    start_transfer(round.transfers, round.bytes, CollectivePayload{id}, round.rounds);
     return;
   }
   finish_collective(id);

@@ -166,10 +166,16 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   if (interleaved) {
     check.require(p.virtual_stages > 1, "schedule", "interleaved-1f1b needs virtual_stages > 1");
     p.microbatch_group_size = spec.microbatch_group_size.value_or(p.pipeline);
-    check.require(p.microbatches % p.microbatch_group_size == 0, "microbatches",
+    // Megatron's rule for microbatch_group_size_per_vp_stage N: one group (N >= m), or p <= N with the
+    // microbatches a multiple of N or leaving a last group of at least p; otherwise the order deadlocks.
+    const int n = p.microbatch_group_size;
+    const bool one_group = n >= p.microbatches;
+    const bool valid_groups = n >= p.pipeline && (p.microbatches % n == 0 || p.microbatches % n >= p.pipeline);
+    check.require(one_group || valid_groups, spec.microbatch_group_size ? "microbatch_group_size" : "microbatches",
                   fmt::format("interleaved-1f1b runs microbatches in groups of {} (microbatch_group_size_per_vp_stage, "
-                              "default the pipeline size); {} microbatches is not a multiple",
-                              p.microbatch_group_size, p.microbatches));
+                              "default the pipeline size): {} microbatches need groups of at least {} and a last "
+                              "group that is whole or at least {} (Megatron's rule)",
+                              n, p.microbatches, p.pipeline, p.pipeline));
   } else if (spec.microbatch_group_size) {
     check.fail("microbatch_group_size", "microbatch_group_size_per_vp_stage applies to interleaved-1f1b only");
   }

@@ -4,6 +4,7 @@
 #include <limits>
 #include <queue>
 #include <tuple>
+#include <unordered_map>
 
 namespace mpsim::topology {
 
@@ -58,15 +59,33 @@ struct Label {
   bool settled = false;
 };
 
+/// Labels for every device: for searches that may reach the whole cluster.
+struct DenseLabels {
+  explicit DenseLabels(std::size_t n) : labels(n) {}
+  Label& operator[](std::uint32_t v) { return labels[v]; }
+  [[nodiscard]] const Label* find(std::uint32_t v) const { return labels[v].settled ? &labels[v] : nullptr; }
+  std::vector<Label> labels;
+};
+
+/// Labels for the devices a search touches: for searches that stay inside one node.
+struct SparseLabels {
+  Label& operator[](std::uint32_t v) { return labels[v]; }
+  [[nodiscard]] const Label* find(std::uint32_t v) const {
+    const auto it = labels.find(v);
+    return it != labels.end() && it->second.settled ? &it->second : nullptr;
+  }
+  std::unordered_map<std::uint32_t, Label> labels;
+};
+
 /// Widest-shortest path search from src admitting the links and forwarders of `level`.
-std::vector<Label> search(const Cluster& cluster, DeviceId src, Level level, std::optional<DeviceId> stop_at = {}) {
+template <typename Labels>
+void search(const Cluster& cluster, DeviceId src, Level level, std::optional<DeviceId> stop_at, Labels& labels) {
   const auto& g = cluster.graph();
-  std::vector<Label> labels(cluster.devices().size());
   using Entry = std::tuple<int, double, std::uint32_t>;  // hops, -bandwidth, vertex: deterministic order
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
   labels[src.value].hops = 0;
   labels[src.value].bandwidth = std::numeric_limits<double>::infinity();
-  queue.emplace(0, -labels[src.value].bandwidth, src.value);
+  queue.emplace(0, -std::numeric_limits<double>::infinity(), src.value);
   const auto edge_index = boost::get(boost::edge_index, g);
   while (!queue.empty()) {
     const auto [hops, neg_bw, v] = queue.top();
@@ -79,6 +98,7 @@ std::vector<Label> search(const Cluster& cluster, DeviceId src, Level level, std
     if (v != src.value && !may_forward(device.kind, level)) continue;
     const LinkKind entered = here.pred_link >= 0 ? cluster.links()[static_cast<std::size_t>(here.pred_link)].kind
                                                  : LinkKind::Pcie;
+    const std::int64_t latency = here.latency_ns;
     for (auto [e, end] = boost::out_edges(v, g); e != end; ++e) {
       const std::uint32_t link_index = edge_index[*e];
       const Link& link = cluster.links()[link_index];
@@ -95,13 +115,12 @@ std::vector<Label> search(const Cluster& cluster, DeviceId src, Level level, std
       if (h < next.hops || (h == next.hops && bw > next.bandwidth)) {
         next.hops = h;
         next.bandwidth = bw;
-        next.latency_ns = here.latency_ns + link.latency.base();
+        next.latency_ns = latency + link.latency.base();
         next.pred_link = link_index;
         queue.emplace(h, -bw, w);
       }
     }
   }
-  return labels;
 }
 
 PathClass classify(const Cluster& cluster, const Route& r) {
@@ -127,62 +146,259 @@ PathClass classify(const Cluster& cluster, const Route& r) {
   return pcie_switches <= 1 ? PathClass::PIX : PathClass::PXB;
 }
 
-Route trace_back(const Cluster& cluster, const std::vector<Label>& labels, DeviceId src, DeviceId dst) {
+/// The path from the search's source to `dst`, in hops and links (src first).
+template <typename Labels>
+void path_to(const Cluster& cluster, const Labels& labels, DeviceId src, DeviceId dst, std::vector<DeviceId>& hops,
+             std::vector<LinkId>& links) {
+  std::vector<DeviceId> h{dst};
+  std::vector<LinkId> l;
+  std::uint32_t v = dst.value;
+  while (v != src.value) {
+    const auto link_id = static_cast<std::uint32_t>(labels.find(v)->pred_link);
+    const Link& link = cluster.links()[link_id];
+    l.push_back(LinkId{link_id});
+    v = link.a.value == v ? link.b.value : link.a.value;
+    h.push_back(DeviceId{v});
+  }
+  hops.insert(hops.end(), h.rbegin(), h.rend());
+  links.insert(links.end(), l.rbegin(), l.rend());
+}
+
+template <typename Labels>
+Route trace_back(const Cluster& cluster, const Labels& labels, DeviceId src, DeviceId dst) {
   Route r;
   r.src = src;
   r.dst = dst;
-  r.latency = TimeNs::ns(labels[dst.value].latency_ns);
-  std::uint32_t v = dst.value;
-  r.hops.push_back(dst);
-  while (v != src.value) {
-    const auto l = static_cast<std::uint32_t>(labels[v].pred_link);
-    const Link& link = cluster.links()[l];
-    r.links.push_back(LinkId{l});
-    v = link.a.value == v ? link.b.value : link.a.value;
-    r.hops.push_back(DeviceId{v});
-  }
-  std::reverse(r.hops.begin(), r.hops.end());
-  std::reverse(r.links.begin(), r.links.end());
+  const Label& at = *labels.find(dst.value);
+  r.latency = TimeNs::ns(at.latency_ns);
+  path_to(cluster, labels, src, dst, r.hops, r.links);
   r.bandwidth = r.links.empty() ? BytesPerSec::bytes_per_sec(std::numeric_limits<double>::infinity())
-                                : BytesPerSec::bytes_per_sec(labels[dst.value].bandwidth);
+                                : BytesPerSec::bytes_per_sec(at.bandwidth);
   r.path_class = classify(cluster, r);
   return r;
 }
 
 }  // namespace
 
-std::vector<std::optional<Route>> routes_from(const Cluster& cluster, DeviceId src) {
-  const std::size_t n = cluster.devices().size();
-  std::vector<std::optional<Route>> out(n);
-  std::size_t found = 0;
-  for (const Level level : kLevels) {
-    const auto labels = search(cluster, src, level);
-    for (std::uint32_t d = 0; d < n; ++d) {
-      if (out[d] || !labels[d].settled) continue;
-      out[d] = trace_back(cluster, labels, src, DeviceId{d});
-      ++found;
+/// Caches of one RouteFinder: labels of node-local searches per device, and shortest paths
+/// between fabric switches per source switch.
+struct RouteFinder::Caches {
+  std::unordered_map<std::uint32_t, SparseLabels> local;   // InterSocket-level search from a device
+  std::vector<int> switch_index;                           // device -> index among fabric switches, or -1
+  std::vector<DeviceId> switches;
+  std::unordered_map<int, std::vector<Label>> fabric;      // source switch -> labels by switch index
+  std::vector<std::vector<LinkId>> net_links;              // by device: its links of kind Net
+  bool composite = true;  // every Net link joins a NIC to a switch or two switches
+};
+
+RouteFinder::RouteFinder(const Cluster& cluster) : cluster_(&cluster), caches_(std::make_unique<Caches>()) {
+  Caches& c = *caches_;
+  c.switch_index.assign(cluster.devices().size(), -1);
+  c.net_links.resize(cluster.devices().size());
+  for (std::uint32_t d = 0; d < cluster.devices().size(); ++d) {
+    if (cluster.devices()[d].kind == DeviceKind::FabricSwitch) {
+      c.switch_index[d] = static_cast<int>(c.switches.size());
+      c.switches.push_back(DeviceId{d});
     }
-    if (found == n) break;
   }
+  for (std::uint32_t l = 0; l < cluster.links().size(); ++l) {
+    const Link& link = cluster.links()[l];
+    if (link.kind != LinkKind::Net) continue;
+    c.net_links[link.a.value].push_back(LinkId{l});
+    c.net_links[link.b.value].push_back(LinkId{l});
+    const DeviceKind ka = cluster.device(link.a).kind;
+    const DeviceKind kb = cluster.device(link.b).kind;
+    const bool nic_to_switch = (ka == DeviceKind::Nic && kb == DeviceKind::FabricSwitch) ||
+                               (kb == DeviceKind::Nic && ka == DeviceKind::FabricSwitch);
+    const bool switch_to_switch = ka == DeviceKind::FabricSwitch && kb == DeviceKind::FabricSwitch;
+    c.composite = c.composite && (nic_to_switch || switch_to_switch);
+  }
+}
+
+RouteFinder::~RouteFinder() = default;
+
+namespace {
+
+/// Widest-shortest paths between fabric switches over switch-to-switch links, from `from`.
+std::vector<Label> fabric_search(const Cluster& cluster, const std::vector<int>& switch_index,
+                                 const std::vector<std::vector<LinkId>>& net_links, std::size_t switch_count,
+                                 DeviceId from) {
+  std::vector<Label> labels(switch_count);
+  using Entry = std::tuple<int, double, std::uint32_t>;
+  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
+  const auto start = static_cast<std::size_t>(switch_index[from.value]);
+  labels[start].hops = 0;
+  labels[start].bandwidth = std::numeric_limits<double>::infinity();
+  queue.emplace(0, -std::numeric_limits<double>::infinity(), from.value);
+  while (!queue.empty()) {
+    const auto [hops, neg_bw, v] = queue.top();
+    queue.pop();
+    Label& here = labels[static_cast<std::size_t>(switch_index[v])];
+    if (here.settled) continue;
+    here.settled = true;
+    for (const LinkId l : net_links[v]) {
+      const Link& link = cluster.link(l);
+      const std::uint32_t w = link.a.value == v ? link.b.value : link.a.value;
+      if (switch_index[w] < 0) continue;
+      Label& next = labels[static_cast<std::size_t>(switch_index[w])];
+      if (next.settled) continue;
+      const int h = hops + 1;
+      const double bw = std::min(-neg_bw, link.bandwidth.in_bytes_per_sec());
+      if (h < next.hops || (h == next.hops && bw > next.bandwidth)) {
+        next.hops = h;
+        next.bandwidth = bw;
+        next.latency_ns = here.latency_ns + link.latency.base();
+        next.pred_link = l.value;
+        queue.emplace(h, -bw, w);
+      }
+    }
+  }
+  return labels;
+}
+
+}  // namespace
+
+std::optional<Route> RouteFinder::route(DeviceId src, DeviceId dst) {
+  const Cluster& cluster = *cluster_;
+  Caches& c = *caches_;
+  // Inside a node: the levels below the network never leave it, so these searches are small.
+  for (const Level level : {Level::NvLinkOnly, Level::PcieSwitches, Level::HostBridge, Level::InterSocket}) {
+    SparseLabels labels;
+    search(cluster, src, level, dst, labels);
+    if (labels.find(dst.value) != nullptr) return trace_back(cluster, labels, src, dst);
+  }
+  const bool endpoints_in_nodes = cluster.device(src).kind != DeviceKind::FabricSwitch &&
+                                  cluster.device(dst).kind != DeviceKind::FabricSwitch;
+  if (!c.composite || !endpoints_in_nodes) {
+    DenseLabels labels(cluster.devices().size());
+    search(cluster, src, Level::Network, dst, labels);
+    if (labels.find(dst.value) == nullptr) return std::nullopt;
+    return trace_back(cluster, labels, src, dst);
+  }
+  // Across the network: src's PCIe side to one of its NICs, the fabric between the NICs' switches,
+  // and a NIC to dst. Each part is a widest-shortest path; the best combination is the route.
+  const auto local = [&](DeviceId d) -> const SparseLabels& {
+    auto it = c.local.find(d.value);
+    if (it == c.local.end()) {
+      SparseLabels labels;
+      search(cluster, d, Level::InterSocket, std::nullopt, labels);
+      it = c.local.emplace(d.value, std::move(labels)).first;
+    }
+    return it->second;
+  };
+  const SparseLabels& from = local(src);
+  const SparseLabels& to = local(dst);
+  const auto nics_of = [&](const SparseLabels& labels) {
+    std::vector<std::uint32_t> nics;
+    for (const auto& [v, label] : labels.labels) {
+      if (label.settled && cluster.devices()[v].kind == DeviceKind::Nic && !c.net_links[v].empty()) nics.push_back(v);
+    }
+    std::sort(nics.begin(), nics.end());
+    return nics;
+  };
+  struct Choice {
+    int hops = std::numeric_limits<int>::max();
+    double bandwidth = 0;
+    std::uint32_t src_nic = 0, dst_nic = 0;
+    LinkId up, down;
+  } best;
+  const auto src_nics = nics_of(from);
+  const auto dst_nics = nics_of(to);
+  for (const std::uint32_t n : src_nics) {
+    const Label& ln = *from.find(n);
+    for (const LinkId up : c.net_links[n]) {
+      const Link& e = cluster.link(up);
+      const DeviceId a = e.a.value == n ? e.b : e.a;
+      auto fit = c.fabric.find(c.switch_index[a.value]);
+      if (fit == c.fabric.end()) {
+        fit = c.fabric.emplace(c.switch_index[a.value], fabric_search(cluster, c.switch_index, c.net_links,
+                                                                      c.switches.size(), a)).first;
+      }
+      for (const std::uint32_t m : dst_nics) {
+        const Label& lm = *to.find(m);
+        for (const LinkId down : c.net_links[m]) {
+          if (down == up) continue;  // a switch does not send a NIC's traffic back out of the same port
+          const Link& f = cluster.link(down);
+          const DeviceId b = f.a.value == m ? f.b : f.a;
+          const Label& fab = fit->second[static_cast<std::size_t>(c.switch_index[b.value])];
+          if (!fab.settled) continue;
+          const int hops = ln.hops + 1 + fab.hops + 1 + lm.hops;
+          const double bw = std::min({ln.bandwidth, e.bandwidth.in_bytes_per_sec(), fab.bandwidth,
+                                      f.bandwidth.in_bytes_per_sec(), lm.bandwidth});
+          if (hops < best.hops || (hops == best.hops && bw > best.bandwidth)) {
+            best = {hops, bw, n, m, up, down};
+          }
+        }
+      }
+    }
+  }
+  if (best.hops == std::numeric_limits<int>::max()) return std::nullopt;
+  Route r;
+  r.src = src;
+  r.dst = dst;
+  path_to(cluster, from, src, DeviceId{best.src_nic}, r.hops, r.links);
+  const Link& e = cluster.link(best.up);
+  const DeviceId a = e.a.value == best.src_nic ? e.b : e.a;
+  r.links.push_back(best.up);
+  // The fabric part, switch a to switch b.
+  const Link& f = cluster.link(best.down);
+  const DeviceId b = f.a.value == best.dst_nic ? f.b : f.a;
+  {
+    const auto& fabric = c.fabric.at(c.switch_index[a.value]);
+    std::vector<DeviceId> switches{b};
+    std::vector<LinkId> links;
+    std::uint32_t v = b.value;
+    while (v != a.value) {
+      const auto l = static_cast<std::uint32_t>(fabric[static_cast<std::size_t>(c.switch_index[v])].pred_link);
+      links.push_back(LinkId{l});
+      const Link& link = cluster.links()[l];
+      v = link.a.value == v ? link.b.value : link.a.value;
+      switches.push_back(DeviceId{v});
+    }
+    r.hops.insert(r.hops.end(), switches.rbegin(), switches.rend());
+    r.links.insert(r.links.end(), links.rbegin(), links.rend());
+  }
+  r.links.push_back(best.down);
+  // dst's side, walked from the NIC: the reverse of the search from dst.
+  std::vector<DeviceId> tail_hops;
+  std::vector<LinkId> tail_links;
+  path_to(cluster, to, dst, DeviceId{best.dst_nic}, tail_hops, tail_links);
+  r.hops.insert(r.hops.end(), tail_hops.rbegin(), tail_hops.rend());
+  r.links.insert(r.links.end(), tail_links.rbegin(), tail_links.rend());
+  std::int64_t latency = 0;
+  for (const LinkId l : r.links) latency += cluster.link(l).latency.base();
+  r.latency = TimeNs::ns(latency);
+  r.bandwidth = BytesPerSec::bytes_per_sec(best.bandwidth);
+  r.path_class = classify(cluster, r);
+  return r;
+}
+
+std::vector<std::optional<Route>> routes_from(const Cluster& cluster, DeviceId src) {
+  RouteFinder finder(cluster);
+  std::vector<std::optional<Route>> out(cluster.devices().size());
+  for (const DeviceId g : cluster.gpus()) out[g.value] = finder.route(src, g);
   return out;
 }
 
 std::optional<Route> find_route(const Cluster& cluster, DeviceId src, DeviceId dst) {
-  for (const Level level : kLevels) {
-    const auto labels = search(cluster, src, level, dst);
-    if (labels[dst.value].settled) return trace_back(cluster, labels, src, dst);
-  }
-  return std::nullopt;
+  return RouteFinder(cluster).route(src, dst);
 }
 
 RouteTable::RouteTable(const Cluster& cluster, const std::vector<DeviceId>& sources) : cluster_(&cluster) {
   std::vector<DeviceId> todo = sources;
   if (todo.empty() && cluster.gpus().size() <= kPrecomputeAllLimit) todo = cluster.gpus();
-  for (const DeviceId s : todo) from_.emplace(s.value, routes_from(cluster, s));
+  RouteFinder finder(cluster);
+  for (const DeviceId s : todo) {
+    std::vector<std::optional<Route>> routes(cluster.devices().size());
+    for (const DeviceId g : cluster.gpus()) routes[g.value] = finder.route(s, g);
+    from_.emplace(s.value, std::move(routes));
+  }
 }
 
 std::optional<Route> RouteTable::route(DeviceId src, DeviceId dst) const {
-  if (const auto it = from_.find(src.value); it != from_.end()) return it->second.at(dst.value);
+  if (const auto it = from_.find(src.value); it != from_.end()) {
+    if (const auto& r = it->second.at(dst.value)) return r;
+  }
   return find_route(*cluster_, src, dst);
 }
 

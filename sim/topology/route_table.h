@@ -6,6 +6,7 @@
 /// bottleneck. GPUs do not forward traffic for other GPUs, and a NIC forwards only between its
 /// PCIe side and the network.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <unordered_map>
@@ -30,7 +31,25 @@ struct Route {
   PathClass path_class = PathClass::Local;
 };
 
-/// Routes from one device to every device it can reach. O((V + E) log V) per call.
+/// Finds routes, caching the searches it can reuse (node-local searches per device, shortest paths
+/// between fabric switches). Inside a node a route is a small search; across the network it joins
+/// the best path to one of the source's NICs, the fabric path between the two NICs' switches and the
+/// path from a NIC to the destination. Not thread-safe: one per thread.
+class RouteFinder {
+ public:
+  explicit RouteFinder(const Cluster& cluster);
+  ~RouteFinder();
+  RouteFinder(const RouteFinder&) = delete;
+  RouteFinder& operator=(const RouteFinder&) = delete;
+  [[nodiscard]] std::optional<Route> route(DeviceId src, DeviceId dst);
+
+ private:
+  struct Caches;
+  const Cluster* cluster_;
+  std::unique_ptr<Caches> caches_;
+};
+
+/// Routes from one device to every GPU (entries of other devices are empty).
 [[nodiscard]] std::vector<std::optional<Route>> routes_from(const Cluster& cluster, DeviceId src);
 /// One route, or nothing when dst is unreachable.
 [[nodiscard]] std::optional<Route> find_route(const Cluster& cluster, DeviceId src, DeviceId dst);

@@ -75,6 +75,16 @@ TEST(PlanCheck, ErrorsPointAtTheField) {
                         kP4d4, kGpt13b)
                 .find("in groups of 4"),
             std::string::npos);
+  // Megatron's group rule: groups smaller than the pipeline deadlock (p = 4, N = 2).
+  EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 4, virtual_stages: 2 }\nschedule: interleaved-1f1b\n"
+                        "batch: { microbatches: 8 }\nmicrobatch_group_size_per_vp_stage: 2\n",
+                        kP4d4, kGpt13b)
+                .find("need groups of at least 4"),
+            std::string::npos);
+  EXPECT_EQ(check_error("parallelism: { tensor: 8, pipeline: 4, virtual_stages: 2 }\nschedule: interleaved-1f1b\n"
+                        "batch: { microbatches: 10 }\nmicrobatch_group_size_per_vp_stage: 6\n",
+                        kP4d4, kGpt13b),
+            "<no error>");  // 10 = 6 + 4: the last group holds p microbatches
   EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 2 }\npartition: [0, 10, 30]\n", kP4d4, kGpt13b)
                 .find("end at the model's 40 layers"),
             std::string::npos);

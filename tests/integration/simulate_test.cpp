@@ -1,0 +1,569 @@
+// mpsim simulate end to end: the report of interface.md, what-ifs with --set and --sweep, the
+// Chrome trace, determinism, and bad overrides.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string repo(const std::string& relative) { return std::string(MPSIM_SOURCE_DIR) + "/" + relative; }
+
+/// A scratch folder of this test process.
+fs::path scratch() {
+  const fs::path dir = fs::temp_directory_path() / ("mpsim-simulate-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+/// Removes the scratch folder when the tests of this process are done.
+class RemoveScratch : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(fs::temp_directory_path() / ("mpsim-simulate-" + std::to_string(::getpid())), ignored);
+  }
+};
+[[maybe_unused]] const auto* const remove_scratch = ::testing::AddGlobalTestEnvironment(new RemoveScratch);
+
+/// Runs the mpsim binary with `args` (already shell-quoted where needed).
+CommandResult mpsim(const std::string& args) {
+  const std::string err_file = (scratch() / "stderr").string();
+  const std::string command = std::string(MPSIM_BINARY) + " " + args + " 2>" + err_file;
+  CommandResult run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_file);
+  run.err.assign(std::istreambuf_iterator<char>(err), {});
+  return run;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+/// `simulate` on the README's example: GPT-3 13B on four p4d.24xlarge, TP 8 x PP 2 x DP 2.
+std::string simulate(const std::string& extra = "", const std::string& topology = repo("topologies/4x-p4d.yaml")) {
+  return "simulate --topology " + topology + " --model " + repo("configs/models/gpt3-13b.yaml") + " --plan " +
+         repo("configs/plans/gpt3-13b-4x-p4d.yaml") + (extra.empty() ? "" : " " + extra);
+}
+
+/// Runs a simulate command with --json and parses its report; fails the test on a bad run.
+json report(const std::string& extra = "", const std::string& topology = repo("topologies/4x-p4d.yaml")) {
+  const CommandResult r = mpsim(simulate(extra + " --json", topology));
+  EXPECT_EQ(r.exit_code, 0) << extra << "\n" << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  if (r.exit_code != 0) return json::object();
+  return json::parse(r.out);
+}
+
+int lines(const std::string& text) { return static_cast<int>(std::count(text.begin(), text.end(), '\n')); }
+
+/// Bad input: exit code 2, nothing on stdout, one stderr line that starts with `prefix`.
+void expect_bad_input(const std::string& extra, const std::string& prefix, const std::string& contains = "") {
+  const CommandResult r = mpsim(simulate(extra + " --json"));
+  EXPECT_EQ(r.exit_code, 2) << extra << "\n" << r.out << r.err;
+  EXPECT_TRUE(r.out.empty()) << extra << "\n" << r.out;
+  EXPECT_EQ(lines(r.err), 1) << extra << "\n" << r.err;
+  EXPECT_EQ(r.err.rfind("mpsim: error: " + prefix, 0), 0u) << extra << "\n" << r.err;
+  if (!contains.empty()) {
+    EXPECT_NE(r.err.find(contains), std::string::npos) << extra << "\n" << r.err;
+  }
+}
+
+/// Equal JSON, numbers within a relative 1e-9.
+bool near_equal(const json& a, const json& b, std::string& where, const std::string& path = "") {
+  if (a.is_number() && b.is_number()) {
+    const double x = a.get<double>();
+    const double y = b.get<double>();
+    if (std::abs(x - y) <= 1e-9 * std::max({1.0, std::abs(x), std::abs(y)})) return true;
+    where = path + ": " + a.dump() + " vs " + b.dump();
+    return false;
+  }
+  if (a.type() != b.type()) {
+    where = path + ": " + a.dump() + " vs " + b.dump();
+    return false;
+  }
+  if (a.is_object()) {
+    if (a.size() != b.size()) {
+      where = path + ": different keys";
+      return false;
+    }
+    for (auto it = a.begin(); it != a.end(); ++it) {
+      if (!b.contains(it.key())) {
+        where = path + "." + it.key() + " missing";
+        return false;
+      }
+      if (!near_equal(it.value(), b[it.key()], where, path + "." + it.key())) return false;
+    }
+    return true;
+  }
+  if (a.is_array()) {
+    if (a.size() != b.size()) {
+      where = path + ": " + std::to_string(a.size()) + " vs " + std::to_string(b.size()) + " elements";
+      return false;
+    }
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      if (!near_equal(a[i], b[i], where, path + "[" + std::to_string(i) + "]")) return false;
+    }
+    return true;
+  }
+  if (a != b) where = path + ": " + a.dump() + " vs " + b.dump();
+  return a == b;
+}
+
+double step_time(const json& r) { return r.value("step_time_s", -1.0); }
+
+TEST(Simulate, JsonReportContract) {
+  const json r = report();
+  ASSERT_TRUE(r.is_object());
+  for (const char* key : {"step_time_s", "bubble_fraction", "tflops_per_gpu", "mfu", "devices", "links", "plan"}) {
+    ASSERT_TRUE(r.contains(key)) << key;
+  }
+  ASSERT_TRUE(r["step_time_s"].is_number());
+  EXPECT_GT(r["step_time_s"].get<double>(), 0);
+  ASSERT_TRUE(r["bubble_fraction"].is_number());
+  EXPECT_GE(r["bubble_fraction"].get<double>(), 0);
+  EXPECT_LE(r["bubble_fraction"].get<double>(), 1);
+  ASSERT_TRUE(r["tflops_per_gpu"].is_number());
+  EXPECT_GT(r["tflops_per_gpu"].get<double>(), 0);
+  // An A100 peaks at 312 TFLOP/s in bf16: model FLOPs per GPU cannot exceed it.
+  EXPECT_LT(r["tflops_per_gpu"].get<double>(), 312);
+  ASSERT_TRUE(r["mfu"].is_number());
+  EXPECT_GT(r["mfu"].get<double>(), 0);
+  EXPECT_LT(r["mfu"].get<double>(), 1);
+  EXPECT_NEAR(r["mfu"].get<double>(), r["tflops_per_gpu"].get<double>() / 312, 1e-6);
+
+  ASSERT_TRUE(r["devices"].is_array());
+  ASSERT_EQ(r["devices"].size(), 32u);
+  std::set<std::string> ids;
+  std::map<int, int> per_stage;
+  const std::regex gpu_name(R"(node[0-3]/gpu[0-7])");
+  for (const auto& d : r["devices"]) {
+    for (const char* key : {"id", "stage", "busy_s", "idle_s", "bubble_fraction", "peak_memory_bytes", "oom"}) {
+      ASSERT_TRUE(d.contains(key)) << key << " in " << d.dump();
+    }
+    ASSERT_TRUE(d["id"].is_string());
+    EXPECT_TRUE(std::regex_match(d["id"].get<std::string>(), gpu_name)) << d["id"];
+    ids.insert(d["id"].get<std::string>());
+    ASSERT_TRUE(d["stage"].is_number_integer());
+    ++per_stage[d["stage"].get<int>()];
+    EXPECT_TRUE(d["busy_s"].is_number());
+    EXPECT_TRUE(d["idle_s"].is_number());
+    EXPECT_TRUE(d["bubble_fraction"].is_number());
+    EXPECT_TRUE(d["peak_memory_bytes"].is_number_integer());
+    EXPECT_GT(d["peak_memory_bytes"].get<std::int64_t>(), 0);
+    EXPECT_TRUE(d["oom"].is_boolean());
+    EXPECT_FALSE(d["oom"].get<bool>());  // 13B over 16-way model parallelism fits in 40 GB
+    EXPECT_GT(d["busy_s"].get<double>(), 0);
+    EXPECT_GE(d["idle_s"].get<double>(), 0);
+  }
+  EXPECT_EQ(ids.size(), 32u);  // every GPU once
+  EXPECT_EQ(per_stage, (std::map<int, int>{{0, 16}, {1, 16}}));
+
+  ASSERT_TRUE(r["links"].is_array());
+  EXPECT_FALSE(r["links"].empty());  // pipeline sends and data-parallel reductions cross links
+  for (const auto& l : r["links"]) {
+    ASSERT_TRUE(l.contains("id") && l.contains("bytes") && l.contains("busy_s")) << l.dump();
+    EXPECT_TRUE(l["id"].is_string());
+    EXPECT_TRUE(l["bytes"].is_number_integer());
+    EXPECT_GE(l["bytes"].get<std::int64_t>(), 0);
+    EXPECT_TRUE(l["busy_s"].is_number());
+    EXPECT_GE(l["busy_s"].get<double>(), 0);
+    EXPECT_LE(l["busy_s"].get<double>(), r["step_time_s"].get<double>() * (1 + 1e-9));
+  }
+
+  const json& p = r["plan"];
+  ASSERT_TRUE(p.is_object());
+  EXPECT_EQ(p["tensor"], 8);
+  EXPECT_EQ(p["pipeline"], 2);
+  EXPECT_EQ(p["data"], 2);
+  EXPECT_EQ(p["virtual_stages"], 1);
+  EXPECT_EQ(p["microbatches"], 128);  // global 256 / (micro 1 x data 2)
+  EXPECT_EQ(p["micro_batch_size"], 1);
+  EXPECT_EQ(p["schedule"], "1f1b");
+}
+
+TEST(Simulate, JsonKeysInInterfaceOrder) {
+  const CommandResult r = mpsim(simulate("--json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::ordered_json::parse(r.out);
+  std::vector<std::string> keys;
+  for (const auto& [key, value] : j.items()) keys.push_back(key);
+  std::size_t last = 0;
+  for (const char* key : {"step_time_s", "bubble_fraction", "tflops_per_gpu", "mfu", "devices", "links", "plan"}) {
+    const auto it = std::find(keys.begin(), keys.end(), key);
+    ASSERT_NE(it, keys.end()) << key;
+    EXPECT_GE(static_cast<std::size_t>(it - keys.begin()), last) << key;
+    last = static_cast<std::size_t>(it - keys.begin());
+  }
+}
+
+TEST(Simulate, BusyPlusIdleIsTheStep) {
+  const json r = report();
+  ASSERT_TRUE(r.contains("devices"));
+  const double step = step_time(r);
+  double idle = 0;
+  for (const auto& d : r["devices"]) {
+    const double busy = d["busy_s"].get<double>();
+    const double idle_s = d["idle_s"].get<double>();
+    EXPECT_NEAR(busy + idle_s, step, 1e-9) << d["id"];
+    EXPECT_NEAR(d["bubble_fraction"].get<double>(), idle_s / step, 1e-9) << d["id"];
+    idle += idle_s;
+  }
+  // The step's bubble fraction is the idle share of all devices' time.
+  EXPECT_NEAR(r["bubble_fraction"].get<double>(), idle / (step * static_cast<double>(r["devices"].size())), 1e-9);
+}
+
+TEST(Simulate, HalfTheMicrobatches) {
+  const json base = report();
+  const json half = report("--set plan.microbatches=64");
+  ASSERT_TRUE(half.contains("plan"));
+  EXPECT_EQ(half["plan"]["microbatches"], 64);
+  EXPECT_EQ(half["plan"]["micro_batch_size"], 1);  // keeps the microbatch size...
+  ASSERT_TRUE(half["plan"].contains("global_batch"));
+  EXPECT_EQ(half["plan"]["global_batch"].get<int>() * 2, base["plan"]["global_batch"].get<int>());  // ...halves the batch
+  EXPECT_EQ(base["plan"]["global_batch"], 256);
+  EXPECT_NE(step_time(half), step_time(base));
+  EXPECT_LT(step_time(half), step_time(base));  // half the work
+  EXPECT_GT(step_time(half), step_time(base) / 2);  // the bubble does not shrink with it
+  // The same what-if spelled as the global batch.
+  std::string where;
+  EXPECT_TRUE(near_equal(report("--set plan.global_batch=128"), half, where)) << where;
+}
+
+TEST(Simulate, MicroBatchSizeKeepsTheGlobalBatch) {
+  const json r = report("--set plan.micro_batch=2");
+  ASSERT_TRUE(r.contains("plan"));
+  EXPECT_EQ(r["plan"]["micro_batch_size"], 2);
+  EXPECT_EQ(r["plan"]["microbatches"], 64);
+  EXPECT_EQ(r["plan"]["global_batch"], 256);
+}
+
+TEST(Simulate, LaterSetWins) {
+  const json r = report("--set plan.microbatches=16 --set plan.microbatches=32");
+  ASSERT_TRUE(r.contains("plan"));
+  EXPECT_EQ(r["plan"]["microbatches"], 32);
+}
+
+TEST(Simulate, FullPathAndShorthandAgree) {
+  std::string where;
+  EXPECT_TRUE(near_equal(report("--set plan.batch.global=128"), report("--set plan.microbatches=64"), where)) << where;
+  EXPECT_TRUE(near_equal(report("--set plan.parallelism.virtual_stages=2 --set plan.schedule=interleaved-1f1b"),
+                         report("--set plan.virtual_stages=2 --set plan.schedule=interleaved-1f1b"), where))
+      << where;
+}
+
+TEST(Simulate, SlowerNicsMakeTheStepSlower) {
+  const json base = report();
+  // 4x-p4d.yaml takes its node from p4d.24xlarge.yaml (node_from): topology.node.* edits that node.
+  const json slow = report("--set 'topology.node.nics.bandwidth=25 Gb/s'");
+  EXPECT_GT(step_time(slow), step_time(base) * (1 + 1e-6));
+  // Every GPU's own compute is unchanged; only waiting grows.
+  ASSERT_EQ(slow["devices"].size(), base["devices"].size());
+  // Never faster, whatever the bandwidth below the shipped 100 Gb/s.
+  double previous = step_time(base);
+  for (const char* bandwidth : {"50 Gb/s", "25 Gb/s", "10 Gb/s"}) {
+    const json r = report(std::string("--set 'topology.node.nics.bandwidth=") + bandwidth + "'");
+    EXPECT_GE(step_time(r), previous * (1 - 1e-12)) << bandwidth;
+    previous = step_time(r);
+  }
+  // Faster NICs never make it slower.
+  EXPECT_LE(step_time(report("--set 'topology.node.nics.bandwidth=400 Gb/s'")), step_time(base) * (1 + 1e-12));
+}
+
+TEST(Simulate, ShortFormTopologyPathsArePrefixed) {
+  const fs::path topology = scratch() / "short-form.yaml";
+  std::ofstream(topology) << "cluster:\n"
+                             "  nodes: 4\n"
+                             "  gpus_per_node: 8\n"
+                             "  gpu: a100-40gb\n"
+                             "  intra_node: { kind: nvswitch, bandwidth: \"300 GB/s\", latency: \"2 us\" }\n"
+                             "  inter_node: { kind: infiniband, bandwidth: \"100 Gb/s\", latency: \"5 us\", "
+                             "nics_per_node: 4 }\n";
+  const json base = report("", topology.string());
+  const json short_path = report("--set 'topology.inter_node.bandwidth=25 Gb/s'", topology.string());
+  const json full_path = report("--set 'topology.cluster.inter_node.bandwidth=25 Gb/s'", topology.string());
+  EXPECT_GT(step_time(short_path), step_time(base));
+  std::string where;
+  EXPECT_TRUE(near_equal(short_path, full_path, where)) << where;
+  // An error in the overridden value names the flag, with the full field path.
+  const CommandResult r = mpsim(simulate("--set topology.inter_node.bandwidth=fast", topology.string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("mpsim: error: --set topology.inter_node.bandwidth=fast: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("cluster.inter_node.bandwidth"), std::string::npos) << r.err;
+  fs::remove(topology);
+}
+
+TEST(Simulate, ModelOverride) {
+  const json base = report();
+  const json shallow = report("--set model.model.layers=20");
+  EXPECT_LT(step_time(shallow), step_time(base));
+  EXPECT_GT(step_time(shallow), 0);
+}
+
+TEST(Simulate, SweepJson) {
+  const CommandResult r = mpsim(simulate("--sweep plan.microbatches=16,32,64 --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["sweep"], "plan.microbatches");
+  ASSERT_TRUE(j["runs"].is_array());
+  ASSERT_EQ(j["runs"].size(), 3u);
+  const std::vector<std::string> values = {"16", "32", "64"};
+  double previous = 0;
+  for (std::size_t i = 0; i < 3; ++i) {
+    const json& run = j["runs"][i];
+    EXPECT_EQ(run["value"], values[i]);
+    ASSERT_TRUE(run["report"].is_object());
+    EXPECT_EQ(run["report"]["plan"]["microbatches"], std::stoi(values[i]));
+    EXPECT_GT(step_time(run["report"]), previous) << values[i];
+    previous = step_time(run["report"]);
+    // A sweep run is the same as the single run with --set.
+    std::string where;
+    EXPECT_TRUE(near_equal(run["report"], report("--set plan.microbatches=" + values[i]), where)) << where;
+  }
+}
+
+TEST(Simulate, SweepTable) {
+  const CommandResult r = mpsim(simulate("--sweep plan.microbatches=16,32,64"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  EXPECT_FALSE(json::accept(r.out)) << r.out;
+  std::istringstream in(r.out);
+  std::vector<std::string> rows;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) rows.push_back(line);
+  }
+  ASSERT_EQ(rows.size(), 4u) << r.out;  // a header and one row per value
+  EXPECT_NE(rows[0].find("plan.microbatches"), std::string::npos) << rows[0];
+  EXPECT_NE(rows[0].find("step time"), std::string::npos) << rows[0];
+  EXPECT_EQ(rows[1].rfind("16", 0), 0u) << rows[1];
+  EXPECT_EQ(rows[2].rfind("32", 0), 0u) << rows[2];
+  EXPECT_EQ(rows[3].rfind("64", 0), 0u) << rows[3];
+}
+
+TEST(Simulate, HumanReport) {
+  const CommandResult r = mpsim(simulate());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  EXPECT_FALSE(json::accept(r.out)) << r.out;
+  EXPECT_NE(r.out.find("TP 8 x PP 2 x DP 2"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("step time"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("MFU"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("node0/gpu0"), std::string::npos) << r.out;
+  // Readable units, not raw SI numbers.
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(step time\s+[0-9.]+ (s|ms))"))) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"([0-9.]+ GiB)"))) << r.out;
+}
+
+TEST(Simulate, TraceFile) {
+  const fs::path trace = scratch() / "trace.json";
+  fs::remove(trace);
+  const CommandResult r = mpsim(simulate("--json --trace " + trace.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_TRUE(fs::exists(trace));
+  const json j = json::parse(read_file(trace));
+  ASSERT_TRUE(j.contains("traceEvents"));
+  ASSERT_TRUE(j["traceEvents"].is_array());
+  ASSERT_TRUE(j.contains("mpsim"));
+  // The embedded report is the --json report, and recording the timeline does not change it.
+  EXPECT_EQ(j["mpsim"], json::parse(r.out));
+  std::string where;
+  EXPECT_TRUE(near_equal(j["mpsim"], report(), where)) << where;
+
+  std::map<int, std::string> process_names;
+  std::map<std::pair<int, int>, std::string> thread_names;
+  std::size_t x_events = 0;
+  std::map<std::string, int> per_cat;
+  const double step_us = step_time(j["mpsim"]) * 1e6;
+  const std::regex compute_name(R"([FBIW]\d+\.\d+)");
+  for (const auto& e : j["traceEvents"]) {
+    ASSERT_TRUE(e.contains("ph")) << e.dump();
+    if (e["ph"] == "M") {
+      if (e["name"] == "process_name") {
+        EXPECT_EQ(process_names.count(e["pid"]), 0u) << "process named twice: " << e.dump();
+        process_names[e["pid"]] = e["args"]["name"];
+      }
+      if (e["name"] == "thread_name") {
+        const std::pair<int, int> key{e["pid"], e["tid"]};
+        EXPECT_EQ(thread_names.count(key), 0u) << "thread named twice: " << e.dump();
+        thread_names[key] = e["args"]["name"];
+      }
+      continue;
+    }
+    ASSERT_EQ(e["ph"], "X") << e.dump();
+    ++x_events;
+    for (const char* key : {"name", "cat", "ts", "dur", "pid", "tid", "args"}) ASSERT_TRUE(e.contains(key)) << e.dump();
+    for (const char* key : {"mb", "chunk", "stage", "bytes"}) ASSERT_TRUE(e["args"].contains(key)) << e.dump();
+    EXPECT_TRUE(e["ts"].is_number());
+    EXPECT_TRUE(e["dur"].is_number());
+    EXPECT_GE(e["ts"].get<double>(), 0) << e.dump();
+    EXPECT_GE(e["dur"].get<double>(), 0) << e.dump();
+    EXPECT_LE(e["ts"].get<double>() + e["dur"].get<double>(), step_us + 1e-3) << e.dump();
+    const std::string cat = e["cat"];
+    ++per_cat[cat];
+    if (cat == "forward" || cat == "backward") {
+      const std::string name = e["name"];
+      EXPECT_TRUE(std::regex_match(name, compute_name)) << name;
+      EXPECT_EQ(name, std::string(cat == "forward" ? "F" : "B") + std::to_string(e["args"]["mb"].get<int>()) + "." +
+                          std::to_string(e["args"]["chunk"].get<int>()));
+      EXPECT_GE(e["args"]["mb"].get<int>(), 0);
+      EXPECT_LT(e["args"]["mb"].get<int>(), 128);
+      EXPECT_EQ(e["args"]["chunk"], 0);  // one chunk per stage without virtual stages
+      EXPECT_GE(e["args"]["stage"].get<int>(), 0);
+      EXPECT_LT(e["args"]["stage"].get<int>(), 2);
+    }
+  }
+  EXPECT_GT(x_events, 0u);
+  EXPECT_FALSE(process_names.empty());
+  EXPECT_FALSE(thread_names.empty());
+  for (const auto& [pid, name] : process_names) {
+    EXPECT_TRUE(std::regex_match(name, std::regex(R"(node\d+|links|fabric.*)"))) << name;
+  }
+  // Every microbatch's forward and backward on each of the two pipeline stages, at least.
+  EXPECT_GE(per_cat["forward"], 2 * 128);
+  EXPECT_GE(per_cat["backward"], 2 * 128);
+  // Every X event sits on a named thread of a named process.
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const std::pair<int, int> key{e["pid"], e["tid"]};
+    EXPECT_EQ(thread_names.count(key), 1u) << e.dump();
+    EXPECT_EQ(process_names.count(key.first), 1u) << e.dump();
+  }
+  fs::remove(trace);
+}
+
+TEST(Simulate, Deterministic) {
+  const fs::path a = scratch() / "a.json";
+  const fs::path b = scratch() / "b.json";
+  const CommandResult first = mpsim(simulate("--json --trace " + a.string()));
+  const CommandResult second = mpsim(simulate("--json --trace " + b.string()));
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  ASSERT_EQ(second.exit_code, 0) << second.err;
+  EXPECT_EQ(first.out, second.out);
+  const std::string trace_a = read_file(a);
+  EXPECT_FALSE(trace_a.empty());
+  EXPECT_TRUE(trace_a == read_file(b)) << "trace files differ";
+  const CommandResult sweep1 = mpsim(simulate("--sweep plan.microbatches=16,32 --json"));
+  const CommandResult sweep2 = mpsim(simulate("--sweep plan.microbatches=16,32 --json"));
+  EXPECT_EQ(sweep1.out, sweep2.out);
+  fs::remove(a);
+  fs::remove(b);
+}
+
+TEST(Simulate, UnfoldGivesTheSameReport) {
+  // The two data-parallel replicas are alike: simulating one for both changes nothing.
+  std::string where;
+  EXPECT_TRUE(near_equal(report("--unfold"), report(), where)) << where;
+}
+
+TEST(Simulate, BadSetNamesTheFlag) {
+  expect_bad_input("--set plan.tensor=0", "--set plan.tensor=0: ", "must be at least 1, got 0");
+  expect_bad_input("--set plan.nosuch=3", "--set plan.nosuch=3: ", "unknown field 'nosuch'");
+  expect_bad_input("--set banana.x=1", "--set banana.x=1: ", "unknown target 'banana'");
+  expect_bad_input("--set plan.microbatches", "--set plan.microbatches: ", "expected TARGET.PATH=VALUE");
+  expect_bad_input("--set topology.node.nics.bandwidth=fast", "--set topology.node.nics.bandwidth=fast: ",
+                   "'fast' is not a bandwidth");
+  expect_bad_input("--set plan.microbatches=", "--set plan.microbatches=: ", "the value is empty");
+  expect_bad_input("--set plan.microbatches=abc", "--set plan.microbatches=abc: ", "not an integer");
+  expect_bad_input("--set plan.schedule=2f2b", "--set plan.schedule=2f2b: ", "unknown value '2f2b'");
+  expect_bad_input("--set plan.data=4", "--set plan.data=4: ", "64 GPUs, but the cluster has 32");
+  expect_bad_input("--set 'plan.parallelism=[1,2'", "--set plan.parallelism=[1,2: ", "not YAML");
+  expect_bad_input("--set 'plan.partition[7]=3'", "--set plan.partition[7]=3: ");
+  expect_bad_input("--set plan.parallelism.tensor.x=1", "--set plan.parallelism.tensor.x=1: ", "not a mapping");
+  expect_bad_input("--set model.model.layers=-1", "--set model.model.layers=-1: ", "must be at least 1, got -1");
+  expect_bad_input("--set topology.fabric.kind=torus", "--set topology.fabric.kind=torus: ", "unknown value 'torus'");
+  expect_bad_input("--set 'topology.node.links[0].bandwidth=-1 GB/s'", "--set topology.node.links[0].bandwidth=-1 GB/s: ",
+                   "must not be negative");
+  // Only the bad one of several is named.
+  expect_bad_input("--set plan.microbatches=32 --set plan.zero=7", "--set plan.zero=7: ", "at most 3");
+}
+
+TEST(Simulate, MisspelledKeyInsideThePathNamesTheFlag) {
+  // The override creates the misspelled mapping itself, so the file has no line to point at.
+  expect_bad_input("--set plan.nosuch.x=1", "--set plan.nosuch.x=1: ", "unknown field 'nosuch'");
+  expect_bad_input("--set plan.batch.glob.x=1", "--set plan.batch.glob.x=1: ", "unknown field 'glob'");
+  expect_bad_input("--set model.model.hiden.x=1", "--set model.model.hiden.x=1: ", "unknown field 'hiden'");
+  expect_bad_input("--set topology.node.nic.count=2", "--set topology.node.nic.count=2: ", "unknown field 'nic'");
+  expect_bad_input("--set topology.fabric.knd.x=1", "--set topology.fabric.knd.x=1: ", "unknown field 'knd'");
+}
+
+TEST(Simulate, ClusterPathOnAFullTopologyNamesTheFlag) {
+  // 4x-p4d.yaml is not the short form: a 'cluster.' path cannot apply to it.
+  expect_bad_input("--set topology.cluster.nodes=2", "--set topology.cluster.nodes=2: ", "cluster");
+}
+
+TEST(Simulate, SweepWithABadValueNamesIt) {
+  const CommandResult r = mpsim(simulate("--sweep plan.microbatches=16,abc,64"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("mpsim: error: --sweep plan.microbatches=abc: ", 0), 0u) << r.err;
+  expect_bad_input("--sweep plan.microbatches", "--sweep plan.microbatches: ");
+  expect_bad_input("--sweep plan.microbatches=0,16", "--sweep plan.microbatches=0: ", "must be at least 1");
+  expect_bad_input("--sweep banana.x=1,2", "--sweep banana.x=1: ", "unknown target");
+}
+
+TEST(Simulate, TraceDoesNotCombineWithSweep) {
+  const fs::path trace = scratch() / "sweep-trace.json";
+  fs::remove(trace);
+  const CommandResult r = mpsim(simulate("--sweep plan.microbatches=16,32 --trace " + trace.string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(lines(r.err), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("mpsim: error: --trace", 0), 0u) << r.err;
+  EXPECT_FALSE(fs::exists(trace));
+}
+
+TEST(Simulate, BadRunWritesNoTrace) {
+  const fs::path trace = scratch() / "bad-trace.json";
+  fs::remove(trace);
+  const CommandResult r = mpsim(simulate("--set plan.tensor=0 --trace " + trace.string()));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_FALSE(fs::exists(trace));
+}
+
+TEST(Simulate, MissingInputsAreBadInput) {
+  const CommandResult no_plan = mpsim("simulate --topology " + repo("topologies/4x-p4d.yaml") + " --model " +
+                                      repo("configs/models/gpt3-13b.yaml"));
+  EXPECT_EQ(no_plan.exit_code, 2);
+  const CommandResult no_file = mpsim(simulate("", "/no/such/topology.yaml"));
+  EXPECT_EQ(no_file.exit_code, 2);
+  EXPECT_EQ(lines(no_file.err), 1) << no_file.err;
+  EXPECT_EQ(no_file.err.rfind("mpsim: error: /no/such/topology.yaml", 0), 0u) << no_file.err;
+}
+
+}  // namespace
