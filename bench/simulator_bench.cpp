@@ -1,7 +1,7 @@
 // Whole-step simulations of GPT-3 175B (1F1B, micro batch 1, 64 microbatches per pipeline) on DGX H100
 // clusters of growing size. The cluster, model and plan are loaded outside the timed loop, so the time is
 // what engine::simulate costs: the cost model, program building and the discrete-event run.
-#include <cstdint>
+#include <cstddef>
 #include <string>
 
 #include <benchmark/benchmark.h>
@@ -55,15 +55,16 @@ struct Scale {
   int pipeline;
 };
 
-void set_counters(benchmark::State& state, const engine::Prediction& prediction, const topology::Cluster& cluster,
-                  const plan::Plan& plan) {
+void set_counters(benchmark::State& state, const engine::Prediction& prediction, std::size_t gpus, int data) {
   const auto events = static_cast<double>(prediction.events);
   state.counters["events"] = events;
   state.counters["flows"] = static_cast<double>(prediction.flows);
-  state.counters["events_per_s"] = benchmark::Counter(events * static_cast<double>(state.iterations()),
-                                                      benchmark::Counter::kIsRate);
-  state.counters["gpus"] = static_cast<double>(cluster.gpus().size());
-  state.counters["dp"] = plan.data;
+  state.counters["events_per_s"] =
+      benchmark::Counter(events * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
+  state.counters["gpus"] = static_cast<double>(gpus);
+  state.counters["dp"] = data;
+  // The predicted step time: folded and unfolded runs of one scale must agree on it.
+  state.counters["step_s"] = prediction.report.step_time_s;
 }
 
 /// One training step simulated; only engine::simulate is timed.
@@ -78,30 +79,24 @@ void BM_SimulateStep(benchmark::State& state, Scale scale, bool fold_replicas) {
     prediction = engine::simulate(cluster, model, plan, options);
     benchmark::DoNotOptimize(prediction);
   }
-  set_counters(state, prediction, cluster, plan);
+  set_counters(state, prediction, cluster.gpus().size(), plan.data);
 }
 
 /// The 4096-GPU step end to end: loading the topology, model and plan, then simulating.
 void BM_LoadAndSimulate4096(benchmark::State& state) {
-  std::uint64_t events = 0;
-  std::uint64_t flows = 0;
-  double gpus = 0;
+  engine::Prediction prediction;
+  std::size_t gpus = 0;
+  int data = 0;
   for (auto _ : state) {
     const auto cluster = dgx_h100_cluster(512);
     const auto model = gpt3_175b();
     const auto plan = gpt3_plan(8, 16, cluster, model);
-    const auto prediction = engine::simulate(cluster, model, plan);
+    prediction = engine::simulate(cluster, model, plan);
     benchmark::DoNotOptimize(prediction);
-    events = prediction.events;
-    flows = prediction.flows;
-    gpus = static_cast<double>(cluster.gpus().size());
+    gpus = cluster.gpus().size();
+    data = plan.data;
   }
-  state.counters["events"] = static_cast<double>(events);
-  state.counters["flows"] = static_cast<double>(flows);
-  state.counters["events_per_s"] =
-      benchmark::Counter(static_cast<double>(events) * static_cast<double>(state.iterations()),
-                         benchmark::Counter::kIsRate);
-  state.counters["gpus"] = gpus;
+  set_counters(state, prediction, gpus, data);
 }
 
 constexpr Scale kGpus8{1, 8, 1};

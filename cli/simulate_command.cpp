@@ -75,7 +75,9 @@ void print_report(const Inputs& in, const trace::Report& r) {
   std::cout << stages.render();
   if (!r.links.empty()) {
     std::vector<trace::LinkReport> links = r.links;
-    std::stable_sort(links.begin(), links.end(), [](const auto& a, const auto& b) { return a.busy_s > b.busy_s; });
+    std::stable_sort(links.begin(), links.end(), [](const auto& a, const auto& b) {
+      return a.busy_s != b.busy_s ? a.busy_s > b.busy_s : a.bytes > b.bytes;
+    });
     std::cout << "\nBusiest links:\n";
     Table table;
     table.add_row({"link", "busy", "traffic"});

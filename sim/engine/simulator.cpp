@@ -78,6 +78,7 @@ class Simulation {
     std::size_t cursor = 0;
     bool computing = false;
     std::optional<std::uint64_t> waiting_for;  // message key a Recv blocks on
+    std::int64_t waiting_since = 0;
     std::unordered_set<std::uint64_t> arrived;
     int collectives_issued = 0;
     int collectives_done = 0;
@@ -89,7 +90,8 @@ class Simulation {
     std::int64_t last_end = 0;
     std::int64_t finish = 0;
     std::uint32_t compute_lane = 0;
-    std::uint32_t comm_lane = 0;
+    std::uint32_t send_lane = 0;
+    std::uint32_t recv_lane = 0;
     std::uint32_t collective_lane = 0;
   };
   struct Collective {
@@ -126,9 +128,15 @@ class Simulation {
   using Event = std::variant<ComputeDone, FlowActivate, FlowDone>;
 
   struct PendingFlow {
-    std::vector<Usage> usage;
+    const std::vector<Usage>* usage;  // owned by transfer_usage_
     Bytes bytes;
     Payload payload;
+  };
+  struct LiveFlow {
+    Payload payload;
+    std::int64_t activated;
+    const std::vector<Usage>* usage;
+    Bytes bytes;
   };
 
   int actor_index(int rank, int replica) const { return rank * replicas_ + replica; }
@@ -143,6 +151,7 @@ class Simulation {
   void start_compute(Actor& actor, const Op& op);
   void on_flow_done(FlowNetwork::FlowId flow);
   void deliver(const PointToPoint& message);
+  void record_link_spans(const LiveFlow& flow);
   void try_start_collective(int rank);
   void finish_collective(std::size_t id);
   void reschedule(const std::vector<FlowNetwork::FlowId>& flows);
@@ -168,7 +177,7 @@ class Simulation {
   std::vector<bool> collective_busy_;             // by rank
   std::vector<std::size_t> next_collective_;      // by rank: index into collectives_of_rank_
   std::vector<PendingFlow> pending_flows_;
-  std::unordered_map<FlowNetwork::FlowId, std::pair<Payload, std::int64_t>> live_flows_;  // payload, activation time
+  std::unordered_map<FlowNetwork::FlowId, LiveFlow> live_flows_;
   topology::RouteFinder routes_finder_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, topology::Route> routes_;
   std::map<std::vector<std::pair<DeviceId, DeviceId>>, std::pair<std::vector<Usage>, TimeNs>> transfer_usage_;
@@ -211,7 +220,7 @@ void Simulation::start_transfer(const std::vector<std::pair<DeviceId, DeviceId>>
     merge_usage(usage);
     cached = transfer_usage_.emplace(pairs, std::make_pair(std::move(usage), latency)).first;
   }
-  pending.usage = cached->second.first;
+  pending.usage = &cached->second.first;
   pending_flows_.push_back(std::move(pending));
   queue_.push(TimeNs::ns(now_) + cached->second.second * rounds, FlowActivate{pending_flows_.size() - 1});
 }
@@ -325,8 +334,20 @@ void Simulation::advance(int index) {
         const int vs = schedule::virtual_stage(program_.shape, actor.rank, op.chunk);
         const std::uint64_t key = message_key(op.kind == OpKind::RecvGrad, op.microbatch, vs);
         if (actor.arrived.erase(key) == 0) {
+          if (actor.waiting_for != key) actor.waiting_since = now_;
           actor.waiting_for = key;
           return;
+        }
+        if (actor.waiting_for == key && options_.record_timeline && now_ > actor.waiting_since) {
+          trace::Span span;  // the time this rank waited for the data
+          span.lane = actor.recv_lane;
+          span.kind = trace::SpanKind::Recv;
+          span.start_ns = actor.waiting_since;
+          span.end_ns = now_;
+          span.microbatch = static_cast<std::int32_t>(op.microbatch);
+          span.chunk = op.chunk;
+          span.stage = vs;
+          timeline_.spans.push_back(span);
         }
         actor.waiting_for.reset();
         ++actor.cursor;
@@ -434,7 +455,8 @@ Prediction Simulation::run() {
         const std::string process = fmt::format("node{}", info.node);
         const std::string local = info.name.substr(info.name.find('/') + 1);
         a.compute_lane = add_lane(process, local + " compute");
-        a.comm_lane = add_lane(process, local + " p2p");
+        a.send_lane = add_lane(process, local + " send");
+        a.recv_lane = add_lane(process, local + " recv wait");
         a.collective_lane = add_lane(process, local + " collectives");
       }
     }
@@ -452,9 +474,9 @@ Prediction Simulation::run() {
       advance(done->actor);
     } else if (const auto* activate = std::get_if<FlowActivate>(&event)) {
       PendingFlow& pending = pending_flows_[activate->pending];
-      const auto changed = network_.start(TimeNs::ns(now_), std::move(pending.usage), pending.bytes);
+      const auto changed = network_.start(TimeNs::ns(now_), *pending.usage, pending.bytes);
       const FlowNetwork::FlowId id = static_cast<FlowNetwork::FlowId>(network_.flows_started() - 1);
-      live_flows_.emplace(id, std::make_pair(std::move(pending.payload), now_));
+      live_flows_.emplace(id, LiveFlow{std::move(pending.payload), now_, pending.usage, pending.bytes});
       reschedule(changed);
     } else if (const auto* flow_done = std::get_if<FlowDone>(&event)) {
       if (!live_flows_.contains(flow_done->flow) || network_.version(flow_done->flow) != flow_done->version) continue;
@@ -477,13 +499,13 @@ Prediction Simulation::run() {
 
 void Simulation::on_flow_done(FlowNetwork::FlowId flow) {
   auto node = live_flows_.extract(flow);
-  const Payload payload = std::move(node.mapped().first);
-  const std::int64_t activated = node.mapped().second;
+  const Payload payload = std::move(node.mapped().payload);
   reschedule(network_.finish(TimeNs::ns(now_), flow));
+  if (options_.record_timeline) record_link_spans(node.mapped());
   if (const auto* p2p = std::get_if<PointToPoint>(&payload)) {
     if (options_.record_timeline) {
       trace::Span span;
-      span.lane = actors_[static_cast<std::size_t>(p2p->from_actor)].comm_lane;
+      span.lane = actors_[static_cast<std::size_t>(p2p->from_actor)].send_lane;
       span.kind = trace::SpanKind::Send;
       span.start_ns = p2p->issued_ns;
       span.end_ns = now_;
@@ -497,7 +519,6 @@ void Simulation::on_flow_done(FlowNetwork::FlowId flow) {
     deliver(*p2p);
     return;
   }
-  (void)activated;
   const std::size_t id = std::get<CollectivePayload>(payload).collective;
   Collective& c = collectives_[id];
   ++c.round;
@@ -507,6 +528,29 @@ void Simulation::on_flow_done(FlowNetwork::FlowId flow) {
     return;
   }
   finish_collective(id);
+}
+
+/// A span on every link the flow crossed, from the time it began to move to its end.
+void Simulation::record_link_spans(const LiveFlow& flow) {
+  std::size_t previous = SIZE_MAX;
+  for (const Usage& u : *flow.usage) {
+    const std::size_t link = u.resource / 2;
+    if (link == previous) continue;  // both directions of a link share its lane
+    previous = link;
+    auto lane = link_lanes_.find(link);
+    if (lane == link_lanes_.end()) {
+      const topology::Link& l = cluster_.links()[link];
+      const int node = cluster_.device(l.a).node >= 0 ? cluster_.device(l.a).node : cluster_.device(l.b).node;
+      lane = link_lanes_.emplace(link, add_lane(node >= 0 ? fmt::format("node{}", node) : "fabric", l.name)).first;
+    }
+    trace::Span span;
+    span.lane = lane->second;
+    span.kind = trace::SpanKind::Transfer;
+    span.start_ns = flow.activated;
+    span.end_ns = now_;
+    span.bytes = flow.bytes.count() * u.count;
+    timeline_.spans.push_back(span);
+  }
 }
 
 void Simulation::deliver(const PointToPoint& message) {
