@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Builds the Release benchmarks, runs them and prints their medians; then measures one whole 4096-GPU
-# simulation (wall time, peak memory) and counts the instructions of a 64-GPU one. docs/benchmarks.md
-# explains each number.
+# Builds the Release benchmarks, runs them and prints their medians; then measures whole 4096-GPU
+# simulations, replicas folded and unfolded (wall time, peak memory), and counts the instructions of a
+# 64-GPU one. docs/benchmarks.md explains each number.
 #
 # Usage: bench/report.sh [--quick]
-#   --quick           skip the 4096-GPU cases and valgrind (a few minutes less)
+#   --quick           skip the 4096-GPU cases and valgrind
 #   MPSIM_BENCH_DIR   build directory (default /tmp/mpsim-bench)
 set -euo pipefail
 
@@ -59,22 +59,29 @@ else
 fi
 
 if (( ! quick )); then
-  section "one 4096-GPU step: mpsim simulate, GPT-3 175B, TP 8 x PP 16 x DP 32, 64 microbatches"
+  section "one 4096-GPU step: GPT-3 175B, TP 8 x PP 16 x DP 32, 64 microbatches"
   cat >"$work/plan-4096.yaml" <<'EOF'
 parallelism: { tensor: 8, pipeline: 16 }
 batch: { global: 2048, micro: 1 }
 schedule: 1f1b
 EOF
   if [[ -x /usr/bin/time ]]; then
-    /usr/bin/time -v "$mpsim" simulate --topology "$dgx_x512" --model "$gpt3" --plan "$work/plan-4096.yaml" \
-      >"$work/simulate-4096.txt" 2>"$work/time-4096.txt" || { cat "$work/time-4096.txt"; exit 1; }
-    awk -F': ' '
-      /Elapsed \(wall clock\) time/ { n = split($2, p, ":"); wall = 0; for (i = 1; i <= n; ++i) wall = wall * 60 + p[i] }
-      /User time \(seconds\)/       { user = $2 }
-      /Maximum resident set size/   { rss = $2 / 1024 }
-      END { printf "%-10s %-10s %-12s\n%-10.2f %-10.2f %-12.1f\n", "wall s", "user s", "max RSS MiB", wall, user, rss }
-    ' "$work/time-4096.txt"
-    grep -E '^ +step time' "$work/simulate-4096.txt" || true
+    printf '%-34s %8s %8s %12s %10s\n' "" "wall s" "user s" "max RSS MiB" "step time"
+    # Default (replicas folded), then --unfold: every device and flow simulated.
+    for mode in folded unfolded; do
+      flags=()
+      [[ $mode == unfolded ]] && flags=(--unfold)
+      /usr/bin/time -v "$mpsim" simulate "${flags[@]}" --topology "$dgx_x512" --model "$gpt3" \
+        --plan "$work/plan-4096.yaml" >"$work/simulate-$mode.txt" 2>"$work/time-$mode.txt" \
+        || { cat "$work/time-$mode.txt"; exit 1; }
+      step="$(awk '/^ +step time/ { print $3, $4 }' "$work/simulate-$mode.txt")"
+      awk -F': ' -v label="mpsim simulate ($mode)" -v step="$step" '
+        /Elapsed \(wall clock\) time/ { n = split($2, p, ":"); wall = 0; for (i = 1; i <= n; ++i) wall = wall * 60 + p[i] }
+        /User time \(seconds\)/       { user = $2 }
+        /Maximum resident set size/   { rss = $2 / 1024 }
+        END { printf "%-34s %8.2f %8.2f %12.1f %10s\n", label, wall, user, rss, step }
+      ' "$work/time-$mode.txt"
+    done
   else
     echo "/usr/bin/time not found (Debian/Ubuntu package 'time'): peak memory not measured"
   fi
