@@ -251,7 +251,8 @@ TimeNs Simulation::compute_duration(const Actor& actor, const Op& op) const {
 void Simulation::start_compute(Actor& actor, const Op& op) {
   const TimeNs duration = compute_duration(actor, op);
   const ChunkCost& cc = costs_.chunk(actor.rank, op.kind == OpKind::OptimizerStep ? 0 : op.chunk);
-  // Memory: activations are held from the start of F until their backward ends.
+  // Memory: activations are held from the start of F until their backward starts (the backward's own
+  // working memory is not modelled).
   switch (op.kind) {
     case OpKind::Forward: actor.memory += cc.stashed.count(); break;
     case OpKind::Backward: actor.memory -= cc.stashed.count(); break;
