@@ -36,22 +36,27 @@ Flops attention_score_flops(const model::Model& m) {
 
 }  // namespace
 
-TimeNs ring_allreduce_time(const topology::Cluster& cluster, const std::vector<topology::DeviceId>& devices,
-                           Bytes size) {
-  const auto n = static_cast<std::int64_t>(devices.size());
-  if (n <= 1 || size.count() == 0) return TimeNs{};
+RingProfile ring_profile(topology::RouteFinder& routes, const std::vector<topology::DeviceId>& devices) {
+  RingProfile ring;
+  ring.members = static_cast<std::int64_t>(devices.size());
+  if (devices.size() <= 1) return ring;
   double bandwidth = 0;
-  TimeNs alpha;
   for (std::size_t i = 0; i < devices.size(); ++i) {
-    const auto route = topology::find_route(cluster, devices[i], devices[(i + 1) % devices.size()]);
+    const auto route = routes.route(devices[i], devices[(i + 1) % devices.size()]);
     if (!route) throw std::logic_error("ring edge without a route");
     const double bw = route->bandwidth.in_bytes_per_sec();
     bandwidth = i == 0 ? bw : std::min(bandwidth, bw);
-    alpha = std::max(alpha, route->latency);
+    ring.alpha = std::max(ring.alpha, route->latency);
   }
+  ring.bandwidth = BytesPerSec::bytes_per_sec(bandwidth);
+  return ring;
+}
+
+TimeNs ring_allreduce_time(const RingProfile& ring, Bytes size) noexcept {
+  const std::int64_t n = ring.members;
+  if (n <= 1 || size.count() == 0) return TimeNs{};
   const Bytes per_round = Bytes::bytes((size.count() + n - 1) / n);
-  const TimeNs round = alpha + transfer_time(per_round, BytesPerSec::bytes_per_sec(bandwidth));
-  return round * (2 * (n - 1));
+  return (ring.alpha + transfer_time(per_round, ring.bandwidth)) * (2 * (n - 1));
 }
 
 CostModel build_cost_model(const topology::Cluster& cluster, const model::Model& m, const plan::Plan& plan,
@@ -61,12 +66,14 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
   const int b = plan.micro_batch;
   const Flops score_flops = attention_score_flops(m);
   CostModel out;
+  topology::RouteFinder routes(cluster);
   for (int rank = 0; rank < plan.pipeline; ++rank) {
     const auto tensor_ranks = layout.tensor_group(0, rank);
     std::vector<topology::DeviceId> tensor_devices;
     for (const int r : tensor_ranks) tensor_devices.push_back(cluster.gpus().at(static_cast<std::size_t>(r)));
     const topology::GpuKind& gpu = cluster.gpu_kind_of(tensor_devices.front());
     const FlopsPerSec peak = effective_peak(gpu, m.dtype_bytes);
+    const RingProfile tensor_ring = ring_profile(routes, tensor_devices);
     RankCost rc;
     rc.memory_capacity = gpu.memory;
     std::int64_t rank_parameters = 0;
@@ -97,7 +104,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         // activation a pass produces is written once and read once.
         elementwise += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, Recompute::None) * 2;
         if (layer.tensor_parallel_allreduces_forward > 0 && t > 1) {
-          tp_comm_per_pass += ring_allreduce_time(cluster, tensor_devices, Bytes::bytes(layer.output_bytes.count() * b)) *
+          tp_comm_per_pass += ring_allreduce_time(tensor_ring, Bytes::bytes(layer.output_bytes.count() * b)) *
                               layer.tensor_parallel_allreduces_forward;
         }
         all_profiled_f = all_profiled_f && layer.forward_time.has_value();

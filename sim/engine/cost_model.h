@@ -61,10 +61,16 @@ inline constexpr int kOptimizerTrafficBytesPerParameter = 30;
 [[nodiscard]] CostModel build_cost_model(const topology::Cluster& cluster, const model::Model& model,
                                          const plan::Plan& plan, const plan::ParallelLayout& layout);
 
-/// Ring all-reduce of `size` over `devices`: 2(n-1)/n * size / B + 2(n-1) * alpha, with B and alpha the
-/// slowest ring edge's bandwidth and largest latency. Analytic (no contention): for collectives inside a
-/// layer on an isolated NVLink domain.
-[[nodiscard]] TimeNs ring_allreduce_time(const topology::Cluster& cluster, const std::vector<topology::DeviceId>& devices,
-                                         Bytes size);
+/// A ring over `devices`: its size, slowest edge bandwidth and largest edge latency.
+struct RingProfile {
+  std::int64_t members = 1;
+  BytesPerSec bandwidth;
+  TimeNs alpha;
+};
+[[nodiscard]] RingProfile ring_profile(topology::RouteFinder& routes, const std::vector<topology::DeviceId>& devices);
+
+/// Ring all-reduce of `size`: 2(n-1) rounds of alpha + (size/n) / B, i.e. 2(n-1)/n * size / B + 2(n-1) * alpha.
+/// Analytic (no contention): for collectives inside a layer on an isolated NVLink domain.
+[[nodiscard]] TimeNs ring_allreduce_time(const RingProfile& ring, Bytes size) noexcept;
 
 }  // namespace mpsim::engine
