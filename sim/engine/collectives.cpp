@@ -8,6 +8,7 @@ std::string_view to_string(CollectiveAlgorithm a) noexcept {
   switch (a) {
     case CollectiveAlgorithm::Auto: return "auto";
     case CollectiveAlgorithm::Ring: return "ring";
+    case CollectiveAlgorithm::Tree: return "tree";
     case CollectiveAlgorithm::Hierarchical: return "hierarchical";
   }
   return "?";
@@ -62,6 +63,26 @@ std::pair<Groups, Groups> split_by_node(const topology::Cluster& cluster, const 
   return {local, across};
 }
 
+/// Up (child to parent, `up` = true) or down the binary tree of every group: member i's parent is
+/// (i - 1) / 2. A phase of `depth` rounds of size/depth bytes: one latency per level, `size` per edge.
+void tree_phase(const Groups& groups, Bytes size, bool up, std::vector<CollectiveRound>& out) {
+  CollectiveRound phase;
+  std::size_t depth = 0;
+  for (const auto& group : groups) {
+    for (std::size_t i = 1; i < group.size(); ++i) {
+      const std::size_t parent = (i - 1) / 2;
+      phase.transfers.emplace_back(up ? group[i] : group[parent], up ? group[parent] : group[i]);
+      std::size_t level = 0;
+      for (std::size_t k = i; k > 0; k = (k - 1) / 2) ++level;
+      depth = std::max(depth, level);
+    }
+  }
+  if (phase.transfers.empty()) return;
+  phase.rounds = static_cast<int>(depth);
+  phase.bytes = share(size, depth);
+  out.push_back(std::move(phase));
+}
+
 }  // namespace
 
 std::vector<CollectiveRound> collective_rounds(const topology::Cluster& cluster, CollectiveKind kind,
@@ -69,7 +90,13 @@ std::vector<CollectiveRound> collective_rounds(const topology::Cluster& cluster,
   std::vector<CollectiveRound> out;
   if (groups.empty() || groups.front().size() < 2 || size.count() == 0) return out;
   const std::size_t n = groups.front().size();
-  if (algorithm != CollectiveAlgorithm::Ring && kind == CollectiveKind::AllReduce) {
+  if (algorithm == CollectiveAlgorithm::Tree && kind == CollectiveKind::AllReduce) {
+    tree_phase(groups, size, true, out);   // reduce to the root
+    tree_phase(groups, size, false, out);  // broadcast from it
+    return out;
+  }
+  if ((algorithm == CollectiveAlgorithm::Auto || algorithm == CollectiveAlgorithm::Hierarchical) &&
+      kind == CollectiveKind::AllReduce) {
     const auto [local, across] = split_by_node(cluster, groups);
     if (!local.empty()) {
       const std::size_t k = local.front().size();

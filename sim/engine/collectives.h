@@ -18,6 +18,7 @@ namespace mpsim::engine {
 enum class CollectiveAlgorithm : std::uint8_t {
   Auto,          ///< hierarchical when the group spans nodes with several members per node, else ring
   Ring,
+  Tree,          ///< binary tree: reduce to the root, then broadcast, pipelined (NCCL's tree, one tree)
   Hierarchical,  ///< intra-node reduce-scatter, inter-node all-reduce, intra-node all-gather
 };
 [[nodiscard]] std::string_view to_string(CollectiveAlgorithm a) noexcept;
@@ -32,7 +33,10 @@ struct CollectiveRound {
 
 /// The phases of a collective of `size` bytes per member over each of `groups` (groups run at the
 /// same time, e.g. one data-parallel group per tensor-parallel rank). Ring all-reduce: 2(n-1) rounds
-/// of size/n; reduce-scatter and all-gather: n-1 rounds.
+/// of size/n; reduce-scatter and all-gather: n-1 rounds. Tree all-reduce: the whole buffer flows up a
+/// binary tree and back down, pipelined, so each phase pays one latency per tree level and moves
+/// `size` over every tree edge (NCCL's tree is bandwidth-bound like this and wins on latency for small
+/// buffers). Reduce-scatter and all-gather have no tree form and run as rings.
 [[nodiscard]] std::vector<CollectiveRound> collective_rounds(const topology::Cluster& cluster, CollectiveKind kind,
                                                              CollectiveAlgorithm algorithm,
                                                              const std::vector<std::vector<topology::DeviceId>>& groups,

@@ -98,6 +98,34 @@ TEST(Simulator, RingAllReduceClosedForm) {
   }
 }
 
+/// The data-parallel all-reduce's duration in a one-layer, pure data-parallel step.
+TimeNs allreduce_time(int n, const std::string& params, CollectiveAlgorithm algorithm) {
+  const auto cluster = cluster_yaml(fmt::format(
+      "cluster: {{ gpus_per_node: {}, gpu: a100-80gb, intra_node: {{ kind: nvswitch, bandwidth: \"100 GB/s\", "
+      "latency: \"3 us\" }} }}\n", n));
+  const auto model = model_yaml("model:\n  layers:\n    - { name: dense, forward_time: \"1 ms\", backward_time: \"2 ms\", "
+                                "params: " + params + " }\n");
+  const auto plan = plan_yaml("parallelism: { data: " + std::to_string(n) + " }\n", cluster, model);
+  EngineOptions options;
+  options.record_timeline = true;
+  options.grad_bucket = Bytes::gb(1);
+  options.collective = algorithm;
+  const auto spans = simulate(cluster, model, plan, options).timeline.spans;
+  const auto it = std::find_if(spans.begin(), spans.end(),
+                               [](const trace::Span& s) { return s.kind == trace::SpanKind::AllReduce; });
+  return it == spans.end() ? TimeNs{} : TimeNs::ns(it->end_ns - it->start_ns);
+}
+
+// A tree pays a latency per level, 2 log2(n), where a ring pays 2(n - 1): it wins on small buffers and
+// loses on large ones (each tree edge carries the whole buffer, a ring edge 2(n-1)/n of it).
+TEST(Simulator, TreeWinsOnLatencyRingOnBandwidth) {
+  EXPECT_LT(allreduce_time(8, "1000", CollectiveAlgorithm::Tree), allreduce_time(8, "1000", CollectiveAlgorithm::Ring));
+  EXPECT_GT(allreduce_time(8, "100000000", CollectiveAlgorithm::Tree),
+            allreduce_time(8, "100000000", CollectiveAlgorithm::Ring));
+  // 8 members: depth 3, so 6 latencies of 3 us for a tiny buffer (4 KB moves in well under 1 us).
+  EXPECT_NEAR(allreduce_time(8, "1000", CollectiveAlgorithm::Tree).to_seconds(), 6 * 3e-6, 1e-6);
+}
+
 // Activations are held from F to B: on 1f1b rank i the peak holds min(p - i, m) microbatches, on
 // gpipe all m.
 TEST(Simulator, PeakActivationMemoryFollowsInFlightMicrobatches) {
