@@ -1,17 +1,32 @@
-// mpsim plan check (the planner itself lands on `mpsim plan` with its own issue)
+// mpsim plan: the planner (search for the best plan), and mpsim plan check (validate a plan file).
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/inputs.h"
+#include "cli/table.h"
+#include "planner/explain.h"
+#include "planner/search.h"
+#include "sim/core/input_error.h"
+#include "sim/core/text_file.h"
+#include "sim/engine/simulator.h"
 #include "sim/model/model_loader.h"
 #include "sim/plan/plan_check.h"
 #include "sim/plan/plan_loader.h"
 #include "sim/topology/topology_loader.h"
+#include "sim/trace/trace_json.h"
 
 namespace mpsim::cli {
 namespace {
@@ -31,6 +46,8 @@ nlohmann::ordered_json plan_json(const plan::Plan& p) {
           {"zero", p.zero},
           {"placement", plan::to_string(p.placement)}};
 }
+
+// ---- mpsim plan check ------------------------------------------------------------------------
 
 struct CheckArgs {
   std::string plan_file, topology_file, model_file;
@@ -58,18 +75,341 @@ void run_check(const CheckArgs& args) {
   std::cout << fmt::format("  layers per stage: [{}]\n", fmt::join(sizes, ", "));
 }
 
+// ---- mpsim plan (the planner) ----------------------------------------------------------------
+
+struct PlanArgs {
+  InputFiles files{"topologies/4x-p4d.yaml", "configs/models/gpt3-13b.yaml", ""};
+  std::vector<std::string> sets;
+  int global_batch = 256;
+  int gpus = 0;
+  std::string optimize = "speed";
+  std::string schedules;
+  std::string recompute;
+  int max_tensor = 0;
+  int max_micro_batch = 0;
+  int top = 10;
+  std::string pareto = "exact";
+  std::string memory_reserve;
+  std::string output;
+  std::string trace;
+  bool json = false;
+  bool explain = false;
+  int threads = 0;
+};
+
+std::string percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100); }
+
+std::vector<plan::ScheduleKind> parse_schedules(const std::string& list) {
+  std::vector<plan::ScheduleKind> out;
+  std::stringstream in(list);
+  std::string word;
+  while (std::getline(in, word, ',')) {
+    word.erase(0, word.find_first_not_of(' '));
+    word.erase(word.find_last_not_of(' ') + 1);
+    const auto* it = std::find_if(std::begin(plan::kScheduleNames), std::end(plan::kScheduleNames),
+                                  [&](const auto& entry) { return entry.first == word; });
+    if (it == std::end(plan::kScheduleNames)) {
+      std::vector<std::string> known;
+      for (const auto& entry : plan::kScheduleNames) known.emplace_back(entry.first);
+      throw InputError({"--schedules " + list, 0, 0}, "",
+                       fmt::format("unknown schedule '{}'; known: {}", word, fmt::join(known, ", ")));
+    }
+    if (std::find(out.begin(), out.end(), it->second) == out.end()) out.push_back(it->second);
+  }
+  return out;
+}
+
+std::vector<model::Recompute> parse_recompute(const std::string& list) {
+  std::vector<model::Recompute> out;
+  std::stringstream in(list);
+  std::string word;
+  while (std::getline(in, word, ',')) {
+    word.erase(0, word.find_first_not_of(' '));
+    word.erase(word.find_last_not_of(' ') + 1);
+    bool known = false;
+    for (const auto r : {model::Recompute::None, model::Recompute::Selective, model::Recompute::Full}) {
+      if (word != model::to_string(r)) continue;
+      known = true;
+      if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
+    }
+    if (!known) {
+      throw InputError({"--recompute " + list, 0, 0}, "",
+                       fmt::format("unknown recomputation '{}'; known: none, selective, full", word));
+    }
+  }
+  return out;
+}
+
+/// The cluster and model, with --set applied and the node count cut to --gpus.
+Inputs load_planner_inputs(const PlanArgs& args) {
+  std::vector<Override> overrides;
+  for (const auto& s : args.sets) overrides.push_back(parse_override(s, "--set"));
+  Inputs in = load_inputs(args.files, overrides);
+  const int have = static_cast<int>(in.cluster.gpus().size());
+  if (args.gpus == 0 || args.gpus == have) return in;
+  const std::string flag = fmt::format("--gpus {}", args.gpus);
+  const int per_node = static_cast<int>(in.cluster.gpus_of_node(0).size());
+  if (per_node == 0 || args.gpus % per_node != 0) {
+    throw InputError({flag, 0, 0}, "", fmt::format("must be a multiple of the {} GPUs per node", per_node));
+  }
+  overrides.push_back(Override{"topology", "nodes", std::to_string(args.gpus / per_node), flag});
+  return load_inputs(args.files, overrides);
+}
+
+planner::PlannerOptions planner_options(const PlanArgs& args) {
+  planner::PlannerOptions o;
+  o.space.global_batch = args.global_batch;
+  o.space.max_tensor = args.max_tensor;
+  o.space.max_micro_batch = args.max_micro_batch;
+  o.space.objective = args.optimize == "memory" ? plan::Objective::Memory : plan::Objective::Speed;
+  if (!args.schedules.empty()) o.space.schedules = parse_schedules(args.schedules);
+  if (!args.recompute.empty()) o.space.recompute = parse_recompute(args.recompute);
+  o.top = args.top;
+  o.exact_pareto = args.pareto == "exact";
+  o.threads = args.threads;
+  if (!args.memory_reserve.empty()) {
+    const auto reserve = parse_bytes(args.memory_reserve);
+    if (!reserve.ok()) throw InputError({"--memory-reserve " + args.memory_reserve, 0, 0}, "", reserve.error);
+    o.memory_reserve = reserve.value;
+  }
+  return o;
+}
+
+std::vector<std::string> plan_cells(const plan::Plan& p) {
+  return {std::to_string(p.tensor),      std::to_string(p.pipeline),    std::to_string(p.data),
+          std::to_string(p.virtual_stages), std::to_string(p.micro_batch), std::to_string(p.microbatches),
+          std::string(plan::to_string(p.schedule)), std::string(model::to_string(p.recompute)),
+          std::to_string(p.zero),        plan::to_string(p.placement)};
+}
+
+const std::vector<std::string> kPlanHeader{"tp", "pp", "dp", "v", "mb", "m", "schedule", "recompute", "zero", "placement"};
+
+std::string ranked_table(const std::vector<planner::Evaluated>& ranked) {
+  Table t;
+  std::vector<std::string> header{"#", "step time", "bubble", "TFLOP/s/GPU", "MFU", "peak memory"};
+  header.insert(header.end(), kPlanHeader.begin(), kPlanHeader.end());
+  t.add_row(header);
+  for (std::size_t i = 0; i < ranked.size(); ++i) {
+    const trace::Report& r = ranked[i].report;
+    std::vector<std::string> row{std::to_string(i + 1), to_string(TimeNs::seconds(r.step_time_s)),
+                                 percent(r.bubble_fraction), fmt::format("{:.1f}", r.tflops_per_gpu), percent(r.mfu),
+                                 to_string(Bytes::bytes(r.peak_memory_bytes))};
+    const auto cells = plan_cells(ranked[i].plan);
+    row.insert(row.end(), cells.begin(), cells.end());
+    t.add_row(row);
+  }
+  return t.render();
+}
+
+std::string pareto_table(const std::vector<planner::Evaluated>& front) {
+  Table t;
+  std::vector<std::string> header{"peak memory", "step time"};
+  header.insert(header.end(), kPlanHeader.begin(), kPlanHeader.end());
+  t.add_row(header);
+  for (const auto& e : front) {
+    std::vector<std::string> row{to_string(Bytes::bytes(e.report.peak_memory_bytes)),
+                                 to_string(TimeNs::seconds(e.report.step_time_s))};
+    const auto cells = plan_cells(e.plan);
+    row.insert(row.end(), cells.begin(), cells.end());
+    t.add_row(row);
+  }
+  return t.render();
+}
+
+std::string seconds(double s) { return to_string(TimeNs::seconds(s)); }
+
+std::string breakdown_line(const planner::TimeBreakdown& b) {
+  const auto share = [&](double x) { return b.step_s > 0 ? percent(x / b.step_s) : percent(0); };
+  return fmt::format("compute {} ({}), bubble {} ({}), exposed communication {} ({})", seconds(b.compute_s),
+                     share(b.compute_s), seconds(b.bubble_s), share(b.bubble_s), seconds(b.exposed_communication_s),
+                     share(b.exposed_communication_s));
+}
+
+nlohmann::ordered_json breakdown_json(const planner::TimeBreakdown& b) {
+  return {{"stage", b.stage},
+          {"step_time_s", b.step_s},
+          {"compute_s", b.compute_s},
+          {"bubble_s", b.bubble_s},
+          {"exposed_communication_s", b.exposed_communication_s}};
+}
+
+/// "plan + report": the report of interface.md with the complete plan under "plan". `full` keeps the
+/// per-device and per-link lists.
+nlohmann::ordered_json evaluated_json(const planner::Evaluated& e, bool full) {
+  nlohmann::ordered_json out = trace::report_json(e.report);
+  if (!full) {
+    out.erase("devices");
+    out.erase("links");
+  }
+  out["plan"] = plan_json(e.plan);
+  out["lower_bound_s"] = e.estimate.lower_bound.to_seconds();
+  return out;
+}
+
+/// Clears the progress line it wrote, when it wrote one.
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled) {}
+  ~Progress() { finish(); }
+  Progress(const Progress&) = delete;
+  Progress& operator=(const Progress&) = delete;
+
+  void update(const planner::SearchProgress& p) {
+    if (!enabled_) return;
+    std::cerr << fmt::format("\rsearching: {} simulated of at most {} plans that fit; best {}", p.evaluated,
+                             p.feasible, seconds(p.best_step_time_s))
+              << std::flush;
+    shown_ = true;
+  }
+  void finish() {
+    if (shown_) std::cerr << "\r\033[K" << std::flush;
+    shown_ = false;
+  }
+
+ private:
+  bool enabled_;
+  bool shown_ = false;
+};
+
+void run_planner_command(const PlanArgs& args) {
+  const Inputs in = load_planner_inputs(args);
+  planner::PlannerOptions options = planner_options(args);
+  Progress progress(!args.json && isatty(STDERR_FILENO) != 0);
+  options.on_progress = [&progress](const planner::SearchProgress& p) { progress.update(p); };
+  const planner::PlannerResult result = planner::run_planner(in.cluster, in.model, options);
+  progress.finish();
+  const planner::SearchStats& stats = result.stats;
+  const int gpus = static_cast<int>(in.cluster.gpus().size());
+  const std::string cluster_name = in.cluster.name.empty() ? "the cluster" : in.cluster.name;
+
+  nlohmann::ordered_json json;
+  if (args.json) {
+    json["best"] = result.ranked.empty() ? nlohmann::ordered_json() : evaluated_json(result.ranked.front(), true);
+    json["candidates"] = nlohmann::ordered_json::array();
+    for (const auto& e : result.ranked) json["candidates"].push_back(evaluated_json(e, false));
+    json["pareto"] = nlohmann::ordered_json::array();
+    for (const auto& e : result.pareto) json["pareto"].push_back(evaluated_json(e, false));
+    json["evaluated"] = stats.evaluated;
+    json["pruned"] = stats.pruned();
+    json["search"] = {{"candidates", stats.candidates},
+                      {"pruned_memory", stats.pruned_memory},
+                      {"pruned_bound", stats.pruned_bound},
+                      {"pruned_invalid", stats.pruned_invalid},
+                      {"objective", std::string(plan::to_string(options.space.objective))},
+                      {"global_batch", args.global_batch},
+                      {"gpus", gpus},
+                      {"memory_reserve_bytes", options.memory_reserve.count()}};
+    json["search_time_s"] = stats.search_time_s;
+  }
+  if (result.ranked.empty()) {
+    if (args.json) {
+      json["error"] = result.infeasible;
+      std::cout << json.dump(2) << "\n";
+    }
+    std::cerr << fmt::format("mpsim: error: no feasible plan: {}\n", result.infeasible);
+    throw ExitWith{kExitRunFailed};
+  }
+
+  const planner::Evaluated& best = result.ranked.front();
+  if (!args.output.empty()) write_file_atomically(args.output, plan::write_plan_yaml(best.plan));
+  if (!args.trace.empty()) {
+    engine::EngineOptions engine = options.engine;
+    engine.record_timeline = true;
+    const auto prediction = engine::simulate(in.cluster, in.model, best.plan, engine);
+    write_file_atomically(args.trace, trace::chrome_trace(prediction.timeline, prediction.report));
+  }
+  std::optional<planner::Comparison> comparison;
+  std::optional<planner::TimeBreakdown> alone;
+  if (args.explain) {
+    if (result.ranked.size() > 1) {
+      comparison = planner::compare(in.cluster, in.model, best, result.ranked[1]);
+    } else {
+      alone = planner::breakdown(in.cluster, in.model, best);
+    }
+  }
+
+  if (args.json) {
+    if (comparison) {
+      json["explain"] = {{"best", breakdown_json(comparison->winner)},
+                         {"runner_up", breakdown_json(comparison->other)},
+                         {"differences", comparison->differences},
+                         {"main_reason", comparison->main_reason}};
+    } else if (alone) {
+      json["explain"] = {{"best", breakdown_json(*alone)}};
+    }
+    std::cout << json.dump(2) << "\n";
+    return;
+  }
+
+  std::cout << fmt::format("{} on {} ({} GPUs), global batch {}, optimizing for {}\n", in.model.name, cluster_name, gpus,
+                           args.global_batch, plan::to_string(options.space.objective));
+  std::cout << fmt::format(
+      "{} candidate plans; {} simulated in {:.1f} s; pruned {} over memory{}, {} by the step-time bound{}\n\n",
+      stats.candidates, stats.evaluated, stats.search_time_s, stats.pruned_memory,
+      options.memory_reserve.count() > 0 ? fmt::format(" (reserve {})", to_string(options.memory_reserve)) : "",
+      stats.pruned_bound, stats.pruned_invalid > 0 ? fmt::format(", {} invalid", stats.pruned_invalid) : "");
+  std::cout << ranked_table(result.ranked);
+  std::cout << "\nSpeed/memory Pareto front:\n" << pareto_table(result.pareto);
+  if (comparison || alone) {
+    const planner::TimeBreakdown& b = comparison ? comparison->winner : *alone;
+    std::cout << fmt::format("\nWhy #1: step {} on its busiest stage ({}): {}\n", seconds(b.step_s), b.stage,
+                             breakdown_line(b));
+    if (comparison) {
+      const planner::TimeBreakdown& o = comparison->other;
+      std::cout << fmt::format("  #2 takes {} ({}{}): {}\n", seconds(o.step_s), o.step_s >= b.step_s ? "+" : "-",
+                               seconds(std::abs(o.step_s - b.step_s)), breakdown_line(o));
+      std::cout << fmt::format("  #2 differs in {}; it loses on {}\n",
+                               comparison->differences.empty() ? "nothing" : fmt::format("{}", fmt::join(comparison->differences, ", ")),
+                               comparison->main_reason);
+    }
+  }
+  if (!args.output.empty()) std::cout << fmt::format("\nBest plan written to {}\n", args.output);
+  if (!args.trace.empty()) std::cout << fmt::format("Its timeline written to {}\n", args.trace);
+}
+
 }  // namespace
 
 void add_plan_commands(CLI::App& app) {
-  CLI::App* plan_cmd = app.add_subcommand("plan", "Plans: check a plan file against a cluster and a model");
-  plan_cmd->require_subcommand(1);
-  auto args = std::make_shared<CheckArgs>();
+  CLI::App* plan_cmd = app.add_subcommand(
+      "plan", "Find the best plan for a model on a cluster (or check a plan file: plan check)");
+  plan_cmd->require_subcommand(0, 1);
+
+  auto check_args = std::make_shared<CheckArgs>();
   auto* check = plan_cmd->add_subcommand("check", "Validate a plan against a cluster and a model");
-  check->add_option("file", args->plan_file, "Plan YAML file")->required();
-  check->add_option("--topology", args->topology_file, "Topology YAML file")->required();
-  check->add_option("--model", args->model_file, "Model YAML file")->required();
-  check->add_flag("--json", args->json, "Print the completed plan as JSON");
-  check->callback([args] { run_check(*args); });
+  check->add_option("file", check_args->plan_file, "Plan YAML file")->required();
+  check->add_option("--topology", check_args->topology_file, "Topology YAML file")->required();
+  check->add_option("--model", check_args->model_file, "Model YAML file")->required();
+  check->add_flag("--json", check_args->json, "Print the completed plan as JSON");
+  check->callback([check_args] { run_check(*check_args); });
+
+  auto args = std::make_shared<PlanArgs>();
+  plan_cmd->add_option("--topology", args->files.topology, "Topology YAML (default topologies/4x-p4d.yaml)");
+  plan_cmd->add_option("--model", args->files.model, "Model YAML (default configs/models/gpt3-13b.yaml)");
+  plan_cmd->add_option("--global-batch", args->global_batch, "Samples per step (default 256)")
+      ->check(CLI::PositiveNumber);
+  plan_cmd->add_option("--gpus", args->gpus, "Plan for this many GPUs: whole nodes of the topology")
+      ->check(CLI::PositiveNumber);
+  plan_cmd->add_option("--optimize", args->optimize, "speed (step time) or memory (peak memory, then step time)")
+      ->check(CLI::IsMember({"speed", "memory"}));
+  plan_cmd->add_option("--schedules", args->schedules, "Only these schedules, comma-separated (1f1b,zb-h1,...)");
+  plan_cmd->add_option("--recompute", args->recompute, "Only these recomputation policies: none,selective,full");
+  plan_cmd->add_option("--max-tensor", args->max_tensor, "Largest tensor-parallel degree")->check(CLI::PositiveNumber);
+  plan_cmd->add_option("--max-micro-batch", args->max_micro_batch, "Largest micro batch")->check(CLI::PositiveNumber);
+  plan_cmd->add_option("--top", args->top, "How many plans to rank (default 10)")->check(CLI::PositiveNumber);
+  plan_cmd->add_option("--pareto", args->pareto,
+                       "exact: simulate what the whole speed/memory front needs; simulated: the front of the plans "
+                       "simulated for the ranking (faster)")
+      ->check(CLI::IsMember({"exact", "simulated"}));
+  plan_cmd->add_option("--memory-reserve", args->memory_reserve, "Memory kept free on every GPU, e.g. \"2 GiB\"");
+  plan_cmd->add_option("--set", args->sets, "Override a topology or model field: topology.inter_node.bandwidth=\"100 Gb/s\"");
+  plan_cmd->add_option("-o,--output", args->output, "Write the best plan as a plan YAML");
+  plan_cmd->add_option("--trace", args->trace, "Write the best plan's Chrome trace");
+  plan_cmd->add_flag("--json", args->json, "Print the result as JSON");
+  plan_cmd->add_flag("--explain", args->explain, "Where the best plan's time goes, and why the runner-up lost");
+  plan_cmd->add_option("--threads", args->threads, "Simulation threads (default: all cores)")->check(CLI::PositiveNumber);
+  plan_cmd->callback([plan_cmd, args] {
+    if (plan_cmd->get_subcommands().empty()) run_planner_command(*args);
+  });
 }
 
 }  // namespace mpsim::cli

@@ -1,0 +1,91 @@
+#include "planner/candidate.h"
+
+#include <algorithm>
+
+namespace mpsim::planner {
+
+schedule::PipelineShape shape_of(const plan::PlanSpec& spec) {
+  schedule::PipelineShape shape;
+  shape.stages = spec.pipeline;
+  shape.microbatches = spec.microbatches.value_or(1);
+  shape.chunks = spec.virtual_stages;
+  shape.kind = spec.schedule;
+  shape.microbatch_group_size = spec.microbatch_group_size.value_or(1);
+  shape.active_microbatches = spec.active_microbatches.value_or(1);
+  return shape;
+}
+
+UnitCostKey unit_cost_key(const plan::PlanSpec& spec) {
+  return {spec.tensor, spec.micro_batch, spec.recompute, spec.sequence_parallel};
+}
+
+std::vector<std::int64_t> partition_weights(const std::vector<UnitCost>& units) {
+  std::vector<std::int64_t> out;
+  out.reserve(units.size());
+  for (const UnitCost& u : units) out.push_back((u.forward + u.backward).base());
+  return out;
+}
+
+StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int>& partition) {
+  StageCosts out;
+  const auto lower = [](TimeNs sum, TimeNs slack) { return sum > slack ? sum - slack : TimeNs{}; };
+  for (std::size_t s = 0; s + 1 < partition.size(); ++s) {
+    StageTimes t;
+    Bytes stashed, scores;
+    std::int64_t parameters = 0;
+    for (int u = partition[s]; u < partition[s + 1]; ++u) {
+      const UnitCost& c = units[static_cast<std::size_t>(u)];
+      t.forward += c.forward;
+      t.backward += c.backward;
+      t.backward_input += c.backward_input;
+      t.backward_weight += c.backward_weight;
+      stashed += c.stashed;
+      scores += c.attention_scores;
+      parameters += c.parameters;
+    }
+    const TimeNs slack = kUnitRoundingSlack * (partition[s + 1] - partition[s]);
+    t.forward = lower(t.forward, slack);
+    t.backward = lower(t.backward, slack * 2);  // input and weight parts each round
+    t.backward_input = lower(t.backward_input, slack);
+    t.backward_weight = lower(t.backward_weight, slack);
+    out.times.push_back(t);
+    // As the cost model: a split backward frees the scores at I and keeps the rest until W.
+    out.activations.push_back({stashed, stashed - std::min(stashed, scores)});
+    out.parameters.push_back(parameters);
+  }
+  return out;
+}
+
+Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std::vector<CountVectors>& in_flight,
+                  const EstimateContext& context) {
+  const int p = spec.pipeline;
+  const int v = spec.virtual_stages;
+  const int d = spec.data.value_or(1);
+  Estimate out;
+  std::vector<ChunkActivations> chunks(static_cast<std::size_t>(v));
+  std::vector<std::int64_t> rank_parameters;
+  for (int r = 0; r < p; ++r) {
+    std::int64_t parameters = 0;
+    for (int c = 0; c < v; ++c) {
+      const auto vs = static_cast<std::size_t>(c * p + r);
+      chunks[static_cast<std::size_t>(c)] = costs.activations[vs];
+      parameters += costs.parameters[vs];
+    }
+    rank_parameters.push_back(parameters);
+    const Bytes fixed = static_memory(parameters, context.dtype_bytes, spec.zero, d);
+    const Bytes peak = fixed + peak_activations(in_flight[static_cast<std::size_t>(r)], chunks);
+    if (r == 0 || peak > out.peak_memory) {
+      out.peak_memory = peak;
+      out.peak_rank = r;
+      out.static_memory = fixed;
+    }
+  }
+  if (context.additive_times) {
+    std::vector<TimeNs> tails;
+    if (context.sync) tails = rank_tails(*context.sync, rank_parameters, d, spec.zero, context.memory_bandwidth);
+    out.lower_bound = step_time_lower_bound(shape_of(spec), costs.times, tails);
+  }
+  return out;
+}
+
+}  // namespace mpsim::planner

@@ -1,0 +1,54 @@
+#pragma once
+/// A candidate made concrete without simulating it: its partition, its stages' costs from the unit
+/// costs, its peak memory and its step-time lower bound.
+#include <cstdint>
+#include <vector>
+
+#include "planner/lower_bound.h"
+#include "planner/memory_model.h"
+#include "planner/sync_bound.h"
+#include "planner/unit_costs.h"
+#include "sim/plan/plan.h"
+#include "sim/schedule/program.h"
+
+namespace mpsim::planner {
+
+/// The pipeline shape `spec` runs. Preconditions: the spec comes from enumerate_search_space() (every
+/// field the shape needs is set; data and microbatches included).
+[[nodiscard]] schedule::PipelineShape shape_of(const plan::PlanSpec& spec);
+
+/// The cost-model key of `spec`'s units.
+[[nodiscard]] UnitCostKey unit_cost_key(const plan::PlanSpec& spec);
+
+/// Units' forward + backward time, the weight the partitioner balances.
+[[nodiscard]] std::vector<std::int64_t> partition_weights(const std::vector<UnitCost>& units);
+
+/// Sums of unit costs per virtual stage of `partition` (boundaries over units).
+struct StageCosts {
+  std::vector<StageTimes> times;                ///< lower bounds: kUnitRoundingSlack per unit subtracted
+  std::vector<ChunkActivations> activations;    ///< exact
+  std::vector<std::int64_t> parameters;         ///< exact, on one tensor rank
+};
+[[nodiscard]] StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int>& partition);
+
+struct Estimate {
+  Bytes peak_memory;      ///< the largest over pipeline ranks: what the simulator reports
+  int peak_rank = 0;      ///< the pipeline rank that holds it
+  Bytes static_memory;    ///< that rank's weights, gradients and optimizer state
+  TimeNs lower_bound;     ///< on the simulated step time (zero when times are not additive)
+};
+
+/// What the estimate needs besides the candidate.
+struct EstimateContext {
+  int dtype_bytes = 2;
+  bool additive_times = true;             ///< UnitCostModel::additive_times(); false: no step-time bound
+  const LayoutSyncBounds* sync = nullptr;  ///< the candidate's layout; null: no tail after the backward
+  BytesPerSec memory_bandwidth;           ///< of the GPUs, for the optimizer step
+};
+
+/// Peak memory (static + in-flight activations, per rank) and the step-time bound of `spec` cut by
+/// `costs`. `in_flight` comes from in_flight_vectors(shape_of(spec)). O(p v x kept vectors).
+[[nodiscard]] Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs,
+                                const std::vector<CountVectors>& in_flight, const EstimateContext& context);
+
+}  // namespace mpsim::planner

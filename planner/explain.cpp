@@ -1,0 +1,96 @@
+#include "planner/explain.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "planner/lower_bound.h"
+#include "sim/engine/cost_model.h"
+#include "sim/plan/layout.h"
+#include "sim/schedule/program.h"
+
+namespace mpsim::planner {
+namespace {
+
+std::string signed_seconds(double s) {
+  return fmt::format("{}{}", s >= 0 ? "+" : "-", to_string(TimeNs::seconds(std::fabs(s))));
+}
+
+}  // namespace
+
+TimeBreakdown breakdown(const topology::Cluster& cluster, const model::Model& model, const Evaluated& e) {
+  const plan::Plan& p = e.plan;
+  const trace::Report& r = e.report;
+  TimeBreakdown out;
+  out.step_s = r.step_time_s;
+  // The busiest pipeline rank (its devices all report the same numbers).
+  double busiest = -1;
+  for (const trace::DeviceReport& d : r.devices) {
+    if (d.busy_s > busiest) {
+      busiest = d.busy_s;
+      out.stage = d.stage;
+    }
+  }
+  out.compute_s = std::max(0.0, busiest);
+
+  const plan::ParallelLayout layout(p);
+  const engine::CostModel costs = engine::build_cost_model(cluster, model, p, layout);
+  std::vector<StageTimes> stages(static_cast<std::size_t>(p.stages()));
+  for (int rank = 0; rank < p.pipeline; ++rank) {
+    for (int c = 0; c < p.virtual_stages; ++c) {
+      const engine::ChunkCost& cc = costs.chunk(rank, c);
+      stages[static_cast<std::size_t>(c * p.pipeline + rank)] = {cc.forward, cc.backward, cc.backward_input,
+                                                                 cc.backward_weight};
+    }
+  }
+  const double bound = step_time_lower_bound(schedule::shape_of(p), stages).to_seconds();
+  out.bubble_s = std::clamp(std::min(bound, out.step_s) - out.compute_s, 0.0, out.step_s - out.compute_s);
+  out.exposed_communication_s = std::max(0.0, out.step_s - out.compute_s - out.bubble_s);
+  return out;
+}
+
+Comparison compare(const topology::Cluster& cluster, const model::Model& model, const Evaluated& winner,
+                   const Evaluated& other) {
+  Comparison out;
+  const plan::Plan& a = winner.plan;
+  const plan::Plan& b = other.plan;
+  const auto differ = [&](const char* name, const auto& x, const auto& y) {
+    if (x != y) out.differences.push_back(fmt::format("{} {} vs {}", name, x, y));
+  };
+  differ("tensor", a.tensor, b.tensor);
+  differ("pipeline", a.pipeline, b.pipeline);
+  differ("data", a.data, b.data);
+  differ("virtual stages", a.virtual_stages, b.virtual_stages);
+  differ("micro batch", a.micro_batch, b.micro_batch);
+  differ("microbatches", a.microbatches, b.microbatches);
+  differ("schedule", std::string(plan::to_string(a.schedule)), std::string(plan::to_string(b.schedule)));
+  differ("recompute", std::string(model::to_string(a.recompute)), std::string(model::to_string(b.recompute)));
+  differ("zero", a.zero, b.zero);
+  differ("placement", plan::to_string(a.placement), plan::to_string(b.placement));
+  if (a.partition != b.partition) {
+    out.differences.push_back(fmt::format("partition [{}] vs [{}]", fmt::join(a.partition, ", "), fmt::join(b.partition, ", ")));
+  }
+  out.winner = breakdown(cluster, model, winner);
+  out.other = breakdown(cluster, model, other);
+  const double gaps[] = {out.other.compute_s - out.winner.compute_s, out.other.bubble_s - out.winner.bubble_s,
+                         out.other.exposed_communication_s - out.winner.exposed_communication_s};
+  const char* names[] = {"compute", "bubble", "exposed communication"};
+  std::size_t largest = 0;
+  for (std::size_t i = 1; i < 3; ++i) {
+    if (gaps[i] > gaps[largest]) largest = i;
+  }
+  const double step_gap = out.other.step_s - out.winner.step_s;
+  if (std::fabs(step_gap) < 1e-9) {
+    const auto memory_gap = other.report.peak_memory_bytes - winner.report.peak_memory_bytes;
+    out.main_reason = memory_gap != 0 ? fmt::format("peak memory {}{}", memory_gap > 0 ? "+" : "-",
+                                                    to_string(Bytes::bytes(std::llabs(memory_gap))))
+                                      : "a tie: the earlier candidate in the search order is listed first";
+  } else {
+    out.main_reason = fmt::format("{} {}", names[largest], signed_seconds(gaps[largest]));
+  }
+  return out;
+}
+
+}  // namespace mpsim::planner

@@ -1,0 +1,163 @@
+// Candidates made concrete, in parallel: unit costs, partitions, in-flight counts, bounds.
+#include <algorithm>
+#include <map>
+#include <tuple>
+#include <utility>
+
+#include "planner/partitioner.h"
+#include "planner/search.h"
+#include "planner/thread_pool.h"
+#include "sim/plan/plan_check.h"
+
+namespace mpsim::planner {
+namespace {
+
+using ShapeKey = std::tuple<int, int, int, plan::ScheduleKind, int, int>;
+
+ShapeKey shape_key(const schedule::PipelineShape& s) {
+  return {s.stages, s.microbatches, s.chunks, s.kind, s.microbatch_group_size, s.active_microbatches};
+}
+
+/// Distinct values of `key(item)` over `items`, in first-appearance order, and each item's index into them.
+template <typename Key, typename Item, typename Fn>
+std::pair<std::vector<Key>, std::vector<std::size_t>> distinct(const std::vector<Item>& items, Fn key) {
+  std::map<Key, std::size_t> index;
+  std::vector<Key> keys;
+  std::vector<std::size_t> of;
+  of.reserve(items.size());
+  for (const Item& item : items) {
+    const Key k = key(item);
+    const auto [it, added] = index.emplace(k, keys.size());
+    if (added) keys.push_back(k);
+    of.push_back(it->second);
+  }
+  return {std::move(keys), std::move(of)};
+}
+
+/// A spec with one partition, before its estimate.
+struct Draft {
+  std::size_t spec = 0;
+  std::vector<int> partition;
+  StageCosts costs;
+  Bytes static_peak;  ///< the largest static memory over ranks
+};
+
+Bytes largest_static_memory(const plan::PlanSpec& spec, const StageCosts& costs, int dtype_bytes) {
+  Bytes worst;
+  for (int r = 0; r < spec.pipeline; ++r) {
+    std::int64_t parameters = 0;
+    for (int c = 0; c < spec.virtual_stages; ++c) parameters += costs.parameters[static_cast<std::size_t>(c * spec.pipeline + r)];
+    worst = std::max(worst, static_memory(parameters, dtype_bytes, spec.zero, spec.data.value_or(1)));
+  }
+  return worst;
+}
+
+}  // namespace
+
+Bytes gpu_capacity(const topology::Cluster& cluster) {
+  Bytes most;
+  for (const topology::GpuKind& k : cluster.gpu_kinds()) most = std::max(most, k.memory);
+  return most;
+}
+
+std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const model::Model& model,
+                                         const PlannerOptions& options) {
+  const SearchSpace space = enumerate_search_space(cluster, model, options.space);
+  const int threads = effective_threads(options.threads);
+  const UnitCostModel units(cluster, model);
+  const Bytes usable = gpu_capacity(cluster) - options.memory_reserve;
+
+  // Unit costs, once per (tensor, micro batch, recomputation).
+  const auto [keys, key_of] = distinct<UnitCostKey>(space.candidates, unit_cost_key);
+  std::vector<std::vector<UnitCost>> costs(keys.size());
+  parallel_for(keys.size(), threads, [&](std::size_t i) { costs[i] = units.costs(keys[i]); });
+
+  // Balanced partitions, once per (unit costs, stage count).
+  std::vector<std::size_t> spec_ids(space.candidates.size());
+  for (std::size_t i = 0; i < spec_ids.size(); ++i) spec_ids[i] = i;
+  const auto [cuts, cut_of] = distinct<std::pair<std::size_t, int>>(spec_ids, [&](std::size_t i) {
+    const plan::PlanSpec& s = space.candidates[i];
+    return std::make_pair(key_of[i], s.pipeline * s.virtual_stages);
+  });
+  std::vector<std::vector<int>> balanced(cuts.size());
+  parallel_for(cuts.size(), threads, [&](std::size_t i) {
+    balanced[i] = balanced_partition(partition_weights(costs[cuts[i].first]), cuts[i].second);
+  });
+
+  // Drafts: each spec with its balanced partition, then the even one where it differs.
+  std::vector<Draft> drafts;
+  const int layers = units.units();
+  for (std::size_t i = 0; i < space.candidates.size(); ++i) {
+    const plan::PlanSpec& s = space.candidates[i];
+    const std::vector<int>& mine = balanced[cut_of[i]];
+    drafts.push_back({i, mine, {}, {}});
+    if (options.even_partition) {
+      std::vector<int> even = plan::even_partition(layers, s.pipeline * s.virtual_stages);
+      if (even != mine) drafts.push_back({i, std::move(even), {}, {}});
+    }
+  }
+  parallel_for(drafts.size(), threads, [&](std::size_t i) {
+    Draft& d = drafts[i];
+    d.costs = stage_costs(costs[key_of[d.spec]], d.partition);
+    d.static_peak = largest_static_memory(space.candidates[d.spec], d.costs, model.dtype_bytes);
+  });
+
+  // In-flight activations, once per pipeline shape, for the drafts whose static memory fits.
+  std::vector<std::size_t> fitting;
+  for (std::size_t i = 0; i < drafts.size(); ++i) {
+    if (drafts[i].static_peak <= usable) fitting.push_back(i);
+  }
+  const auto [shapes, shape_of_fitting] = distinct<ShapeKey>(
+      fitting, [&](std::size_t i) { return shape_key(shape_of(space.candidates[drafts[i].spec])); });
+  std::vector<std::vector<CountVectors>> in_flight(shapes.size());
+  parallel_for(shapes.size(), threads, [&](std::size_t i) {
+    const auto& [p, m, v, kind, group, active] = shapes[i];
+    schedule::PipelineShape shape;
+    shape.stages = p;
+    shape.microbatches = m;
+    shape.chunks = v;
+    shape.kind = kind;
+    shape.microbatch_group_size = group;
+    shape.active_microbatches = active;
+    in_flight[i] = in_flight_vectors(shape);
+  });
+
+  // Lower bounds on the gradient reduction, once per layout (collectives start after the last backward
+  // only without overlap).
+  using LayoutKey = std::tuple<int, int, int, plan::Placement>;
+  const auto [layouts, layout_of_fitting] = distinct<LayoutKey>(fitting, [&](std::size_t i) {
+    const plan::PlanSpec& s = space.candidates[drafts[i].spec];
+    return LayoutKey{s.tensor, s.pipeline, s.data.value_or(1), s.placement};
+  });
+  std::vector<LayoutSyncBounds> sync(layouts.size());
+  if (!options.engine.overlap_grad_reduce) {
+    parallel_for(layouts.size(), threads, [&](std::size_t i) {
+      const auto& [t, p, d, placement] = layouts[i];
+      sync[i] = layout_sync_bounds(cluster, t, p, d, placement, options.engine.collective);
+    });
+  }
+  EstimateContext context;
+  context.dtype_bytes = model.dtype_bytes;
+  context.additive_times = units.additive_times();
+  if (!cluster.gpus().empty()) context.memory_bandwidth = cluster.gpu_kind_of(cluster.gpus().front()).memory_bandwidth;
+
+  std::vector<Prepared> out(drafts.size());
+  parallel_for(drafts.size(), threads, [&](std::size_t i) {
+    const Draft& d = drafts[i];
+    Prepared& p = out[i];
+    p.id = i;
+    p.spec = space.candidates[d.spec];
+    p.spec.partition = d.partition;
+    p.estimate.peak_memory = d.static_peak;  // over capacity already: the static part says enough
+    p.estimate.static_memory = d.static_peak;
+  });
+  parallel_for(fitting.size(), threads, [&](std::size_t f) {
+    const std::size_t i = fitting[f];
+    EstimateContext mine = context;
+    if (!options.engine.overlap_grad_reduce) mine.sync = &sync[layout_of_fitting[f]];
+    out[i].estimate = estimate(out[i].spec, drafts[i].costs, in_flight[shape_of_fitting[f]], mine);
+  });
+  return out;
+}
+
+}  // namespace mpsim::planner

@@ -1,0 +1,217 @@
+#include "planner/search.h"
+
+#include <algorithm>
+#include <chrono>
+#include <optional>
+#include <tuple>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "planner/ordered_search.h"
+#include "planner/pareto.h"
+#include "planner/thread_pool.h"
+#include "sim/core/input_error.h"
+#include "sim/engine/cost_model.h"
+#include "sim/plan/plan_check.h"
+
+namespace mpsim::planner {
+namespace {
+
+/// What the search orders and ranks by, compared lexicographically: step time (speed), or peak memory
+/// then step time (memory).
+struct Key {
+  std::int64_t first = 0;
+  std::int64_t second = 0;
+  friend auto operator<=>(const Key&, const Key&) = default;
+};
+
+Key objective_key(plan::Objective o, const trace::Report& r) {
+  const std::int64_t time = TimeNs::seconds(r.step_time_s).base();
+  return o == plan::Objective::Speed ? Key{time, 0} : Key{r.peak_memory_bytes, time};
+}
+
+/// Never above objective_key() of the candidate's simulation.
+Key bound_key(plan::Objective o, const Estimate& e) {
+  return o == plan::Objective::Speed ? Key{e.lower_bound.base(), 0}
+                                     : Key{e.peak_memory.count(), e.lower_bound.base()};
+}
+
+std::string short_plan(const plan::PlanSpec& s) {
+  return fmt::format("tensor {}, pipeline {}, data {}, micro batch {}, {} recompute", s.tensor, s.pipeline,
+                     s.data.value_or(1), s.micro_batch, model::to_string(s.recompute));
+}
+
+/// Why no candidate fits, in one line.
+std::string infeasible_reason(const model::Model& model, const topology::Cluster& cluster,
+                              const std::vector<Prepared>& prepared, Bytes capacity, Bytes reserve,
+                              const SearchStats& stats, const std::string& first_invalid) {
+  const auto gpus = static_cast<std::int64_t>(cluster.gpus().size());
+  if (prepared.empty()) {
+    return fmt::format("no candidate plan for {} GPUs and this global batch: the data-parallel degree must divide "
+                       "the global batch (check --global-batch, --max-tensor, --schedules)",
+                       gpus);
+  }
+  const std::string per_gpu = reserve.count() > 0
+                                  ? fmt::format("{} ({} less a {} reserve)", to_string(capacity - reserve),
+                                                to_string(capacity), to_string(reserve))
+                                  : to_string(capacity);
+  if (stats.pruned_memory == prepared.size()) {
+    // The least any split can need: weights, gradients and optimizer state once across the cluster.
+    const std::int64_t per_parameter =
+        model.dtype_bytes + engine::kGradientBytesPerParameter + engine::kOptimizerBytesPerParameter;
+    const Bytes least = Bytes::bytes(model.parameters() * per_parameter);
+    if (least > (capacity - reserve) * gpus) {
+      return fmt::format("{} needs at least {} for weights, gradients and optimizer state; {} x {} available",
+                         model.name.empty() ? "the model" : model.name, to_string(least), gpus, per_gpu);
+    }
+    const auto smallest = std::min_element(prepared.begin(), prepared.end(), [](const Prepared& a, const Prepared& b) {
+      return a.estimate.peak_memory < b.estimate.peak_memory;
+    });
+    return fmt::format("no plan fits in memory: the smallest peak is {} ({}), over the {} of a GPU",
+                       to_string(smallest->estimate.peak_memory), short_plan(smallest->spec), per_gpu);
+  }
+  if (!first_invalid.empty()) return "every plan that fits was rejected by the plan checks: " + first_invalid;
+  return "no plan fits in memory once simulated";
+}
+
+}  // namespace
+
+PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& model, const PlannerOptions& options) {
+  const auto started = std::chrono::steady_clock::now();
+  PlannerResult result;
+  result.capacity = gpu_capacity(cluster);
+  const Bytes usable = result.capacity - options.memory_reserve;
+  const plan::Objective objective = options.space.objective;
+  const int threads = effective_threads(options.threads);
+  const std::size_t top = static_cast<std::size_t>(std::max(1, options.top));
+  const std::vector<Prepared> prepared = prepare_candidates(cluster, model, options);
+  SearchStats& stats = result.stats;
+  stats.candidates = prepared.size();
+
+  std::vector<std::size_t> feasible;
+  for (const Prepared& p : prepared) {
+    if (p.estimate.peak_memory <= usable) feasible.push_back(p.id);
+  }
+  stats.pruned_memory = prepared.size() - feasible.size();
+  std::sort(feasible.begin(), feasible.end(), [&](std::size_t a, std::size_t b) {
+    return std::make_pair(bound_key(objective, prepared[a].estimate), a) <
+           std::make_pair(bound_key(objective, prepared[b].estimate), b);
+  });
+
+  // Committed state, guarded by the ordered search's lock.
+  std::vector<Evaluated> evaluated;
+  std::vector<std::pair<Key, std::size_t>> best;  // the top K so far, sorted
+  std::vector<bool> done(prepared.size(), false);
+  std::string first_invalid;
+  std::size_t simulated = 0;
+
+  struct Outcome {
+    std::optional<Evaluated> ok;
+    std::string invalid;  ///< resolve_plan()'s message
+  };
+  const auto evaluate = [&](std::size_t id) {
+    Outcome out;
+    const Prepared& p = prepared[id];
+    plan::Plan resolved;
+    try {
+      resolved = plan::resolve_plan(p.spec, cluster, model);
+    } catch (const InputError& e) {
+      out.invalid = e.message();
+      return out;
+    }
+    engine::EngineOptions engine = options.engine;
+    engine.record_timeline = false;
+    engine::Prediction prediction = engine::simulate(cluster, model, resolved, engine);
+    out.ok = Evaluated{id, std::move(resolved), std::move(prediction.report), p.estimate};
+    return out;
+  };
+  const auto commit = [&](std::size_t id, Outcome&& out) {
+    done[id] = true;
+    if (!out.ok) {
+      ++stats.pruned_invalid;
+      if (first_invalid.empty()) first_invalid = out.invalid;
+      return;
+    }
+    ++simulated;
+    const trace::Report& r = out.ok->report;
+    if (r.oom || Bytes::bytes(r.peak_memory_bytes) > usable) {
+      ++stats.pruned_memory;  // cannot happen while the estimate is exact; kept out of the results if it does
+    } else {
+      const std::pair<Key, std::size_t> entry{objective_key(objective, r), id};
+      best.insert(std::upper_bound(best.begin(), best.end(), entry), entry);
+      if (best.size() > top) best.pop_back();
+      evaluated.push_back(std::move(*out.ok));
+    }
+    if (options.on_progress && !best.empty()) {
+      double best_time = 0;
+      for (const Evaluated& e : evaluated) {
+        if (e.id == best.front().second) best_time = e.report.step_time_s;
+      }
+      options.on_progress({simulated, feasible.size(), best_time});
+    }
+  };
+
+  // Branch and bound for the top K: stop at the first candidate (in bound order) whose bound is above
+  // the K-th best objective so far; everything after it has a bound at least as high.
+  OrderedSearch<Outcome> top_k;
+  top_k.decide = [&](std::size_t id) {
+    if (!options.bound_pruning || best.size() < top) return Decision::Evaluate;
+    return bound_key(objective, prepared[id].estimate) > best.back().first ? Decision::Stop : Decision::Evaluate;
+  };
+  top_k.evaluate = evaluate;
+  top_k.commit = commit;
+  run_ordered_search(feasible, threads, top_k);
+
+  // The rest of the Pareto front: a candidate is needed unless a simulated plan is at least as good on
+  // both axes given its bound (memory exact, step time >= bound), taking memory-lean candidates first.
+  if (options.exact_pareto) {
+    std::vector<std::size_t> rest;
+    for (const std::size_t id : feasible) {
+      if (!done[id]) rest.push_back(id);
+    }
+    std::sort(rest.begin(), rest.end(), [&](std::size_t a, std::size_t b) {
+      const Estimate& x = prepared[a].estimate;
+      const Estimate& y = prepared[b].estimate;
+      return std::tie(x.peak_memory, x.lower_bound, a) < std::tie(y.peak_memory, y.lower_bound, b);
+    });
+    OrderedSearch<Outcome> front;
+    front.decide = [&](std::size_t id) {
+      const Estimate& c = prepared[id].estimate;
+      const std::int64_t lb = c.lower_bound.base();
+      for (const Evaluated& e : evaluated) {
+        const std::int64_t mem = e.report.peak_memory_bytes;
+        const std::int64_t time = TimeNs::seconds(e.report.step_time_s).base();
+        if (mem > c.peak_memory.count() || time > lb) continue;
+        if (mem < c.peak_memory.count() || time < lb || e.id < id) return Decision::Skip;
+      }
+      return Decision::Evaluate;
+    };
+    front.evaluate = evaluate;
+    front.commit = commit;
+    run_ordered_search(rest, threads, front);
+  }
+
+  stats.evaluated = simulated;
+  stats.pruned_bound = feasible.size() - simulated - stats.pruned_invalid;
+  std::sort(evaluated.begin(), evaluated.end(), [](const Evaluated& a, const Evaluated& b) { return a.id < b.id; });
+  for (const auto& [key, id] : best) {
+    const auto it = std::lower_bound(evaluated.begin(), evaluated.end(), id,
+                                     [](const Evaluated& e, std::size_t v) { return e.id < v; });
+    result.ranked.push_back(*it);
+  }
+  std::vector<ParetoPoint> points;
+  for (const Evaluated& e : evaluated) {
+    points.push_back({TimeNs::seconds(e.report.step_time_s).base(), e.report.peak_memory_bytes, e.id});
+  }
+  for (const std::size_t i : pareto_front(points)) result.pareto.push_back(evaluated[i]);
+  result.evaluated = std::move(evaluated);
+  if (result.ranked.empty()) {
+    result.infeasible = infeasible_reason(model, cluster, prepared, result.capacity, options.memory_reserve, stats,
+                                          first_invalid);
+  }
+  stats.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return result;
+}
+
+}  // namespace mpsim::planner

@@ -1,0 +1,94 @@
+#pragma once
+/// The planner: enumerate, partition, prune by memory and by a step-time lower bound, simulate the
+/// survivors in parallel (branch and bound), rank, and find the speed/memory Pareto front.
+///
+/// Exactness: memory estimates equal the simulator's peak memory, and the step-time bound never
+/// exceeds the simulated step time, so the top K returned are the top K of simulating every feasible
+/// candidate (candidates are ordered by (objective, candidate id), the id being the enumeration order).
+/// With `exact_pareto` the front is also that of every feasible candidate.
+///
+/// Determinism: results (everything but SearchStats::search_time_s) do not depend on the thread count:
+/// the branch and bound commits results in bound order exactly as a sequential loop would
+/// (ordered_search.h).
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "planner/candidate.h"
+#include "planner/search_space.h"
+#include "sim/engine/simulator.h"
+#include "sim/model/model.h"
+#include "sim/plan/plan.h"
+#include "sim/topology/cluster.h"
+#include "sim/trace/report.h"
+
+namespace mpsim::planner {
+
+struct SearchProgress {
+  std::size_t evaluated = 0;     ///< simulations committed so far
+  std::size_t feasible = 0;      ///< candidates that fit in memory
+  double best_step_time_s = 0;   ///< of the best plan so far; 0 before the first
+};
+
+struct PlannerOptions {
+  SearchSpaceOptions space;
+  int top = 10;                  ///< K: how many plans are ranked (>= 1)
+  int threads = 0;               ///< <= 0: hardware concurrency
+  Bytes memory_reserve;          ///< kept free on every GPU: a plan fits when peak <= capacity - reserve
+  bool even_partition = true;    ///< also try the even layer split where it differs from the balanced one
+  bool bound_pruning = true;     ///< false: simulate every feasible candidate
+  bool exact_pareto = true;      ///< also simulate what the Pareto front may need beyond the top K
+  engine::EngineOptions engine;  ///< how candidates are simulated (record_timeline is ignored)
+  /// Called after each committed simulation, one call at a time, from a worker thread.
+  std::function<void(const SearchProgress&)> on_progress;
+};
+
+/// A candidate ready to simulate: a complete spec (partition included) and its estimates. When its
+/// static memory alone is over capacity - reserve, the estimate holds only that static part (and no
+/// bound): it is pruned either way.
+struct Prepared {
+  std::size_t id = 0;            ///< deterministic order: enumeration order, balanced before even partition
+  plan::PlanSpec spec;
+  Estimate estimate;
+};
+
+struct Evaluated {
+  std::size_t id = 0;
+  plan::Plan plan;
+  trace::Report report;
+  Estimate estimate;
+};
+
+struct SearchStats {
+  std::size_t candidates = 0;      ///< specs x partitions
+  std::size_t evaluated = 0;       ///< simulated (committed)
+  std::size_t pruned_memory = 0;   ///< peak memory over capacity - reserve
+  std::size_t pruned_bound = 0;    ///< feasible, but their bound showed they could not make the results
+  std::size_t pruned_invalid = 0;  ///< rejected by resolve_plan()
+  double search_time_s = 0;
+  [[nodiscard]] std::size_t pruned() const noexcept { return pruned_memory + pruned_bound + pruned_invalid; }
+};
+
+struct PlannerResult {
+  std::vector<Evaluated> ranked;   ///< best first, at most `top`
+  std::vector<Evaluated> pareto;   ///< peak memory ascending
+  std::vector<Evaluated> evaluated;  ///< every feasible plan simulated, by id
+  SearchStats stats;
+  Bytes capacity;                  ///< GPU memory the plans had (before the reserve)
+  std::string infeasible;          ///< why there is no plan, when `ranked` is empty
+};
+
+/// Every candidate of the space, partitioned and estimated, by id. Thread-parallel; deterministic.
+[[nodiscard]] std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const model::Model& model,
+                                                       const PlannerOptions& options);
+
+/// Runs the search. Thread-safe inputs are only read. Exceptions: only what engine::simulate throws
+/// on a bug (std::logic_error).
+[[nodiscard]] PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& model,
+                                        const PlannerOptions& options);
+
+/// GPU memory a plan may use: the largest GPU kind's capacity.
+[[nodiscard]] Bytes gpu_capacity(const topology::Cluster& cluster);
+
+}  // namespace mpsim::planner

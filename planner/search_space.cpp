@@ -1,0 +1,171 @@
+#include "planner/search_space.h"
+
+#include <algorithm>
+
+#include "sim/core/input_error.h"
+#include "sim/plan/plan_check.h"
+
+namespace mpsim::planner {
+namespace {
+
+using plan::PlanSpec;
+using plan::ScheduleKind;
+
+std::vector<int> divisors(int n) {
+  std::vector<int> out;
+  for (int k = 1; k <= n; ++k) {
+    if (n % k == 0) out.push_back(k);
+  }
+  return out;
+}
+
+bool resolves(const PlanSpec& spec, const topology::Cluster& cluster, const model::Model& model) {
+  try {
+    (void)plan::resolve_plan(spec, cluster, model);
+    return true;
+  } catch (const InputError&) {
+    return false;
+  }
+}
+
+/// Tensor degrees resolve_plan() accepts: it checks t alone on a plan that is otherwise trivially valid
+/// (no pipeline, one microbatch of one sample per replica).
+bool tensor_degree_valid(int t, const topology::Cluster& cluster, const model::Model& model) {
+  PlanSpec spec;
+  spec.tensor = t;
+  spec.pipeline = 1;
+  spec.micro_batch = 1;
+  spec.microbatches = 1;
+  return resolves(spec, cluster, model);
+}
+
+class Enumerator {
+ public:
+  Enumerator(const topology::Cluster& cluster, const model::Model& model, const SearchSpaceOptions& options)
+      : cluster_(cluster),
+        model_(model),
+        options_(options),
+        gpus_(static_cast<int>(cluster.gpus().size())),
+        layers_(plan::partitionable_layer_count(model)),
+        schedules_(options.schedules.empty() ? all_schedule_kinds() : options.schedules) {}
+
+  SearchSpace run() {
+    if (gpus_ == 0 || model_.layers.empty() || options_.global_batch < 1) return out_;
+    const int per_node = static_cast<int>(cluster_.gpus_of_node(cluster_.device(cluster_.gpus().front()).node).size());
+    for (const int t : divisors(per_node)) {
+      if (options_.max_tensor > 0 && t > options_.max_tensor) continue;
+      if (gpus_ % t != 0) continue;
+      if (mirror() && !tensor_degree_valid(t, cluster_, model_)) continue;
+      out_.tensor_degrees.push_back(t);
+      for (const int p : divisors(gpus_ / t)) {
+        if (mirror() && p > layers_) continue;
+        const int d = gpus_ / (t * p);
+        if (options_.global_batch % d != 0) continue;
+        const int per_replica = options_.global_batch / d;
+        for (int b = 1; b <= per_replica; b *= 2) {
+          if (per_replica % b != 0) break;  // powers of two: once one fails, every larger one does
+          if (options_.max_micro_batch > 0 && b > options_.max_micro_batch) break;
+          for (const ScheduleKind kind : schedules_) add_schedule(t, p, d, b, per_replica / b, kind);
+        }
+      }
+    }
+    return out_;
+  }
+
+ private:
+  [[nodiscard]] bool mirror() const noexcept { return options_.rules == SpaceRules::Mirror; }
+
+  void add_schedule(int t, int p, int d, int b, int m, ScheduleKind kind) {
+    if (kind != ScheduleKind::Interleaved1F1B) {
+      add_rest(t, p, d, b, m, kind, 1);
+      return;
+    }
+    if (mirror()) {
+      // Megatron: an even split into p * v virtual stages, and its group rule for N = p.
+      if (p < 2 || layers_ % p != 0) return;
+      if (m > p && m % p != 0) return;
+      for (int v = 2; v <= layers_ / p; ++v) {
+        if ((layers_ / p) % v == 0) add_rest(t, p, d, b, m, kind, v);
+      }
+    } else {
+      if (p < 2) return;
+      for (int v = 2; v <= layers_; ++v) add_rest(t, p, d, b, m, kind, v);
+    }
+  }
+
+  void add_rest(int t, int p, int d, int b, int m, ScheduleKind kind, int v) {
+    for (const model::Recompute r : options_.recompute) {
+      for (const int z : options_.zero) {
+        if (z > 0 && d == 1) continue;  // sharding over one replica is no sharding
+        for (std::size_t pl = 0; pl < options_.placements.size(); ++pl) {
+          const plan::Placement& placement = options_.placements[pl];
+          // Placements that order the same axes the same way once size-1 axes are dropped give one layout.
+          if (pl > 0 && same_layout_as_earlier(pl, t, p, d)) continue;
+          PlanSpec spec;
+          spec.tensor = t;
+          spec.pipeline = p;
+          spec.data = d;
+          spec.virtual_stages = v;
+          spec.global_batch = options_.global_batch;
+          spec.micro_batch = b;
+          spec.microbatches = m;
+          spec.schedule = kind;
+          spec.recompute = r;
+          spec.zero = z;
+          spec.placement = placement;
+          spec.optimize = options_.objective;
+          // Set, not left to resolve_plan(), so that the pipeline shape follows from the spec alone.
+          if (kind == ScheduleKind::Interleaved1F1B) spec.microbatch_group_size = p;
+          if (kind == ScheduleKind::SageMakerInterleaved) spec.active_microbatches = p + 2;
+          if (!mirror() && !resolves(spec, cluster_, model_)) {
+            ++out_.invalid;
+            continue;
+          }
+          out_.candidates.push_back(std::move(spec));
+        }
+      }
+    }
+  }
+
+  /// Whether placement `pl` lays ranks out exactly as one listed before it, for these degrees.
+  [[nodiscard]] bool same_layout_as_earlier(std::size_t pl, int t, int p, int d) const {
+    const auto significant = [&](const plan::Placement& placement) {
+      std::vector<plan::Axis> axes;
+      for (const plan::Axis a : placement) {
+        const int size = a == plan::Axis::Tensor ? t : a == plan::Axis::Pipeline ? p : d;
+        if (size > 1) axes.push_back(a);
+      }
+      return axes;
+    };
+    const auto mine = significant(options_.placements[pl]);
+    for (std::size_t q = 0; q < pl; ++q) {
+      if (significant(options_.placements[q]) == mine) return true;
+    }
+    return false;
+  }
+
+  const topology::Cluster& cluster_;
+  const model::Model& model_;
+  const SearchSpaceOptions& options_;
+  int gpus_;
+  int layers_;
+  std::vector<ScheduleKind> schedules_;
+  SearchSpace out_;
+};
+
+}  // namespace
+
+std::vector<plan::ScheduleKind> all_schedule_kinds() {
+  std::vector<ScheduleKind> out;
+  for (const auto& [word, kind] : plan::kScheduleNames) {
+    if (std::find(out.begin(), out.end(), kind) == out.end()) out.push_back(kind);
+  }
+  return out;
+}
+
+SearchSpace enumerate_search_space(const topology::Cluster& cluster, const model::Model& model,
+                                   const SearchSpaceOptions& options) {
+  return Enumerator(cluster, model, options).run();
+}
+
+}  // namespace mpsim::planner

@@ -1,0 +1,66 @@
+#pragma once
+/// The plans the planner may choose from, for one cluster, model and global batch.
+///
+/// A candidate is a PlanSpec with every degree, the batch split, the schedule, recomputation, ZeRO
+/// stage and placement set, and the partition left empty (the partitioner chooses it). The axes:
+/// - tensor t: divisors of the GPUs per node, at most `max_tensor`, that resolve_plan accepts for the
+///   cluster and the model (within one NVLink domain, dividing the attention heads);
+/// - pipeline p: divisors of GPUs / t with p <= the model's partitionable layers;
+/// - data d = GPUs / (t p), which must divide the global batch B;
+/// - micro batch b: powers of two dividing B / d (at most `max_micro_batch`); microbatches m = B / (b d);
+/// - schedule: every ScheduleKind (narrowed by `schedules`); interleaved-1f1b with p >= 2 and each
+///   v >= 2 dividing layers / p, when Megatron's group rule holds for the default group size N = p
+///   (m <= p, or m a multiple of p);
+/// - interleaved-1f1b runs Megatron's default group size N = p and sagemaker-interleaved SageMaker's
+///   default cap of p + 2 active microbatches; both are set in the spec;
+/// - recomputation, ZeRO stage (0 and 1; ZeRO 1 only when d > 1, where it differs from 0) and placement
+///   (tp-dp-pp and tp-pp-dp; the second only when d > 1 and p > 1, where the layouts differ).
+/// The rules above are the ones resolve_plan() applies, so candidates are valid plans; resolve_plan()
+/// stays the judge: the planner resolves every candidate before simulating it, and the `Resolve`
+/// rules mode (for tests) enumerates the raw product and keeps what resolves.
+///
+/// Order is deterministic: t, p, b, schedule (kScheduleNames order), v, recompute, ZeRO, placement,
+/// each ascending. A candidate's index in this order is its identity in the rest of the search.
+#include <vector>
+
+#include "sim/model/model.h"
+#include "sim/plan/plan.h"
+#include "sim/topology/cluster.h"
+
+namespace mpsim::planner {
+
+/// How candidates are checked while enumerating.
+enum class SpaceRules : std::uint8_t {
+  Mirror,   ///< apply the rules above directly (fast); a per-tensor-degree resolve_plan() call checks t
+  Resolve,  ///< enumerate the raw product of the axes and keep only what resolve_plan() accepts (slow)
+};
+
+struct SearchSpaceOptions {
+  int global_batch = 256;
+  int max_tensor = 0;                             ///< 0: no cap beyond the NVLink domain
+  int max_micro_batch = 0;                        ///< 0: no cap
+  std::vector<plan::ScheduleKind> schedules;      ///< empty: every kind
+  std::vector<model::Recompute> recompute{model::Recompute::None, model::Recompute::Selective,
+                                          model::Recompute::Full};
+  std::vector<int> zero{0, 1};
+  std::vector<plan::Placement> placements{plan::kMegatronPlacement,
+                                          {plan::Axis::Tensor, plan::Axis::Pipeline, plan::Axis::Data}};
+  plan::Objective objective = plan::Objective::Speed;  ///< written into every candidate's plan
+  SpaceRules rules = SpaceRules::Mirror;
+};
+
+struct SearchSpace {
+  std::vector<plan::PlanSpec> candidates;  ///< in the deterministic order above
+  std::vector<int> tensor_degrees;         ///< the tensor degrees that passed
+  int invalid = 0;                         ///< raw combinations resolve_plan() rejected (Resolve rules only)
+};
+
+/// Every schedule kind the simulator has, in kScheduleNames order, once each.
+[[nodiscard]] std::vector<plan::ScheduleKind> all_schedule_kinds();
+
+/// Enumerates the candidates. O(size of the space); with Mirror rules it calls resolve_plan() once per
+/// tensor degree. An empty cluster, a model without layers or a global batch < 1 give an empty space.
+[[nodiscard]] SearchSpace enumerate_search_space(const topology::Cluster& cluster, const model::Model& model,
+                                                 const SearchSpaceOptions& options);
+
+}  // namespace mpsim::planner

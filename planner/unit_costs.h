@@ -1,0 +1,72 @@
+#pragma once
+/// What each partition unit costs, asked once of the engine's cost model and reused by every
+/// candidate that shares the tensor degree, micro batch and recomputation.
+///
+/// A unit is one partitionable layer (plan::partitionable_layer_count()) together with the layers
+/// plan::virtual_stage_layers() attaches to it: the embedding to the first unit, the output head to
+/// the last. A stage's cost is then a sum over its units (prefix sums make it O(1)), which is what the
+/// partitioner and the bounds need; the simulator still prices the real plan with the cost model.
+///
+/// The cost model is probed on a compressed model holding each distinct unit once (the blocks of a
+/// transformer are identical), so one probe costs O(distinct units), not O(layers).
+#include <cstdint>
+#include <vector>
+
+#include "sim/core/units.h"
+#include "sim/model/model.h"
+#include "sim/topology/cluster.h"
+
+namespace mpsim::planner {
+
+/// The cost model's ChunkCost of one unit on one tensor-parallel rank, per microbatch.
+struct UnitCost {
+  TimeNs forward;
+  TimeNs backward;         ///< fused, recomputation included
+  TimeNs backward_input;   ///< recomputation included
+  TimeNs backward_weight;
+  Bytes stashed;           ///< activations held from F to the backward
+  Bytes attention_scores;  ///< of the model's attention scores: what a split backward frees at I
+  Bytes activation_send;   ///< what the unit's last layer sends on
+  std::int64_t parameters = 0;  ///< on one tensor-parallel rank
+};
+
+/// What the costs depend on besides the unit.
+struct UnitCostKey {
+  int tensor = 1;
+  int micro_batch = 1;
+  model::Recompute recompute = model::Recompute::None;
+  bool sequence_parallel = false;
+  friend auto operator<=>(const UnitCostKey&, const UnitCostKey&) = default;
+};
+
+/// Rounding slack of a stage's time summed over units: the cost model rounds each time term of a
+/// chunk up to a nanosecond once, the unit sums once per unit, so a chunk of n units may take up to
+/// n x kUnitRoundingSlack less than the sum of its units' times. Lower bounds subtract it.
+inline constexpr TimeNs kUnitRoundingSlack = TimeNs::ns(4);
+
+class UnitCostModel {
+ public:
+  /// Prepares the compressed model; O(layers). `cluster` and `model` must outlive this object.
+  UnitCostModel(const topology::Cluster& cluster, const model::Model& model);
+
+  /// Costs of every unit, in order (partitionable_layer_count() entries). Thread-safe (const, no
+  /// shared mutable state); O(distinct units x tensor degree) route look-ups.
+  [[nodiscard]] std::vector<UnitCost> costs(const UnitCostKey& key) const;
+
+  [[nodiscard]] int units() const noexcept { return static_cast<int>(distinct_of_.size()); }
+  /// Whether a stage's time is the sum of its units' times up to kUnitRoundingSlack per unit. False
+  /// when the model mixes profiled and FLOP-derived layers (the cost model then prices a chunk by
+  /// FLOPs unless all of its layers are profiled), or the cluster mixes GPU kinds (the probe runs on
+  /// the first GPUs only); step-time bounds are then not derived from unit costs.
+  [[nodiscard]] bool additive_times() const noexcept { return additive_times_; }
+
+ private:
+  const topology::Cluster* cluster_;
+  const model::Model* model_;
+  model::Model probe_;               ///< each distinct unit once, in order of first appearance
+  std::vector<int> distinct_of_;     ///< unit -> its distinct unit (a chunk of the probe)
+  std::vector<std::vector<int>> unit_layers_;  ///< unit -> indices into model.layers
+  bool additive_times_ = true;
+};
+
+}  // namespace mpsim::planner

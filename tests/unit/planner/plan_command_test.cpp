@@ -1,0 +1,172 @@
+// `mpsim plan` end to end: the JSON contract, the plan file it writes (simulate takes it as is and
+// predicts the same step time), the trace, determinism, the defaults, and the exit codes.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string repo(const std::string& relative) { return std::string(MPSIM_SOURCE_DIR) + "/" + relative; }
+
+fs::path scratch() {
+  const fs::path dir = fs::temp_directory_path() / ("mpsim-plan-test-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  return dir;
+}
+
+/// Runs the mpsim binary with `args` in `cwd`.
+CommandResult mpsim(const std::string& args, const std::string& cwd = ".") {
+  const std::string err_file = (scratch() / "stderr").string();
+  const std::string command = "cd '" + cwd + "' && " + std::string(MPSIM_BINARY) + " " + args + " 2>" + err_file;
+  CommandResult run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_file);
+  run.err.assign(std::istreambuf_iterator<char>(err), {});
+  return run;
+}
+
+std::string small_cluster_file() {
+  const fs::path path = scratch() / "2x4.yaml";
+  std::ofstream(path) << "cluster:\n  nodes: 2\n  gpus_per_node: 4\n  gpu: a100-80gb\n"
+                         "  intra_node: { kind: nvswitch, bandwidth: \"300 GB/s\", latency: \"2 us\" }\n"
+                         "  inter_node: { kind: infiniband, bandwidth: \"200 Gb/s\", latency: \"5 us\", nics_per_node: 4 }\n";
+  return path.string();
+}
+
+std::string small_args() {
+  return "plan --topology " + small_cluster_file() + " --model " + repo("configs/models/gpt3-1.3b.yaml") +
+         " --global-batch 16 --top 3";
+}
+
+TEST(PlanCommand, JsonContractPlanFileAndTrace) {
+  const std::string plan_file = (scratch() / "best.yaml").string();
+  const std::string trace_file = (scratch() / "best.json").string();
+  const CommandResult r = mpsim(small_args() + " --json --explain -o " + plan_file + " --trace " + trace_file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;  // no progress line when not a terminal
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* key : {"best", "candidates", "pareto", "evaluated", "pruned", "search_time_s"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_EQ(j["candidates"].size(), 3u);
+  EXPECT_EQ(j["candidates"][0]["plan"], j["best"]["plan"]);
+  EXPECT_GT(j["evaluated"].get<int>(), 0);
+  EXPECT_GT(j["pruned"].get<int>(), 0);
+  const auto& best = j["best"];
+  for (const char* key : {"step_time_s", "bubble_fraction", "tflops_per_gpu", "mfu", "devices", "plan"}) {
+    EXPECT_TRUE(best.contains(key)) << key;
+  }
+  EXPECT_EQ(best["devices"].size(), 8u);
+  EXPECT_EQ(best["plan"]["tensor"].get<int>() * best["plan"]["pipeline"].get<int>() * best["plan"]["data"].get<int>(), 8);
+  EXPECT_TRUE(j["explain"].contains("runner_up"));
+  double previous = 0;
+  for (const auto& c : j["candidates"]) {
+    EXPECT_GE(c["step_time_s"].get<double>(), previous);
+    previous = c["step_time_s"].get<double>();
+  }
+
+  // The plan file: simulate takes it unchanged and predicts the same step.
+  const CommandResult sim = mpsim("simulate --topology " + small_cluster_file() + " --model " +
+                                  repo("configs/models/gpt3-1.3b.yaml") + " --plan " + plan_file + " --json");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  EXPECT_DOUBLE_EQ(nlohmann::json::parse(sim.out)["step_time_s"].get<double>(), best["step_time_s"].get<double>());
+
+  std::ifstream trace(trace_file);
+  const auto t = nlohmann::json::parse(trace);
+  EXPECT_FALSE(t["traceEvents"].empty());
+  EXPECT_DOUBLE_EQ(t["mpsim"]["step_time_s"].get<double>(), best["step_time_s"].get<double>());
+}
+
+TEST(PlanCommand, SameOutputWhateverTheThreadCount) {
+  auto one = nlohmann::json::parse(mpsim(small_args() + " --json --threads 1").out);
+  auto four = nlohmann::json::parse(mpsim(small_args() + " --json --threads 4").out);
+  one.erase("search_time_s");
+  four.erase("search_time_s");
+  EXPECT_EQ(one, four);
+}
+
+TEST(PlanCommand, TableAndExplanation) {
+  const CommandResult r = mpsim(small_args() + " --explain");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("step time"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Pareto front"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Why #1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("#2 differs in"), std::string::npos) << r.out;
+}
+
+TEST(PlanCommand, DefaultsAreTheReadmeJob) {
+  const CommandResult r = mpsim("plan --top 1 --threads 2", repo(""));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("gpt3-13b on 4x AWS p4d.24xlarge (32 GPUs), global batch 256"), std::string::npos) << r.out;
+}
+
+TEST(PlanCommand, NoFeasiblePlanExitsOneWithTheReason) {
+  const CommandResult r = mpsim("plan --topology " + repo("topologies/dgx-a100.yaml") + " --model " +
+                                repo("configs/models/gpt3-175b.yaml") + " --global-batch 8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("mpsim: error: no feasible plan: gpt3-175b needs at least"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("8 x 80 GiB available"), std::string::npos) << r.err;
+}
+
+TEST(PlanCommand, BadInputExitsTwo) {
+  EXPECT_EQ(mpsim(small_args() + " --optimize fastest").exit_code, 2);
+  const CommandResult schedules = mpsim(small_args() + " --schedules 1f1b,warp");
+  EXPECT_EQ(schedules.exit_code, 2);
+  EXPECT_NE(schedules.err.find("unknown schedule 'warp'"), std::string::npos) << schedules.err;
+  const CommandResult recompute = mpsim(small_args() + " --recompute none,most");
+  EXPECT_EQ(recompute.exit_code, 2);
+  EXPECT_NE(recompute.err.find("unknown recomputation 'most'"), std::string::npos) << recompute.err;
+  const CommandResult gpus = mpsim(small_args() + " --gpus 6");
+  EXPECT_EQ(gpus.exit_code, 2);
+  EXPECT_NE(gpus.err.find("multiple of the 4 GPUs per node"), std::string::npos) << gpus.err;
+  EXPECT_EQ(mpsim("plan --topology missing.yaml --model " + repo("configs/models/gpt3-1.3b.yaml")).exit_code, 2);
+}
+
+TEST(PlanCommand, OptionsNarrowTheSearch) {
+  const CommandResult r =
+      mpsim(small_args() + " --json --schedules 1f1b,gpipe --recompute full --max-tensor 2 --pareto simulated");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const auto& c : j["candidates"]) {
+    const std::string schedule = c["plan"]["schedule"];
+    EXPECT_TRUE(schedule == "1f1b" || schedule == "gpipe") << schedule;
+    EXPECT_EQ(c["plan"]["recompute"], "full");
+    EXPECT_LE(c["plan"]["tensor"].get<int>(), 2);
+  }
+}
+
+TEST(PlanCommand, GpusCutsTheCluster) {
+  const CommandResult r = mpsim(small_args() + " --gpus 4 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["best"]["devices"].size(), 4u);
+}
+
+TEST(PlanCommand, CheckStillWorks) {
+  const CommandResult r = mpsim("plan check " + repo("configs/plans/gpt3-13b-4x-p4d.yaml") + " --topology " +
+                                repo("topologies/4x-p4d.yaml") + " --model " + repo("configs/models/gpt3-13b.yaml"));
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(": ok"), std::string::npos) << r.out;
+}
+
+}  // namespace

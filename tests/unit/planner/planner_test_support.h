@@ -1,0 +1,69 @@
+#pragma once
+/// Small clusters and models for planner tests: short-form topologies (2 x 4 GPUs and the like) and
+/// models with profiled layer times, plus the shipped small models.
+#include <random>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "planner/search.h"
+#include "tests/unit/sim/engine/engine_test_support.h"
+
+namespace mpsim::planner::testing {
+
+using engine::testing::cluster_yaml;
+using engine::testing::model_yaml;
+using engine::testing::repo_path;
+
+/// `nodes` x `per_node` GPUs of `gpu` (a kind id or an inline mapping), NVSwitch inside a node,
+/// InfiniBand between nodes.
+inline topology::Cluster short_cluster(int nodes, int per_node, const std::string& gpu = "a100-80gb",
+                                       const std::string& inter = "200 Gb/s", const std::string& intra = "300 GB/s") {
+  return cluster_yaml(fmt::format(
+      "cluster:\n  nodes: {}\n  gpus_per_node: {}\n  gpu: {}\n"
+      "  intra_node: {{ kind: nvswitch, bandwidth: \"{}\", latency: \"2 us\" }}\n"
+      "  inter_node: {{ kind: infiniband, bandwidth: \"{}\", latency: \"5 us\", nics_per_node: {} }}\n",
+      nodes, per_node, gpu, intra, inter, per_node));
+}
+
+/// An A100-like GPU kind with `memory` of memory, written inline.
+inline std::string a100_with_memory(const std::string& memory) {
+  return fmt::format(
+      "{{ name: big-a100, peak: {{ fp32: \"19.5 TFLOP/s\", bf16: \"312 TFLOP/s\", fp16: \"312 TFLOP/s\" }}, "
+      "memory: \"{}\", memory_bandwidth: \"2039 GB/s\", nvlink: {{ links: 12, bandwidth_per_link: \"25 GB/s\" }}, "
+      "matmul_efficiency: 0.68 }}",
+      memory);
+}
+
+/// 2 x 4 GPUs where communication is nearly free: NVSwitch, PCIe and network an order of magnitude
+/// beyond today's (GPU-to-NIC traffic crosses PCIe, so it must be fast too).
+inline topology::Cluster fast_cluster() {
+  return cluster_yaml(
+      "cluster:\n  nodes: 2\n  gpus_per_node: 4\n"
+      "  gpu: { name: fast-a100, peak: { fp32: \"19.5 TFLOP/s\", bf16: \"312 TFLOP/s\", fp16: \"312 TFLOP/s\" }, "
+      "memory: \"80 GiB\", memory_bandwidth: \"2039 GB/s\", nvlink: { links: 12, bandwidth_per_link: \"250 GB/s\" }, "
+      "pcie: { gen: 6, bandwidth: \"2000 GB/s\" }, matmul_efficiency: 0.68 }\n"
+      "  intra_node: { kind: nvswitch, bandwidth: \"3000 GB/s\", latency: \"1 us\" }\n"
+      "  inter_node: { kind: infiniband, bandwidth: \"16000 Gb/s\", latency: \"1 us\", nics_per_node: 4 }\n");
+}
+
+inline model::Model shipped_model(const std::string& name) {
+  return model::load_model_file(repo_path("configs/models/" + name + ".yaml"));
+}
+
+/// `layers` layers with random profiled times (1..9 ms forward, backward input and weight), parameters
+/// and activations: a model whose stages differ, for property tests.
+inline model::Model random_timed_model(std::mt19937& rng, int layers) {
+  std::uniform_int_distribution<int> ms(1, 9);
+  std::uniform_int_distribution<long> bytes(1, 64);
+  std::string yaml = "model:\n  name: random\n  layers:\n";
+  for (int i = 0; i < layers; ++i) {
+    yaml += fmt::format(
+        "    - {{ name: l{}, forward_time: \"{} ms\", backward_input_time: \"{} ms\", backward_weight_time: \"{} ms\", "
+        "params: {}, activation_bytes: {}, output_bytes: {} }}\n",
+        i, ms(rng), ms(rng), ms(rng), bytes(rng) * 1'000'000, bytes(rng) * 1'000'000, bytes(rng) * 100'000);
+  }
+  return model_yaml(yaml);
+}
+
+}  // namespace mpsim::planner::testing

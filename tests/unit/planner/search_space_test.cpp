@@ -1,0 +1,129 @@
+// The search space: its rules are resolve_plan()'s (the raw product filtered by resolve_plan() gives
+// the same candidates), its axes follow the cluster and the model, and its order is fixed.
+#include <tuple>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "planner/search_space.h"
+#include "tests/unit/planner/planner_test_support.h"
+
+namespace mpsim::planner {
+namespace {
+
+using testing::short_cluster;
+using testing::shipped_model;
+
+auto fields(const plan::PlanSpec& s) {
+  return std::make_tuple(s.tensor, s.pipeline, s.data.value_or(0), s.virtual_stages, s.micro_batch,
+                         s.microbatches.value_or(0), s.global_batch.value_or(0), s.schedule, s.recompute, s.zero,
+                         s.placement, s.microbatch_group_size.value_or(0), s.active_microbatches.value_or(0));
+}
+
+std::vector<decltype(fields(plan::PlanSpec{}))> all_fields(const SearchSpace& space) {
+  std::vector<decltype(fields(plan::PlanSpec{}))> out;
+  for (const auto& s : space.candidates) out.push_back(fields(s));
+  return out;
+}
+
+struct Case {
+  const char* name;
+  topology::Cluster cluster;
+  model::Model model;
+  int global_batch;
+};
+
+std::vector<Case> cases() {
+  std::vector<Case> out;
+  out.push_back({"2x4 A100, gpt3-1.3b", short_cluster(2, 4), shipped_model("gpt3-1.3b"), 16});
+  out.push_back({"1x8 A100, bert-large", short_cluster(1, 8), shipped_model("bert-large"), 32});
+  out.push_back({"pcie box, 6 timed layers", engine::testing::pcie_box(4),
+                 engine::testing::timed_layers(6, "2 ms", "2 ms", "1 ms"), 12});
+  out.push_back({"2x2, t5-3b", short_cluster(2, 2), shipped_model("t5-3b"), 8});
+  return out;
+}
+
+TEST(SearchSpace, MirroredRulesAreResolvePlansRules) {
+  for (const Case& c : cases()) {
+    SearchSpaceOptions options;
+    options.global_batch = c.global_batch;
+    const SearchSpace mirrored = enumerate_search_space(c.cluster, c.model, options);
+    options.rules = SpaceRules::Resolve;
+    const SearchSpace resolved = enumerate_search_space(c.cluster, c.model, options);
+    EXPECT_FALSE(mirrored.candidates.empty()) << c.name;
+    EXPECT_EQ(all_fields(mirrored), all_fields(resolved)) << c.name;
+    EXPECT_GT(resolved.invalid, 0) << c.name << ": the raw product should contain invalid plans";
+  }
+}
+
+TEST(SearchSpace, AxesFollowTheClusterAndTheModel) {
+  const auto cluster = short_cluster(2, 4);
+  const auto model = shipped_model("gpt3-1.3b");  // 16 heads, 24 layers
+  SearchSpaceOptions options;
+  options.global_batch = 16;
+  const SearchSpace space = enumerate_search_space(cluster, model, options);
+  EXPECT_EQ(space.tensor_degrees, (std::vector<int>{1, 2, 4}));
+  for (const auto& s : space.candidates) {
+    EXPECT_EQ(s.tensor * s.pipeline * *s.data, 8);
+    EXPECT_EQ(s.micro_batch * *s.microbatches * *s.data, 16);
+    EXPECT_TRUE(s.partition.empty());
+    if (s.schedule == plan::ScheduleKind::Interleaved1F1B) {
+      EXPECT_GE(s.pipeline, 2);
+      EXPECT_EQ(24 % (s.pipeline * s.virtual_stages), 0);
+    } else {
+      EXPECT_EQ(s.virtual_stages, 1);
+    }
+    if (*s.data == 1) {
+      EXPECT_EQ(s.zero, 0);
+    }
+  }
+
+  options.max_tensor = 2;
+  EXPECT_EQ(enumerate_search_space(cluster, model, options).tensor_degrees, (std::vector<int>{1, 2}));
+
+  // Without NVLink there is no tensor parallelism.
+  EXPECT_EQ(enumerate_search_space(engine::testing::pcie_box(4), model, options).tensor_degrees,
+            (std::vector<int>{1}));
+}
+
+TEST(SearchSpace, OptionsNarrowIt) {
+  const auto cluster = short_cluster(1, 8);
+  const auto model = shipped_model("gpt3-1.3b");
+  SearchSpaceOptions options;
+  options.global_batch = 16;
+  options.schedules = {plan::ScheduleKind::OneFOneB, plan::ScheduleKind::ZbH1};
+  options.recompute = {model::Recompute::None};
+  options.zero = {0};
+  options.placements = {plan::kMegatronPlacement};
+  options.max_micro_batch = 2;
+  const SearchSpace space = enumerate_search_space(cluster, model, options);
+  ASSERT_FALSE(space.candidates.empty());
+  for (const auto& s : space.candidates) {
+    EXPECT_TRUE(s.schedule == plan::ScheduleKind::OneFOneB || s.schedule == plan::ScheduleKind::ZbH1);
+    EXPECT_EQ(s.recompute, model::Recompute::None);
+    EXPECT_EQ(s.zero, 0);
+    EXPECT_LE(s.micro_batch, 2);
+  }
+  options.global_batch = 0;
+  EXPECT_TRUE(enumerate_search_space(cluster, model, options).candidates.empty());
+}
+
+TEST(SearchSpace, OrderIsDeterministicAndWithoutDuplicates) {
+  const auto cluster = short_cluster(2, 4);
+  const auto model = shipped_model("gpt3-1.3b");
+  SearchSpaceOptions options;
+  options.global_batch = 16;
+  const auto a = all_fields(enumerate_search_space(cluster, model, options));
+  const auto b = all_fields(enumerate_search_space(cluster, model, options));
+  EXPECT_EQ(a, b);
+  auto sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end());
+}
+
+TEST(SearchSpace, EverySchedulePresent) {
+  EXPECT_EQ(all_schedule_kinds().size(), 6u);
+}
+
+}  // namespace
+}  // namespace mpsim::planner
