@@ -11,33 +11,15 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/run_mpsim.h"
+
 namespace {
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using mpsim::testing::CommandResult;
+using mpsim::testing::repo;
 
-std::string repo(const std::string& relative) { return std::string(MPSIM_SOURCE_DIR) + "/" + relative; }
+CommandResult mpsim(const std::string& args) { return mpsim::testing::run_mpsim(args); }
 
-/// Runs the mpsim binary with `args` (already shell-quoted where needed).
-CommandResult mpsim(const std::string& args) {
-  const auto dir = std::filesystem::temp_directory_path() / ("mpsim-cli-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  const std::string err_file = (dir / "stderr").string();
-  const std::string command = std::string(MPSIM_BINARY) + " " + args + " 2>" + err_file;
-  CommandResult run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_file);
-  run.err.assign(std::istreambuf_iterator<char>(err), {});
-  return run;
-}
 
 TEST(Cli, TopoCheckEveryShippedTopology) {
   std::string files;

@@ -22,25 +22,19 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/run_mpsim.h"
+
 namespace {
+
+using mpsim::testing::CommandResult;
+using mpsim::testing::repo;
+
+CommandResult mpsim(const std::string& args) { return mpsim::testing::run_mpsim(args); }
+std::filesystem::path scratch() { return mpsim::testing::scratch("simulate"); }
+
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string repo(const std::string& relative) { return std::string(MPSIM_SOURCE_DIR) + "/" + relative; }
-
-/// A scratch folder of this test process.
-fs::path scratch() {
-  const fs::path dir = fs::temp_directory_path() / ("mpsim-simulate-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
 
 /// Removes the scratch folder when the tests of this process are done.
 class RemoveScratch : public ::testing::Environment {
@@ -51,23 +45,6 @@ class RemoveScratch : public ::testing::Environment {
   }
 };
 [[maybe_unused]] const auto* const remove_scratch = ::testing::AddGlobalTestEnvironment(new RemoveScratch);
-
-/// Runs the mpsim binary with `args` (already shell-quoted where needed).
-CommandResult mpsim(const std::string& args) {
-  const std::string err_file = (scratch() / "stderr").string();
-  const std::string command = std::string(MPSIM_BINARY) + " " + args + " 2>" + err_file;
-  CommandResult run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  if (pipe == nullptr) return run;
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_file);
-  run.err.assign(std::istreambuf_iterator<char>(err), {});
-  return run;
-}
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -12,39 +12,18 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/support/run_mpsim.h"
+
 namespace {
 
+using mpsim::testing::CommandResult;
+using mpsim::testing::repo;
+
+CommandResult mpsim(const std::string& args, const std::string& cwd = ".") { return mpsim::testing::run_mpsim(args, cwd); }
+std::filesystem::path scratch() { return mpsim::testing::scratch("plan-test"); }
+
+
 namespace fs = std::filesystem;
-
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string repo(const std::string& relative) { return std::string(MPSIM_SOURCE_DIR) + "/" + relative; }
-
-fs::path scratch() {
-  const fs::path dir = fs::temp_directory_path() / ("mpsim-plan-test-" + std::to_string(::getpid()));
-  fs::create_directories(dir);
-  return dir;
-}
-
-/// Runs the mpsim binary with `args` in `cwd`.
-CommandResult mpsim(const std::string& args, const std::string& cwd = ".") {
-  const std::string err_file = (scratch() / "stderr").string();
-  const std::string command = "cd '" + cwd + "' && " + std::string(MPSIM_BINARY) + " " + args + " 2>" + err_file;
-  CommandResult run;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  std::array<char, 4096> buffer{};
-  std::size_t n = 0;
-  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
-  const int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream err(err_file);
-  run.err.assign(std::istreambuf_iterator<char>(err), {});
-  return run;
-}
 
 std::string small_cluster_file() {
   const fs::path path = scratch() / "2x4.yaml";

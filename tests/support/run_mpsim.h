@@ -1,0 +1,47 @@
+#pragma once
+/// Running the mpsim binary from end-to-end tests: exit code, standard output and standard error.
+/// Needs the compile definitions MPSIM_SOURCE_DIR and MPSIM_BINARY.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace mpsim::testing {
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+inline std::string repo(const std::string& relative) { return std::string(MPSIM_SOURCE_DIR) + "/" + relative; }
+
+/// A scratch folder of this test process, named after `purpose`.
+inline std::filesystem::path scratch(const std::string& purpose) {
+  const auto dir = std::filesystem::temp_directory_path() / ("mpsim-" + purpose + "-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+/// Runs `mpsim ARGS` (already shell-quoted where needed) in the folder `cwd`.
+inline CommandResult run_mpsim(const std::string& args, const std::string& cwd = ".") {
+  const std::string err_file = (scratch("run") / "stderr").string();
+  const std::string command = "cd '" + cwd + "' && " + std::string(MPSIM_BINARY) + " " + args + " 2>" + err_file;
+  CommandResult run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buffer{};
+  std::size_t n = 0;
+  while ((n = std::fread(buffer.data(), 1, buffer.size(), pipe)) > 0) run.out.append(buffer.data(), n);
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream err(err_file);
+  run.err.assign(std::istreambuf_iterator<char>(err), {});
+  return run;
+}
+
+}  // namespace mpsim::testing
