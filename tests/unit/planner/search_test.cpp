@@ -53,6 +53,7 @@ struct Case {
   topology::Cluster cluster;
   model::Model model;
   int global_batch;
+  std::vector<model::Recompute> recompute{model::Recompute::None, model::Recompute::Selective, model::Recompute::Full};
 };
 
 std::vector<Case> small_cases() {
@@ -63,7 +64,7 @@ std::vector<Case> small_cases() {
   out.push_back({"pcie box of 8, timed layers", engine::testing::pcie_box(8, "8 GB/s", "5 us"),
                  engine::testing::timed_layers(8, "4 ms", "4 ms", "3 ms", 4'000'000, 50'000'000), 16});
   out.push_back({"4x4 A100-40GB, gpt3-1.3b", short_cluster(4, 4, "a100-40gb", "100 Gb/s"), shipped_model("gpt3-1.3b"),
-                 32});
+                 16, {model::Recompute::None, model::Recompute::Full}});
   return out;
 }
 
@@ -71,6 +72,7 @@ TEST(Planner, BestIsTheExhaustiveBest) {
   for (const Case& c : small_cases()) {
     PlannerOptions options;
     options.space.global_batch = c.global_batch;
+    options.space.recompute = c.recompute;
     options.top = 5;
     const auto all = exhaustive(c.cluster, c.model, options);
     ASSERT_FALSE(all.empty()) << c.name;
@@ -119,6 +121,7 @@ TEST(Planner, MemoryObjectiveMinimisesPeakMemory) {
   PlannerOptions options;
   options.space.global_batch = c.global_batch;
   options.space.objective = plan::Objective::Memory;
+  options.space.schedules = {plan::ScheduleKind::OneFOneB, plan::ScheduleKind::Interleaved1F1B, plan::ScheduleKind::ZbH2};
   options.top = 3;
   const auto all = exhaustive(c.cluster, c.model, options);
   const auto least = std::min_element(all.begin(), all.end(), [](const Simulated& a, const Simulated& b) {
