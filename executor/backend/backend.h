@@ -1,0 +1,157 @@
+#pragma once
+/// The device a rank computes and communicates on. Layers, the interpreter and the profiler are
+/// written once against this interface; the CPU backend (Eigen + MPI) and the CUDA backend (cuBLAS,
+/// small kernels, NCCL bootstrapped over MPI) implement it, so both run the same code paths.
+///
+/// Conventions:
+/// - fp32, row-major matrices in device memory (host memory for the CPU backend). Layer code never
+///   dereferences a device pointer; it moves data with upload()/download().
+/// - Calls are issued in order on one device stream and may complete asynchronously; synchronize()
+///   waits for all of them. Results of download() are valid on return.
+/// - Errors (a failed CUDA/NCCL/MPI call, a peer that does not answer within the timeout) throw
+///   BackendError carrying file:line and the rank; the caller aborts the job with that one line.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace mpsim::executor {
+
+class BackendError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// A view of a row-major matrix in device memory: element (r, c) is data[r * ld + c].
+struct MatrixView {
+  float* data = nullptr;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::int64_t ld = 0;  ///< leading dimension (>= cols); lets layers address one head's columns
+
+  /// Columns [first, first + count) of every row.
+  [[nodiscard]] MatrixView columns(std::int64_t first, std::int64_t count) const noexcept {
+    return {data + first, rows, count, ld};
+  }
+  /// Rows [first, first + count).
+  [[nodiscard]] MatrixView row_range(std::int64_t first, std::int64_t count) const noexcept {
+    return {data + first * ld, count, cols, ld};
+  }
+};
+
+enum class Transpose : std::uint8_t { No, Yes };
+
+/// A communicator over a subset of the world's ranks (a tensor- or data-parallel group, or the
+/// world). Opaque to callers; owned by the backend that made it.
+class Group {
+ public:
+  virtual ~Group() = default;
+  [[nodiscard]] virtual int size() const noexcept = 0;
+  [[nodiscard]] virtual int rank() const noexcept = 0;  ///< this process's index in the group
+};
+
+/// An outstanding point-to-point send; wait() returns when the buffer may be reused.
+class SendHandle {
+ public:
+  virtual ~SendHandle() = default;
+  virtual void wait() = 0;
+};
+
+struct AdamHyper {
+  float learning_rate = 1e-3f;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float epsilon = 1e-8f;
+  int step = 1;  ///< 1-based, for bias correction
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  Backend() = default;
+  Backend(const Backend&) = delete;
+  Backend& operator=(const Backend&) = delete;
+
+  // --- identity -------------------------------------------------------------------------------
+  [[nodiscard]] virtual std::string name() const = 0;  ///< "cpu" or "cuda"
+  [[nodiscard]] virtual int world_rank() const noexcept = 0;
+  [[nodiscard]] virtual int world_size() const noexcept = 0;
+
+  // --- memory ---------------------------------------------------------------------------------
+  /// `count` floats of device memory, zero-filled; released by release().
+  [[nodiscard]] virtual float* allocate(std::size_t count) = 0;
+  virtual void release(float* data) noexcept = 0;
+  virtual void upload(std::span<const float> host, float* device) = 0;
+  virtual void download(const float* device, std::span<float> host) = 0;
+  virtual void copy(MatrixView from, MatrixView to) = 0;  ///< same shape
+  virtual void fill(MatrixView m, float value) = 0;
+
+  // --- math (all fp32) ------------------------------------------------------------------------
+  /// c = alpha * op(a) * op(b) + beta * c.
+  virtual void gemm(Transpose ta, Transpose tb, float alpha, MatrixView a, MatrixView b, float beta,
+                    MatrixView c) = 0;
+  /// y += alpha * x.
+  virtual void axpy(float alpha, MatrixView x, MatrixView y) = 0;
+  /// y[r, c] += bias[c] for every row.
+  virtual void add_row_vector(const float* bias, MatrixView y) = 0;
+  /// grad[c] = beta * grad[c] + sum over rows of dy[r, c].
+  virtual void sum_rows(MatrixView dy, float beta, float* grad) = 0;
+  /// y = gelu(x) (tanh approximation); dx = dy * gelu'(x).
+  virtual void gelu_forward(MatrixView x, MatrixView y) = 0;
+  virtual void gelu_backward(MatrixView x, MatrixView dy, MatrixView dx) = 0;
+  /// Per row: y = (x - mean) * rstd * gamma + beta; mean and rstd (rows floats each) are saved.
+  virtual void layer_norm_forward(MatrixView x, const float* gamma, const float* beta, float epsilon,
+                                  MatrixView y, float* mean, float* rstd) = 0;
+  /// dx = d(layer norm)/dx applied to dy; dgamma and dbeta are accumulated (+=).
+  virtual void layer_norm_backward(MatrixView dy, MatrixView x, const float* gamma, const float* mean,
+                                   const float* rstd, MatrixView dx, float* dgamma, float* dbeta) = 0;
+  /// Row-wise softmax of scale * x with a causal mask when `causal` (row r of a square block keeps
+  /// columns <= r); y may alias x.
+  virtual void softmax_forward(MatrixView x, float scale, bool causal, MatrixView y) = 0;
+  /// dx = scale * y * (dy - rowsum(dy * y)); dx may alias dy.
+  virtual void softmax_backward(MatrixView y, MatrixView dy, float scale, MatrixView dx) = 0;
+  /// out[r] = table[tokens[r]] (+=, so positions can be added to the same output).
+  virtual void embedding_forward(MatrixView table, std::span<const std::int32_t> tokens, MatrixView out) = 0;
+  /// dtable[tokens[r]] += dout[r].
+  virtual void embedding_backward(MatrixView dout, std::span<const std::int32_t> tokens, MatrixView dtable) = 0;
+  /// Mean cross-entropy of softmax(logits) against labels, times `scale`; dlogits receives its
+  /// gradient (times `scale`). Returns the unscaled mean loss on the host.
+  virtual double cross_entropy(MatrixView logits, std::span<const std::int32_t> labels, float scale,
+                               MatrixView dlogits) = 0;
+  /// In place: param -= lr * grad (sgd) or the Adam update with moments m, v (count floats each).
+  virtual void sgd_step(float* param, const float* grad, std::size_t count, float learning_rate) = 0;
+  virtual void adam_step(float* param, const float* grad, float* m, float* v, std::size_t count,
+                         const AdamHyper& hyper) = 0;
+
+  // --- communication --------------------------------------------------------------------------
+  /// Collective over the world: every rank calls it with the same list, in the same order.
+  [[nodiscard]] virtual std::unique_ptr<Group> make_group(std::span<const int> world_ranks) = 0;
+  /// Starts sending `count` floats to world rank `peer`; messages between a pair are matched by
+  /// `tag` (the interpreter derives it from the op: kind, microbatch, chunk).
+  [[nodiscard]] virtual std::unique_ptr<SendHandle> send(const float* data, std::size_t count, int peer,
+                                                          int tag) = 0;
+  /// Blocks until the matching message from `peer` has arrived, or throws BackendError naming the
+  /// peer after the backend's timeout.
+  virtual void recv(float* data, std::size_t count, int peer, int tag) = 0;
+  /// Sum over the group, in place. reduce_scatter leaves this rank's 1/size slice (count/size floats,
+  /// count divisible by size) at data + rank * count / size; all_gather fills data from every rank's
+  /// slice at the same place.
+  virtual void all_reduce_sum(Group& group, float* data, std::size_t count) = 0;
+  virtual void reduce_scatter_sum(Group& group, float* data, std::size_t count) = 0;
+  virtual void all_gather(Group& group, float* data, std::size_t count) = 0;
+  virtual void barrier() = 0;  ///< world
+
+  // --- time -----------------------------------------------------------------------------------
+  /// Records a point on the device stream; its time is known after synchronize().
+  [[nodiscard]] virtual int record_mark() = 0;
+  virtual void synchronize() = 0;
+  /// Nanoseconds of every mark recorded since the last reset_marks(), on this rank's steady clock
+  /// (the interpreter aligns ranks by starting each step from a barrier).
+  [[nodiscard]] virtual std::vector<std::int64_t> mark_times_ns() = 0;
+  virtual void reset_marks() = 0;
+};
+
+}  // namespace mpsim::executor
