@@ -60,6 +60,12 @@ class SendHandle {
   virtual void wait() = 0;
 };
 
+/// How a backend is made. MPI is initialised by the caller (MPI_Init_thread) before make_backend().
+struct BackendOptions {
+  double peer_timeout_s = 60;  ///< a recv or collective waiting longer throws BackendError naming the peer
+  std::uint64_t seed = 0;      ///< for anything the backend randomises (nothing numeric: data are seeded by the caller)
+};
+
 struct AdamHyper {
   float learning_rate = 1e-3f;
   float beta1 = 0.9f;
