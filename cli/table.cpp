@@ -13,8 +13,19 @@ std::size_t display_width(const std::string& s) {
   return n;
 }
 
+/// A number, optionally followed by a unit after a space or a percent sign ("20.3 s", "9.9%",
+/// "70.7 GiB", "-3"): right-aligned. A word that merely starts with a digit ("1f1b") is text.
 bool looks_numeric(const std::string& s) {
-  return !s.empty() && (std::isdigit(static_cast<unsigned char>(s.front())) != 0 || s.front() == '-');
+  std::size_t i = (!s.empty() && s.front() == '-') ? 1 : 0;
+  const std::size_t digits_start = i;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) != 0 || s[i] == '.' || s[i] == ',')) ++i;
+  if (i == digits_start) return false;
+  if (i < s.size() && (s[i] == 'e' || s[i] == 'E') && i + 1 < s.size() &&
+      (std::isdigit(static_cast<unsigned char>(s[i + 1])) != 0 || s[i + 1] == '-' || s[i + 1] == '+')) {
+    i += 2;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])) != 0) ++i;
+  }
+  return i == s.size() || s[i] == ' ' || s[i] == '%' || s[i] == 'x';
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/engine/cost_model.h"
+
 namespace mpsim::planner {
 
 schedule::PipelineShape shape_of(const plan::PlanSpec& spec) {
@@ -50,7 +52,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
     t.backward_weight = lower(t.backward_weight, slack);
     out.times.push_back(t);
     // As the cost model: a split backward frees the scores at I and keeps the rest until W.
-    out.activations.push_back({stashed, stashed - std::min(stashed, scores)});
+    out.activations.push_back({stashed, engine::kept_after_input(stashed, scores)});
     out.parameters.push_back(parameters);
   }
   return out;
@@ -72,7 +74,7 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
       parameters += costs.parameters[vs];
     }
     rank_parameters.push_back(parameters);
-    const Bytes fixed = static_memory(parameters, context.dtype_bytes, spec.zero, d);
+    const Bytes fixed = engine::static_memory_bytes(parameters, context.dtype_bytes, spec.zero, d);
     const Bytes peak = fixed + peak_activations(in_flight[static_cast<std::size_t>(r)], chunks);
     if (r == 0 || peak > out.peak_memory) {
       out.peak_memory = peak;

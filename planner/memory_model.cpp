@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <set>
 
-#include "sim/engine/cost_model.h"
 #include "sim/schedule/generators.h"
 
 namespace mpsim::planner {
@@ -82,13 +81,6 @@ Bytes peak_activations(const CountVectors& vectors, const std::vector<ChunkActiv
     peak = std::max(peak, held);
   }
   return Bytes::bytes(peak);
-}
-
-Bytes static_memory(std::int64_t parameters, int dtype_bytes, int zero, int data) {
-  const std::int64_t optimizer_parameters = zero >= 1 ? (parameters + data - 1) / data : parameters;
-  const std::int64_t weights = (zero >= 3 ? parameters / data : parameters) * dtype_bytes;
-  const std::int64_t gradients = (zero >= 2 ? parameters / data : parameters) * engine::kGradientBytesPerParameter;
-  return Bytes::bytes(weights + gradients + optimizer_parameters * engine::kOptimizerBytesPerParameter);
 }
 
 }  // namespace mpsim::planner

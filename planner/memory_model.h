@@ -1,6 +1,6 @@
 #pragma once
-/// Peak memory of a pipeline rank without simulating: the static part (weights, gradients, optimizer
-/// state) plus the activations in flight at the schedule's worst moment.
+/// Peak memory of a pipeline rank without simulating: the static part (engine::static_memory_bytes)
+/// plus the activations in flight at the schedule's worst moment.
 ///
 /// The simulator counts a chunk's stashed activations from the start of its F until its backward
 /// (all at B; at I all but the part a split backward keeps until W, the rest at W). Those moments
@@ -37,11 +37,5 @@ struct ChunkActivations {
 /// sum_c x_c stashed_c + y_c after_input_c. `chunks` has v entries.
 [[nodiscard]] Bytes peak_activations(const CountVectors& vectors,
                                      const std::vector<ChunkActivations>& chunks);
-
-/// Weights + gradients + optimizer state of a pipeline rank holding `parameters` parameters on one
-/// tensor rank, as the cost model counts them (engine::kGradientBytesPerParameter,
-/// kOptimizerBytesPerParameter): ZeRO 1 shards the optimizer state over the `data` replicas (rounded
-/// up), 2 the gradients, 3 the weights.
-[[nodiscard]] Bytes static_memory(std::int64_t parameters, int dtype_bytes, int zero, int data);
 
 }  // namespace mpsim::planner

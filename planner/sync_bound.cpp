@@ -80,9 +80,7 @@ std::vector<TimeNs> rank_tails(const LayoutSyncBounds& bounds, const std::vector
   for (std::size_t r = 0; r < rank_parameters.size(); ++r) {
     const std::int64_t parameters = rank_parameters[r];
     const Bytes gradients = Bytes::bytes(parameters * engine::kGradientBytesPerParameter);
-    const std::int64_t optimizer_parameters = zero >= 1 ? (parameters + data - 1) / data : parameters;
-    TimeNs tail = transfer_time(Bytes::bytes(optimizer_parameters * engine::kOptimizerTrafficBytesPerParameter),
-                                memory_bandwidth);
+    TimeNs tail = engine::optimizer_step_time(parameters, zero, data, memory_bandwidth);
     if (data > 1) {
       tail += zero >= 1 ? bounds.reduce_scatter[r].at(gradients) + bounds.all_gather[r].at(gradients)
                         : bounds.all_reduce[r].at(gradients);

@@ -96,7 +96,7 @@ std::vector<UnitCost> UnitCostModel::costs(const UnitCostKey& key) const {
     // As the cost model counts the scores a split backward frees: per layer, per tensor rank.
     for (const int li : unit_layers_[u]) {
       const model::Layer& layer = model_->layers[static_cast<std::size_t>(li)];
-      uc.attention_scores += Bytes::bytes(layer.stashed.attention_scores.count() * key.micro_batch / key.tensor);
+      uc.attention_scores += engine::attention_score_bytes(layer, key.micro_batch, key.tensor);
     }
     out.push_back(uc);
   }

@@ -59,6 +59,22 @@ TimeNs ring_allreduce_time(const RingProfile& ring, Bytes size) noexcept {
   return (ring.alpha + transfer_time(per_round, ring.bandwidth)) * (2 * (n - 1));
 }
 
+Bytes static_memory_bytes(std::int64_t parameters, int dtype_bytes, int zero, int data) noexcept {
+  const std::int64_t optimizer_parameters = zero >= 1 ? (parameters + data - 1) / data : parameters;
+  const std::int64_t weights = (zero >= 3 ? parameters / data : parameters) * dtype_bytes;
+  const std::int64_t gradients = (zero >= 2 ? parameters / data : parameters) * kGradientBytesPerParameter;
+  return Bytes::bytes(weights + gradients + optimizer_parameters * kOptimizerBytesPerParameter);
+}
+
+TimeNs optimizer_step_time(std::int64_t parameters, int zero, int data, BytesPerSec memory_bandwidth) noexcept {
+  const std::int64_t optimizer_parameters = zero >= 1 ? (parameters + data - 1) / data : parameters;
+  return transfer_time(Bytes::bytes(optimizer_parameters * kOptimizerTrafficBytesPerParameter), memory_bandwidth);
+}
+
+Bytes attention_score_bytes(const model::Layer& layer, int micro_batch, int tensor) noexcept {
+  return Bytes::bytes(layer.stashed.attention_scores.count() * micro_batch / tensor);
+}
+
 CostModel build_cost_model(const topology::Cluster& cluster, const model::Model& m, const plan::Plan& plan,
                            const plan::ParallelLayout& layout) {
   const auto ranges = plan::virtual_stage_layers(plan, m);
@@ -99,7 +115,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         }
         cc.parameters += layer.parameters / t;
         stashed += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, plan.recompute);
-        stashed_scores += Bytes::bytes(layer.stashed.attention_scores.count() * b / t);
+        stashed_scores += attention_score_bytes(layer, b, t);
         // Memory-bound work beside the matmuls (norms, softmax, dropout, activations, residuals): every
         // activation a pass produces is written once and read once.
         elementwise += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, Recompute::None) * 2;
@@ -139,18 +155,13 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       cc.gradient_bytes = Bytes::bytes(cc.parameters * kGradientBytesPerParameter);
       cc.stashed = stashed;
       // A split backward frees the attention scores at I and keeps the matmul inputs until W.
-      cc.stashed_after_input = stashed - std::min(stashed, stashed_scores);
+      cc.stashed_after_input = kept_after_input(stashed, stashed_scores);
       rank_parameters += cc.parameters;
       rc.chunks.push_back(cc);
     }
     const int dp = plan.data;
-    const std::int64_t optimizer_parameters = plan.zero >= 1 ? (rank_parameters + dp - 1) / dp : rank_parameters;
-    rc.optimizer_step =
-        transfer_time(Bytes::bytes(optimizer_parameters * kOptimizerTrafficBytesPerParameter), gpu.memory_bandwidth);
-    const std::int64_t weights = (plan.zero >= 3 ? rank_parameters / dp : rank_parameters) * m.dtype_bytes;
-    const std::int64_t gradients = (plan.zero >= 2 ? rank_parameters / dp : rank_parameters) * kGradientBytesPerParameter;
-    const std::int64_t optimizer = optimizer_parameters * kOptimizerBytesPerParameter;
-    rc.static_memory = Bytes::bytes(weights + gradients + optimizer);
+    rc.optimizer_step = optimizer_step_time(rank_parameters, plan.zero, dp, gpu.memory_bandwidth);
+    rc.static_memory = static_memory_bytes(rank_parameters, m.dtype_bytes, plan.zero, dp);
     out.ranks.push_back(std::move(rc));
   }
   return out;

@@ -9,6 +9,7 @@
 /// reduce-scatter under sequence parallelism), which Megatron does not overlap. The weight-gradient
 /// pass is matmuls only. Recomputation is added to the input-gradient pass. A profiled time in the
 /// model file replaces the FLOP-derived one.
+#include <algorithm>
 #include <vector>
 
 #include "sim/core/units.h"
@@ -57,6 +58,20 @@ inline constexpr int kOptimizerBytesPerParameter = 12;
 /// HBM traffic of one Adam step per parameter: read the fp32 gradient (4), read and write master
 /// weights, momentum and variance (24), write the 16-bit weights (2).
 inline constexpr int kOptimizerTrafficBytesPerParameter = 30;
+
+/// Weights + gradients + optimizer state of a pipeline rank holding `parameters` parameters on one
+/// tensor rank: ZeRO 1 shards the optimizer state over the `data` replicas (rounded up), 2 the
+/// gradients, 3 the weights. The planner's memory bound uses this same function.
+[[nodiscard]] Bytes static_memory_bytes(std::int64_t parameters, int dtype_bytes, int zero, int data) noexcept;
+/// One Adam step over the optimizer state a rank owns (sharded by ZeRO >= 1), bound by HBM traffic.
+[[nodiscard]] TimeNs optimizer_step_time(std::int64_t parameters, int zero, int data, BytesPerSec memory_bandwidth) noexcept;
+/// Attention scores a layer stashes for one microbatch on one tensor rank (softmax output, dropout
+/// mask and output: what selective recomputation drops and a split backward frees at I).
+[[nodiscard]] Bytes attention_score_bytes(const model::Layer& layer, int micro_batch, int tensor) noexcept;
+/// What a split backward keeps from I to W: the stashed activations but the attention scores.
+[[nodiscard]] inline Bytes kept_after_input(Bytes stashed, Bytes attention_scores) noexcept {
+  return stashed - std::min(stashed, attention_scores);
+}
 
 [[nodiscard]] CostModel build_cost_model(const topology::Cluster& cluster, const model::Model& model,
                                          const plan::Plan& plan, const plan::ParallelLayout& layout);

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
-#include <queue>
 
 namespace mpsim::engine {
 
@@ -58,7 +57,7 @@ void FlowNetwork::link_activity(ResourceId r, int delta, std::int64_t now) {
   if (delta < 0 && --link_active_[link] == 0) link_busy_ns_[link] += now - link_busy_since_[link];
 }
 
-std::vector<FlowNetwork::FlowId> FlowNetwork::start(TimeNs now, std::vector<Usage> usage, Bytes bytes) {
+const std::vector<FlowNetwork::FlowId>& FlowNetwork::start(TimeNs now, std::vector<Usage> usage, Bytes bytes) {
   const FlowId id = static_cast<FlowId>(flows_.size());
   Flow flow;
   flow.usage = std::move(usage);
@@ -68,32 +67,34 @@ std::vector<FlowNetwork::FlowId> FlowNetwork::start(TimeNs now, std::vector<Usag
   flow.active = true;
   flows_.push_back(std::move(flow));
   flow_mark_.push_back(0);
-  std::vector<ResourceId> seeds;
+  seeds_.clear();
   for (const Usage& u : flows_[id].usage) {
     on_resource_[u.resource].push_back(id);
     link_activity(u.resource, +1, now.base());
-    seeds.push_back(u.resource);
+    seeds_.push_back(u.resource);
   }
-  if (seeds.empty()) {  // a transfer that crosses no link (same device): instantaneous
+  if (seeds_.empty()) {  // a transfer that crosses no link (same device): instantaneous
     flows_[id].rate = std::numeric_limits<double>::infinity();
-    return {id};
+    changed_.assign(1, id);
+    return changed_;
   }
-  return reallocate(now.base(), seeds);
+  return reallocate(now.base());
 }
 
-std::vector<FlowNetwork::FlowId> FlowNetwork::finish(TimeNs now, FlowId id) {
+const std::vector<FlowNetwork::FlowId>& FlowNetwork::finish(TimeNs now, FlowId id) {
   Flow& flow = flows_[id];
   flow.active = false;
-  std::vector<ResourceId> seeds;
+  seeds_.clear();
   for (const Usage& u : flow.usage) {
     auto& list = on_resource_[u.resource];
     list.erase(std::find(list.begin(), list.end(), id));
     link_activity(u.resource, -1, now.base());
     link_bytes_[u.resource / 2] += flow.bytes * u.count;
-    if (!list.empty()) seeds.push_back(u.resource);
+    if (!list.empty()) seeds_.push_back(u.resource);
   }
-  if (seeds.empty()) return {};
-  return reallocate(now.base(), seeds);
+  changed_.clear();
+  if (seeds_.empty()) return changed_;
+  return reallocate(now.base());
 }
 
 TimeNs FlowNetwork::completion(FlowId id) const {
@@ -103,12 +104,14 @@ TimeNs FlowNetwork::completion(FlowId id) const {
   return TimeNs::ns(flow.updated + static_cast<std::int64_t>(std::ceil(flow.remaining / flow.rate - 1e-6)));
 }
 
-std::vector<FlowNetwork::FlowId> FlowNetwork::reallocate(std::int64_t now, const std::vector<ResourceId>& seeds) {
+const std::vector<FlowNetwork::FlowId>& FlowNetwork::reallocate(std::int64_t now) {
   // 1. The component: resources and flows reachable from the seeds through active flows.
   ++epoch_;
-  std::vector<ResourceId> resources;
-  std::vector<FlowId> flows;
-  std::vector<ResourceId> stack = seeds;
+  std::vector<ResourceId>& resources = component_resources_;
+  std::vector<FlowId>& flows = component_flows_;
+  resources.clear();
+  flows.clear();
+  std::vector<ResourceId>& stack = seeds_;  // consumed as the search stack
   while (!stack.empty()) {
     const ResourceId r = stack.back();
     stack.pop_back();
@@ -124,56 +127,102 @@ std::vector<FlowNetwork::FlowId> FlowNetwork::reallocate(std::int64_t now, const
       }
     }
   }
-  std::sort(resources.begin(), resources.end());
-  std::sort(flows.begin(), flows.end());
+  // No sorting: the search order is a function of the inputs, so it is deterministic already.
   for (const FlowId f : flows) progress(f, now);
 
   // 2. Progressive filling: raise every unfrozen flow's rate together; the resource whose fair share
   // is smallest saturates first and fixes the rates of its flows. A heap keyed by share, with stale
-  // entries skipped, makes it O(usage log resources).
-  for (std::size_t i = 0; i < resources.size(); ++i) local_index_[resources[i]] = static_cast<std::uint32_t>(i);
-  std::vector<double> remaining_capacity(resources.size());
-  std::vector<double> weight(resources.size(), 0.0);
-  std::vector<std::vector<std::uint32_t>> flows_on(resources.size());
-  for (std::size_t i = 0; i < resources.size(); ++i) remaining_capacity[i] = capacity_[resources[i]];
-  for (std::uint32_t k = 0; k < flows.size(); ++k) {
-    for (const Usage& u : flows_[flows[k]].usage) {
+  // entries skipped, makes it O(usage log resources). The flows of each resource are kept in one
+  // array indexed by offsets (no allocation per resource).
+  const std::size_t n = resources.size();
+  for (std::size_t i = 0; i < n; ++i) local_index_[resources[i]] = static_cast<std::uint32_t>(i);
+  remaining_capacity_.resize(n);
+  weight_.assign(n, 0.0);
+  flows_on_offset_.assign(n + 1, 0);
+  for (std::size_t i = 0; i < n; ++i) remaining_capacity_[i] = capacity_[resources[i]];
+  for (const FlowId f : flows) {
+    for (const Usage& u : flows_[f].usage) {
       const std::uint32_t i = local_index_[u.resource];
-      weight[i] += u.count;
-      flows_on[i].push_back(k);
+      weight_[i] += u.count;
+      ++flows_on_offset_[i + 1];
     }
   }
-  using Entry = std::pair<double, std::uint32_t>;  // share, local resource
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<>> heap;
-  const auto share_of = [&](std::uint32_t i) { return std::max(remaining_capacity[i], 0.0) / weight[i]; };
-  for (std::uint32_t i = 0; i < resources.size(); ++i) {
-    if (weight[i] > 0) heap.emplace(share_of(i), i);
+  for (std::size_t i = 0; i < n; ++i) flows_on_offset_[i + 1] += flows_on_offset_[i];
+  flows_on_.resize(flows_on_offset_[n]);
+  fill_cursor_.assign(flows_on_offset_.begin(), flows_on_offset_.end() - 1);
+  for (std::uint32_t k = 0; k < flows.size(); ++k) {
+    for (const Usage& u : flows_[flows[k]].usage) flows_on_[fill_cursor_[local_index_[u.resource]]++] = k;
   }
-  std::vector<FlowId> changed;
-  std::vector<char> frozen(flows.size(), 0);
-  while (!heap.empty()) {
-    const auto [share, i] = heap.top();
-    heap.pop();
-    if (weight[i] <= 1e-12 || share != share_of(i)) continue;  // saturated already, or a stale entry
-    for (const std::uint32_t k : flows_on[i]) {
-      if (frozen[k] != 0) continue;
-      frozen[k] = 1;
-      Flow& flow = flows_[flows[k]];
-      if (flow.rate != share) {
-        ++flow.version;
-        changed.push_back(flows[k]);
-      }
-      flow.rate = share;
-      for (const Usage& u : flow.usage) {
-        const std::uint32_t j = local_index_[u.resource];
-        remaining_capacity[j] -= share * u.count;
-        weight[j] -= u.count;
-        if (j != i && weight[j] > 1e-12) heap.emplace(share_of(j), j);
-      }
+  const auto share_of = [&](std::uint32_t i) { return std::max(remaining_capacity_[i], 0.0) / weight_[i]; };
+  // A resource crossed by one flow of the component only ever limits that flow, at its full
+  // capacity / count: it becomes the flow's private limit (an entry n + k in the heap) instead of a
+  // heap entry of its own that every saturation round would refresh. Most links of a flow standing for
+  // many replicas are such private links.
+  const auto flow_count = [&](std::uint32_t i) { return flows_on_offset_[i + 1] - flows_on_offset_[i]; };
+  private_limit_.assign(flows.size(), std::numeric_limits<double>::infinity());
+  heap_.clear();
+  for (std::uint32_t i = 0; i < n; ++i) {
+    if (weight_[i] <= 0) continue;
+    if (flow_count(i) == 1) {
+      double& limit = private_limit_[flows_on_[flows_on_offset_[i]]];
+      limit = std::min(limit, share_of(i));
+    } else {
+      heap_.emplace_back(share_of(i), i);
     }
   }
-  std::sort(changed.begin(), changed.end());
-  return changed;
+  for (std::uint32_t k = 0; k < flows.size(); ++k) {
+    if (!std::isinf(private_limit_[k])) heap_.emplace_back(private_limit_[k], n + k);
+  }
+  std::make_heap(heap_.begin(), heap_.end(), std::greater<>{});
+  changed_.clear();
+  frozen_.assign(flows.size(), 0);
+  touched_mark_.assign(n, 0);
+  touched_.clear();
+  std::uint32_t round = 1;
+  const auto freeze = [&](std::uint32_t k, double share) {
+    frozen_[k] = 1;
+    Flow& flow = flows_[flows[k]];
+    if (flow.rate != share) {
+      ++flow.version;
+      changed_.push_back(flows[k]);
+    }
+    flow.rate = share;
+    for (const Usage& u : flow.usage) {
+      const std::uint32_t j = local_index_[u.resource];
+      remaining_capacity_[j] -= share * u.count;
+      weight_[j] -= u.count;
+      if (touched_mark_[j] != round && flow_count(j) > 1) {
+        touched_mark_[j] = round;
+        touched_.push_back(j);
+      }
+    }
+  };
+  while (!heap_.empty()) {
+    std::pop_heap(heap_.begin(), heap_.end(), std::greater<>{});
+    const auto [share, i] = heap_.back();
+    heap_.pop_back();
+    if (i >= n) {  // a flow's private limit: valid until the flow is frozen
+      if (frozen_[i - n] == 0) freeze(i - n, share);
+    } else {
+      if (weight_[i] <= 1e-12 || share != share_of(i)) continue;  // saturated already, or a stale entry
+      touched_mark_[i] = round;  // saturated: no fresh entry
+      for (std::uint32_t e = flows_on_offset_[i]; e < flows_on_offset_[i + 1]; ++e) {
+        if (frozen_[flows_on_[e]] == 0) freeze(flows_on_[e], share);
+      }
+    }
+    // One fresh heap entry per shared resource whose share moved (not one per flow crossing it): the
+    // old entries go stale and are skipped when popped.
+    for (const std::uint32_t j : touched_) {
+      if (weight_[j] > 1e-12) {
+        heap_.emplace_back(share_of(j), j);
+        std::push_heap(heap_.begin(), heap_.end(), std::greater<>{});
+      }
+    }
+    touched_.clear();
+    ++round;
+  }
+  std::sort(changed_.begin(), changed_.end());
+  return changed_;
 }
 
 }  // namespace mpsim::engine

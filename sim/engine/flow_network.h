@@ -38,11 +38,12 @@ class FlowNetwork {
   FlowNetwork& operator=(const FlowNetwork&) = delete;
 
   /// Starts a flow of `bytes` (per transfer it stands for) at `now`. Returns the flows whose rates
-  /// changed (the new one included); their completion times must be (re)scheduled, and events
-  /// scheduled for an older version() ignored.
-  std::vector<FlowId> start(TimeNs now, std::vector<Usage> usage, Bytes bytes);
-  /// Ends a finished flow at `now`; returns the flows whose rates changed.
-  std::vector<FlowId> finish(TimeNs now, FlowId flow);
+  /// changed (the new one included), in increasing order; their completion times must be
+  /// (re)scheduled, and events scheduled for an older version() ignored. The list stays valid until
+  /// the next start() or finish().
+  const std::vector<FlowId>& start(TimeNs now, std::vector<Usage> usage, Bytes bytes);
+  /// Ends a finished flow at `now`; returns the flows whose rates changed, as start() does.
+  const std::vector<FlowId>& finish(TimeNs now, FlowId flow);
   /// When `flow` ends at its current rate (it must be active).
   [[nodiscard]] TimeNs completion(FlowId flow) const;
   /// Incremented every time the flow's rate changes, to recognise stale completion events.
@@ -64,8 +65,8 @@ class FlowNetwork {
     double bytes = 0;
   };
   void progress(FlowId f, std::int64_t now);
-  /// Max-min fair rates for the flows connected to `seeds` through shared resources.
-  std::vector<FlowId> reallocate(std::int64_t now, const std::vector<ResourceId>& seeds);
+  /// Max-min fair rates for the flows connected to seeds_ through shared resources; fills changed_.
+  const std::vector<FlowId>& reallocate(std::int64_t now);
   void link_activity(ResourceId r, int delta, std::int64_t now);
 
   const topology::Cluster* cluster_;
@@ -76,7 +77,22 @@ class FlowNetwork {
   std::vector<std::int64_t> link_busy_ns_;
   std::vector<int> link_active_;
   std::vector<std::int64_t> link_busy_since_;
-  // Scratch for reallocate, kept to avoid allocation per event.
+  // Scratch for start/finish/reallocate, kept to avoid allocation per event (the planner runs
+  // thousands of reallocations per simulation).
+  std::vector<ResourceId> seeds_;
+  std::vector<FlowId> changed_;
+  std::vector<ResourceId> component_resources_;
+  std::vector<FlowId> component_flows_;
+  std::vector<double> remaining_capacity_;
+  std::vector<double> weight_;
+  std::vector<std::uint32_t> flows_on_offset_;  // local resource -> first entry in flows_on_
+  std::vector<std::uint32_t> flows_on_;         // component flow indices, grouped by local resource
+  std::vector<std::uint32_t> fill_cursor_;
+  std::vector<char> frozen_;
+  std::vector<double> private_limit_;  // component flow -> smallest share of the resources only it crosses
+  std::vector<std::uint32_t> touched_mark_;  // local resource -> last saturation round that changed it
+  std::vector<std::uint32_t> touched_;
+  std::vector<std::pair<double, std::uint32_t>> heap_;  // (share, local resource), a min-heap
   std::vector<std::uint32_t> resource_mark_;
   std::vector<std::uint32_t> flow_mark_;
   std::vector<std::uint32_t> local_index_;  // resource -> index within the component being reallocated

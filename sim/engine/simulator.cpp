@@ -25,12 +25,6 @@ using schedule::Op;
 using schedule::OpKind;
 using topology::DeviceId;
 
-/// Megatron's default gradient bucket: max(40M, 1M x dp) parameters, of fp32 gradients.
-Bytes default_bucket(const plan::Plan& plan) {
-  const std::int64_t parameters = std::max<std::int64_t>(40'000'000, 1'000'000LL * plan.data);
-  return Bytes::bytes(parameters * kGradientBytesPerParameter);
-}
-
 /// Identifies a point-to-point message at its receiver: (gradient?, microbatch, receiving virtual stage).
 std::uint64_t message_key(bool gradient, std::uint32_t microbatch, int virtual_stage) {
   return (static_cast<std::uint64_t>(gradient) << 63) | (static_cast<std::uint64_t>(microbatch) << 24) |
@@ -475,7 +469,7 @@ Prediction Simulation::run() {
       advance(done->actor);
     } else if (const auto* activate = std::get_if<FlowActivate>(&event)) {
       PendingFlow& pending = pending_flows_[activate->pending];
-      const auto changed = network_.start(TimeNs::ns(now_), *pending.usage, pending.bytes);
+      const auto& changed = network_.start(TimeNs::ns(now_), *pending.usage, pending.bytes);
       const FlowNetwork::FlowId id = static_cast<FlowNetwork::FlowId>(network_.flows_started() - 1);
       live_flows_.emplace(id, LiveFlow{std::move(pending.payload), now_, pending.usage, pending.bytes});
       reschedule(changed);
@@ -635,18 +629,16 @@ trace::Report Simulation::build_report() const {
 }  // namespace
 
 schedule::Program build_program(const plan::Plan& plan, const CostModel& costs, const EngineOptions& options) {
-  schedule::Program program = schedule::lower_comm(schedule::make_program(schedule::shape_of(plan)));
   schedule::GradientSync sync;
   for (const RankCost& rc : costs.ranks) {
     std::vector<Bytes> per_chunk;
     for (const ChunkCost& cc : rc.chunks) per_chunk.push_back(cc.gradient_bytes);
     sync.gradient_bytes.push_back(std::move(per_chunk));
   }
-  sync.bucket_size = options.grad_bucket.count() > 0 ? options.grad_bucket : default_bucket(plan);
+  sync.bucket_size =
+      options.grad_bucket.count() > 0 ? options.grad_bucket : schedule::default_gradient_bucket(plan.data);
   sync.overlap = options.overlap_grad_reduce;
-  sync.zero = plan.zero;
-  sync.data_parallel = plan.data > 1;
-  return schedule::add_gradient_sync(std::move(program), sync);
+  return schedule::plan_program(plan, std::move(sync));
 }
 
 Prediction simulate(const topology::Cluster& cluster, const model::Model& model, const plan::Plan& plan,
