@@ -1,0 +1,25 @@
+#pragma once
+/// `mpsim-view TRACE.json [TRACE2.json] --screenshot OUT.png`: renders the view without a display
+/// (for reports and CI). Errors go to `err`, one line each, and give a non-zero exit status.
+#include <QSize>
+#include <QString>
+#include <QStringList>
+#include <QTextStream>
+
+#include <cstdint>
+
+namespace mpsim::view {
+
+struct ScreenshotOptions {
+  QString output;  ///< .png or .svg
+  int width = 1600;
+  int height = 0;  ///< 0: tall enough for every row
+  std::int32_t highlightMicrobatch = -1;
+  QStringList collapse;  ///< groups to collapse, by name ("node0 links") or "links" for all link groups
+};
+
+/// Returns the process exit status: 0 on success, 1 when a trace cannot be read or the image
+/// cannot be written, 2 when no trace was given.
+int renderScreenshot(const QStringList& traces, const ScreenshotOptions& options, QTextStream& err);
+
+}  // namespace mpsim::view
