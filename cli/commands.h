@@ -9,6 +9,9 @@ void add_topo_commands(CLI::App& app);
 void add_model_commands(CLI::App& app);
 void add_plan_commands(CLI::App& app);
 void add_simulate_command(CLI::App& app);
+void add_execute_command(CLI::App& app);
+void add_compare_command(CLI::App& app);
+void add_profile_command(CLI::App& app);
 
 /// Exit codes of interface.md.
 inline constexpr int kExitOk = 0;

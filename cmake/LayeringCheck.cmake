@@ -41,4 +41,6 @@ mpsim_forbid_link(mpsim_core mpsim_topology mpsim_model mpsim_plan mpsim_schedul
 mpsim_forbid_link(mpsim_topology mpsim_model mpsim_plan mpsim_engine mpsim_planner mpsim_executor)
 mpsim_forbid_link(mpsim_model mpsim_topology mpsim_plan mpsim_engine mpsim_planner mpsim_executor)
 mpsim_forbid_link(mpsim_executor mpsim_engine mpsim_planner)
+mpsim_forbid_link(mpsim_executor_cuda mpsim_engine mpsim_planner)
+mpsim_forbid_link(mpsim_executor_profile mpsim_engine mpsim_planner)
 mpsim_forbid_link(mpsim_view mpsim_engine mpsim_planner mpsim_executor mpsim_topology mpsim_model mpsim_plan)

@@ -16,6 +16,7 @@
 #include "sim/model/model.h"
 #include "sim/plan/layout.h"
 #include "sim/plan/plan.h"
+#include "sim/schedule/passes.h"
 #include "sim/topology/cluster.h"
 #include "sim/topology/route_table.h"
 
@@ -53,7 +54,7 @@ struct CostModel {
 /// and reduces bf16 models' gradients in fp32) and Adam's fp32 master weights, momentum and variance
 /// (12), sharded over the data-parallel group by ZeRO stage 1 (optimizer) and 2 (gradients);
 /// stage 3 also shards the weights.
-inline constexpr int kGradientBytesPerParameter = 4;
+using schedule::kGradientBytesPerParameter;
 inline constexpr int kOptimizerBytesPerParameter = 12;
 /// HBM traffic of one Adam step per parameter: read the fp32 gradient (4), read and write master
 /// weights, momentum and variance (24), write the 16-bit weights (2).

@@ -15,6 +15,7 @@
 #include "sim/plan/layout.h"
 #include "sim/schedule/generators.h"
 #include "sim/schedule/passes.h"
+#include "sim/schedule/span_kind.h"
 #include "sim/schedule/validate.h"
 #include "sim/schedule/virtual_stage.h"
 
@@ -29,24 +30,6 @@ using topology::DeviceId;
 std::uint64_t message_key(bool gradient, std::uint32_t microbatch, int virtual_stage) {
   return (static_cast<std::uint64_t>(gradient) << 63) | (static_cast<std::uint64_t>(microbatch) << 24) |
          static_cast<std::uint64_t>(virtual_stage);
-}
-
-trace::SpanKind span_kind(OpKind k) {
-  switch (k) {
-    case OpKind::Forward: return trace::SpanKind::Forward;
-    case OpKind::Backward: return trace::SpanKind::Backward;
-    case OpKind::BackwardInput: return trace::SpanKind::BackwardInput;
-    case OpKind::BackwardWeight: return trace::SpanKind::BackwardWeight;
-    case OpKind::SendActivation:
-    case OpKind::SendGrad: return trace::SpanKind::Send;
-    case OpKind::RecvActivation:
-    case OpKind::RecvGrad: return trace::SpanKind::Recv;
-    case OpKind::AllReduce: return trace::SpanKind::AllReduce;
-    case OpKind::ReduceScatter: return trace::SpanKind::ReduceScatter;
-    case OpKind::AllGather: return trace::SpanKind::AllGather;
-    case OpKind::OptimizerStep: return trace::SpanKind::Optimizer;
-  }
-  return trace::SpanKind::Forward;
 }
 
 class Simulation {
@@ -272,7 +255,7 @@ void Simulation::start_compute(Actor& actor, const Op& op) {
   if (options_.record_timeline) {
     trace::Span span;
     span.lane = actor.compute_lane;
-    span.kind = span_kind(op.kind);
+    span.kind = schedule::span_kind(op.kind);
     span.start_ns = now_;
     span.end_ns = now_ + duration.base();
     if (op.kind != OpKind::OptimizerStep) {
@@ -402,7 +385,7 @@ void Simulation::finish_collective(std::size_t id) {
     for (int d = 0; d < replicas_; ++d) {
       trace::Span span;
       span.lane = actors_[static_cast<std::size_t>(actor_index(c.rank, d))].collective_lane;
-      span.kind = span_kind(op.kind);
+      span.kind = schedule::span_kind(op.kind);
       span.start_ns = c.start_ns;
       span.end_ns = now_;
       span.stage = c.rank;

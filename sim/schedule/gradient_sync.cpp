@@ -1,7 +1,10 @@
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
 
+#include "sim/plan/plan_check.h"
+#include "sim/schedule/generators.h"
 #include "sim/schedule/ops.h"
 #include "sim/schedule/passes.h"
 
@@ -91,6 +94,31 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
     stream = std::move(out);
   }
   return program;
+}
+
+std::vector<std::vector<Bytes>> chunk_gradient_bytes(const model::Model& model, const plan::Plan& plan) {
+  const auto ranges = plan::virtual_stage_layers(plan, model);
+  std::vector<std::vector<Bytes>> out(static_cast<std::size_t>(plan.pipeline));
+  for (int rank = 0; rank < plan.pipeline; ++rank) {
+    for (int c = 0; c < plan.virtual_stages; ++c) {
+      const plan::LayerRange r = ranges.at(static_cast<std::size_t>(c * plan.pipeline + rank));
+      std::int64_t parameters = 0;
+      for (int i = r.first; i < r.last; ++i) parameters += model.layers[static_cast<std::size_t>(i)].parameters / plan.tensor;
+      out[static_cast<std::size_t>(rank)].push_back(Bytes::bytes(parameters * kGradientBytesPerParameter));
+    }
+  }
+  return out;
+}
+
+Bytes default_gradient_bucket(int data_parallel) noexcept {
+  const std::int64_t parameters = std::max<std::int64_t>(40'000'000, 1'000'000LL * data_parallel);
+  return Bytes::bytes(parameters * kGradientBytesPerParameter);
+}
+
+Program plan_program(const plan::Plan& plan, GradientSync sync) {
+  sync.zero = plan.zero;
+  sync.data_parallel = plan.data > 1;
+  return add_gradient_sync(lower_comm(make_program(shape_of(plan))), sync);
 }
 
 }  // namespace mpsim::schedule

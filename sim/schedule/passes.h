@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/core/units.h"
+#include "sim/model/model.h"
 #include "sim/schedule/program.h"
 
 namespace mpsim::schedule {
@@ -45,5 +46,21 @@ struct GradientSync {
 /// Throws std::invalid_argument when `data_parallel` and gradient_bytes is not [stages][chunks],
 /// a size is negative, bucket_size <= 0 or zero < 0.
 [[nodiscard]] Program add_gradient_sync(Program program, const GradientSync& sync);
+
+/// Bytes of gradient per parameter: fp32 (Megatron accumulates and reduces bf16 models' gradients in
+/// fp32). The simulator's memory and traffic and the executor's buffers use this one value.
+inline constexpr int kGradientBytesPerParameter = 4;
+
+/// [rank][chunk]: the gradient bytes one GPU of each pipeline rank holds for each of its chunks: the
+/// chunk's layers' parameters split over the tensor-parallel ranks, times kGradientBytesPerParameter.
+[[nodiscard]] std::vector<std::vector<Bytes>> chunk_gradient_bytes(const model::Model& model, const plan::Plan& plan);
+
+/// Megatron's default gradient bucket: max(40M, 1M x data-parallel size) parameters of fp32 gradients.
+[[nodiscard]] Bytes default_gradient_bucket(int data_parallel) noexcept;
+
+/// The Program a plan runs, as the simulator and the executor both build it: the schedule's
+/// generator, lower_comm(), then add_gradient_sync() with `sync` (its `zero` and `data_parallel`
+/// are taken from the plan).
+[[nodiscard]] Program plan_program(const plan::Plan& plan, GradientSync sync);
 
 }  // namespace mpsim::schedule

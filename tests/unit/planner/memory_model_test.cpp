@@ -11,6 +11,7 @@
 #include "sim/engine/cost_model.h"
 #include "sim/plan/layout.h"
 #include "sim/plan/plan_check.h"
+#include "sim/schedule/passes.h"
 #include "tests/unit/planner/planner_test_support.h"
 
 namespace mpsim::planner {
@@ -80,6 +81,13 @@ TEST(StaticMemory, AsTheCostModelCountsIt) {
       const plan::Plan p = plan::resolve_plan(spec, cluster, model);
       const plan::ParallelLayout layout(p);
       const auto costs = engine::build_cost_model(cluster, model, p, layout);
+      // The gradient buckets the executor sizes its collectives from are the cost model's.
+      const auto gradient_bytes = schedule::chunk_gradient_bytes(model, p);
+      for (std::size_t r = 0; r < costs.ranks.size(); ++r) {
+        for (std::size_t c = 0; c < costs.ranks[r].chunks.size(); ++c) {
+          EXPECT_EQ(gradient_bytes[r][c], costs.ranks[r].chunks[c].gradient_bytes) << "rank " << r << " chunk " << c;
+        }
+      }
       for (const auto& rank : costs.ranks) {
         std::int64_t parameters = 0;
         for (const auto& c : rank.chunks) parameters += c.parameters;

@@ -1,0 +1,268 @@
+#!/usr/bin/env bash
+# The closed loop on this machine: profile it (the machine, and every layer of the model at each micro
+# batch the plans use), plan on the profiled model, then for several plans predict one step (mpsim
+# simulate, on the profiled model) and measure it (mpsim execute, on the original model, Adam), compare
+# the two, and say whether the ranking by prediction is the ranking by measurement. Every plan names its
+# partition, so both sides split the layers the same way.
+#
+# Usage: bench/closed_loop.sh [--mpsim PATH] [--model FILE] [--ranks N] [--steps S] [--global-batch B]
+#                             [--keep DIR] [--reprofile]
+#   --mpsim         the mpsim binary (default: $MPSIM, else build/cli/mpsim)
+#   --model         a model the CPU backend trains in about a second (default configs/models/cpu-gpt-small.yaml)
+#   --ranks         pipeline ranks (default 2)
+#   --steps         steps execute measures (default 5; the report is the median one)
+#   --global-batch  samples per step, the same for every plan (default 8)
+#   --keep          keep the profile, plans, traces and comparisons in DIR
+#   --reprofile     time the layers again right before each plan is predicted and measured (for a machine
+#                   whose load changes within the loop; the prediction still comes before the measurement)
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+mpsim="${MPSIM:-$root/build/cli/mpsim}"
+model="$root/configs/models/cpu-gpt-small.yaml"
+ranks=2
+steps=5
+batch=8
+keep=""
+reprofile=0
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --mpsim) mpsim="$2"; shift 2 ;;
+    --model) model="$2"; shift 2 ;;
+    --ranks) ranks="$2"; shift 2 ;;
+    --steps) steps="$2"; shift 2 ;;
+    --global-batch) batch="$2"; shift 2 ;;
+    --keep) keep="$2"; shift 2 ;;
+    --reprofile) reprofile=1; shift ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    *) echo "closed_loop.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
+  esac
+done
+for tool in jq awk; do
+  command -v "$tool" >/dev/null || { echo "closed_loop.sh: needs $tool" >&2; exit 2; }
+done
+[[ -x "$mpsim" ]] || { echo "closed_loop.sh: no mpsim binary at $mpsim (build it, or give --mpsim)" >&2; exit 2; }
+[[ -f "$model" ]] || { echo "closed_loop.sh: no model file $model" >&2; exit 2; }
+
+if [[ -n "$keep" ]]; then
+  work="$keep"
+  mkdir -p "$work"
+else
+  work="$(mktemp -d)"
+  trap 'rm -rf "$work"' EXIT
+fi
+
+section() { printf '\n== %s ==\n' "$1"; }
+
+# The micro batches the plans use; each gets its own profiled model (a profiled time is that of one
+# microbatch of that many samples).
+micros=(1 2)
+
+# Shared-memory transfers between the ranks. mpsim execute turns Open MPI's single-copy (CMA) transfers off
+# unless the environment says otherwise, since some containers forbid them; then a message above the
+# 4 KiB eager limit moves in 32 KiB fragments, each needing the sender inside MPI, and a rank that sends
+# an activation and goes on computing delays it until its next MPI call: the pipeline stalls, which the
+# simulator (and the profile, which measures the links with single copy on) does not model. Where the
+# profile works with single copy (it is Open MPI's default), the loop keeps it on for execute too.
+set_single_copy=0
+if [[ -z "${OMPI_MCA_btl_vader_single_copy_mechanism:-}" ]]; then
+  export OMPI_MCA_btl_vader_single_copy_mechanism=cma
+  set_single_copy=1
+fi
+
+section "profile ($ranks ranks): the machine, and the model's layers at micro batch ${micros[0]}"
+profile_first() {
+  "$mpsim" profile --ranks "$ranks" --model "$model" --micro-batch "${micros[0]}" -o "$work/profiled.yaml" \
+    --model-out "$work/model-mb${micros[0]}.yaml" >"$work/profile.txt"
+}
+if ! profile_first; then
+  [[ "$set_single_copy" == 1 ]] || exit 1
+  echo "closed_loop.sh: the profile failed with single-copy transfers; again without them" >&2
+  export OMPI_MCA_btl_vader_single_copy_mechanism=none
+  profile_first
+fi
+cat "$work/profile.txt"
+echo "Open MPI shared-memory single copy: $OMPI_MCA_btl_vader_single_copy_mechanism"
+for micro in "${micros[@]:1}"; do
+  section "profile ($ranks ranks): the model's layers at micro batch $micro"
+  "$mpsim" profile --ranks "$ranks" --model "$model" --micro-batch "$micro" \
+    --model-out "$work/model-mb$micro.yaml" | tee "$work/profile-mb$micro.txt"
+done
+for micro in "${micros[@]}"; do
+  original_layers="$("$mpsim" model show --json "$model" | jq '.layers | length')"
+  profiled_layers="$("$mpsim" model show --json "$work/model-mb$micro.yaml" | jq '.layers | length')"
+  if [[ "$original_layers" != "$profiled_layers" ]]; then
+    echo "closed_loop.sh: the profiled model has $profiled_layers layers, the model $original_layers" >&2
+    exit 1
+  fi
+done
+
+# The optimizer. The simulator prices a step of it as 30 bytes of memory traffic per parameter at the
+# topology's memory bandwidth; the CPU backend's Adam is compute-bound (a square root and a division per
+# parameter) and runs several times slower than that. The profile timed it: give the simulator the
+# bandwidth at which Adam moves its 30 bytes per parameter. With every pass profiled this is all the
+# memory bandwidth still prices (recomputation aside), so nothing else changes.
+optimizer_bandwidth() {  # PROFILED: sets optimizer_set from the Adam time the profiled model records
+  local adam_ns adam_bandwidth
+  adam_ns="$(sed -n 's/^# Adam step: \([0-9.eE+-]*\) ns per parameter.*/\1/p' "$1")"
+  optimizer_set=()
+  if [[ -n "$adam_ns" ]]; then
+    adam_bandwidth="$(awk -v ns="$adam_ns" 'BEGIN { printf "%.4f GB/s", 30 / ns }')"
+    optimizer_set=(--set "topology.gpu.memory_bandwidth=\"$adam_bandwidth\"")
+    echo "Adam: $adam_ns ns per parameter = 30 B per parameter at $adam_bandwidth (the simulator's optimizer bandwidth)"
+  fi
+}
+optimizer_bandwidth "$work/model-mb${micros[0]}.yaml"
+
+# The planner plans on the profiled model, so only for what was profiled: micro batch 1 and no tensor
+# parallelism (the times are those of one microbatch of 1 sample on one rank).
+section "plan on the profiled model"
+"$mpsim" plan --topology "$work/profiled.yaml" --model "$work/model-mb${micros[0]}.yaml" --global-batch "$batch" \
+  --gpus "$ranks" --max-micro-batch "${micros[0]}" --max-tensor 1 "${optimizer_set[@]}" --top 5 -o "$work/plan-best.yaml" | tee "$work/plan.txt"
+
+# Partition boundaries over the transformer blocks (over all layers for a model without blocks) for
+# STAGES stages that minimise the slowest stage's forward + backward time in the profiled model PROFILED
+# (the embedding goes with the first stage, the output head with the last): what the balanced
+# partitioner does, written down so simulate (profiled model) and execute (original model) agree.
+balanced_partition() {  # PROFILED STAGES
+  "$mpsim" model show --json "$1" | jq -r '
+    (.layers | map(.kind == "transformer") | any) as $blocks
+    | .layers[] | [(if ($blocks | not) or .kind == "transformer" then "unit" else "edge" end),
+                   (.forward_time_s + .backward_input_time_s + .backward_weight_time_s)] | @tsv' |
+  awk -F'\t' -v stages="$2" '
+    { if ($1 == "unit") { n++; cost[n] = $2; seen = 1 } else if (!seen) head += $2; else tail += $2 }
+    END {
+      if (stages > n) { print "no partition: " stages " stages for " n " blocks" > "/dev/stderr"; exit 1 }
+      cost[1] += head; cost[n] += tail
+      for (i = 0; i <= n; i++) prefix[i] = (i == 0 ? 0 : prefix[i - 1] + cost[i])
+      # best[s, i]: the least slowest stage over the first i units in s stages; cut[s, i]: its last cut.
+      for (i = 1; i <= n; i++) best[1, i] = prefix[i]
+      for (s = 2; s <= stages; s++) {
+        for (i = s; i <= n; i++) {
+          best[s, i] = -1
+          for (j = s - 1; j < i; j++) {
+            v = best[s - 1, j]; w = prefix[i] - prefix[j]; if (w > v) v = w
+            if (best[s, i] < 0 || v < best[s, i]) { best[s, i] = v; cut[s, i] = j }
+          }
+        }
+      }
+      i = n
+      for (s = stages; s >= 1; s--) { b[s] = i; i = (s > 1 ? cut[s, i] : 0) }
+      out = "0"; for (s = 1; s <= stages; s++) out = out ", " b[s]
+      print "[" out "]"
+    }'
+}
+
+# The plans: the planner's best, then each schedule at two microbatch counts (micro batch 1 and 2), all
+# with the same global batch over `ranks` pipeline stages, partitioned as balanced_partition says.
+plan_file() {  # NAME SCHEDULE MICRO [VIRTUAL]
+  local name="$1" schedule="$2" micro="$3" virtual="${4:-1}"
+  cat >"$work/plan-$name.yaml" <<EOF
+parallelism: { tensor: 1, pipeline: $ranks, data: 1, virtual_stages: $virtual }
+batch: { global: $batch, micro: $micro }
+schedule: $schedule
+partition: $(balanced_partition "$work/model-mb$micro.yaml" $((ranks * virtual)))
+EOF
+}
+names=(best)
+for schedule in gpipe 1f1b zb-h1 zb-h2; do
+  for micro in "${micros[@]}"; do
+    plan_file "$schedule-mb$((batch / micro))" "$schedule" "$micro"
+    names+=("$schedule-mb$((batch / micro))")
+  done
+done
+plan_file "interleaved-1f1b-mb$batch" interleaved-1f1b 1 2
+names+=("interleaved-1f1b-mb$batch")
+
+have_execute=1
+if ! "$mpsim" execute --help >/dev/null 2>&1; then
+  have_execute=0
+  echo "closed_loop.sh: this mpsim has no 'execute' command: predictions only" >&2
+fi
+
+section "predict, measure, compare"
+: >"$work/results.tsv"
+for name in "${names[@]}"; do
+  plan="$work/plan-$name.yaml"
+  plan_micro="$(sed -n 's/^batch:.*micro: *\([0-9][0-9]*\).*/\1/p' "$plan")"
+  profiled="$work/model-mb$plan_micro.yaml"
+  if [[ "$reprofile" == 1 ]]; then
+    profiled="$work/model-$name.yaml"
+    "$mpsim" profile --ranks "$ranks" --model "$model" --micro-batch "$plan_micro" --model-out "$profiled" \
+      >"$work/profile-$name.txt" || { echo "  $name: profile failed"; continue; }
+    optimizer_bandwidth "$profiled" >/dev/null
+  fi
+  if [[ ! -f "$profiled" ]]; then
+    echo "  $name: no profiled model for micro batch $plan_micro"
+    continue
+  fi
+  if ! "$mpsim" simulate --topology "$work/profiled.yaml" --model "$profiled" --plan "$plan" "${optimizer_set[@]}" \
+      --trace "$work/pred-$name.json" --json >"$work/pred-$name.report.json" 2>"$work/pred-$name.err"; then
+    echo "  $name: simulate failed: $(head -1 "$work/pred-$name.err")"
+    continue
+  fi
+  schedule="$(jq -r '.plan.schedule' "$work/pred-$name.report.json")"
+  micro="$(jq -r '.plan.microbatches' "$work/pred-$name.report.json")"
+  predicted="$(jq -r '.step_time_s' "$work/pred-$name.report.json")"
+  if [[ "$have_execute" == 0 ]]; then
+    printf '%s\t%s\t%s\t%s\t-\t-\n' "$name" "$schedule" "$micro" "$predicted" >>"$work/results.tsv"
+    continue
+  fi
+  if ! "$mpsim" execute --topology "$work/profiled.yaml" --model "$model" --plan "$plan" --ranks "$ranks" \
+      --steps "$steps" --optimizer adam --trace "$work/meas-$name.json" >"$work/meas-$name.out" 2>"$work/meas-$name.err"; then
+    echo "  $name: execute failed: $(grep -m1 'error' "$work/meas-$name.err" || head -1 "$work/meas-$name.err")"
+    continue
+  fi
+  "$mpsim" compare "$work/pred-$name.json" "$work/meas-$name.json" --json >"$work/compare-$name.json"
+  measured="$(jq -r '.measured_step_time_s' "$work/compare-$name.json")"
+  error="$(jq -r '.step_time_error' "$work/compare-$name.json")"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$schedule" "$micro" "$predicted" "$measured" "$error" >>"$work/results.tsv"
+  echo "  $name: predicted $predicted s, measured $measured s"
+done
+
+section "closed loop: $(basename "$model"), $ranks ranks, global batch $batch"
+awk -F'\t' '
+  function ms(s) { return s == "-" ? "-" : sprintf("%.1f ms", s * 1000) }
+  function pct(e) { return e == "-" ? "-" : sprintf("%.1f%%", e * 100) }
+  # Ranks 1..n of v[1..n] (ties share the mean rank).
+  function rank_of(v, r, n,   i, j, less, same) {
+    for (i = 1; i <= n; i++) {
+      less = 0; same = 0
+      for (j = 1; j <= n; j++) { if (v[j] < v[i]) less++; else if (v[j] == v[i]) same++ }
+      r[i] = less + (same + 1) / 2
+    }
+  }
+  {
+    n++; name[n] = $1; sched[n] = $2; mb[n] = $3; p[n] = $4; m[n] = $5; e[n] = $6
+  }
+  END {
+    if (n == 0) { print "no plan ran"; exit 1 }
+    printf "%-26s %-17s %12s %12s %12s %8s\n", "plan", "schedule", "microbatches", "predicted", "measured", "error"
+    k = 0
+    for (i = 1; i <= n; i++) {
+      printf "%-26s %-17s %12s %12s %12s %8s\n", name[i], sched[i], mb[i], ms(p[i]), ms(m[i]), pct(e[i])
+      if (e[i] != "-") { k++; errs[k] = e[i]; pp[k] = p[i]; mm[k] = m[i]; nn[k] = name[i] }
+    }
+    if (k == 0) { print "\nno measurement: the loop stopped at the prediction"; exit 0 }
+    # Median error.
+    for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) if (errs[j] < errs[i]) { t = errs[i]; errs[i] = errs[j]; errs[j] = t }
+    med = (k % 2 == 1) ? errs[(k + 1) / 2] : (errs[k / 2] + errs[k / 2 + 1]) / 2
+    printf "\nmedian step time error: %.1f%% over %d plans\n", med * 100, k
+    # Spearman rank correlation between predicted and measured step times.
+    rank_of(pp, rp, k); rank_of(mm, rm, k)
+    same = 1; sp = 0; sm = 0; spm = 0; spp = 0; smm = 0
+    for (i = 1; i <= k; i++) {
+      if (rp[i] != rm[i]) same = 0
+      sp += rp[i]; sm += rm[i]
+    }
+    for (i = 1; i <= k; i++) {
+      dp = rp[i] - sp / k; dm = rm[i] - sm / k
+      spm += dp * dm; spp += dp * dp; smm += dm * dm
+    }
+    rho = (spp > 0 && smm > 0) ? spm / sqrt(spp * smm) : 1
+    printf "ranking by prediction vs by measurement: Spearman rho %.2f; same order: %s\n", rho, same ? "yes" : "no"
+    # The fastest plan each way.
+    bp = 1; bm = 1
+    for (i = 2; i <= k; i++) { if (pp[i] < pp[bp]) bp = i; if (mm[i] < mm[bm]) bm = i }
+    printf "fastest predicted: %s; fastest measured: %s\n", nn[bp], nn[bm]
+  }' "$work/results.tsv"

@@ -1,0 +1,572 @@
+#include "executor/interpreter/interpreter.h"
+
+#include <algorithm>
+#include <csignal>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <stdexcept>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "executor/interpreter/program_for_plan.h"
+#include "sim/plan/layout.h"
+#include "sim/schedule/passes.h"
+#include "sim/schedule/span_kind.h"
+#include "sim/schedule/validate.h"
+#include "sim/schedule/virtual_stage.h"
+
+namespace mpsim::executor {
+namespace {
+
+using schedule::Op;
+using schedule::OpKind;
+
+/// Tags of point-to-point messages: below kGatherTag, derived from the receiving side's op.
+constexpr int kGatherTag = 30000;
+constexpr int kParameterTag = 30001;
+
+enum class Role : std::uint8_t { Compute, Send, Recv, Collective };
+
+Role role_of(OpKind k) noexcept {
+  if (schedule::is_send(k)) return Role::Send;
+  if (schedule::is_recv(k)) return Role::Recv;
+  if (schedule::is_collective(k)) return Role::Collective;
+  return Role::Compute;
+}
+
+/// One op's span as a rank measured it, in ns from the step's start on that rank.
+struct RankSpan {
+  std::int64_t start = 0;
+  std::int64_t end = 0;
+  std::int32_t kind = 0;  // trace::SpanKind
+  std::int32_t role = 0;
+  std::int32_t microbatch = -1;
+  std::int32_t chunk = -1;
+  std::int32_t stage = -1;
+  std::int64_t bytes = 0;
+};
+
+/// What every rank sends rank 0 after a step.
+struct StepRecord {
+  double loss_sum = 0;
+  std::int64_t loss_count = 0;
+  std::int64_t peak_memory = 0;
+  std::vector<RankSpan> spans;
+};
+
+// Records travel as floats through the backend; their bytes are copied, never converted.
+std::vector<float> pack(const StepRecord& r) {
+  const std::size_t bytes = sizeof(double) + 2 * sizeof(std::int64_t) + r.spans.size() * sizeof(RankSpan);
+  std::vector<float> out((bytes + sizeof(float) - 1) / sizeof(float));
+  auto* p = reinterpret_cast<unsigned char*>(out.data());
+  std::memcpy(p, &r.loss_sum, sizeof(double));
+  p += sizeof(double);
+  std::memcpy(p, &r.loss_count, sizeof(std::int64_t));
+  p += sizeof(std::int64_t);
+  std::memcpy(p, &r.peak_memory, sizeof(std::int64_t));
+  p += sizeof(std::int64_t);
+  if (!r.spans.empty()) std::memcpy(p, r.spans.data(), r.spans.size() * sizeof(RankSpan));
+  return out;
+}
+
+StepRecord unpack(const std::vector<float>& in, std::size_t spans) {
+  StepRecord r;
+  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
+  std::memcpy(&r.loss_sum, p, sizeof(double));
+  p += sizeof(double);
+  std::memcpy(&r.loss_count, p, sizeof(std::int64_t));
+  p += sizeof(std::int64_t);
+  std::memcpy(&r.peak_memory, p, sizeof(std::int64_t));
+  p += sizeof(std::int64_t);
+  r.spans.resize(spans);
+  if (spans > 0) std::memcpy(r.spans.data(), p, spans * sizeof(RankSpan));
+  return r;
+}
+
+std::size_t packed_floats(std::size_t spans) {
+  return (sizeof(double) + 2 * sizeof(std::int64_t) + spans * sizeof(RankSpan) + sizeof(float) - 1) / sizeof(float);
+}
+
+class Interpreter {
+ public:
+  Interpreter(Backend& backend, const topology::Cluster& cluster, const model::Model& model, const plan::Plan& plan,
+              const ExecuteOptions& options)
+      : backend_(backend),
+        cluster_(cluster),
+        model_(model),
+        plan_(plan),
+        options_(options),
+        layout_(plan),
+        me_(layout_.coord(backend.world_rank())) {
+    if (backend.world_size() != layout_.ranks()) {
+      throw std::invalid_argument(
+          fmt::format("the plan needs {} ranks (tensor {} x pipeline {} x data {}) but the job has {}", layout_.ranks(),
+                      plan.tensor, plan.pipeline, plan.data, backend.world_size()));
+    }
+    gradient_bytes_ = schedule::chunk_gradient_bytes(model, plan);
+    program_ = program_for_plan(plan, gradient_bytes_, options.grad_bucket);
+    if (const auto error = schedule::validate(program_)) {
+      throw std::invalid_argument(fmt::format("invalid program: {}", error->message));
+    }
+    const int messages = 2 * plan.microbatches * plan.stages();
+    if (messages >= kGatherTag) {
+      throw std::invalid_argument(fmt::format("{} microbatches x {} virtual stages need more message tags than the "
+                                              "executor has",
+                                              plan.microbatches, plan.stages()));
+    }
+    // Every rank makes every group, in the same order (Backend::make_group is collective over the world).
+    for (int p = 0; p < plan.pipeline; ++p) {
+      for (int d = 0; d < plan.data; ++d) {
+        auto g = backend.make_group(layout_.tensor_group(d, p));
+        if (d == me_.data && p == me_.pipeline) tensor_group_ = std::move(g);
+      }
+      for (int t = 0; t < plan.tensor; ++t) {
+        auto g = backend.make_group(layout_.data_group(t, p));
+        if (t == me_.tensor && p == me_.pipeline) data_group_ = std::move(g);
+      }
+    }
+    network_ = std::make_unique<Network>(backend, meter_, model, plan, me_.pipeline, me_.tensor, me_.data,
+                                         tensor_group_.get(), options.net);
+  }
+
+  ExecuteResult run() {
+    ExecuteResult result;
+    result.root = backend_.world_rank() == 0;
+    std::vector<std::vector<StepRecord>> measured;  // rank 0: [step][world rank]
+    const int total = options_.warmup + options_.steps;
+    for (int step = 0; step < total; ++step) {
+      StepRecord mine = run_step(step);
+      std::vector<StepRecord> all = gather(mine);
+      if (!result.root) continue;
+      double loss = 0;
+      std::int64_t count = 0;
+      for (int r = 0; r < layout_.ranks(); ++r) {
+        const plan::RankCoord c = layout_.coord(r);
+        if (c.pipeline != plan_.pipeline - 1 || c.tensor != 0) continue;
+        loss += all[static_cast<std::size_t>(r)].loss_sum;
+        count += all[static_cast<std::size_t>(r)].loss_count;
+      }
+      const double mean = count > 0 ? loss / static_cast<double>(count) : 0;
+      result.losses.push_back(mean);
+      const double seconds = step_seconds(all);
+      if (options_.print_losses) {
+        std::cout << fmt::format("step {}{}: loss {:.6f}, {:.3f} ms\n", step + 1, step < options_.warmup ? " (warm-up)" : "",
+                                 mean, seconds * 1e3)
+                  << std::flush;
+      }
+      if (step >= options_.warmup) {
+        result.step_times_s.push_back(seconds);
+        measured.push_back(std::move(all));
+      }
+    }
+    if (options_.dump_parameters) result.parameters = gather_parameters();
+    backend_.barrier();
+    if (result.root && !measured.empty()) {
+      std::vector<int> order(result.step_times_s.size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int a, int b) { return result.step_times_s[static_cast<std::size_t>(a)] < result.step_times_s[static_cast<std::size_t>(b)]; });
+      result.median_step = order[(order.size() - 1) / 2];
+      build_report(measured[static_cast<std::size_t>(result.median_step)], result);
+    }
+    return result;
+  }
+
+ private:
+  StepRecord run_step(int step) {
+    backend_.barrier();
+    backend_.reset_marks();
+    network_->begin_step(step);
+    reduce_cursor_.assign(static_cast<std::size_t>(network_->chunks()), 0);
+    gather_cursor_.assign(static_cast<std::size_t>(network_->chunks()), 0);
+    owned_.clear();
+    const int start_mark = backend_.record_mark();
+    const auto& stream = program_.streams[static_cast<std::size_t>(me_.pipeline)];
+    std::vector<std::pair<int, int>> op_marks;
+    op_marks.reserve(stream.size());
+    for (const Op& op : stream) {
+      if (options_.fail_at_op >= 0 && ops_run_ == options_.fail_at_op) std::raise(options_.fail_signal);
+      ++ops_run_;
+      const int before = backend_.record_mark();
+      run_op(op);
+      op_marks.emplace_back(before, backend_.record_mark());
+    }
+    for (auto& s : sends_) s->wait();
+    backend_.synchronize();
+    sends_.clear();
+    network_->end_step();
+    received_.clear();
+    const std::vector<std::int64_t> times = backend_.mark_times_ns();
+    StepRecord record;
+    const auto [loss_sum, loss_count] = network_->losses();
+    record.loss_sum = loss_sum;
+    record.loss_count = loss_count;
+    record.peak_memory = meter_.peak;
+    const std::int64_t t0 = times.at(static_cast<std::size_t>(start_mark));
+    for (std::size_t i = 0; i < stream.size(); ++i) {
+      const Op& op = stream[i];
+      RankSpan s;
+      s.start = times.at(static_cast<std::size_t>(op_marks[i].first)) - t0;
+      s.end = times.at(static_cast<std::size_t>(op_marks[i].second)) - t0;
+      s.kind = static_cast<std::int32_t>(schedule::span_kind(op.kind));
+      s.role = static_cast<std::int32_t>(role_of(op.kind));
+      if (op.kind != OpKind::OptimizerStep && !schedule::is_collective(op.kind)) {
+        s.microbatch = static_cast<std::int32_t>(op.microbatch);
+        s.chunk = op.chunk;
+      }
+      s.stage = schedule::virtual_stage(program_.shape, me_.pipeline, op.chunk);
+      if (schedule::is_collective(op.kind)) s.bytes = op.bytes.count();
+      if (schedule::is_send(op.kind) || schedule::is_recv(op.kind)) {
+        s.bytes = network_->activation_rows() * network_->hidden() * static_cast<std::int64_t>(sizeof(float));
+      }
+      record.spans.push_back(s);
+    }
+    return record;
+  }
+
+  [[nodiscard]] int peer_world(std::uint32_t pipeline_rank) const {
+    return layout_.rank({me_.tensor, me_.data, static_cast<int>(pipeline_rank)});
+  }
+  [[nodiscard]] static int tag(bool gradient, std::uint32_t microbatch, int receiving_stage, int stages) {
+    return 2 * (static_cast<int>(microbatch) * stages + receiving_stage) + (gradient ? 1 : 0);
+  }
+  [[nodiscard]] std::size_t boundary_count() const {
+    return static_cast<std::size_t>(network_->activation_rows() * network_->hidden());
+  }
+  Buffer& received(bool gradient, const Op& op) {
+    auto& b = received_[{gradient, static_cast<int>(op.microbatch), op.chunk}];
+    if (b.empty()) b = Buffer(backend_, meter_, network_->activation_rows(), network_->hidden());
+    return b;
+  }
+
+  /// The activation a Forward of (microbatch, chunk) reads: none on virtual stage 0, the previous
+  /// chunk's output when that stage is on this rank, else what RecvActivation received.
+  MatrixView forward_input(const Op& op) {
+    const int vs = schedule::virtual_stage(program_.shape, me_.pipeline, op.chunk);
+    if (vs == 0) return {};
+    if (schedule::rank_of(program_.shape, vs - 1) == me_.pipeline) {
+      return network_->output(static_cast<int>(op.microbatch), schedule::chunk_of(program_.shape, vs - 1));
+    }
+    return received(false, op).view();
+  }
+  MatrixView backward_dy(const Op& op) {
+    const int vs = schedule::virtual_stage(program_.shape, me_.pipeline, op.chunk);
+    if (vs == schedule::virtual_stage_count(program_.shape) - 1) return {};
+    if (schedule::rank_of(program_.shape, vs + 1) == me_.pipeline) {
+      return network_->input_grad(static_cast<int>(op.microbatch), schedule::chunk_of(program_.shape, vs + 1));
+    }
+    return received(true, op).view();
+  }
+
+  void run_op(const Op& op) {
+    const int mb = static_cast<int>(op.microbatch);
+    const int vs = schedule::virtual_stage(program_.shape, me_.pipeline, op.chunk);
+    const int stages = schedule::virtual_stage_count(program_.shape);
+    switch (op.kind) {
+      case OpKind::Forward: network_->forward(mb, op.chunk, forward_input(op)); break;
+      case OpKind::Backward:
+        network_->backward_input(mb, op.chunk, backward_dy(op));
+        network_->backward_weight(mb, op.chunk);
+        break;
+      case OpKind::BackwardInput: network_->backward_input(mb, op.chunk, backward_dy(op)); break;
+      case OpKind::BackwardWeight: network_->backward_weight(mb, op.chunk); break;
+      case OpKind::SendActivation:
+        sends_.push_back(backend_.send(network_->output(mb, op.chunk).data, boundary_count(), peer_world(op.peer),
+                                       tag(false, op.microbatch, vs + 1, stages)));
+        break;
+      case OpKind::SendGrad:
+        sends_.push_back(backend_.send(network_->input_grad(mb, op.chunk).data, boundary_count(), peer_world(op.peer),
+                                       tag(true, op.microbatch, vs - 1, stages)));
+        break;
+      case OpKind::RecvActivation:
+        backend_.recv(received(false, op).data(), boundary_count(), peer_world(op.peer), tag(false, op.microbatch, vs, stages));
+        break;
+      case OpKind::RecvGrad:
+        backend_.recv(received(true, op).data(), boundary_count(), peer_world(op.peer), tag(true, op.microbatch, vs, stages));
+        break;
+      case OpKind::AllReduce:
+      case OpKind::ReduceScatter: reduce_bucket(op); break;
+      case OpKind::AllGather: gather_bucket(op); break;
+      case OpKind::OptimizerStep: {
+        std::vector<ElementRange> ranges;
+        if (plan_.zero >= 1 && plan_.data > 1) {
+          ranges = owned_;
+        } else {
+          for (int c = 0; c < network_->chunks(); ++c) ranges.push_back(network_->chunk_range(c));
+        }
+        network_->optimizer_step(ranges);
+        break;
+      }
+    }
+  }
+
+  [[nodiscard]] Group& group_of(const Op& op) const {
+    switch (op.group) {
+      case schedule::GroupKind::Data: return *data_group_;
+      case schedule::GroupKind::Tensor: return *tensor_group_;
+    }
+    return *data_group_;
+  }
+
+  /// Elements [first, last) of chunk `op.chunk` that the bucket covers, relative to the chunk start,
+  /// advancing `cursor` (bytes of the chunk's earlier buckets).
+  std::pair<std::size_t, std::size_t> bucket_elements(const Op& op, std::int64_t& cursor, std::size_t multiple) const {
+    const ElementRange chunk = network_->chunk_range(op.chunk);
+    const std::size_t n = chunk.end - chunk.begin;
+    const std::int64_t total =
+        gradient_bytes_[static_cast<std::size_t>(me_.pipeline)][static_cast<std::size_t>(op.chunk)].count();
+    const std::int64_t from = cursor;
+    cursor += op.bytes.count();
+    if (total <= 0) return {0, 0};
+    auto at = [&](std::int64_t bytes) -> std::size_t {
+      if (bytes >= total) return n - n % multiple;
+      const auto e = static_cast<std::size_t>(static_cast<double>(n) * static_cast<double>(bytes) / static_cast<double>(total));
+      return e - e % multiple;
+    };
+    return {at(from), at(cursor)};
+  }
+
+  void reduce_bucket(const Op& op) {
+    Group& group = group_of(op);
+    const auto size = static_cast<std::size_t>(group.size());
+    const bool scatter = op.kind == OpKind::ReduceScatter;
+    auto [first, last] = bucket_elements(op, reduce_cursor_[op.chunk], scatter ? size : 1);
+    const ElementRange chunk = network_->chunk_range(op.chunk);
+    float* grads = network_->gradients() + chunk.begin;
+    if (!scatter) {
+      if (last > first) backend_.all_reduce_sum(group, grads + first, last - first);
+      return;
+    }
+    if (last > first) {
+      backend_.reduce_scatter_sum(group, grads + first, last - first);
+      const std::size_t slice = (last - first) / size;
+      const std::size_t mine = chunk.begin + first + static_cast<std::size_t>(group.rank()) * slice;
+      owned_.push_back({mine, mine + slice});
+    }
+    // The chunk's last bucket also takes the tail that does not divide by the group size.
+    const std::size_t n = chunk.end - chunk.begin;
+    if (reduce_cursor_[op.chunk] >=
+            gradient_bytes_[static_cast<std::size_t>(me_.pipeline)][static_cast<std::size_t>(op.chunk)].count() &&
+        n % size != 0) {
+      const std::size_t tail = n - n % size;
+      backend_.all_reduce_sum(group, grads + tail, n - tail);
+      owned_.push_back({chunk.begin + tail, chunk.end});
+    }
+  }
+
+  void gather_bucket(const Op& op) {
+    Group& group = group_of(op);
+    const auto size = static_cast<std::size_t>(group.size());
+    auto [first, last] = bucket_elements(op, gather_cursor_[op.chunk], size);
+    if (last > first) {
+      backend_.all_gather(group, network_->parameters() + network_->chunk_range(op.chunk).begin + first, last - first);
+    }
+  }
+
+  /// Every rank's record of the step, on rank 0 (empty elsewhere).
+  std::vector<StepRecord> gather(const StepRecord& mine) {
+    const int ranks = layout_.ranks();
+    const std::vector<float> packed = pack(mine);
+    if (backend_.world_rank() != 0) {
+      Buffer header(backend_, meter_, 1, 1);
+      const float count = static_cast<float>(mine.spans.size());
+      backend_.upload({&count, 1}, header.data());
+      Buffer body(backend_, meter_, 1, static_cast<std::int64_t>(packed.size()));
+      backend_.upload(packed, body.data());
+      backend_.send(header.data(), 1, 0, kGatherTag)->wait();
+      backend_.send(body.data(), packed.size(), 0, kGatherTag)->wait();
+      return {};
+    }
+    std::vector<StepRecord> all(static_cast<std::size_t>(ranks));
+    all[0] = mine;
+    for (int r = 1; r < ranks; ++r) {
+      Buffer header(backend_, meter_, 1, 1);
+      backend_.recv(header.data(), 1, r, kGatherTag);
+      float count = 0;
+      backend_.download(header.data(), {&count, 1});
+      const auto spans = static_cast<std::size_t>(count);
+      const std::size_t floats = packed_floats(spans);
+      Buffer body(backend_, meter_, 1, static_cast<std::int64_t>(floats));
+      backend_.recv(body.data(), floats, r, kGatherTag);
+      std::vector<float> host(floats);
+      backend_.download(body.data(), host);
+      all[static_cast<std::size_t>(r)] = unpack(host, spans);
+    }
+    return all;
+  }
+
+  [[nodiscard]] double step_seconds(const std::vector<StepRecord>& all) const {
+    std::int64_t end = 0;
+    for (const StepRecord& r : all) {
+      for (const RankSpan& s : r.spans) end = std::max(end, s.end);
+    }
+    return static_cast<double>(end) * 1e-9;
+  }
+
+  /// Rank 0: every rank's parameters with data rank 0, assembled into full tensors in layer order.
+  std::string gather_parameters() {
+    if (me_.data != 0) return {};
+    if (backend_.world_rank() != 0) {
+      backend_.send(network_->parameters(), network_->parameter_count(), 0, kParameterTag)->wait();
+      return {};
+    }
+    struct Full {
+      int layer = 0;
+      std::string name;
+      std::int64_t rows = 0, cols = 0;
+      std::vector<float> values;
+    };
+    std::map<std::pair<int, int>, Full> tensors;  // (model layer, order of the parameter in it)
+    for (int p = 0; p < plan_.pipeline; ++p) {
+      const std::vector<Param> params = rank_param_layout(model_, plan_, p);
+      std::size_t count = 0;
+      for (const Param& q : params) count += q.count();
+      for (int t = 0; t < plan_.tensor; ++t) {
+        const int from = layout_.rank({t, 0, p});
+        std::vector<float> host(count);
+        if (from == 0) {
+          backend_.download(network_->parameters(), host);
+        } else {
+          Buffer incoming(backend_, meter_, 1, static_cast<std::int64_t>(std::max<std::size_t>(count, 1)));
+          backend_.recv(incoming.data(), count, from, kParameterTag);
+          backend_.download(incoming.data(), host);
+        }
+        std::map<int, int> index_in_layer;
+        for (const Param& q : params) {
+          const int layer = std::stoi(q.name.substr(0, q.name.find('\t')));
+          const int index = index_in_layer[layer]++;
+          Full& f = tensors[{layer, index}];
+          if (f.values.empty()) {
+            f.layer = layer;
+            f.name = q.name.substr(q.name.find('\t') + 1);
+            f.rows = q.rows;
+            f.cols = q.cols;
+            f.values.assign(static_cast<std::size_t>(q.rows * q.cols), 0.0f);
+          }
+          const std::int64_t row0 = q.split == Split::Rows ? t * q.local_rows : 0;
+          const std::int64_t col0 = q.split == Split::Columns ? t * q.local_cols : 0;
+          for (std::int64_t r = 0; r < q.local_rows; ++r) {
+            for (std::int64_t c = 0; c < q.local_cols; ++c) {
+              f.values[static_cast<std::size_t>((row0 + r) * q.cols + col0 + c)] =
+                  host[q.offset + static_cast<std::size_t>(r * q.local_cols + c)];
+            }
+          }
+        }
+      }
+    }
+    std::string out;
+    for (const auto& [key, f] : tensors) {
+      const std::string& layer_name = model_.layers.at(static_cast<std::size_t>(f.layer)).name;
+      out += fmt::format("{}\t{}.{}\t{}\t{}\t", f.layer, layer_name, f.name, f.rows, f.cols);
+      for (std::size_t i = 0; i < f.values.size(); ++i) {
+        if (i > 0) out += ' ';
+        out += fmt::format("{:.9g}", f.values[i]);
+      }
+      out += "\n";
+    }
+    return out;
+  }
+
+  void build_report(const std::vector<StepRecord>& all, ExecuteResult& result) const {
+    trace::Report& r = result.report;
+    trace::Timeline& tl = result.timeline;
+    const double step_s = step_seconds(all);
+    r.step_time_s = step_s;
+    double idle_total = 0;
+    std::int64_t longest_span = 0;
+    double pipeline_busy = 0;
+    for (int g = 0; g < layout_.ranks(); ++g) {
+      const plan::RankCoord c = layout_.coord(g);
+      const StepRecord& rec = all[static_cast<std::size_t>(g)];
+      const topology::Device& device = cluster_.device(cluster_.gpus().at(static_cast<std::size_t>(g)));
+      const std::string process = fmt::format("node{}", device.node);
+      const std::string local = device.name.substr(device.name.find('/') + 1);
+      const auto first_lane = static_cast<std::uint32_t>(tl.lanes.size());
+      for (const char* thread : {" compute", " send", " recv wait", " collectives"}) {
+        tl.lanes.push_back({process, local + thread});
+      }
+      std::int64_t busy = 0;
+      std::int64_t first_start = -1;
+      std::int64_t last_end = 0;
+      std::int64_t pipeline_busy_rank = 0;
+      for (const RankSpan& s : rec.spans) {
+        trace::Span span;
+        span.lane = first_lane + static_cast<std::uint32_t>(s.role);
+        span.kind = static_cast<trace::SpanKind>(s.kind);
+        span.start_ns = s.start;
+        span.end_ns = s.end;
+        span.microbatch = s.microbatch;
+        span.chunk = s.chunk;
+        span.stage = s.stage;
+        span.bytes = s.bytes;
+        tl.spans.push_back(span);
+        if (static_cast<Role>(s.role) != Role::Compute) continue;
+        busy += s.end - s.start;
+        if (span.kind != trace::SpanKind::Optimizer) {
+          pipeline_busy_rank += s.end - s.start;
+          if (first_start < 0) first_start = s.start;
+          last_end = std::max(last_end, s.end);
+        }
+      }
+      trace::DeviceReport d;
+      d.id = device.name;
+      d.stage = c.pipeline;
+      d.busy_s = static_cast<double>(busy) * 1e-9;
+      d.idle_s = std::max(0.0, step_s - d.busy_s);
+      d.bubble_fraction = step_s > 0 ? d.idle_s / step_s : 0;
+      d.peak_memory_bytes = rec.peak_memory;
+      d.memory_capacity_bytes = cluster_.gpu_kind_of(cluster_.gpus().at(static_cast<std::size_t>(g))).memory.count();
+      idle_total += d.idle_s;
+      r.peak_memory_bytes = std::max(r.peak_memory_bytes, d.peak_memory_bytes);
+      r.devices.push_back(std::move(d));
+      if (c.tensor == 0 && c.data == 0) {
+        longest_span = std::max(longest_span, last_end - std::max<std::int64_t>(first_start, 0));
+        pipeline_busy += static_cast<double>(pipeline_busy_rank);
+      }
+    }
+    const int gpus = layout_.ranks();
+    r.bubble_fraction = step_s > 0 ? idle_total / (step_s * gpus) : 0;
+    r.bubble_rate = longest_span > 0 ? 1.0 - pipeline_busy / (static_cast<double>(longest_span) * plan_.pipeline) : 0;
+    if (step_s > 0) {
+      const double flops = model_.training_flops_per_sample().count() * plan_.global_batch;
+      r.tflops_per_gpu = flops / step_s / gpus * 1e-12;
+      r.hardware_tflops_per_gpu = r.tflops_per_gpu;
+    }
+    r.plan = {plan_.tensor,      plan_.pipeline,     plan_.data, plan_.virtual_stages, plan_.microbatches,
+              plan_.micro_batch, plan_.global_batch, std::string(plan::to_string(plan_.schedule)),
+              std::string(model::to_string(plan_.recompute)), plan_.zero};
+  }
+
+  Backend& backend_;
+  const topology::Cluster& cluster_;
+  const model::Model& model_;
+  plan::Plan plan_;
+  ExecuteOptions options_;
+  plan::ParallelLayout layout_;
+  plan::RankCoord me_;
+  MemoryMeter meter_;
+  std::vector<std::vector<Bytes>> gradient_bytes_;
+  schedule::Program program_;
+  std::unique_ptr<Group> tensor_group_;
+  std::unique_ptr<Group> data_group_;
+  std::unique_ptr<Network> network_;
+  std::vector<std::unique_ptr<SendHandle>> sends_;
+  std::map<std::tuple<bool, int, int>, Buffer> received_;
+  std::vector<std::int64_t> reduce_cursor_;
+  std::vector<std::int64_t> gather_cursor_;
+  std::vector<ElementRange> owned_;
+  std::int64_t ops_run_ = 0;
+};
+
+}  // namespace
+
+ExecuteResult execute(Backend& backend, const topology::Cluster& cluster, const model::Model& model,
+                      const plan::Plan& plan, const ExecuteOptions& options) {
+  Interpreter interpreter(backend, cluster, model, plan, options);
+  return interpreter.run();
+}
+
+}  // namespace mpsim::executor

@@ -1,0 +1,141 @@
+#include "executor/launch/mpirun_launch.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <regex>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace mpsim::executor {
+
+bool started_by_mpi_launcher() noexcept {
+  for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "MPI_LOCALNRANKS", "SLURM_PROCID"}) {
+    if (std::getenv(name) != nullptr) return true;
+  }
+  return false;
+}
+
+std::vector<std::string> own_arguments_without_ranks() {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> all;
+  std::string arg;
+  while (std::getline(in, arg, '\0')) all.push_back(arg);
+  std::vector<std::string> out;
+  for (std::size_t i = 1; i < all.size(); ++i) {
+    if (all[i] == "--ranks") {
+      ++i;
+      continue;
+    }
+    if (all[i].rfind("--ranks=", 0) == 0) continue;
+    out.push_back(all[i]);
+  }
+  return out;
+}
+
+namespace {
+
+/// Reads mpirun's standard error line by line and turns it into at most one error line of ours.
+void relay_errors(int fd, LaunchResult& result) {
+  FILE* err = ::fdopen(fd, "r");
+  const std::regex died(R"(process rank (\d+) with PID \d+ on node \S+ exited on signal (\d+)(?: \(([^)]*)\))?)");
+  bool reported = false;
+  std::string line;
+  std::vector<char> buffer(4096);
+  while (std::fgets(buffer.data(), static_cast<int>(buffer.size()), err) != nullptr) {
+    line += buffer.data();
+    if (line.empty() || line.back() != '\n') continue;
+    std::smatch m;
+    const bool is_error = line.find("error") != std::string::npos;
+    if (line.rfind("mpsim:", 0) == 0) {
+      if (!reported || !is_error) std::cerr << line;
+      reported = reported || is_error;
+    } else if (std::regex_search(line, m, died)) {
+      if (!reported) {
+        std::cerr << fmt::format("mpsim: error: rank {} died (signal {}{})\n", m[1].str(), m[2].str(),
+                                 m[3].matched ? ", " + m[3].str() : std::string());
+      }
+      reported = true;
+    } else if (result.first_other_line.empty() && line.find_first_not_of(" -\n") != std::string::npos) {
+      result.first_other_line = line.substr(0, line.size() - 1);
+    }
+    line.clear();
+  }
+  std::fclose(err);
+  result.reported = reported;
+}
+
+}  // namespace
+
+LaunchResult run_under_mpirun(int ranks, const std::vector<std::string>& args) {
+  if (ranks < 1) throw std::runtime_error(fmt::format("--ranks must be at least 1, not {}", ranks));
+  std::error_code ec;
+  const std::filesystem::path self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) throw std::runtime_error(fmt::format("cannot find this executable (/proc/self/exe): {}", ec.message()));
+  std::vector<std::string> argv = {"mpirun", "-np", std::to_string(ranks), "--oversubscribe"};
+  if (::geteuid() == 0) argv.emplace_back("--allow-run-as-root");
+  argv.push_back(self.string());
+  argv.insert(argv.end(), args.begin(), args.end());
+  std::vector<char*> c_argv;
+  for (auto& a : argv) c_argv.push_back(a.data());
+  c_argv.push_back(nullptr);
+
+  int err_pipe[2];
+  int report[2];  // close-on-exec: tells the parent whether exec itself failed (no mpirun on PATH)
+  if (::pipe(err_pipe) != 0 || ::pipe2(report, O_CLOEXEC) != 0) {
+    throw std::runtime_error(fmt::format("pipe: {}", std::strerror(errno)));
+  }
+  const pid_t child = ::fork();
+  if (child < 0) throw std::runtime_error(fmt::format("fork: {}", std::strerror(errno)));
+  if (child == 0) {
+    ::dup2(err_pipe[1], STDERR_FILENO);
+    ::close(err_pipe[0]);
+    ::close(err_pipe[1]);
+    ::close(report[0]);
+    // Ranks share the cores with each other: let idle MPI progress yield, and keep shared-memory
+    // transfers off ptrace-based single copy, which containers often forbid.
+    ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
+    ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+    ::execvp(c_argv[0], c_argv.data());
+    const int error = errno;
+    [[maybe_unused]] const auto written = ::write(report[1], &error, sizeof error);
+    ::_exit(127);
+  }
+  ::close(err_pipe[1]);
+  ::close(report[1]);
+  int exec_error = 0;
+  const auto got = ::read(report[0], &exec_error, sizeof exec_error);
+  ::close(report[0]);
+  LaunchResult result;
+  relay_errors(err_pipe[0], result);
+  int status = 0;
+  while (::waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (got == static_cast<ssize_t>(sizeof exec_error)) {
+    throw std::runtime_error(
+        fmt::format("cannot run mpirun: {} (is Open MPI installed?)", std::strerror(exec_error)));
+  }
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+  return result;
+}
+
+int launch_exit_status(const LaunchResult& result) {
+  const int code = result.exit_code;
+  if (code != 0 && !result.reported) {
+    std::cerr << "mpsim: error: the job failed";
+    if (!result.first_other_line.empty()) std::cerr << ": " << result.first_other_line;
+    std::cerr << "\n";
+  }
+  return code == 0 || code == 2 ? code : 1;
+}
+
+}  // namespace mpsim::executor

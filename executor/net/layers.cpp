@@ -1,0 +1,438 @@
+#include "executor/net/layers.h"
+
+#include <cmath>
+#include <stdexcept>
+
+namespace mpsim::executor {
+
+void LayerContext::tensor_all_reduce(MatrixView m) const {
+  if (tensor == nullptr || tensor_size <= 1) return;
+  // Activations are whole buffers (ld == cols), so the matrix is one contiguous range.
+  backend->all_reduce_sum(*tensor, m.data, static_cast<std::size_t>(m.rows * m.cols));
+}
+
+Param& Layer::add_param(std::string name, std::int64_t rows, std::int64_t cols, Split split, Param::Init init) {
+  Param p;
+  p.name = std::move(name);
+  p.rows = rows;
+  p.cols = cols;
+  p.split = split;
+  p.init = init;
+  params_.push_back(std::move(p));
+  return params_.back();
+}
+
+void set_local_shape(Param& p, int tensor_size) {
+  p.local_rows = p.split == Split::Rows ? p.rows / tensor_size : p.rows;
+  p.local_cols = p.split == Split::Columns ? p.cols / tensor_size : p.cols;
+}
+
+namespace {
+
+/// y = x W (+ b): W is in x out.
+void linear(const LayerContext& ctx, MatrixView x, const Param& w, const Param* b, MatrixView y) {
+  ctx.backend->gemm(Transpose::No, Transpose::No, 1.0f, x, w.value(), 0.0f, y);
+  if (b != nullptr) ctx.backend->add_row_vector(b->data, y);
+}
+
+/// dW += x^T dy; db += column sums of dy.
+void linear_weight_grad(const LayerContext& ctx, MatrixView x, MatrixView dy, const Param& w, const Param* b) {
+  ctx.backend->gemm(Transpose::Yes, Transpose::No, 1.0f, x, dy, 1.0f, w.gradient());
+  if (b != nullptr) ctx.backend->sum_rows(dy, 1.0f, b->grad);
+}
+
+// --- the MLP half (shared by transformer blocks and Generic blocks) --------------------------------
+
+struct MlpParams {
+  std::size_t ln_gamma, ln_beta, fc1_w, fc1_b, fc2_w, fc2_b;  // indices into params_
+};
+
+struct MlpStash {
+  MatrixView x;  // the input (owned by whoever made it)
+  Buffer normed, mean, rstd, pre, act, out;
+  MatrixView dy;  // gradient of the output, kept for the weight half
+  Buffer dpre, dnormed;
+};
+
+MlpParams add_mlp(std::vector<Param>& params, std::int64_t hidden, std::int64_t inner,
+                  const std::string& prefix) {
+  auto add = [&](const std::string& n, std::int64_t r, std::int64_t c, Split s, Param::Init i) {
+    Param p;
+    p.name = prefix + n;
+    p.rows = r;
+    p.cols = c;
+    p.split = s;
+    p.init = i;
+    params.push_back(std::move(p));
+    return params.size() - 1;
+  };
+  MlpParams m{};
+  m.ln_gamma = add("ln.gamma", 1, hidden, Split::None, Param::Init::Gamma);
+  m.ln_beta = add("ln.beta", 1, hidden, Split::None, Param::Init::Beta);
+  m.fc1_w = add("fc1.weight", hidden, inner, Split::Columns, Param::Init::Weight);
+  m.fc1_b = add("fc1.bias", 1, inner, Split::Columns, Param::Init::Bias);
+  m.fc2_w = add("fc2.weight", inner, hidden, Split::Rows, Param::Init::Weight);
+  m.fc2_b = add("fc2.bias", 1, hidden, Split::None, Param::Init::Bias);
+  return m;
+}
+
+void mlp_forward(const LayerContext& ctx, const std::vector<Param>& p, const MlpParams& m, MatrixView x, MlpStash& s) {
+  Backend& be = *ctx.backend;
+  const std::int64_t rows = x.rows;
+  const std::int64_t inner = p[m.fc1_w].local_cols;
+  s.x = x;
+  s.normed = ctx.buffer(rows, x.cols);
+  s.mean = ctx.buffer(rows, 1);
+  s.rstd = ctx.buffer(rows, 1);
+  be.layer_norm_forward(x, p[m.ln_gamma].data, p[m.ln_beta].data, ctx.layer_norm_epsilon, s.normed.view(),
+                        s.mean.data(), s.rstd.data());
+  s.pre = ctx.buffer(rows, inner);
+  linear(ctx, s.normed.view(), p[m.fc1_w], &p[m.fc1_b], s.pre.view());
+  s.act = ctx.buffer(rows, inner);
+  be.gelu_forward(s.pre.view(), s.act.view());
+  s.out = ctx.buffer(rows, x.cols);
+  linear(ctx, s.act.view(), p[m.fc2_w], nullptr, s.out.view());
+  ctx.tensor_all_reduce(s.out.view());  // row-parallel fc2
+  be.add_row_vector(p[m.fc2_b].data, s.out.view());
+  be.axpy(1.0f, x, s.out.view());  // residual
+}
+
+/// dx = dy + LN'(fc1'(gelu'(fc2'(dy)))), all-reduced over the tensor group before the norm.
+void mlp_backward_input(const LayerContext& ctx, std::vector<Param>& p, const MlpParams& m, MlpStash& s, MatrixView dy,
+                        Buffer& dx) {
+  Backend& be = *ctx.backend;
+  const std::int64_t rows = dy.rows;
+  s.dy = dy;
+  Buffer dact = ctx.buffer(rows, s.act.view().cols);
+  be.gemm(Transpose::No, Transpose::Yes, 1.0f, dy, p[m.fc2_w].value(), 0.0f, dact.view());
+  s.dpre = ctx.buffer(rows, s.pre.view().cols);
+  be.gelu_backward(s.pre.view(), dact.view(), s.dpre.view());
+  dact.reset();
+  s.dnormed = ctx.buffer(rows, dy.cols);
+  be.gemm(Transpose::No, Transpose::Yes, 1.0f, s.dpre.view(), p[m.fc1_w].value(), 0.0f, s.dnormed.view());
+  ctx.tensor_all_reduce(s.dnormed.view());  // conjugate of the column-parallel fc1
+  dx = ctx.buffer(rows, dy.cols);
+  be.layer_norm_backward(s.dnormed.view(), s.x, p[m.ln_gamma].data, s.mean.data(), s.rstd.data(), dx.view(),
+                         p[m.ln_gamma].grad, p[m.ln_beta].grad);
+  s.dnormed.reset();
+  be.axpy(1.0f, dy, dx.view());
+}
+
+void mlp_backward_weight(const LayerContext& ctx, std::vector<Param>& p, const MlpParams& m, MlpStash& s) {
+  linear_weight_grad(ctx, s.act.view(), s.dy, p[m.fc2_w], &p[m.fc2_b]);
+  linear_weight_grad(ctx, s.normed.view(), s.dpre.view(), p[m.fc1_w], &p[m.fc1_b]);
+  s = MlpStash{};
+}
+
+// --- layers ---------------------------------------------------------------------------------
+
+/// Embedding with the output gradient kept per microbatch.
+struct EmbeddingStash final : Stash {
+  MatrixView dy;
+};
+
+class EmbeddingLayer final : public Layer {
+ public:
+  EmbeddingLayer(int model_index, const NetDims& d) {
+    model_index_ = model_index;
+    add_param("tokens", d.vocab, d.hidden, Split::None, Param::Init::Table);
+    add_param("positions", d.positions, d.hidden, Split::None, Param::Init::Table);
+  }
+  std::unique_ptr<Stash> forward(const LayerContext& ctx, const Batch& b, MatrixView) override {
+    auto s = std::make_unique<EmbeddingStash>();
+    s->output = ctx.buffer(b.rows, params_[0].cols);
+    ctx.backend->embedding_forward(params_[0].value(), b.tokens, s->output.view());
+    ctx.backend->embedding_forward(params_[1].value(), b.positions, s->output.view());
+    return s;
+  }
+  void backward_input(const LayerContext&, const Batch&, Stash& s, MatrixView dy) override {
+    static_cast<EmbeddingStash&>(s).dy = dy;
+  }
+  void backward_weight(const LayerContext& ctx, const Batch& b, Stash& s) override {
+    const MatrixView dy = static_cast<EmbeddingStash&>(s).dy;
+    ctx.backend->embedding_backward(dy, b.tokens, params_[0].gradient());
+    ctx.backend->embedding_backward(dy, b.positions, params_[1].gradient());
+  }
+};
+
+struct BlockStash final : Stash {
+  // attention half
+  MatrixView x;
+  Buffer normed, mean, rstd, q, k, v, probs, context;
+  MatrixView dy1;  // gradient of the attention half's output (= of y1)
+  Buffer dq, dk, dv, dcontext;
+  // MLP half; its output is Stash::output
+  Buffer y1;
+  Buffer dy1_buffer;
+  MlpStash mlp;
+};
+
+class TransformerBlock final : public Layer {
+ public:
+  TransformerBlock(int model_index, const NetDims& d, int tensor_size) : dims_(d) {
+    model_index_ = model_index;
+    const std::int64_t h = d.hidden;
+    const std::int64_t aw = d.heads * d.head_dim;
+    add_param("attn.ln.gamma", 1, h, Split::None, Param::Init::Gamma);
+    add_param("attn.ln.beta", 1, h, Split::None, Param::Init::Beta);
+    add_param("attn.q.weight", h, aw, Split::Columns, Param::Init::Weight);
+    add_param("attn.q.bias", 1, aw, Split::Columns, Param::Init::Bias);
+    add_param("attn.k.weight", h, aw, Split::Columns, Param::Init::Weight);
+    add_param("attn.k.bias", 1, aw, Split::Columns, Param::Init::Bias);
+    add_param("attn.v.weight", h, aw, Split::Columns, Param::Init::Weight);
+    add_param("attn.v.bias", 1, aw, Split::Columns, Param::Init::Bias);
+    add_param("attn.proj.weight", aw, h, Split::Rows, Param::Init::Weight);
+    add_param("attn.proj.bias", 1, h, Split::None, Param::Init::Bias);
+    mlp_ = add_mlp(params_, h, d.ffn, "mlp.");
+    local_heads_ = d.heads / tensor_size;
+  }
+
+  std::unique_ptr<Stash> forward(const LayerContext& ctx, const Batch& b, MatrixView x) override {
+    Backend& be = *ctx.backend;
+    auto s = std::make_unique<BlockStash>();
+    const std::int64_t rows = x.rows;
+    const std::int64_t aw = local_heads_ * dims_.head_dim;
+    s->x = x;
+    s->normed = ctx.buffer(rows, x.cols);
+    s->mean = ctx.buffer(rows, 1);
+    s->rstd = ctx.buffer(rows, 1);
+    be.layer_norm_forward(x, params_[0].data, params_[1].data, ctx.layer_norm_epsilon, s->normed.view(), s->mean.data(),
+                          s->rstd.data());
+    s->q = ctx.buffer(rows, aw);
+    s->k = ctx.buffer(rows, aw);
+    s->v = ctx.buffer(rows, aw);
+    linear(ctx, s->normed.view(), params_[2], &params_[3], s->q.view());
+    linear(ctx, s->normed.view(), params_[4], &params_[5], s->k.view());
+    linear(ctx, s->normed.view(), params_[6], &params_[7], s->v.view());
+    s->probs = ctx.buffer(b.samples * local_heads_ * dims_.seq, dims_.seq);
+    s->context = ctx.buffer(rows, aw);
+    scores(ctx, b, *s);
+    for_each_head(b, [&](std::int64_t sample, std::int64_t head) {
+      be.gemm(Transpose::No, Transpose::No, 1.0f, probs_of(*s, sample, head), head_of(s->v.view(), sample, head), 0.0f,
+              head_of(s->context.view(), sample, head));
+    });
+    if (!ctx.keep_attention_scores) s->probs.reset();
+    s->y1 = ctx.buffer(rows, x.cols);
+    linear(ctx, s->context.view(), params_[8], nullptr, s->y1.view());
+    ctx.tensor_all_reduce(s->y1.view());  // row-parallel projection
+    be.add_row_vector(params_[9].data, s->y1.view());
+    be.axpy(1.0f, x, s->y1.view());
+    mlp_forward(ctx, params_, mlp_, s->y1.view(), s->mlp);
+    s->output = std::move(s->mlp.out);
+    return s;
+  }
+
+  void backward_input(const LayerContext& ctx, const Batch& b, Stash& stash, MatrixView dy) override {
+    Backend& be = *ctx.backend;
+    auto& s = static_cast<BlockStash&>(stash);
+    mlp_backward_input(ctx, params_, mlp_, s.mlp, dy, s.dy1_buffer);
+    s.dy1 = s.dy1_buffer.view();
+    const std::int64_t rows = dy.rows;
+    const std::int64_t aw = local_heads_ * dims_.head_dim;
+    if (s.probs.empty()) {  // selective recomputation: rebuild the attention probabilities
+      s.probs = ctx.buffer(b.samples * local_heads_ * dims_.seq, dims_.seq);
+      scores(ctx, b, s);
+    }
+    s.dcontext = ctx.buffer(rows, aw);
+    be.gemm(Transpose::No, Transpose::Yes, 1.0f, s.dy1, params_[8].value(), 0.0f, s.dcontext.view());
+    s.dq = ctx.buffer(rows, aw);
+    s.dk = ctx.buffer(rows, aw);
+    s.dv = ctx.buffer(rows, aw);
+    Buffer dprobs = ctx.buffer(dims_.seq, dims_.seq);
+    const float scale = 1.0f / std::sqrt(static_cast<float>(dims_.head_dim));
+    for_each_head(b, [&](std::int64_t sample, std::int64_t head) {
+      const MatrixView p = probs_of(s, sample, head);
+      const MatrixView dctx = head_of(s.dcontext.view(), sample, head);
+      be.gemm(Transpose::No, Transpose::Yes, 1.0f, dctx, head_of(s.v.view(), sample, head), 0.0f, dprobs.view());
+      be.gemm(Transpose::Yes, Transpose::No, 1.0f, p, dctx, 0.0f, head_of(s.dv.view(), sample, head));
+      be.softmax_backward(p, dprobs.view(), scale, dprobs.view());
+      be.gemm(Transpose::No, Transpose::No, 1.0f, dprobs.view(), head_of(s.k.view(), sample, head), 0.0f,
+              head_of(s.dq.view(), sample, head));
+      be.gemm(Transpose::Yes, Transpose::No, 1.0f, dprobs.view(), head_of(s.q.view(), sample, head), 0.0f,
+              head_of(s.dk.view(), sample, head));
+    });
+    dprobs.reset();
+    if (!ctx.keep_attention_scores) s.probs.reset();
+    Buffer dnormed = ctx.buffer(rows, dy.cols);
+    be.gemm(Transpose::No, Transpose::Yes, 1.0f, s.dq.view(), params_[2].value(), 0.0f, dnormed.view());
+    be.gemm(Transpose::No, Transpose::Yes, 1.0f, s.dk.view(), params_[4].value(), 1.0f, dnormed.view());
+    be.gemm(Transpose::No, Transpose::Yes, 1.0f, s.dv.view(), params_[6].value(), 1.0f, dnormed.view());
+    ctx.tensor_all_reduce(dnormed.view());  // conjugate of the column-parallel Q, K, V
+    s.input_grad = ctx.buffer(rows, dy.cols);
+    be.layer_norm_backward(dnormed.view(), s.x, params_[0].data, s.mean.data(), s.rstd.data(), s.input_grad.view(),
+                           params_[0].grad, params_[1].grad);
+    be.axpy(1.0f, s.dy1, s.input_grad.view());
+  }
+
+  void backward_weight(const LayerContext& ctx, const Batch&, Stash& stash) override {
+    auto& s = static_cast<BlockStash&>(stash);
+    mlp_backward_weight(ctx, params_, mlp_, s.mlp);
+    linear_weight_grad(ctx, s.context.view(), s.dy1, params_[8], &params_[9]);
+    linear_weight_grad(ctx, s.normed.view(), s.dq.view(), params_[2], &params_[3]);
+    linear_weight_grad(ctx, s.normed.view(), s.dk.view(), params_[4], &params_[5]);
+    linear_weight_grad(ctx, s.normed.view(), s.dv.view(), params_[6], &params_[7]);
+  }
+
+ private:
+  template <class F>
+  void for_each_head(const Batch& b, F f) const {
+    for (std::int64_t sample = 0; sample < b.samples; ++sample) {
+      for (std::int64_t head = 0; head < local_heads_; ++head) f(sample, head);
+    }
+  }
+  [[nodiscard]] MatrixView head_of(MatrixView m, std::int64_t sample, std::int64_t head) const {
+    return m.row_range(sample * dims_.seq, dims_.seq).columns(head * dims_.head_dim, dims_.head_dim);
+  }
+  [[nodiscard]] MatrixView probs_of(const BlockStash& s, std::int64_t sample, std::int64_t head) const {
+    return s.probs.view().row_range((sample * local_heads_ + head) * dims_.seq, dims_.seq);
+  }
+  /// probs = causal softmax(q k^T / sqrt(head_dim)) per sample and head.
+  void scores(const LayerContext& ctx, const Batch& b, BlockStash& s) const {
+    const float scale = 1.0f / std::sqrt(static_cast<float>(dims_.head_dim));
+    for_each_head(b, [&](std::int64_t sample, std::int64_t head) {
+      const MatrixView p = probs_of(s, sample, head);
+      ctx.backend->gemm(Transpose::No, Transpose::Yes, 1.0f, head_of(s.q.view(), sample, head),
+                        head_of(s.k.view(), sample, head), 0.0f, p);
+      ctx.backend->softmax_forward(p, scale, true, p);
+    });
+  }
+
+  NetDims dims_;
+  MlpParams mlp_{};
+  std::int64_t local_heads_ = 1;
+};
+
+struct MlpBlockStash final : Stash {
+  MlpStash mlp;
+};
+
+class MlpBlock final : public Layer {
+ public:
+  MlpBlock(int model_index, const NetDims& d) {
+    model_index_ = model_index;
+    mlp_ = add_mlp(params_, d.hidden, d.generic_ffn, "");
+  }
+  std::unique_ptr<Stash> forward(const LayerContext& ctx, const Batch&, MatrixView x) override {
+    auto s = std::make_unique<MlpBlockStash>();
+    mlp_forward(ctx, params_, mlp_, x, s->mlp);
+    s->output = std::move(s->mlp.out);
+    return s;
+  }
+  void backward_input(const LayerContext& ctx, const Batch&, Stash& stash, MatrixView dy) override {
+    auto& s = static_cast<MlpBlockStash&>(stash);
+    mlp_backward_input(ctx, params_, mlp_, s.mlp, dy, s.input_grad);
+  }
+  void backward_weight(const LayerContext& ctx, const Batch&, Stash& stash) override {
+    mlp_backward_weight(ctx, params_, mlp_, static_cast<MlpBlockStash&>(stash).mlp);
+  }
+
+ private:
+  MlpParams mlp_{};
+};
+
+struct HeadStash final : Stash {
+  MatrixView x;
+  Buffer normed, mean, rstd, dlogits;
+};
+
+class OutputHead final : public Layer {
+ public:
+  OutputHead(int model_index, const NetDims& d) {
+    model_index_ = model_index;
+    add_param("ln.gamma", 1, d.hidden, Split::None, Param::Init::Gamma);
+    add_param("ln.beta", 1, d.hidden, Split::None, Param::Init::Beta);
+    add_param("logits.weight", d.hidden, d.vocab, Split::None, Param::Init::Weight);
+  }
+  std::unique_ptr<Stash> forward(const LayerContext& ctx, const Batch& b, MatrixView x) override {
+    Backend& be = *ctx.backend;
+    auto s = std::make_unique<HeadStash>();
+    s->x = x;
+    s->normed = ctx.buffer(x.rows, x.cols);
+    s->mean = ctx.buffer(x.rows, 1);
+    s->rstd = ctx.buffer(x.rows, 1);
+    be.layer_norm_forward(x, params_[0].data, params_[1].data, ctx.layer_norm_epsilon, s->normed.view(), s->mean.data(),
+                          s->rstd.data());
+    Buffer logits = ctx.buffer(x.rows, params_[2].cols);
+    linear(ctx, s->normed.view(), params_[2], nullptr, logits.view());
+    s->dlogits = ctx.buffer(x.rows, params_[2].cols);
+    s->loss = be.cross_entropy(logits.view(), b.labels, b.loss_scale, s->dlogits.view());
+    s->has_loss = true;
+    return s;
+  }
+  void backward_input(const LayerContext& ctx, const Batch&, Stash& stash, MatrixView) override {
+    Backend& be = *ctx.backend;
+    auto& s = static_cast<HeadStash&>(stash);
+    Buffer dnormed = ctx.buffer(s.x.rows, s.x.cols);
+    be.gemm(Transpose::No, Transpose::Yes, 1.0f, s.dlogits.view(), params_[2].value(), 0.0f, dnormed.view());
+    s.input_grad = ctx.buffer(s.x.rows, s.x.cols);
+    be.layer_norm_backward(dnormed.view(), s.x, params_[0].data, s.mean.data(), s.rstd.data(), s.input_grad.view(),
+                           params_[0].grad, params_[1].grad);
+  }
+  void backward_weight(const LayerContext& ctx, const Batch&, Stash& stash) override {
+    auto& s = static_cast<HeadStash&>(stash);
+    linear_weight_grad(ctx, s.normed.view(), s.dlogits.view(), params_[2], nullptr);
+  }
+};
+
+class InputLayer final : public Layer {
+ public:
+  explicit InputLayer(const NetDims& d) : hidden_(d.hidden) {}
+  std::unique_ptr<Stash> forward(const LayerContext& ctx, const Batch& b, MatrixView) override {
+    auto s = std::make_unique<Stash>();
+    s->output = ctx.buffer(b.rows, hidden_);
+    ctx.backend->upload(b.inputs, s->output.data());
+    return s;
+  }
+  void backward_input(const LayerContext&, const Batch&, Stash&, MatrixView) override {}
+  void backward_weight(const LayerContext&, const Batch&, Stash&) override {}
+
+ private:
+  std::int64_t hidden_;
+};
+
+struct SquaredStash final : Stash {
+  MatrixView x;
+  Buffer dx;
+};
+
+class SquaredLoss final : public Layer {
+ public:
+  std::unique_ptr<Stash> forward(const LayerContext& ctx, const Batch& b, MatrixView x) override {
+    auto s = std::make_unique<SquaredStash>();
+    s->x = x;
+    std::vector<float> host(static_cast<std::size_t>(x.rows * x.cols));
+    ctx.backend->download(x.data, host);  // x is a whole buffer (ld == cols)
+    double sum = 0;
+    for (const float v : host) sum += static_cast<double>(v) * v;
+    s->loss = 0.5 * sum / static_cast<double>(x.rows);
+    s->has_loss = true;
+    (void)b;
+    return s;
+  }
+  void backward_input(const LayerContext& ctx, const Batch& b, Stash& stash, MatrixView) override {
+    auto& s = static_cast<SquaredStash&>(stash);
+    s.input_grad = ctx.buffer(s.x.rows, s.x.cols);
+    ctx.backend->axpy(b.loss_scale / static_cast<float>(s.x.rows), s.x, s.input_grad.view());
+  }
+  void backward_weight(const LayerContext&, const Batch&, Stash&) override {}
+};
+
+}  // namespace
+
+std::unique_ptr<Layer> make_embedding(int model_index, const NetDims& dims) {
+  return std::make_unique<EmbeddingLayer>(model_index, dims);
+}
+std::unique_ptr<Layer> make_transformer_block(int model_index, const NetDims& dims, int tensor_size) {
+  return std::make_unique<TransformerBlock>(model_index, dims, tensor_size);
+}
+std::unique_ptr<Layer> make_mlp_block(int model_index, const NetDims& dims, int tensor_size) {
+  (void)tensor_size;
+  return std::make_unique<MlpBlock>(model_index, dims);
+}
+std::unique_ptr<Layer> make_output_head(int model_index, const NetDims& dims) {
+  return std::make_unique<OutputHead>(model_index, dims);
+}
+std::unique_ptr<Layer> make_input_layer(const NetDims& dims) { return std::make_unique<InputLayer>(dims); }
+std::unique_ptr<Layer> make_squared_loss() { return std::make_unique<SquaredLoss>(); }
+
+}  // namespace mpsim::executor

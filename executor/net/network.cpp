@@ -1,0 +1,316 @@
+#include "executor/net/network.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "executor/net/init.h"
+#include "sim/plan/plan_check.h"
+
+namespace mpsim::executor {
+namespace {
+
+using model::LayerKind;
+
+std::uint64_t name_hash(const std::string& s) noexcept {
+  std::uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a: stable across builds
+  for (const char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001b3ull;
+  return h;
+}
+
+}  // namespace
+
+NetDims net_dims(const model::Model& model, int tensor) {
+  NetDims d;
+  if (model.shape) {
+    const model::TransformerShape& s = *model.shape;
+    d.hidden = s.hidden;
+    d.heads = std::max<std::int64_t>(s.heads, 1);
+    d.head_dim = s.head_dim > 0 ? s.head_dim : s.hidden / d.heads;
+    d.ffn = s.ffn > 0 ? s.ffn : 4 * s.hidden;
+    d.seq = std::max<std::int64_t>(s.seq_len, 1);
+    d.vocab = s.vocab > 0 ? s.vocab : 64;
+    d.positions = s.max_positions > 0 ? std::max(s.max_positions, d.seq) : d.seq;
+  } else {
+    std::int64_t largest = 0;
+    for (const model::Layer& l : model.layers) {
+      if (l.kind == LayerKind::Generic) largest = std::max(largest, l.parameters);
+    }
+    std::int64_t h = 4;
+    while (h < 512 && 8 * (h + 1) * (h + 1) + 7 * (h + 1) <= largest) ++h;
+    d.hidden = h;
+    d.heads = 1;
+    d.head_dim = h;
+    d.ffn = 4 * h;
+    d.seq = 1;
+    d.vocab = 64;
+    d.positions = 1;
+  }
+  d.generic_ffn = 4 * d.hidden;
+  if (d.heads % tensor != 0 || d.ffn % tensor != 0 || d.generic_ffn % tensor != 0) {
+    throw std::invalid_argument(fmt::format("tensor degree {} does not divide the heads ({}) and MLP widths ({}, {})",
+                                            tensor, d.heads, d.ffn, d.generic_ffn));
+  }
+  return d;
+}
+
+std::vector<std::unique_ptr<Layer>> build_chunk_layers(const model::Model& model, const plan::Plan& plan,
+                                                       int pipeline_rank, int chunk) {
+  const NetDims dims = net_dims(model, plan.tensor);
+  const auto ranges = plan::virtual_stage_layers(plan, model);
+  const int vs = chunk * plan.pipeline + pipeline_rank;
+  const plan::LayerRange range = ranges.at(static_cast<std::size_t>(vs));
+  std::vector<std::unique_ptr<Layer>> layers;
+  if (vs == 0 && (model.layers.empty() || model.layers.front().kind != LayerKind::Embedding)) {
+    layers.push_back(make_input_layer(dims));
+  }
+  for (int i = range.first; i < range.last; ++i) {
+    switch (model.layers[static_cast<std::size_t>(i)].kind) {
+      case LayerKind::Embedding: layers.push_back(make_embedding(i, dims)); break;
+      case LayerKind::Transformer: layers.push_back(make_transformer_block(i, dims, plan.tensor)); break;
+      case LayerKind::OutputHead: layers.push_back(make_output_head(i, dims)); break;
+      case LayerKind::Generic: layers.push_back(make_mlp_block(i, dims, plan.tensor)); break;
+    }
+  }
+  if (vs == plan.stages() - 1 && (model.layers.empty() || model.layers.back().kind != LayerKind::OutputHead)) {
+    layers.push_back(make_squared_loss());
+  }
+  for (auto& layer : layers) {
+    for (Param& p : layer->params()) set_local_shape(p, plan.tensor);
+  }
+  return layers;
+}
+
+std::vector<Param> rank_param_layout(const model::Model& model, const plan::Plan& plan, int pipeline_rank) {
+  std::vector<Param> out;
+  std::size_t offset = 0;
+  for (int c = 0; c < plan.virtual_stages; ++c) {
+    for (const auto& layer : build_chunk_layers(model, plan, pipeline_rank, c)) {
+      for (Param p : layer->params()) {
+        p.offset = offset;
+        offset += p.count();
+        p.name = fmt::format("{}\t{}", layer->model_index(), p.name);
+        out.push_back(std::move(p));
+      }
+    }
+  }
+  return out;
+}
+
+float initial_value(std::uint64_t seed, int model_index, const Param& p, std::int64_t row, std::int64_t col) noexcept {
+  const float u = seeded_uniform(seed, static_cast<std::uint64_t>(model_index + 1), name_hash(p.name),
+                                 static_cast<std::uint64_t>(row * p.cols + col));
+  switch (p.init) {
+    case Param::Init::Weight: return u / std::sqrt(static_cast<float>(p.rows));
+    case Param::Init::Bias: return 0.02f * u;
+    case Param::Init::Gamma: return 1.0f + 0.1f * u;
+    case Param::Init::Beta: return 0.05f * u;
+    case Param::Init::Table: return 0.5f * u;
+  }
+  return 0;
+}
+
+Network::Network(Backend& backend, MemoryMeter& meter, const model::Model& model, const plan::Plan& plan,
+                 int pipeline_rank, int tensor_rank, int data_rank, Group* tensor_group, const NetOptions& options)
+    : backend_(backend),
+      meter_(meter),
+      model_(model),
+      plan_(plan),
+      options_(options),
+      dims_(net_dims(model, plan.tensor)),
+      pipeline_rank_(pipeline_rank),
+      data_rank_(data_rank) {
+  ctx_.backend = &backend;
+  ctx_.tensor = tensor_group;
+  ctx_.tensor_size = plan.tensor;
+  ctx_.tensor_rank = tensor_rank;
+  ctx_.meter = &meter;
+  ctx_.keep_attention_scores = plan.recompute != model::Recompute::Selective;
+  rows_ = static_cast<std::int64_t>(plan.micro_batch) * dims_.seq;
+  for (int c = 0; c < plan.virtual_stages; ++c) {
+    chunks_.push_back(build_chunk_layers(model, plan, pipeline_rank, c));
+    ElementRange range{count_, count_};
+    for (auto& layer : chunks_.back()) {
+      for (Param& p : layer->params()) {
+        p.offset = count_;
+        count_ += p.count();
+      }
+    }
+    range.end = count_;
+    chunk_ranges_.push_back(range);
+  }
+  params_ = backend.allocate(count_);
+  grads_ = backend.allocate(count_);
+  meter.add(static_cast<std::int64_t>(2 * count_ * sizeof(float)));
+  std::vector<float> host(count_);
+  for (auto& chunk : chunks_) {
+    for (auto& layer : chunk) {
+      for (Param& p : layer->params()) {
+        p.data = params_ + p.offset;
+        p.grad = grads_ + p.offset;
+        const std::int64_t row0 = p.split == Split::Rows ? tensor_rank * p.local_rows : 0;
+        const std::int64_t col0 = p.split == Split::Columns ? tensor_rank * p.local_cols : 0;
+        for (std::int64_t r = 0; r < p.local_rows; ++r) {
+          for (std::int64_t c = 0; c < p.local_cols; ++c) {
+            host[p.offset + static_cast<std::size_t>(r * p.local_cols + c)] =
+                initial_value(options.seed, layer->model_index(), p, row0 + r, col0 + c);
+          }
+        }
+      }
+    }
+  }
+  backend.upload(host, params_);
+}
+
+Network::~Network() {
+  runs_.clear();
+  for (float* p : {params_, grads_, adam_m_, adam_v_}) {
+    if (p != nullptr) backend_.release(p);
+  }
+}
+
+Batch Network::make_batch(int step, int microbatch) const {
+  Batch b;
+  b.samples = plan_.micro_batch;
+  b.rows = rows_;
+  b.loss_scale = 1.0f / static_cast<float>(plan_.microbatches * plan_.data);
+  // Global sample index: data-parallel rank d holds samples [d * m * b, (d + 1) * m * b) of the
+  // global batch, so the same global batch is seen however it is split.
+  const std::int64_t first = (static_cast<std::int64_t>(data_rank_) * plan_.microbatches + microbatch) * plan_.micro_batch;
+  for (std::int64_t s = 0; s < b.samples; ++s) {
+    const auto tokens = sample_tokens(options_.seed, step, first + s, dims_.seq, dims_.vocab);
+    b.tokens.insert(b.tokens.end(), tokens.begin(), tokens.end() - 1);
+    b.labels.insert(b.labels.end(), tokens.begin() + 1, tokens.end());
+    for (std::int64_t p = 0; p < dims_.seq; ++p) b.positions.push_back(static_cast<std::int32_t>(p));
+    for (std::int64_t p = 0; p < dims_.seq * dims_.hidden; ++p) {
+      b.inputs.push_back(seeded_uniform(options_.seed, 0xDA7A, static_cast<std::uint64_t>(step),
+                                        static_cast<std::uint64_t>((first + s) * dims_.seq * dims_.hidden + p)));
+    }
+  }
+  return b;
+}
+
+void Network::begin_step(int step) {
+  step_ = step;
+  runs_.clear();
+  batches_.clear();
+  loss_sum_ = 0;
+  loss_count_ = 0;
+  backend_.fill({grads_, 1, static_cast<std::int64_t>(count_), static_cast<std::int64_t>(count_)}, 0.0f);
+}
+
+void Network::end_step() {
+  runs_.clear();
+  batches_.clear();
+}
+
+Network::Run& Network::run_of(int microbatch, int chunk) { return runs_[{microbatch, chunk}]; }
+
+const Network::Run& Network::run_of(int microbatch, int chunk) const {
+  const auto it = runs_.find({microbatch, chunk});
+  if (it == runs_.end()) {
+    throw std::logic_error(fmt::format("no forward pass of microbatch {} chunk {} on this rank", microbatch, chunk));
+  }
+  return it->second;
+}
+
+void Network::run_forward(Run& run, int chunk, const Batch& batch, MatrixView input) {
+  run.stashes.clear();
+  MatrixView x = input;
+  for (auto& layer : chunks_[static_cast<std::size_t>(chunk)]) {
+    run.stashes.push_back(layer->forward(ctx_, batch, x));
+    x = run.stashes.back()->output.view();
+  }
+}
+
+void Network::forward(int microbatch, int chunk, MatrixView input) {
+  auto [it, fresh] = batches_.try_emplace(microbatch);
+  if (fresh) it->second = make_batch(step_, microbatch);
+  const Batch& batch = it->second;
+  Run& run = run_of(microbatch, chunk);
+  run_forward(run, chunk, batch, input);
+  for (const auto& s : run.stashes) {
+    if (s->has_loss) {
+      loss_sum_ += s->loss;
+      ++loss_count_;
+    }
+  }
+  // Full recomputation keeps the chunk's input and output only (the Transformer and Generic layers'
+  // activations are rebuilt in backward; this executor re-runs the whole chunk, embedding and head
+  // included, which changes the time but not the gradients).
+  if (plan_.recompute == model::Recompute::Full) {
+    if (input.data != nullptr) {
+      run.input_copy = ctx_.buffer(input.rows, input.cols);
+      backend_.copy(input, run.input_copy.view());
+    }
+    run.kept_output = std::move(run.stashes.back()->output);
+    run.stashes.clear();
+    run.recompute = true;
+  }
+}
+
+MatrixView Network::output(int microbatch, int chunk) const {
+  const Run& run = run_of(microbatch, chunk);
+  if (!run.kept_output.empty()) return run.kept_output.view();
+  return run.stashes.back()->output.view();
+}
+
+void Network::backward_input(int microbatch, int chunk, MatrixView dy) {
+  Run& run = run_of(microbatch, chunk);
+  const Batch& batch = batches_.at(microbatch);
+  if (run.recompute) {
+    run_forward(run, chunk, batch, run.input_copy.empty() ? MatrixView{} : run.input_copy.view());
+    run.recompute = false;
+  }
+  auto& layers = chunks_[static_cast<std::size_t>(chunk)];
+  for (std::size_t i = layers.size(); i-- > 0;) {
+    layers[i]->backward_input(ctx_, batch, *run.stashes[i], dy);
+    dy = run.stashes[i]->input_grad.view();
+  }
+}
+
+MatrixView Network::input_grad(int microbatch, int chunk) const {
+  const Run& run = run_of(microbatch, chunk);
+  if (!run.kept_input_grad.empty()) return run.kept_input_grad.view();
+  return run.stashes.front()->input_grad.view();
+}
+
+void Network::backward_weight(int microbatch, int chunk) {
+  Run& run = run_of(microbatch, chunk);
+  const Batch& batch = batches_.at(microbatch);
+  auto& layers = chunks_[static_cast<std::size_t>(chunk)];
+  for (std::size_t i = layers.size(); i-- > 0;) layers[i]->backward_weight(ctx_, batch, *run.stashes[i]);
+  // What a pending send may still read stays until end_step(); the rest is freed now.
+  if (run.kept_output.empty()) run.kept_output = std::move(run.stashes.back()->output);
+  run.kept_input_grad = std::move(run.stashes.front()->input_grad);
+  run.stashes.clear();
+  run.input_copy.reset();
+}
+
+void Network::optimizer_step(std::span<const ElementRange> ranges) {
+  ++optimizer_steps_;
+  if (options_.optimizer == Optimizer::Adam && adam_m_ == nullptr) {
+    adam_m_ = backend_.allocate(count_);
+    adam_v_ = backend_.allocate(count_);
+    meter_.add(static_cast<std::int64_t>(2 * count_ * sizeof(float)));
+  }
+  for (const ElementRange& r : ranges) {
+    const std::size_t n = r.end - r.begin;
+    if (n == 0) continue;
+    switch (options_.optimizer) {
+      case Optimizer::Sgd: backend_.sgd_step(params_ + r.begin, grads_ + r.begin, n, options_.learning_rate); break;
+      case Optimizer::Adam: {
+        AdamHyper hyper;
+        hyper.learning_rate = options_.learning_rate;
+        hyper.step = optimizer_steps_;
+        backend_.adam_step(params_ + r.begin, grads_ + r.begin, adam_m_ + r.begin, adam_v_ + r.begin, n, hyper);
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace mpsim::executor

@@ -1,0 +1,89 @@
+#pragma once
+/// Holding a prediction to account: a predicted step (the simulator's Report and Timeline) against a
+/// measured one (the executor's), in the terms of interface.md's `compare --json`.
+///
+/// Pure functions of their inputs: no I/O, deterministic output (kinds in SpanKind order, devices in
+/// the predicted report's order, then measured-only devices in the measured report's order).
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sim/trace/report.h"
+#include "sim/trace/timeline.h"
+
+namespace mpsim::trace {
+
+/// Durations of the spans of one kind in one timeline, in seconds.
+struct DurationStats {
+  std::int64_t count = 0;
+  double total_s = 0;
+  double mean_s = 0;    ///< 0 when count is 0
+  double median_s = 0;  ///< the middle value, or the mean of the two middle values; 0 when count is 0
+};
+
+/// Statistics of a list of span durations (nanoseconds). O(n log n).
+[[nodiscard]] DurationStats duration_stats(std::vector<std::int64_t> durations_ns);
+
+/// Seconds from the first span's start to the last span's end (0 for an empty timeline): the step
+/// time of a trace that carries no report.
+[[nodiscard]] double timeline_extent_s(const Timeline& timeline) noexcept;
+
+struct KindComparison {
+  SpanKind kind = SpanKind::Forward;
+  DurationStats predicted;
+  DurationStats measured;
+  /// predicted / measured of the mean and of the median: above 1 the simulator overestimates the
+  /// kind, below 1 it underestimates it. Absent when either side has no span of the kind or the
+  /// measured value is 0.
+  std::optional<double> mean_ratio;
+  std::optional<double> median_ratio;
+};
+
+/// One device of either report; a side that does not list the device leaves its values absent.
+struct DeviceComparison {
+  std::string id;
+  int stage = 0;
+  std::optional<double> predicted_busy_s;
+  std::optional<double> measured_busy_s;
+  std::optional<double> predicted_bubble_fraction;
+  std::optional<double> measured_bubble_fraction;
+};
+
+/// One side of a comparison: a report, and the timeline when the input was a trace (a bare report
+/// has none, and then contributes no per-kind statistics).
+struct StepRecord {
+  Report report;
+  std::optional<Timeline> timeline;
+};
+
+struct Comparison {
+  double predicted_step_time_s = 0;
+  double measured_step_time_s = 0;
+  /// |predicted - measured| / measured; absent when the measured step time is not positive.
+  std::optional<double> step_time_error;
+  double predicted_bubble_fraction = 0;
+  double measured_bubble_fraction = 0;
+  /// Every kind present in at least one timeline, in SpanKind order. Empty when neither input has a
+  /// timeline.
+  std::vector<KindComparison> per_kind;
+  std::vector<DeviceComparison> devices;
+};
+
+/// Compares a predicted step with a measured one. Devices are matched by id; when the two reports share
+/// no id at all (one names its devices differently), they are matched by position instead, and the
+/// predicted id is kept. O(spans log spans + devices²).
+[[nodiscard]] Comparison compare(const StepRecord& predicted, const StepRecord& measured);
+
+/// The `compare --json` object of interface.md:
+/// {"step_time_error", "predicted_step_time_s", "measured_step_time_s", "predicted_bubble_fraction",
+///  "measured_bubble_fraction", "per_kind": {"forward": {"predicted_count", "measured_count",
+///  "predicted_mean_s", "measured_mean_s", "mean_ratio", "predicted_median_s", "measured_median_s",
+///  "median_ratio", "predicted_total_s", "measured_total_s"}, ...}, "devices": [{"id", "stage",
+///  "predicted_busy_s", "measured_busy_s", "predicted_bubble_fraction", "measured_bubble_fraction"}]}.
+/// Absent values are null.
+[[nodiscard]] nlohmann::ordered_json comparison_json(const Comparison& comparison);
+
+}  // namespace mpsim::trace

@@ -1,0 +1,160 @@
+// mpsim compare end to end: two predictions of different settings written by `simulate --trace`, whose
+// exact error follows from the two reports in the files; bare reports; bad input.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <system_error>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/run_mpsim.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using mpsim::testing::CommandResult;
+using mpsim::testing::repo;
+using nlohmann::json;
+
+fs::path scratch() { return mpsim::testing::scratch("compare"); }
+
+class RemoveScratch : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(fs::temp_directory_path() / ("mpsim-compare-" + std::to_string(::getpid())), ignored);
+  }
+};
+[[maybe_unused]] const auto* const remove_scratch = ::testing::AddGlobalTestEnvironment(new RemoveScratch);
+
+CommandResult mpsim(const std::string& args) { return mpsim::testing::run_mpsim(args); }
+
+json read_json(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return json::parse(std::string(std::istreambuf_iterator<char>(in), {}));
+}
+
+std::string simulate(const std::string& extra) {
+  return "simulate --topology " + repo("topologies/4x-p4d.yaml") + " --model " + repo("configs/models/gpt3-13b.yaml") +
+         " --plan " + repo("configs/plans/gpt3-13b-4x-p4d.yaml") + " " + extra;
+}
+
+/// Two traces of the same model with 8 and 16 microbatches, written once for all tests.
+class CompareCommand : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    predicted_ = scratch() / "m8.json";
+    measured_ = scratch() / "m16.json";
+    bare_ = scratch() / "m8-report.json";
+    const CommandResult a = mpsim(simulate("--set plan.microbatches=8 --trace " + predicted_.string()));
+    ASSERT_EQ(a.exit_code, 0) << a.err;
+    const CommandResult b = mpsim(simulate("--set plan.microbatches=16 --trace " + measured_.string()));
+    ASSERT_EQ(b.exit_code, 0) << b.err;
+    const CommandResult c = mpsim(simulate("--set plan.microbatches=8 --json"));
+    ASSERT_EQ(c.exit_code, 0) << c.err;
+    std::ofstream(bare_) << c.out;
+  }
+  static inline fs::path predicted_, measured_, bare_;
+};
+
+TEST_F(CompareCommand, JsonStepTimeErrorFollowsFromTheTwoReports) {
+  const double p = read_json(predicted_).at("mpsim").at("step_time_s").get<double>();
+  const double m = read_json(measured_).at("mpsim").at("step_time_s").get<double>();
+  ASSERT_GT(m, 0);
+  ASSERT_NE(p, m);  // the settings differ in step time
+  const CommandResult r = mpsim("compare " + predicted_.string() + " " + measured_.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(r.err.empty()) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_DOUBLE_EQ(j.at("predicted_step_time_s").get<double>(), p);
+  EXPECT_DOUBLE_EQ(j.at("measured_step_time_s").get<double>(), m);
+  EXPECT_DOUBLE_EQ(j.at("step_time_error").get<double>(), std::abs(p - m) / m);
+  // Swapping the two measures the error against the other one.
+  const json swapped = json::parse(mpsim("compare " + measured_.string() + " " + predicted_.string() + " --json").out);
+  EXPECT_DOUBLE_EQ(swapped.at("step_time_error").get<double>(), std::abs(p - m) / p);
+}
+
+TEST_F(CompareCommand, PerKindCountsAreTheTracesSpans) {
+  const auto count = [](const json& trace, const std::string& cat) {
+    const auto& events = trace.at("traceEvents");
+    return std::count_if(events.begin(), events.end(),
+                         [&](const json& e) { return e.value("ph", "") == "X" && e.value("cat", "") == cat; });
+  };
+  const json pt = read_json(predicted_);
+  const json mt = read_json(measured_);
+  const json j = json::parse(mpsim("compare " + predicted_.string() + " " + measured_.string() + " --json").out);
+  ASSERT_TRUE(j.at("per_kind").contains("forward"));
+  ASSERT_TRUE(j.at("per_kind").contains("backward"));
+  for (const std::string kind : {"forward", "backward"}) {
+    EXPECT_EQ(j.at("per_kind").at(kind).at("predicted_count").get<long>(), count(pt, kind)) << kind;
+    EXPECT_EQ(j.at("per_kind").at(kind).at("measured_count").get<long>(), count(mt, kind)) << kind;
+  }
+  // Same model, partition and micro batch: a forward costs the same with either microbatch count.
+  EXPECT_NEAR(j.at("per_kind").at("forward").at("median_ratio").get<double>(), 1.0, 1e-6);
+  const auto& devices = j.at("devices");
+  ASSERT_EQ(devices.size(), read_json(predicted_).at("mpsim").at("devices").size());
+  EXPECT_FALSE(devices[0].at("measured_busy_s").is_null());
+}
+
+TEST_F(CompareCommand, SameFileHasNoError) {
+  const json j = json::parse(mpsim("compare " + predicted_.string() + " " + predicted_.string() + " --json").out);
+  EXPECT_EQ(j.at("step_time_error").get<double>(), 0);
+  EXPECT_DOUBLE_EQ(j.at("per_kind").at("forward").at("mean_ratio").get<double>(), 1.0);
+}
+
+TEST_F(CompareCommand, BareReportAgainstATrace) {
+  const CommandResult r = mpsim("compare " + bare_.string() + " " + measured_.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  const double p = read_json(bare_).at("step_time_s").get<double>();
+  const double m = read_json(measured_).at("mpsim").at("step_time_s").get<double>();
+  EXPECT_DOUBLE_EQ(j.at("step_time_error").get<double>(), std::abs(p - m) / m);
+  // Only the measured side has spans.
+  EXPECT_EQ(j.at("per_kind").at("forward").at("predicted_count").get<long>(), 0);
+  EXPECT_TRUE(j.at("per_kind").at("forward").at("mean_ratio").is_null());
+}
+
+TEST_F(CompareCommand, TableByDefault) {
+  const CommandResult r = mpsim("compare " + predicted_.string() + " " + measured_.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("step time"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("forward"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("node0/gpu0"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("%"), std::string::npos) << r.out;
+}
+
+/// Bad input: exit 2, nothing on stdout, one line on stderr naming the file.
+void expect_bad_input(const std::string& args, const std::string& file) {
+  const CommandResult r = mpsim("compare " + args);
+  EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.out << r.err;
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_EQ(r.err.rfind("mpsim: error: " + file + ": ", 0), 0u) << r.err;
+}
+
+TEST_F(CompareCommand, BadInputNamesTheFile) {
+  const fs::path missing = scratch() / "missing.json";
+  expect_bad_input(missing.string() + " " + measured_.string(), missing.string());
+  const fs::path text = scratch() / "text.json";
+  std::ofstream(text) << "this is not json\n";
+  expect_bad_input(predicted_.string() + " " + text.string(), text.string());
+  const fs::path other = scratch() / "other.json";
+  std::ofstream(other) << R"({"hello": 1})";
+  expect_bad_input(other.string() + " " + measured_.string(), other.string());
+  const fs::path broken = scratch() / "broken-trace.json";
+  std::ofstream(broken) << R"({"traceEvents": [{"ph": "X", "cat": "forward", "ts": 0, "dur": )";
+  expect_bad_input(predicted_.string() + " " + broken.string(), broken.string());
+  const fs::path bad_report = scratch() / "bad-report.json";
+  std::ofstream(bad_report) << R"({"step_time_s": "fast"})";
+  expect_bad_input(bad_report.string() + " " + measured_.string(), bad_report.string());
+  const CommandResult r = mpsim("compare " + predicted_.string());
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+}  // namespace

@@ -1,0 +1,170 @@
+// mpsim execute on MPI ranks over loopback: after one SGD step, every schedule and every split of
+// the tiny GPT holds the parameters a single-rank run of the same global batch holds; a rank that
+// dies or hangs ends the job within the timeout, naming the rank; a plan that does not fit the job
+// is refused in one line before any work.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/support/run_mpsim.h"
+
+namespace mpsim::testing {
+namespace {
+
+std::string inputs(int ranks, const std::string& plan = repo("configs/plans/cpu-tiny-1f1b-pp2.yaml")) {
+  return "execute --ranks " + std::to_string(ranks) + " --topology " + repo("tests/integration/executor/loopback.yaml") +
+         " --model " + repo("configs/models/cpu-gpt-tiny.yaml") + " --plan " + plan +
+         " --set topology.cluster.gpus_per_node=" + std::to_string(ranks);
+}
+
+using Parameters = std::map<std::string, std::vector<double>>;
+
+Parameters read_parameters(const std::filesystem::path& file) {
+  Parameters out;
+  std::ifstream in(file);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> fields;
+    std::stringstream ss(line);
+    std::string f;
+    while (std::getline(ss, f, '\t')) fields.push_back(f);
+    if (fields.size() != 5) continue;
+    std::vector<double> values;
+    std::stringstream vs(fields[4]);
+    double v = 0;
+    while (vs >> v) values.push_back(v);
+    out[fields[1]] = std::move(values);
+  }
+  return out;
+}
+
+/// Runs one step with `ranks` ranks and the plan overrides `sets`; returns the gathered parameters.
+Parameters one_step(int ranks, const std::string& sets, const std::string& tag) {
+  const auto file = scratch("execute") / (tag + ".params");
+  const CommandResult run =
+      run_mpsim(inputs(ranks) + " --set plan.pipeline=1 " + sets + " --steps 1 --warmup 0 --json --dump-parameters " +
+                file.string());
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  return read_parameters(file);
+}
+
+const Parameters& reference() {
+  static const Parameters ref = one_step(1, "", "reference");
+  return ref;
+}
+
+struct Split {
+  const char* name;
+  int ranks;
+  const char* sets;
+};
+
+class GradientEquivalenceTest : public ::testing::TestWithParam<Split> {};
+
+TEST_P(GradientEquivalenceTest, ParametersAfterOneStepMatchASingleRank) {
+  const Split& s = GetParam();
+  const Parameters& ref = reference();
+  ASSERT_FALSE(ref.empty());
+  const Parameters got = one_step(s.ranks, s.sets, s.name);
+  ASSERT_EQ(got.size(), ref.size());
+  for (const auto& [name, want] : ref) {
+    const auto it = got.find(name);
+    ASSERT_NE(it, got.end()) << name;
+    ASSERT_EQ(it->second.size(), want.size()) << name;
+    double largest = 0, error = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) {
+      largest = std::max(largest, std::abs(want[i]));
+      error = std::max(error, std::abs(want[i] - it->second[i]));
+    }
+    EXPECT_LE(error, 1e-5 * largest) << name;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Splits, GradientEquivalenceTest,
+    ::testing::Values(
+        Split{"gpipe", 2, "--set plan.pipeline=2 --set plan.schedule=gpipe"},
+        Split{"one_f_one_b", 2, "--set plan.pipeline=2 --set plan.schedule=1f1b"},
+        Split{"interleaved", 2,
+              "--set plan.pipeline=2 --set plan.virtual_stages=2 --set plan.schedule=interleaved-1f1b"},
+        Split{"zb_h1", 2, "--set plan.pipeline=2 --set plan.schedule=zb-h1"},
+        Split{"zb_h2", 2, "--set plan.pipeline=2 --set plan.schedule=zb-h2"},
+        Split{"data", 2, "--set plan.data=2 --grad-bucket 4000"},
+        Split{"data_zero1", 2, "--set plan.data=2 --set plan.zero=1 --grad-bucket 4000"},
+        Split{"tensor", 2, "--set plan.tensor=2"},
+        Split{"recompute_full", 2, "--set plan.pipeline=2 --set plan.recompute=full"},
+        Split{"recompute_selective", 2, "--set plan.pipeline=2 --set plan.schedule=zb-h1 --set plan.recompute=selective"},
+        Split{"pipeline_tensor", 4, "--set plan.pipeline=2 --set plan.tensor=2"},
+        Split{"pipeline_data", 4, "--set plan.pipeline=2 --set plan.data=2 --grad-bucket 4000"}),
+    [](const ::testing::TestParamInfo<Split>& info) { return std::string(info.param.name); });
+
+TEST(ExecuteTest, ReportAndTraceLookLikeTheSimulators) {
+  const auto trace = scratch("execute-trace") / "trace.json";
+  const CommandResult run = run_mpsim(inputs(2) + " --steps 2 --json --trace " + trace.string());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const auto report = nlohmann::json::parse(run.out);
+  EXPECT_GT(report.at("step_time_s").get<double>(), 0);
+  EXPECT_EQ(report.at("devices").size(), 2u);
+  EXPECT_EQ(report.at("devices")[1].at("id"), "node0/gpu1");
+  EXPECT_EQ(report.at("plan").at("schedule"), "1f1b");
+  std::ifstream in(trace);
+  const auto chrome = nlohmann::json::parse(in);
+  bool compute_lane = false;
+  bool forward_span = false;
+  for (const auto& e : chrome.at("traceEvents")) {
+    if (e.value("ph", "") == "M" && e.contains("args") && e["args"].value("name", "") == "gpu1 compute") compute_lane = true;
+    if (e.value("ph", "") == "X" && e.value("cat", "") == "forward") forward_span = true;
+  }
+  EXPECT_TRUE(compute_lane);
+  EXPECT_TRUE(forward_span);
+}
+
+TEST(ExecuteTest, PrintsTheLossOfEveryStep) {
+  const CommandResult run = run_mpsim(inputs(2) + " --steps 2 --warmup 1");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("step 1 (warm-up): loss"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("step 3: loss"), std::string::npos) << run.out;
+}
+
+/// Runs with a fault and checks the job ends non-zero within the bound, naming `rank`, with no trace.
+void expect_fault(const std::string& fault, const std::string& rank_word) {
+  const auto trace = scratch("execute-fault") / "trace.json";
+  std::filesystem::remove(trace);
+  const auto start = std::chrono::steady_clock::now();
+  const CommandResult run = run_mpsim(inputs(2) + " --timeout 10 --steps 3 --trace " + trace.string() + " " + fault);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_LT(seconds, 40.0);
+  EXPECT_NE(run.err.find(rank_word), std::string::npos) << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+  EXPECT_FALSE(std::filesystem::exists(trace));
+}
+
+TEST(ExecuteFaultTest, ARankKilledMidStepEndsTheJobNamingIt) {
+  expect_fault("--fail-rank 1 --fail-at-op 40", "rank 1");
+}
+
+TEST(ExecuteFaultTest, APeerThatNeverAnswersEndsTheJobAfterTheTimeout) {
+  expect_fault("--fail-rank 1 --fail-at-op 40 --fail-signal stop", "from rank 1 within 10 s");
+}
+
+TEST(ExecuteFaultTest, APlanThatDoesNotFitTheJobIsRefusedInOneLine) {
+  const std::string plan = (scratch("execute-plan") / "pp2-dp2.yaml").string();
+  std::ofstream(plan) << "parallelism: { tensor: 1, pipeline: 2, data: 2 }\nbatch: { global: 8, micro: 2 }\n";
+  const CommandResult run = run_mpsim("execute --ranks 2 --topology " + repo("tests/integration/executor/loopback.yaml") +
+                                      " --model " + repo("configs/models/cpu-gpt-tiny.yaml") + " --plan " + plan);
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_NE(run.err.find("the plan needs 4 ranks"), std::string::npos) << run.err;
+  EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
+}
+
+}  // namespace
+}  // namespace mpsim::testing

@@ -1,0 +1,199 @@
+// The CUDA backend's messages and collectives between two ranks. Registered to run as
+// `mpirun -np 2`; skips without a CUDA device or with another number of ranks.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <array>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "executor/backend/cuda/cuda_backend.h"
+#include "tests/unit/executor/cuda/cuda_test_support.h"
+
+namespace mpsim::executor {
+namespace {
+
+std::unique_ptr<Backend>& shared_backend() {
+  static std::unique_ptr<Backend> backend;
+  return backend;
+}
+
+class CudaComm : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!shared_backend()) GTEST_SKIP() << "needs a CUDA device and exactly 2 ranks (mpirun -np 2)";
+  }
+  Backend& backend() { return *shared_backend(); }
+  int rank() { return backend().world_rank(); }
+  int other() { return 1 - rank(); }
+};
+
+TEST_F(CudaComm, SendAndRecvBothWaysAtOnce) {
+  const std::size_t n = 1 << 20;  // past NCCL's buffers, so a send needs its receiver
+  std::vector<float> mine(n);
+  std::iota(mine.begin(), mine.end(), static_cast<float>(rank() * 1000));
+  float* out = backend().allocate(n);
+  float* in = backend().allocate(n);
+  backend().upload(mine, out);
+  // Both ranks send first, then receive: a send must not hold up the receive that follows.
+  for (int round = 0; round < 3; ++round) {
+    auto handle = backend().send(out, n, other(), /*tag=*/round);
+    backend().recv(in, n, other(), /*tag=*/round);
+    handle->wait();
+  }
+  std::vector<float> got(n);
+  backend().download(in, got);
+  for (std::size_t i = 0; i < n; i += 4097)
+    ASSERT_EQ(got[i], static_cast<float>(other() * 1000) + static_cast<float>(i));
+  backend().release(out);
+  backend().release(in);
+}
+
+TEST_F(CudaComm, MessagesBetweenAPairArriveInIssueOrder) {
+  float* a = backend().allocate(4);
+  float* b = backend().allocate(4);
+  if (rank() == 0) {
+    const std::array<float, 4> first = {1, 2, 3, 4};
+    const std::array<float, 4> second = {5, 6, 7, 8};
+    backend().upload(first, a);
+    backend().upload(second, b);
+    auto h1 = backend().send(a, 4, 1, 10);
+    auto h2 = backend().send(b, 4, 1, 11);
+    h1->wait();
+    h2->wait();
+  } else {
+    backend().recv(a, 4, 0, 10);
+    backend().recv(b, 4, 0, 11);
+    std::array<float, 4> got{};
+    backend().download(a, got);
+    EXPECT_EQ(got[0], 1.0f);
+    backend().download(b, got);
+    EXPECT_EQ(got[3], 8.0f);
+  }
+  backend().barrier();
+  backend().release(a);
+  backend().release(b);
+}
+
+TEST_F(CudaComm, MessagesAreMatchedByTagLikeMpi) {
+  // Rank 0 sends tags 5, 6, 7 (7 empty); rank 1 receives 7, then 6, then 5.
+  float* a = backend().allocate(3);
+  float* b = backend().allocate(2);
+  if (rank() == 0) {
+    const std::array<float, 3> five = {5, 5, 5};
+    const std::array<float, 2> six = {6, 6};
+    backend().upload(five, a);
+    backend().upload(six, b);
+    auto h5 = backend().send(a, 3, 1, 5);
+    auto h6 = backend().send(b, 2, 1, 6);
+    auto h7 = backend().send(a, 0, 1, 7);
+    h5->wait();
+    h6->wait();
+    h7->wait();
+  } else {
+    backend().recv(a, 0, 0, 7);
+    backend().recv(b, 2, 0, 6);
+    backend().recv(a, 3, 0, 5);
+    std::array<float, 3> got_a{};
+    std::array<float, 2> got_b{};
+    backend().download(a, got_a);
+    backend().download(b, got_b);
+    EXPECT_EQ(got_a, (std::array<float, 3>{5, 5, 5}));
+    EXPECT_EQ(got_b, (std::array<float, 2>{6, 6}));
+  }
+  backend().barrier();
+  backend().release(a);
+  backend().release(b);
+}
+
+TEST_F(CudaComm, AllReduceReduceScatterAllGather) {
+  const std::array<int, 2> world = {0, 1};
+  auto group = backend().make_group(world);
+  ASSERT_EQ(group->size(), 2);
+  ASSERT_EQ(group->rank(), rank());
+  const std::size_t n = 10;
+  std::vector<float> values(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<float>((rank() + 1) * 100) + static_cast<float>(i);
+  float* data = backend().allocate(n);
+
+  backend().upload(values, data);
+  backend().all_reduce_sum(*group, data, n);
+  std::vector<float> got(n);
+  backend().download(data, got);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], 300.0f + 2.0f * static_cast<float>(i));
+
+  backend().upload(values, data);
+  backend().reduce_scatter_sum(*group, data, n);
+  backend().download(data, got);
+  const std::size_t slice = n / 2;
+  for (std::size_t i = 0; i < slice; ++i) {
+    const std::size_t at = static_cast<std::size_t>(rank()) * slice + i;
+    ASSERT_EQ(got[at], 300.0f + 2.0f * static_cast<float>(at));
+  }
+
+  // Each rank's slice holds its rank number; all_gather spreads them.
+  std::vector<float> mine(n, -1.0f);
+  for (std::size_t i = 0; i < slice; ++i)
+    mine[static_cast<std::size_t>(rank()) * slice + i] = static_cast<float>(rank());
+  backend().upload(mine, data);
+  backend().all_gather(*group, data, n);
+  backend().download(data, got);
+  for (std::size_t i = 0; i < n; ++i) ASSERT_EQ(got[i], i < slice ? 0.0f : 1.0f);
+
+  EXPECT_THROW(backend().reduce_scatter_sum(*group, data, 7), BackendError);
+  backend().release(data);
+}
+
+TEST_F(CudaComm, GroupOfOneRankAndNonMembers) {
+  const std::array<int, 1> only_one = {1};
+  auto group = backend().make_group(only_one);
+  EXPECT_EQ(group->size(), 1);
+  float* data = backend().allocate(3);
+  const std::array<float, 3> values = {1, 2, 3};
+  backend().upload(values, data);
+  if (rank() == 1) {
+    EXPECT_EQ(group->rank(), 0);
+    backend().all_reduce_sum(*group, data, 3);
+    std::array<float, 3> got{};
+    backend().download(data, got);
+    EXPECT_EQ(got, values);
+  } else {
+    EXPECT_EQ(group->rank(), -1);
+    EXPECT_THROW(backend().all_reduce_sum(*group, data, 3), BackendError);
+  }
+  backend().barrier();
+  backend().release(data);
+}
+
+TEST_F(CudaComm, BarrierThenMarks) {
+  backend().barrier();
+  backend().reset_marks();
+  (void)backend().record_mark();
+  (void)backend().record_mark();
+  backend().synchronize();
+  const auto times = backend().mark_times_ns();
+  ASSERT_EQ(times.size(), 2u);
+  EXPECT_LE(times[0], times[1]);
+}
+
+}  // namespace
+}  // namespace mpsim::executor
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  int size = 0;
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  // Every rank decides alike (the same machine answers), so either all make the backend or none.
+  int have_device = mpsim::executor::cuda_test::has_cuda_device() ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, &have_device, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (have_device != 0 && size == 2) {
+    mpsim::executor::shared_backend() = mpsim::executor::make_cuda_backend(mpsim::executor::BackendOptions{});
+  }
+  ::testing::InitGoogleTest(&argc, argv);
+  const int result = RUN_ALL_TESTS();
+  mpsim::executor::shared_backend().reset();
+  MPI_Finalize();
+  return result;
+}

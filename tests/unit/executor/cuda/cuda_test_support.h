@@ -1,0 +1,77 @@
+#pragma once
+/// Shared by the CUDA backend's tests: whether a device is there (the tests skip without one),
+/// host matrices with padded rows, and moving them through a Backend.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <random>
+#include <span>
+#include <vector>
+
+#include "executor/backend/backend.h"
+
+namespace mpsim::executor::cuda_test {
+
+/// True when the CUDA runtime reports at least one device (false on any error: no driver, no GPU).
+inline bool has_cuda_device() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+/// A row-major host matrix whose rows are `ld` floats apart (ld > cols exercises strided views).
+struct HostMatrix {
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+  std::int64_t ld = 0;
+  std::vector<float> data;
+
+  HostMatrix(std::int64_t r, std::int64_t c, std::int64_t pad = 0)
+      : rows(r), cols(c), ld(c + pad), data(static_cast<std::size_t>(r * (c + pad)), 0.0f) {}
+  float& operator()(std::int64_t r, std::int64_t c) { return data[static_cast<std::size_t>(r * ld + c)]; }
+  float operator()(std::int64_t r, std::int64_t c) const { return data[static_cast<std::size_t>(r * ld + c)]; }
+  /// Uniform values in [lo, hi), padding included (so a kernel writing past cols shows).
+  HostMatrix& randomize(std::mt19937& rng, float lo = -1.0f, float hi = 1.0f) {
+    std::uniform_real_distribution<float> dist(lo, hi);
+    for (float& v : data) v = dist(rng);
+    return *this;
+  }
+};
+
+/// Device copies of host matrices, released with the pool.
+class DevicePool {
+ public:
+  explicit DevicePool(Backend& backend) : backend_(backend) {}
+  ~DevicePool() {
+    for (float* p : owned_) backend_.release(p);
+  }
+  DevicePool(const DevicePool&) = delete;
+  DevicePool& operator=(const DevicePool&) = delete;
+
+  MatrixView upload(const HostMatrix& m) {
+    float* p = raw(m.data);
+    return {p, m.rows, m.cols, m.ld};
+  }
+  float* raw(std::span<const float> values) {
+    float* p = backend_.allocate(values.size());
+    owned_.push_back(p);
+    backend_.upload(values, p);
+    return p;
+  }
+  /// The whole buffer behind a view made by upload(), padding included.
+  HostMatrix download(MatrixView v) {
+    HostMatrix m(v.rows, v.cols, v.ld - v.cols);
+    backend_.download(v.data, m.data);
+    return m;
+  }
+  std::vector<float> download(const float* p, std::size_t count) {
+    std::vector<float> out(count);
+    backend_.download(p, out);
+    return out;
+  }
+
+ private:
+  Backend& backend_;
+  std::vector<float*> owned_;
+};
+
+}  // namespace mpsim::executor::cuda_test
