@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -140,11 +141,22 @@ std::vector<model::Recompute> parse_recompute(const std::string& list) {
   return out;
 }
 
+/// A default input file: relative to the working directory when it exists there (the repository
+/// root), else to the source tree the command was built from, so `mpsim plan` works from anywhere.
+std::string default_file(const std::string& relative) {
+  if (std::filesystem::exists(relative)) return relative;
+  return std::string(MPSIM_DATA_DIR) + "/" + relative;
+}
+
 /// The cluster and model, with --set applied and the node count cut to --gpus.
 Inputs load_planner_inputs(const PlanArgs& args) {
   std::vector<Override> overrides;
   for (const auto& s : args.sets) overrides.push_back(parse_override(s, "--set"));
-  Inputs in = load_inputs(args.files, overrides);
+  InputFiles files = args.files;
+  const PlanArgs defaults;
+  if (files.topology == defaults.files.topology) files.topology = default_file(files.topology);
+  if (files.model == defaults.files.model) files.model = default_file(files.model);
+  Inputs in = load_inputs(files, overrides);
   const int have = static_cast<int>(in.cluster.gpus().size());
   if (args.gpus == 0 || args.gpus == have) return in;
   const std::string flag = fmt::format("--gpus {}", args.gpus);
@@ -153,7 +165,7 @@ Inputs load_planner_inputs(const PlanArgs& args) {
     throw InputError({flag, 0, 0}, "", fmt::format("must be a multiple of the {} GPUs per node", per_node));
   }
   overrides.push_back(Override{"topology", "nodes", std::to_string(args.gpus / per_node), flag});
-  return load_inputs(args.files, overrides);
+  return load_inputs(files, overrides);
 }
 
 planner::PlannerOptions planner_options(const PlanArgs& args) {
