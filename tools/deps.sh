@@ -6,6 +6,7 @@ packages=(
   libyaml-cpp-dev libfmt-dev libboost-graph-dev libeigen3-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
+  jq                          # bench/closed_loop.sh
   qt6-base-dev
 )
 missing=()

@@ -20,7 +20,7 @@ echo "== What if the step used other micro batch sizes?"
 "$mpsim" simulate "${inputs[@]}" --sweep plan.batch.micro=1,2,4
 echo
 echo "== What if the schedule changed?"
-"$mpsim" simulate "${inputs[@]}" --sweep plan.schedule=gpipe,1f1b,interleaved-1f1b,zb-h1,zb-h2
+"$mpsim" simulate "${inputs[@]}" --sweep plan.schedule=gpipe,1f1b,zb-h1,zb-h2
 echo
 echo "== What if the EFA network were 4x slower (25 Gb/s per NIC)? The best plan, and the best plan for that network:"
 "$mpsim" simulate "${inputs[@]}" --set topology.node.nics.bandwidth="25 Gb/s"

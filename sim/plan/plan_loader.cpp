@@ -200,8 +200,10 @@ std::string write_plan_yaml(const Plan& p) {
   out += "# mpsim plan (docs/formats/plan.md)\n";
   out += fmt::format("parallelism: {{ tensor: {}, pipeline: {}, data: {}, virtual_stages: {} }}\n", p.tensor,
                      p.pipeline, p.data, p.virtual_stages);
-  out += fmt::format("batch: {{ global: {}, micro: {}, microbatches: {} }}\n", p.global_batch, p.micro_batch,
-                     p.microbatches);
+  // The microbatch count follows from the other three; left as a comment so a what-if that changes
+  // the micro batch or the global batch (--set, --sweep) keeps the file consistent.
+  out += fmt::format("batch: {{ global: {}, micro: {} }}   # {} microbatches per pipeline\n", p.global_batch,
+                     p.micro_batch, p.microbatches);
   out += fmt::format("schedule: {}\n", to_string(p.schedule));
   out += fmt::format("partition: [{}]\n", fmt::join(p.partition, ", "));
   out += fmt::format("recompute: {}\n", model::to_string(p.recompute));

@@ -97,7 +97,9 @@ TEST(PlanLoader, WrittenPlanReadsBack) {
   EXPECT_EQ(back.virtual_stages, p.virtual_stages);
   EXPECT_EQ(back.global_batch, p.global_batch);
   EXPECT_EQ(back.micro_batch, p.micro_batch);
-  EXPECT_EQ(back.microbatches, p.microbatches);
+  // Written as a comment: it follows from the global batch, the micro batch and the data degree.
+  EXPECT_FALSE(back.microbatches.has_value());
+  EXPECT_EQ(*back.global_batch / (back.micro_batch * *back.data), p.microbatches);
   EXPECT_EQ(back.schedule, p.schedule);
   EXPECT_EQ(back.partition, p.partition);
   EXPECT_EQ(back.recompute, p.recompute);
