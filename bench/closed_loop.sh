@@ -10,7 +10,7 @@
 #   --mpsim         the mpsim binary (default: $MPSIM, else build/cli/mpsim)
 #   --model         a model the CPU backend trains in about a second (default configs/models/cpu-gpt-small.yaml)
 #   --ranks         pipeline ranks (default 2)
-#   --steps         steps execute measures (default 5; the report is the median one)
+#   --steps         steps execute measures (default 9; the report is the median one)
 #   --global-batch  samples per step, the same for every plan (default 8)
 #   --keep          keep the profile, plans, traces and comparisons in DIR
 #   --reprofile     time the layers again right before each plan is predicted and measured (for a machine
@@ -21,7 +21,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 mpsim="${MPSIM:-$root/build/cli/mpsim}"
 model="$root/configs/models/cpu-gpt-small.yaml"
 ranks=2
-steps=5
+steps=9
 batch=8
 keep=""
 reprofile=0
