@@ -69,8 +69,7 @@ trace::StepRecord load_step(const std::string& path) {
 
 std::string seconds(double s) { return to_string(TimeNs::seconds(s)); }
 std::string seconds(const std::optional<double>& s) { return s ? seconds(*s) : "-"; }
-std::string percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100); }
-std::string percent(const std::optional<double>& fraction) { return fraction ? percent(*fraction) : "-"; }
+std::string percent(const std::optional<double>& fraction) { return fraction ? cli::percent(*fraction) : "-"; }
 std::string ratio(const std::optional<double>& r) { return r ? fmt::format("{:.2f}", *r) : "-"; }
 
 void print_comparison(const CompareArgs& args, const trace::Comparison& c) {

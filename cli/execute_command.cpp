@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/table.h"
 #include "executor/backend/make_backend.h"
 #include "executor/interpreter/interpreter.h"
 #include "executor/interpreter/mpi_runtime.h"
@@ -42,7 +43,6 @@ struct ExecuteArgs {
   std::uint64_t seed = 1;
 };
 
-std::string percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100); }
 
 void check_world(const plan::Plan& plan, int world, const char* where) {
   if (plan.gpus() != world) {

@@ -98,7 +98,6 @@ struct PlanArgs {
   int threads = 0;
 };
 
-std::string percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100); }
 
 std::vector<plan::ScheduleKind> parse_schedules(const std::string& list) {
   std::vector<plan::ScheduleKind> out;

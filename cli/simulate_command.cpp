@@ -30,7 +30,6 @@ struct SimulateArgs {
   bool json = false;
 };
 
-std::string percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100); }
 
 engine::EngineOptions engine_options(const SimulateArgs& args) {
   engine::EngineOptions options;

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include <fmt/format.h>
+
 namespace mpsim::cli {
 namespace {
 
@@ -29,6 +31,8 @@ bool looks_numeric(const std::string& s) {
 }
 
 }  // namespace
+
+std::string percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100); }
 
 std::string Table::render() const {
   std::vector<std::size_t> widths;

@@ -5,6 +5,9 @@
 
 namespace mpsim::cli {
 
+/// A fraction as a percentage with one decimal: 0.123 -> "12.3%".
+[[nodiscard]] std::string percent(double fraction);
+
 class Table {
  public:
   /// The first row added is the header; columns are left-aligned, numbers right-aligned.

@@ -14,6 +14,7 @@
 #include "executor/interpreter/program_for_plan.h"
 #include "sim/plan/layout.h"
 #include "sim/schedule/passes.h"
+#include "sim/schedule/report_parts.h"
 #include "sim/schedule/span_kind.h"
 #include "sim/schedule/validate.h"
 #include "sim/schedule/virtual_stage.h"
@@ -475,7 +476,6 @@ class Interpreter {
     trace::Timeline& tl = result.timeline;
     const double step_s = step_seconds(all);
     r.step_time_s = step_s;
-    double idle_total = 0;
     std::int64_t longest_span = 0;
     double pipeline_busy = 0;
     for (int g = 0; g < layout_.ranks(); ++g) {
@@ -485,9 +485,7 @@ class Interpreter {
       const std::string process = fmt::format("node{}", device.node);
       const std::string local = device.name.substr(device.name.find('/') + 1);
       const auto first_lane = static_cast<std::uint32_t>(tl.lanes.size());
-      for (const char* thread : {" compute", " send", " recv wait", " collectives"}) {
-        tl.lanes.push_back({process, local + thread});
-      }
+      for (const std::string& thread : schedule::device_lane_threads(local)) tl.lanes.push_back({process, thread});
       std::int64_t busy = 0;
       std::int64_t first_start = -1;
       std::int64_t last_end = 0;
@@ -515,11 +513,9 @@ class Interpreter {
       d.id = device.name;
       d.stage = c.pipeline;
       d.busy_s = static_cast<double>(busy) * 1e-9;
-      d.idle_s = std::max(0.0, step_s - d.busy_s);
-      d.bubble_fraction = step_s > 0 ? d.idle_s / step_s : 0;
+      schedule::set_idle(d, step_s);
       d.peak_memory_bytes = rec.peak_memory;
       d.memory_capacity_bytes = cluster_.gpu_kind_of(cluster_.gpus().at(static_cast<std::size_t>(g))).memory.count();
-      idle_total += d.idle_s;
       r.peak_memory_bytes = std::max(r.peak_memory_bytes, d.peak_memory_bytes);
       r.devices.push_back(std::move(d));
       if (c.tensor == 0 && c.data == 0) {
@@ -528,16 +524,14 @@ class Interpreter {
       }
     }
     const int gpus = layout_.ranks();
-    r.bubble_fraction = step_s > 0 ? idle_total / (step_s * gpus) : 0;
-    r.bubble_rate = longest_span > 0 ? 1.0 - pipeline_busy / (static_cast<double>(longest_span) * plan_.pipeline) : 0;
+    r.bubble_fraction = schedule::idle_share(r.devices, step_s);
+    r.bubble_rate = schedule::zero_bubble_rate(longest_span, pipeline_busy, plan_.pipeline);
     if (step_s > 0) {
       const double flops = model_.training_flops_per_sample().count() * plan_.global_batch;
       r.tflops_per_gpu = flops / step_s / gpus * 1e-12;
       r.hardware_tflops_per_gpu = r.tflops_per_gpu;
     }
-    r.plan = {plan_.tensor,      plan_.pipeline,     plan_.data, plan_.virtual_stages, plan_.microbatches,
-              plan_.micro_batch, plan_.global_batch, std::string(plan::to_string(plan_.schedule)),
-              std::string(model::to_string(plan_.recompute)), plan_.zero};
+    r.plan = schedule::plan_summary(plan_);
   }
 
   Backend& backend_;

@@ -15,6 +15,7 @@
 #include "sim/plan/layout.h"
 #include "sim/schedule/generators.h"
 #include "sim/schedule/passes.h"
+#include "sim/schedule/report_parts.h"
 #include "sim/schedule/span_kind.h"
 #include "sim/schedule/validate.h"
 #include "sim/schedule/virtual_stage.h"
@@ -432,10 +433,11 @@ Prediction Simulation::run() {
         const topology::Device& info = cluster_.device(dev);
         const std::string process = fmt::format("node{}", info.node);
         const std::string local = info.name.substr(info.name.find('/') + 1);
-        a.compute_lane = add_lane(process, local + " compute");
-        a.send_lane = add_lane(process, local + " send");
-        a.recv_lane = add_lane(process, local + " recv wait");
-        a.collective_lane = add_lane(process, local + " collectives");
+        const auto threads = schedule::device_lane_threads(local);
+        a.compute_lane = add_lane(process, threads[0]);
+        a.send_lane = add_lane(process, threads[1]);
+        a.recv_lane = add_lane(process, threads[2]);
+        a.collective_lane = add_lane(process, threads[3]);
       }
     }
   }
@@ -544,7 +546,6 @@ trace::Report Simulation::build_report() const {
   const double step_s = static_cast<double>(step) * 1e-9;
   r.step_time_s = step_s;
   // Devices: every GPU of the plan, with the numbers of the actor that stands for it.
-  double idle_total = 0;
   const int gpus = plan_.gpus();
   for (int g = 0; g < gpus; ++g) {
     const plan::RankCoord c = layout_.coord(g);
@@ -553,18 +554,15 @@ trace::Report Simulation::build_report() const {
     d.id = cluster_.device(cluster_.gpus().at(static_cast<std::size_t>(g))).name;
     d.stage = c.pipeline;
     d.busy_s = static_cast<double>(a.busy_ns) * 1e-9;
-    d.idle_s = std::max(0.0, step_s - d.busy_s);
-    d.bubble_fraction = step_s > 0 ? d.idle_s / step_s : 0;
+    schedule::set_idle(d, step_s);
     d.peak_memory_bytes = a.peak_memory;
     d.memory_capacity_bytes = costs_.ranks[static_cast<std::size_t>(c.pipeline)].memory_capacity.count();
     d.oom = d.peak_memory_bytes > d.memory_capacity_bytes;
-    idle_total += d.idle_s;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, d.peak_memory_bytes);
     r.oom = r.oom || d.oom;
     r.devices.push_back(std::move(d));
   }
-  r.bubble_fraction = step_s > 0 ? idle_total / (step_s * gpus) : 0;
-  // Zero Bubble's bubble rate: 1 - busy / (ranks x the longest rank span), pipeline passes only.
+  r.bubble_fraction = schedule::idle_share(r.devices, step_s);
   std::int64_t longest_span = 0;
   double pipeline_busy = 0;
   for (const Actor& a : actors_) {
@@ -572,8 +570,7 @@ trace::Report Simulation::build_report() const {
     longest_span = std::max(longest_span, a.last_end - std::max<std::int64_t>(a.first_start, 0));
     pipeline_busy += static_cast<double>(a.pipeline_busy_ns);
   }
-  const int ranks = program_.shape.stages;
-  r.bubble_rate = longest_span > 0 ? 1.0 - pipeline_busy / (static_cast<double>(longest_span) * ranks) : 0;
+  r.bubble_rate = schedule::zero_bubble_rate(longest_span, pipeline_busy, program_.shape.stages);
   // Throughput: FLOPs per step over all GPUs.
   double model_flops = 0;
   double executed_flops = 0;
@@ -603,9 +600,7 @@ trace::Report Simulation::build_report() const {
     r.links.push_back({cluster_.links()[l].name, static_cast<std::int64_t>(bytes[l] + 0.5),
                        static_cast<double>(busy[l]) * 1e-9});
   }
-  r.plan = {plan_.tensor,       plan_.pipeline,     plan_.data, plan_.virtual_stages, plan_.microbatches,
-            plan_.micro_batch,  plan_.global_batch, std::string(plan::to_string(plan_.schedule)),
-            std::string(model::to_string(plan_.recompute)), plan_.zero};
+  r.plan = schedule::plan_summary(plan_);
   return r;
 }
 
