@@ -35,14 +35,16 @@ TimeBreakdown breakdown(const topology::Cluster& cluster, const model::Model& mo
   }
   out.compute_s = std::max(0.0, busiest);
 
-  const plan::ParallelLayout layout(p);
+  const plan::Layout layout(p);
   const engine::CostModel costs = engine::build_cost_model(cluster, model, p, layout);
   std::vector<StageTimes> stages(static_cast<std::size_t>(p.stages()));
   for (int rank = 0; rank < p.pipeline; ++rank) {
     for (int c = 0; c < p.virtual_stages; ++c) {
       const engine::ChunkCost& cc = costs.chunk(rank, c);
-      stages[static_cast<std::size_t>(c * p.pipeline + rank)] = {cc.forward, cc.backward, cc.backward_input,
-                                                                 cc.backward_weight};
+      const bool overlap = p.overlap_tensor_comm;
+      stages[static_cast<std::size_t>(c * p.pipeline + rank)] = {
+          engine::pass_time(cc.forward, cc.forward_comm, overlap), engine::pass_time(cc.backward, cc.backward_comm, overlap),
+          engine::pass_time(cc.backward_input, cc.backward_comm, overlap), cc.backward_weight};
     }
   }
   const double bound = step_time_lower_bound(schedule::shape_of(p), stages).to_seconds();

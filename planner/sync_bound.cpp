@@ -57,14 +57,15 @@ LayoutSyncBounds layout_sync_bounds(const topology::Cluster& cluster, int tensor
   p.pipeline = pipeline;
   p.data = data;
   p.placement = placement;
-  const plan::ParallelLayout layout(p);
+  const plan::Layout layout(p);
   topology::RouteFinder routes(cluster);
   LayoutSyncBounds out;
   for (int rank = 0; rank < pipeline; ++rank) {
     std::vector<std::vector<topology::DeviceId>> groups;
-    for (int t = 0; t < tensor; ++t) {
+    // One data-parallel group per tensor rank of the stage, as the engine runs them.
+    for (const int member : layout.group(layout.with(0, plan::Axis::Pipeline, rank), plan::Axis::Tensor)) {
       std::vector<topology::DeviceId> group;
-      for (const int g : layout.data_group(t, rank)) group.push_back(cluster.gpus().at(static_cast<std::size_t>(g)));
+      for (const int g : layout.group(member, plan::Axis::Data)) group.push_back(cluster.gpus().at(static_cast<std::size_t>(g)));
       groups.push_back(std::move(group));
     }
     out.all_reduce.push_back(bound_of(cluster, routes, engine::CollectiveKind::AllReduce, algorithm, groups));

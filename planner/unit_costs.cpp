@@ -77,7 +77,7 @@ UnitCostModel::UnitCostModel(const topology::Cluster& cluster, const model::Mode
 std::vector<UnitCost> UnitCostModel::costs(const UnitCostKey& key) const {
   const int distinct = distinct_of_.empty() ? 0 : *std::max_element(distinct_of_.begin(), distinct_of_.end()) + 1;
   const plan::Plan probe_plan = one_rank_per_unit(distinct, key);
-  const plan::ParallelLayout layout(probe_plan);
+  const plan::Layout layout(probe_plan);
   const engine::CostModel probe = engine::build_cost_model(*cluster_, probe_, probe_plan, layout);
   const auto& chunks = probe.ranks.front().chunks;
 
@@ -86,9 +86,10 @@ std::vector<UnitCost> UnitCostModel::costs(const UnitCostKey& key) const {
   for (std::size_t u = 0; u < distinct_of_.size(); ++u) {
     const engine::ChunkCost& c = chunks.at(static_cast<std::size_t>(distinct_of_[u]));
     UnitCost uc;
-    uc.forward = c.forward;
-    uc.backward = c.backward;
-    uc.backward_input = c.backward_input;
+    // With their in-layer collectives on idle links, as the planner's plans run them (no overlap).
+    uc.forward = engine::pass_time(c.forward, c.forward_comm, false);
+    uc.backward = engine::pass_time(c.backward, c.backward_comm, false);
+    uc.backward_input = engine::pass_time(c.backward_input, c.backward_comm, false);
     uc.backward_weight = c.backward_weight;
     uc.stashed = c.stashed;
     uc.activation_send = c.activation_send;

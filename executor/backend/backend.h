@@ -139,6 +139,8 @@ class Backend {
   /// `tag` (the interpreter derives it from the op: kind, microbatch, chunk).
   [[nodiscard]] virtual std::unique_ptr<SendHandle> send(const float* data, std::size_t count, int peer,
                                                           int tag) = 0;
+  /// The largest tag send() and recv() accept (MPI: the MPI_TAG_UB attribute, at least 32767).
+  [[nodiscard]] virtual std::int64_t max_tag() const = 0;
   /// Blocks until the matching message from `peer` has arrived, or throws BackendError naming the
   /// peer after the backend's timeout.
   virtual void recv(float* data, std::size_t count, int peer, int tag) = 0;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <iostream>
 #include <map>
+#include <set>
 #include <memory>
 #include <stdexcept>
 #include <tuple>
@@ -13,6 +14,7 @@
 
 #include "executor/interpreter/program_for_plan.h"
 #include "sim/plan/layout.h"
+#include "sim/schedule/message.h"
 #include "sim/schedule/passes.h"
 #include "sim/schedule/report_parts.h"
 #include "sim/schedule/span_kind.h"
@@ -25,9 +27,6 @@ namespace {
 using schedule::Op;
 using schedule::OpKind;
 
-/// Tags of point-to-point messages: below kGatherTag, derived from the receiving side's op.
-constexpr int kGatherTag = 30000;
-constexpr int kParameterTag = 30001;
 
 enum class Role : std::uint8_t { Compute, Send, Recv, Collective };
 
@@ -101,36 +100,46 @@ class Interpreter {
         plan_(plan),
         options_(options),
         layout_(plan),
-        me_(layout_.coord(backend.world_rank())) {
+        me_(backend.world_rank()),
+        pipeline_rank_(layout_.coordinate(me_, plan::Axis::Pipeline)) {
     if (backend.world_size() != layout_.ranks()) {
       throw std::invalid_argument(
           fmt::format("the plan needs {} ranks (tensor {} x pipeline {} x data {}) but the job has {}", layout_.ranks(),
                       plan.tensor, plan.pipeline, plan.data, backend.world_size()));
     }
     gradient_bytes_ = schedule::chunk_gradient_bytes(model, plan);
-    program_ = program_for_plan(plan, gradient_bytes_, options.grad_bucket);
+    program_ = program_for_plan(model, plan, gradient_bytes_, options.grad_bucket);
     if (const auto error = schedule::validate(program_)) {
       throw std::invalid_argument(fmt::format("invalid program: {}", error->message));
     }
-    const int messages = 2 * plan.microbatches * plan.stages();
-    if (messages >= kGatherTag) {
-      throw std::invalid_argument(fmt::format("{} microbatches x {} virtual stages need more message tags than the "
-                                              "executor has",
-                                              plan.microbatches, plan.stages()));
+    // Point-to-point messages are tagged with their number; the gathers to rank 0 use the two after.
+    const std::int64_t messages = schedule::message_count(program_.shape);
+    if (messages + 2 > backend.max_tag()) {
+      throw std::invalid_argument(fmt::format("{} microbatches x {} virtual stages make {} messages, more than the "
+                                              "backend's largest tag ({})",
+                                              plan.microbatches, plan.stages(), messages, backend.max_tag()));
     }
-    // Every rank makes every group, in the same order (Backend::make_group is collective over the world).
-    for (int p = 0; p < plan.pipeline; ++p) {
-      for (int d = 0; d < plan.data; ++d) {
-        auto g = backend.make_group(layout_.tensor_group(d, p));
-        if (d == me_.data && p == me_.pipeline) tensor_group_ = std::move(g);
-      }
-      for (int t = 0; t < plan.tensor; ++t) {
-        auto g = backend.make_group(layout_.data_group(t, p));
-        if (t == me_.tensor && p == me_.pipeline) data_group_ = std::move(g);
+    gather_tag_ = static_cast<int>(messages);
+    parameter_tag_ = gather_tag_ + 1;
+    // Every rank makes every group the program names (and the tensor group its layers use), in the
+    // same order: Backend::make_group is collective over the world.
+    std::set<plan::AxisSet> axes{plan::Axis::Tensor};
+    for (const auto& stream : program_.streams) {
+      for (const Op& op : stream) {
+        if (schedule::is_collective(op.kind)) axes.insert(op.group);
       }
     }
-    network_ = std::make_unique<Network>(backend, meter_, model, plan, me_.pipeline, me_.tensor, me_.data,
-                                         tensor_group_.get(), options.net);
+    for (const plan::AxisSet a : axes) {
+      const std::vector<int> mine = layout_.group(me_, a);
+      for (const std::vector<int>& group : layout_.groups(a)) {
+        auto g = backend.make_group(group);
+        if (group == mine) groups_[a] = std::move(g);
+      }
+    }
+    network_ = std::make_unique<Network>(backend, meter_, model, plan, pipeline_rank_,
+                                         layout_.coordinate(me_, plan::Axis::Tensor),
+                                         layout_.coordinate(me_, plan::Axis::Data), groups_.at(plan::Axis::Tensor).get(),
+                                         options.net);
   }
 
   ExecuteResult run() {
@@ -145,8 +154,9 @@ class Interpreter {
       double loss = 0;
       std::int64_t count = 0;
       for (int r = 0; r < layout_.ranks(); ++r) {
-        const plan::RankCoord c = layout_.coord(r);
-        if (c.pipeline != plan_.pipeline - 1 || c.tensor != 0) continue;
+        if (layout_.coordinate(r, plan::Axis::Pipeline) != plan_.pipeline - 1 || layout_.coordinate(r, plan::Axis::Tensor) != 0) {
+          continue;
+        }
         loss += all[static_cast<std::size_t>(r)].loss_sum;
         count += all[static_cast<std::size_t>(r)].loss_count;
       }
@@ -185,12 +195,18 @@ class Interpreter {
     gather_cursor_.assign(static_cast<std::size_t>(network_->chunks()), 0);
     owned_.clear();
     const int start_mark = backend_.record_mark();
-    const auto& stream = program_.streams[static_cast<std::size_t>(me_.pipeline)];
+    const auto& stream = program_.streams[static_cast<std::size_t>(pipeline_rank_)];
     std::vector<std::pair<int, int>> op_marks;
     op_marks.reserve(stream.size());
     for (const Op& op : stream) {
       if (options_.fail_at_op >= 0 && ops_run_ == options_.fail_at_op) std::raise(options_.fail_signal);
       ++ops_run_;
+      // In-layer collectives run inside the layers of their compute op (the network's forward and
+      // backward call the tensor group where the math needs them), so they have no span of their own.
+      if (schedule::is_collective(op.kind) && schedule::is_in_layer(op.stream)) {
+        op_marks.emplace_back(-1, -1);
+        continue;
+      }
       const int before = backend_.record_mark();
       run_op(op);
       op_marks.emplace_back(before, backend_.record_mark());
@@ -209,6 +225,7 @@ class Interpreter {
     const std::int64_t t0 = times.at(static_cast<std::size_t>(start_mark));
     for (std::size_t i = 0; i < stream.size(); ++i) {
       const Op& op = stream[i];
+      if (op_marks[i].first < 0) continue;
       RankSpan s;
       s.start = times.at(static_cast<std::size_t>(op_marks[i].first)) - t0;
       s.end = times.at(static_cast<std::size_t>(op_marks[i].second)) - t0;
@@ -218,7 +235,7 @@ class Interpreter {
         s.microbatch = static_cast<std::int32_t>(op.microbatch);
         s.chunk = op.chunk;
       }
-      s.stage = schedule::virtual_stage(program_.shape, me_.pipeline, op.chunk);
+      s.stage = schedule::virtual_stage(program_.shape, pipeline_rank_, op.chunk);
       if (schedule::is_collective(op.kind)) s.bytes = op.bytes.count();
       if (schedule::is_send(op.kind) || schedule::is_recv(op.kind)) {
         s.bytes = network_->activation_rows() * network_->hidden() * static_cast<std::int64_t>(sizeof(float));
@@ -229,10 +246,10 @@ class Interpreter {
   }
 
   [[nodiscard]] int peer_world(std::uint32_t pipeline_rank) const {
-    return layout_.rank({me_.tensor, me_.data, static_cast<int>(pipeline_rank)});
+    return layout_.with(me_, plan::Axis::Pipeline, static_cast<int>(pipeline_rank));
   }
-  [[nodiscard]] static int tag(bool gradient, std::uint32_t microbatch, int receiving_stage, int stages) {
-    return 2 * (static_cast<int>(microbatch) * stages + receiving_stage) + (gradient ? 1 : 0);
+  [[nodiscard]] int tag(const Op& op) const {
+    return static_cast<int>(schedule::message_number(program_.shape, schedule::message_of(program_.shape, pipeline_rank_, op)));
   }
   [[nodiscard]] std::size_t boundary_count() const {
     return static_cast<std::size_t>(network_->activation_rows() * network_->hidden());
@@ -246,17 +263,17 @@ class Interpreter {
   /// The activation a Forward of (microbatch, chunk) reads: none on virtual stage 0, the previous
   /// chunk's output when that stage is on this rank, else what RecvActivation received.
   MatrixView forward_input(const Op& op) {
-    const int vs = schedule::virtual_stage(program_.shape, me_.pipeline, op.chunk);
+    const int vs = schedule::virtual_stage(program_.shape, pipeline_rank_, op.chunk);
     if (vs == 0) return {};
-    if (schedule::rank_of(program_.shape, vs - 1) == me_.pipeline) {
+    if (schedule::rank_of(program_.shape, vs - 1) == pipeline_rank_) {
       return network_->output(static_cast<int>(op.microbatch), schedule::chunk_of(program_.shape, vs - 1));
     }
     return received(false, op).view();
   }
   MatrixView backward_dy(const Op& op) {
-    const int vs = schedule::virtual_stage(program_.shape, me_.pipeline, op.chunk);
+    const int vs = schedule::virtual_stage(program_.shape, pipeline_rank_, op.chunk);
     if (vs == schedule::virtual_stage_count(program_.shape) - 1) return {};
-    if (schedule::rank_of(program_.shape, vs + 1) == me_.pipeline) {
+    if (schedule::rank_of(program_.shape, vs + 1) == pipeline_rank_) {
       return network_->input_grad(static_cast<int>(op.microbatch), schedule::chunk_of(program_.shape, vs + 1));
     }
     return received(true, op).view();
@@ -264,8 +281,6 @@ class Interpreter {
 
   void run_op(const Op& op) {
     const int mb = static_cast<int>(op.microbatch);
-    const int vs = schedule::virtual_stage(program_.shape, me_.pipeline, op.chunk);
-    const int stages = schedule::virtual_stage_count(program_.shape);
     switch (op.kind) {
       case OpKind::Forward: network_->forward(mb, op.chunk, forward_input(op)); break;
       case OpKind::Backward:
@@ -276,17 +291,17 @@ class Interpreter {
       case OpKind::BackwardWeight: network_->backward_weight(mb, op.chunk); break;
       case OpKind::SendActivation:
         sends_.push_back(backend_.send(network_->output(mb, op.chunk).data, boundary_count(), peer_world(op.peer),
-                                       tag(false, op.microbatch, vs + 1, stages)));
+                                       tag(op)));
         break;
       case OpKind::SendGrad:
         sends_.push_back(backend_.send(network_->input_grad(mb, op.chunk).data, boundary_count(), peer_world(op.peer),
-                                       tag(true, op.microbatch, vs - 1, stages)));
+                                       tag(op)));
         break;
       case OpKind::RecvActivation:
-        backend_.recv(received(false, op).data(), boundary_count(), peer_world(op.peer), tag(false, op.microbatch, vs, stages));
+        backend_.recv(received(false, op).data(), boundary_count(), peer_world(op.peer), tag(op));
         break;
       case OpKind::RecvGrad:
-        backend_.recv(received(true, op).data(), boundary_count(), peer_world(op.peer), tag(true, op.microbatch, vs, stages));
+        backend_.recv(received(true, op).data(), boundary_count(), peer_world(op.peer), tag(op));
         break;
       case OpKind::AllReduce:
       case OpKind::ReduceScatter: reduce_bucket(op); break;
@@ -304,13 +319,7 @@ class Interpreter {
     }
   }
 
-  [[nodiscard]] Group& group_of(const Op& op) const {
-    switch (op.group) {
-      case schedule::GroupKind::Data: return *data_group_;
-      case schedule::GroupKind::Tensor: return *tensor_group_;
-    }
-    return *data_group_;
-  }
+  [[nodiscard]] Group& group_of(const Op& op) const { return *groups_.at(op.group); }
 
   /// Elements [first, last) of chunk `op.chunk` that the bucket covers, relative to the chunk start,
   /// advancing `cursor` (bytes of the chunk's earlier buckets).
@@ -318,7 +327,7 @@ class Interpreter {
     const ElementRange chunk = network_->chunk_range(op.chunk);
     const std::size_t n = chunk.end - chunk.begin;
     const std::int64_t total =
-        gradient_bytes_[static_cast<std::size_t>(me_.pipeline)][static_cast<std::size_t>(op.chunk)].count();
+        gradient_bytes_[static_cast<std::size_t>(pipeline_rank_)][static_cast<std::size_t>(op.chunk)].count();
     const std::int64_t from = cursor;
     cursor += op.bytes.count();
     if (total <= 0) return {0, 0};
@@ -350,7 +359,7 @@ class Interpreter {
     // The chunk's last bucket also takes the tail that does not divide by the group size.
     const std::size_t n = chunk.end - chunk.begin;
     if (reduce_cursor_[op.chunk] >=
-            gradient_bytes_[static_cast<std::size_t>(me_.pipeline)][static_cast<std::size_t>(op.chunk)].count() &&
+            gradient_bytes_[static_cast<std::size_t>(pipeline_rank_)][static_cast<std::size_t>(op.chunk)].count() &&
         n % size != 0) {
       const std::size_t tail = n - n % size;
       backend_.all_reduce_sum(group, grads + tail, n - tail);
@@ -377,21 +386,21 @@ class Interpreter {
       backend_.upload({&count, 1}, header.data());
       Buffer body(backend_, meter_, 1, static_cast<std::int64_t>(packed.size()));
       backend_.upload(packed, body.data());
-      backend_.send(header.data(), 1, 0, kGatherTag)->wait();
-      backend_.send(body.data(), packed.size(), 0, kGatherTag)->wait();
+      backend_.send(header.data(), 1, 0, gather_tag_)->wait();
+      backend_.send(body.data(), packed.size(), 0, gather_tag_)->wait();
       return {};
     }
     std::vector<StepRecord> all(static_cast<std::size_t>(ranks));
     all[0] = mine;
     for (int r = 1; r < ranks; ++r) {
       Buffer header(backend_, meter_, 1, 1);
-      backend_.recv(header.data(), 1, r, kGatherTag);
+      backend_.recv(header.data(), 1, r, gather_tag_);
       float count = 0;
       backend_.download(header.data(), {&count, 1});
       const auto spans = static_cast<std::size_t>(count);
       const std::size_t floats = packed_floats(spans);
       Buffer body(backend_, meter_, 1, static_cast<std::int64_t>(floats));
-      backend_.recv(body.data(), floats, r, kGatherTag);
+      backend_.recv(body.data(), floats, r, gather_tag_);
       std::vector<float> host(floats);
       backend_.download(body.data(), host);
       all[static_cast<std::size_t>(r)] = unpack(host, spans);
@@ -409,9 +418,9 @@ class Interpreter {
 
   /// Rank 0: every rank's parameters with data rank 0, assembled into full tensors in layer order.
   std::string gather_parameters() {
-    if (me_.data != 0) return {};
+    if (layout_.coordinate(me_, plan::Axis::Data) != 0) return {};
     if (backend_.world_rank() != 0) {
-      backend_.send(network_->parameters(), network_->parameter_count(), 0, kParameterTag)->wait();
+      backend_.send(network_->parameters(), network_->parameter_count(), 0, parameter_tag_)->wait();
       return {};
     }
     struct Full {
@@ -426,13 +435,13 @@ class Interpreter {
       std::size_t count = 0;
       for (const Param& q : params) count += q.count();
       for (int t = 0; t < plan_.tensor; ++t) {
-        const int from = layout_.rank({t, 0, p});
+        const int from = layout_.with(layout_.with(0, plan::Axis::Pipeline, p), plan::Axis::Tensor, t);
         std::vector<float> host(count);
         if (from == 0) {
           backend_.download(network_->parameters(), host);
         } else {
           Buffer incoming(backend_, meter_, 1, static_cast<std::int64_t>(std::max<std::size_t>(count, 1)));
-          backend_.recv(incoming.data(), count, from, kParameterTag);
+          backend_.recv(incoming.data(), count, from, parameter_tag_);
           backend_.download(incoming.data(), host);
         }
         std::map<int, int> index_in_layer;
@@ -479,8 +488,7 @@ class Interpreter {
     std::int64_t longest_span = 0;
     double pipeline_busy = 0;
     for (int g = 0; g < layout_.ranks(); ++g) {
-      const plan::RankCoord c = layout_.coord(g);
-      const StepRecord& rec = all[static_cast<std::size_t>(g)];
+        const StepRecord& rec = all[static_cast<std::size_t>(g)];
       const topology::Device& device = cluster_.device(cluster_.gpus().at(static_cast<std::size_t>(g)));
       const std::string process = fmt::format("node{}", device.node);
       const std::string local = device.name.substr(device.name.find('/') + 1);
@@ -511,14 +519,14 @@ class Interpreter {
       }
       trace::DeviceReport d;
       d.id = device.name;
-      d.stage = c.pipeline;
+      d.stage = layout_.coordinate(g, plan::Axis::Pipeline);
       d.busy_s = static_cast<double>(busy) * 1e-9;
       schedule::set_idle(d, step_s);
       d.peak_memory_bytes = rec.peak_memory;
       d.memory_capacity_bytes = cluster_.gpu_kind_of(cluster_.gpus().at(static_cast<std::size_t>(g))).memory.count();
       r.peak_memory_bytes = std::max(r.peak_memory_bytes, d.peak_memory_bytes);
       r.devices.push_back(std::move(d));
-      if (c.tensor == 0 && c.data == 0) {
+      if (layout_.group(g, plan::Axis::Tensor | plan::Axis::Data).front() == g) {
         longest_span = std::max(longest_span, last_end - std::max<std::int64_t>(first_start, 0));
         pipeline_busy += static_cast<double>(pipeline_busy_rank);
       }
@@ -539,13 +547,15 @@ class Interpreter {
   const model::Model& model_;
   plan::Plan plan_;
   ExecuteOptions options_;
-  plan::ParallelLayout layout_;
-  plan::RankCoord me_;
+  plan::Layout layout_;
+  int me_ = 0;             // world rank
+  int pipeline_rank_ = 0;  // the stream it runs
+  int gather_tag_ = 0;
+  int parameter_tag_ = 0;
   MemoryMeter meter_;
   std::vector<std::vector<Bytes>> gradient_bytes_;
   schedule::Program program_;
-  std::unique_ptr<Group> tensor_group_;
-  std::unique_ptr<Group> data_group_;
+  std::map<plan::AxisSet, std::unique_ptr<Group>> groups_;  // this rank's group over each axis set
   std::unique_ptr<Network> network_;
   std::vector<std::unique_ptr<SendHandle>> sends_;
   std::map<std::tuple<bool, int, int>, Buffer> received_;

@@ -6,13 +6,14 @@
 
 namespace mpsim::executor {
 
-schedule::Program program_for_plan(const plan::Plan& plan, const std::vector<std::vector<Bytes>>& gradient_bytes,
+schedule::Program program_for_plan(const model::Model& model, const plan::Plan& plan,
+                                   const std::vector<std::vector<Bytes>>& gradient_bytes,
                                    Bytes bucket) {
   schedule::GradientSync sync;
   sync.gradient_bytes = gradient_bytes;
   sync.bucket_size = bucket.count() > 0 ? bucket : schedule::default_gradient_bucket(plan.data);
   sync.overlap = false;  // the simulator's default (EngineOptions::overlap_grad_reduce)
-  return schedule::plan_program(plan, std::move(sync));
+  return schedule::plan_program(model, plan, std::move(sync));
 }
 
 }  // namespace mpsim::executor

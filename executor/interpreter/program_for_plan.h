@@ -12,7 +12,7 @@ namespace mpsim::executor {
 
 /// schedule::plan_program (the simulator's build) with `gradient_bytes`, Megatron's default bucket
 /// unless `bucket` is positive, and the simulator's default of no overlap.
-[[nodiscard]] schedule::Program program_for_plan(const plan::Plan& plan,
+[[nodiscard]] schedule::Program program_for_plan(const model::Model& model, const plan::Plan& plan,
                                                  const std::vector<std::vector<Bytes>>& gradient_bytes,
                                                  Bytes bucket = Bytes{});
 

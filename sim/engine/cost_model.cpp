@@ -52,11 +52,18 @@ RingProfile ring_profile(topology::RouteFinder& routes, const std::vector<topolo
   return ring;
 }
 
-TimeNs ring_allreduce_time(const RingProfile& ring, Bytes size) noexcept {
+TimeNs ring_time(const RingProfile& ring, schedule::OpKind kind, Bytes size) noexcept {
   const std::int64_t n = ring.members;
   if (n <= 1 || size.count() == 0) return TimeNs{};
   const Bytes per_round = Bytes::bytes((size.count() + n - 1) / n);
-  return (ring.alpha + transfer_time(per_round, ring.bandwidth)) * (2 * (n - 1));
+  const std::int64_t rounds = kind == schedule::OpKind::AllReduce ? 2 * (n - 1) : n - 1;
+  return (ring.alpha + transfer_time(per_round, ring.bandwidth)) * rounds;
+}
+
+TimeNs ring_time(const RingProfile& ring, const std::vector<schedule::LayerCollective>& collectives) noexcept {
+  TimeNs total;
+  for (const schedule::LayerCollective& c : collectives) total += ring_time(ring, c.kind, c.bytes) * c.count;
+  return total;
 }
 
 Bytes static_memory_bytes(std::int64_t parameters, int dtype_bytes, int zero, int data) noexcept {
@@ -76,15 +83,16 @@ Bytes attention_score_bytes(const model::Layer& layer, int micro_batch, int tens
 }
 
 CostModel build_cost_model(const topology::Cluster& cluster, const model::Model& m, const plan::Plan& plan,
-                           const plan::ParallelLayout& layout) {
+                           const plan::Layout& layout) {
   const auto ranges = plan::virtual_stage_layers(plan, m);
+  const auto layer_collectives = schedule::chunk_layer_collectives(m, plan);
   const int t = plan.tensor;
   const int b = plan.micro_batch;
   const Flops score_flops = attention_score_flops(m);
   CostModel out;
   topology::RouteFinder routes(cluster);
   for (int rank = 0; rank < plan.pipeline; ++rank) {
-    const auto tensor_ranks = layout.tensor_group(0, rank);
+    const auto tensor_ranks = layout.group(layout.with(0, plan::Axis::Pipeline, rank), plan::Axis::Tensor);
     std::vector<topology::DeviceId> tensor_devices;
     for (const int r : tensor_ranks) tensor_devices.push_back(cluster.gpus().at(static_cast<std::size_t>(r)));
     const topology::GpuKind& gpu = cluster.gpu_kind_of(tensor_devices.front());
@@ -99,7 +107,6 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       ChunkCost cc;
       Flops f, bi, bw, recompute;
       Bytes stashed, stashed_scores, elementwise;
-      TimeNs tp_comm_per_pass;
       TimeNs profiled_f, profiled_bi, profiled_bw;
       bool all_profiled_f = true, all_profiled_b = true;
       for (int li = range.first; li < range.last; ++li) {
@@ -119,10 +126,6 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         // Memory-bound work beside the matmuls (norms, softmax, dropout, activations, residuals): every
         // activation a pass produces is written once and read once.
         elementwise += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, Recompute::None) * 2;
-        if (layer.tensor_parallel_allreduces_forward > 0 && t > 1) {
-          tp_comm_per_pass += ring_allreduce_time(tensor_ring, Bytes::bytes(layer.output_bytes.count() * b)) *
-                              layer.tensor_parallel_allreduces_forward;
-        }
         all_profiled_f = all_profiled_f && layer.forward_time.has_value();
         all_profiled_b = all_profiled_b && layer.backward_input_time.has_value() && layer.backward_weight_time.has_value();
         profiled_f += layer.forward_time.value_or(TimeNs{});
@@ -130,7 +133,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         profiled_bw += layer.backward_weight_time.value_or(TimeNs{});
       }
       const TimeNs memory_bound = transfer_time(elementwise, gpu.memory_bandwidth);
-      const TimeNs forward = all_profiled_f ? profiled_f : compute_time(f, peak) + memory_bound + tp_comm_per_pass;
+      const TimeNs forward = all_profiled_f ? profiled_f : compute_time(f, peak) + memory_bound;
       cc.forward = forward;
       // Recomputation runs before the input-gradient pass: all of the forward (full), or the attention
       // scores' matmuls and their softmax/dropout traffic (selective).
@@ -144,10 +147,14 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         cc.backward_input = profiled_bi + recompute_time;
         cc.backward_weight = profiled_bw;
       } else {
-        cc.backward_input = compute_time(bi, peak) + memory_bound + tp_comm_per_pass + recompute_time;
+        cc.backward_input = compute_time(bi, peak) + memory_bound + recompute_time;
         cc.backward_weight = compute_time(bw, peak);
       }
       cc.backward = cc.backward_input + cc.backward_weight;
+      const schedule::ChunkCollectives& collectives =
+          layer_collectives[static_cast<std::size_t>(rank)][static_cast<std::size_t>(c)];
+      cc.forward_comm = ring_time(tensor_ring, collectives.forward);
+      cc.backward_comm = ring_time(tensor_ring, collectives.backward);
       cc.model_flops = f + bi + bw;
       cc.executed_flops = cc.model_flops + recompute;
       const Layer& last = m.layers[static_cast<std::size_t>(range.last - 1)];

@@ -4,10 +4,10 @@
 ///
 /// Compute time of a pass on one tensor-parallel rank = matmul FLOPs / (peak x matmul_efficiency of
 /// the GPU kind) + the memory-bound elementwise work (each activation the pass makes written and read
-/// once, at HBM bandwidth) + the tensor-parallel collectives inside the layers (Megatron:
-/// `tp_allreduces` all-reduces of the layer output per pass, or the same volume as all-gather +
-/// reduce-scatter under sequence parallelism), which Megatron does not overlap. The weight-gradient
-/// pass is matmuls only. Recomputation is added to the input-gradient pass. A profiled time in the
+/// once, at HBM bandwidth). The tensor-parallel collectives inside the layers are not compute: they
+/// are ops of the Program (schedule::chunk_layer_collectives) that the engine runs over the links;
+/// `forward_comm` / `backward_comm` are their uncontended ring times, for the planner's bounds and
+/// partitioner. The weight-gradient pass is matmuls only. Recomputation is added to the input-gradient pass. A profiled time in the
 /// model file replaces the FLOP-derived one.
 #include <algorithm>
 #include <vector>
@@ -27,6 +27,8 @@ struct ChunkCost {
   TimeNs backward;          ///< fused: input + weight gradients, recomputation included
   TimeNs backward_input;    ///< zero-bubble split; recomputation goes here
   TimeNs backward_weight;
+  TimeNs forward_comm;      ///< the forward's in-layer collectives, uncontended ring times
+  TimeNs backward_comm;     ///< those of the backward (B or I), recomputed forward included
   Flops model_flops;        ///< forward + backward per microbatch on one TP rank, no recomputation
   Flops executed_flops;     ///< with recomputation
   Bytes activation_send;    ///< to the next virtual stage, per TP rank (grad back is the same size)
@@ -75,7 +77,7 @@ inline constexpr int kOptimizerTrafficBytesPerParameter = 30;
 }
 
 [[nodiscard]] CostModel build_cost_model(const topology::Cluster& cluster, const model::Model& model,
-                                         const plan::Plan& plan, const plan::ParallelLayout& layout);
+                                         const plan::Plan& plan, const plan::Layout& layout);
 
 /// A ring over `devices`: its size, slowest edge bandwidth and largest edge latency.
 struct RingProfile {
@@ -85,8 +87,16 @@ struct RingProfile {
 };
 [[nodiscard]] RingProfile ring_profile(topology::RouteFinder& routes, const std::vector<topology::DeviceId>& devices);
 
-/// Ring all-reduce of `size`: 2(n-1) rounds of alpha + (size/n) / B, i.e. 2(n-1)/n * size / B + 2(n-1) * alpha.
-/// Analytic (no contention): for collectives inside a layer on an isolated NVLink domain.
-[[nodiscard]] TimeNs ring_allreduce_time(const RingProfile& ring, Bytes size) noexcept;
+/// A ring collective of `size` without contention: 2(n-1) rounds (all-reduce) or n-1 rounds (all-gather,
+/// reduce-scatter) of alpha + (size/n) / B. What the engine's ring phases take on idle links.
+[[nodiscard]] TimeNs ring_time(const RingProfile& ring, schedule::OpKind kind, Bytes size) noexcept;
+/// The sum over `collectives` (count x ring_time each).
+[[nodiscard]] TimeNs ring_time(const RingProfile& ring, const std::vector<schedule::LayerCollective>& collectives) noexcept;
+
+/// A pass's time on idle links: compute and its in-layer collectives one after the other, or side by
+/// side when they overlap (the engine's Blocking and Overlapped streams).
+[[nodiscard]] inline TimeNs pass_time(TimeNs compute, TimeNs comm, bool overlap) noexcept {
+  return overlap ? std::max(compute, comm) : TimeNs(compute + comm);
+}
 
 }  // namespace mpsim::engine

@@ -1,7 +1,10 @@
 #include "sim/engine/simulator.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
+#include <set>
+#include <tuple>
 #include <optional>
 #include <stdexcept>
 #include <unordered_map>
@@ -14,6 +17,7 @@
 #include "sim/engine/flow_network.h"
 #include "sim/plan/layout.h"
 #include "sim/schedule/generators.h"
+#include "sim/schedule/message.h"
 #include "sim/schedule/passes.h"
 #include "sim/schedule/report_parts.h"
 #include "sim/schedule/span_kind.h"
@@ -27,11 +31,11 @@ using schedule::Op;
 using schedule::OpKind;
 using topology::DeviceId;
 
-/// Identifies a point-to-point message at its receiver: (gradient?, microbatch, receiving virtual stage).
-std::uint64_t message_key(bool gradient, std::uint32_t microbatch, int virtual_stage) {
-  return (static_cast<std::uint64_t>(gradient) << 63) | (static_cast<std::uint64_t>(microbatch) << 24) |
-         static_cast<std::uint64_t>(virtual_stage);
-}
+using schedule::CommStream;
+using schedule::MessageId;
+
+/// A group's devices, one list per group.
+using DeviceGroups = std::vector<std::vector<DeviceId>>;
 
 class Simulation {
  public:
@@ -53,17 +57,24 @@ class Simulation {
   struct Actor {
     int rank = 0;
     int replica = 0;
+    std::vector<int> members;  // global ranks the actor stands for
     std::size_t cursor = 0;
-    bool computing = false;
-    std::optional<std::uint64_t> waiting_for;  // message key a Recv blocks on
+    bool computing = false;       // a compute op or a blocking in-layer collective holds the stream
+    bool compute_ended = false;   // the compute op's own time is over; it waits for overlapped collectives
+    std::int64_t busy_since = 0;
+    std::optional<MessageId> waiting_for;  // the message a Recv blocks on
     std::int64_t waiting_since = 0;
-    std::unordered_set<std::uint64_t> arrived;
-    int collectives_issued = 0;
+    std::set<MessageId> arrived;
+    int collectives_issued = 0;   // gradient stream
     int collectives_done = 0;
+    int layer_outstanding = 0;    // in-layer collectives issued and not finished
+    std::deque<std::size_t> layer_queue;  // in-layer collectives waiting for the layer stream
+    bool layer_busy = false;
     std::int64_t memory = 0;
     std::int64_t peak_memory = 0;
-    std::int64_t busy_ns = 0;          // compute, optimizer included
-    std::int64_t pipeline_busy_ns = 0; // F, B, I, W only
+    std::int64_t busy_ns = 0;          // compute and blocking in-layer communication, optimizer included
+    std::int64_t pipeline_busy_ns = 0; // F, B, I, W (with their in-layer communication) only
+    bool pipeline_op = false;          // the op holding the stream is F, B, I or W
     std::int64_t first_start = -1;
     std::int64_t last_end = 0;
     std::int64_t finish = 0;
@@ -71,19 +82,22 @@ class Simulation {
     std::uint32_t send_lane = 0;
     std::uint32_t recv_lane = 0;
     std::uint32_t collective_lane = 0;
+    std::uint32_t layer_lane = 0;
   };
+  /// One collective instance: a gradient-stream op shared by the actors of its pipeline rank, or an
+  /// in-layer op of one actor.
   struct Collective {
     int rank = 0;
+    int actor = -1;            // in-layer: the actor; gradient stream: -1 (every actor of the rank)
     std::size_t op_index = 0;  // in the rank's stream
     int arrived = 0;
-    bool started = false;
-    std::vector<CollectiveRound> rounds;
+    const std::vector<CollectiveRound>* rounds = nullptr;
     std::size_t round = 0;
     std::int64_t start_ns = 0;
   };
   struct PointToPoint {
     int to_actor;
-    std::uint64_t key;
+    MessageId message;
     std::int64_t issued_ns;
     int from_actor;
     Op op;
@@ -105,8 +119,13 @@ class Simulation {
   };
   using Event = std::variant<ComputeDone, FlowActivate, FlowDone>;
 
+  /// The links a set of concurrent transfers loads, and the largest latency of their routes.
+  struct TransferSet {
+    std::vector<Usage> usage;
+    TimeNs latency;
+  };
   struct PendingFlow {
-    const std::vector<Usage>* usage;  // owned by transfer_usage_
+    const TransferSet* transfers;  // owned by transfer_sets_
     Bytes bytes;
     Payload payload;
   };
@@ -118,20 +137,24 @@ class Simulation {
   };
 
   int actor_index(int rank, int replica) const { return rank * replicas_ + replica; }
-  DeviceId device(int tensor, int data, int rank) const {
-    return cluster_.gpus().at(static_cast<std::size_t>(layout_.rank({tensor, data, rank})));
-  }
+  DeviceId gpu(int global_rank) const { return cluster_.gpus().at(static_cast<std::size_t>(global_rank)); }
   const topology::Route& route(DeviceId a, DeviceId b);
-  /// Starts a transfer set: after the largest latency of its routes, one flow carries it.
-  void start_transfer(const std::vector<std::pair<DeviceId, DeviceId>>& pairs, Bytes bytes, Payload payload,
-                      int rounds = 1);
+  const TransferSet& transfer_set(const std::vector<std::pair<DeviceId, DeviceId>>& pairs);
+  /// Starts a transfer set: after `rounds` x its largest route latency, one flow carries `rounds` x `bytes`.
+  void start_transfer(const TransferSet& transfers, Bytes bytes, Payload payload, int rounds = 1);
   void advance(int actor);
   void start_compute(Actor& actor, const Op& op);
+  /// The stream of `actor` is free again: accounts its busy time and issues the next ops.
+  void release(Actor& actor);
   void on_flow_done(FlowNetwork::FlowId flow);
   void deliver(const PointToPoint& message);
   void record_link_spans(const LiveFlow& flow);
   void try_start_collective(int rank);
+  void try_start_layer_collective(Actor& actor);
+  /// Starts collective `id`'s first phase; false when it moves nothing.
+  bool start_collective(std::size_t id);
   void finish_collective(std::size_t id);
+  void finish_layer_collective(std::size_t id);
   void reschedule(const std::vector<FlowNetwork::FlowId>& flows);
   TimeNs compute_duration(const Actor& actor, const Op& op) const;
   std::uint32_t add_lane(std::string process, std::string thread);
@@ -143,14 +166,15 @@ class Simulation {
   const schedule::Program& program_;
   const CostModel& costs_;
   const EngineOptions& options_;
-  plan::ParallelLayout layout_;
+  plan::Layout layout_;
   FlowNetwork network_;
   EventQueue<Event> queue_;
   std::int64_t now_ = 0;
   std::uint64_t events_ = 0;
   int replicas_ = 1;  // simulated data-parallel replicas (1 when folded)
   std::vector<Actor> actors_;
-  std::vector<std::vector<std::size_t>> collectives_of_rank_;  // collective ids by rank, in stream order
+  std::vector<std::vector<int>> rank_members_;                 // by pipeline rank: every global rank of it
+  std::vector<std::vector<std::size_t>> collectives_of_rank_;  // gradient-stream collective ids by rank, in stream order
   std::vector<Collective> collectives_;
   std::vector<bool> collective_busy_;             // by rank
   std::vector<std::size_t> next_collective_;      // by rank: index into collectives_of_rank_
@@ -158,7 +182,12 @@ class Simulation {
   std::unordered_map<FlowNetwork::FlowId, LiveFlow> live_flows_;
   topology::RouteFinder routes_finder_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, topology::Route> routes_;
-  std::map<std::vector<std::pair<DeviceId, DeviceId>>, std::pair<std::vector<Usage>, TimeNs>> transfer_usage_;
+  std::map<std::vector<std::pair<DeviceId, DeviceId>>, TransferSet> transfer_sets_;
+  std::map<std::pair<int, int>, const TransferSet*> p2p_sets_;  // (from actor, to rank)
+  // Collective phases by (members, kind, axes, bytes, count); members: an actor (in-layer, >= 0) or
+  // every GPU of pipeline rank r (gradient stream, -1 - r).
+  std::map<std::tuple<int, OpKind, std::uint8_t, std::int64_t, int>, std::vector<CollectiveRound>> rounds_;
+  std::map<const CollectiveRound*, const TransferSet*> round_sets_;
   trace::Timeline timeline_;
   std::unordered_map<std::size_t, std::uint32_t> link_lanes_;
 };
@@ -179,28 +208,29 @@ std::uint32_t Simulation::add_lane(std::string process, std::string thread) {
   return static_cast<std::uint32_t>(timeline_.lanes.size() - 1);
 }
 
-void Simulation::start_transfer(const std::vector<std::pair<DeviceId, DeviceId>>& pairs, Bytes bytes,
-                                 Payload payload, int rounds) {
-  PendingFlow pending;
-  pending.bytes = bytes * rounds;
-  pending.payload = std::move(payload);
-  // The same device pairs recur (every microbatch's send, every round and bucket of a collective).
-  auto cached = transfer_usage_.find(pairs);
-  if (cached == transfer_usage_.end()) {
-    std::vector<Usage> usage;
-    TimeNs latency;
+const Simulation::TransferSet& Simulation::transfer_set(const std::vector<std::pair<DeviceId, DeviceId>>& pairs) {
+  auto cached = transfer_sets_.find(pairs);
+  if (cached == transfer_sets_.end()) {
+    TransferSet set;
     for (const auto& [a, b] : pairs) {
       if (a == b) continue;
       const topology::Route& r = route(a, b);
-      latency = std::max(latency, r.latency);
-      add_route_usage(cluster_, r, usage);
+      set.latency = std::max(set.latency, r.latency);
+      add_route_usage(cluster_, r, set.usage);
     }
-    merge_usage(usage);
-    cached = transfer_usage_.emplace(pairs, std::make_pair(std::move(usage), latency)).first;
+    merge_usage(set.usage);
+    cached = transfer_sets_.emplace(pairs, std::move(set)).first;
   }
-  pending.usage = &cached->second.first;
+  return cached->second;
+}
+
+void Simulation::start_transfer(const TransferSet& transfers, Bytes bytes, Payload payload, int rounds) {
+  PendingFlow pending;
+  pending.transfers = &transfers;
+  pending.bytes = bytes * rounds;
+  pending.payload = std::move(payload);
   pending_flows_.push_back(std::move(pending));
-  queue_.push(TimeNs::ns(now_) + cached->second.second * rounds, FlowActivate{pending_flows_.size() - 1});
+  queue_.push(TimeNs::ns(now_) + transfers.latency * rounds, FlowActivate{pending_flows_.size() - 1});
 }
 
 void Simulation::reschedule(const std::vector<FlowNetwork::FlowId>& flows) {
@@ -247,12 +277,10 @@ void Simulation::start_compute(Actor& actor, const Op& op) {
   }
   actor.peak_memory = std::max(actor.peak_memory, actor.memory);
   actor.computing = true;
-  actor.busy_ns += duration.base();
-  if (op.kind != OpKind::OptimizerStep) {
-    actor.pipeline_busy_ns += duration.base();
-    if (actor.first_start < 0) actor.first_start = now_;
-    actor.last_end = now_ + duration.base();
-  }
+  actor.compute_ended = false;
+  actor.busy_since = now_;
+  actor.pipeline_op = op.kind != OpKind::OptimizerStep;
+  if (actor.pipeline_op && actor.first_start < 0) actor.first_start = now_;
   if (options_.record_timeline) {
     trace::Span span;
     span.lane = actor.compute_lane;
@@ -269,8 +297,20 @@ void Simulation::start_compute(Actor& actor, const Op& op) {
   queue_.push(TimeNs::ns(now_) + duration, ComputeDone{static_cast<int>(&actor - actors_.data())});
 }
 
-/// Issues the actor's ops until one blocks (a compute op running, a Recv waiting, an OptimizerStep
-/// waiting for collectives).
+void Simulation::release(Actor& actor) {
+  actor.computing = false;
+  actor.compute_ended = false;
+  const std::int64_t held = now_ - actor.busy_since;
+  actor.busy_ns += held;
+  if (actor.pipeline_op) {
+    actor.pipeline_busy_ns += held;
+    actor.last_end = now_;
+  }
+  advance(static_cast<int>(&actor - actors_.data()));
+}
+
+/// Issues the actor's ops until one blocks (a compute op or a blocking in-layer collective running, a
+/// Recv waiting, an OptimizerStep waiting for collectives).
 void Simulation::advance(int index) {
   Actor& actor = actors_[static_cast<std::size_t>(index)];
   const auto& stream = program_.streams[static_cast<std::size_t>(actor.rank)];
@@ -292,32 +332,29 @@ void Simulation::advance(int index) {
       case OpKind::SendActivation:
       case OpKind::SendGrad: {
         ++actor.cursor;
-        const bool gradient = op.kind == OpKind::SendGrad;
-        const int from_vs = schedule::virtual_stage(program_.shape, actor.rank, op.chunk);
-        const int to_vs = gradient ? from_vs - 1 : from_vs + 1;
         const auto to_rank = static_cast<int>(op.peer);
         const ChunkCost& cc = costs_.chunk(actor.rank, op.chunk);
-        std::vector<std::pair<DeviceId, DeviceId>> pairs;
-        const int first_replica = options_.fold_replicas ? 0 : actor.replica;
-        const int last_replica = options_.fold_replicas ? plan_.data : actor.replica + 1;
-        for (int d = first_replica; d < last_replica; ++d) {
-          for (int t = 0; t < plan_.tensor; ++t) pairs.emplace_back(device(t, d, actor.rank), device(t, d, to_rank));
+        // Every GPU the actor stands for sends to its peer with the same coordinates on the next rank.
+        auto& set = p2p_sets_[{index, to_rank}];
+        if (set == nullptr) {
+          std::vector<std::pair<DeviceId, DeviceId>> pairs;
+          for (const int m : actor.members) pairs.emplace_back(gpu(m), gpu(layout_.with(m, plan::Axis::Pipeline, to_rank)));
+          set = &transfer_set(pairs);
         }
-        start_transfer(pairs, cc.activation_send,
-                       PointToPoint{actor_index(to_rank, actor.replica), message_key(gradient, op.microbatch, to_vs),
+        start_transfer(*set, cc.activation_send,
+                       PointToPoint{actor_index(to_rank, actor.replica), schedule::message_of(program_.shape, actor.rank, op),
                                     now_, index, op});
         break;
       }
       case OpKind::RecvActivation:
       case OpKind::RecvGrad: {
-        const int vs = schedule::virtual_stage(program_.shape, actor.rank, op.chunk);
-        const std::uint64_t key = message_key(op.kind == OpKind::RecvGrad, op.microbatch, vs);
-        if (actor.arrived.erase(key) == 0) {
-          if (actor.waiting_for != key) actor.waiting_since = now_;
-          actor.waiting_for = key;
+        const MessageId message = schedule::message_of(program_.shape, actor.rank, op);
+        if (actor.arrived.erase(message) == 0) {
+          if (actor.waiting_for != message) actor.waiting_since = now_;
+          actor.waiting_for = message;
           return;
         }
-        if (actor.waiting_for == key && options_.record_timeline && now_ > actor.waiting_since) {
+        if (actor.waiting_for == message && options_.record_timeline && now_ > actor.waiting_since) {
           trace::Span span;  // the time this rank waited for the data
           span.lane = actor.recv_lane;
           span.kind = trace::SpanKind::Recv;
@@ -325,7 +362,7 @@ void Simulation::advance(int index) {
           span.end_ns = now_;
           span.microbatch = static_cast<std::int32_t>(op.microbatch);
           span.chunk = op.chunk;
-          span.stage = vs;
+          span.stage = message.receiving_stage;
           timeline_.spans.push_back(span);
         }
         actor.waiting_for.reset();
@@ -335,6 +372,24 @@ void Simulation::advance(int index) {
       case OpKind::AllReduce:
       case OpKind::ReduceScatter:
       case OpKind::AllGather: {
+        if (schedule::is_in_layer(op.stream)) {
+          Collective c;
+          c.rank = actor.rank;
+          c.actor = index;
+          c.op_index = actor.cursor;
+          collectives_.push_back(c);
+          ++actor.cursor;
+          ++actor.layer_outstanding;
+          actor.layer_queue.push_back(collectives_.size() - 1);
+          if (op.stream == CommStream::Blocking) {
+            // The compute stream waits for it, as for a compute op.
+            actor.computing = true;
+            actor.compute_ended = true;
+            actor.busy_since = now_;
+          }
+          try_start_layer_collective(actor);
+          break;
+        }
         const auto k = static_cast<std::size_t>(actor.collectives_issued++);
         ++actor.cursor;
         const std::size_t id = collectives_of_rank_[static_cast<std::size_t>(actor.rank)].at(k);
@@ -347,39 +402,103 @@ void Simulation::advance(int index) {
   if (actor.cursor >= stream.size() && !actor.computing) actor.finish = std::max(actor.finish, now_);
 }
 
-void Simulation::try_start_collective(int rank) {
-  const auto r = static_cast<std::size_t>(rank);
-  const auto& ids = collectives_of_rank_[r];
-  // A rank's collectives run one at a time, in order, once every replica has issued them.
-  while (!collective_busy_[r] && next_collective_[r] < ids.size()) {
-    const std::size_t id = ids[next_collective_[r]];
-    Collective& c = collectives_[id];
-    if (c.arrived < replicas_) return;
-    c.started = true;
-    c.start_ns = now_;
-    const Op& op = program_.streams[r][c.op_index];
+bool Simulation::start_collective(std::size_t id) {
+  Collective& c = collectives_[id];
+  const Op& op = program_.streams[static_cast<std::size_t>(c.rank)][c.op_index];
+  c.start_ns = now_;
+  // Every group of the GPUs the collective's actors stand for runs it at once (one per tensor rank
+  // for a data-parallel reduction, one per replica for a tensor all-reduce of folded replicas).
+  const int scope = c.actor < 0 ? -1 - c.rank : c.actor;
+  const auto key = std::make_tuple(scope, op.kind, op.group.bits(), op.bytes.count(), static_cast<int>(op.count));
+  auto found = rounds_.find(key);
+  if (found == rounds_.end()) {
+    const std::vector<int>& members =
+        c.actor < 0 ? rank_members_[static_cast<std::size_t>(c.rank)] : actors_[static_cast<std::size_t>(c.actor)].members;
+    std::set<int> seen;
+    DeviceGroups groups;
+    for (const int m : members) {
+      const std::vector<int> g = layout_.group(m, op.group);
+      if (!seen.insert(g.front()).second) continue;
+      std::vector<DeviceId> devices;
+      for (const int r : g) devices.push_back(gpu(r));
+      groups.push_back(std::move(devices));
+    }
     const CollectiveKind kind = op.kind == OpKind::AllReduce       ? CollectiveKind::AllReduce
                                 : op.kind == OpKind::ReduceScatter ? CollectiveKind::ReduceScatter
                                                                    : CollectiveKind::AllGather;
-    std::vector<std::vector<DeviceId>> groups;
-    for (int t = 0; t < plan_.tensor; ++t) {
-      std::vector<DeviceId> group;
-      for (const int g : layout_.data_group(t, rank)) group.push_back(cluster_.gpus().at(static_cast<std::size_t>(g)));
-      groups.push_back(std::move(group));
-    }
-    c.rounds = collective_rounds(cluster_, kind, options_.collective, groups, op.bytes);
-    c.round = 0;
-    if (c.rounds.empty()) {
+    std::vector<CollectiveRound> rounds = collective_rounds(cluster_, kind, options_.collective, groups, op.bytes);
+    for (CollectiveRound& r : rounds) r.rounds *= op.count;  // `count` collectives back to back
+    found = rounds_.emplace(key, std::move(rounds)).first;
+  }
+  c.rounds = &found->second;
+  c.round = 0;
+  if (c.rounds->empty()) return false;
+  const CollectiveRound& first = c.rounds->front();
+  auto& set = round_sets_[&first];
+  if (set == nullptr) set = &transfer_set(first.transfers);
+  start_transfer(*set, first.bytes, CollectivePayload{id}, first.rounds);
+  return true;
+}
+
+void Simulation::try_start_collective(int rank) {
+  const auto r = static_cast<std::size_t>(rank);
+  const auto& ids = collectives_of_rank_[r];
+  // A rank's gradient collectives run one at a time, in order, once every replica has issued them.
+  while (!collective_busy_[r] && next_collective_[r] < ids.size()) {
+    const std::size_t id = ids[next_collective_[r]];
+    if (collectives_[id].arrived < replicas_) return;
+    if (!start_collective(id)) {
       finish_collective(id);
       continue;
     }
     collective_busy_[r] = true;
-    start_transfer(c.rounds.front().transfers, c.rounds.front().bytes, CollectivePayload{id}, c.rounds.front().rounds);
   }
+}
+
+void Simulation::try_start_layer_collective(Actor& actor) {
+  // An actor's in-layer collectives run one at a time, in order.
+  while (!actor.layer_busy && !actor.layer_queue.empty()) {
+    const std::size_t id = actor.layer_queue.front();
+    actor.layer_queue.pop_front();
+    if (!start_collective(id)) {
+      finish_layer_collective(id);
+      continue;
+    }
+    actor.layer_busy = true;
+  }
+}
+
+void Simulation::finish_layer_collective(std::size_t id) {
+  const Collective& c = collectives_[id];
+  Actor& actor = actors_[static_cast<std::size_t>(c.actor)];
+  if (options_.record_timeline && now_ > c.start_ns) {
+    const Op& op = program_.streams[static_cast<std::size_t>(c.rank)][c.op_index];
+    trace::Span span;
+    span.lane = actor.layer_lane;
+    span.kind = schedule::span_kind(op.kind);
+    span.start_ns = c.start_ns;
+    span.end_ns = now_;
+    span.microbatch = static_cast<std::int32_t>(op.microbatch);
+    span.chunk = op.chunk;
+    span.stage = schedule::virtual_stage(program_.shape, c.rank, op.chunk);
+    span.bytes = op.bytes.count() * op.count;
+    timeline_.spans.push_back(span);
+  }
+  actor.layer_busy = false;
+  --actor.layer_outstanding;
+  // A blocking collective, or a compute op that waited for the collectives beside it, frees the stream.
+  if (actor.computing && actor.compute_ended && actor.layer_outstanding == 0) {
+    release(actor);
+  }
+  try_start_layer_collective(actor);
 }
 
 void Simulation::finish_collective(std::size_t id) {
   Collective& c = collectives_[id];
+  if (c.actor >= 0) {
+    finish_layer_collective(id);
+    return;
+  }
   const auto r = static_cast<std::size_t>(c.rank);
   if (options_.record_timeline) {
     const Op& op = program_.streams[r][c.op_index];
@@ -409,13 +528,18 @@ Prediction Simulation::run() {
   replicas_ = options_.fold_replicas ? 1 : plan_.data;
   const int ranks = program_.shape.stages;
   actors_.resize(static_cast<std::size_t>(ranks * replicas_));
+  rank_members_.resize(static_cast<std::size_t>(ranks));
   collectives_of_rank_.resize(static_cast<std::size_t>(ranks));
   collective_busy_.assign(static_cast<std::size_t>(ranks), false);
   next_collective_.assign(static_cast<std::size_t>(ranks), 0);
+  using plan::Axis;
+  const plan::AxisSet stage_axes = Axis::Tensor | Axis::Context;  // in lockstep: one actor stands for them
   for (int r = 0; r < ranks; ++r) {
+    const int first = layout_.with(0, Axis::Pipeline, r);
+    rank_members_[static_cast<std::size_t>(r)] = layout_.group(first, stage_axes | Axis::Data);
     const auto& stream = program_.streams[static_cast<std::size_t>(r)];
     for (std::size_t i = 0; i < stream.size(); ++i) {
-      if (!schedule::is_collective(stream[i].kind)) continue;
+      if (!schedule::is_collective(stream[i].kind) || schedule::is_in_layer(stream[i].stream)) continue;
       collectives_of_rank_[static_cast<std::size_t>(r)].push_back(collectives_.size());
       Collective c;
       c.rank = r;
@@ -426,10 +550,12 @@ Prediction Simulation::run() {
       Actor& a = actors_[static_cast<std::size_t>(actor_index(r, d))];
       a.rank = r;
       a.replica = d;
+      a.members = options_.fold_replicas ? rank_members_[static_cast<std::size_t>(r)]
+                                         : layout_.group(layout_.with(first, Axis::Data, d), stage_axes);
       a.memory = costs_.ranks[static_cast<std::size_t>(r)].static_memory.count();
       a.peak_memory = a.memory;
       if (options_.record_timeline) {
-        const DeviceId dev = device(0, d, r);
+        const DeviceId dev = gpu(layout_.with(first, Axis::Data, d));
         const topology::Device& info = cluster_.device(dev);
         const std::string process = fmt::format("node{}", info.node);
         const std::string local = info.name.substr(info.name.find('/') + 1);
@@ -438,6 +564,7 @@ Prediction Simulation::run() {
         a.send_lane = add_lane(process, threads[1]);
         a.recv_lane = add_lane(process, threads[2]);
         a.collective_lane = add_lane(process, threads[3]);
+        a.layer_lane = add_lane(process, threads[4]);
       }
     }
   }
@@ -450,13 +577,14 @@ Prediction Simulation::run() {
     ++events_;
     if (const auto* done = std::get_if<ComputeDone>(&event)) {
       Actor& actor = actors_[static_cast<std::size_t>(done->actor)];
-      actor.computing = false;
-      advance(done->actor);
+      actor.compute_ended = true;
+      // An op with in-layer collectives beside it ends when they do.
+      if (actor.layer_outstanding == 0) release(actor);
     } else if (const auto* activate = std::get_if<FlowActivate>(&event)) {
       PendingFlow& pending = pending_flows_[activate->pending];
-      const auto& changed = network_.start(TimeNs::ns(now_), *pending.usage, pending.bytes);
+      const auto& changed = network_.start(TimeNs::ns(now_), pending.transfers->usage, pending.bytes);
       const FlowNetwork::FlowId id = static_cast<FlowNetwork::FlowId>(network_.flows_started() - 1);
-      live_flows_.emplace(id, LiveFlow{std::move(pending.payload), now_, pending.usage, pending.bytes});
+      live_flows_.emplace(id, LiveFlow{std::move(pending.payload), now_, &pending.transfers->usage, pending.bytes});
       reschedule(changed);
     } else if (const auto* flow_done = std::get_if<FlowDone>(&event)) {
       if (!live_flows_.contains(flow_done->flow) || network_.version(flow_done->flow) != flow_done->version) continue;
@@ -468,7 +596,7 @@ Prediction Simulation::run() {
   out.events = events_;
   out.flows = network_.flows_started();
   for (const Actor& a : actors_) {
-    if (a.cursor < program_.streams[static_cast<std::size_t>(a.rank)].size()) {
+    if (a.cursor < program_.streams[static_cast<std::size_t>(a.rank)].size() || a.computing) {
       throw std::logic_error(fmt::format("simulation stalled: rank {} replica {} at op {}", a.rank, a.replica, a.cursor));
     }
   }
@@ -484,6 +612,7 @@ void Simulation::on_flow_done(FlowNetwork::FlowId flow) {
   if (options_.record_timeline) record_link_spans(node.mapped());
   if (const auto* p2p = std::get_if<PointToPoint>(&payload)) {
     if (options_.record_timeline) {
+      const int from_rank = actors_[static_cast<std::size_t>(p2p->from_actor)].rank;
       trace::Span span;
       span.lane = actors_[static_cast<std::size_t>(p2p->from_actor)].send_lane;
       span.kind = trace::SpanKind::Send;
@@ -491,9 +620,8 @@ void Simulation::on_flow_done(FlowNetwork::FlowId flow) {
       span.end_ns = now_;
       span.microbatch = static_cast<std::int32_t>(p2p->op.microbatch);
       span.chunk = p2p->op.chunk;
-      span.stage = schedule::virtual_stage(program_.shape, actors_[static_cast<std::size_t>(p2p->from_actor)].rank,
-                                           p2p->op.chunk);
-      span.bytes = costs_.chunk(actors_[static_cast<std::size_t>(p2p->from_actor)].rank, p2p->op.chunk).activation_send.count();
+      span.stage = schedule::virtual_stage(program_.shape, from_rank, p2p->op.chunk);
+      span.bytes = costs_.chunk(from_rank, p2p->op.chunk).activation_send.count();
       timeline_.spans.push_back(span);
     }
     deliver(*p2p);
@@ -502,9 +630,11 @@ void Simulation::on_flow_done(FlowNetwork::FlowId flow) {
   const std::size_t id = std::get<CollectivePayload>(payload).collective;
   Collective& c = collectives_[id];
   ++c.round;
-  if (c.round < c.rounds.size()) {
-    const CollectiveRound& round = c.rounds[c.round];
-    start_transfer(round.transfers, round.bytes, CollectivePayload{id}, round.rounds);
+  if (c.round < c.rounds->size()) {
+    const CollectiveRound& round = (*c.rounds)[c.round];
+    auto& set = round_sets_[&round];
+    if (set == nullptr) set = &transfer_set(round.transfers);
+    start_transfer(*set, round.bytes, CollectivePayload{id}, round.rounds);
     return;
   }
   finish_collective(id);
@@ -535,8 +665,8 @@ void Simulation::record_link_spans(const LiveFlow& flow) {
 
 void Simulation::deliver(const PointToPoint& message) {
   Actor& to = actors_[static_cast<std::size_t>(message.to_actor)];
-  to.arrived.insert(message.key);
-  if (to.waiting_for == message.key) advance(message.to_actor);
+  to.arrived.insert(message.message);
+  if (to.waiting_for == message.message) advance(message.to_actor);
 }
 
 trace::Report Simulation::build_report() const {
@@ -548,15 +678,16 @@ trace::Report Simulation::build_report() const {
   // Devices: every GPU of the plan, with the numbers of the actor that stands for it.
   const int gpus = plan_.gpus();
   for (int g = 0; g < gpus; ++g) {
-    const plan::RankCoord c = layout_.coord(g);
-    const Actor& a = actors_[static_cast<std::size_t>(actor_index(c.pipeline, options_.fold_replicas ? 0 : c.data))];
+    const int stage = layout_.coordinate(g, plan::Axis::Pipeline);
+    const int replica = options_.fold_replicas ? 0 : layout_.coordinate(g, plan::Axis::Data);
+    const Actor& a = actors_[static_cast<std::size_t>(actor_index(stage, replica))];
     trace::DeviceReport d;
     d.id = cluster_.device(cluster_.gpus().at(static_cast<std::size_t>(g))).name;
-    d.stage = c.pipeline;
+    d.stage = stage;
     d.busy_s = static_cast<double>(a.busy_ns) * 1e-9;
     schedule::set_idle(d, step_s);
     d.peak_memory_bytes = a.peak_memory;
-    d.memory_capacity_bytes = costs_.ranks[static_cast<std::size_t>(c.pipeline)].memory_capacity.count();
+    d.memory_capacity_bytes = costs_.ranks[static_cast<std::size_t>(stage)].memory_capacity.count();
     d.oom = d.peak_memory_bytes > d.memory_capacity_bytes;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, d.peak_memory_bytes);
     r.oom = r.oom || d.oom;
@@ -606,7 +737,8 @@ trace::Report Simulation::build_report() const {
 
 }  // namespace
 
-schedule::Program build_program(const plan::Plan& plan, const CostModel& costs, const EngineOptions& options) {
+schedule::Program build_program(const model::Model& model, const plan::Plan& plan, const CostModel& costs,
+                                const EngineOptions& options) {
   schedule::GradientSync sync;
   for (const RankCost& rc : costs.ranks) {
     std::vector<Bytes> per_chunk;
@@ -616,7 +748,7 @@ schedule::Program build_program(const plan::Plan& plan, const CostModel& costs, 
   sync.bucket_size =
       options.grad_bucket.count() > 0 ? options.grad_bucket : schedule::default_gradient_bucket(plan.data);
   sync.overlap = options.overlap_grad_reduce;
-  return schedule::plan_program(plan, std::move(sync));
+  return schedule::plan_program(model, plan, std::move(sync));
 }
 
 Prediction simulate(const topology::Cluster& cluster, const model::Model& model, const plan::Plan& plan,
@@ -630,9 +762,9 @@ Prediction simulate(const topology::Cluster& cluster, const model::Model& model,
 
 Prediction simulate(const topology::Cluster& cluster, const model::Model& model, const plan::Plan& plan,
                     const EngineOptions& options) {
-  const plan::ParallelLayout layout(plan);
+  const plan::Layout layout(plan);
   const CostModel costs = build_cost_model(cluster, model, plan, layout);
-  const schedule::Program program = build_program(plan, costs, options);
+  const schedule::Program program = build_program(model, plan, costs, options);
   return simulate(cluster, model, plan, program, costs, options);
 }
 

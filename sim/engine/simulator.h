@@ -4,8 +4,9 @@
 /// Clock: integer nanoseconds; events ordered by (time, sequence), so runs are deterministic.
 /// Every call builds its own state: no globals, several simulations may run at once in threads.
 ///
-/// Actors: one per (pipeline rank, data-parallel replica). The tensor-parallel ranks of a stage run
-/// in lockstep, so one actor stands for them, and its transfers carry all of their traffic. With
+/// Actors: one per (pipeline rank, data-parallel replica). The tensor- and context-parallel ranks of a
+/// stage run in lockstep, so one actor stands for them, and its transfers and in-layer collectives
+/// carry all of their traffic (every group runs at once, as flows over the real links). With
 /// `fold_replicas` (the default), one actor per pipeline rank stands for every data-parallel replica
 /// too: replicas run the same program on symmetric devices, so their transfers are folded into the
 /// same flows (each link counting every replica's traffic that crosses it). A test checks that the
@@ -41,7 +42,7 @@ struct Prediction {
 };
 
 /// The Program a plan runs: the schedule's generator, then communication and gradient sync passes.
-[[nodiscard]] schedule::Program build_program(const plan::Plan& plan, const CostModel& costs,
+[[nodiscard]] schedule::Program build_program(const model::Model& model, const plan::Plan& plan, const CostModel& costs,
                                               const EngineOptions& options);
 
 /// Simulates `program` (which must validate). Throws std::logic_error on an invalid program.

@@ -1,64 +1,137 @@
 #include "sim/plan/layout.h"
 
+#include <stdexcept>
+
+#include <fmt/format.h>
+
 namespace mpsim::plan {
-namespace {
-int coordinate(const RankCoord& c, Axis a) {
+
+int Degrees::expert_data() const noexcept {
+  const int expert_ranks = expert_tensor * expert;
+  return expert_ranks > 0 ? tensor * context * data / expert_ranks : 0;
+}
+
+int Degrees::size(Axis a) const noexcept {
   switch (a) {
-    case Axis::Tensor: return c.tensor;
-    case Axis::Data: return c.data;
-    case Axis::Pipeline: return c.pipeline;
-  }
-  return 0;
-}
-}  // namespace
-
-ParallelLayout::ParallelLayout(const Plan& plan) : order_(plan.placement) {
-  for (std::size_t i = 0; i < 3; ++i) {
-    switch (order_[i]) {
-      case Axis::Tensor: sizes_[i] = plan.tensor; break;
-      case Axis::Data: sizes_[i] = plan.data; break;
-      case Axis::Pipeline: sizes_[i] = plan.pipeline; break;
-    }
-  }
-}
-
-int ParallelLayout::size_of(Axis a) const noexcept {
-  for (std::size_t i = 0; i < 3; ++i) {
-    if (order_[i] == a) return sizes_[i];
+    case Axis::Tensor: return tensor;
+    case Axis::Context: return context;
+    case Axis::Expert: return expert;
+    case Axis::ExpertTensor: return expert_tensor;
+    case Axis::ExpertData: return expert_data();
+    case Axis::Data: return data;
+    case Axis::Pipeline: return pipeline;
   }
   return 1;
 }
 
-RankCoord ParallelLayout::coord(int rank) const noexcept {
-  RankCoord c;
-  int rest = rank;
-  for (std::size_t i = 0; i < 3; ++i) {
-    const int v = rest % sizes_[i];
-    rest /= sizes_[i];
-    switch (order_[i]) {
-      case Axis::Tensor: c.tensor = v; break;
-      case Axis::Data: c.data = v; break;
-      case Axis::Pipeline: c.pipeline = v; break;
+Degrees degrees_of(const Plan& plan) noexcept {
+  Degrees d;
+  d.tensor = plan.tensor;
+  d.expert_tensor = plan.tensor;
+  d.data = plan.data;
+  d.pipeline = plan.pipeline;
+  return d;
+}
+
+std::optional<std::string> degrees_error(const Degrees& d) {
+  for (const Axis a : {Axis::Tensor, Axis::Context, Axis::Expert, Axis::ExpertTensor, Axis::Data, Axis::Pipeline}) {
+    if (d.size(a) < 1) return fmt::format("the {} degree must be at least 1", short_name(a));
+  }
+  const int dense = d.tensor * d.context * d.data;
+  if (dense % (d.expert_tensor * d.expert) != 0) {
+    return fmt::format("expert_tensor {} x expert {} does not divide tensor {} x context {} x data {} = {}",
+                       d.expert_tensor, d.expert, d.tensor, d.context, d.data, dense);
+  }
+  return std::nullopt;
+}
+
+Layout::Layout(const Degrees& degrees, const Placement& placement) : degrees_(degrees), ranks_(degrees.ranks()) {
+  int dense_stride = 1;
+  int expert_stride = 1;
+  for (const Axis word : complete_order(placement)) {
+    // The order string's word read by each generator (parallel folding).
+    const Axis dense_axis = word;
+    const Axis expert_axis = word == Axis::Tensor ? Axis::ExpertTensor : word == Axis::Data ? Axis::ExpertData : word;
+    if (word != Axis::Expert) {
+      dense_.push_back({dense_axis, degrees_.size(dense_axis), dense_stride});
+      dense_stride *= degrees_.size(dense_axis);
+    }
+    if (word != Axis::Context) {
+      expert_.push_back({expert_axis, degrees_.size(expert_axis), expert_stride});
+      expert_stride *= degrees_.size(expert_axis);
     }
   }
-  return c;
 }
 
-int ParallelLayout::rank(RankCoord c) const noexcept {
-  int r = 0;
-  for (int i = 2; i >= 0; --i) r = r * sizes_[static_cast<std::size_t>(i)] + coordinate(c, order_[static_cast<std::size_t>(i)]);
-  return r;
+Layout::Layout(const Plan& plan) : Layout(degrees_of(plan), plan.placement) {}
+
+const Layout::Dim* Layout::find(const Generator& g, Axis a) noexcept {
+  for (const Dim& d : g) {
+    if (d.axis == a) return &d;
+  }
+  return nullptr;
 }
 
-std::vector<int> ParallelLayout::tensor_group(int data, int pipeline) const {
-  std::vector<int> out;
-  for (int t = 0; t < size_of(Axis::Tensor); ++t) out.push_back(rank({t, data, pipeline}));
+const Layout::Generator& Layout::generator_of(AxisSet axes) const {
+  bool dense = true, expert = true;
+  for (const Axis a : kAllAxes) {
+    if (!axes.contains(a)) continue;
+    dense = dense && find(dense_, a) != nullptr;
+    expert = expert && find(expert_, a) != nullptr;
+  }
+  if (dense) return dense_;
+  if (expert) return expert_;
+  throw std::logic_error(fmt::format("the axes {} belong to different layouts", to_string(axes)));
+}
+
+int Layout::coordinate(int rank, Axis a) const noexcept {
+  const Dim* d = find(dense_, a);
+  if (d == nullptr) d = find(expert_, a);
+  if (d == nullptr) return 0;
+  return rank / d->stride % d->size;
+}
+
+int Layout::with(int rank, Axis a, int value) const noexcept {
+  const Dim* d = find(dense_, a);
+  if (d == nullptr) d = find(expert_, a);
+  if (d == nullptr) return rank;
+  return rank + (value - rank / d->stride % d->size) * d->stride;
+}
+
+std::vector<int> Layout::group(int rank, AxisSet axes) const {
+  const Generator& g = generator_of(axes);
+  // The rank with 0 on every axis of the set, then every combination of those axes, first fastest.
+  int base = rank;
+  std::vector<const Dim*> varying;
+  for (const Dim& d : g) {
+    if (!axes.contains(d.axis)) continue;
+    base -= rank / d.stride % d.size * d.stride;
+    varying.push_back(&d);
+  }
+  std::vector<int> out{base};
+  for (const Dim* d : varying) {
+    const std::size_t before = out.size();
+    for (int k = 1; k < d->size; ++k) {
+      for (std::size_t i = 0; i < before; ++i) out.push_back(out[i] + k * d->stride);
+    }
+  }
   return out;
 }
 
-std::vector<int> ParallelLayout::data_group(int tensor, int pipeline) const {
-  std::vector<int> out;
-  for (int d = 0; d < size_of(Axis::Data); ++d) out.push_back(rank({tensor, d, pipeline}));
+std::vector<std::vector<int>> Layout::groups(AxisSet axes) const {
+  const Generator& g = generator_of(axes);
+  // The groups' first members: every combination of the other axes, first fastest.
+  std::vector<int> firsts{0};
+  for (const Dim& d : g) {
+    if (axes.contains(d.axis)) continue;
+    const std::size_t before = firsts.size();
+    for (int k = 1; k < d.size; ++k) {
+      for (std::size_t i = 0; i < before; ++i) firsts.push_back(firsts[i] + k * d.stride);
+    }
+  }
+  std::vector<std::vector<int>> out;
+  out.reserve(firsts.size());
+  for (const int first : firsts) out.push_back(group(first, axes));
   return out;
 }
 

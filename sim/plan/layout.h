@@ -1,40 +1,75 @@
 #pragma once
-/// Where each rank of a plan runs: global rank <-> (tensor, data, pipeline) coordinates <-> GPU.
+/// Where each rank of a plan runs: global rank <-> coordinates on named axes <-> groups, as
+/// Megatron-Core's RankGenerator lays them out, including its parallel folding.
 ///
-/// Megatron's convention: the placement lists the axes fastest-varying first, so with tp-dp-pp the
-/// tensor-parallel ranks of one pipeline stage are consecutive global ranks (one NVSwitch node), and
-/// global rank r runs on the cluster's r-th GPU (in declaration order).
+/// Two generators share the ranks. The attention (dense) generator orders tensor, context, data and
+/// pipeline by the placement (fastest first; its ep has size 1); the expert generator orders
+/// expert_tensor, expert, expert_data and pipeline by the same string, reading tp as expert_tensor,
+/// ep as expert and dp as expert_data (its cp has size 1). Rank r = sum of coordinate x stride, the
+/// stride of an axis being the product of the sizes of the axes before it. Global rank r runs on the
+/// cluster's r-th GPU (declaration order), so with tp first the tensor ranks of a stage are
+/// consecutive (one NVSwitch node).
+///
+/// group(rank, axes): the ranks that share every coordinate of `rank` except those on `axes`, in the
+/// order Megatron lists them (the first of `axes` in the order string varies fastest). All axes of a
+/// set belong to one generator (Pipeline belongs to both).
 #include <array>
-#include <cstdint>
+#include <utility>
 #include <vector>
 
+#include "sim/plan/axis.h"
 #include "sim/plan/plan.h"
 
 namespace mpsim::plan {
 
-struct RankCoord {
-  int tensor = 0;
-  int data = 0;
-  int pipeline = 0;
-  friend bool operator==(const RankCoord&, const RankCoord&) = default;
+/// The size of every axis. expert_data follows from the others (Megatron: tp*cp*dp / (etp*ep)).
+struct Degrees {
+  int tensor = 1;
+  int context = 1;
+  int expert = 1;
+  int expert_tensor = 1;
+  int data = 1;
+  int pipeline = 1;
+  [[nodiscard]] int ranks() const noexcept { return tensor * context * data * pipeline; }
+  [[nodiscard]] int expert_data() const noexcept;
+  [[nodiscard]] int size(Axis a) const noexcept;
 };
+/// A plan's degrees (expert_tensor = tensor, Megatron's default; expert = context = 1).
+[[nodiscard]] Degrees degrees_of(const Plan& plan) noexcept;
+/// Why `d` cannot be laid out (expert_tensor x expert must divide tensor x context x data), or nothing.
+[[nodiscard]] std::optional<std::string> degrees_error(const Degrees& d);
 
-class ParallelLayout {
+class Layout {
  public:
-  explicit ParallelLayout(const Plan& plan);
+  /// Preconditions: placement_error(placement) and degrees_error(degrees) are empty.
+  Layout(const Degrees& degrees, const Placement& placement);
+  explicit Layout(const Plan& plan);
 
-  [[nodiscard]] int ranks() const noexcept { return sizes_[0] * sizes_[1] * sizes_[2]; }
-  [[nodiscard]] RankCoord coord(int rank) const noexcept;
-  [[nodiscard]] int rank(RankCoord c) const noexcept;
-  /// Global ranks of the tensor group of (data, pipeline), in tensor order.
-  [[nodiscard]] std::vector<int> tensor_group(int data, int pipeline) const;
-  /// Global ranks of the data-parallel group of (tensor, pipeline), in data order.
-  [[nodiscard]] std::vector<int> data_group(int tensor, int pipeline) const;
+  [[nodiscard]] int ranks() const noexcept { return ranks_; }
+  [[nodiscard]] int size(Axis a) const noexcept { return degrees_.size(a); }
+  [[nodiscard]] int coordinate(int rank, Axis a) const noexcept;
+  /// The rank with `rank`'s coordinates but `value` on `a`.
+  [[nodiscard]] int with(int rank, Axis a, int value) const noexcept;
+  /// The group of `rank` over `axes` (see above); {rank} for an empty set or size-1 axes.
+  [[nodiscard]] std::vector<int> group(int rank, AxisSet axes) const;
+  /// Every group over `axes`, in Megatron's order (the group holding rank 0 first; the remaining
+  /// axes enumerate groups, first in the order string fastest).
+  [[nodiscard]] std::vector<std::vector<int>> groups(AxisSet axes) const;
 
  private:
-  Placement order_;
-  std::array<int, 3> sizes_{};  // in placement order
-  [[nodiscard]] int size_of(Axis a) const noexcept;
+  struct Dim {
+    Axis axis;
+    int size;
+    int stride;
+  };
+  using Generator = std::vector<Dim>;  // fastest first
+  [[nodiscard]] const Generator& generator_of(AxisSet axes) const;
+  [[nodiscard]] static const Dim* find(const Generator& g, Axis a) noexcept;
+
+  Degrees degrees_;
+  int ranks_ = 1;
+  Generator dense_;
+  Generator expert_;
 };
 
 }  // namespace mpsim::plan

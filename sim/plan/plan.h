@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "sim/core/input_error.h"
+#include "sim/plan/axis.h"
 #include "sim/model/recompute.h"
 
 namespace mpsim::plan {
@@ -38,13 +39,6 @@ inline constexpr std::pair<std::string_view, ScheduleKind> kScheduleNames[] = {
     {"pipedream-flush", ScheduleKind::OneFOneB},
 };
 
-/// The three parallel axes; a placement orders them fastest-varying first over global ranks.
-enum class Axis : std::uint8_t { Tensor, Data, Pipeline };
-using Placement = std::array<Axis, 3>;
-inline constexpr Placement kMegatronPlacement{Axis::Tensor, Axis::Data, Axis::Pipeline};  ///< "tp-dp-pp"
-/// "tp-dp-pp" style.
-[[nodiscard]] std::string to_string(const Placement& p);
-
 enum class Objective : std::uint8_t { Speed, Memory };
 [[nodiscard]] std::string_view to_string(Objective o) noexcept;
 
@@ -62,6 +56,7 @@ struct PlanSpec {
   std::vector<int> partition;          ///< empty = balanced; else boundaries, pipeline*virtual_stages+1 of them
   Recompute recompute = Recompute::None;
   bool sequence_parallel = false;
+  bool overlap_tensor_comm = false;    ///< in-layer tensor collectives beside the compute (--tp-comm-overlap)
   int zero = 0;
   Placement placement = kMegatronPlacement;
   std::optional<int> active_microbatches;         ///< SageMaker interleaved cap; default pipeline + 2
@@ -87,6 +82,7 @@ struct Plan {
   std::vector<int> partition;  ///< boundaries over the model's layers, pipeline*virtual_stages+1 of them
   Recompute recompute = Recompute::None;
   bool sequence_parallel = false;
+  bool overlap_tensor_comm = false;
   int zero = 0;
   Placement placement = kMegatronPlacement;
   int active_microbatches = 3;

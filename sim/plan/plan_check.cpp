@@ -84,6 +84,7 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   p.schedule = spec.schedule;
   p.recompute = spec.recompute;
   p.sequence_parallel = spec.sequence_parallel;
+  p.overlap_tensor_comm = spec.overlap_tensor_comm;
   p.zero = spec.zero;
   p.placement = spec.placement;
   p.optimize = spec.optimize;

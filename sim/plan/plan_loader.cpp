@@ -23,52 +23,36 @@ std::string_view to_string(Objective o) noexcept { return o == Objective::Speed 
 
 namespace {
 
-std::string_view axis_word(Axis a) {
-  switch (a) {
-    case Axis::Tensor: return "tp";
-    case Axis::Data: return "dp";
-    case Axis::Pipeline: return "pp";
-  }
-  return "?";
-}
-
 constexpr std::pair<std::string_view, Recompute> kRecompute[] = {
     {"none", Recompute::None}, {"selective", Recompute::Selective}, {"full", Recompute::Full}};
 constexpr std::pair<std::string_view, Objective> kObjective[] = {{"speed", Objective::Speed},
                                                                   {"memory", Objective::Memory}};
 
-/// "tp-dp-pp" (fastest first), or SageMaker's "cluster", "spread" or a D/P/T permutation (rightmost fastest).
+/// "tp-dp-pp" or "tp-cp-ep-dp-pp" (fastest first), or SageMaker's "cluster", "spread" or a D/P/T
+/// permutation (rightmost fastest).
 Placement parse_placement(const Field& f, bool sagemaker) {
   const std::string text = f.as_string();
   if (text == "cluster") return {Axis::Tensor, Axis::Pipeline, Axis::Data};  // SageMaker "DPT"
   if (text == "spread") return {Axis::Data, Axis::Pipeline, Axis::Tensor};   // SageMaker "TPD"
-  Placement p{};
-  std::vector<Axis> seen;
+  Placement p;
   if (sagemaker || (text.size() == 3 && text.find('-') == std::string::npos)) {
     if (text.size() != 3) f.fail(fmt::format("'{}' is not a placement (cluster, spread, or a permutation of DPT)", text));
     for (std::size_t i = 0; i < 3; ++i) {
       const char c = text[2 - i];  // rightmost letter varies fastest
-      const Axis a = c == 'T' ? Axis::Tensor : c == 'D' ? Axis::Data : c == 'P' ? Axis::Pipeline : Axis{255};
-      if (static_cast<int>(a) == 255) f.fail(fmt::format("'{}' is not a permutation of D, P and T", text));
-      p[i] = a;
-      seen.push_back(a);
+      if (c != 'T' && c != 'D' && c != 'P') f.fail(fmt::format("'{}' is not a permutation of D, P and T", text));
+      p.push_back(c == 'T' ? Axis::Tensor : c == 'D' ? Axis::Data : Axis::Pipeline);
     }
   } else {
     std::size_t start = 0;
-    for (std::size_t i = 0; i < 3; ++i) {
-      const std::size_t end = text.find('-', start);
-      const std::string word = text.substr(start, end == std::string::npos ? std::string::npos : end - start);
-      const Axis a = word == "tp" ? Axis::Tensor : word == "dp" ? Axis::Data : word == "pp" ? Axis::Pipeline : Axis{255};
-      if (static_cast<int>(a) == 255 || (i < 2 && end == std::string::npos) || (i == 2 && end != std::string::npos)) {
-        f.fail(fmt::format("'{}' is not a placement: write the three axes fastest first, e.g. tp-dp-pp", text));
-      }
-      p[i] = a;
-      seen.push_back(a);
+    while (start <= text.size()) {
+      const std::size_t end = std::min(text.find('-', start), text.size());
+      const auto a = axis_from_short_name(std::string_view(text).substr(start, end - start));
+      if (!a) f.fail(fmt::format("'{}' is not a placement: write the axes fastest first, e.g. tp-dp-pp or tp-cp-ep-dp-pp", text));
+      p.push_back(*a);
       start = end + 1;
     }
   }
-  std::sort(seen.begin(), seen.end());
-  if (std::adjacent_find(seen.begin(), seen.end()) != seen.end()) f.fail(fmt::format("'{}' repeats an axis", text));
+  if (const auto error = placement_error(p)) f.fail(*error);
   return p;
 }
 
@@ -101,24 +85,21 @@ class Reader {
 
 }  // namespace
 
-std::string to_string(const Placement& p) {
-  return fmt::format("{}-{}-{}", axis_word(p[0]), axis_word(p[1]), axis_word(p[2]));
-}
-
 PlanSpec load_plan_spec(const Field& root) {
   PlanSpec spec;
   spec.file = root.file();
   root.expect_keys({// mpsim
                     "parallelism", "batch", "schedule", "partition", "recompute", "sequence_parallel", "zero",
                     "placement", "active_microbatches", "microbatch_group_size_per_vp_stage", "optimize",
-                    "allow_tensor_across_nodes",
+                    "allow_tensor_across_nodes", "overlap",
                     // SageMaker
                     "partitions", "pipeline_parallel_degree", "tensor_parallel_degree", "microbatches", "pipeline",
                     "placement_strategy", "ddp", "auto_partition",
                     // Megatron
                     "tensor_model_parallel_size", "pipeline_model_parallel_size", "data_parallel_size",
                     "virtual_pipeline_model_parallel_size", "num_layers_per_virtual_pipeline_stage",
-                    "micro_batch_size", "global_batch_size", "recompute_granularity", "use_distributed_optimizer"});
+                    "micro_batch_size", "global_batch_size", "recompute_granularity", "use_distributed_optimizer",
+                    "tp_comm_overlap"});
   Reader r(spec);
 
   if (auto par = root.get("parallelism")) {
@@ -162,6 +143,7 @@ PlanSpec load_plan_spec(const Field& root) {
     spec.recompute = f->as_enum(kMegatron);
   }
   if (auto f = r.get(root, "use_distributed_optimizer", "zero")) spec.zero = f->as_bool() ? 1 : 0;
+  if (auto f = r.get(root, "tp_comm_overlap", "overlap.tensor_comm")) spec.overlap_tensor_comm = f->as_bool();
   if (auto f = root.get("num_layers_per_virtual_pipeline_stage")) {
     f->fail("give 'virtual_pipeline_model_parallel_size' (or parallelism.virtual_stages) instead: the layers per "
             "virtual stage follow from it");
@@ -179,6 +161,10 @@ PlanSpec load_plan_spec(const Field& root) {
   }
   if (auto f = r.get(root, "recompute", "recompute")) spec.recompute = f->as_enum(kRecompute);
   if (auto f = r.get(root, "sequence_parallel", "sequence_parallel")) spec.sequence_parallel = f->as_bool();
+  if (auto overlap = root.get("overlap")) {
+    overlap->expect_keys({"tensor_comm"});
+    if (auto f = r.get(*overlap, "tensor_comm", "overlap.tensor_comm")) spec.overlap_tensor_comm = f->as_bool();
+  }
   if (auto f = r.get(root, "zero", "zero")) spec.zero = static_cast<int>(f->as_int_in(0, 3));
   if (auto f = r.get(root, "placement", "placement")) spec.placement = parse_placement(*f, false);
   r.count(root, "active_microbatches", "active_microbatches", spec.active_microbatches);
@@ -208,6 +194,7 @@ std::string write_plan_yaml(const Plan& p) {
   out += fmt::format("partition: [{}]\n", fmt::join(p.partition, ", "));
   out += fmt::format("recompute: {}\n", model::to_string(p.recompute));
   out += fmt::format("sequence_parallel: {}\n", p.sequence_parallel);
+  if (p.overlap_tensor_comm) out += "overlap: { tensor_comm: true }\n";
   out += fmt::format("zero: {}\n", p.zero);
   out += fmt::format("placement: {}\n", to_string(p.placement));
   if (p.schedule == ScheduleKind::SageMakerInterleaved) out += fmt::format("active_microbatches: {}\n", p.active_microbatches);

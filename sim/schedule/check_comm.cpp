@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/schedule/message.h"
 #include "sim/schedule/ops.h"
 #include "sim/schedule/validate_detail.h"
 #include "sim/schedule/virtual_stage.h"
@@ -16,28 +17,6 @@ struct Located {
   std::size_t index = 0;
   friend bool operator==(const Located&, const Located&) = default;
 };
-
-/// A transfer: direction (false activation, true gradient), sending virtual stage, microbatch.
-using Channel = std::tuple<bool, int, std::uint32_t>;
-
-Channel channel_of(const PipelineShape& shape, int rank, const Op& op) {
-  const int vs = virtual_stage(shape, rank, op.chunk);
-  switch (op.kind) {
-    case OpKind::SendActivation: return {false, vs, op.microbatch};
-    case OpKind::RecvActivation: return {false, vs - 1, op.microbatch};
-    case OpKind::SendGrad: return {true, vs, op.microbatch};
-    case OpKind::RecvGrad: return {true, vs + 1, op.microbatch};
-    case OpKind::Forward:
-    case OpKind::Backward:
-    case OpKind::BackwardInput:
-    case OpKind::BackwardWeight:
-    case OpKind::AllReduce:
-    case OpKind::ReduceScatter:
-    case OpKind::AllGather:
-    case OpKind::OptimizerStep: break;
-  }
-  return {false, -1, 0};
-}
 
 /// The Recv that a Send's data should meet, in text form ("rA3.1"), and the rank it belongs on.
 std::pair<int, std::string> counterpart(const Program& program, int rank, const Op& send) {
@@ -57,12 +36,12 @@ struct Ends {
 }  // namespace
 
 std::optional<ProgramError> check_pairing(const Program& program, const Naming& naming) {
-  std::map<Channel, Ends> channels;
+  std::map<MessageId, Ends> channels;
   for (int rank = 0; rank < program.shape.stages; ++rank) {
     const std::vector<Op>& stream = program.streams[static_cast<std::size_t>(rank)];
     for (std::size_t i = 0; i < stream.size(); ++i) {
-      if (is_send(stream[i].kind)) channels[channel_of(program.shape, rank, stream[i])].sends.push_back({rank, i});
-      if (is_recv(stream[i].kind)) channels[channel_of(program.shape, rank, stream[i])].recvs.push_back({rank, i});
+      if (is_send(stream[i].kind)) channels[message_of(program.shape, rank, stream[i])].sends.push_back({rank, i});
+      if (is_recv(stream[i].kind)) channels[message_of(program.shape, rank, stream[i])].recvs.push_back({rank, i});
     }
   }
   for (int rank = 0; rank < program.shape.stages; ++rank) {
@@ -70,7 +49,7 @@ std::optional<ProgramError> check_pairing(const Program& program, const Naming& 
     for (std::size_t i = 0; i < stream.size(); ++i) {
       const Op& op = stream[i];
       if (!is_send(op.kind) && !is_recv(op.kind)) continue;
-      const Ends& ends = channels.at(channel_of(program.shape, rank, op));
+      const Ends& ends = channels.at(message_of(program.shape, rank, op));
       const Located here{rank, i};
       if (is_send(op.kind)) {
         if (ends.sends.front() != here) {

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/schedule/message.h"
 #include "sim/schedule/validate_detail.h"
 #include "sim/schedule/virtual_stage.h"
 
@@ -19,16 +20,12 @@ struct Located {
 /// Where each Recv's Send is (pairing has made it unique).
 std::vector<std::vector<Located>> sources(const Program& program) {
   const PipelineShape& shape = program.shape;
-  // (gradient?, receiving virtual stage, microbatch) -> the Send feeding it
-  std::map<std::tuple<bool, int, std::uint32_t>, Located> sends;
+  std::map<MessageId, Located> sends;  // the Send feeding each message
   for (int rank = 0; rank < shape.stages; ++rank) {
     const std::vector<Op>& stream = program.streams[static_cast<std::size_t>(rank)];
     for (std::size_t i = 0; i < stream.size(); ++i) {
       const Op& op = stream[i];
-      if (!is_send(op.kind)) continue;
-      const bool grad = op.kind == OpKind::SendGrad;
-      const int to = virtual_stage(shape, rank, op.chunk) + (grad ? -1 : 1);
-      sends[{grad, to, op.microbatch}] = {rank, i};
+      if (is_send(op.kind)) sends[message_of(shape, rank, op)] = {rank, i};
     }
   }
   std::vector<std::vector<Located>> source(program.streams.size());
@@ -38,7 +35,7 @@ std::vector<std::vector<Located>> sources(const Program& program) {
     for (std::size_t i = 0; i < stream.size(); ++i) {
       const Op& op = stream[i];
       if (!is_recv(op.kind)) continue;
-      const auto it = sends.find({op.kind == OpKind::RecvGrad, virtual_stage(shape, rank, op.chunk), op.microbatch});
+      const auto it = sends.find(message_of(shape, rank, op));
       if (it != sends.end()) source[static_cast<std::size_t>(rank)][i] = it->second;
     }
   }

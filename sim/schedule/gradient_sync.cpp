@@ -38,6 +38,8 @@ void check(const Program& program, const GradientSync& sync) {
   if (sync.zero < 0) throw std::invalid_argument(fmt::format("ZeRO stage {} is not a stage", sync.zero));
 }
 
+bool is_layer_collective(const Op& op) noexcept { return is_collective(op.kind) && is_in_layer(op.stream); }
+
 /// True for the ops after which a chunk's weight gradients are complete.
 bool ends_weight_gradient(OpKind k) noexcept { return k == OpKind::Backward || k == OpKind::BackwardWeight; }
 
@@ -60,7 +62,7 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
     }
     const auto emit_reduce = [&](std::vector<Op>& out, int c) {
       for (const Bytes b : buckets[static_cast<std::size_t>(c)]) {
-        out.push_back(collective_op(reduce, GroupKind::Data, b, c));
+        out.push_back(collective_op(reduce, plan::Axis::Data, b, c));
       }
     };
 
@@ -71,7 +73,7 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
       for (std::size_t i = 0; i < stream.size(); ++i) {
         if (!ends_weight_gradient(stream[i].kind) || stream[i].chunk >= chunks) continue;
         std::size_t end = i + 1;
-        while (end < stream.size() && is_send(stream[end].kind)) ++end;
+        while (end < stream.size() && (is_send(stream[end].kind) || is_layer_collective(stream[end]))) ++end;
         after[stream[i].chunk] = end;
       }
     }
@@ -87,7 +89,7 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
     if (sync.zero >= 1) {
       for (int c = 0; c < chunks; ++c) {
         for (const Bytes b : buckets[static_cast<std::size_t>(c)]) {
-          out.push_back(collective_op(OpKind::AllGather, GroupKind::Data, b, c));
+          out.push_back(collective_op(OpKind::AllGather, plan::Axis::Data, b, c));
         }
       }
     }
@@ -115,10 +117,12 @@ Bytes default_gradient_bucket(int data_parallel) noexcept {
   return Bytes::bytes(parameters * kGradientBytesPerParameter);
 }
 
-Program plan_program(const plan::Plan& plan, GradientSync sync) {
+Program plan_program(const model::Model& model, const plan::Plan& plan, GradientSync sync) {
   sync.zero = plan.zero;
   sync.data_parallel = plan.data > 1;
-  return add_gradient_sync(lower_comm(make_program(shape_of(plan))), sync);
+  Program lowered = add_layer_collectives(lower_comm(make_program(shape_of(plan))), chunk_layer_collectives(model, plan),
+                                          plan.overlap_tensor_comm);
+  return add_gradient_sync(std::move(lowered), sync);
 }
 
 }  // namespace mpsim::schedule

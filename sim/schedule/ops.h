@@ -23,12 +23,22 @@ namespace mpsim::schedule {
 }
 
 /// A collective of `bytes` per rank over `group`; `chunk` names the chunk whose tensors it moves.
-[[nodiscard]] constexpr Op collective_op(OpKind kind, GroupKind group, Bytes bytes, int chunk = 0) noexcept {
+[[nodiscard]] constexpr Op collective_op(OpKind kind, plan::AxisSet group, Bytes bytes, int chunk = 0) noexcept {
   Op op;
   op.kind = kind;
   op.group = group;
   op.bytes = bytes;
   op.chunk = static_cast<std::uint16_t>(chunk);
+  return op;
+}
+
+/// `count` collectives of `bytes` inside the layers of `chunk`, for `microbatch`, on `stream`.
+[[nodiscard]] constexpr Op layer_collective_op(OpKind kind, plan::AxisSet group, Bytes bytes, int count,
+                                               CommStream stream, int microbatch, int chunk) noexcept {
+  Op op = collective_op(kind, group, bytes, chunk);
+  op.stream = stream;
+  op.count = static_cast<std::uint16_t>(count);
+  op.microbatch = static_cast<std::uint32_t>(microbatch);
   return op;
 }
 

@@ -24,6 +24,39 @@ namespace mpsim::schedule {
 /// the pass is idempotent.
 [[nodiscard]] Program lower_comm(Program program);
 
+/// Collectives inside one pass of a chunk's layers, per microbatch on one GPU: `count` collectives of
+/// `bytes` over `group`.
+struct LayerCollective {
+  OpKind kind = OpKind::AllReduce;
+  plan::AxisSet group = plan::Axis::Tensor;
+  Bytes bytes;
+  int count = 1;
+  friend bool operator==(const LayerCollective&, const LayerCollective&) = default;
+};
+/// A chunk's in-layer collectives by pass. The fused backward (B) and the input-gradient half (I)
+/// carry `backward`; the weight-gradient half communicates nothing.
+struct ChunkCollectives {
+  std::vector<LayerCollective> forward;
+  std::vector<LayerCollective> backward;
+};
+
+/// What the layers of each chunk communicate inside their passes ([rank][chunk]), as Megatron runs it:
+/// a layer with k tensor-parallel all-reduces of its output (model::Layer) makes k all-reduces of
+/// output x micro batch bytes over the tensor group in its forward and k in its backward; with
+/// sequence parallelism each becomes an all-gather and a reduce-scatter of the same size. Full
+/// recomputation runs the forward's collectives again before the backward's. Collectives of equal
+/// kind and size in a chunk's layers merge into one with their count. None when tensor = 1.
+[[nodiscard]] std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::Model& model,
+                                                                               const plan::Plan& plan);
+
+/// Adds every chunk's in-layer collectives to the program, on the compute stream (overlap = false:
+/// after the compute op, which the stream then waits for, as Megatron's blocking TP all-reduce) or
+/// beside it (overlap = true: before the compute op, which ends no earlier than they do). Each op
+/// carries the compute op's microbatch and chunk. O(ops).
+/// Throws std::invalid_argument when `collectives` is not [stages][chunks].
+[[nodiscard]] Program add_layer_collectives(Program program, const std::vector<std::vector<ChunkCollectives>>& collectives,
+                                            bool overlap);
+
 /// What add_gradient_sync() needs to know about the gradients and the data-parallel setup.
 struct GradientSync {
   std::vector<std::vector<Bytes>> gradient_bytes;  ///< [rank][chunk]: gradient bytes per GPU of the rank
@@ -38,8 +71,8 @@ struct GradientSync {
 /// (zero = 0) or a ReduceScatter (zero >= 1) per bucket, a chunk's bytes split into
 /// ceil(bytes / bucket_size) buckets, the last one smaller, chunks in reverse order (v-1 first,
 /// as backward makes them ready). With `overlap`, a chunk's buckets follow that chunk's last
-/// backward op (B or W) on the rank, after the SendGrad that op feeds (so the transfer on the
-/// critical path is issued first); without, all buckets follow the last op of the stream. Then
+/// backward op (B or W) on the rank, after that op's in-layer collectives and the SendGrad it feeds
+/// (so the transfer on the critical path is issued first); without, all buckets follow the last op of the stream. Then
 /// OptimizerStep ends every stream (also without data parallelism), and with zero >= 1 an AllGather
 /// of the updated parameters per bucket (same sizes, chunk 0 first, as the next forward needs
 /// them) follows it. Collectives carry the chunk whose tensors they move.
@@ -59,8 +92,9 @@ inline constexpr int kGradientBytesPerParameter = 4;
 [[nodiscard]] Bytes default_gradient_bucket(int data_parallel) noexcept;
 
 /// The Program a plan runs, as the simulator and the executor both build it: the schedule's
-/// generator, lower_comm(), then add_gradient_sync() with `sync` (its `zero` and `data_parallel`
-/// are taken from the plan).
-[[nodiscard]] Program plan_program(const plan::Plan& plan, GradientSync sync);
+/// generator, lower_comm(), add_layer_collectives() with chunk_layer_collectives(model, plan) and the
+/// plan's tensor-communication overlap, then add_gradient_sync() with `sync` (its `zero` and
+/// `data_parallel` are taken from the plan).
+[[nodiscard]] Program plan_program(const model::Model& model, const plan::Plan& plan, GradientSync sync);
 
 }  // namespace mpsim::schedule

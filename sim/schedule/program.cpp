@@ -22,6 +22,15 @@ std::string_view to_string(OpKind k) noexcept {
   return "?";
 }
 
+std::string_view to_string(CommStream s) noexcept {
+  switch (s) {
+    case CommStream::Gradient: return "gradient";
+    case CommStream::Blocking: return "blocking";
+    case CommStream::Overlapped: return "overlapped";
+  }
+  return "?";
+}
+
 PipelineShape shape_of(const plan::Plan& plan) noexcept {
   PipelineShape shape;
   shape.stages = plan.pipeline;
@@ -78,6 +87,10 @@ bool is_pipeline_compute(OpKind k) noexcept { return is_compute(k) && k != OpKin
 
 std::string to_text(const Op& op, bool with_chunk) {
   const std::string_view word = whole_word(op.kind);
+  if (is_collective(op.kind) && is_in_layer(op.stream)) {
+    return op.count > 1 ? fmt::format("{}:{}*{}", word, plan::to_string(op.group), op.count)
+                        : fmt::format("{}:{}", word, plan::to_string(op.group));
+  }
   if (!word.empty()) return std::string(word);
   if (with_chunk) return fmt::format("{}{}.{}", prefix(op.kind), op.microbatch, op.chunk);
   return fmt::format("{}{}", prefix(op.kind), op.microbatch);

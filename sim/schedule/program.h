@@ -18,8 +18,11 @@
 ///   in stream order; the next op of the stream is issued when a compute op ends.
 /// - A Send is issued and the stream moves on; its transfer starts at once (eager).
 /// - A Recv blocks the stream until the matching Send's data has arrived.
-/// - A collective is issued and the stream moves on; a rank's collectives run one at a time in order.
-///   OptimizerStep waits for all of the rank's collectives to end.
+/// - A collective runs on the stream its `stream` field names (CommStream): gradient collectives are
+///   issued and the stream moves on, a rank's run one at a time in order, and OptimizerStep waits for
+///   all of them; in-layer collectives either block the compute stream (Blocking) or run beside the
+///   compute op that follows them, which then ends no earlier than they do (Overlapped).
+/// - `count` identical collectives run back to back as one op (a chunk's layers' all-reduces).
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -59,18 +62,27 @@ enum class OpKind : std::uint8_t {
   return k == OpKind::AllReduce || k == OpKind::ReduceScatter || k == OpKind::AllGather;
 }
 
-/// The group a collective runs over, resolved to devices by the plan's layout.
-enum class GroupKind : std::uint8_t { Data, Tensor };
+/// Where a collective runs and what waits for it.
+enum class CommStream : std::uint8_t {
+  Gradient,    ///< the rank's collective stream (gradient reduction, parameter gathers); OptimizerStep joins it
+  Blocking,    ///< inside a layer, on the compute stream: the stream waits (Megatron's TP all-reduce)
+  Overlapped,  ///< inside a layer, beside the next compute op, which ends no earlier (--tp-comm-overlap)
+};
+[[nodiscard]] std::string_view to_string(CommStream s) noexcept;
+[[nodiscard]] constexpr bool is_in_layer(CommStream s) noexcept { return s != CommStream::Gradient; }
 
 inline constexpr std::uint32_t kNoPeer = 0xFFFFFFFFu;
 
 struct Op {
   OpKind kind = OpKind::Forward;
   std::uint16_t chunk = 0;        ///< model chunk on this rank (virtual stage = chunk * stages + rank)
-  std::uint32_t microbatch = 0;   ///< unused by collectives and OptimizerStep
+  std::uint32_t microbatch = 0;   ///< unused by gradient collectives and OptimizerStep
   std::uint32_t peer = kNoPeer;   ///< Send/Recv: the other pipeline rank
-  GroupKind group = GroupKind::Data;  ///< collectives only
-  Bytes bytes;                    ///< collectives only: payload per rank (a gradient bucket)
+  plan::AxisSet group = plan::Axis::Data;  ///< collectives only: the axes the group spans (Layout::group)
+  CommStream stream = CommStream::Gradient;  ///< collectives only
+  std::uint16_t count = 1;        ///< collectives only: identical collectives back to back
+  Bytes bytes;                    ///< collectives only: buffer per rank and collective (a gradient bucket,
+                                  ///< a layer's output); all-gather: the gathered size
 
   friend bool operator==(const Op&, const Op&) = default;
 };
@@ -98,7 +110,7 @@ struct Program {
 /// "F0 F1 B0 ..." per rank, one line each, in PyTorch's action letters: F forward, B fused backward,
 /// I backward-input, W backward-weight; with chunks > 1 the chunk follows a dot ("F3.1"). With
 /// `with_comm`, communication appears too: "sA0" / "rA0" (activation), "sG0" / "rG0" (gradient),
-/// "AR" / "RS" / "AG" (collectives), and "OPT".
+/// "AR" / "RS" / "AG" (collectives; in-layer ones add their group and count, "AR:tp*4"), and "OPT".
 [[nodiscard]] std::string to_text(const Program& program, bool with_comm = false);
 
 /// One op in the notation of to_text(Program, true): "F3", "I3.1" (with `with_chunk`), "rG0", "AR", "OPT".

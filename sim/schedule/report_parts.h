@@ -14,11 +14,12 @@
 
 namespace mpsim::schedule {
 
-/// The threads of a device's four lanes (under the process "node<i>"), in this order: compute, send,
-/// receive wait, collectives. `local_name` is the device name without its node ("gpu3").
-[[nodiscard]] inline std::array<std::string, 4> device_lane_threads(std::string_view local_name) {
+/// The threads of a device's five lanes (under the process "node<i>"), in this order: compute, send,
+/// receive wait, collectives (gradient stream), layer comm (in-layer collectives such as tensor-parallel
+/// all-reduces). `local_name` is the device name without its node ("gpu3").
+[[nodiscard]] inline std::array<std::string, 5> device_lane_threads(std::string_view local_name) {
   const std::string local(local_name);
-  return {local + " compute", local + " send", local + " recv wait", local + " collectives"};
+  return {local + " compute", local + " send", local + " recv wait", local + " collectives", local + " layer comm"};
 }
 
 [[nodiscard]] inline trace::PlanSummary plan_summary(const plan::Plan& p) {

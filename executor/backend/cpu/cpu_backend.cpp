@@ -88,6 +88,12 @@ class CpuBackend final : public Backend {
   [[nodiscard]] std::string name() const override { return "cpu"; }
   [[nodiscard]] int world_rank() const noexcept override { return rank_; }
   [[nodiscard]] int world_size() const noexcept override { return size_; }
+  [[nodiscard]] std::int64_t max_tag() const override {
+    int* bound = nullptr;
+    int found = 0;
+    mpi_check(MPI_Comm_get_attr(MPI_COMM_WORLD, MPI_TAG_UB, &bound, &found), "MPI_Comm_get_attr", -1);
+    return found != 0 && bound != nullptr ? *bound : 32767;  // the standard's guaranteed minimum
+  }
 
   [[nodiscard]] float* allocate(std::size_t count) override {
     // calloc gives the zero fill; count 0 still yields a distinct pointer.

@@ -8,6 +8,7 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <limits>
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -175,6 +176,8 @@ class CudaBackend final : public Backend {
   [[nodiscard]] std::string name() const override { return "cuda"; }
   [[nodiscard]] int world_rank() const noexcept override { return rank_; }
   [[nodiscard]] int world_size() const noexcept override { return size_; }
+  /// Tags travel in the message header as 32-bit integers.
+  [[nodiscard]] std::int64_t max_tag() const override { return std::numeric_limits<std::int32_t>::max(); }
 
   // --- memory ---------------------------------------------------------------------------------
   [[nodiscard]] float* allocate(std::size_t count) override {

@@ -58,7 +58,7 @@ TEST(LowerBound, TightWithoutCommunication) {
         cluster, model);
     const auto prediction = engine::simulate(cluster, model, plan);
     EXPECT_EQ(TimeNs::seconds(prediction.report.step_time_s), TimeNs::ms((8 + 3) * 12)) << schedule;
-    const plan::ParallelLayout layout(plan);
+    const plan::Layout layout(plan);
     const auto costs = engine::build_cost_model(cluster, model, plan, layout);
     std::vector<StageTimes> stages;
     for (int r = 0; r < 4; ++r) {
@@ -92,7 +92,7 @@ int check_bounds(const topology::Cluster& cluster, const model::Model& model, in
         << model.name << " candidate " << p->id << " " << plan::to_string(plan.schedule) << " t" << plan.tensor << " p"
         << plan.pipeline << " v" << plan.virtual_stages << " m" << plan.microbatches;
     // The bound from the plan's exact chunk times too.
-    const plan::ParallelLayout layout(plan);
+    const plan::Layout layout(plan);
     const auto costs = engine::build_cost_model(cluster, model, plan, layout);
     std::vector<StageTimes> stages(static_cast<std::size_t>(plan.stages()));
     for (int r = 0; r < plan.pipeline; ++r) {

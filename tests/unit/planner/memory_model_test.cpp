@@ -79,7 +79,7 @@ TEST(StaticMemory, AsTheCostModelCountsIt) {
       spec.partition = plan::even_partition(24, pipeline);
       if (pipeline > 1) spec.partition[1] += 1;  // uneven on purpose
       const plan::Plan p = plan::resolve_plan(spec, cluster, model);
-      const plan::ParallelLayout layout(p);
+      const plan::Layout layout(p);
       const auto costs = engine::build_cost_model(cluster, model, p, layout);
       // The gradient buckets the executor sizes its collectives from are the cost model's.
       const auto gradient_bytes = schedule::chunk_gradient_bytes(model, p);

@@ -30,6 +30,7 @@ class SyntheticBackend : public Backend {
   [[nodiscard]] std::string name() const override { return "synthetic"; }
   [[nodiscard]] int world_rank() const noexcept override { return 0; }
   [[nodiscard]] int world_size() const noexcept override { return 1; }
+  [[nodiscard]] std::int64_t max_tag() const override { return 32767; }
   [[nodiscard]] float* allocate(std::size_t count) override {
     buffers_.push_back(std::make_unique<float[]>(count));
     return buffers_.back().get();

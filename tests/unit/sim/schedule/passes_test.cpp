@@ -102,7 +102,7 @@ TEST(GradientSync, BucketsSplitEachChunkWithTheLastOneSmaller) {
   EXPECT_EQ(collective_bytes(p.streams[1], OpKind::AllReduce).back(), 1 * mib);
   for (const Op& op : p.streams[1]) {
     if (is_collective(op.kind)) {
-      EXPECT_EQ(op.group, GroupKind::Data);
+      EXPECT_EQ(op.group, plan::Axis::Data);
     }
   }
 }

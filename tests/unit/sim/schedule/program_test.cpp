@@ -32,9 +32,9 @@ TEST(Program, OpText) {
   EXPECT_EQ(to_text(comm_op(OpKind::RecvActivation, 2, 1, 1), true), "rA2.1");
   EXPECT_EQ(to_text(comm_op(OpKind::SendGrad, 4, 0, 0), false), "sG4");
   EXPECT_EQ(to_text(comm_op(OpKind::RecvGrad, 4, 0, 2), false), "rG4");
-  EXPECT_EQ(to_text(collective_op(OpKind::AllReduce, GroupKind::Data, Bytes::mib(1), 1), true), "AR");
-  EXPECT_EQ(to_text(collective_op(OpKind::ReduceScatter, GroupKind::Data, Bytes::mib(1)), false), "RS");
-  EXPECT_EQ(to_text(collective_op(OpKind::AllGather, GroupKind::Data, Bytes::mib(1)), false), "AG");
+  EXPECT_EQ(to_text(collective_op(OpKind::AllReduce, plan::Axis::Data, Bytes::mib(1), 1), true), "AR");
+  EXPECT_EQ(to_text(collective_op(OpKind::ReduceScatter, plan::Axis::Data, Bytes::mib(1)), false), "RS");
+  EXPECT_EQ(to_text(collective_op(OpKind::AllGather, plan::Axis::Data, Bytes::mib(1)), false), "AG");
   EXPECT_EQ(to_text(optimizer_step_op(), false), "OPT");
 }
 
@@ -45,7 +45,7 @@ TEST(Program, TextHasOneLinePerRankAndHidesCommUnlessAsked) {
                 comm_op(OpKind::RecvGrad, 0, 0, 1), compute_op(OpKind::Backward, 0), optimizer_step_op()},
                {comm_op(OpKind::RecvActivation, 0, 0, 0), compute_op(OpKind::Forward, 0),
                 compute_op(OpKind::Backward, 0), comm_op(OpKind::SendGrad, 0, 0, 0),
-                collective_op(OpKind::AllReduce, GroupKind::Data, Bytes::mib(4)), optimizer_step_op()}};
+                collective_op(OpKind::AllReduce, plan::Axis::Data, Bytes::mib(4)), optimizer_step_op()}};
   EXPECT_EQ(to_text(p), "F0 B0\nF0 B0\n");
   EXPECT_EQ(to_text(p, true), "F0 sA0 rG0 B0 OPT\nrA0 F0 B0 sG0 AR OPT\n");
   p.shape.chunks = 2;

@@ -1,0 +1,100 @@
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "sim/plan/plan_check.h"
+#include "sim/schedule/ops.h"
+#include "sim/schedule/passes.h"
+
+namespace mpsim::schedule {
+
+namespace {
+
+/// Adds `count` x (kind, bytes) to `list`, merging with an equal collective already there.
+void add(std::vector<LayerCollective>& list, OpKind kind, Bytes bytes, int count) {
+  if (count <= 0 || bytes.count() <= 0) return;
+  for (LayerCollective& c : list) {
+    if (c.kind == kind && c.bytes == bytes) {
+      c.count += count;
+      return;
+    }
+  }
+  list.push_back({kind, plan::Axis::Tensor, bytes, count});
+}
+
+/// `count` tensor-parallel reductions of `bytes`: all-reduces, or all-gather + reduce-scatter pairs
+/// under sequence parallelism (the same bytes on the wire).
+void add_tensor_reductions(std::vector<LayerCollective>& list, Bytes bytes, int count, bool sequence_parallel) {
+  if (sequence_parallel) {
+    add(list, OpKind::AllGather, bytes, count);
+    add(list, OpKind::ReduceScatter, bytes, count);
+  } else {
+    add(list, OpKind::AllReduce, bytes, count);
+  }
+}
+
+bool carries_backward(OpKind k) noexcept { return k == OpKind::Backward || k == OpKind::BackwardInput; }
+
+}  // namespace
+
+std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::Model& model, const plan::Plan& plan) {
+  const auto ranges = plan::virtual_stage_layers(plan, model);
+  std::vector<std::vector<ChunkCollectives>> out(static_cast<std::size_t>(plan.pipeline),
+                                                 std::vector<ChunkCollectives>(static_cast<std::size_t>(plan.virtual_stages)));
+  if (plan.tensor <= 1) return out;
+  for (int rank = 0; rank < plan.pipeline; ++rank) {
+    for (int c = 0; c < plan.virtual_stages; ++c) {
+      ChunkCollectives& chunk = out[static_cast<std::size_t>(rank)][static_cast<std::size_t>(c)];
+      const plan::LayerRange r = ranges.at(static_cast<std::size_t>(c * plan.pipeline + rank));
+      for (int i = r.first; i < r.last; ++i) {
+        const model::Layer& layer = model.layers[static_cast<std::size_t>(i)];
+        const int k = layer.tensor_parallel_allreduces_forward;
+        const Bytes bytes = Bytes::bytes(layer.output_bytes.count() * plan.micro_batch);
+        add_tensor_reductions(chunk.forward, bytes, k, plan.sequence_parallel);
+        // Full recomputation replays the forward, collectives included, before the backward.
+        const bool replayed = plan.recompute == model::Recompute::Full &&
+                              (layer.kind == model::LayerKind::Transformer || layer.kind == model::LayerKind::Generic);
+        add_tensor_reductions(chunk.backward, bytes, replayed ? 2 * k : k, plan.sequence_parallel);
+      }
+    }
+  }
+  return out;
+}
+
+Program add_layer_collectives(Program program, const std::vector<std::vector<ChunkCollectives>>& collectives,
+                              bool overlap) {
+  if (collectives.size() != program.streams.size()) {
+    throw std::invalid_argument(fmt::format("in-layer collectives for {} ranks, but the program has {}",
+                                            collectives.size(), program.streams.size()));
+  }
+  const CommStream stream = overlap ? CommStream::Overlapped : CommStream::Blocking;
+  for (std::size_t r = 0; r < program.streams.size(); ++r) {
+    if (collectives[r].size() != static_cast<std::size_t>(program.shape.chunks)) {
+      throw std::invalid_argument(fmt::format("in-layer collectives for {} chunks, but ranks hold {}",
+                                              collectives[r].size(), program.shape.chunks));
+    }
+    std::vector<Op> out;
+    out.reserve(program.streams[r].size() * 2);
+    for (const Op& op : program.streams[r]) {
+      const bool forward = op.kind == OpKind::Forward;
+      if ((!forward && !carries_backward(op.kind)) || (is_collective(op.kind) && is_in_layer(op.stream))) {
+        if (!(is_collective(op.kind) && is_in_layer(op.stream))) out.push_back(op);  // idempotent: re-derived
+        continue;
+      }
+      const ChunkCollectives& chunk = collectives[r].at(op.chunk);
+      const auto& list = forward ? chunk.forward : chunk.backward;
+      const auto emit = [&] {
+        for (const LayerCollective& c : list) {
+          out.push_back(layer_collective_op(c.kind, c.group, c.bytes, c.count, stream, static_cast<int>(op.microbatch), op.chunk));
+        }
+      };
+      if (overlap) emit();
+      out.push_back(op);
+      if (!overlap) emit();
+    }
+    program.streams[r] = std::move(out);
+  }
+  return program;
+}
+
+}  // namespace mpsim::schedule
