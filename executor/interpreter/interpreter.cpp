@@ -16,6 +16,7 @@
 #include "sim/plan/layout.h"
 #include "sim/schedule/message.h"
 #include "sim/schedule/passes.h"
+#include "sim/schedule/report_builder.h"
 #include "sim/schedule/report_parts.h"
 #include "sim/schedule/span_kind.h"
 #include "sim/schedule/validate.h"
@@ -481,23 +482,18 @@ class Interpreter {
   }
 
   void build_report(const std::vector<StepRecord>& all, ExecuteResult& result) const {
-    trace::Report& r = result.report;
     trace::Timeline& tl = result.timeline;
-    const double step_s = step_seconds(all);
-    r.step_time_s = step_s;
-    std::int64_t longest_span = 0;
-    double pipeline_busy = 0;
+    std::vector<schedule::DeviceActivity> devices;
     for (int g = 0; g < layout_.ranks(); ++g) {
-        const StepRecord& rec = all[static_cast<std::size_t>(g)];
+      const StepRecord& rec = all[static_cast<std::size_t>(g)];
       const topology::Device& device = cluster_.device(cluster_.gpus().at(static_cast<std::size_t>(g)));
       const std::string process = fmt::format("node{}", device.node);
       const std::string local = device.name.substr(device.name.find('/') + 1);
       const auto first_lane = static_cast<std::uint32_t>(tl.lanes.size());
       for (const std::string& thread : schedule::device_lane_threads(local)) tl.lanes.push_back({process, thread});
-      std::int64_t busy = 0;
-      std::int64_t first_start = -1;
-      std::int64_t last_end = 0;
-      std::int64_t pipeline_busy_rank = 0;
+      schedule::DeviceActivity d;
+      d.id = device.name;
+      d.stage = layout_.coordinate(g, plan::Axis::Pipeline);
       for (const RankSpan& s : rec.spans) {
         trace::Span span;
         span.lane = first_lane + static_cast<std::uint32_t>(s.role);
@@ -510,36 +506,20 @@ class Interpreter {
         span.bytes = s.bytes;
         tl.spans.push_back(span);
         if (static_cast<Role>(s.role) != Role::Compute) continue;
-        busy += s.end - s.start;
+        d.busy_ns += s.end - s.start;
         if (span.kind != trace::SpanKind::Optimizer) {
-          pipeline_busy_rank += s.end - s.start;
-          if (first_start < 0) first_start = s.start;
-          last_end = std::max(last_end, s.end);
+          d.pipeline_busy_ns += s.end - s.start;
+          if (d.first_start_ns < 0) d.first_start_ns = s.start;
+          d.last_end_ns = std::max(d.last_end_ns, s.end);
         }
       }
-      trace::DeviceReport d;
-      d.id = device.name;
-      d.stage = layout_.coordinate(g, plan::Axis::Pipeline);
-      d.busy_s = static_cast<double>(busy) * 1e-9;
-      schedule::set_idle(d, step_s);
       d.peak_memory_bytes = rec.peak_memory;
       d.memory_capacity_bytes = cluster_.gpu_kind_of(cluster_.gpus().at(static_cast<std::size_t>(g))).memory.count();
-      r.peak_memory_bytes = std::max(r.peak_memory_bytes, d.peak_memory_bytes);
-      r.devices.push_back(std::move(d));
-      if (layout_.group(g, plan::Axis::Tensor | plan::Axis::Data).front() == g) {
-        longest_span = std::max(longest_span, last_end - std::max<std::int64_t>(first_start, 0));
-        pipeline_busy += static_cast<double>(pipeline_busy_rank);
-      }
+      d.represents_stage = layout_.group(g, plan::Axis::Tensor | plan::Axis::Data).front() == g;
+      devices.push_back(std::move(d));
     }
-    const int gpus = layout_.ranks();
-    r.bubble_fraction = schedule::idle_share(r.devices, step_s);
-    r.bubble_rate = schedule::zero_bubble_rate(longest_span, pipeline_busy, plan_.pipeline);
-    if (step_s > 0) {
-      const double flops = model_.training_flops_per_sample().count() * plan_.global_batch;
-      r.tflops_per_gpu = flops / step_s / gpus * 1e-12;
-      r.hardware_tflops_per_gpu = r.tflops_per_gpu;
-    }
-    r.plan = schedule::plan_summary(plan_);
+    const auto peak = cluster_.gpu_kind_of(cluster_.gpus().front()).training_peak(model_.dtype_bytes);
+    result.report = schedule::build_report(step_seconds(all), devices, schedule::step_flops(model_, plan_), peak, plan_);
   }
 
   Backend& backend_;

@@ -12,26 +12,9 @@ using model::Layer;
 using model::LayerKind;
 using model::Recompute;
 
+/// What the GPU's matmuls reach at the model's precision (the first listed peak if it has none).
 FlopsPerSec effective_peak(const topology::GpuKind& gpu, int dtype_bytes) {
-  using topology::DType;
-  std::optional<FlopsPerSec> peak;
-  if (dtype_bytes >= 4) {
-    peak = gpu.peak_for(DType::Fp32);
-  } else {
-    peak = gpu.peak_for(DType::Bf16);
-    if (!peak) peak = gpu.peak_for(DType::Fp16);
-  }
-  if (!peak) peak = gpu.peak.begin()->second;
-  return *peak * gpu.matmul_efficiency;
-}
-
-/// FLOPs of the attention scores of one transformer block per sample (what selective recomputation
-/// runs again): 4 s^2 * attention width, from the model's shape.
-Flops attention_score_flops(const model::Model& m) {
-  if (!m.shape) return Flops{};
-  const auto& s = *m.shape;
-  return Flops::flop(4.0 * static_cast<double>(s.seq_len) * static_cast<double>(s.seq_len) *
-                     static_cast<double>(s.attention_width()));
+  return gpu.training_peak(dtype_bytes).value_or(gpu.peak.begin()->second) * gpu.matmul_efficiency;
 }
 
 }  // namespace
@@ -88,7 +71,6 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
   const auto layer_collectives = schedule::chunk_layer_collectives(m, plan);
   const int t = plan.tensor;
   const int b = plan.micro_batch;
-  const Flops score_flops = attention_score_flops(m);
   CostModel out;
   topology::RouteFinder routes(cluster);
   for (int rank = 0; rank < plan.pipeline; ++rank) {
@@ -115,11 +97,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         f += layer.forward_flops * per_rank;
         bi += layer.backward_input_flops * per_rank;
         bw += layer.backward_weight_flops * per_rank;
-        const bool recomputed_layer = layer.kind == LayerKind::Transformer || layer.kind == LayerKind::Generic;
-        if (plan.recompute == Recompute::Full && recomputed_layer) recompute += layer.forward_flops * per_rank;
-        if (plan.recompute == Recompute::Selective && layer.kind == LayerKind::Transformer) {
-          recompute += score_flops * per_rank;
-        }
+        recompute += model::recomputed_flops(m, layer, plan.recompute) * per_rank;
         cc.parameters += layer.parameters / t;
         stashed += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, plan.recompute);
         stashed_scores += attention_score_bytes(layer, b, t);
@@ -155,8 +133,6 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
           layer_collectives[static_cast<std::size_t>(rank)][static_cast<std::size_t>(c)];
       cc.forward_comm = ring_time(tensor_ring, collectives.forward);
       cc.backward_comm = ring_time(tensor_ring, collectives.backward);
-      cc.model_flops = f + bi + bw;
-      cc.executed_flops = cc.model_flops + recompute;
       const Layer& last = m.layers[static_cast<std::size_t>(range.last - 1)];
       cc.activation_send = Bytes::bytes(last.output_bytes.count() * b / t);
       cc.gradient_bytes = Bytes::bytes(cc.parameters * kGradientBytesPerParameter);

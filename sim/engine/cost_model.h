@@ -29,8 +29,6 @@ struct ChunkCost {
   TimeNs backward_weight;
   TimeNs forward_comm;      ///< the forward's in-layer collectives, uncontended ring times
   TimeNs backward_comm;     ///< those of the backward (B or I), recomputed forward included
-  Flops model_flops;        ///< forward + backward per microbatch on one TP rank, no recomputation
-  Flops executed_flops;     ///< with recomputation
   Bytes activation_send;    ///< to the next virtual stage, per TP rank (grad back is the same size)
   Bytes gradient_bytes;     ///< gradients of the chunk's parameters on one TP rank (fp32)
   Bytes stashed;            ///< activations kept from F until the backward, per microbatch

@@ -19,6 +19,7 @@
 #include "sim/schedule/generators.h"
 #include "sim/schedule/message.h"
 #include "sim/schedule/passes.h"
+#include "sim/schedule/report_builder.h"
 #include "sim/schedule/report_parts.h"
 #include "sim/schedule/span_kind.h"
 #include "sim/schedule/validate.h"
@@ -670,69 +671,37 @@ void Simulation::deliver(const PointToPoint& message) {
 }
 
 trace::Report Simulation::build_report() const {
-  trace::Report r;
   std::int64_t step = 0;
   for (const Actor& a : actors_) step = std::max({step, a.finish, a.last_end});
-  const double step_s = static_cast<double>(step) * 1e-9;
-  r.step_time_s = step_s;
   // Devices: every GPU of the plan, with the numbers of the actor that stands for it.
-  const int gpus = plan_.gpus();
-  for (int g = 0; g < gpus; ++g) {
+  std::vector<schedule::DeviceActivity> devices;
+  for (int g = 0; g < layout_.ranks(); ++g) {
     const int stage = layout_.coordinate(g, plan::Axis::Pipeline);
     const int replica = options_.fold_replicas ? 0 : layout_.coordinate(g, plan::Axis::Data);
     const Actor& a = actors_[static_cast<std::size_t>(actor_index(stage, replica))];
-    trace::DeviceReport d;
-    d.id = cluster_.device(cluster_.gpus().at(static_cast<std::size_t>(g))).name;
+    schedule::DeviceActivity d;
+    d.id = cluster_.device(gpu(g)).name;
     d.stage = stage;
-    d.busy_s = static_cast<double>(a.busy_ns) * 1e-9;
-    schedule::set_idle(d, step_s);
+    d.busy_ns = a.busy_ns;
+    d.pipeline_busy_ns = a.pipeline_busy_ns;
+    d.first_start_ns = a.first_start;
+    d.last_end_ns = a.last_end;
     d.peak_memory_bytes = a.peak_memory;
     d.memory_capacity_bytes = costs_.ranks[static_cast<std::size_t>(stage)].memory_capacity.count();
-    d.oom = d.peak_memory_bytes > d.memory_capacity_bytes;
-    r.peak_memory_bytes = std::max(r.peak_memory_bytes, d.peak_memory_bytes);
-    r.oom = r.oom || d.oom;
-    r.devices.push_back(std::move(d));
-  }
-  r.bubble_fraction = schedule::idle_share(r.devices, step_s);
-  std::int64_t longest_span = 0;
-  double pipeline_busy = 0;
-  for (const Actor& a : actors_) {
-    if (a.replica != 0) continue;
-    longest_span = std::max(longest_span, a.last_end - std::max<std::int64_t>(a.first_start, 0));
-    pipeline_busy += static_cast<double>(a.pipeline_busy_ns);
-  }
-  r.bubble_rate = schedule::zero_bubble_rate(longest_span, pipeline_busy, program_.shape.stages);
-  // Throughput: FLOPs per step over all GPUs.
-  double model_flops = 0;
-  double executed_flops = 0;
-  for (const RankCost& rc : costs_.ranks) {
-    for (const ChunkCost& cc : rc.chunks) {
-      model_flops += cc.model_flops.count();
-      executed_flops += cc.executed_flops.count();
-    }
-  }
-  // Per-rank costs are per microbatch on one tensor rank: scale to the whole step.
-  const double scale = static_cast<double>(plan_.microbatches) * plan_.tensor * plan_.data;
-  model_flops *= scale;
-  executed_flops *= scale;
-  if (step_s > 0) {
-    r.tflops_per_gpu = model_flops / step_s / gpus * 1e-12;
-    r.hardware_tflops_per_gpu = executed_flops / step_s / gpus * 1e-12;
-    const auto& kind = cluster_.gpu_kind_of(cluster_.gpus().front());
-    auto peak = kind.peak_for(model_.dtype_bytes >= 4 ? topology::DType::Fp32 : topology::DType::Bf16);
-    if (!peak) peak = kind.peak_for(topology::DType::Fp16);
-    if (peak) r.mfu = model_flops / step_s / gpus / peak->in_flop_per_sec();
+    d.represents_stage = a.replica == 0 && g == a.members.front();
+    devices.push_back(std::move(d));
   }
   // Links that carried traffic, in link order.
+  std::vector<trace::LinkReport> links;
   const auto& bytes = network_.link_bytes();
   const auto& busy = network_.link_busy_ns();
   for (std::size_t l = 0; l < bytes.size(); ++l) {
     if (bytes[l] <= 0) continue;
-    r.links.push_back({cluster_.links()[l].name, static_cast<std::int64_t>(bytes[l] + 0.5),
-                       static_cast<double>(busy[l]) * 1e-9});
+    links.push_back({cluster_.links()[l].name, static_cast<std::int64_t>(bytes[l] + 0.5), static_cast<double>(busy[l]) * 1e-9});
   }
-  r.plan = schedule::plan_summary(plan_);
-  return r;
+  const auto peak = cluster_.gpu_kind_of(cluster_.gpus().front()).training_peak(model_.dtype_bytes);
+  return schedule::build_report(static_cast<double>(step) * 1e-9, devices, schedule::step_flops(model_, plan_), peak, plan_,
+                                std::move(links));
 }
 
 }  // namespace

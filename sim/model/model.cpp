@@ -14,10 +14,6 @@ std::string_view to_string(LayerKind k) noexcept {
   return "?";
 }
 
-namespace {
-
-/// Full recomputation re-runs transformer layers (and hand-listed ones, which say what they keep);
-/// Megatron does not recompute the embedding or the output head.
 bool is_recomputed(LayerKind k) noexcept {
   switch (k) {
     case LayerKind::Transformer:
@@ -27,6 +23,19 @@ bool is_recomputed(LayerKind k) noexcept {
   }
   return false;
 }
+
+Flops recomputed_flops(const Model& model, const Layer& layer, Recompute recompute) noexcept {
+  if (recompute == Recompute::Full && is_recomputed(layer.kind)) return layer.forward_flops;
+  if (recompute == Recompute::Selective && layer.kind == LayerKind::Transformer && model.shape) {
+    const auto& s = *model.shape;
+    return Flops::flop(4.0 * static_cast<double>(s.seq_len) * static_cast<double>(s.seq_len) *
+                       static_cast<double>(s.attention_width()));
+  }
+  return Flops{};
+}
+
+namespace {
+
 
 }  // namespace
 

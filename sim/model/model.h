@@ -74,6 +74,16 @@ struct Layer {
 [[nodiscard]] Bytes stashed_activation_bytes(const Layer& layer, int micro_batch, int tensor, bool sequence_parallel,
                                              Recompute recompute) noexcept;
 
+struct Model;
+
+/// Whether full recomputation replays a layer of this kind: transformer blocks (and hand-listed
+/// layers, which say what they keep); Megatron does not recompute the embedding or the output head.
+[[nodiscard]] bool is_recomputed(LayerKind kind) noexcept;
+/// FLOPs per sample that `recompute` runs again before the layer's backward: the whole forward of a
+/// recomputed layer (full), or a transformer block's attention scores, 4 s^2 x attention width,
+/// from the model's shape (selective).
+[[nodiscard]] Flops recomputed_flops(const Model& model, const Layer& layer, Recompute recompute) noexcept;
+
 struct Model {
   std::string name;
   std::string family;  ///< "gpt", "llama", "t5", "bert", or a free word for hand-listed models

@@ -52,8 +52,7 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
         const Bytes bytes = Bytes::bytes(layer.output_bytes.count() * plan.micro_batch);
         add_tensor_reductions(chunk.forward, bytes, k, plan.sequence_parallel);
         // Full recomputation replays the forward, collectives included, before the backward.
-        const bool replayed = plan.recompute == model::Recompute::Full &&
-                              (layer.kind == model::LayerKind::Transformer || layer.kind == model::LayerKind::Generic);
+        const bool replayed = plan.recompute == model::Recompute::Full && model::is_recomputed(layer.kind);
         add_tensor_reductions(chunk.backward, bytes, replayed ? 2 * k : k, plan.sequence_parallel);
       }
     }

@@ -17,6 +17,12 @@ std::string_view to_string(DType d) noexcept {
   return "?";
 }
 
+std::optional<FlopsPerSec> GpuKind::training_peak(int dtype_bytes) const {
+  if (dtype_bytes >= 4) return peak_for(DType::Fp32);
+  if (auto bf16 = peak_for(DType::Bf16)) return bf16;
+  return peak_for(DType::Fp16);
+}
+
 std::optional<FlopsPerSec> GpuKind::peak_for(DType d) const {
   const auto it = peak.find(d);
   if (it == peak.end()) return std::nullopt;

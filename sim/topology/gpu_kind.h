@@ -28,6 +28,9 @@ struct GpuKind {
 
   /// Peak for `d`, or nothing when the GPU lacks that dtype (V100 has no bf16).
   [[nodiscard]] std::optional<FlopsPerSec> peak_for(DType d) const;
+  /// The dense peak a model stored in `dtype_bytes` per element trains at: FP32 for 4-byte models, else
+  /// BF16 (FP16 where the GPU has no BF16). The denominator of MFU.
+  [[nodiscard]] std::optional<FlopsPerSec> training_peak(int dtype_bytes) const;
   friend bool operator==(const GpuKind&, const GpuKind&) = default;
 };
 

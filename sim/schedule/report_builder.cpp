@@ -1,0 +1,54 @@
+#include "sim/schedule/report_builder.h"
+
+#include <algorithm>
+
+#include "sim/schedule/report_parts.h"
+
+namespace mpsim::schedule {
+
+StepFlops step_flops(const model::Model& model, const plan::Plan& plan) noexcept {
+  Flops recomputed;
+  for (const model::Layer& layer : model.layers) recomputed += model::recomputed_flops(model, layer, plan.recompute);
+  StepFlops out;
+  out.model = model.training_flops_per_sample() * static_cast<double>(plan.global_batch);
+  out.executed = out.model + recomputed * static_cast<double>(plan.global_batch);
+  return out;
+}
+
+trace::Report build_report(double step_s, const std::vector<DeviceActivity>& devices, const StepFlops& flops,
+                           std::optional<FlopsPerSec> peak, const plan::Plan& plan, std::vector<trace::LinkReport> links) {
+  trace::Report r;
+  r.step_time_s = step_s;
+  std::int64_t longest_span = 0;
+  double pipeline_busy = 0;
+  for (const DeviceActivity& a : devices) {
+    trace::DeviceReport d;
+    d.id = a.id;
+    d.stage = a.stage;
+    d.busy_s = static_cast<double>(a.busy_ns) * 1e-9;
+    set_idle(d, step_s);
+    d.peak_memory_bytes = a.peak_memory_bytes;
+    d.memory_capacity_bytes = a.memory_capacity_bytes;
+    d.oom = d.memory_capacity_bytes > 0 && d.peak_memory_bytes > d.memory_capacity_bytes;
+    r.peak_memory_bytes = std::max(r.peak_memory_bytes, d.peak_memory_bytes);
+    r.oom = r.oom || d.oom;
+    r.devices.push_back(std::move(d));
+    if (a.represents_stage) {
+      longest_span = std::max(longest_span, a.last_end_ns - std::max<std::int64_t>(a.first_start_ns, 0));
+      pipeline_busy += static_cast<double>(a.pipeline_busy_ns);
+    }
+  }
+  r.bubble_fraction = idle_share(r.devices, step_s);
+  r.bubble_rate = zero_bubble_rate(longest_span, pipeline_busy, plan.pipeline);
+  const double gpus = static_cast<double>(devices.size());
+  if (step_s > 0 && gpus > 0) {
+    r.tflops_per_gpu = flops.model.count() / step_s / gpus * 1e-12;
+    r.hardware_tflops_per_gpu = flops.executed.count() / step_s / gpus * 1e-12;
+    if (peak) r.mfu = flops.model.count() / step_s / gpus / peak->in_flop_per_sec();
+  }
+  r.links = std::move(links);
+  r.plan = plan_summary(plan);
+  return r;
+}
+
+}  // namespace mpsim::schedule
