@@ -57,10 +57,15 @@ void FlowNetwork::link_activity(ResourceId r, int delta, std::int64_t now) {
   if (delta < 0 && --link_active_[link] == 0) link_busy_ns_[link] += now - link_busy_since_[link];
 }
 
-const std::vector<FlowNetwork::FlowId>& FlowNetwork::start(TimeNs now, std::vector<Usage> usage, Bytes bytes) {
+const std::vector<FlowNetwork::FlowId>& FlowNetwork::start(TimeNs now, std::vector<Usage>&& usage, Bytes bytes) {
+  owned_usage_.push_back(std::move(usage));
+  return start(now, std::span<const Usage>(owned_usage_.back()), bytes);
+}
+
+const std::vector<FlowNetwork::FlowId>& FlowNetwork::start(TimeNs now, std::span<const Usage> usage, Bytes bytes) {
   const FlowId id = static_cast<FlowId>(flows_.size());
   Flow flow;
-  flow.usage = std::move(usage);
+  flow.usage = usage;
   flow.remaining = static_cast<double>(bytes.count());
   flow.bytes = flow.remaining;
   flow.updated = now.base();

@@ -8,7 +8,9 @@
 /// replicas). Its usage lists, per link direction, how many of those transfers cross it; each moves
 /// at the flow's rate, so a link direction carries usage x rate.
 #include <cstdint>
+#include <deque>
 #include <optional>
+#include <span>
 #include <utility>
 #include <vector>
 
@@ -41,7 +43,10 @@ class FlowNetwork {
   /// changed (the new one included), in increasing order; their completion times must be
   /// (re)scheduled, and events scheduled for an older version() ignored. The list stays valid until
   /// the next start() or finish().
-  const std::vector<FlowId>& start(TimeNs now, std::vector<Usage> usage, Bytes bytes);
+  /// `usage` must outlive the flow (the simulator passes its cached transfer sets).
+  const std::vector<FlowId>& start(TimeNs now, std::span<const Usage> usage, Bytes bytes);
+  /// The same, the network keeping `usage`.
+  const std::vector<FlowId>& start(TimeNs now, std::vector<Usage>&& usage, Bytes bytes);
   /// Ends a finished flow at `now`; returns the flows whose rates changed, as start() does.
   const std::vector<FlowId>& finish(TimeNs now, FlowId flow);
   /// When `flow` ends at its current rate (it must be active).
@@ -56,7 +61,7 @@ class FlowNetwork {
 
  private:
   struct Flow {
-    std::vector<Usage> usage;
+    std::span<const Usage> usage;
     double remaining = 0;   // bytes
     double rate = 0;        // bytes per ns
     std::int64_t updated = 0;  // ns of the last progress update
@@ -73,6 +78,7 @@ class FlowNetwork {
   std::vector<double> capacity_;                 // bytes per ns, by resource
   std::vector<std::vector<FlowId>> on_resource_; // active flows per resource
   std::vector<Flow> flows_;
+  std::deque<std::vector<Usage>> owned_usage_;   // usage handed over by value; deque keeps it in place
   std::vector<double> link_bytes_;
   std::vector<std::int64_t> link_busy_ns_;
   std::vector<int> link_active_;

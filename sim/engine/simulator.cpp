@@ -63,9 +63,9 @@ class Simulation {
     bool computing = false;       // a compute op or a blocking in-layer collective holds the stream
     bool compute_ended = false;   // the compute op's own time is over; it waits for overlapped collectives
     std::int64_t busy_since = 0;
-    std::optional<MessageId> waiting_for;  // the message a Recv blocks on
+    std::optional<std::int64_t> waiting_for;  // the message (message_number) a Recv blocks on
     std::int64_t waiting_since = 0;
-    std::set<MessageId> arrived;
+    std::unordered_set<std::int64_t> arrived;
     int collectives_issued = 0;   // gradient stream
     int collectives_done = 0;
     int layer_outstanding = 0;    // in-layer collectives issued and not finished
@@ -85,6 +85,16 @@ class Simulation {
     std::uint32_t collective_lane = 0;
     std::uint32_t layer_lane = 0;
   };
+  /// The links a set of concurrent transfers loads, and the largest latency of their routes.
+  struct TransferSet {
+    std::vector<Usage> usage;
+    TimeNs latency;
+  };
+  /// A collective's phases and the transfer set of each.
+  struct Phases {
+    std::vector<CollectiveRound> rounds;
+    std::vector<const TransferSet*> transfers;
+  };
   /// One collective instance: a gradient-stream op shared by the actors of its pipeline rank, or an
   /// in-layer op of one actor.
   struct Collective {
@@ -92,13 +102,13 @@ class Simulation {
     int actor = -1;            // in-layer: the actor; gradient stream: -1 (every actor of the rank)
     std::size_t op_index = 0;  // in the rank's stream
     int arrived = 0;
-    const std::vector<CollectiveRound>* rounds = nullptr;
+    const Phases* phases = nullptr;
     std::size_t round = 0;
     std::int64_t start_ns = 0;
   };
   struct PointToPoint {
     int to_actor;
-    MessageId message;
+    std::int64_t message;  // message_number
     std::int64_t issued_ns;
     int from_actor;
     Op op;
@@ -120,11 +130,6 @@ class Simulation {
   };
   using Event = std::variant<ComputeDone, FlowActivate, FlowDone>;
 
-  /// The links a set of concurrent transfers loads, and the largest latency of their routes.
-  struct TransferSet {
-    std::vector<Usage> usage;
-    TimeNs latency;
-  };
   struct PendingFlow {
     const TransferSet* transfers;  // owned by transfer_sets_
     Bytes bytes;
@@ -138,6 +143,9 @@ class Simulation {
   };
 
   int actor_index(int rank, int replica) const { return rank * replicas_ + replica; }
+  std::int64_t message_number(int rank, const Op& op) const {
+    return schedule::message_number(program_.shape, schedule::message_of(program_.shape, rank, op));
+  }
   DeviceId gpu(int global_rank) const { return cluster_.gpus().at(static_cast<std::size_t>(global_rank)); }
   const topology::Route& route(DeviceId a, DeviceId b);
   const TransferSet& transfer_set(const std::vector<std::pair<DeviceId, DeviceId>>& pairs);
@@ -177,9 +185,11 @@ class Simulation {
   std::vector<std::vector<int>> rank_members_;                 // by pipeline rank: every global rank of it
   std::vector<std::vector<std::size_t>> collectives_of_rank_;  // gradient-stream collective ids by rank, in stream order
   std::vector<Collective> collectives_;
+  std::vector<std::size_t> free_layer_collectives_;  // ids of finished in-layer collectives, for reuse
   std::vector<bool> collective_busy_;             // by rank
   std::vector<std::size_t> next_collective_;      // by rank: index into collectives_of_rank_
   std::vector<PendingFlow> pending_flows_;
+  std::vector<std::size_t> free_pending_;  // slots of pending_flows_ whose flow has started
   std::unordered_map<FlowNetwork::FlowId, LiveFlow> live_flows_;
   topology::RouteFinder routes_finder_;
   std::map<std::pair<std::uint32_t, std::uint32_t>, topology::Route> routes_;
@@ -187,8 +197,7 @@ class Simulation {
   std::map<std::pair<int, int>, const TransferSet*> p2p_sets_;  // (from actor, to rank)
   // Collective phases by (members, kind, axes, bytes, count); members: an actor (in-layer, >= 0) or
   // every GPU of pipeline rank r (gradient stream, -1 - r).
-  std::map<std::tuple<int, OpKind, std::uint8_t, std::int64_t, int>, std::vector<CollectiveRound>> rounds_;
-  std::map<const CollectiveRound*, const TransferSet*> round_sets_;
+  std::map<std::tuple<int, OpKind, std::uint8_t, std::int64_t, int>, Phases> phases_;
   trace::Timeline timeline_;
   std::unordered_map<std::size_t, std::uint32_t> link_lanes_;
 };
@@ -230,8 +239,15 @@ void Simulation::start_transfer(const TransferSet& transfers, Bytes bytes, Paylo
   pending.transfers = &transfers;
   pending.bytes = bytes * rounds;
   pending.payload = std::move(payload);
-  pending_flows_.push_back(std::move(pending));
-  queue_.push(TimeNs::ns(now_) + transfers.latency * rounds, FlowActivate{pending_flows_.size() - 1});
+  std::size_t slot = pending_flows_.size();
+  if (free_pending_.empty()) {
+    pending_flows_.push_back(std::move(pending));
+  } else {
+    slot = free_pending_.back();
+    free_pending_.pop_back();
+    pending_flows_[slot] = std::move(pending);
+  }
+  queue_.push(TimeNs::ns(now_) + transfers.latency * rounds, FlowActivate{slot});
 }
 
 void Simulation::reschedule(const std::vector<FlowNetwork::FlowId>& flows) {
@@ -343,13 +359,13 @@ void Simulation::advance(int index) {
           set = &transfer_set(pairs);
         }
         start_transfer(*set, cc.activation_send,
-                       PointToPoint{actor_index(to_rank, actor.replica), schedule::message_of(program_.shape, actor.rank, op),
-                                    now_, index, op});
+                       PointToPoint{actor_index(to_rank, actor.replica), message_number(actor.rank, op), now_, index, op});
         break;
       }
       case OpKind::RecvActivation:
       case OpKind::RecvGrad: {
-        const MessageId message = schedule::message_of(program_.shape, actor.rank, op);
+        const MessageId id = schedule::message_of(program_.shape, actor.rank, op);
+        const std::int64_t message = schedule::message_number(program_.shape, id);
         if (actor.arrived.erase(message) == 0) {
           if (actor.waiting_for != message) actor.waiting_since = now_;
           actor.waiting_for = message;
@@ -363,7 +379,7 @@ void Simulation::advance(int index) {
           span.end_ns = now_;
           span.microbatch = static_cast<std::int32_t>(op.microbatch);
           span.chunk = op.chunk;
-          span.stage = message.receiving_stage;
+          span.stage = id.receiving_stage;
           timeline_.spans.push_back(span);
         }
         actor.waiting_for.reset();
@@ -378,10 +394,17 @@ void Simulation::advance(int index) {
           c.rank = actor.rank;
           c.actor = index;
           c.op_index = actor.cursor;
-          collectives_.push_back(c);
+          std::size_t id = collectives_.size();
+          if (free_layer_collectives_.empty()) {
+            collectives_.push_back(c);
+          } else {
+            id = free_layer_collectives_.back();
+            free_layer_collectives_.pop_back();
+            collectives_[id] = c;
+          }
           ++actor.cursor;
           ++actor.layer_outstanding;
-          actor.layer_queue.push_back(collectives_.size() - 1);
+          actor.layer_queue.push_back(id);
           if (op.stream == CommStream::Blocking) {
             // The compute stream waits for it, as for a compute op.
             actor.computing = true;
@@ -411,8 +434,8 @@ bool Simulation::start_collective(std::size_t id) {
   // for a data-parallel reduction, one per replica for a tensor all-reduce of folded replicas).
   const int scope = c.actor < 0 ? -1 - c.rank : c.actor;
   const auto key = std::make_tuple(scope, op.kind, op.group.bits(), op.bytes.count(), static_cast<int>(op.count));
-  auto found = rounds_.find(key);
-  if (found == rounds_.end()) {
+  auto found = phases_.find(key);
+  if (found == phases_.end()) {
     const std::vector<int>& members =
         c.actor < 0 ? rank_members_[static_cast<std::size_t>(c.rank)] : actors_[static_cast<std::size_t>(c.actor)].members;
     std::set<int> seen;
@@ -428,16 +451,19 @@ bool Simulation::start_collective(std::size_t id) {
                                 : op.kind == OpKind::ReduceScatter ? CollectiveKind::ReduceScatter
                                                                    : CollectiveKind::AllGather;
     std::vector<CollectiveRound> rounds = collective_rounds(cluster_, kind, options_.collective, groups, op.bytes);
-    for (CollectiveRound& r : rounds) r.rounds *= op.count;  // `count` collectives back to back
-    found = rounds_.emplace(key, std::move(rounds)).first;
+    Phases phases;
+    for (CollectiveRound& r : rounds) {
+      r.rounds *= op.count;  // `count` collectives back to back
+      phases.transfers.push_back(&transfer_set(r.transfers));
+    }
+    phases.rounds = std::move(rounds);
+    found = phases_.emplace(key, std::move(phases)).first;
   }
-  c.rounds = &found->second;
+  c.phases = &found->second;
   c.round = 0;
-  if (c.rounds->empty()) return false;
-  const CollectiveRound& first = c.rounds->front();
-  auto& set = round_sets_[&first];
-  if (set == nullptr) set = &transfer_set(first.transfers);
-  start_transfer(*set, first.bytes, CollectivePayload{id}, first.rounds);
+  if (c.phases->rounds.empty()) return false;
+  const CollectiveRound& first = c.phases->rounds.front();
+  start_transfer(*c.phases->transfers.front(), first.bytes, CollectivePayload{id}, first.rounds);
   return true;
 }
 
@@ -487,6 +513,7 @@ void Simulation::finish_layer_collective(std::size_t id) {
   }
   actor.layer_busy = false;
   --actor.layer_outstanding;
+  free_layer_collectives_.push_back(id);
   // A blocking collective, or a compute op that waited for the collectives beside it, frees the stream.
   if (actor.computing && actor.compute_ended && actor.layer_outstanding == 0) {
     release(actor);
@@ -521,8 +548,9 @@ void Simulation::finish_collective(std::size_t id) {
   }
   collective_busy_[r] = false;
   ++next_collective_[r];
-  for (int d = 0; d < replicas_; ++d) advance(actor_index(c.rank, d));
-  try_start_collective(c.rank);
+  const int rank = c.rank;  // advance() may add in-layer collectives and move `c`
+  for (int d = 0; d < replicas_; ++d) advance(actor_index(rank, d));
+  try_start_collective(rank);
 }
 
 Prediction Simulation::run() {
@@ -586,6 +614,7 @@ Prediction Simulation::run() {
       const auto& changed = network_.start(TimeNs::ns(now_), pending.transfers->usage, pending.bytes);
       const FlowNetwork::FlowId id = static_cast<FlowNetwork::FlowId>(network_.flows_started() - 1);
       live_flows_.emplace(id, LiveFlow{std::move(pending.payload), now_, &pending.transfers->usage, pending.bytes});
+      free_pending_.push_back(activate->pending);
       reschedule(changed);
     } else if (const auto* flow_done = std::get_if<FlowDone>(&event)) {
       if (!live_flows_.contains(flow_done->flow) || network_.version(flow_done->flow) != flow_done->version) continue;
@@ -631,11 +660,9 @@ void Simulation::on_flow_done(FlowNetwork::FlowId flow) {
   const std::size_t id = std::get<CollectivePayload>(payload).collective;
   Collective& c = collectives_[id];
   ++c.round;
-  if (c.round < c.rounds->size()) {
-    const CollectiveRound& round = (*c.rounds)[c.round];
-    auto& set = round_sets_[&round];
-    if (set == nullptr) set = &transfer_set(round.transfers);
-    start_transfer(*set, round.bytes, CollectivePayload{id}, round.rounds);
+  if (c.round < c.phases->rounds.size()) {
+    const CollectiveRound& round = c.phases->rounds[c.round];
+    start_transfer(*c.phases->transfers[c.round], round.bytes, CollectivePayload{id}, round.rounds);
     return;
   }
   finish_collective(id);
@@ -729,12 +756,22 @@ Prediction simulate(const topology::Cluster& cluster, const model::Model& model,
   return simulation.run();
 }
 
+namespace {
+/// A program the engine built from a plan: the generators and passes are proven by the schedule
+/// tests, so it is not validated again on every simulation (the planner runs thousands).
+Prediction simulate_built(const topology::Cluster& cluster, const model::Model& model, const plan::Plan& plan,
+                          const schedule::Program& program, const CostModel& costs, const EngineOptions& options) {
+  Simulation simulation(cluster, model, plan, program, costs, options);
+  return simulation.run();
+}
+}  // namespace
+
 Prediction simulate(const topology::Cluster& cluster, const model::Model& model, const plan::Plan& plan,
                     const EngineOptions& options) {
   const plan::Layout layout(plan);
   const CostModel costs = build_cost_model(cluster, model, plan, layout);
   const schedule::Program program = build_program(model, plan, costs, options);
-  return simulate(cluster, model, plan, program, costs, options);
+  return simulate_built(cluster, model, plan, program, costs, options);
 }
 
 }  // namespace mpsim::engine
