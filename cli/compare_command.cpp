@@ -104,6 +104,18 @@ void print_comparison(const CompareArgs& args, const trace::Comparison& c) {
     }
     std::cout << kinds.render();
   }
+  if (c.matched_ops > 0) {
+    std::cout << fmt::format("\nper op: {} ops in both traces, median ratio {}; the largest differences:\n", c.matched_ops,
+                             ratio(c.op_median_ratio));
+    Table ops;
+    ops.add_row({"device", "op", "kind", "mb", "chunk", "predicted", "measured"});
+    for (const auto& o : c.worst_ops) {
+      const auto or_dash = [](std::int32_t v) { return v >= 0 ? std::to_string(v) : std::string("-"); };
+      ops.add_row({o.device, std::to_string(o.op), std::string(trace::to_string(o.kind)), or_dash(o.microbatch),
+                   or_dash(o.chunk), seconds(o.predicted_s), seconds(o.measured_s)});
+    }
+    std::cout << ops.render();
+  }
 }
 
 }  // namespace

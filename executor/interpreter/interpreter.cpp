@@ -48,6 +48,7 @@ struct RankSpan {
   std::int32_t chunk = -1;
   std::int32_t stage = -1;
   std::int64_t bytes = 0;
+  std::int64_t op = -1;  // index in the rank's stream: the op's identity in the Program
 };
 
 /// What every rank sends rank 0 after a step.
@@ -228,6 +229,7 @@ class Interpreter {
       const Op& op = stream[i];
       if (op_marks[i].first < 0) continue;
       RankSpan s;
+      s.op = static_cast<std::int64_t>(i);
       s.start = times.at(static_cast<std::size_t>(op_marks[i].first)) - t0;
       s.end = times.at(static_cast<std::size_t>(op_marks[i].second)) - t0;
       s.kind = static_cast<std::int32_t>(schedule::span_kind(op.kind));
@@ -490,7 +492,11 @@ class Interpreter {
       const std::string process = fmt::format("node{}", device.node);
       const std::string local = device.name.substr(device.name.find('/') + 1);
       const auto first_lane = static_cast<std::uint32_t>(tl.lanes.size());
-      for (const std::string& thread : schedule::device_lane_threads(local)) tl.lanes.push_back({process, thread});
+      // One lane per Role: in-layer collectives run inside the compute spans and have none of their own.
+      const auto threads = schedule::device_lane_threads(local);
+      for (int role = 0; role <= static_cast<int>(Role::Collective); ++role) {
+        tl.lanes.push_back({process, threads[static_cast<std::size_t>(role)]});
+      }
       schedule::DeviceActivity d;
       d.id = device.name;
       d.stage = layout_.coordinate(g, plan::Axis::Pipeline);
@@ -504,6 +510,7 @@ class Interpreter {
         span.chunk = s.chunk;
         span.stage = s.stage;
         span.bytes = s.bytes;
+        span.op = static_cast<std::int32_t>(s.op);
         tl.spans.push_back(span);
         if (static_cast<Role>(s.role) != Role::Compute) continue;
         d.busy_ns += s.end - s.start;

@@ -13,8 +13,10 @@
 
 #include <fmt/format.h>
 
+#include "sim/engine/activity_recorder.h"
 #include "sim/engine/event_queue.h"
 #include "sim/engine/flow_network.h"
+#include "sim/engine/timeline_recorder.h"
 #include "sim/plan/layout.h"
 #include "sim/schedule/generators.h"
 #include "sim/schedule/message.h"
@@ -72,18 +74,7 @@ class Simulation {
     std::deque<std::size_t> layer_queue;  // in-layer collectives waiting for the layer stream
     bool layer_busy = false;
     std::int64_t memory = 0;
-    std::int64_t peak_memory = 0;
-    std::int64_t busy_ns = 0;          // compute and blocking in-layer communication, optimizer included
-    std::int64_t pipeline_busy_ns = 0; // F, B, I, W (with their in-layer communication) only
     bool pipeline_op = false;          // the op holding the stream is F, B, I or W
-    std::int64_t first_start = -1;
-    std::int64_t last_end = 0;
-    std::int64_t finish = 0;
-    std::uint32_t compute_lane = 0;
-    std::uint32_t send_lane = 0;
-    std::uint32_t recv_lane = 0;
-    std::uint32_t collective_lane = 0;
-    std::uint32_t layer_lane = 0;
   };
   /// The links a set of concurrent transfers loads, and the largest latency of their routes.
   struct TransferSet {
@@ -111,7 +102,7 @@ class Simulation {
     std::int64_t message;  // message_number
     std::int64_t issued_ns;
     int from_actor;
-    Op op;
+    std::size_t op_index;  // of the Send in the sender's stream
   };
   struct CollectivePayload {
     std::size_t collective;
@@ -152,12 +143,12 @@ class Simulation {
   /// Starts a transfer set: after `rounds` x its largest route latency, one flow carries `rounds` x `bytes`.
   void start_transfer(const TransferSet& transfers, Bytes bytes, Payload payload, int rounds = 1);
   void advance(int actor);
-  void start_compute(Actor& actor, const Op& op);
+  void start_compute(Actor& actor, const Op& op, std::size_t op_index);
   /// The stream of `actor` is free again: accounts its busy time and issues the next ops.
   void release(Actor& actor);
   void on_flow_done(FlowNetwork::FlowId flow);
   void deliver(const PointToPoint& message);
-  void record_link_spans(const LiveFlow& flow);
+  void report_link_use(const LiveFlow& flow);
   void try_start_collective(int rank);
   void try_start_layer_collective(Actor& actor);
   /// Starts collective `id`'s first phase; false when it moves nothing.
@@ -166,7 +157,12 @@ class Simulation {
   void finish_layer_collective(std::size_t id);
   void reschedule(const std::vector<FlowNetwork::FlowId>& flows);
   TimeNs compute_duration(const Actor& actor, const Op& op) const;
-  std::uint32_t add_lane(std::string process, std::string thread);
+  /// An OpEvent for op `op_index` of `actor`'s rank from `start` to now.
+  OpEvent event_of(int actor, std::size_t op_index, std::int64_t start, int stage, std::int64_t bytes) const;
+  template <typename Call>
+  void notify(Call call) {
+    for (Observer* o : observers_) call(*o);
+  }
   trace::Report build_report() const;
 
   const topology::Cluster& cluster_;
@@ -198,8 +194,9 @@ class Simulation {
   // Collective phases by (members, kind, axes, bytes, count); members: an actor (in-layer, >= 0) or
   // every GPU of pipeline rank r (gradient stream, -1 - r).
   std::map<std::tuple<int, OpKind, std::uint8_t, std::int64_t, int>, Phases> phases_;
-  trace::Timeline timeline_;
-  std::unordered_map<std::size_t, std::uint32_t> link_lanes_;
+  ActivityRecorder activity_;
+  std::optional<TimelineRecorder> timeline_;
+  std::vector<Observer*> observers_;
 };
 
 const topology::Route& Simulation::route(DeviceId a, DeviceId b) {
@@ -213,9 +210,9 @@ const topology::Route& Simulation::route(DeviceId a, DeviceId b) {
   return it->second;
 }
 
-std::uint32_t Simulation::add_lane(std::string process, std::string thread) {
-  timeline_.lanes.push_back({std::move(process), std::move(thread)});
-  return static_cast<std::uint32_t>(timeline_.lanes.size() - 1);
+OpEvent Simulation::event_of(int actor, std::size_t op_index, std::int64_t start, int stage, std::int64_t bytes) const {
+  const int rank = actors_[static_cast<std::size_t>(actor)].rank;
+  return OpEvent{actor, rank, op_index, &program_.streams[static_cast<std::size_t>(rank)][op_index], start, now_, stage, bytes};
 }
 
 const Simulation::TransferSet& Simulation::transfer_set(const std::vector<std::pair<DeviceId, DeviceId>>& pairs) {
@@ -273,7 +270,7 @@ TimeNs Simulation::compute_duration(const Actor& actor, const Op& op) const {
   throw std::logic_error("not a compute op");
 }
 
-void Simulation::start_compute(Actor& actor, const Op& op) {
+void Simulation::start_compute(Actor& actor, const Op& op, std::size_t op_index) {
   const TimeNs duration = compute_duration(actor, op);
   const ChunkCost& cc = costs_.chunk(actor.rank, op.kind == OpKind::OptimizerStep ? 0 : op.chunk);
   // Memory: activations are held from the start of F until their backward starts (the backward's own
@@ -292,38 +289,24 @@ void Simulation::start_compute(Actor& actor, const Op& op) {
     case OpKind::ReduceScatter:
     case OpKind::AllGather: break;
   }
-  actor.peak_memory = std::max(actor.peak_memory, actor.memory);
+  const int index = static_cast<int>(&actor - actors_.data());
+  notify([&](Observer& o) { o.memory_changed(index, now_, actor.memory); });
   actor.computing = true;
   actor.compute_ended = false;
   actor.busy_since = now_;
   actor.pipeline_op = op.kind != OpKind::OptimizerStep;
-  if (actor.pipeline_op && actor.first_start < 0) actor.first_start = now_;
-  if (options_.record_timeline) {
-    trace::Span span;
-    span.lane = actor.compute_lane;
-    span.kind = schedule::span_kind(op.kind);
-    span.start_ns = now_;
-    span.end_ns = now_ + duration.base();
-    if (op.kind != OpKind::OptimizerStep) {
-      span.microbatch = static_cast<std::int32_t>(op.microbatch);
-      span.chunk = op.chunk;
-    }
-    span.stage = schedule::virtual_stage(program_.shape, actor.rank, op.chunk);
-    timeline_.spans.push_back(span);
-  }
-  queue_.push(TimeNs::ns(now_) + duration, ComputeDone{static_cast<int>(&actor - actors_.data())});
+  OpEvent e = event_of(index, op_index, now_, schedule::virtual_stage(program_.shape, actor.rank, op.chunk), 0);
+  e.end_ns = now_ + duration.base();
+  notify([&](Observer& o) { o.compute_ran(e); });
+  queue_.push(TimeNs::ns(now_) + duration, ComputeDone{index});
 }
 
 void Simulation::release(Actor& actor) {
   actor.computing = false;
   actor.compute_ended = false;
-  const std::int64_t held = now_ - actor.busy_since;
-  actor.busy_ns += held;
-  if (actor.pipeline_op) {
-    actor.pipeline_busy_ns += held;
-    actor.last_end = now_;
-  }
-  advance(static_cast<int>(&actor - actors_.data()));
+  const int index = static_cast<int>(&actor - actors_.data());
+  notify([&](Observer& o) { o.stream_held(index, actor.busy_since, now_, actor.pipeline_op); });
+  advance(index);
 }
 
 /// Issues the actor's ops until one blocks (a compute op or a blocking in-layer collective running, a
@@ -338,13 +321,11 @@ void Simulation::advance(int index) {
       case OpKind::Backward:
       case OpKind::BackwardInput:
       case OpKind::BackwardWeight:
-        ++actor.cursor;
-        start_compute(actor, op);
+        start_compute(actor, op, actor.cursor++);
         break;
       case OpKind::OptimizerStep:
         if (actor.collectives_done < actor.collectives_issued) return;  // waits for its gradient sync
-        ++actor.cursor;
-        start_compute(actor, op);
+        start_compute(actor, op, actor.cursor++);
         break;
       case OpKind::SendActivation:
       case OpKind::SendGrad: {
@@ -359,7 +340,8 @@ void Simulation::advance(int index) {
           set = &transfer_set(pairs);
         }
         start_transfer(*set, cc.activation_send,
-                       PointToPoint{actor_index(to_rank, actor.replica), message_number(actor.rank, op), now_, index, op});
+                       PointToPoint{actor_index(to_rank, actor.replica), message_number(actor.rank, op), now_, index,
+                                    actor.cursor - 1});
         break;
       }
       case OpKind::RecvActivation:
@@ -371,16 +353,9 @@ void Simulation::advance(int index) {
           actor.waiting_for = message;
           return;
         }
-        if (actor.waiting_for == message && options_.record_timeline && now_ > actor.waiting_since) {
-          trace::Span span;  // the time this rank waited for the data
-          span.lane = actor.recv_lane;
-          span.kind = trace::SpanKind::Recv;
-          span.start_ns = actor.waiting_since;
-          span.end_ns = now_;
-          span.microbatch = static_cast<std::int32_t>(op.microbatch);
-          span.chunk = op.chunk;
-          span.stage = id.receiving_stage;
-          timeline_.spans.push_back(span);
+        if (actor.waiting_for == message && now_ > actor.waiting_since) {
+          const OpEvent e = event_of(index, actor.cursor, actor.waiting_since, id.receiving_stage, 0);
+          notify([&](Observer& o) { o.recv_waited(e); });
         }
         actor.waiting_for.reset();
         ++actor.cursor;
@@ -423,7 +398,7 @@ void Simulation::advance(int index) {
       }
     }
   }
-  if (actor.cursor >= stream.size() && !actor.computing) actor.finish = std::max(actor.finish, now_);
+  if (actor.cursor >= stream.size() && !actor.computing) notify([&](Observer& o) { o.actor_idle(index, now_); });
 }
 
 bool Simulation::start_collective(std::size_t id) {
@@ -498,18 +473,11 @@ void Simulation::try_start_layer_collective(Actor& actor) {
 void Simulation::finish_layer_collective(std::size_t id) {
   const Collective& c = collectives_[id];
   Actor& actor = actors_[static_cast<std::size_t>(c.actor)];
-  if (options_.record_timeline && now_ > c.start_ns) {
+  {
     const Op& op = program_.streams[static_cast<std::size_t>(c.rank)][c.op_index];
-    trace::Span span;
-    span.lane = actor.layer_lane;
-    span.kind = schedule::span_kind(op.kind);
-    span.start_ns = c.start_ns;
-    span.end_ns = now_;
-    span.microbatch = static_cast<std::int32_t>(op.microbatch);
-    span.chunk = op.chunk;
-    span.stage = schedule::virtual_stage(program_.shape, c.rank, op.chunk);
-    span.bytes = op.bytes.count() * op.count;
-    timeline_.spans.push_back(span);
+    const OpEvent e = event_of(c.actor, c.op_index, c.start_ns, schedule::virtual_stage(program_.shape, c.rank, op.chunk),
+                               op.bytes.count() * op.count);
+    notify([&](Observer& o) { o.collective_done(e); });
   }
   actor.layer_busy = false;
   --actor.layer_outstanding;
@@ -528,23 +496,14 @@ void Simulation::finish_collective(std::size_t id) {
     return;
   }
   const auto r = static_cast<std::size_t>(c.rank);
-  if (options_.record_timeline) {
-    const Op& op = program_.streams[r][c.op_index];
-    for (int d = 0; d < replicas_; ++d) {
-      trace::Span span;
-      span.lane = actors_[static_cast<std::size_t>(actor_index(c.rank, d))].collective_lane;
-      span.kind = schedule::span_kind(op.kind);
-      span.start_ns = c.start_ns;
-      span.end_ns = now_;
-      span.stage = c.rank;
-      span.bytes = op.bytes.count();
-      timeline_.spans.push_back(span);
-    }
-  }
   for (int d = 0; d < replicas_; ++d) {
-    Actor& a = actors_[static_cast<std::size_t>(actor_index(c.rank, d))];
-    ++a.collectives_done;
-    a.finish = std::max(a.finish, now_);
+    const int index = actor_index(c.rank, d);
+    const OpEvent e = event_of(index, c.op_index, c.start_ns, c.rank, program_.streams[r][c.op_index].bytes.count());
+    notify([&](Observer& o) {
+      o.collective_done(e);
+      o.actor_idle(index, now_);
+    });
+    ++actors_[static_cast<std::size_t>(index)].collectives_done;
   }
   collective_busy_[r] = false;
   ++next_collective_[r];
@@ -554,6 +513,9 @@ void Simulation::finish_collective(std::size_t id) {
 }
 
 Prediction Simulation::run() {
+  observers_.push_back(&activity_);
+  if (options_.record_timeline) observers_.push_back(&timeline_.emplace(cluster_));
+  if (options_.observer != nullptr) observers_.push_back(options_.observer);
   replicas_ = options_.fold_replicas ? 1 : plan_.data;
   const int ranks = program_.shape.stages;
   actors_.resize(static_cast<std::size_t>(ranks * replicas_));
@@ -582,19 +544,11 @@ Prediction Simulation::run() {
       a.members = options_.fold_replicas ? rank_members_[static_cast<std::size_t>(r)]
                                          : layout_.group(layout_.with(first, Axis::Data, d), stage_axes);
       a.memory = costs_.ranks[static_cast<std::size_t>(r)].static_memory.count();
-      a.peak_memory = a.memory;
-      if (options_.record_timeline) {
-        const DeviceId dev = gpu(layout_.with(first, Axis::Data, d));
-        const topology::Device& info = cluster_.device(dev);
-        const std::string process = fmt::format("node{}", info.node);
-        const std::string local = info.name.substr(info.name.find('/') + 1);
-        const auto threads = schedule::device_lane_threads(local);
-        a.compute_lane = add_lane(process, threads[0]);
-        a.send_lane = add_lane(process, threads[1]);
-        a.recv_lane = add_lane(process, threads[2]);
-        a.collective_lane = add_lane(process, threads[3]);
-        a.layer_lane = add_lane(process, threads[4]);
-      }
+      const int index = actor_index(r, d);
+      notify([&](Observer& o) {
+        o.actor_added(index, r, d, gpu(a.members.front()), a.members);
+        o.memory_changed(index, 0, a.memory);
+      });
     }
   }
   queue_.reserve(1024);
@@ -631,7 +585,7 @@ Prediction Simulation::run() {
     }
   }
   out.report = build_report();
-  out.timeline = std::move(timeline_);
+  if (timeline_) out.timeline = timeline_->take();
   return out;
 }
 
@@ -639,21 +593,14 @@ void Simulation::on_flow_done(FlowNetwork::FlowId flow) {
   auto node = live_flows_.extract(flow);
   const Payload payload = std::move(node.mapped().payload);
   reschedule(network_.finish(TimeNs::ns(now_), flow));
-  if (options_.record_timeline) record_link_spans(node.mapped());
+  report_link_use(node.mapped());
   if (const auto* p2p = std::get_if<PointToPoint>(&payload)) {
-    if (options_.record_timeline) {
-      const int from_rank = actors_[static_cast<std::size_t>(p2p->from_actor)].rank;
-      trace::Span span;
-      span.lane = actors_[static_cast<std::size_t>(p2p->from_actor)].send_lane;
-      span.kind = trace::SpanKind::Send;
-      span.start_ns = p2p->issued_ns;
-      span.end_ns = now_;
-      span.microbatch = static_cast<std::int32_t>(p2p->op.microbatch);
-      span.chunk = p2p->op.chunk;
-      span.stage = schedule::virtual_stage(program_.shape, from_rank, p2p->op.chunk);
-      span.bytes = costs_.chunk(from_rank, p2p->op.chunk).activation_send.count();
-      timeline_.spans.push_back(span);
-    }
+    const int from_rank = actors_[static_cast<std::size_t>(p2p->from_actor)].rank;
+    const Op& op = program_.streams[static_cast<std::size_t>(from_rank)][p2p->op_index];
+    const OpEvent e = event_of(p2p->from_actor, p2p->op_index, p2p->issued_ns,
+                               schedule::virtual_stage(program_.shape, from_rank, op.chunk),
+                               costs_.chunk(from_rank, op.chunk).activation_send.count());
+    notify([&](Observer& o) { o.send_done(e); });
     deliver(*p2p);
     return;
   }
@@ -668,26 +615,16 @@ void Simulation::on_flow_done(FlowNetwork::FlowId flow) {
   finish_collective(id);
 }
 
-/// A span on every link the flow crossed, from the time it began to move to its end.
-void Simulation::record_link_spans(const LiveFlow& flow) {
+/// Every link the flow crossed, from the time it began to move to its end.
+void Simulation::report_link_use(const LiveFlow& flow) {
+  if (observers_.size() == 1) return;  // only the activity recorder, which does not look at links
   std::size_t previous = SIZE_MAX;
   for (const Usage& u : *flow.usage) {
     const std::size_t link = u.resource / 2;
     if (link == previous) continue;  // both directions of a link share its lane
     previous = link;
-    auto lane = link_lanes_.find(link);
-    if (lane == link_lanes_.end()) {
-      const topology::Link& l = cluster_.links()[link];
-      const int node = cluster_.device(l.a).node >= 0 ? cluster_.device(l.a).node : cluster_.device(l.b).node;
-      lane = link_lanes_.emplace(link, add_lane(node >= 0 ? fmt::format("node{}", node) : "fabric", l.name)).first;
-    }
-    trace::Span span;
-    span.lane = lane->second;
-    span.kind = trace::SpanKind::Transfer;
-    span.start_ns = flow.activated;
-    span.end_ns = now_;
-    span.bytes = flow.bytes.count() * u.count;
-    timeline_.spans.push_back(span);
+    const std::int64_t bytes = flow.bytes.count() * u.count;
+    notify([&](Observer& o) { o.link_used(link, flow.activated, now_, bytes); });
   }
 }
 
@@ -698,24 +635,24 @@ void Simulation::deliver(const PointToPoint& message) {
 }
 
 trace::Report Simulation::build_report() const {
-  std::int64_t step = 0;
-  for (const Actor& a : actors_) step = std::max({step, a.finish, a.last_end});
   // Devices: every GPU of the plan, with the numbers of the actor that stands for it.
   std::vector<schedule::DeviceActivity> devices;
   for (int g = 0; g < layout_.ranks(); ++g) {
     const int stage = layout_.coordinate(g, plan::Axis::Pipeline);
     const int replica = options_.fold_replicas ? 0 : layout_.coordinate(g, plan::Axis::Data);
-    const Actor& a = actors_[static_cast<std::size_t>(actor_index(stage, replica))];
+    const int index = actor_index(stage, replica);
+    const Actor& actor = actors_[static_cast<std::size_t>(index)];
+    const ActivityRecorder::Actor& a = activity_.actors()[static_cast<std::size_t>(index)];
     schedule::DeviceActivity d;
     d.id = cluster_.device(gpu(g)).name;
     d.stage = stage;
     d.busy_ns = a.busy_ns;
     d.pipeline_busy_ns = a.pipeline_busy_ns;
-    d.first_start_ns = a.first_start;
-    d.last_end_ns = a.last_end;
-    d.peak_memory_bytes = a.peak_memory;
+    d.first_start_ns = a.first_start_ns;
+    d.last_end_ns = a.last_end_ns;
+    d.peak_memory_bytes = a.peak_memory_bytes;
     d.memory_capacity_bytes = costs_.ranks[static_cast<std::size_t>(stage)].memory_capacity.count();
-    d.represents_stage = a.replica == 0 && g == a.members.front();
+    d.represents_stage = actor.replica == 0 && g == actor.members.front();
     devices.push_back(std::move(d));
   }
   // Links that carried traffic, in link order.
@@ -727,7 +664,7 @@ trace::Report Simulation::build_report() const {
     links.push_back({cluster_.links()[l].name, static_cast<std::int64_t>(bytes[l] + 0.5), static_cast<double>(busy[l]) * 1e-9});
   }
   const auto peak = cluster_.gpu_kind_of(cluster_.gpus().front()).training_peak(model_.dtype_bytes);
-  return schedule::build_report(static_cast<double>(step) * 1e-9, devices, schedule::step_flops(model_, plan_), peak, plan_,
+  return schedule::build_report(static_cast<double>(activity_.step_ns()) * 1e-9, devices, schedule::step_flops(model_, plan_), peak, plan_,
                                 std::move(links));
 }
 

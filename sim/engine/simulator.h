@@ -16,6 +16,7 @@
 
 #include "sim/engine/collectives.h"
 #include "sim/engine/cost_model.h"
+#include "sim/engine/observer.h"
 #include "sim/model/model.h"
 #include "sim/plan/plan.h"
 #include "sim/schedule/program.h"
@@ -31,7 +32,8 @@ struct EngineOptions {
   bool overlap_grad_reduce = false;  ///< Megatron's --overlap-grad-reduce
   /// Gradient bucket; zero means Megatron's default, max(40M, 1M x data-parallel size) parameters.
   Bytes grad_bucket;
-  bool record_timeline = false;
+  bool record_timeline = false;  ///< a TimelineRecorder observes the run; Prediction::timeline holds its trace
+  Observer* observer = nullptr;  ///< also told what happens (observer.h); not owned
 };
 
 struct Prediction {

@@ -5,7 +5,10 @@
 #include <cmath>
 #include <cstddef>
 #include <limits>
+#include <map>
 #include <set>
+#include <string>
+#include <tuple>
 
 namespace mpsim::trace {
 namespace {
@@ -28,6 +31,54 @@ std::optional<double> ratio(const DurationStats& predicted, const DurationStats&
 
 nlohmann::ordered_json optional_json(const std::optional<double>& v) {
   return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json(nullptr);
+}
+
+/// "node0/gpu3" for a lane ("node0", "gpu3 compute"): the device a span ran on.
+std::string device_of(const Lane& lane) { return lane.process + "/" + lane.thread.substr(0, lane.thread.find(' ')); }
+
+using OpKey = std::tuple<std::string, std::int32_t, SpanKind>;
+
+/// Op spans by (device, op, kind); a key seen twice keeps its first span.
+std::map<OpKey, const Span*> op_spans(const Timeline& timeline) {
+  std::map<OpKey, const Span*> out;
+  for (const Span& s : timeline.spans) {
+    if (s.op < 0 || s.lane >= timeline.lanes.size()) continue;
+    out.emplace(OpKey{device_of(timeline.lanes[s.lane]), s.op, s.kind}, &s);
+  }
+  return out;
+}
+
+void compare_ops(const Timeline& predicted, const Timeline& measured, Comparison& c) {
+  const auto p = op_spans(predicted);
+  const auto m = op_spans(measured);
+  std::vector<OpComparison> matched;
+  std::vector<double> ratios;
+  for (const auto& [key, ps] : p) {
+    const auto found = m.find(key);
+    if (found == m.end()) continue;
+    OpComparison oc;
+    oc.device = std::get<0>(key);
+    oc.op = std::get<1>(key);
+    oc.kind = std::get<2>(key);
+    oc.microbatch = ps->microbatch;
+    oc.chunk = ps->chunk;
+    oc.predicted_s = static_cast<double>(ps->end_ns - ps->start_ns) * 1e-9;
+    oc.measured_s = static_cast<double>(found->second->end_ns - found->second->start_ns) * 1e-9;
+    if (oc.measured_s > 0) ratios.push_back(oc.predicted_s / oc.measured_s);
+    matched.push_back(std::move(oc));
+  }
+  c.matched_ops = static_cast<std::int64_t>(matched.size());
+  if (!ratios.empty()) {
+    const auto middle = ratios.begin() + static_cast<std::ptrdiff_t>(ratios.size() / 2);
+    std::nth_element(ratios.begin(), middle, ratios.end());
+    c.op_median_ratio = ratios.size() % 2 == 1 ? *middle : (*middle + *std::max_element(ratios.begin(), middle)) / 2;
+  }
+  // Largest error first; the map order (device, op, kind) breaks ties, so the list is deterministic.
+  std::stable_sort(matched.begin(), matched.end(), [](const OpComparison& a, const OpComparison& b) {
+    return std::abs(a.predicted_s - a.measured_s) > std::abs(b.predicted_s - b.measured_s);
+  });
+  if (matched.size() > kWorstOps) matched.resize(kWorstOps);
+  c.worst_ops = std::move(matched);
 }
 
 }  // namespace
@@ -89,6 +140,7 @@ Comparison compare(const StepRecord& predicted, const StepRecord& measured) {
       c.per_kind.push_back(kc);
     }
   }
+  if (predicted.timeline && measured.timeline) compare_ops(*predicted.timeline, *measured.timeline, c);
 
   const auto& pd = predicted.report.devices;
   const auto& md = measured.report.devices;
@@ -161,6 +213,17 @@ nlohmann::ordered_json comparison_json(const Comparison& c) {
                        {"measured_bubble_fraction", optional_json(d.measured_bubble_fraction)}});
   }
   out["devices"] = devices;
+  ordered_json worst = ordered_json::array();
+  for (const OpComparison& o : c.worst_ops) {
+    worst.push_back({{"device", o.device},
+                     {"op", o.op},
+                     {"kind", std::string(to_string(o.kind))},
+                     {"mb", o.microbatch},
+                     {"chunk", o.chunk},
+                     {"predicted_s", o.predicted_s},
+                     {"measured_s", o.measured_s}});
+  }
+  out["per_op"] = {{"matched", c.matched_ops}, {"median_ratio", optional_json(c.op_median_ratio)}, {"worst", worst}};
   return out;
 }
 

@@ -42,6 +42,18 @@ struct KindComparison {
   std::optional<double> median_ratio;
 };
 
+/// One op of the Program seen in both timelines on the same device (spans matched by device, op
+/// index and kind: args.op of the trace).
+struct OpComparison {
+  std::string device;  ///< "node0/gpu3"
+  std::int32_t op = 0;  ///< index in the device's pipeline rank's stream
+  SpanKind kind = SpanKind::Forward;
+  std::int32_t microbatch = -1;
+  std::int32_t chunk = -1;
+  double predicted_s = 0;
+  double measured_s = 0;
+};
+
 /// One device of either report; a side that does not list the device leaves its values absent.
 struct DeviceComparison {
   std::string id;
@@ -70,7 +82,14 @@ struct Comparison {
   /// timeline.
   std::vector<KindComparison> per_kind;
   std::vector<DeviceComparison> devices;
+  /// Ops both timelines show (0 when either has no op identities), the median of predicted / measured
+  /// over those with a positive measured time, and the ones off by the most seconds, largest first
+  /// (at most kWorstOps; ties by device, then op).
+  std::int64_t matched_ops = 0;
+  std::optional<double> op_median_ratio;
+  std::vector<OpComparison> worst_ops;
 };
+inline constexpr std::size_t kWorstOps = 10;
 
 /// Compares a predicted step with a measured one. Devices are matched by id; when the two reports share
 /// no id at all (one names its devices differently), they are matched by position instead, and the
@@ -82,7 +101,9 @@ struct Comparison {
 ///  "measured_bubble_fraction", "per_kind": {"forward": {"predicted_count", "measured_count",
 ///  "predicted_mean_s", "measured_mean_s", "mean_ratio", "predicted_median_s", "measured_median_s",
 ///  "median_ratio", "predicted_total_s", "measured_total_s"}, ...}, "devices": [{"id", "stage",
-///  "predicted_busy_s", "measured_busy_s", "predicted_bubble_fraction", "measured_bubble_fraction"}]}.
+///  "predicted_busy_s", "measured_busy_s", "predicted_bubble_fraction", "measured_bubble_fraction"}],
+///  "per_op": {"matched": N, "median_ratio", "worst": [{"device", "op", "kind", "mb", "chunk", "predicted_s",
+///  "measured_s"}]}}.
 /// Absent values are null.
 [[nodiscard]] nlohmann::ordered_json comparison_json(const Comparison& comparison);
 

@@ -39,6 +39,7 @@ struct Span {
   std::int32_t chunk = -1;
   std::int32_t stage = -1;
   std::int64_t bytes = 0;
+  std::int32_t op = -1;  ///< the op's index in its pipeline rank's stream (its identity in the Program); -1 for links
 };
 
 struct Timeline {

@@ -120,10 +120,12 @@ std::string chrome_trace(const Timeline& timeline, const Report& report) {
                        lane_pid[i], i + 1, i + 1));
   }
   for (const Span& s : timeline.spans) {
+    // args.op, the op's index in its rank's stream, only on spans of ops (not on link traffic).
+    const std::string op = s.op >= 0 ? fmt::format(R"(,"op":{})", s.op) : std::string();
     append(fmt::format(
-        R"({{"ph":"X","name":"{}","cat":"{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"mb":{},"chunk":{},"stage":{},"bytes":{}}}}})",
+        R"({{"ph":"X","name":"{}","cat":"{}","pid":{},"tid":{},"ts":{},"dur":{},"args":{{"mb":{},"chunk":{},"stage":{},"bytes":{}{}}}}})",
         span_name(s), to_string(s.kind), lane_pid[s.lane], s.lane + 1, microseconds(s.start_ns),
-        microseconds(s.end_ns - s.start_ns), s.microbatch, s.chunk, s.stage, s.bytes));
+        microseconds(s.end_ns - s.start_ns), s.microbatch, s.chunk, s.stage, s.bytes, op));
   }
   out += "\n],\"displayTimeUnit\":\"ms\",\"mpsim\":";
   out += report_json(report).dump();

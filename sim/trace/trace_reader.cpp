@@ -44,7 +44,7 @@ struct Event {
   std::string_view name;
   std::string_view cat;
   std::optional<std::int64_t> pid, tid, ts_ns, dur_ns;
-  std::int64_t mb = -1, chunk = -1, stage = -1, bytes = 0;
+  std::int64_t mb = -1, chunk = -1, stage = -1, bytes = 0, op = -1;
   std::optional<std::string> arg_name;
   std::optional<std::int64_t> arg_sort_index;
 };
@@ -442,6 +442,8 @@ class Parser {
         e.stage = parse_integer("args.stage").value_or(-1);
       } else if (key == "bytes") {
         e.bytes = parse_integer("args.bytes").value_or(0);
+      } else if (key == "op") {
+        e.op = parse_integer("args.op").value_or(-1);
       } else if (key == "name" && peek() == '"') {
         e.arg_name = parse_string();
       } else if (key == "sort_index" && peek() != '"') {
@@ -531,6 +533,7 @@ class Parser {
       s.chunk = narrow(e.chunk, "chunk");
       s.stage = narrow(e.stage, "stage");
       s.bytes = e.bytes;
+      s.op = narrow(e.op, "op");
       spans_.push_back(s);
     } else if (e.ph == "M") {
       const std::int64_t pid = e.pid.value_or(0);

@@ -232,5 +232,45 @@ TEST(ComparisonJson, NullErrorWithoutAMeasuredStepTime) {
   EXPECT_TRUE(comparison_json(compare(predicted_step(), m)).at("step_time_error").is_null());
 }
 
+// Ops matched by device, op index and kind: the predicted forward op 3 on gpu0 (100 ms) meets the
+// measured one (300 ms); op 4 exists only in the prediction; gpu1's op 3 only in the measurement.
+TEST(Compare, MatchesPredictionAndMeasurementPerOp) {
+  const auto with_op = [](Span s, std::uint32_t lane, std::int32_t op) {
+    s.lane = lane;
+    s.op = op;
+    s.microbatch = 1;
+    return s;
+  };
+  StepRecord p;
+  p.report.step_time_s = 1;
+  Timeline pt;
+  pt.lanes = {{"node0", "gpu0 compute"}, {"node0", "gpu0 send"}};
+  pt.spans = {with_op(span(SpanKind::Forward, 0, 100), 0, 3), with_op(span(SpanKind::Send, 100, 10), 1, 5),
+              with_op(span(SpanKind::Backward, 200, 200), 0, 4)};
+  p.timeline = pt;
+  StepRecord m;
+  m.report.step_time_s = 1;
+  Timeline mt;
+  mt.lanes = {{"node0", "gpu1 compute"}, {"node0", "gpu0 compute"}, {"node0", "gpu0 send"}};
+  mt.spans = {with_op(span(SpanKind::Forward, 0, 50), 0, 3), with_op(span(SpanKind::Forward, 0, 300), 1, 3),
+              with_op(span(SpanKind::Send, 300, 20), 2, 5), span(SpanKind::Transfer, 0, 10)};
+  m.timeline = mt;
+  const Comparison c = compare(p, m);
+  EXPECT_EQ(c.matched_ops, 2);
+  // Ratios 100/300 and 10/20: the median of two is their mean.
+  ASSERT_TRUE(c.op_median_ratio);
+  EXPECT_NEAR(*c.op_median_ratio, (1.0 / 3 + 0.5) / 2, 1e-12);
+  ASSERT_EQ(c.worst_ops.size(), 2u);
+  EXPECT_EQ(c.worst_ops[0].device, "node0/gpu0");
+  EXPECT_EQ(c.worst_ops[0].op, 3);
+  EXPECT_EQ(c.worst_ops[0].kind, SpanKind::Forward);
+  EXPECT_DOUBLE_EQ(c.worst_ops[0].predicted_s, 0.1);
+  EXPECT_DOUBLE_EQ(c.worst_ops[0].measured_s, 0.3);
+  EXPECT_EQ(c.worst_ops[1].op, 5);
+  const auto json = comparison_json(c);
+  EXPECT_EQ(json["per_op"]["matched"], 2);
+  EXPECT_EQ(json["per_op"]["worst"][0]["kind"], "forward");
+}
+
 }  // namespace
 }  // namespace mpsim::trace

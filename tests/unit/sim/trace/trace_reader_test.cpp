@@ -69,6 +69,7 @@ Timeline sample_timeline() {
     s.chunk = i % 2;
     s.stage = i % 3 - 1;
     s.bytes = i * 1'234'567'891LL;
+    s.op = k == SpanKind::Transfer ? -1 : 3 * i;  // link traffic carries no op
     t.spans.push_back(s);
     t0 = s.end_ns + 7;
     ++i;
@@ -99,6 +100,7 @@ void expect_same(const Timeline& a, const Timeline& b) {
     EXPECT_EQ(x.microbatch, y.microbatch) << i;
     EXPECT_EQ(x.chunk, y.chunk) << i;
     EXPECT_EQ(x.stage, y.stage) << i;
+    EXPECT_EQ(x.op, y.op) << i;
     EXPECT_EQ(x.bytes, y.bytes) << i;
   }
 }
