@@ -6,17 +6,6 @@
 
 namespace mpsim::planner {
 
-schedule::PipelineShape shape_of(const plan::PlanSpec& spec) {
-  schedule::PipelineShape shape;
-  shape.stages = spec.pipeline;
-  shape.microbatches = spec.microbatches.value_or(1);
-  shape.chunks = spec.virtual_stages;
-  shape.kind = spec.schedule;
-  shape.microbatch_group_size = spec.microbatch_group_size.value_or(1);
-  shape.active_microbatches = spec.active_microbatches.value_or(1);
-  return shape;
-}
-
 UnitCostKey unit_cost_key(const plan::PlanSpec& spec) {
   return {spec.tensor, spec.micro_batch, spec.recompute, spec.sequence_parallel};
 }
@@ -85,7 +74,7 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
   if (context.additive_times) {
     std::vector<TimeNs> tails;
     if (context.sync) tails = rank_tails(*context.sync, rank_parameters, d, spec.zero, context.memory_bandwidth);
-    out.lower_bound = step_time_lower_bound(shape_of(spec), costs.times, tails);
+    out.lower_bound = step_time_lower_bound(schedule::shape_of(spec), costs.times, tails);
   }
   return out;
 }

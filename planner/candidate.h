@@ -13,10 +13,6 @@
 
 namespace mpsim::planner {
 
-/// The pipeline shape `spec` runs. Preconditions: the spec comes from enumerate_search_space() (every
-/// field the shape needs is set; data and microbatches included).
-[[nodiscard]] schedule::PipelineShape shape_of(const plan::PlanSpec& spec);
-
 /// The cost-model key of `spec`'s units.
 [[nodiscard]] UnitCostKey unit_cost_key(const plan::PlanSpec& spec);
 
@@ -47,7 +43,7 @@ struct EstimateContext {
 };
 
 /// Peak memory (static + in-flight activations, per rank) and the step-time bound of `spec` cut by
-/// `costs`. `in_flight` comes from in_flight_vectors(shape_of(spec)). O(p v x kept vectors).
+/// `costs`. `in_flight` comes from in_flight_vectors(schedule::shape_of(spec)). O(p v x kept vectors).
 [[nodiscard]] Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs,
                                 const std::vector<CountVectors>& in_flight, const EstimateContext& context);
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "sim/schedule/generators.h"
+
 namespace mpsim::planner {
 
 TimeNs step_time_lower_bound(const schedule::PipelineShape& shape, std::span<const StageTimes> stages,
@@ -9,7 +11,7 @@ TimeNs step_time_lower_bound(const schedule::PipelineShape& shape, std::span<con
   const int p = shape.stages;
   const int v = shape.chunks;
   const std::int64_t m = shape.microbatches;
-  const bool split = shape.kind == plan::ScheduleKind::ZbH1 || shape.kind == plan::ScheduleKind::ZbH2;
+  const bool split = schedule::splits_backward(shape.kind);
   const auto at = [&](int vs) -> const StageTimes& { return stages[static_cast<std::size_t>(vs)]; };
   const auto tail = [&](int r) { return tails.empty() ? TimeNs{} : tails[static_cast<std::size_t>(r)]; };
 

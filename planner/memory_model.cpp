@@ -4,6 +4,7 @@
 #include <set>
 
 #include "sim/schedule/generators.h"
+#include "sim/schedule/stash.h"
 
 namespace mpsim::planner {
 namespace {
@@ -34,7 +35,6 @@ CountVectors maximal(const std::set<std::vector<int>>& seen) {
 }  // namespace
 
 std::vector<CountVectors> in_flight_vectors(const schedule::PipelineShape& shape) {
-  using schedule::OpKind;
   const schedule::Program program = schedule::make_program(shape);
   const auto v = static_cast<std::size_t>(shape.chunks);
   std::vector<CountVectors> out;
@@ -43,27 +43,11 @@ std::vector<CountVectors> in_flight_vectors(const schedule::PipelineShape& shape
     std::vector<int> counts(2 * v, 0);
     std::set<std::vector<int>> seen;
     for (const schedule::Op& op : stream) {
-      const std::size_t c = op.chunk;
-      switch (op.kind) {
-        case OpKind::Forward:
-          ++counts[c];
-          seen.insert(counts);
-          break;
-        case OpKind::Backward: --counts[c]; break;
-        case OpKind::BackwardInput:
-          --counts[c];
-          ++counts[v + c];
-          break;
-        case OpKind::BackwardWeight: --counts[v + c]; break;
-        case OpKind::SendActivation:
-        case OpKind::RecvActivation:
-        case OpKind::SendGrad:
-        case OpKind::RecvGrad:
-        case OpKind::AllReduce:
-        case OpKind::ReduceScatter:
-        case OpKind::AllGather:
-        case OpKind::OptimizerStep: break;
-      }
+      // The simulator's own rule for what a pass stashes and frees.
+      const schedule::StashChange change = schedule::stash_change(op.kind);
+      counts[op.chunk] += change.full;
+      counts[v + op.chunk] += change.after_input;
+      if (change.full > 0) seen.insert(counts);
     }
     out.push_back(maximal(seen));
   }

@@ -109,7 +109,7 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
     if (drafts[i].static_peak <= usable) fitting.push_back(i);
   }
   const auto [shapes, shape_of_fitting] = distinct<ShapeKey>(
-      fitting, [&](std::size_t i) { return shape_key(shape_of(space.candidates[drafts[i].spec])); });
+      fitting, [&](std::size_t i) { return shape_key(schedule::shape_of(space.candidates[drafts[i].spec])); });
   std::vector<std::vector<CountVectors>> in_flight(shapes.size());
   parallel_for(shapes.size(), threads, [&](std::size_t i) {
     const auto& [p, m, v, kind, group, active] = shapes[i];

@@ -58,7 +58,7 @@ class Enumerator {
       if (mirror() && !tensor_degree_valid(t, cluster_, model_)) continue;
       out_.tensor_degrees.push_back(t);
       for (const int p : divisors(gpus_ / t)) {
-        if (mirror() && p > layers_) continue;
+        if (mirror() && plan::stage_count_error(layers_, p, 1, false)) continue;
         const int d = gpus_ / (t * p);
         if (options_.global_batch % d != 0) continue;
         const int per_replica = options_.global_batch / d;
@@ -76,16 +76,15 @@ class Enumerator {
   [[nodiscard]] bool mirror() const noexcept { return options_.rules == SpaceRules::Mirror; }
 
   void add_schedule(int t, int p, int d, int b, int m, ScheduleKind kind) {
-    if (kind != ScheduleKind::Interleaved1F1B) {
+    if (!plan::has_virtual_stages(kind)) {
       add_rest(t, p, d, b, m, kind, 1);
       return;
     }
     if (mirror()) {
-      // Megatron: an even split into p * v virtual stages, and its group rule for N = p.
-      if (p < 2 || layers_ % p != 0) return;
-      if (m > p && m % p != 0) return;
+      // The plan check's own rules: an even split into p * v virtual stages, Megatron's group rule for N = p.
+      if (p < 2 || plan::interleaved_group_error(m, p, p)) return;
       for (int v = 2; v <= layers_ / p; ++v) {
-        if ((layers_ / p) % v == 0) add_rest(t, p, d, b, m, kind, v);
+        if (!plan::stage_count_error(layers_, p, v, false)) add_rest(t, p, d, b, m, kind, v);
       }
     } else {
       if (p < 2) return;
@@ -114,9 +113,6 @@ class Enumerator {
           spec.zero = z;
           spec.placement = placement;
           spec.optimize = options_.objective;
-          // Set, not left to resolve_plan(), so that the pipeline shape follows from the spec alone.
-          if (kind == ScheduleKind::Interleaved1F1B) spec.microbatch_group_size = p;
-          if (kind == ScheduleKind::SageMakerInterleaved) spec.active_microbatches = p + 2;
           if (!mirror() && !resolves(spec, cluster_, model_)) {
             ++out_.invalid;
             continue;

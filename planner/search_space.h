@@ -15,7 +15,8 @@
 ///   default cap of p + 2 active microbatches; both are set in the spec;
 /// - recomputation, ZeRO stage (0 and 1; ZeRO 1 only when d > 1, where it differs from 0) and placement
 ///   (tp-dp-pp and tp-pp-dp; the second only when d > 1 and p > 1, where the layouts differ).
-/// The rules above are the ones resolve_plan() applies, so candidates are valid plans; resolve_plan()
+/// The validity rules are resolve_plan()'s own (plan::stage_count_error, plan::interleaved_group_error),
+/// called, not copied, so candidates are valid plans; resolve_plan()
 /// stays the judge: the planner resolves every candidate before simulating it, and the `Resolve`
 /// rules mode (for tests) enumerates the raw product and keeps what resolves.
 ///

@@ -1,37 +1,29 @@
 #pragma once
-/// A lower bound on what a pipeline rank does after its last backward: the data-parallel gradient
-/// reduction (without --overlap-grad-reduce its collectives start after the last backward and run
-/// one at a time), the optimizer step, and with ZeRO >= 1 the all-gather of the updated parameters.
+/// A lower bound on what a pipeline rank does after its last backward: the data-parallel gradient sync
+/// as add_gradient_sync() orders it (schedule::sync_collectives: the reduction, the optimizer step,
+/// then with ZeRO >= 1 the parameter all-gather; without --overlap-grad-reduce the collectives start
+/// after the last backward and run one at a time).
 ///
-/// Each collective is engine::collective_rounds()' phases; the simulator moves a phase of r rounds as
-/// one flow after r x (its routes' largest latency), at a rate no higher than the slowest route's
-/// bandwidth. So a phase takes at least r x (latency + bytes per round / bandwidth) of any one of its
-/// transfers, and the planner takes the worst of a sample of them. Bytes per round are a share of
-/// the collective's size (ceil(size / q)); q is read off one call at a large size, rounded so that
-/// the bytes are never overestimated. Bucket boundaries only add latency, so one collective of all
-/// the rank's gradient bytes bounds them.
+/// Each collective is bounded by the engine's own rule (engine::collective_bound) over the groups the
+/// engine runs it on (engine::device_groups). Bucket boundaries only add latency, so one collective of
+/// all the rank's gradient bytes bounds them.
+#include <array>
 #include <cstdint>
 #include <vector>
 
 #include "sim/core/units.h"
-#include "sim/engine/collectives.h"
+#include "sim/engine/collective_bound.h"
 #include "sim/plan/plan.h"
+#include "sim/schedule/program.h"
 #include "sim/topology/cluster.h"
 
 namespace mpsim::planner {
 
-/// time(size) >= latency + size x seconds_per_byte, for size > 0.
-struct CollectiveBound {
-  TimeNs latency;
-  double ns_per_byte = 0;
-  [[nodiscard]] TimeNs at(Bytes size) const noexcept;
-};
-
-/// The data-parallel collectives of every pipeline rank of one layout.
+/// The gradient-sync collectives of every pipeline rank of one layout.
 struct LayoutSyncBounds {
-  std::vector<CollectiveBound> all_reduce;      ///< by pipeline rank
-  std::vector<CollectiveBound> reduce_scatter;  ///< by pipeline rank
-  std::vector<CollectiveBound> all_gather;      ///< by pipeline rank
+  /// [collective kind][pipeline rank], kinds indexed by engine::CollectiveKind.
+  std::array<std::vector<engine::CollectiveBound>, 3> by_kind;
+  [[nodiscard]] const engine::CollectiveBound& of(schedule::OpKind kind, std::size_t rank) const;
 };
 
 /// For the layout of (tensor, pipeline, data, placement) on `cluster`. O(pipeline x (tensor x data +
@@ -40,10 +32,10 @@ struct LayoutSyncBounds {
                                                   const plan::Placement& placement,
                                                   engine::CollectiveAlgorithm algorithm);
 
-/// The time after the last backward of each rank: gradient reduction (all-reduce, or reduce-scatter
-/// with ZeRO >= 1) of its gradient bytes, the optimizer step (as the cost model prices it: Adam's
-/// HBM traffic of its parameters, sharded by ZeRO >= 1), then with ZeRO >= 1 the all-gather.
-/// `rank_parameters` on one tensor rank, by pipeline rank. No reduction when data == 1.
+/// The time after the last backward of each rank: the sync collectives of its gradient bytes and the
+/// optimizer step (as the cost model prices it: Adam's HBM traffic of its parameters, sharded by
+/// ZeRO >= 1), in the sync's order. `rank_parameters` on one tensor rank, by pipeline rank. No
+/// collectives when data == 1.
 [[nodiscard]] std::vector<TimeNs> rank_tails(const LayoutSyncBounds& bounds, const std::vector<std::int64_t>& rank_parameters,
                                              int data, int zero, BytesPerSec memory_bandwidth);
 

@@ -1,6 +1,7 @@
 #include "sim/engine/collectives.h"
 
 #include <map>
+#include <set>
 
 namespace mpsim::engine {
 
@@ -12,6 +13,39 @@ std::string_view to_string(CollectiveAlgorithm a) noexcept {
     case CollectiveAlgorithm::Hierarchical: return "hierarchical";
   }
   return "?";
+}
+
+CollectiveKind collective_kind(schedule::OpKind k) noexcept {
+  switch (k) {
+    case schedule::OpKind::ReduceScatter: return CollectiveKind::ReduceScatter;
+    case schedule::OpKind::AllGather: return CollectiveKind::AllGather;
+    case schedule::OpKind::AllReduce:
+    case schedule::OpKind::Forward:
+    case schedule::OpKind::Backward:
+    case schedule::OpKind::BackwardInput:
+    case schedule::OpKind::BackwardWeight:
+    case schedule::OpKind::SendActivation:
+    case schedule::OpKind::RecvActivation:
+    case schedule::OpKind::SendGrad:
+    case schedule::OpKind::RecvGrad:
+    case schedule::OpKind::OptimizerStep: break;
+  }
+  return CollectiveKind::AllReduce;
+}
+
+std::vector<std::vector<topology::DeviceId>> device_groups(const topology::Cluster& cluster, const plan::Layout& layout,
+                                                           const std::vector<int>& members, plan::AxisSet axes) {
+  std::set<int> seen;
+  std::vector<std::vector<topology::DeviceId>> groups;
+  for (const int m : members) {
+    const std::vector<int> g = layout.group(m, axes);
+    if (!seen.insert(g.front()).second) continue;
+    std::vector<topology::DeviceId> devices;
+    devices.reserve(g.size());
+    for (const int r : g) devices.push_back(cluster.gpus().at(static_cast<std::size_t>(r)));
+    groups.push_back(std::move(devices));
+  }
+  return groups;
 }
 
 namespace {

@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "sim/core/units.h"
+#include "sim/plan/layout.h"
+#include "sim/schedule/program.h"
 #include "sim/topology/cluster.h"
 
 namespace mpsim::engine {
@@ -24,6 +26,16 @@ enum class CollectiveAlgorithm : std::uint8_t {
 [[nodiscard]] std::string_view to_string(CollectiveAlgorithm a) noexcept;
 
 enum class CollectiveKind : std::uint8_t { AllReduce, ReduceScatter, AllGather };
+/// The collective a Program op runs. Precondition: schedule::is_collective(k).
+[[nodiscard]] CollectiveKind collective_kind(schedule::OpKind k) noexcept;
+
+/// The groups a collective over `axes` runs on at once for the GPUs `members` (global ranks) stand
+/// for: the group of each member, once each, in the members' order, as devices. An actor's in-layer
+/// collective and a pipeline rank's gradient sync both take theirs from here.
+[[nodiscard]] std::vector<std::vector<topology::DeviceId>> device_groups(const topology::Cluster& cluster,
+                                                                         const plan::Layout& layout,
+                                                                         const std::vector<int>& members,
+                                                                         plan::AxisSet axes);
 
 struct CollectiveRound {
   std::vector<std::pair<topology::DeviceId, topology::DeviceId>> transfers;

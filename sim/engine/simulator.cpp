@@ -24,6 +24,7 @@
 #include "sim/schedule/report_builder.h"
 #include "sim/schedule/report_parts.h"
 #include "sim/schedule/span_kind.h"
+#include "sim/schedule/stash.h"
 #include "sim/schedule/validate.h"
 #include "sim/schedule/virtual_stage.h"
 
@@ -273,22 +274,9 @@ TimeNs Simulation::compute_duration(const Actor& actor, const Op& op) const {
 void Simulation::start_compute(Actor& actor, const Op& op, std::size_t op_index) {
   const TimeNs duration = compute_duration(actor, op);
   const ChunkCost& cc = costs_.chunk(actor.rank, op.kind == OpKind::OptimizerStep ? 0 : op.chunk);
-  // Memory: activations are held from the start of F until their backward starts (the backward's own
-  // working memory is not modelled).
-  switch (op.kind) {
-    case OpKind::Forward: actor.memory += cc.stashed.count(); break;
-    case OpKind::Backward: actor.memory -= cc.stashed.count(); break;
-    case OpKind::BackwardInput: actor.memory -= (cc.stashed - cc.stashed_after_input).base(); break;
-    case OpKind::BackwardWeight: actor.memory -= cc.stashed_after_input.count(); break;
-    case OpKind::OptimizerStep:
-    case OpKind::SendActivation:
-    case OpKind::RecvActivation:
-    case OpKind::SendGrad:
-    case OpKind::RecvGrad:
-    case OpKind::AllReduce:
-    case OpKind::ReduceScatter:
-    case OpKind::AllGather: break;
-  }
+  // Memory: the stashes a pass adds or frees (schedule/stash.h), at the pass's start.
+  const schedule::StashChange change = schedule::stash_change(op.kind);
+  actor.memory += change.full * cc.stashed.count() + change.after_input * cc.stashed_after_input.count();
   const int index = static_cast<int>(&actor - actors_.data());
   notify([&](Observer& o) { o.memory_changed(index, now_, actor.memory); });
   actor.computing = true;
@@ -413,19 +401,9 @@ bool Simulation::start_collective(std::size_t id) {
   if (found == phases_.end()) {
     const std::vector<int>& members =
         c.actor < 0 ? rank_members_[static_cast<std::size_t>(c.rank)] : actors_[static_cast<std::size_t>(c.actor)].members;
-    std::set<int> seen;
-    DeviceGroups groups;
-    for (const int m : members) {
-      const std::vector<int> g = layout_.group(m, op.group);
-      if (!seen.insert(g.front()).second) continue;
-      std::vector<DeviceId> devices;
-      for (const int r : g) devices.push_back(gpu(r));
-      groups.push_back(std::move(devices));
-    }
-    const CollectiveKind kind = op.kind == OpKind::AllReduce       ? CollectiveKind::AllReduce
-                                : op.kind == OpKind::ReduceScatter ? CollectiveKind::ReduceScatter
-                                                                   : CollectiveKind::AllGather;
-    std::vector<CollectiveRound> rounds = collective_rounds(cluster_, kind, options_.collective, groups, op.bytes);
+    const DeviceGroups groups = device_groups(cluster_, layout_, members, op.group);
+    std::vector<CollectiveRound> rounds =
+        collective_rounds(cluster_, collective_kind(op.kind), options_.collective, groups, op.bytes);
     Phases phases;
     for (CollectiveRound& r : rounds) {
       r.rounds *= op.count;  // `count` collectives back to back

@@ -27,6 +27,8 @@ enum class ScheduleKind : std::uint8_t {
   SageMakerInterleaved,  ///< SageMaker `interleaved`: backward-first with a cap on active microbatches
 };
 [[nodiscard]] std::string_view to_string(ScheduleKind k) noexcept;
+/// Whether the schedule runs several model chunks (virtual stages) per pipeline rank.
+[[nodiscard]] bool has_virtual_stages(ScheduleKind k) noexcept;
 /// Every schedule with its plan-file word, in a fixed order.
 inline constexpr std::pair<std::string_view, ScheduleKind> kScheduleNames[] = {
     {"gpipe", ScheduleKind::GPipe},

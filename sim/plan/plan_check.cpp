@@ -74,6 +74,48 @@ std::vector<LayerRange> virtual_stage_layers(const Plan& plan, const model::Mode
   return out;
 }
 
+std::optional<std::string> interleaved_group_error(int microbatches, int pipeline, int group_size) {
+  const int n = group_size;
+  const int m = microbatches;
+  const int p = pipeline;
+  if (n < 1) return fmt::format("interleaved-1f1b needs a microbatch group size of at least 1, not {}", n);
+  if (n >= m) return std::nullopt;  // one group: how m < p runs
+  if (n < p) {
+    return fmt::format(
+        "interleaved-1f1b needs a microbatch group size of at least the pipeline size {} (or of all {} "
+        "microbatches), not {}: smaller groups deadlock",
+        p, m, n);
+  }
+  const int last = m % n;
+  if (last != 0 && last < p) {
+    return fmt::format(
+        "interleaved-1f1b: {} microbatches in groups of {} leave a last group of {}, fewer than the "
+        "pipeline size {}: it deadlocks",
+        m, n, last, p);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> stage_count_error(int layers, int pipeline, int virtual_stages, bool explicit_partition) {
+  const int stages = pipeline * virtual_stages;
+  if (stages > layers) return fmt::format("{} stages for a model of {} layers", stages, layers);
+  if (!explicit_partition && virtual_stages > 1 && layers % stages != 0) {
+    return fmt::format("{} layers do not split evenly into pipeline {} x virtual stages {}", layers, pipeline,
+                       virtual_stages);
+  }
+  return std::nullopt;
+}
+
+int microbatch_group_size_of(const PlanSpec& spec) noexcept {
+  if (!has_virtual_stages(spec.schedule)) return 1;
+  return spec.microbatch_group_size.value_or(spec.pipeline);
+}
+
+int active_microbatches_of(const PlanSpec& spec) noexcept {
+  if (spec.schedule != ScheduleKind::SageMakerInterleaved) return 3;
+  return spec.active_microbatches.value_or(spec.pipeline + 2);  // SageMaker's default
+}
+
 Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const model::Model& model) {
   const Checker check(spec);
   Plan p;
@@ -140,14 +182,10 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   // Stages and the partition.
   const int layers = partitionable_layer_count(model);
   const int stages = p.stages();
-  check.require(stages <= layers, spec.origins.contains("virtual_stages") ? "virtual_stages" : "pipeline",
-                fmt::format("{} stages for a model of {} layers", stages, layers));
+  if (const auto error = stage_count_error(layers, p.pipeline, p.virtual_stages, !spec.partition.empty())) {
+    check.fail(stages > layers && !spec.origins.contains("virtual_stages") ? "pipeline" : "virtual_stages", *error);
+  }
   if (spec.partition.empty()) {
-    if (p.virtual_stages > 1) {
-      check.require(layers % stages == 0, "virtual_stages",
-                    fmt::format("{} layers do not split evenly into pipeline {} x virtual stages {}", layers,
-                                p.pipeline, p.virtual_stages));
-    }
     p.partition = even_partition(layers, stages);
   } else {
     p.partition = spec.partition;
@@ -161,18 +199,15 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   }
 
   // Schedule rules.
-  const bool interleaved = p.schedule == ScheduleKind::Interleaved1F1B;
+  const bool interleaved = has_virtual_stages(p.schedule);
   check.require(interleaved || p.virtual_stages == 1, "virtual_stages",
                 fmt::format("virtual stages need schedule interleaved-1f1b, not {}", to_string(p.schedule)));
   if (interleaved) {
     check.require(p.virtual_stages > 1, "schedule", "interleaved-1f1b needs virtual_stages > 1");
-    p.microbatch_group_size = spec.microbatch_group_size.value_or(p.pipeline);
-    // Megatron's rule for microbatch_group_size_per_vp_stage N: one group (N >= m), or p <= N with the
-    // microbatches a multiple of N or leaving a last group of at least p; otherwise the order deadlocks.
+    p.microbatch_group_size = microbatch_group_size_of(spec);
     const int n = p.microbatch_group_size;
-    const bool one_group = n >= p.microbatches;
-    const bool valid_groups = n >= p.pipeline && (p.microbatches % n == 0 || p.microbatches % n >= p.pipeline);
-    check.require(one_group || valid_groups, spec.microbatch_group_size ? "microbatch_group_size" : "microbatches",
+    check.require(!interleaved_group_error(p.microbatches, p.pipeline, n),
+                  spec.microbatch_group_size ? "microbatch_group_size" : "microbatches",
                   fmt::format("interleaved-1f1b runs microbatches in groups of {} (microbatch_group_size_per_vp_stage, "
                               "default the pipeline size): {} microbatches need groups of at least {} and a last "
                               "group that is whole or at least {} (Megatron's rule)",
@@ -181,7 +216,7 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
     check.fail("microbatch_group_size", "microbatch_group_size_per_vp_stage applies to interleaved-1f1b only");
   }
   if (p.schedule == ScheduleKind::SageMakerInterleaved) {
-    p.active_microbatches = spec.active_microbatches.value_or(p.pipeline + 2);  // SageMaker's default
+    p.active_microbatches = active_microbatches_of(spec);
   } else if (spec.active_microbatches) {
     check.fail("active_microbatches", "active_microbatches applies to sagemaker-interleaved only");
   }

@@ -1,5 +1,9 @@
 #pragma once
 /// Checking a plan against the cluster and model it will run on.
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "sim/model/model.h"
 #include "sim/plan/plan.h"
 #include "sim/topology/cluster.h"
@@ -12,6 +16,21 @@ namespace mpsim::plan {
 /// domain) unless forced; heads divisible by tensor; schedule-specific rules. Throws InputError
 /// at the offending field, with a message that says how to fix it.
 [[nodiscard]] Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const model::Model& model);
+
+/// Megatron's rule for interleaved 1F1B's microbatch groups of `group_size` (N): one group (N >= m), or
+/// N >= p with the microbatches a multiple of N or leaving a last group of at least p; smaller groups
+/// (or last groups) make the warm-up deadlock. Why not, or nothing. The plan check, the schedule
+/// generator and the planner all ask this.
+[[nodiscard]] std::optional<std::string> interleaved_group_error(int microbatches, int pipeline, int group_size);
+/// Whether `pipeline` x `virtual_stages` stages fit `layers` partitionable layers: at most one stage
+/// per layer, and with virtual stages and no explicit partition an even split. Why not, or nothing.
+[[nodiscard]] std::optional<std::string> stage_count_error(int layers, int pipeline, int virtual_stages,
+                                                           bool explicit_partition);
+/// The schedule parameters a spec implies, as resolve_plan() completes them: Megatron's
+/// microbatch_group_size_per_vp_stage (default: the pipeline size; 1 for other schedules) and SageMaker's
+/// active microbatches (default: pipeline + 2; 3 for other schedules, where it is unused).
+[[nodiscard]] int microbatch_group_size_of(const PlanSpec& spec) noexcept;
+[[nodiscard]] int active_microbatches_of(const PlanSpec& spec) noexcept;
 
 /// The layers a partition cuts: transformer blocks when the model has them, else every layer.
 [[nodiscard]] int partitionable_layer_count(const model::Model& model);

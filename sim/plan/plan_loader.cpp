@@ -19,6 +19,18 @@ std::string_view to_string(ScheduleKind k) noexcept {
   return "?";
 }
 
+bool has_virtual_stages(ScheduleKind k) noexcept {
+  switch (k) {
+    case ScheduleKind::Interleaved1F1B: return true;
+    case ScheduleKind::GPipe:
+    case ScheduleKind::OneFOneB:
+    case ScheduleKind::ZbH1:
+    case ScheduleKind::ZbH2:
+    case ScheduleKind::SageMakerInterleaved: return false;
+  }
+  return false;
+}
+
 std::string_view to_string(Objective o) noexcept { return o == Objective::Speed ? "speed" : "memory"; }
 
 namespace {

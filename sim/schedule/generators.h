@@ -70,6 +70,10 @@ struct VirtualMicrobatch {
 /// rank is under the cap, else it waits. The Program is the order that replay produces.
 [[nodiscard]] Program make_sagemaker_interleaved(const PipelineShape& shape);
 
+/// Whether the schedule splits the backward into BackwardInput and BackwardWeight (the zero-bubble
+/// family) rather than running it fused. One switch over every kind, so a new schedule must answer.
+[[nodiscard]] bool splits_backward(plan::ScheduleKind kind) noexcept;
+
 /// The generator of `shape.kind`.
 [[nodiscard]] Program make_program(const PipelineShape& shape);
 

@@ -45,9 +45,18 @@ bool ends_weight_gradient(OpKind k) noexcept { return k == OpKind::Backward || k
 
 }  // namespace
 
+SyncCollectives sync_collectives(int zero) noexcept {
+  SyncCollectives out;
+  if (zero >= 1) {
+    out.reduction = OpKind::ReduceScatter;
+    out.after_step = OpKind::AllGather;
+  }
+  return out;
+}
+
 Program add_gradient_sync(Program program, const GradientSync& sync) {
   check(program, sync);
-  const OpKind reduce = sync.zero == 0 ? OpKind::AllReduce : OpKind::ReduceScatter;
+  const SyncCollectives collectives = sync_collectives(sync.zero);
   const int chunks = program.shape.chunks;
   for (std::size_t r = 0; r < program.streams.size(); ++r) {
     std::vector<Op>& stream = program.streams[r];
@@ -62,7 +71,7 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
     }
     const auto emit_reduce = [&](std::vector<Op>& out, int c) {
       for (const Bytes b : buckets[static_cast<std::size_t>(c)]) {
-        out.push_back(collective_op(reduce, plan::Axis::Data, b, c));
+        out.push_back(collective_op(collectives.reduction, collectives.group, b, c));
       }
     };
 
@@ -86,10 +95,10 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
       if (i < stream.size()) out.push_back(stream[i]);
     }
     out.push_back(optimizer_step_op());
-    if (sync.zero >= 1) {
+    if (collectives.after_step) {
       for (int c = 0; c < chunks; ++c) {
         for (const Bytes b : buckets[static_cast<std::size_t>(c)]) {
-          out.push_back(collective_op(OpKind::AllGather, plan::Axis::Data, b, c));
+          out.push_back(collective_op(*collectives.after_step, collectives.group, b, c));
         }
       }
     }

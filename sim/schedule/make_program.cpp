@@ -16,4 +16,16 @@ Program make_program(const PipelineShape& shape) {
   throw std::invalid_argument("not a schedule kind");  // only a value cast from outside the enum gets here
 }
 
+bool splits_backward(plan::ScheduleKind kind) noexcept {
+  switch (kind) {
+    case plan::ScheduleKind::ZbH1:
+    case plan::ScheduleKind::ZbH2: return true;
+    case plan::ScheduleKind::GPipe:
+    case plan::ScheduleKind::OneFOneB:
+    case plan::ScheduleKind::Interleaved1F1B:
+    case plan::ScheduleKind::SageMakerInterleaved: return false;
+  }
+  return false;
+}
+
 }  // namespace mpsim::schedule

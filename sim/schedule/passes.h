@@ -4,6 +4,7 @@
 /// A generator emits compute ops; lower_comm() adds the point-to-point transfers its data
 /// dependencies need, and add_gradient_sync() the data-parallel collectives and the optimizer
 /// step. Both are pure and O(ops).
+#include <optional>
 #include <vector>
 
 #include "sim/core/units.h"
@@ -65,6 +66,16 @@ struct GradientSync {
   int zero = 0;                ///< 0: all-reduce; >= 1: reduce-scatter, then all-gather the parameters
   bool data_parallel = false;  ///< false: no collectives, only the optimizer step
 };
+
+/// The data-parallel sync add_gradient_sync() emits, in order: the gradient reduction before the
+/// optimizer step (an all-reduce; a reduce-scatter with ZeRO >= 1) and, with ZeRO >= 1, the all-gather
+/// of the updated parameters after it, all over `group`.
+struct SyncCollectives {
+  OpKind reduction = OpKind::AllReduce;
+  std::optional<OpKind> after_step;
+  plan::AxisSet group = plan::Axis::Data;
+};
+[[nodiscard]] SyncCollectives sync_collectives(int zero) noexcept;
 
 /// Adds the gradient synchronization and the optimizer step to every stream.
 /// When `data_parallel`, each rank reduces its gradients over GroupKind::Data: an AllReduce

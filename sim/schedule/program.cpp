@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/plan/plan_check.h"
+
 namespace mpsim::schedule {
 
 std::string_view to_string(OpKind k) noexcept {
@@ -39,6 +41,17 @@ PipelineShape shape_of(const plan::Plan& plan) noexcept {
   shape.kind = plan.schedule;
   shape.microbatch_group_size = plan.microbatch_group_size;
   shape.active_microbatches = plan.active_microbatches;
+  return shape;
+}
+
+PipelineShape shape_of(const plan::PlanSpec& spec) noexcept {
+  PipelineShape shape;
+  shape.stages = spec.pipeline;
+  shape.microbatches = spec.microbatches.value_or(1);
+  shape.chunks = spec.virtual_stages;
+  shape.kind = spec.schedule;
+  shape.microbatch_group_size = plan::microbatch_group_size_of(spec);
+  shape.active_microbatches = plan::active_microbatches_of(spec);
   return shape;
 }
 

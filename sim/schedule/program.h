@@ -100,6 +100,9 @@ struct PipelineShape {
 
 /// The shape a complete plan implies.
 [[nodiscard]] PipelineShape shape_of(const plan::Plan& plan) noexcept;
+/// The shape a plan as written implies, with resolve_plan()'s defaults for what it leaves out
+/// (plan::microbatch_group_size_of, plan::active_microbatches_of; one microbatch when unset).
+[[nodiscard]] PipelineShape shape_of(const plan::PlanSpec& spec) noexcept;
 
 struct Program {
   PipelineShape shape;

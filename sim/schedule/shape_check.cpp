@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/plan/plan_check.h"
 #include "sim/schedule/generator_support.h"
 #include "sim/schedule/generators.h"
 
@@ -11,32 +12,12 @@ namespace mpsim::schedule {
 
 namespace {
 
-/// Megatron's rules on N = microbatch_group_size_per_vp_stage, p <= N and "m % N == 0 or
-/// m % N >= p", are what keeps its warm-up deadlock-free: with a smaller group (or last group),
-/// rank 0's warm-up forwards of chunk c + 1 wait for forwards of chunk c that the last rank runs
-/// only after a backward that waits for rank 0 (e.g. p = 4, m = 8, v = 2, N = 2). One group of all
-/// m microbatches (N >= m) is also safe, which is how m < p runs. The rule is sufficient, not
-/// necessary (p <= 2 never deadlocks); the validator is the exact test.
+/// Megatron's rules on N = microbatch_group_size_per_vp_stage keep its warm-up deadlock-free: with a
+/// smaller group (or last group), rank 0's warm-up forwards of chunk c + 1 wait for forwards of chunk c
+/// that the last rank runs only after a backward that waits for rank 0 (e.g. p = 4, m = 8, v = 2,
+/// N = 2). The rule is sufficient, not necessary (p <= 2 never deadlocks); the validator is the exact test.
 std::optional<std::string> interleaved_group_error(const PipelineShape& shape) {
-  const int n = shape.microbatch_group_size;
-  const int p = shape.stages;
-  const int m = shape.microbatches;
-  if (n < 1) return fmt::format("interleaved-1f1b needs a microbatch group size of at least 1, not {}", n);
-  if (n >= m) return std::nullopt;
-  if (n < p) {
-    return fmt::format(
-        "interleaved-1f1b needs a microbatch group size of at least the pipeline size {} (or of all {} "
-        "microbatches), not {}: smaller groups deadlock",
-        p, m, n);
-  }
-  const int last = m % n;
-  if (last != 0 && last < p) {
-    return fmt::format(
-        "interleaved-1f1b: {} microbatches in groups of {} leave a last group of {}, fewer than the "
-        "pipeline size {}: it deadlocks",
-        m, n, last, p);
-  }
-  return std::nullopt;
+  return plan::interleaved_group_error(shape.microbatches, shape.stages, shape.microbatch_group_size);
 }
 
 }  // namespace
@@ -61,7 +42,7 @@ std::optional<std::string> shape_error(const PipelineShape& shape) {
     case plan::ScheduleKind::ZbH1:
     case plan::ScheduleKind::ZbH2: break;
   }
-  if (shape.chunks > 1) {
+  if (shape.chunks > 1 && !plan::has_virtual_stages(shape.kind)) {
     return fmt::format("{} chunks per rank need schedule interleaved-1f1b, not {}", shape.chunks,
                        plan::to_string(shape.kind));
   }

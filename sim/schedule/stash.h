@@ -1,0 +1,34 @@
+#pragma once
+/// The activation-memory rule both the simulator and the planner's memory bound follow.
+#include "sim/schedule/program.h"
+
+namespace mpsim::schedule {
+
+/// How a compute op changes what its chunk holds between passes, counted in one microbatch's
+/// stashes: `full` stashes (held from the start of F until the backward starts: B, or I in a split
+/// backward) and `after_input` ones (what a split backward keeps from I until W). The backward's own
+/// working memory is not modelled.
+struct StashChange {
+  int full = 0;
+  int after_input = 0;
+};
+
+[[nodiscard]] constexpr StashChange stash_change(OpKind k) noexcept {
+  switch (k) {
+    case OpKind::Forward: return {+1, 0};
+    case OpKind::Backward: return {-1, 0};
+    case OpKind::BackwardInput: return {-1, +1};
+    case OpKind::BackwardWeight: return {0, -1};
+    case OpKind::SendActivation:
+    case OpKind::RecvActivation:
+    case OpKind::SendGrad:
+    case OpKind::RecvGrad:
+    case OpKind::AllReduce:
+    case OpKind::ReduceScatter:
+    case OpKind::AllGather:
+    case OpKind::OptimizerStep: break;
+  }
+  return {};
+}
+
+}  // namespace mpsim::schedule
