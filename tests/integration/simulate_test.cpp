@@ -443,6 +443,41 @@ TEST(Simulate, TraceFile) {
   fs::remove(trace);
 }
 
+// The README plan is TP 8 with sequence parallelism: its in-layer all-gathers and reduce-scatters are
+// spans on each stage's "layer comm" lane (one of each per pass: 128 microbatches x forward and
+// backward x 2 stages), and the NVSwitch links carry their traffic in the report.
+TEST(Simulate, TensorParallelCollectivesAreSpansAndNvlinkTraffic) {
+  const fs::path trace = scratch() / "tp8.json";
+  const CommandResult r = mpsim(simulate("--trace " + trace.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(read_file(trace));
+  std::map<std::pair<int, int>, std::string> thread_names;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] == "M" && e["name"] == "thread_name") thread_names[{e["pid"], e["tid"]}] = e["args"]["name"];
+  }
+  std::map<std::string, int> in_layer;
+  for (const auto& e : j["traceEvents"]) {
+    if (e["ph"] != "X") continue;
+    const std::string& thread = thread_names[{e["pid"], e["tid"]}];
+    if (thread.find("layer comm") == std::string::npos) continue;
+    ++in_layer[e["cat"]];
+    EXPECT_GT(e["dur"].get<double>(), 0) << e.dump();
+    EXPECT_GE(e["args"]["op"].get<int>(), 0) << e.dump();
+    EXPECT_GT(e["args"]["bytes"].get<std::int64_t>(), 0) << e.dump();
+  }
+  EXPECT_EQ(in_layer["allgather"], 128 * 2 * 2);
+  EXPECT_EQ(in_layer["reducescatter"], 128 * 2 * 2);
+  EXPECT_EQ(in_layer.size(), 2u);
+  std::int64_t nvlink_bytes = 0;
+  for (const auto& link : j["mpsim"]["links"]) {
+    if (link["id"].get<std::string>().find("nvlink") != std::string::npos) nvlink_bytes += link["bytes"].get<std::int64_t>();
+  }
+  EXPECT_GT(nvlink_bytes, 0);
+  // Overlapping the tensor communication with compute (Megatron's --tp-comm-overlap) can only help.
+  EXPECT_LT(step_time(report("--set plan.overlap.tensor_comm=true")), step_time(j["mpsim"]));
+  fs::remove(trace);
+}
+
 TEST(Simulate, Deterministic) {
   const fs::path a = scratch() / "a.json";
   const fs::path b = scratch() / "b.json";
