@@ -134,6 +134,20 @@ const std::vector<FlowNetwork::FlowId>& FlowNetwork::reallocate(std::int64_t now
   }
   // No sorting: the search order is a function of the inputs, so it is deterministic already.
   for (const FlowId f : flows) progress(f, now);
+  changed_.clear();
+  if (flows.size() == 1) {
+    // A flow alone on its links (a tensor-parallel ring inside an idle node, say): its rate is its
+    // tightest link's capacity over its count there, what progressive filling below would give.
+    Flow& flow = flows_[flows.front()];
+    double share = std::numeric_limits<double>::infinity();
+    for (const Usage& u : flow.usage) share = std::min(share, std::max(capacity_[u.resource], 0.0) / static_cast<double>(u.count));
+    if (flow.rate != share) {
+      ++flow.version;
+      changed_.push_back(flows.front());
+    }
+    flow.rate = share;
+    return changed_;
+  }
 
   // 2. Progressive filling: raise every unfrozen flow's rate together; the resource whose fair share
   // is smallest saturates first and fixes the rates of its flows. A heap keyed by share, with stale
@@ -179,7 +193,6 @@ const std::vector<FlowNetwork::FlowId>& FlowNetwork::reallocate(std::int64_t now
     if (!std::isinf(private_limit_[k])) heap_.emplace_back(private_limit_[k], n + k);
   }
   std::make_heap(heap_.begin(), heap_.end(), std::greater<>{});
-  changed_.clear();
   frozen_.assign(flows.size(), 0);
   touched_mark_.assign(n, 0);
   touched_.clear();
