@@ -136,6 +136,7 @@ nlohmann::ordered_json result_json(const prof::ProfileResult& r, const std::stri
                      {"alpha_s", l.fit.alpha_s},
                      {"beta_bytes_per_s", l.fit.beta_bytes_per_s},
                      {"max_relative_residual", l.fit.max_relative_residual},
+                     {"fit_on_fastest", l.fit_on_fastest},
                      {"samples", samples}});
   }
   ordered_json allreduce = ordered_json::array();

@@ -100,9 +100,10 @@ std::string calibrated_topology_yaml(const ProfileResult& r, const TopologyHeade
       out += fmt::format("#   {:>10} {:>12} {:>14} {:>11.1f}%\n", readable_size(s.bytes), readable_time(s.seconds),
                          bandwidth(static_cast<double>(s.bytes) / s.seconds), 100 * (fitted - s.seconds) / s.seconds);
     }
-    out += fmt::format("#   fit over {} and up: alpha {}, beta {} (largest relative residual there {:.1f}%)\n",
-                       readable_size(l.fit_min_bytes), readable_time(l.fit.alpha_s), bandwidth(l.fit.beta_bytes_per_s),
-                       100 * l.fit.max_relative_residual);
+    out += fmt::format("#   fit over {} and up{}: alpha {}, beta {} (largest relative residual there {:.1f}%)\n",
+                       readable_size(l.fit_min_bytes),
+                       l.fit_on_fastest ? " (the medians gave no fit: fastest round trips)" : "",
+                       readable_time(l.fit.alpha_s), bandwidth(l.fit.beta_bytes_per_s), 100 * l.fit.max_relative_residual);
   }
   if (!r.allreduce.empty()) {
     out += fmt::format("# all-reduce over {} ranks (slowest rank, median of repetitions):\n", r.ranks);

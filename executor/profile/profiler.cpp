@@ -138,12 +138,13 @@ int pingpong_repetitions(std::int64_t bytes) {
   return static_cast<int>(std::clamp<std::int64_t>((std::int64_t{1} << 24) / std::max<std::int64_t>(bytes, 1), 5, 100));
 }
 
-/// One-way seconds per size between ranks a and b (median over round trips / 2). Called by every
-/// rank; ranks other than a and b only wait at the closing barrier. The result is known on all ranks.
+/// One-way seconds per size between ranks a and b: the median round trip / 2 for the first
+/// sizes.size() entries, the fastest round trip / 2 for the next. Called by every rank; ranks other
+/// than a and b only wait at the closing barrier. The result is known on all ranks.
 std::vector<double> pingpong(Backend& backend, Group& world, int a, int b, const std::vector<std::int64_t>& sizes,
                              const DeviceBuffer& buffer) {
   const int me = backend.world_rank();
-  std::vector<float> one_way(sizes.size(), 0.0f);
+  std::vector<float> one_way(2 * sizes.size(), 0.0f);
   for (std::size_t i = 0; i < sizes.size(); ++i) {
     const auto count = static_cast<std::size_t>(sizes[i] / static_cast<std::int64_t>(sizeof(float)));
     const int tag = static_cast<int>(i) + 1;
@@ -158,7 +159,9 @@ std::vector<double> pingpong(Backend& backend, Group& world, int a, int b, const
     const int reps = pingpong_repetitions(sizes[i]);
     if (me == a) {
       round_trip_from_a();  // warm-up: connection set-up, first-touch of pages
-      one_way[i] = static_cast<float>(median(time_repetitions(backend, reps, round_trip_from_a)) / 2);
+      const std::vector<double> round_trips = time_repetitions(backend, reps, round_trip_from_a);
+      one_way[i] = static_cast<float>(median(round_trips) / 2);
+      one_way[sizes.size() + i] = static_cast<float>(*std::min_element(round_trips.begin(), round_trips.end()) / 2);
     } else if (me == b) {
       round_trip_from_b();
       static_cast<void>(time_repetitions(backend, reps, round_trip_from_b));
@@ -209,6 +212,19 @@ std::vector<TransferSample> fitted_samples(const std::vector<TransferSample>& sa
     if (s.bytes >= min_bytes) large.push_back(s);
   }
   return large.size() >= 2 ? large : samples;
+}
+
+void fit_link(LinkMeasurement& link, const std::vector<TransferSample>& fastest, std::int64_t min_bytes) {
+  link.fit_min_bytes = min_bytes;
+  try {
+    link.fit = fit_alpha_beta(fitted_samples(link.samples, min_bytes));
+    link.fit_on_fastest = false;
+  } catch (const std::invalid_argument&) {
+    // On a loaded machine preemptions can swamp the medians (times that do not grow with the size);
+    // the fastest round trips are the ones the link allowed.
+    link.fit = fit_alpha_beta(fitted_samples(fastest, min_bytes));
+    link.fit_on_fastest = true;
+  }
 }
 
 std::vector<std::int64_t> message_sizes(std::int64_t min_bytes, std::int64_t max_bytes) {
@@ -321,9 +337,12 @@ ProfileResult profile_machine(Backend& backend, const ProfileOptions& options) {
         link.rank_a = a;
         link.rank_b = b;
         const std::vector<double> one_way = pingpong(backend, *world, a, b, sizes, buffer);
-        for (std::size_t i = 0; i < sizes.size(); ++i) link.samples.push_back({sizes[i], one_way[i]});
-        link.fit = fit_alpha_beta(fitted_samples(link.samples, options.fit_min_bytes));
-        link.fit_min_bytes = options.fit_min_bytes;
+        std::vector<TransferSample> fastest;
+        for (std::size_t i = 0; i < sizes.size(); ++i) {
+          link.samples.push_back({sizes[i], one_way[i]});
+          fastest.push_back({sizes[i], one_way[sizes.size() + i]});
+        }
+        fit_link(link, fastest, options.fit_min_bytes);
         alphas.push_back(link.fit.alpha_s);
         betas.push_back(link.fit.beta_bytes_per_s);
         result.links.push_back(std::move(link));

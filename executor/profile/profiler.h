@@ -68,6 +68,9 @@ struct LinkMeasurement {
   std::vector<TransferSample> samples;  ///< median one-way time (half a round trip) per size
   AlphaBeta fit;                        ///< over the samples from ProfileOptions::fit_min_bytes up
   std::int64_t fit_min_bytes = 0;
+  /// The medians admitted no fit (times that do not grow with the size: a loaded machine), so the
+  /// fit is over the fastest round trip of each size instead.
+  bool fit_on_fastest = false;
 };
 
 struct CollectiveMeasurement {
@@ -101,6 +104,11 @@ struct ProfileResult {
 /// The samples of `samples` from `min_bytes` up, or all of them when fewer than two are that large.
 [[nodiscard]] std::vector<TransferSample> fitted_samples(const std::vector<TransferSample>& samples,
                                                          std::int64_t min_bytes);
+
+/// Fits `link.samples` (medians) from `min_bytes` up; when they admit no fit, fits `fastest` (the
+/// fastest one-way time per size) and sets link.fit_on_fastest. Throws std::invalid_argument when
+/// neither does.
+void fit_link(LinkMeasurement& link, const std::vector<TransferSample>& fastest, std::int64_t min_bytes);
 
 /// Message sizes of the ping-pong: min, 4 min, 16 min, ... and max itself if not on that ladder.
 [[nodiscard]] std::vector<std::int64_t> message_sizes(std::int64_t min_bytes, std::int64_t max_bytes);

@@ -151,6 +151,26 @@ model::Model tiny_gpt() {
   return m;
 }
 
+// Medians swamped by preemptions (every size about 5 ms: no bandwidth in them) fall back to the fastest
+// round trips, which follow 10 us + bytes / 10 GB/s exactly; medians that fit are kept.
+TEST(FitLink, FallsBackToTheFastestRoundTripsWhenTheMediansGiveNoFit) {
+  LinkMeasurement link;
+  std::vector<TransferSample> fastest;
+  for (std::int64_t bytes = 4096; bytes <= (16LL << 20); bytes *= 4) {
+    link.samples.push_back({bytes, 5e-3 - static_cast<double>(bytes) * 1e-12});
+    fastest.push_back({bytes, 10e-6 + static_cast<double>(bytes) / 10e9});
+  }
+  fit_link(link, fastest, 4096);
+  EXPECT_TRUE(link.fit_on_fastest);
+  EXPECT_NEAR(link.fit.alpha_s, 10e-6, 1e-12);
+  EXPECT_NEAR(link.fit.beta_bytes_per_s, 10e9, 1e3);
+  EXPECT_EQ(link.fit_min_bytes, 4096);
+  link.samples = fastest;
+  fit_link(link, {}, 4096);
+  EXPECT_FALSE(link.fit_on_fastest);
+  EXPECT_NEAR(link.fit.alpha_s, 10e-6, 1e-12);
+}
+
 TEST(GemmShapesForModel, EveryProductOfAStepWeightedByItsFlops) {
   const std::vector<GemmShape> shapes = gemm_shapes_for_model(tiny_gpt(), 1, "cpu");
   // 5 linear layers (qkv, attention-out, mlp-up, mlp-down, logits) x 3 products + 2 attention products.
