@@ -56,6 +56,7 @@ Json shape_json(const model::TransformerShape& s) {
   if (s.token_types > 0) j["token_types"] = s.token_types;
   j["tied_embeddings"] = s.tied_embeddings;
   j["gated_mlp"] = s.gated_mlp;
+  j["activation"] = std::string(model::to_string(s.activation));
   j["biases"] = s.biases;
   j["dropout"] = s.dropout;
   if (s.family == model::Family::Bert) j["pooler"] = s.pooler;

@@ -3,11 +3,12 @@
 #include <algorithm>
 
 #include "sim/engine/cost_model.h"
+#include "sim/plan/plan_check.h"
 
 namespace mpsim::planner {
 
 UnitCostKey unit_cost_key(const plan::PlanSpec& spec) {
-  return {spec.tensor, spec.micro_batch, spec.recompute, spec.sequence_parallel};
+  return {spec.tensor, spec.micro_batch, spec.recompute, spec.sequence_parallel, spec.precision, spec.attention};
 }
 
 std::vector<std::int64_t> partition_weights(const std::vector<UnitCost>& units) {
@@ -63,7 +64,10 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
       parameters += costs.parameters[vs];
     }
     rank_parameters.push_back(parameters);
-    const Bytes fixed = engine::static_memory_bytes(parameters, context.dtype_bytes, spec.zero, d);
+    const Bytes fixed = engine::static_memory(parameters, context.dtype_bytes,
+                                              spec.precision.value_or(plan::model_precision(context.dtype_bytes)),
+                                              spec.zero, spec.tensor, p, d)
+                            .total();
     const Bytes peak = fixed + peak_activations(in_flight[static_cast<std::size_t>(r)], chunks);
     if (r == 0 || peak > out.peak_memory) {
       out.peak_memory = peak;
@@ -73,7 +77,8 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
   }
   if (context.additive_times) {
     std::vector<TimeNs> tails;
-    if (context.sync) tails = rank_tails(*context.sync, rank_parameters, d, spec.zero, context.memory_bandwidth);
+    if (context.sync) tails = rank_tails(*context.sync, rank_parameters, d, spec.zero, context.dtype_bytes,
+                                           context.memory_bandwidth);
     out.lower_bound = step_time_lower_bound(schedule::shape_of(spec), costs.times, tails);
   }
   return out;

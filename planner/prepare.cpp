@@ -48,7 +48,11 @@ Bytes largest_static_memory(const plan::PlanSpec& spec, const StageCosts& costs,
   for (int r = 0; r < spec.pipeline; ++r) {
     std::int64_t parameters = 0;
     for (int c = 0; c < spec.virtual_stages; ++c) parameters += costs.parameters[static_cast<std::size_t>(c * spec.pipeline + r)];
-    worst = std::max(worst, engine::static_memory_bytes(parameters, dtype_bytes, spec.zero, spec.data.value_or(1)));
+    const int data = spec.data.value_or(1);
+    worst = std::max(worst, engine::static_memory(parameters, dtype_bytes,
+                                                  spec.precision.value_or(plan::model_precision(dtype_bytes)),
+                                                  spec.zero, spec.tensor, spec.pipeline, data)
+                                .total());
   }
   return worst;
 }

@@ -36,7 +36,7 @@ LayoutSyncBounds layout_sync_bounds(const topology::Cluster& cluster, int tensor
 }
 
 std::vector<TimeNs> rank_tails(const LayoutSyncBounds& bounds, const std::vector<std::int64_t>& rank_parameters, int data,
-                               int zero, BytesPerSec memory_bandwidth) {
+                               int zero, int parameter_bytes, BytesPerSec memory_bandwidth) {
   const schedule::SyncCollectives sync = schedule::sync_collectives(zero);
   std::vector<TimeNs> out;
   for (std::size_t r = 0; r < rank_parameters.size(); ++r) {
@@ -45,7 +45,7 @@ std::vector<TimeNs> rank_tails(const LayoutSyncBounds& bounds, const std::vector
     TimeNs tail = engine::optimizer_step_time(parameters, zero, data, memory_bandwidth);
     if (data > 1) {
       tail += bounds.of(sync.reduction, r).at(gradients);
-      if (sync.after_step) tail += bounds.of(*sync.after_step, r).at(gradients);
+      if (sync.after_step) tail += bounds.of(*sync.after_step, r).at(Bytes::bytes(parameters * parameter_bytes));
     }
     out.push_back(tail);
   }

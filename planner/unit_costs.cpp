@@ -30,6 +30,7 @@ plan::Plan one_rank_per_unit(int units, const UnitCostKey& key) {
   p.micro_batch = key.micro_batch;
   p.recompute = key.recompute;
   p.sequence_parallel = key.sequence_parallel;
+  p.attention = key.attention;
   p.schedule = units > 1 ? plan::ScheduleKind::Interleaved1F1B : plan::ScheduleKind::OneFOneB;
   p.partition.resize(static_cast<std::size_t>(units) + 1);
   std::iota(p.partition.begin(), p.partition.end(), 0);
@@ -76,7 +77,8 @@ UnitCostModel::UnitCostModel(const topology::Cluster& cluster, const model::Mode
 
 std::vector<UnitCost> UnitCostModel::costs(const UnitCostKey& key) const {
   const int distinct = distinct_of_.empty() ? 0 : *std::max_element(distinct_of_.begin(), distinct_of_.end()) + 1;
-  const plan::Plan probe_plan = one_rank_per_unit(distinct, key);
+  plan::Plan probe_plan = one_rank_per_unit(distinct, key);
+  probe_plan.precision = key.precision.value_or(plan::model_precision(model_->dtype_bytes));
   const plan::Layout layout(probe_plan);
   const engine::CostModel probe = engine::build_cost_model(*cluster_, probe_, probe_plan, layout);
   const auto& chunks = probe.ranks.front().chunks;
@@ -94,11 +96,7 @@ std::vector<UnitCost> UnitCostModel::costs(const UnitCostKey& key) const {
     uc.stashed = c.stashed;
     uc.activation_send = c.activation_send;
     uc.parameters = c.parameters;
-    // As the cost model counts the scores a split backward frees: per layer, per tensor rank.
-    for (const int li : unit_layers_[u]) {
-      const model::Layer& layer = model_->layers[static_cast<std::size_t>(li)];
-      uc.attention_scores += engine::attention_score_bytes(layer, key.micro_batch, key.tensor);
-    }
+    uc.attention_scores = c.stashed - c.stashed_after_input;  // what a split backward frees at I
     out.push_back(uc);
   }
   return out;

@@ -10,10 +10,12 @@
 /// The cost model is probed on a compressed model holding each distinct unit once (the blocks of a
 /// transformer are identical), so one probe costs O(distinct units), not O(layers).
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "sim/core/units.h"
 #include "sim/model/model.h"
+#include "sim/plan/plan.h"
 #include "sim/topology/cluster.h"
 
 namespace mpsim::planner {
@@ -36,6 +38,8 @@ struct UnitCostKey {
   int micro_batch = 1;
   model::Recompute recompute = model::Recompute::None;
   bool sequence_parallel = false;
+  std::optional<plan::Precision> precision;  ///< unset: the model's dtype
+  plan::AttentionKernel attention = plan::AttentionKernel::Flash;
   friend auto operator<=>(const UnitCostKey&, const UnitCostKey&) = default;
 };
 

@@ -12,7 +12,7 @@ schedule::Program program_for_plan(const model::Model& model, const plan::Plan& 
   schedule::GradientSync sync;
   sync.gradient_bytes = gradient_bytes;
   sync.bucket_size = bucket.count() > 0 ? bucket : schedule::default_gradient_bucket(plan.data);
-  sync.overlap = false;  // the simulator's default (EngineOptions::overlap_grad_reduce)
+  sync.overlap = plan.overlap_grad_reduce;
   return schedule::plan_program(model, plan, std::move(sync));
 }
 

@@ -3,21 +3,13 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "sim/engine/kernel_time.h"
 #include "sim/plan/plan_check.h"
 
 namespace mpsim::engine {
-namespace {
 
 using model::Layer;
-using model::LayerKind;
 using model::Recompute;
-
-/// What the GPU's matmuls reach at the model's precision (the first listed peak if it has none).
-FlopsPerSec effective_peak(const topology::GpuKind& gpu, int dtype_bytes) {
-  return gpu.training_peak(dtype_bytes).value_or(gpu.peak.begin()->second) * gpu.matmul_efficiency;
-}
-
-}  // namespace
 
 RingProfile ring_profile(topology::RouteFinder& routes, const std::vector<topology::DeviceId>& devices) {
   RingProfile ring;
@@ -49,11 +41,22 @@ TimeNs ring_time(const RingProfile& ring, const std::vector<schedule::LayerColle
   return total;
 }
 
-Bytes static_memory_bytes(std::int64_t parameters, int dtype_bytes, int zero, int data) noexcept {
+Bytes reserved_memory(int tensor, int pipeline, int data) noexcept {
+  const int communicators = (tensor > 1 ? 1 : 0) + (pipeline > 1 ? 1 : 0) + (data > 1 ? 1 : 0);
+  return Bytes::gib(kContextReserveGiB + kCommunicatorReserveGiB * communicators);
+}
+
+StaticMemory static_memory(std::int64_t parameters, int dtype_bytes, plan::Precision precision, int zero, int tensor,
+                           int pipeline, int data) noexcept {
   const std::int64_t optimizer_parameters = zero >= 1 ? (parameters + data - 1) / data : parameters;
-  const std::int64_t weights = (zero >= 3 ? parameters / data : parameters) * dtype_bytes;
-  const std::int64_t gradients = (zero >= 2 ? parameters / data : parameters) * kGradientBytesPerParameter;
-  return Bytes::bytes(weights + gradients + optimizer_parameters * kOptimizerBytesPerParameter);
+  const std::int64_t weight_parameters = zero >= 3 ? parameters / data : parameters;
+  const int weight_bytes = dtype_bytes + (plan::is_fp8(precision) ? kFp8WeightCopyBytesPerParameter : 0);
+  StaticMemory m;
+  m.weights = Bytes::bytes(weight_parameters * weight_bytes);
+  m.gradients = Bytes::bytes((zero >= 2 ? parameters / data : parameters) * kGradientBytesPerParameter);
+  m.optimizer = Bytes::bytes(optimizer_parameters * kOptimizerBytesPerParameter);
+  m.reserved = reserved_memory(tensor, pipeline, data);
+  return m;
 }
 
 TimeNs optimizer_step_time(std::int64_t parameters, int zero, int data, BytesPerSec memory_bandwidth) noexcept {
@@ -65,12 +68,60 @@ Bytes attention_score_bytes(const model::Layer& layer, int micro_batch, int tens
   return Bytes::bytes(layer.stashed.attention_scores.count() * micro_batch / tensor);
 }
 
+namespace {
+
+/// Kernel times of one pass over a chunk's layers, before recomputation.
+struct PassTimes {
+  TimeNs forward;
+  TimeNs backward_input;
+  TimeNs backward_weight;
+};
+
+/// The GEMMs and attention cores of a generated layer, timed by shape, plus the FP8 casts of the GEMM
+/// inputs; a layer without them (hand-listed) is timed from its FLOPs as one large GEMM.
+PassTimes layer_kernel_times(const KernelRates& rates, const Layer& layer, const plan::Plan& plan) {
+  const int b = plan.micro_batch;
+  const int t = plan.tensor;
+  PassTimes out;
+  if (layer.gemms.empty() && layer.attention.empty()) {
+    const double per_rank = static_cast<double>(b) / t;
+    out.forward = compute_time(layer.forward_flops * per_rank, rates.gemm);
+    out.backward_input = compute_time(layer.backward_input_flops * per_rank, rates.gemm);
+    out.backward_weight = compute_time(layer.backward_weight_flops * per_rank, rates.gemm);
+    return out;
+  }
+  std::int64_t cast_forward = 0, cast_backward = 0;
+  for (const model::Gemm& g : layer.gemms) {
+    const GemmPasses passes = gemm_passes(g, b, t);
+    out.forward += gemm_time(rates, passes.forward);
+    out.backward_input += gemm_time(rates, passes.backward_input);
+    out.backward_weight += gemm_time(rates, passes.backward_weight);
+    cast_forward += passes.forward.m * passes.forward.k;
+    cast_backward += passes.backward_input.m * passes.backward_input.k;
+  }
+  if (rates.fp8) {
+    out.forward += transfer_time(Bytes::bytes(cast_forward * kFp8CastBytesPerElement), rates.memory);
+    out.backward_input += transfer_time(Bytes::bytes(cast_backward * kFp8CastBytesPerElement), rates.memory);
+  }
+  for (const model::AttentionCore& core : layer.attention) {
+    const AttentionTimes a = attention_time(rates, core, plan.attention, b, t);
+    out.forward += a.forward;
+    out.backward_input += a.backward;
+  }
+  return out;
+}
+
+}  // namespace
+
 CostModel build_cost_model(const topology::Cluster& cluster, const model::Model& m, const plan::Plan& plan,
                            const plan::Layout& layout) {
   const auto ranges = plan::virtual_stage_layers(plan, m);
   const auto layer_collectives = schedule::chunk_layer_collectives(m, plan);
   const int t = plan.tensor;
   const int b = plan.micro_batch;
+  const bool flash = plan.attention == plan::AttentionKernel::Flash;
+  // What the stash keeps: FlashAttention never stores the scores, as selective recomputation drops them.
+  const Recompute stash_rule = model::stash_recompute(plan.recompute, flash);
   CostModel out;
   topology::RouteFinder routes(cluster);
   for (int rank = 0; rank < plan.pipeline; ++rank) {
@@ -78,7 +129,11 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
     std::vector<topology::DeviceId> tensor_devices;
     for (const int r : tensor_ranks) tensor_devices.push_back(cluster.gpus().at(static_cast<std::size_t>(r)));
     const topology::GpuKind& gpu = cluster.gpu_kind_of(tensor_devices.front());
-    const FlopsPerSec peak = effective_peak(gpu, m.dtype_bytes);
+    const KernelRates rates = kernel_rates(gpu, plan.precision, m.dtype_bytes);
+    // Only the transformer blocks' linear layers run in FP8 (Transformer Engine modules); Megatron's
+    // vocabulary projection is a plain 16-bit GEMM.
+    const KernelRates block_only_fp8 =
+        rates.fp8 ? kernel_rates(gpu, plan::model_precision(m.dtype_bytes), m.dtype_bytes) : rates;
     const RingProfile tensor_ring = ring_profile(routes, tensor_devices);
     RankCost rc;
     rc.memory_capacity = gpu.memory;
@@ -87,23 +142,33 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       const int vs = c * plan.pipeline + rank;
       const plan::LayerRange range = ranges.at(static_cast<std::size_t>(vs));
       ChunkCost cc;
-      Flops f, bi, bw, recompute;
+      PassTimes kernels;
+      Flops recompute;
       Bytes stashed, stashed_scores, elementwise;
       TimeNs profiled_f, profiled_bi, profiled_bw;
       bool all_profiled_f = true, all_profiled_b = true;
       for (int li = range.first; li < range.last; ++li) {
         const Layer& layer = m.layers[static_cast<std::size_t>(li)];
-        const double per_rank = static_cast<double>(b) / t;
-        f += layer.forward_flops * per_rank;
-        bi += layer.backward_input_flops * per_rank;
-        bw += layer.backward_weight_flops * per_rank;
-        recompute += model::recomputed_flops(m, layer, plan.recompute) * per_rank;
+        const bool in_fp8 = layer.kind == model::LayerKind::Transformer || layer.kind == model::LayerKind::Generic;
+        const PassTimes times = layer_kernel_times(in_fp8 ? rates : block_only_fp8, layer, plan);
+        kernels.forward += times.forward;
+        kernels.backward_input += times.backward_input;
+        kernels.backward_weight += times.backward_weight;
+        recompute += model::recomputed_flops(m, layer, model::replayed_recompute(plan.recompute, flash)) *
+                     (static_cast<double>(b) / t);
         cc.parameters += layer.parameters / t;
-        stashed += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, plan.recompute);
-        stashed_scores += attention_score_bytes(layer, b, t);
+        stashed += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, stash_rule);
+        if (in_fp8 && rates.fp8 && stash_rule != Recompute::Full) {
+          // The GEMM inputs are kept in their 8-bit copies.
+          stashed -= Bytes::bytes(model::stashed_gemm_input_elements(layer, b, t, plan.sequence_parallel) *
+                                  (m.dtype_bytes - 1));
+        }
+        if (!flash) stashed_scores += attention_score_bytes(layer, b, t);
         // Memory-bound work beside the matmuls (norms, softmax, dropout, activations, residuals): every
         // activation a pass produces is written once and read once.
-        elementwise += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, Recompute::None) * 2;
+        elementwise += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel,
+                                                       model::stash_recompute(Recompute::None, flash)) *
+                       2;
         all_profiled_f = all_profiled_f && layer.forward_time.has_value();
         all_profiled_b = all_profiled_b && layer.backward_input_time.has_value() && layer.backward_weight_time.has_value();
         profiled_f += layer.forward_time.value_or(TimeNs{});
@@ -111,22 +176,24 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         profiled_bw += layer.backward_weight_time.value_or(TimeNs{});
       }
       const TimeNs memory_bound = transfer_time(elementwise, gpu.memory_bandwidth);
-      const TimeNs forward = all_profiled_f ? profiled_f : compute_time(f, peak) + memory_bound;
+      const TimeNs forward = all_profiled_f ? profiled_f : kernels.forward + memory_bound;
       cc.forward = forward;
       // Recomputation runs before the input-gradient pass: all of the forward (full), or the attention
-      // scores' matmuls and their softmax/dropout traffic (selective).
+      // scores' matmuls and their softmax/dropout traffic (selective; nothing under FlashAttention,
+      // whose backward recomputes the scores itself).
       TimeNs recompute_time;
       if (plan.recompute == Recompute::Full) {
         recompute_time = forward;
-      } else if (plan.recompute == Recompute::Selective) {
-        recompute_time = compute_time(recompute, peak) + transfer_time(stashed_scores * 2, gpu.memory_bandwidth);
+      } else if (model::replayed_recompute(plan.recompute, flash) == Recompute::Selective) {
+        recompute_time = compute_time(recompute, rates.standard_scores) +
+                         transfer_time(stashed_scores * 2, gpu.memory_bandwidth);
       }
       if (all_profiled_b) {
         cc.backward_input = profiled_bi + recompute_time;
         cc.backward_weight = profiled_bw;
       } else {
-        cc.backward_input = compute_time(bi, peak) + memory_bound + recompute_time;
-        cc.backward_weight = compute_time(bw, peak);
+        cc.backward_input = kernels.backward_input + memory_bound + recompute_time;
+        cc.backward_weight = kernels.backward_weight;
       }
       cc.backward = cc.backward_input + cc.backward_weight;
       const schedule::ChunkCollectives& collectives =
@@ -144,7 +211,8 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
     }
     const int dp = plan.data;
     rc.optimizer_step = optimizer_step_time(rank_parameters, plan.zero, dp, gpu.memory_bandwidth);
-    rc.static_memory = static_memory_bytes(rank_parameters, m.dtype_bytes, plan.zero, dp);
+    rc.static_memory =
+        static_memory(rank_parameters, m.dtype_bytes, plan.precision, plan.zero, plan.tensor, plan.pipeline, dp);
     out.ranks.push_back(std::move(rc));
   }
   return out;

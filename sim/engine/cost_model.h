@@ -36,10 +36,19 @@ struct ChunkCost {
   std::int64_t parameters = 0;  ///< on one TP rank
 };
 
+/// What a GPU holds for the whole step, whatever the schedule does.
+struct StaticMemory {
+  Bytes weights;     ///< the model's dtype, plus FP8 copies under an FP8 precision
+  Bytes gradients;   ///< Megatron's fp32 main gradients
+  Bytes optimizer;   ///< Adam: fp32 master weights, momentum and variance
+  Bytes reserved;    ///< CUDA context, library workspaces, NCCL communicators' buffers
+  [[nodiscard]] Bytes total() const noexcept { return weights + gradients + optimizer + reserved; }
+};
+
 struct RankCost {
   std::vector<ChunkCost> chunks;  ///< by chunk on the rank
   TimeNs optimizer_step;
-  Bytes static_memory;            ///< weights + gradients + optimizer state
+  StaticMemory static_memory;
   Bytes memory_capacity;
 };
 
@@ -60,10 +69,23 @@ inline constexpr int kOptimizerBytesPerParameter = 12;
 /// weights, momentum and variance (24), write the 16-bit weights (2).
 inline constexpr int kOptimizerTrafficBytesPerParameter = 30;
 
-/// Weights + gradients + optimizer state of a pipeline rank holding `parameters` parameters on one
-/// tensor rank: ZeRO 1 shards the optimizer state over the `data` replicas (rounded up), 2 the
-/// gradients, 3 the weights. The planner's memory bound uses this same function.
-[[nodiscard]] Bytes static_memory_bytes(std::int64_t parameters, int dtype_bytes, int zero, int data) noexcept;
+/// Transformer Engine keeps an FP8 copy of each weight and its transpose (MXFP8: row- and column-wise
+/// block-scaled copies) beside the 16-bit weight, 1 byte each per parameter.
+inline constexpr int kFp8WeightCopyBytesPerParameter = 2;
+/// GPU memory no tensor of the model owns. CUDA context and library workspaces: 1.25 GiB (vLLM's
+/// non-torch memory on H100 with tp=1, 1.79 GiB, less one NCCL communicator); each NCCL communicator
+/// the plan uses (one per parallel axis of degree > 1): 0.6 GiB (NVIDIA/nccl#964: 544 MB for a
+/// 2-GPU group, 688 MB for 3-4 GPUs). Sources: shared/reference kernels_and_collectives.yaml, memory.
+inline constexpr double kContextReserveGiB = 1.25;
+inline constexpr double kCommunicatorReserveGiB = 0.6;
+[[nodiscard]] Bytes reserved_memory(int tensor, int pipeline, int data) noexcept;
+
+/// What a pipeline rank holding `parameters` parameters on one tensor rank keeps for the step: ZeRO 1
+/// (Megatron's distributed optimizer) shards the optimizer state over the `data` replicas (rounded
+/// up), 2 the gradients, 3 the weights; FP8 adds the weights' 8-bit copies. The planner's memory
+/// bound uses this same function.
+[[nodiscard]] StaticMemory static_memory(std::int64_t parameters, int dtype_bytes, plan::Precision precision, int zero,
+                                         int tensor, int pipeline, int data) noexcept;
 /// One Adam step over the optimizer state a rank owns (sharded by ZeRO >= 1), bound by HBM traffic.
 [[nodiscard]] TimeNs optimizer_step_time(std::int64_t parameters, int zero, int data, BytesPerSec memory_bandwidth) noexcept;
 /// Attention scores a layer stashes for one microbatch on one tensor rank (softmax output, dropout

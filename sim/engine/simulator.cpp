@@ -521,7 +521,7 @@ Prediction Simulation::run() {
       a.replica = d;
       a.members = options_.fold_replicas ? rank_members_[static_cast<std::size_t>(r)]
                                          : layout_.group(layout_.with(first, Axis::Data, d), stage_axes);
-      a.memory = costs_.ranks[static_cast<std::size_t>(r)].static_memory.count();
+      a.memory = costs_.ranks[static_cast<std::size_t>(r)].static_memory.total().count();
       const int index = actor_index(r, d);
       notify([&](Observer& o) {
         o.actor_added(index, r, d, gpu(a.members.front()), a.members);
@@ -629,7 +629,11 @@ trace::Report Simulation::build_report() const {
     d.first_start_ns = a.first_start_ns;
     d.last_end_ns = a.last_end_ns;
     d.peak_memory_bytes = a.peak_memory_bytes;
-    d.memory_capacity_bytes = costs_.ranks[static_cast<std::size_t>(stage)].memory_capacity.count();
+    const RankCost& cost = costs_.ranks[static_cast<std::size_t>(stage)];
+    d.memory_capacity_bytes = cost.memory_capacity.count();
+    d.memory = {cost.static_memory.weights.count(), cost.static_memory.gradients.count(),
+                cost.static_memory.optimizer.count(), a.peak_memory_bytes - cost.static_memory.total().count(),
+                cost.static_memory.reserved.count()};
     d.represents_stage = actor.replica == 0 && g == actor.members.front();
     devices.push_back(std::move(d));
   }
@@ -658,7 +662,7 @@ schedule::Program build_program(const model::Model& model, const plan::Plan& pla
   }
   sync.bucket_size =
       options.grad_bucket.count() > 0 ? options.grad_bucket : schedule::default_gradient_bucket(plan.data);
-  sync.overlap = options.overlap_grad_reduce;
+  sync.overlap = options.overlap_grad_reduce || plan.overlap_grad_reduce;
   return schedule::plan_program(model, plan, std::move(sync));
 }
 

@@ -34,11 +34,6 @@ Flops recomputed_flops(const Model& model, const Layer& layer, Recompute recompu
   return Flops{};
 }
 
-namespace {
-
-
-}  // namespace
-
 Bytes stashed_activation_bytes(const Layer& layer, int micro_batch, int tensor, bool sequence_parallel,
                                Recompute recompute) noexcept {
   assert(micro_batch >= 1 && tensor >= 1);
@@ -52,6 +47,17 @@ Bytes stashed_activation_bytes(const Layer& layer, int micro_batch, int tensor, 
   if (recompute == Recompute::Full && is_recomputed(layer.kind)) return replicated(a.layer_input);
   Bytes total = replicated(a.tp_replicated) + split(a.tp_sharded);
   if (recompute == Recompute::None) total += split(a.attention_scores);
+  return total;
+}
+
+std::int64_t stashed_gemm_input_elements(const Layer& layer, int micro_batch, int tensor,
+                                         bool sequence_parallel) noexcept {
+  std::int64_t total = 0;
+  for (const Gemm& g : layer.gemms) {
+    const std::int64_t elements = g.tokens * g.in * micro_batch;
+    const bool split = g.split == TensorSplit::Rows || (g.split == TensorSplit::Columns && sequence_parallel);
+    total += split ? (elements + tensor - 1) / tensor : elements;
+  }
   return total;
 }
 
@@ -79,7 +85,8 @@ bool same_cost(const Layer& a, const Layer& b) noexcept {
          same_footprint(a.stashed, b.stashed) && a.output_bytes == b.output_bytes &&
          a.forward_time == b.forward_time && a.backward_input_time == b.backward_input_time &&
          a.backward_weight_time == b.backward_weight_time &&
-         a.tensor_parallel_allreduces_forward == b.tensor_parallel_allreduces_forward;
+         a.tensor_parallel_allreduces_forward == b.tensor_parallel_allreduces_forward && a.gemms == b.gemms &&
+         a.attention == b.attention;
 }
 
 std::vector<LayerRun> identical_runs(const std::vector<Layer>& layers) {

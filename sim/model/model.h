@@ -38,6 +38,32 @@ struct ActivationFootprint {
   Bytes layer_input;       ///< what full recomputation keeps: the layer's input
 };
 
+/// How Megatron's tensor parallelism splits a weight: by output columns (ColumnParallelLinear: QKV,
+/// MLP up/gate, the vocabulary-parallel logits), by input rows (RowParallelLinear: attention output,
+/// MLP down), or not at all.
+enum class TensorSplit : std::uint8_t { None, Columns, Rows };
+
+/// One weight matrix multiply of a layer's forward pass for one sample: [tokens x in] x [in x out].
+/// The backward runs it twice: activation gradients [tokens x out] x [out x in] and weight gradients
+/// [in x tokens] x [tokens x out].
+struct Gemm {
+  std::int64_t tokens = 0;
+  std::int64_t in = 0;
+  std::int64_t out = 0;
+  TensorSplit split = TensorSplit::None;
+  friend bool operator==(const Gemm&, const Gemm&) = default;
+};
+
+/// The core of one attention (QK^T, softmax, scores x V) for one sample: what FlashAttention fuses.
+struct AttentionCore {
+  std::int64_t q_tokens = 0;
+  std::int64_t kv_tokens = 0;
+  std::int64_t heads = 0;     ///< query heads, split over tensor-parallel ranks
+  std::int64_t head_dim = 0;
+  bool causal = false;        ///< decoder self-attention: a kernel skips the masked half
+  friend bool operator==(const AttentionCore&, const AttentionCore&) = default;
+};
+
 struct Layer {
   std::string name;
   LayerKind kind = LayerKind::Generic;
@@ -58,6 +84,10 @@ struct Layer {
   /// (Megatron: 2 per transformer block, 3 for a decoder block with cross-attention, 1 for the
   /// vocabulary-parallel embedding, 0 otherwise). Backward performs the same number.
   int tensor_parallel_allreduces_forward = 0;
+  /// The weight GEMMs and attention cores of the forward pass, when the layer was generated from a
+  /// shape; the cost model times them by shape. Empty: the FLOP counts above are timed as one GEMM.
+  std::vector<Gemm> gemms;
+  std::vector<AttentionCore> attention;
 
   [[nodiscard]] Flops backward_flops() const noexcept { return backward_input_flops + backward_weight_flops; }
   [[nodiscard]] Flops training_flops() const noexcept { return forward_flops + backward_flops(); }
@@ -74,7 +104,25 @@ struct Layer {
 [[nodiscard]] Bytes stashed_activation_bytes(const Layer& layer, int micro_batch, int tensor, bool sequence_parallel,
                                              Recompute recompute) noexcept;
 
+/// Elements of the weight GEMMs' inputs among what a layer stashes for one microbatch on one tensor
+/// rank: a column-parallel GEMM's input is whole on every rank (split by t under sequence
+/// parallelism), a row-parallel GEMM's input is split by t. Transformer Engine stashes them in FP8
+/// when the GEMMs run in FP8, one byte each.
+[[nodiscard]] std::int64_t stashed_gemm_input_elements(const Layer& layer, int micro_batch, int tensor,
+                                                       bool sequence_parallel) noexcept;
+
 struct Model;
+
+/// The recomputation rule that decides what a layer stashes: FlashAttention never stores the scores,
+/// so without recomputation it keeps what selective recomputation keeps.
+[[nodiscard]] constexpr Recompute stash_recompute(Recompute recompute, bool flash_attention) noexcept {
+  return flash_attention && recompute == Recompute::None ? Recompute::Selective : recompute;
+}
+/// The recomputation that replays work before a layer's backward: under FlashAttention selective
+/// recomputation has nothing left to replay (the kernel's own backward recomputes the scores).
+[[nodiscard]] constexpr Recompute replayed_recompute(Recompute recompute, bool flash_attention) noexcept {
+  return flash_attention && recompute == Recompute::Selective ? Recompute::None : recompute;
+}
 
 /// Whether full recomputation replays a layer of this kind: transformer blocks (and hand-listed
 /// layers, which say what they keep); Megatron does not recompute the embedding or the output head.

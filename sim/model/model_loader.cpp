@@ -81,7 +81,7 @@ std::optional<bool> optional_bool(const Field& m, std::string_view key) {
 Model parse_hyperparameters(const Field& m, std::string_view default_name) {
   m.expect_keys({"name", "family", "dtype", "layers", "encoder_layers", "decoder_layers", "hidden", "heads",
                  "kv_heads", "head_dim", "ffn", "seq_len", "decoder_seq_len", "vocab", "max_positions",
-                 "token_types", "tied_embeddings", "gated_mlp", "biases", "dropout", "pooler", "norm", "positions"});
+                 "token_types", "tied_embeddings", "activation", "gated_mlp", "biases", "dropout", "pooler", "norm", "positions"});
   const Family family = m.require("family").as_enum(kFamilies);
   const bool t5 = family == Family::T5;
 
@@ -134,6 +134,14 @@ Model parse_hyperparameters(const Field& m, std::string_view default_name) {
   }
 
   if (const auto v = optional_bool(m, "tied_embeddings")) s.tied_embeddings = *v;
+  if (const auto f = m.get("activation")) {
+    constexpr std::pair<std::string_view, Activation> kActivations[] = {{"gelu", Activation::Gelu},
+                                                                        {"swiglu", Activation::Swiglu},
+                                                                        {"squared-relu", Activation::SquaredRelu},
+                                                                        {"relu", Activation::Relu}};
+    s.activation = f->as_enum(kActivations);
+    s.gated_mlp = s.activation == Activation::Swiglu;
+  }
   if (const auto v = optional_bool(m, "gated_mlp")) s.gated_mlp = *v;
   if (const auto v = optional_bool(m, "biases")) s.biases = *v;
   if (const auto v = optional_bool(m, "dropout")) s.dropout = *v;

@@ -18,6 +18,16 @@ std::string_view to_string(Family f) noexcept {
   return "?";
 }
 
+std::string_view to_string(Activation a) noexcept {
+  switch (a) {
+    case Activation::Gelu: return "gelu";
+    case Activation::Swiglu: return "swiglu";
+    case Activation::SquaredRelu: return "squared-relu";
+    case Activation::Relu: return "relu";
+  }
+  return "?";
+}
+
 std::string_view to_string(NormKind n) noexcept {
   switch (n) {
     case NormKind::LayerNorm: return "layernorm";
@@ -64,8 +74,12 @@ struct Part {
   double matmul_flops = 0;  ///< forward FLOPs of the weight matmuls
   double score_flops = 0;   ///< forward FLOPs of QKᵀ and scores·V
   ActivationFootprint stash;
+  std::vector<Gemm> gemms;
+  std::vector<AttentionCore> cores;
 
   Part& operator+=(const Part& o) {
+    gemms.insert(gemms.end(), o.gemms.begin(), o.gemms.end());
+    cores.insert(cores.end(), o.cores.begin(), o.cores.end());
     parameters += o.parameters;
     matmul_flops += o.matmul_flops;
     score_flops += o.score_flops;
@@ -100,11 +114,19 @@ Part norm(const TransformerShape& m, const Sizes& z, std::int64_t tokens) {
 /// Attention of `q_tokens` queries over `kv_tokens` keys (self-attention when equal), with its output
 /// projection and the dropout after it. Stash (Korthikanti Section 4.1): the projections' input, Q, K, V,
 /// the softmax output, its dropout mask and output, the output projection's input, the dropout mask.
-Part attention(const TransformerShape& m, const Sizes& z, std::int64_t q_tokens, std::int64_t kv_tokens) {
+Part attention(const TransformerShape& m, const Sizes& z, std::int64_t q_tokens, std::int64_t kv_tokens, bool causal) {
   const std::int64_t h = m.hidden;
   const std::int64_t aw = m.attention_width();
   const std::int64_t kv = m.kv_width();
   Part p;
+  if (q_tokens == kv_tokens) {
+    p.gemms.push_back({q_tokens, h, aw + 2 * kv, TensorSplit::Columns});  // fused QKV projection
+  } else {
+    p.gemms.push_back({q_tokens, h, aw, TensorSplit::Columns});
+    p.gemms.push_back({kv_tokens, h, 2 * kv, TensorSplit::Columns});
+  }
+  p.gemms.push_back({q_tokens, aw, h, TensorSplit::Rows});
+  p.cores.push_back({q_tokens, kv_tokens, m.heads, m.head_dim, causal});
   p.parameters = h * aw + 2 * h * kv + aw * h + (m.biases ? aw + 2 * kv + h : 0);
   p.matmul_flops = kFlopsPerMac * (static_cast<double>(q_tokens) * static_cast<double>(h * aw) +
                                    static_cast<double>(kv_tokens) * static_cast<double>(2 * h * kv) +
@@ -131,6 +153,8 @@ Part mlp(const TransformerShape& m, const Sizes& z, std::int64_t tokens) {
   Part p;
   p.parameters = matrices * h * f + (m.biases ? (matrices - 1) * f + h : 0);
   p.matmul_flops = kFlopsPerMac * static_cast<double>(tokens) * static_cast<double>(matrices * h * f);
+  p.gemms.push_back({tokens, h, (matrices - 1) * f, TensorSplit::Columns});  // up (and gate)
+  p.gemms.push_back({tokens, f, h, TensorSplit::Rows});                      // down
   p.stash.tp_replicated = bytes((z.element + z.mask) * tokens * h);
   // Gated: gate and up projections (inputs of the gating) and the down projection's input.
   p.stash.tp_sharded = bytes(z.element * matrices * tokens * f);
@@ -149,14 +173,16 @@ Layer to_layer(std::string name, const Part& p, Bytes layer_input, Bytes output,
   l.stashed.layer_input = layer_input;
   l.output_bytes = output;
   l.tensor_parallel_allreduces_forward = allreduces;
+  l.gemms = p.gemms;
+  l.attention = p.cores;
   return l;
 }
 
 /// A self-attention block (GPT, LLaMA, BERT, T5 encoder): norm, attention, norm, MLP. BERT places the
 /// norms after the residual additions instead of before; what they store is the same.
-Part self_attention_block(const TransformerShape& m, const Sizes& z, std::int64_t tokens) {
+Part self_attention_block(const TransformerShape& m, const Sizes& z, std::int64_t tokens, bool causal) {
   Part p = norm(m, z, tokens);
-  p += attention(m, z, tokens, tokens);
+  p += attention(m, z, tokens, tokens, causal);
   p += norm(m, z, tokens);
   p += mlp(m, z, tokens);
   return p;
@@ -165,9 +191,9 @@ Part self_attention_block(const TransformerShape& m, const Sizes& z, std::int64_
 /// A T5 decoder block: norm, self-attention, norm, cross-attention over the encoder output, norm, MLP.
 Part decoder_block(const TransformerShape& m, const Sizes& z) {
   Part p = norm(m, z, m.decoder_seq_len);
-  p += attention(m, z, m.decoder_seq_len, m.decoder_seq_len);
+  p += attention(m, z, m.decoder_seq_len, m.decoder_seq_len, true);
   p += norm(m, z, m.decoder_seq_len);
-  p += attention(m, z, m.decoder_seq_len, m.seq_len);
+  p += attention(m, z, m.decoder_seq_len, m.seq_len, false);
   p += norm(m, z, m.decoder_seq_len);
   p += mlp(m, z, m.decoder_seq_len);
   return p;
@@ -200,6 +226,7 @@ Layer output_head(const TransformerShape& m, const Sizes& z) {
   l.name = "output_head";
   l.kind = LayerKind::OutputHead;
   double flops = kFlopsPerMac * static_cast<double>(tokens) * static_cast<double>(h * m.vocab);  // logits
+  l.gemms.push_back({tokens, h, m.vocab, TensorSplit::Columns});
   l.parameters = m.tied_embeddings ? 0 : m.vocab * h;
   // Korthikanti Section 4.3: the logits matmul's input, and the fp32 logits of the cross-entropy loss.
   std::int64_t replicated = z.element * tokens * h;
@@ -208,6 +235,7 @@ Layer output_head(const TransformerShape& m, const Sizes& z) {
     // then the tied decoder with its own bias. Its inputs: dense, GELU and norm inputs.
     l.parameters += h * h + h + norm_parameters(m) + m.vocab;
     flops += kFlopsPerMac * static_cast<double>(tokens) * static_cast<double>(h * h);
+    l.gemms.push_back({tokens, h, h, TensorSplit::None});
     replicated += 3 * z.element * tokens * h;
     if (m.pooler) {
       // Pooler (dense h×h + tanh on the first token) and the next-sentence classifier.
@@ -249,6 +277,7 @@ TransformerShape default_shape(Family family, int layers, std::int64_t hidden, s
       s.ffn = 0;  // LLaMA's width is rounded from 8h/3 with per-model multipliers: it must be given
       s.norm = NormKind::RmsNorm;
       s.positions = PositionKind::Rotary;
+      s.activation = Activation::Swiglu;
       s.gated_mlp = true;
       s.biases = false;
       s.tied_embeddings = false;
@@ -262,6 +291,7 @@ TransformerShape default_shape(Family family, int layers, std::int64_t hidden, s
       s.norm = NormKind::RmsNorm;
       s.positions = PositionKind::Relative;
       s.relative_buckets = kT5RelativeBuckets;
+      s.activation = Activation::Relu;
       s.biases = false;
       break;
     case Family::Bert:
@@ -326,7 +356,7 @@ Model make_transformer(const TransformerShape& shape, std::string name, int dtyp
     const Bytes encoder_out = bytes(z.element * shape.seq_len * h);
     const Bytes decoder_out = bytes(z.element * shape.decoder_seq_len * h);
     for (int i = 0; i < shape.encoder_layers; ++i) {
-      Part p = self_attention_block(shape, z, shape.seq_len);
+      Part p = self_attention_block(shape, z, shape.seq_len, false);
       if (i == 0) p.parameters += relative_bias;
       if (i + 1 == shape.encoder_layers) p += norm(shape, z, shape.seq_len);  // the encoder's final norm
       model.layers.push_back(
@@ -340,7 +370,8 @@ Model make_transformer(const TransformerShape& shape, std::string name, int dtyp
     }
   } else {
     const Bytes out = bytes(z.element * shape.seq_len * h);
-    const Part p = self_attention_block(shape, z, shape.seq_len);
+    // GPT and LLaMA decode left to right (causal masks); BERT attends both ways.
+    const Part p = self_attention_block(shape, z, shape.seq_len, shape.family != Family::Bert);
     for (int i = 0; i < shape.layers; ++i) {
       model.layers.push_back(to_layer(fmt::format("block{}", i), p, out, out, kAllreducesPerSelfAttentionBlock));
     }

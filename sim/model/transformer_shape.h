@@ -24,7 +24,12 @@ enum class PositionKind : std::uint8_t {
   Relative,  ///< T5 relative position bias: buckets x heads parameters in the first block of each stack
 };
 
+/// The MLP's nonlinearity. SwiGLU is gated (a third matrix); squared ReLU (Nemotron, Primer) and GELU
+/// are not. Nothing here counts its FLOPs (elementwise); it fixes the MLP's matrices.
+enum class Activation : std::uint8_t { Gelu, Swiglu, SquaredRelu, Relu };
+
 [[nodiscard]] std::string_view to_string(Family f) noexcept;
+[[nodiscard]] std::string_view to_string(Activation a) noexcept;
 [[nodiscard]] std::string_view to_string(NormKind n) noexcept;
 [[nodiscard]] std::string_view to_string(PositionKind p) noexcept;
 
@@ -48,6 +53,7 @@ struct TransformerShape {
   std::int64_t token_types = 0;    ///< BERT segment embeddings (2); 0 otherwise
   int relative_buckets = 0;        ///< T5 relative-position buckets (32); 0 otherwise
   bool tied_embeddings = true;     ///< the output head reuses the input embedding matrix
+  Activation activation = Activation::Gelu;
   bool gated_mlp = false;          ///< three MLP matrices (SwiGLU/GEGLU) instead of two
   bool biases = true;              ///< linear layers carry biases
   bool dropout = true;             ///< dropout layers are active in training (they stash 1-byte masks)

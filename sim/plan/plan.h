@@ -44,6 +44,28 @@ inline constexpr std::pair<std::string_view, ScheduleKind> kScheduleNames[] = {
 enum class Objective : std::uint8_t { Speed, Memory };
 [[nodiscard]] std::string_view to_string(Objective o) noexcept;
 
+/// The number format the matrix multiplies run in (Transformer Engine's recipes). Weights, activations
+/// and gradients between the GEMMs stay in the model's dtype; FP8 formats add a quantized copy.
+enum class Precision : std::uint8_t {
+  Bf16,
+  Fp16,
+  Fp32,
+  Fp8,    ///< per-tensor scaled E4M3/E5M2 (Hopper and later; `fp8_recipe: delayed|tensorwise`)
+  Mxfp8,  ///< 32-element block scales (Blackwell and later; `fp8_recipe: mxfp8`)
+};
+[[nodiscard]] std::string_view to_string(Precision p) noexcept;
+inline constexpr std::pair<std::string_view, Precision> kPrecisionNames[] = {
+    {"bf16", Precision::Bf16}, {"fp16", Precision::Fp16}, {"fp32", Precision::Fp32},
+    {"fp8", Precision::Fp8},   {"mxfp8", Precision::Mxfp8}};
+/// Whether GEMMs in `p` quantize their inputs to 8 bits.
+[[nodiscard]] inline bool is_fp8(Precision p) noexcept { return p == Precision::Fp8 || p == Precision::Mxfp8; }
+
+/// How attention's core (QK^T, softmax, scores x V) runs: FlashAttention fuses it into one kernel that
+/// never writes the s x s scores (the default: Megatron-Core's `attention_backend: auto` picks it);
+/// `standard` materializes them, as Megatron did in 2021.
+enum class AttentionKernel : std::uint8_t { Flash, Standard };
+[[nodiscard]] std::string_view to_string(AttentionKernel a) noexcept;
+
 /// A plan as written. Unset values are derived by resolve_plan(): `data` fills the cluster,
 /// `microbatches` follows from the global batch, `global_batch` from the microbatches.
 struct PlanSpec {
@@ -59,6 +81,10 @@ struct PlanSpec {
   Recompute recompute = Recompute::None;
   bool sequence_parallel = false;
   bool overlap_tensor_comm = false;    ///< in-layer tensor collectives beside the compute (--tp-comm-overlap)
+  bool overlap_grad_reduce = false;    ///< gradient buckets reduced during the backward (--overlap-grad-reduce)
+  bool overlap_param_gather = false;   ///< ZeRO's parameter all-gather during the forward (--overlap-param-gather)
+  std::optional<Precision> precision;  ///< unset: the model's dtype
+  AttentionKernel attention = AttentionKernel::Flash;
   int zero = 0;
   Placement placement = kMegatronPlacement;
   std::optional<int> active_microbatches;         ///< SageMaker interleaved cap; default pipeline + 2
@@ -85,6 +111,10 @@ struct Plan {
   Recompute recompute = Recompute::None;
   bool sequence_parallel = false;
   bool overlap_tensor_comm = false;
+  bool overlap_grad_reduce = false;
+  bool overlap_param_gather = false;
+  Precision precision = Precision::Bf16;
+  AttentionKernel attention = AttentionKernel::Flash;
   int zero = 0;
   Placement placement = kMegatronPlacement;
   int active_microbatches = 3;

@@ -116,6 +116,21 @@ int active_microbatches_of(const PlanSpec& spec) noexcept {
   return spec.active_microbatches.value_or(spec.pipeline + 2);  // SageMaker's default
 }
 
+Precision model_precision(int dtype_bytes) noexcept {
+  return dtype_bytes >= 4 ? Precision::Fp32 : Precision::Bf16;
+}
+
+topology::DType gemm_dtype(Precision p) noexcept {
+  switch (p) {
+    case Precision::Bf16: return topology::DType::Bf16;
+    case Precision::Fp16: return topology::DType::Fp16;
+    case Precision::Fp32: return topology::DType::Fp32;
+    case Precision::Fp8:
+    case Precision::Mxfp8: return topology::DType::Fp8;
+  }
+  return topology::DType::Bf16;
+}
+
 Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const model::Model& model) {
   const Checker check(spec);
   Plan p;
@@ -127,6 +142,14 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   p.recompute = spec.recompute;
   p.sequence_parallel = spec.sequence_parallel;
   p.overlap_tensor_comm = spec.overlap_tensor_comm;
+  p.overlap_grad_reduce = spec.overlap_grad_reduce;
+  p.overlap_param_gather = spec.overlap_param_gather;
+  p.precision = spec.precision.value_or(model_precision(model.dtype_bytes));
+  if (!spec.precision && p.precision == Precision::Bf16 && !cluster.gpus().empty() &&
+      !cluster.gpu_kind_of(cluster.gpus().front()).peak_for(topology::DType::Bf16)) {
+    p.precision = Precision::Fp16;  // Volta: 16-bit models train in FP16
+  }
+  p.attention = spec.attention;
   p.zero = spec.zero;
   p.placement = spec.placement;
   p.optimize = spec.optimize;
@@ -164,6 +187,13 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   } else {
     p.microbatches = spec.microbatches.value_or(1);
     p.global_batch = per_step * p.microbatches;
+  }
+
+  // The GEMM precision needs the GPU's support (no FP8 before Hopper, no BF16 on Volta).
+  if (!cluster.gpus().empty()) {
+    const topology::GpuKind& gpu = cluster.gpu_kind_of(cluster.gpus().front());
+    check.require(gpu.peak_for(gemm_dtype(p.precision)).has_value(), "precision",
+                  fmt::format("{} has no {} peak; choose a precision it supports", gpu.name, to_string(p.precision)));
   }
 
   // Tensor parallelism: within one NVLink domain, and it must split the heads.

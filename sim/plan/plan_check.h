@@ -10,6 +10,11 @@
 
 namespace mpsim::plan {
 
+/// The precision a model trains in when the plan names none: FP32 for 4-byte models, else BF16.
+[[nodiscard]] Precision model_precision(int dtype_bytes) noexcept;
+/// The GPU peak a precision's GEMMs run at (MXFP8 uses the FP8 tensor cores).
+[[nodiscard]] topology::DType gemm_dtype(Precision p) noexcept;
+
 /// Completes `spec` (data degree, microbatch count, balanced partition) and checks it makes sense
 /// for `cluster` and `model`: degrees multiply to the GPU count; micro x microbatches x data =
 /// global batch; virtual stages divide the layers of a stage; tensor within a node (one NVLink

@@ -33,12 +33,34 @@ bool has_virtual_stages(ScheduleKind k) noexcept {
 
 std::string_view to_string(Objective o) noexcept { return o == Objective::Speed ? "speed" : "memory"; }
 
+std::string_view to_string(Precision p) noexcept {
+  for (const auto& [name, value] : kPrecisionNames) {
+    if (value == p) return name;
+  }
+  return "?";
+}
+
+std::string_view to_string(AttentionKernel a) noexcept { return a == AttentionKernel::Flash ? "flash" : "standard"; }
+
 namespace {
 
 constexpr std::pair<std::string_view, Recompute> kRecompute[] = {
     {"none", Recompute::None}, {"selective", Recompute::Selective}, {"full", Recompute::Full}};
 constexpr std::pair<std::string_view, Objective> kObjective[] = {{"speed", Objective::Speed},
                                                                   {"memory", Objective::Memory}};
+constexpr std::pair<std::string_view, AttentionKernel> kAttention[] = {{"flash", AttentionKernel::Flash},
+                                                                       {"standard", AttentionKernel::Standard}};
+/// Megatron-Core's `attention_backend`: flash and fused (cuDNN) never materialize the scores; unfused
+/// and local are the 2021 path.
+constexpr std::pair<std::string_view, AttentionKernel> kMegatronAttention[] = {
+    {"auto", AttentionKernel::Flash},
+    {"flash", AttentionKernel::Flash},
+    {"fused", AttentionKernel::Flash},
+    {"unfused", AttentionKernel::Standard},
+    {"local", AttentionKernel::Standard}};
+/// Megatron-Core's `fp8_recipe`.
+constexpr std::pair<std::string_view, Precision> kMegatronFp8Recipe[] = {
+    {"delayed", Precision::Fp8}, {"tensorwise", Precision::Fp8}, {"mxfp8", Precision::Mxfp8}};
 
 /// "tp-dp-pp" or "tp-cp-ep-dp-pp" (fastest first), or SageMaker's "cluster", "spread" or a D/P/T
 /// permutation (rightmost fastest).
@@ -103,7 +125,7 @@ PlanSpec load_plan_spec(const Field& root) {
   root.expect_keys({// mpsim
                     "parallelism", "batch", "schedule", "partition", "recompute", "sequence_parallel", "zero",
                     "placement", "active_microbatches", "microbatch_group_size_per_vp_stage", "optimize",
-                    "allow_tensor_across_nodes", "overlap",
+                    "allow_tensor_across_nodes", "overlap", "precision", "attention",
                     // SageMaker
                     "partitions", "pipeline_parallel_degree", "tensor_parallel_degree", "microbatches", "pipeline",
                     "placement_strategy", "ddp", "auto_partition",
@@ -111,7 +133,8 @@ PlanSpec load_plan_spec(const Field& root) {
                     "tensor_model_parallel_size", "pipeline_model_parallel_size", "data_parallel_size",
                     "virtual_pipeline_model_parallel_size", "num_layers_per_virtual_pipeline_stage",
                     "micro_batch_size", "global_batch_size", "recompute_granularity", "use_distributed_optimizer",
-                    "tp_comm_overlap"});
+                    "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "attention_backend",
+                    "use_flash_attn", "fp8", "fp8_recipe", "bf16", "fp16"});
   Reader r(spec);
 
   if (auto par = root.get("parallelism")) {
@@ -156,6 +179,25 @@ PlanSpec load_plan_spec(const Field& root) {
   }
   if (auto f = r.get(root, "use_distributed_optimizer", "zero")) spec.zero = f->as_bool() ? 1 : 0;
   if (auto f = r.get(root, "tp_comm_overlap", "overlap.tensor_comm")) spec.overlap_tensor_comm = f->as_bool();
+  if (auto f = r.get(root, "overlap_grad_reduce", "overlap.grad_reduce")) spec.overlap_grad_reduce = f->as_bool();
+  if (auto f = r.get(root, "overlap_param_gather", "overlap.param_gather")) spec.overlap_param_gather = f->as_bool();
+  if (auto f = r.get(root, "attention_backend", "attention")) spec.attention = f->as_enum(kMegatronAttention);
+  if (auto f = r.get(root, "use_flash_attn", "attention")) {
+    spec.attention = f->as_bool() ? AttentionKernel::Flash : AttentionKernel::Standard;
+  }
+  if (auto f = r.get(root, "bf16", "precision")) {
+    if (f->as_bool()) spec.precision = Precision::Bf16;
+  }
+  if (auto f = r.get(root, "fp16", "precision")) {
+    if (f->as_bool()) spec.precision = Precision::Fp16;
+  }
+  // Megatron's --fp8-format (hybrid, e4m3) switches FP8 on; --fp8-recipe says which scaling.
+  if (auto f = r.get(root, "fp8", "precision")) {
+    const std::string format = f->as_string();
+    if (format != "hybrid" && format != "e4m3") f->fail("expected 'hybrid' or 'e4m3' (Megatron's --fp8-format)");
+    if (!spec.precision || !is_fp8(*spec.precision)) spec.precision = Precision::Fp8;
+  }
+  if (auto f = r.get(root, "fp8_recipe", "precision")) spec.precision = f->as_enum(kMegatronFp8Recipe);
   if (auto f = root.get("num_layers_per_virtual_pipeline_stage")) {
     f->fail("give 'virtual_pipeline_model_parallel_size' (or parallelism.virtual_stages) instead: the layers per "
             "virtual stage follow from it");
@@ -174,9 +216,13 @@ PlanSpec load_plan_spec(const Field& root) {
   if (auto f = r.get(root, "recompute", "recompute")) spec.recompute = f->as_enum(kRecompute);
   if (auto f = r.get(root, "sequence_parallel", "sequence_parallel")) spec.sequence_parallel = f->as_bool();
   if (auto overlap = root.get("overlap")) {
-    overlap->expect_keys({"tensor_comm"});
+    overlap->expect_keys({"tensor_comm", "grad_reduce", "param_gather"});
     if (auto f = r.get(*overlap, "tensor_comm", "overlap.tensor_comm")) spec.overlap_tensor_comm = f->as_bool();
+    if (auto f = r.get(*overlap, "grad_reduce", "overlap.grad_reduce")) spec.overlap_grad_reduce = f->as_bool();
+    if (auto f = r.get(*overlap, "param_gather", "overlap.param_gather")) spec.overlap_param_gather = f->as_bool();
   }
+  if (auto f = r.get(root, "precision", "precision")) spec.precision = f->as_enum(kPrecisionNames);
+  if (auto f = r.get(root, "attention", "attention")) spec.attention = f->as_enum(kAttention);
   if (auto f = r.get(root, "zero", "zero")) spec.zero = static_cast<int>(f->as_int_in(0, 3));
   if (auto f = r.get(root, "placement", "placement")) spec.placement = parse_placement(*f, false);
   r.count(root, "active_microbatches", "active_microbatches", spec.active_microbatches);
@@ -206,7 +252,10 @@ std::string write_plan_yaml(const Plan& p) {
   out += fmt::format("partition: [{}]\n", fmt::join(p.partition, ", "));
   out += fmt::format("recompute: {}\n", model::to_string(p.recompute));
   out += fmt::format("sequence_parallel: {}\n", p.sequence_parallel);
-  if (p.overlap_tensor_comm) out += "overlap: { tensor_comm: true }\n";
+  out += fmt::format("precision: {}\n", to_string(p.precision));
+  out += fmt::format("attention: {}\n", to_string(p.attention));
+  out += fmt::format("overlap: {{ grad_reduce: {}, param_gather: {}, tensor_comm: {} }}\n", p.overlap_grad_reduce,
+                     p.overlap_param_gather, p.overlap_tensor_comm);
   out += fmt::format("zero: {}\n", p.zero);
   out += fmt::format("placement: {}\n", to_string(p.placement));
   if (p.schedule == ScheduleKind::SageMakerInterleaved) out += fmt::format("active_microbatches: {}\n", p.active_microbatches);

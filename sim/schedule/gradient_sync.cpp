@@ -88,6 +88,16 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
     }
     std::vector<Op> out;
     out.reserve(stream.size() + 8);
+    const auto emit_gather = [&] {
+      for (int c = 0; c < chunks; ++c) {
+        for (const Bytes b : buckets[static_cast<std::size_t>(c)]) {
+          const Bytes weights = Bytes::bytes(b.count() * sync.parameter_bytes / kGradientBytesPerParameter);
+          out.push_back(collective_op(*collectives.after_step, collectives.group, weights, c));
+        }
+      }
+    };
+    const bool gather_first = collectives.after_step && sync.overlap_param_gather;
+    if (gather_first) emit_gather();
     for (std::size_t i = 0; i <= stream.size(); ++i) {
       for (int c = chunks - 1; c >= 0; --c) {
         if (after[static_cast<std::size_t>(c)] == i) emit_reduce(out, c);
@@ -95,13 +105,7 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
       if (i < stream.size()) out.push_back(stream[i]);
     }
     out.push_back(optimizer_step_op());
-    if (collectives.after_step) {
-      for (int c = 0; c < chunks; ++c) {
-        for (const Bytes b : buckets[static_cast<std::size_t>(c)]) {
-          out.push_back(collective_op(*collectives.after_step, collectives.group, b, c));
-        }
-      }
-    }
+    if (collectives.after_step && !gather_first) emit_gather();
     stream = std::move(out);
   }
   return program;
@@ -129,6 +133,8 @@ Bytes default_gradient_bucket(int data_parallel) noexcept {
 Program plan_program(const model::Model& model, const plan::Plan& plan, GradientSync sync) {
   sync.zero = plan.zero;
   sync.data_parallel = plan.data > 1;
+  sync.overlap_param_gather = plan.overlap_param_gather;
+  sync.parameter_bytes = model.dtype_bytes;
   Program lowered = add_layer_collectives(lower_comm(make_program(shape_of(plan))), chunk_layer_collectives(model, plan),
                                           plan.overlap_tensor_comm);
   return add_gradient_sync(std::move(lowered), sync);

@@ -63,6 +63,12 @@ struct GradientSync {
   std::vector<std::vector<Bytes>> gradient_bytes;  ///< [rank][chunk]: gradient bytes per GPU of the rank
   Bytes bucket_size = Bytes::mib(25);              ///< at most this much per collective (> 0)
   bool overlap = true;                             ///< issue a chunk's buckets as soon as its backward is done
+  /// ZeRO >= 1: gather the updated parameters at the start of the stream, beside the forwards, as
+  /// Megatron's --overlap-param-gather does in the next step's forward, instead of after the step.
+  bool overlap_param_gather = false;
+  /// Bytes per parameter of the weights ZeRO's all-gather moves (the model's dtype): each gather
+  /// bucket is its gradient bucket scaled by parameter_bytes / kGradientBytesPerParameter.
+  int parameter_bytes = 2;
   int zero = 0;                ///< 0: all-reduce; >= 1: reduce-scatter, then all-gather the parameters
   bool data_parallel = false;  ///< false: no collectives, only the optimizer step
 };
@@ -85,8 +91,10 @@ struct SyncCollectives {
 /// backward op (B or W) on the rank, after that op's in-layer collectives and the SendGrad it feeds
 /// (so the transfer on the critical path is issued first); without, all buckets follow the last op of the stream. Then
 /// OptimizerStep ends every stream (also without data parallelism), and with zero >= 1 an AllGather
-/// of the updated parameters per bucket (same sizes, chunk 0 first, as the next forward needs
-/// them) follows it. Collectives carry the chunk whose tensors they move.
+/// of the updated parameters per bucket (its weights: parameter_bytes per parameter; chunk 0 first, as the next forward needs
+/// them) follows it; with `overlap_param_gather` those all-gathers open the stream instead, so they
+/// run beside the forward passes (the step is periodic: the gathers of this step's start stand for
+/// the previous step's). Collectives carry the chunk whose tensors they move.
 /// Throws std::invalid_argument when `data_parallel` and gradient_bytes is not [stages][chunks],
 /// a size is negative, bucket_size <= 0 or zero < 0.
 [[nodiscard]] Program add_gradient_sync(Program program, const GradientSync& sync);

@@ -8,7 +8,9 @@ namespace mpsim::schedule {
 
 StepFlops step_flops(const model::Model& model, const plan::Plan& plan) noexcept {
   Flops recomputed;
-  for (const model::Layer& layer : model.layers) recomputed += model::recomputed_flops(model, layer, plan.recompute);
+  const model::Recompute replayed =
+      model::replayed_recompute(plan.recompute, plan.attention == plan::AttentionKernel::Flash);
+  for (const model::Layer& layer : model.layers) recomputed += model::recomputed_flops(model, layer, replayed);
   StepFlops out;
   out.model = model.training_flops_per_sample() * static_cast<double>(plan.global_batch);
   out.executed = out.model + recomputed * static_cast<double>(plan.global_batch);
@@ -29,6 +31,7 @@ trace::Report build_report(double step_s, const std::vector<DeviceActivity>& dev
     set_idle(d, step_s);
     d.peak_memory_bytes = a.peak_memory_bytes;
     d.memory_capacity_bytes = a.memory_capacity_bytes;
+    d.memory = a.memory;
     d.oom = d.memory_capacity_bytes > 0 && d.peak_memory_bytes > d.memory_capacity_bytes;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, d.peak_memory_bytes);
     r.oom = r.oom || d.oom;

@@ -25,7 +25,8 @@ namespace mpsim::schedule {
 [[nodiscard]] inline trace::PlanSummary plan_summary(const plan::Plan& p) {
   return {p.tensor,      p.pipeline,     p.data, p.virtual_stages, p.microbatches,
           p.micro_batch, p.global_batch, std::string(plan::to_string(p.schedule)),
-          std::string(model::to_string(p.recompute)), p.zero};
+          std::string(model::to_string(p.recompute)), p.zero, std::string(plan::to_string(p.precision)),
+          std::string(plan::to_string(p.attention))};
 }
 
 /// A device's idle time and bubble fraction from the step time and its busy time (busy_s set).

@@ -31,7 +31,7 @@ std::optional<FlopsPerSec> GpuKind::peak_for(DType d) const {
 
 GpuKind load_gpu_kind(const Field& field, std::string id) {
   field.expect_keys({"aliases", "name", "peak", "memory", "memory_bandwidth", "nvlink", "pcie", "matmul_efficiency",
-                     "source"});
+                     "fp8_matmul_efficiency", "attention_efficiency", "sms", "source"});
   GpuKind kind;
   kind.id = std::move(id);
   kind.name = field.has("name") ? field.require("name").as_string() : kind.id;
@@ -56,7 +56,15 @@ GpuKind load_gpu_kind(const Field& field, std::string id) {
     kind.pcie_gen = static_cast<int>(pcie->require("gen").as_int_in(1, 7));
     kind.pcie_bandwidth = pcie->require("bandwidth").as_bandwidth();
   }
+  if (auto sms = field.get("sms")) kind.sm_count = static_cast<int>(sms->as_int_in(1, 100'000));
   if (auto e = field.get("matmul_efficiency")) kind.matmul_efficiency = e->as_double_in(0.01, 1.0);
+  kind.fp8_matmul_efficiency = kind.matmul_efficiency;
+  if (auto e = field.get("fp8_matmul_efficiency")) {
+    if (!kind.peak.contains(DType::Fp8)) e->fail("an FP8 efficiency needs an fp8 peak");
+    kind.fp8_matmul_efficiency = e->as_double_in(0.01, 1.0);
+  }
+  kind.attention_efficiency = kind.matmul_efficiency;
+  if (auto e = field.get("attention_efficiency")) kind.attention_efficiency = e->as_double_in(0.01, 1.0);
   if (auto s = field.get("source")) kind.source = s->as_string();
   return kind;
 }

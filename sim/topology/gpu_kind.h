@@ -23,7 +23,12 @@ struct GpuKind {
   BytesPerSec nvlink_bandwidth_per_link;  ///< one direction
   int pcie_gen = 0;
   BytesPerSec pcie_bandwidth;     ///< x16, one direction
-  double matmul_efficiency = 1.0; ///< best achievable matmul throughput / peak
+  int sm_count = 0;               ///< streaming multiprocessors; 0 = unknown
+  double matmul_efficiency = 1.0; ///< large GEMMs' achievable throughput / peak (16- and 32-bit)
+  double fp8_matmul_efficiency = 1.0;  ///< the same for FP8 GEMMs / fp8 peak
+  /// FlashAttention's forward + backward throughput / the 16-bit peak, its FLOPs counted as the
+  /// FlashAttention papers count them (causal masks halve them).
+  double attention_efficiency = 1.0;
   std::string source;             ///< where the numbers come from
 
   /// Peak for `d`, or nothing when the GPU lacks that dtype (V100 has no bf16).

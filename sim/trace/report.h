@@ -7,6 +7,18 @@
 
 namespace mpsim::trace {
 
+/// What a device's peak memory holds (interface.md: simulate --json, `memory`). The static parts are
+/// held all step; activations are what the schedule's stash adds at the peak.
+struct MemoryBreakdown {
+  std::int64_t weights = 0;
+  std::int64_t gradients = 0;
+  std::int64_t optimizer = 0;
+  std::int64_t activations = 0;
+  std::int64_t reserved = 0;
+  [[nodiscard]] bool known() const noexcept { return weights + gradients + optimizer + activations + reserved > 0; }
+  friend bool operator==(const MemoryBreakdown&, const MemoryBreakdown&) = default;
+};
+
 struct DeviceReport {
   std::string id;            ///< "node0/gpu3"
   int stage = 0;             ///< pipeline rank
@@ -16,6 +28,7 @@ struct DeviceReport {
   std::int64_t peak_memory_bytes = 0;
   std::int64_t memory_capacity_bytes = 0;
   bool oom = false;
+  MemoryBreakdown memory;  ///< all zero when not known (a measured step)
 };
 
 struct LinkReport {
@@ -30,6 +43,8 @@ struct PlanSummary {
   std::string schedule;
   std::string recompute;
   int zero = 0;
+  std::string precision;
+  std::string attention;
 };
 
 struct Report {

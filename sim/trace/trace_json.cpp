@@ -36,9 +36,15 @@ nlohmann::ordered_json report_json(const Report& r) {
   out["oom"] = r.oom;
   ordered_json devices = ordered_json::array();
   for (const auto& d : r.devices) {
-    devices.push_back({{"id", d.id}, {"stage", d.stage}, {"busy_s", d.busy_s}, {"idle_s", d.idle_s},
-                       {"bubble_fraction", d.bubble_fraction}, {"peak_memory_bytes", d.peak_memory_bytes},
-                       {"memory_capacity_bytes", d.memory_capacity_bytes}, {"oom", d.oom}});
+    ordered_json device = {{"id", d.id}, {"stage", d.stage}, {"busy_s", d.busy_s}, {"idle_s", d.idle_s},
+                           {"bubble_fraction", d.bubble_fraction}, {"peak_memory_bytes", d.peak_memory_bytes},
+                           {"memory_capacity_bytes", d.memory_capacity_bytes}, {"oom", d.oom}};
+    if (d.memory.known()) {
+      device["memory"] = {{"weights", d.memory.weights},         {"gradients", d.memory.gradients},
+                          {"optimizer", d.memory.optimizer},     {"activations", d.memory.activations},
+                          {"reserved", d.memory.reserved}};
+    }
+    devices.push_back(std::move(device));
   }
   out["devices"] = devices;
   ordered_json links = ordered_json::array();
@@ -54,6 +60,8 @@ nlohmann::ordered_json report_json(const Report& r) {
                  {"schedule", r.plan.schedule},
                  {"recompute", r.plan.recompute},
                  {"zero", r.plan.zero}};
+  if (!r.plan.precision.empty()) out["plan"]["precision"] = r.plan.precision;
+  if (!r.plan.attention.empty()) out["plan"]["attention"] = r.plan.attention;
   return out;
 }
 

@@ -660,6 +660,16 @@ Report parse_report(const nlohmann::json& o) {
       read_field(d, "peak_memory_bytes", dr.peak_memory_bytes, where);
       read_field(d, "memory_capacity_bytes", dr.memory_capacity_bytes, where);
       read_field(d, "oom", dr.oom, where);
+      if (d.contains("memory")) {
+        const auto& m = d.at("memory");
+        if (!m.is_object()) report_error(where, "memory", "an object");
+        const std::string in = where + "memory.";
+        read_field(m, "weights", dr.memory.weights, in);
+        read_field(m, "gradients", dr.memory.gradients, in);
+        read_field(m, "optimizer", dr.memory.optimizer, in);
+        read_field(m, "activations", dr.memory.activations, in);
+        read_field(m, "reserved", dr.memory.reserved, in);
+      }
       r.devices.push_back(std::move(dr));
     }
   }
@@ -689,6 +699,8 @@ Report parse_report(const nlohmann::json& o) {
     read_field(*plan, "schedule", r.plan.schedule, where);
     read_field(*plan, "recompute", r.plan.recompute, where);
     read_field(*plan, "zero", r.plan.zero, where);
+    read_field(*plan, "precision", r.plan.precision, where);
+    read_field(*plan, "attention", r.plan.attention, where);
   }
   return r;
 }

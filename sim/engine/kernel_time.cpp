@@ -1,0 +1,82 @@
+#include "sim/engine/kernel_time.h"
+
+#include <algorithm>
+
+#include "sim/plan/plan_check.h"
+
+namespace mpsim::engine {
+namespace {
+
+/// Output tile edge of the GEMM kernels cuBLAS and CUTLASS pick for training shapes on A100, H100 and
+/// B200 (128 x 128 and 128 x 256 thread-block tiles; the smaller one is taken so that a large GEMM is
+/// not penalised for a tile choice the library would avoid). Source: the tile and wave quantization
+/// rules in shared/reference kernels_and_collectives.yaml (gemm.rules, stas_perf).
+constexpr std::int64_t kTileEdge = 128;
+/// Fixed time of one GEMM beyond its FLOPs and bytes: launch, prologue and the last tiles' drain.
+/// Fitted on the two smallest cuBLASLt rows of H100 FP8 (kernels_and_collectives.yaml,
+/// gemm.cublaslt_azure: 1024^3 at 274 TFLOP/s and 2048^3 at 1011 TFLOP/s are both matched within
+/// 5 % with 4.5 us once wave quantization is applied).
+constexpr TimeNs kGemmLatency = TimeNs::ns(4'500);
+/// FlashAttention's backward runs 5 matmuls to the forward's 2 (it recomputes the scores).
+constexpr double kFlashBackwardPerForward = 2.5;
+constexpr double kFlopsPerMac = 2.0;
+
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+KernelRates kernel_rates(const topology::GpuKind& gpu, plan::Precision precision, int dtype_bytes) {
+  KernelRates r;
+  const FlopsPerSec sixteen_bit = gpu.training_peak(2).value_or(gpu.peak.begin()->second);
+  const FlopsPerSec gemm_peak = gpu.peak_for(plan::gemm_dtype(precision)).value_or(sixteen_bit);
+  r.fp8 = plan::is_fp8(precision);
+  r.gemm = gemm_peak * (r.fp8 ? gpu.fp8_matmul_efficiency : gpu.matmul_efficiency);
+  r.attention = sixteen_bit * gpu.attention_efficiency;
+  r.standard_scores = sixteen_bit * gpu.matmul_efficiency;
+  r.memory = gpu.memory_bandwidth;
+  r.sm_count = gpu.sm_count;
+  r.activation_bytes = dtype_bytes;
+  r.gemm_input_bytes = r.fp8 ? 1 : (precision == plan::Precision::Fp32 ? 4 : 2);
+  return r;
+}
+
+double tile_utilization(GemmShape shape, int sm_count) noexcept {
+  if (sm_count <= 0 || shape.m <= 0 || shape.n <= 0) return 1.0;
+  const std::int64_t tiles = ceil_div(shape.m, kTileEdge) * ceil_div(shape.n, kTileEdge);
+  const std::int64_t waves = ceil_div(tiles, sm_count);
+  const double occupied = static_cast<double>(waves) * sm_count * kTileEdge * kTileEdge;
+  return static_cast<double>(shape.m) * static_cast<double>(shape.n) / occupied;
+}
+
+TimeNs gemm_time(const KernelRates& rates, GemmShape s) noexcept {
+  if (s.m <= 0 || s.n <= 0 || s.k <= 0) return TimeNs{};
+  const double flops = kFlopsPerMac * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+  const TimeNs compute = compute_time(Flops::flop(flops / tile_utilization(s, rates.sm_count)), rates.gemm);
+  const std::int64_t bytes = (s.m * s.k + s.k * s.n) * rates.gemm_input_bytes + s.m * s.n * rates.activation_bytes;
+  const TimeNs memory = transfer_time(Bytes::bytes(bytes), rates.memory);
+  return std::max(compute, memory) + kGemmLatency;
+}
+
+GemmPasses gemm_passes(const model::Gemm& g, int micro_batch, int tensor) noexcept {
+  const std::int64_t tokens = g.tokens * micro_batch;
+  const std::int64_t in = g.split == model::TensorSplit::Rows ? ceil_div(g.in, tensor) : g.in;
+  const std::int64_t out = g.split == model::TensorSplit::Columns ? ceil_div(g.out, tensor) : g.out;
+  return {GemmShape{tokens, out, in}, GemmShape{tokens, in, out}, GemmShape{in, out, tokens}};
+}
+
+AttentionTimes attention_time(const KernelRates& rates, const model::AttentionCore& core, plan::AttentionKernel kernel,
+                              int micro_batch, int tensor) noexcept {
+  const double heads = static_cast<double>(ceil_div(core.heads, tensor));
+  // QK^T and scores x V: q x kv x d multiply-adds each, per head.
+  const double matmuls = 2 * kFlopsPerMac * static_cast<double>(core.q_tokens) * static_cast<double>(core.kv_tokens) *
+                         static_cast<double>(core.head_dim) * heads * micro_batch;
+  if (kernel == plan::AttentionKernel::Flash) {
+    const double forward = core.causal ? matmuls / 2 : matmuls;
+    return {compute_time(Flops::flop(forward), rates.attention),
+            compute_time(Flops::flop(forward * kFlashBackwardPerForward), rates.attention)};
+  }
+  return {compute_time(Flops::flop(matmuls), rates.standard_scores),
+          compute_time(Flops::flop(2 * matmuls), rates.standard_scores)};
+}
+
+}  // namespace mpsim::engine

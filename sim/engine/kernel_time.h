@@ -1,0 +1,71 @@
+#pragma once
+/// How long the kernels of a training step take on one GPU: weight GEMMs by their shape, attention
+/// cores (FlashAttention or the materialized scores), and memory-bound elementwise work. The cost
+/// model sums these per pass; nothing else in the simulator times compute.
+///
+/// GEMM model (docs/simulator.md, "Compute"): a GEMM [m x k] x [k x n] takes
+///   max(2mnk / (peak x efficiency x tile utilization), bytes moved / HBM bandwidth) + launch latency
+/// where the tile utilization is wave quantization over the SMs: ceil(m/128) x ceil(n/128) output
+/// tiles run in waves of one tile per SM, and a partial last wave or a partial edge tile costs as
+/// much as a full one.
+#include <cstdint>
+
+#include "sim/core/units.h"
+#include "sim/model/model.h"
+#include "sim/plan/plan.h"
+#include "sim/topology/gpu_kind.h"
+
+namespace mpsim::engine {
+
+/// What one GPU kind reaches in one precision.
+struct KernelRates {
+  FlopsPerSec gemm;              ///< large GEMMs: peak at the precision x its efficiency
+  FlopsPerSec attention;         ///< FlashAttention: 16-bit peak x attention efficiency
+  FlopsPerSec standard_scores;   ///< the score matmuls of standard attention: 16-bit GEMMs
+  BytesPerSec memory;            ///< HBM
+  int sm_count = 0;              ///< 0: unknown, no wave quantization
+  int gemm_input_bytes = 2;      ///< bytes per GEMM input element (1 for FP8)
+  int activation_bytes = 2;      ///< the model's dtype: GEMM outputs and activations
+  bool fp8 = false;
+};
+
+[[nodiscard]] KernelRates kernel_rates(const topology::GpuKind& gpu, plan::Precision precision, int dtype_bytes);
+
+struct GemmShape {
+  std::int64_t m = 0;
+  std::int64_t n = 0;
+  std::int64_t k = 0;
+};
+
+/// Output tiles' useful share of the SM-waves they occupy, in (0, 1]; 1 when the SM count is unknown.
+[[nodiscard]] double tile_utilization(GemmShape shape, int sm_count) noexcept;
+/// One GEMM's time (see the header comment); zero for an empty shape.
+[[nodiscard]] TimeNs gemm_time(const KernelRates& rates, GemmShape shape) noexcept;
+
+/// The three GEMMs of a layer's weight matrix multiply for `micro_batch` samples on one of `tensor`
+/// ranks (its split decides which dimension shrinks): forward, activation gradient, weight gradient.
+struct GemmPasses {
+  GemmShape forward;
+  GemmShape backward_input;
+  GemmShape backward_weight;
+};
+[[nodiscard]] GemmPasses gemm_passes(const model::Gemm& gemm, int micro_batch, int tensor) noexcept;
+
+/// Attention core time for `micro_batch` samples on one of `tensor` ranks. FlashAttention: FLOPs as
+/// its papers count them (4 q kv d per head forward, halved under a causal mask; backward 2.5 x the
+/// forward, which recomputes the scores) at the attention rate. Standard: the score matmuls (4 q kv d
+/// per head forward, twice that backward) at the 16-bit GEMM rate; their softmax and dropout traffic
+/// is elementwise work, counted by the caller.
+struct AttentionTimes {
+  TimeNs forward;
+  TimeNs backward;
+};
+[[nodiscard]] AttentionTimes attention_time(const KernelRates& rates, const model::AttentionCore& core,
+                                            plan::AttentionKernel kernel, int micro_batch, int tensor) noexcept;
+
+/// HBM traffic that FP8 GEMMs add: each quantized GEMM input is written row-wise and column-wise in
+/// 8 bits (the second copy feeds the weight-gradient GEMM), 2 bytes per element. Forward: the
+/// activation input; backward: the output gradient.
+inline constexpr std::int64_t kFp8CastBytesPerElement = 2;
+
+}  // namespace mpsim::engine
