@@ -98,7 +98,7 @@ void run_show(const std::string& file, bool json) {
       kinds.push_back({{"id", k.id}, {"name", k.name}, {"peak_flop_per_s", peak},
                        {"memory_bytes", k.memory.count()},
                        {"memory_bandwidth_bytes_per_s", k.memory_bandwidth.in_bytes_per_sec()},
-                       {"matmul_efficiency", k.matmul_efficiency}});
+                       {"matmul_efficiency", k.matmul_efficiency}, {"sms", k.sm_count}});
     }
     out["gpu_kinds"] = kinds;
     ordered_json devices = ordered_json::array();

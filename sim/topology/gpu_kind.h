@@ -24,6 +24,7 @@ struct GpuKind {
   int pcie_gen = 0;
   BytesPerSec pcie_bandwidth;     ///< x16, one direction
   double matmul_efficiency = 1.0; ///< best achievable matmul throughput / peak
+  int sm_count = 0;               ///< streaming multiprocessors per GPU; 0 = unknown
   std::string source;             ///< where the numbers come from
 
   /// Peak for `d`, or nothing when the GPU lacks that dtype (V100 has no bf16).

@@ -29,6 +29,24 @@ TEST(GpuCatalog, BuiltinKindsMatchTheReference) {
   EXPECT_FALSE(catalog.find("v100-16gb")->peak_for(DType::Bf16).has_value());  // Volta has no bf16
 }
 
+// SM counts: A100 108, H100/H200 132, B200 148 (stas00/ml-engineering training/performance, as quoted in
+// shared/reference/kernels_and_collectives.yaml, gemm.rules.wave_quantization); V100 80 (NVIDIA V100 whitepaper).
+TEST(GpuCatalog, BuiltinSmCounts) {
+  const auto& catalog = GpuCatalog::builtin();
+  const std::pair<const char*, int> rows[] = {{"v100-16gb", 80},  {"v100-32gb", 80}, {"a100-40gb", 108},
+                                              {"a100-80gb", 108}, {"h100-sxm", 132}, {"h200", 132},
+                                              {"b200", 148}};
+  for (const auto& [id, sms] : rows) {
+    const GpuKind* kind = catalog.find(id);
+    ASSERT_NE(kind, nullptr) << id;
+    EXPECT_EQ(kind->sm_count, sms) << id;
+  }
+  // V100's FP32 peak is 80 SMs x 64 FP32 lanes x 2 FLOP (FMA) x 1.53 GHz boost = 15.67 TFLOP/s.
+  const GpuKind* v100 = catalog.find("v100-16gb");
+  EXPECT_NEAR(v100->sm_count * 64 * 2 * 1.53e9, v100->peak_for(DType::Fp32)->in_flop_per_sec(), 0.005 * 15.7e12);
+  for (const std::string& name : catalog.names()) EXPECT_GT(catalog.find(name)->sm_count, 0) << name;
+}
+
 TEST(GpuCatalog, AliasesResolve) {
   const auto& catalog = GpuCatalog::builtin();
   EXPECT_EQ(catalog.find("a100-sxm4-80gb"), catalog.find("a100-80gb"));
