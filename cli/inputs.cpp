@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <map>
 
+#include <fmt/format.h>
+
 #include "sim/core/input_error.h"
 #include "sim/core/yaml_field.h"
 #include "sim/model/model_loader.h"
@@ -97,11 +99,10 @@ YamlDocument load_with(const std::string& file, const std::string& target, const
   return doc;
 }
 
-}  // namespace
-
-Inputs load_inputs(const InputFiles& files, const std::vector<Override>& overrides) {
-  std::vector<Override> applied;
-  const YamlDocument topology_doc = load_with(files.topology, "topology", overrides, applied);
+/// The topology with its overrides; `applied` collects them for blame_overrides.
+topology::Cluster load_cluster_with(const std::string& file, const std::vector<Override>& overrides,
+                                    std::vector<Override>& applied) {
+  const YamlDocument topology_doc = load_with(file, "topology", overrides, applied);
   const auto patch_node = [&](YamlDocument& included) {
     for (const Override& o : overrides) {
       if (o.target == "topology" && o.path.rfind("node.", 0) == 0) {
@@ -110,10 +111,41 @@ Inputs load_inputs(const InputFiles& files, const std::vector<Override>& overrid
       }
     }
   };
-  Inputs inputs{blame_overrides(applied, [&] {
-                  return topology::build_cluster(topology::load_topology_spec(topology_doc.root(), 0, patch_node));
-                }),
-                {}, std::nullopt};
+  return blame_overrides(applied, [&] {
+    return topology::build_cluster(topology::load_topology_spec(topology_doc.root(), 0, patch_node));
+  });
+}
+
+}  // namespace
+
+topology::Cluster load_cluster(const std::string& topology, const std::vector<Override>& overrides) {
+  std::vector<Override> applied;
+  return load_cluster_with(topology, overrides, applied);
+}
+
+Inputs load_inputs_on_gpus(const InputFiles& files, std::vector<Override> overrides, std::optional<int> gpus) {
+  if (!gpus) return load_inputs(files, overrides);
+  const std::string flag = fmt::format("--gpus {}", *gpus);
+  if (*gpus < 1) throw InputError({flag, 0, 0}, "", "must be a positive number of GPUs");
+  const topology::Cluster whole = load_cluster(files.topology, overrides);
+  const int have = static_cast<int>(whole.gpus().size());
+  if (*gpus > have) {
+    throw InputError({flag, 0, 0}, "",
+                     fmt::format("the topology has {} GPUs ({} nodes); use --set topology.nodes=N for a larger cluster",
+                                 have, whole.node_count));
+  }
+  if (*gpus == have) return load_inputs(files, overrides);
+  const int per_node = static_cast<int>(whole.gpus_of_node(0).size());
+  if (per_node == 0 || *gpus % per_node != 0) {
+    throw InputError({flag, 0, 0}, "", fmt::format("must be a multiple of the {} GPUs per node", per_node));
+  }
+  overrides.push_back(Override{"topology", "nodes", std::to_string(*gpus / per_node), flag});
+  return load_inputs(files, overrides);
+}
+
+Inputs load_inputs(const InputFiles& files, const std::vector<Override>& overrides) {
+  std::vector<Override> applied;
+  Inputs inputs{load_cluster_with(files.topology, overrides, applied), {}, std::nullopt};
   const YamlDocument model_doc = load_with(files.model, "model", overrides, applied);
   inputs.model = blame_overrides(applied, [&] { return model::load_model(model_doc.root()); });
   if (!files.plan.empty()) {

@@ -31,4 +31,13 @@ struct Inputs {
 /// names the --set flag. Throws InputError.
 [[nodiscard]] Inputs load_inputs(const InputFiles& files, const std::vector<Override>& overrides);
 
+/// The topology alone, with the topology overrides applied (as load_inputs reads it). Throws InputError.
+[[nodiscard]] topology::Cluster load_cluster(const std::string& topology, const std::vector<Override>& overrides);
+
+/// load_inputs on the first `gpus` GPUs of the topology in node order (`--gpus N` of plan and simulate):
+/// whole nodes, so the node count becomes gpus / GPUs per node. Nothing given = all GPUs. Throws InputError
+/// naming `--gpus N` when N is not positive, not whole nodes, or more than the topology (after --set) has.
+[[nodiscard]] Inputs load_inputs_on_gpus(const InputFiles& files, std::vector<Override> overrides,
+                                         std::optional<int> gpus);
+
 }  // namespace mpsim::cli

@@ -82,7 +82,7 @@ struct PlanArgs {
   InputFiles files{"topologies/4x-p4d.yaml", "configs/models/gpt3-13b.yaml", ""};
   std::vector<std::string> sets;
   int global_batch = 256;
-  int gpus = 0;
+  std::optional<int> gpus;  ///< --gpus: the first N GPUs of the topology
   std::string optimize = "speed";
   std::string schedules;
   std::string recompute;
@@ -155,16 +155,7 @@ Inputs load_planner_inputs(const PlanArgs& args) {
   const PlanArgs defaults;
   if (files.topology == defaults.files.topology) files.topology = default_file(files.topology);
   if (files.model == defaults.files.model) files.model = default_file(files.model);
-  Inputs in = load_inputs(files, overrides);
-  const int have = static_cast<int>(in.cluster.gpus().size());
-  if (args.gpus == 0 || args.gpus == have) return in;
-  const std::string flag = fmt::format("--gpus {}", args.gpus);
-  const int per_node = static_cast<int>(in.cluster.gpus_of_node(0).size());
-  if (per_node == 0 || args.gpus % per_node != 0) {
-    throw InputError({flag, 0, 0}, "", fmt::format("must be a multiple of the {} GPUs per node", per_node));
-  }
-  overrides.push_back(Override{"topology", "nodes", std::to_string(args.gpus / per_node), flag});
-  return load_inputs(files, overrides);
+  return load_inputs_on_gpus(files, std::move(overrides), args.gpus);
 }
 
 planner::PlannerOptions planner_options(const PlanArgs& args) {
@@ -398,8 +389,9 @@ void add_plan_commands(CLI::App& app) {
   plan_cmd->add_option("--model", args->files.model, "Model YAML (default configs/models/gpt3-13b.yaml)");
   plan_cmd->add_option("--global-batch", args->global_batch, "Samples per step (default 256)")
       ->check(CLI::PositiveNumber);
-  plan_cmd->add_option("--gpus", args->gpus, "Plan for this many GPUs: whole nodes of the topology")
-      ->check(CLI::PositiveNumber);
+  plan_cmd->add_option_function<int>(
+      "--gpus", [args](const int& n) { args->gpus = n; },
+      "Plan for the first N GPUs of the topology (node order): whole nodes");
   plan_cmd->add_option("--optimize", args->optimize, "speed (step time) or memory (peak memory, then step time)")
       ->check(CLI::IsMember({"speed", "memory"}));
   plan_cmd->add_option("--schedules", args->schedules, "Only these schedules, comma-separated (1f1b,zb-h1,...)");

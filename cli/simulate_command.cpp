@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@ namespace {
 struct SimulateArgs {
   InputFiles files;
   std::vector<std::string> sets;
+  std::optional<int> gpus;  ///< --gpus: the first N GPUs of the topology
   std::string sweep;
   std::string trace;
   std::string collective = "auto";
@@ -89,7 +91,7 @@ void print_report(const Inputs& in, const trace::Report& r) {
 }
 
 void run_one(const SimulateArgs& args, const std::vector<Override>& overrides) {
-  const Inputs in = load_inputs(args.files, overrides);
+  const Inputs in = load_inputs_on_gpus(args.files, overrides, args.gpus);
   const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, engine_options(args));
   if (!args.trace.empty()) write_file_atomically(args.trace, trace::chrome_trace(prediction.timeline, prediction.report));
   if (args.json) {
@@ -126,7 +128,7 @@ void run_sweep(const SimulateArgs& args, std::vector<Override> overrides) {
   for (const std::string& v : values) {
     std::vector<Override> with = overrides;
     with.push_back(parse_override(key + "=" + v, "--sweep"));
-    const Inputs in = load_inputs(args.files, with);
+    const Inputs in = load_inputs_on_gpus(args.files, with, args.gpus);
     const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, engine_options(args));
     const trace::Report& r = prediction.report;
     runs.push_back({{"value", v}, {"report", trace::report_json(r)}});
@@ -150,6 +152,9 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--model", args->files.model, "Model YAML")->required();
   cmd->add_option("--plan", args->files.plan, "Plan YAML")->required();
   cmd->add_option("--set", args->sets, "Override a field: plan.microbatches=32, topology.inter_node.bandwidth=\"100 Gb/s\"");
+  cmd->add_option_function<int>(
+      "--gpus", [args](const int& n) { args->gpus = n; },
+      "Use the first N GPUs of the topology (node order): whole nodes, as plan --gpus");
   cmd->add_option("--sweep", args->sweep, "One run per value: KEY=V1,V2,... (a table, or JSON with --json)");
   cmd->add_option("--trace", args->trace, "Write the Chrome trace (opens in Perfetto)");
   cmd->add_option("--collective", args->collective, "Data-parallel all-reduce: auto, ring, tree, hierarchical")

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/inputs.h"
 #include "cli/table.h"
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
@@ -82,8 +83,20 @@ void run_check(const std::vector<std::string>& files) {
   }
 }
 
-void run_show(const std::string& file, bool json) {
-  const Cluster cluster = topology::load_topology_file(file);
+/// The topology of `file` with `--set topology.KEY=VALUE` overrides applied (as simulate applies them).
+Cluster load_with_sets(const std::string& file, const std::vector<std::string>& sets) {
+  std::vector<Override> overrides;
+  for (const auto& s : sets) {
+    overrides.push_back(parse_override(s, "--set"));
+    if (overrides.back().target != "topology") {
+      throw InputError({overrides.back().origin, 0, 0}, "", "topo commands override topology fields only (topology.KEY=VALUE)");
+    }
+  }
+  return load_cluster(file, overrides);
+}
+
+void run_show(const std::string& file, const std::vector<std::string>& sets, bool json) {
+  const Cluster cluster = load_with_sets(file, sets);
   const std::vector<DeviceId> gpus = matrix_gpus(cluster);
   const topology::RouteTable routes(cluster, gpus);
   if (json) {
@@ -98,7 +111,7 @@ void run_show(const std::string& file, bool json) {
       kinds.push_back({{"id", k.id}, {"name", k.name}, {"peak_flop_per_s", peak},
                        {"memory_bytes", k.memory.count()},
                        {"memory_bandwidth_bytes_per_s", k.memory_bandwidth.in_bytes_per_sec()},
-                       {"matmul_efficiency", k.matmul_efficiency}});
+                       {"matmul_efficiency", k.matmul_efficiency}, {"sms", k.sm_count}});
     }
     out["gpu_kinds"] = kinds;
     ordered_json devices = ordered_json::array();
@@ -170,8 +183,9 @@ void run_show(const std::string& file, bool json) {
   std::cout << table.render();
 }
 
-void run_route(const std::string& file, const std::string& src, const std::string& dst, bool json) {
-  const Cluster cluster = topology::load_topology_file(file);
+void run_route(const std::string& file, const std::vector<std::string>& sets, const std::string& src,
+               const std::string& dst, bool json) {
+  const Cluster cluster = load_with_sets(file, sets);
   const DeviceId a = require_device(cluster, file, src);
   const DeviceId b = require_device(cluster, file, dst);
   const auto r = topology::find_route(cluster, a, b);
@@ -222,16 +236,19 @@ void add_topo_commands(CLI::App& app) {
 
   struct ShowArgs {
     std::string file;
+    std::vector<std::string> sets;
     bool json = false;
   };
   auto show_args = std::make_shared<ShowArgs>();
   auto* show = topo->add_subcommand("show", "Devices, links and the bandwidth matrix between GPUs");
   show->add_option("file", show_args->file, "Topology YAML file")->required();
+  show->add_option("--set", show_args->sets, "Override a topology field first: topology.nodes=4");
   show->add_flag("--json", show_args->json, "Print JSON");
-  show->callback([show_args] { run_show(show_args->file, show_args->json); });
+  show->callback([show_args] { run_show(show_args->file, show_args->sets, show_args->json); });
 
   struct RouteArgs {
     std::string file, src, dst;
+    std::vector<std::string> sets;
     bool json = false;
   };
   auto route_args = std::make_shared<RouteArgs>();
@@ -239,8 +256,11 @@ void add_topo_commands(CLI::App& app) {
   route->add_option("file", route_args->file, "Topology YAML file")->required();
   route->add_option("src", route_args->src, "Source device, e.g. node0/gpu0")->required();
   route->add_option("dst", route_args->dst, "Destination device, e.g. node1/gpu0")->required();
+  route->add_option("--set", route_args->sets, "Override a topology field first: topology.nodes=4");
   route->add_flag("--json", route_args->json, "Print JSON");
-  route->callback([route_args] { run_route(route_args->file, route_args->src, route_args->dst, route_args->json); });
+  route->callback([route_args] {
+    run_route(route_args->file, route_args->sets, route_args->src, route_args->dst, route_args->json);
+  });
 
   struct ImportArgs {
     std::string file, gpu, nic_bandwidth, output;

@@ -303,7 +303,9 @@ Cluster build_cluster(const TopologySpec& spec) {
   cluster.node_count = node;
   if (spec.fabric) {
     if (nics.empty()) fail_at(spec.fabric->origin, "a fabric needs NICs in the nodes ('nics' of the node template)");
-    add_fabric(cluster, *spec.fabric, nics, nic_bandwidth, nic_latency);
+    // One node sends nothing over the network: its file may name the fabric its nodes join when scaled
+    // (--set topology.nodes=N) without adding switches that no route uses.
+    if (cluster.node_count > 1) add_fabric(cluster, *spec.fabric, nics, nic_bandwidth, nic_latency);
   }
   check_connected(cluster, spec);
   return cluster;

@@ -6,6 +6,10 @@ namespace mpsim::topology {
 
 extern const std::string_view kBuiltinGpuCatalogYaml;  // generated from configs/hardware/gpus.yaml
 
+namespace {
+constexpr std::int64_t kMaxSmCount = 4096;  // far above any GPU built so far; catches typos such as a core count
+}  // namespace
+
 std::string_view to_string(DType d) noexcept {
   switch (d) {
     case DType::Fp32: return "fp32";
@@ -56,7 +60,6 @@ GpuKind load_gpu_kind(const Field& field, std::string id) {
     kind.pcie_gen = static_cast<int>(pcie->require("gen").as_int_in(1, 7));
     kind.pcie_bandwidth = pcie->require("bandwidth").as_bandwidth();
   }
-  if (auto sms = field.get("sms")) kind.sm_count = static_cast<int>(sms->as_int_in(1, 100'000));
   if (auto e = field.get("matmul_efficiency")) kind.matmul_efficiency = e->as_double_in(0.01, 1.0);
   kind.fp8_matmul_efficiency = kind.matmul_efficiency;
   if (auto e = field.get("fp8_matmul_efficiency")) {
@@ -65,6 +68,14 @@ GpuKind load_gpu_kind(const Field& field, std::string id) {
   }
   kind.attention_efficiency = kind.matmul_efficiency;
   if (auto e = field.get("attention_efficiency")) kind.attention_efficiency = e->as_double_in(0.01, 1.0);
+  if (auto sms = field.get("sms")) {
+    const std::int64_t n = sms->as_int();
+    if (n < 1 || n > kMaxSmCount) {
+      sms->fail(fmt::format("sms must be a positive count of streaming multiprocessors (1 to {}), got {}", kMaxSmCount,
+                            n));
+    }
+    kind.sm_count = static_cast<int>(n);
+  }
   if (auto s = field.get("source")) kind.source = s->as_string();
   return kind;
 }

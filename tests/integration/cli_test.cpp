@@ -27,6 +27,61 @@ TEST(Cli, TopoCheckEveryShippedTopology) {
   const CommandResult r = mpsim("topo check" + files);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("560 nodes, 4480 GPUs (4480 x a100-80gb)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 node, 8 GPUs (8 x b200)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("1 node, 72 GPUs (72 x gb200)"), std::string::npos) << r.out;
+}
+
+// Every shipped cluster scales with --set topology.nodes=N: N x the GPUs of one node, for 2 nodes and for 33
+// (past one full leaf of 32 or 20 ports on the fabric files, so a leaf is partly filled). A one-node file
+// names the fabric its nodes join, but builds its switches only with several nodes.
+TEST(Cli, TopoShowScalesEveryShippedTopology) {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(repo("topologies"))) {
+    const std::string file = entry.path().string();
+    const CommandResult base = mpsim("topo show " + file + " --json");
+    ASSERT_EQ(base.exit_code, 0) << file << "\n" << base.err;
+    const auto b = nlohmann::json::parse(base.out);
+    const int nodes = b["nodes"].get<int>();
+    const int per_node = b["gpus"].get<int>() / nodes;
+    ASSERT_EQ(per_node * nodes, b["gpus"].get<int>()) << file;
+    const auto has_fabric = [](const nlohmann::json& j) {
+      return std::any_of(j["devices"].begin(), j["devices"].end(),
+                         [](const auto& d) { return d["id"].template get<std::string>().rfind("fabric/", 0) == 0; });
+    };
+    EXPECT_EQ(has_fabric(b), nodes > 1) << file;
+    for (const int n : {2, 33}) {
+      const CommandResult r = mpsim("topo show " + file + " --json --set topology.nodes=" + std::to_string(n));
+      ASSERT_EQ(r.exit_code, 0) << file << " nodes=" << n << "\n" << r.err;
+      const auto j = nlohmann::json::parse(r.out);
+      EXPECT_EQ(j["nodes"].get<int>(), n) << file;
+      EXPECT_EQ(j["gpus"].get<int>(), n * per_node) << file;
+      EXPECT_TRUE(has_fabric(j)) << file;
+      // GPU 0 of node 0 and of node 1 meet over the network.
+      EXPECT_EQ(j["gpu_matrix"]["path_class"][0][per_node], "NET") << file;
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 12);
+  const CommandResult other = mpsim("topo show " + repo("topologies/dgx-h100.yaml") + " --set plan.tensor=2");
+  EXPECT_EQ(other.exit_code, 2);
+  EXPECT_NE(other.err.find("mpsim: error: --set plan.tensor=2: topo commands override topology fields only"),
+            std::string::npos) << other.err;
+}
+
+// GB200 NVL72: one NVLink domain of 72 GPUs at 900 GB/s per direction (18 x 50 GB/s), racks joined by
+// 400 Gb/s NICs, one per GPU.
+TEST(Cli, Gb200Nvl72IsOneNvlinkDomain) {
+  const std::string file = repo("topologies/gb200-nvl72.yaml");
+  const CommandResult r = mpsim("topo route " + file + " node0/gpu0 node0/gpu71 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["path_class"], "NVL");
+  EXPECT_DOUBLE_EQ(j["bandwidth_bytes_per_s"].get<double>(), 18 * 50e9);
+  const CommandResult racks = mpsim("topo route " + file + " node0/gpu5 node1/gpu5 --json --set topology.nodes=2");
+  ASSERT_EQ(racks.exit_code, 0) << racks.err;
+  const auto k = nlohmann::json::parse(racks.out);
+  EXPECT_EQ(k["path_class"], "NET");
+  EXPECT_DOUBLE_EQ(k["bandwidth_bytes_per_s"].get<double>(), 400e9 / 8);
 }
 
 TEST(Cli, TopoRouteJsonContract) {

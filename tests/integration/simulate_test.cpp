@@ -502,6 +502,72 @@ TEST(Simulate, UnfoldGivesTheSameReport) {
   EXPECT_TRUE(near_equal(report("--unfold"), report(), where)) << where;
 }
 
+/// Writes `text` as a plan file in the scratch folder.
+std::string plan_file(const std::string& name, const std::string& text) {
+  const fs::path path = scratch() / name;
+  std::ofstream(path) << text;
+  return path.string();
+}
+
+// Every shipped cluster scales with --set topology.nodes=N (interface.md): a data-parallel plan whose data
+// degree is derived fills 2 nodes of each, and the report has a device per GPU.
+TEST(Simulate, EveryShippedTopologyScalesWithNodes) {
+  // 144 = 2 x 72 (GB200 NVL72 racks) and a multiple of 2 x 8, so the derived data degree divides it.
+  const std::string plan = plan_file("dp-derived.yaml", "parallelism: { tensor: 1, pipeline: 1 }\nbatch: { global: 144, micro: 1 }\n");
+  int checked = 0;
+  for (const auto& entry : fs::directory_iterator(repo("topologies"))) {
+    const std::string topology = entry.path().string();
+    const CommandResult one = mpsim("topo show " + topology + " --json");
+    ASSERT_EQ(one.exit_code, 0) << topology << "\n" << one.err;
+    const json shown = json::parse(one.out);
+    const int per_node = shown["gpus"].get<int>() / shown["nodes"].get<int>();
+    const CommandResult r = mpsim("simulate --topology " + topology + " --model " + repo("configs/models/cpu-gpt-tiny.yaml") +
+                                  " --plan " + plan + " --set topology.nodes=2 --json");
+    ASSERT_EQ(r.exit_code, 0) << topology << "\n" << r.err;
+    const json j = json::parse(r.out);
+    EXPECT_EQ(j["devices"].size(), static_cast<std::size_t>(2 * per_node)) << topology;
+    EXPECT_EQ(j["plan"]["data"].get<int>(), 2 * per_node) << topology;
+    EXPECT_EQ(j["plan"]["microbatches"].get<int>(), 144 / (2 * per_node)) << topology;
+    ++checked;
+  }
+  EXPECT_GE(checked, 12);
+}
+
+// --gpus N takes the first N GPUs in node order: on 512 DGX H100 (4096 GPUs), 1024 GPUs are nodes 0-127, and
+// the data degree a plan leaves out is 1024 / (tensor x pipeline).
+TEST(Simulate, GpusUsesTheFirstGpus) {
+  const std::string plan = plan_file("tp8-pp2.yaml", "parallelism: { tensor: 8, pipeline: 2 }\nbatch: { global: 512, micro: 1 }\n");
+  const std::string args = "simulate --topology " + repo("topologies/512x-dgx-h100.yaml") + " --model " +
+                           repo("configs/models/gpt3-1.3b.yaml") + " --plan " + plan;
+  const CommandResult r = mpsim(args + " --gpus 1024 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["devices"].size(), 1024u);
+  EXPECT_EQ(j["plan"]["data"].get<int>(), 1024 / (8 * 2));
+  EXPECT_EQ(j["plan"]["microbatches"].get<int>(), 512 / (1024 / (8 * 2)));
+  std::set<std::string> ids;
+  for (const auto& d : j["devices"]) ids.insert(d["id"].get<std::string>());
+  EXPECT_TRUE(ids.contains("node127/gpu7"));
+  EXPECT_FALSE(ids.contains("node128/gpu0"));
+
+  for (const auto& [flag, text] : std::vector<std::pair<std::string, std::string>>{
+           {"--gpus 0", "must be a positive number of GPUs"},
+           {"--gpus -8", "must be a positive number of GPUs"},
+           {"--gpus 4104", "the topology has 4096 GPUs (512 nodes)"},
+           {"--gpus 12", "must be a multiple of the 8 GPUs per node"}}) {
+    const CommandResult bad = mpsim(args + " " + flag + " --json");
+    EXPECT_EQ(bad.exit_code, 2) << flag << "\n" << bad.err;
+    EXPECT_TRUE(bad.out.empty()) << flag;
+    EXPECT_EQ(lines(bad.err), 1) << flag << "\n" << bad.err;
+    EXPECT_EQ(bad.err.rfind("mpsim: error: " + flag + ": ", 0), 0u) << bad.err;
+    EXPECT_NE(bad.err.find(text), std::string::npos) << bad.err;
+  }
+  // The limit is the topology after --set: 1024 GPUs of a 64-node cluster is too many.
+  const CommandResult small = mpsim(args + " --set topology.nodes=64 --gpus 1024 --json");
+  EXPECT_EQ(small.exit_code, 2) << small.err;
+  EXPECT_NE(small.err.find("the topology has 512 GPUs (64 nodes)"), std::string::npos) << small.err;
+}
+
 TEST(Simulate, BadSetNamesTheFlag) {
   expect_bad_input("--set plan.tensor=0", "--set plan.tensor=0: ", "must be at least 1, got 0");
   expect_bad_input("--set plan.nosuch=3", "--set plan.nosuch=3: ", "unknown field 'nosuch'");

@@ -119,6 +119,11 @@ TEST(PlanCommand, BadInputExitsTwo) {
   const CommandResult gpus = mpsim(small_args() + " --gpus 6");
   EXPECT_EQ(gpus.exit_code, 2);
   EXPECT_NE(gpus.err.find("multiple of the 4 GPUs per node"), std::string::npos) << gpus.err;
+  // --gpus takes the first N GPUs of the topology (as simulate --gpus): not more than it has, not zero.
+  const CommandResult more = mpsim(small_args() + " --gpus 64");
+  EXPECT_EQ(more.exit_code, 2);
+  EXPECT_NE(more.err.find("mpsim: error: --gpus 64: the topology has"), std::string::npos) << more.err;
+  EXPECT_EQ(mpsim(small_args() + " --gpus 0").exit_code, 2);
   EXPECT_EQ(mpsim("plan --topology missing.yaml --model " + repo("configs/models/gpt3-1.3b.yaml")).exit_code, 2);
 }
 

@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <tuple>
+#include <utility>
+
 namespace mpsim::topology {
 namespace {
 
@@ -16,7 +20,8 @@ TEST(GpuCatalog, BuiltinKindsMatchTheReference) {
   };
   const Row rows[] = {{"v100-16gb", 125, 16, 900},   {"v100-32gb", 125, 32, 900},  {"a100-40gb", 312, 40, 1555},
                       {"a100-80gb", 312, 80, 2039},  {"h100-sxm", 989, 80, 3350},  {"h200", 989, 141, 4800},
-                      {"b200", 2250, 180, 8000}};
+                      {"b200", 2250, 180, 8000},     {"gb200", 2500, 186, 8000},   {"b300", 2250, 288, 8000},
+                      {"gb300", 2500, 279, 8000}};
   for (const Row& row : rows) {
     const GpuKind* kind = catalog.find(row.id);
     ASSERT_NE(kind, nullptr) << row.id;
@@ -29,11 +34,68 @@ TEST(GpuCatalog, BuiltinKindsMatchTheReference) {
   EXPECT_FALSE(catalog.find("v100-16gb")->peak_for(DType::Bf16).has_value());  // Volta has no bf16
 }
 
+// SM counts: A100 108, H100/H200 132, B200 148 (stas00/ml-engineering training/performance, as quoted in
+// shared/reference/kernels_and_collectives.yaml, gemm.rules.wave_quantization); V100 80 (NVIDIA V100 whitepaper).
+TEST(GpuCatalog, BuiltinSmCounts) {
+  const auto& catalog = GpuCatalog::builtin();
+  const std::pair<const char*, int> rows[] = {{"v100-16gb", 80},  {"v100-32gb", 80}, {"a100-40gb", 108},
+                                              {"a100-80gb", 108}, {"h100-sxm", 132}, {"h200", 132},
+                                              {"b200", 148},      {"b300", 148},     {"gb300", 152},
+                                              {"gb200", 152}};
+  for (const auto& [id, sms] : rows) {
+    const GpuKind* kind = catalog.find(id);
+    ASSERT_NE(kind, nullptr) << id;
+    EXPECT_EQ(kind->sm_count, sms) << id;
+  }
+  // V100's FP32 peak is 80 SMs x 64 FP32 lanes x 2 FLOP (FMA) x 1.53 GHz boost = 15.67 TFLOP/s.
+  const GpuKind* v100 = catalog.find("v100-16gb");
+  EXPECT_NEAR(v100->sm_count * 64 * 2 * 1.53e9, v100->peak_for(DType::Fp32)->in_flop_per_sec(), 0.005 * 15.7e12);
+  for (const std::string& name : catalog.names()) EXPECT_GT(catalog.find(name)->sm_count, 0) << name;
+}
+
+// Tensor-core peaks double per halving of the element width: tf32 = bf16 / 2, fp8 = 2 x bf16 (dense), fp16 =
+// bf16, on every kind that lists them (the structure of the vendor tables, STAS_ACC).
+TEST(GpuCatalog, TensorPeaksDoublePerHalvedWidth) {
+  const auto& catalog = GpuCatalog::builtin();
+  for (const std::string& name : catalog.names()) {
+    const GpuKind& k = *catalog.find(name);
+    const auto bf16 = k.peak_for(DType::Bf16);
+    if (!bf16) continue;
+    EXPECT_DOUBLE_EQ(k.peak_for(DType::Fp16)->in_flop_per_sec(), bf16->in_flop_per_sec()) << name;
+    if (auto tf32 = k.peak_for(DType::Tf32)) {
+      EXPECT_DOUBLE_EQ(2 * tf32->in_flop_per_sec(), bf16->in_flop_per_sec()) << name;
+    }
+    if (auto fp8 = k.peak_for(DType::Fp8)) {  // within the vendor's rounding: H100 989.4 -> 989, 1978.9 -> 1979
+      EXPECT_NEAR(fp8->in_flop_per_sec(), 2 * bf16->in_flop_per_sec(), 1e-3 * fp8->in_flop_per_sec()) << name;
+    }
+  }
+}
+
+// matmul_efficiency = the best single-GEMM bf16 throughput mamf-finder measures / peak, times 0.78 (the ratio
+// the A100 calibration on Megatron SC21 gives, configs/hardware/gpus.yaml), rounded to two places from the table's
+// rounded percentage (B200: 77.6% x 0.78 = 0.605 -> 0.61), hence the tolerance. MAMF rows:
+// stas00/ml-engineering accelerator chapter, as in shared/reference/kernels_and_collectives.yaml gemm.mamf.
+TEST(GpuCatalog, MatmulEfficiencyFollowsTheMamfTable) {
+  const std::tuple<const char*, double, double> mamf[] = {
+      {"h100-sxm", 794.5, 989}, {"b200", 1745.0, 2250}, {"gb200", 1822.0, 2500}, {"b300", 1769.0, 2250}};
+  const double a100_ratio = 0.68 / (271.2 / 312);
+  EXPECT_NEAR(a100_ratio, 0.78, 0.005);
+  for (const auto& [id, measured, peak] : mamf) {
+    const GpuKind* k = GpuCatalog::builtin().find(id);
+    ASSERT_NE(k, nullptr) << id;
+    EXPECT_DOUBLE_EQ(k->peak_for(DType::Bf16)->in_flop_per_sec(), peak * 1e12) << id;
+    EXPECT_NEAR(k->matmul_efficiency, measured / peak * 0.78, 0.006) << id;
+  }
+}
+
 TEST(GpuCatalog, AliasesResolve) {
   const auto& catalog = GpuCatalog::builtin();
   EXPECT_EQ(catalog.find("a100-sxm4-80gb"), catalog.find("a100-80gb"));
   EXPECT_EQ(catalog.find("h100-sxm5-80gb")->id, "h100-sxm");
   EXPECT_EQ(catalog.find("tpu-v5"), nullptr);
+  EXPECT_EQ(catalog.find("b300-sxm")->id, "b300");
+  EXPECT_EQ(catalog.find("gb200-nvl72")->id, "gb200");
+  EXPECT_EQ(catalog.find("gb300-sxm")->id, "gb300");
 }
 
 TEST(GpuCatalog, NvlinkBandwidthPerDirection) {
@@ -42,6 +104,11 @@ TEST(GpuCatalog, NvlinkBandwidthPerDirection) {
   EXPECT_DOUBLE_EQ(a100->nvlink_bandwidth_per_link.in_bytes_per_sec() * a100->nvlink_links, 300e9);
   const GpuKind* h100 = GpuCatalog::builtin().find("h100-sxm");
   EXPECT_DOUBLE_EQ(h100->nvlink_bandwidth_per_link.in_bytes_per_sec() * h100->nvlink_links, 450e9);
+  // NVLink 5 (B200, GB200, B300, GB300): 18 links x 50 GB/s = 900 GB/s per direction, 1.8 TB/s both ways.
+  for (const char* id : {"b200", "gb200", "b300", "gb300"}) {
+    const GpuKind* k = GpuCatalog::builtin().find(id);
+    EXPECT_DOUBLE_EQ(2 * k->nvlink_bandwidth_per_link.in_bytes_per_sec() * k->nvlink_links, 1.8e12) << id;
+  }
 }
 
 }  // namespace

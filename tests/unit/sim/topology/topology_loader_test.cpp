@@ -26,6 +26,7 @@ TEST(TopologyLoader, EveryShippedTopologyLoads) {
       {"p5.48xlarge.yaml", 1, 8, "h100-sxm"},    {"pcie-8gpu.yaml", 1, 8, "a100-pcie-80gb"},
       {"4x-p4d.yaml", 4, 32, "a100-40gb"},       {"16x-dgx-h100.yaml", 16, 128, "h100-sxm"},
       {"selene.yaml", 560, 4480, "a100-80gb"},   {"512x-dgx-h100.yaml", 512, 4096, "h100-sxm"},
+      {"dgx-b200.yaml", 1, 8, "b200"},           {"gb200-nvl72.yaml", 1, 72, "gb200"},
   };
   std::size_t seen = 0;
   for (const auto& e : files) {
@@ -68,6 +69,27 @@ cluster:
   intra_node: { kind: pcie, bandwidth: "16 GB/s" }
 )");
   EXPECT_EQ(c.gpu_kind_of(c.gpus().front()).memory, Bytes::gib(24));
+}
+
+TEST(TopologyLoader, InlineGpuKindSmCount) {
+  const auto with_sms = [](const std::string& sms) {
+    return "cluster:\n  gpus_per_node: 1\n  gpu: { peak: { fp32: \"10 TFLOP/s\" }, memory: \"24 GiB\", "
+           "memory_bandwidth: \"300 GB/s\", sms: " +
+           sms + " }\n";
+  };
+  const Cluster c = cluster_from(with_sms("58"));
+  EXPECT_EQ(c.gpu_kind_of(c.gpus().front()).sm_count, 58);
+  const Cluster unknown = cluster_from("cluster: { gpus_per_node: 1, gpu: { peak: { fp32: \"10 TFLOP/s\" }, "
+                                       "memory: \"24 GiB\", memory_bandwidth: \"300 GB/s\" } }\n");
+  EXPECT_EQ(unknown.gpu_kind_of(unknown.gpus().front()).sm_count, 0);  // not given: unknown
+  for (const std::string bad : {"0", "-4", "100000"}) {
+    const std::string error = error_of(with_sms(bad));
+    EXPECT_NE(error.find("inline.yaml:3:"), std::string::npos) << error;
+    EXPECT_NE(error.find("sms must be a positive count"), std::string::npos) << error;
+    EXPECT_NE(error.find("field 'cluster.gpu.sms'"), std::string::npos) << error;
+  }
+  const std::string fraction = error_of(with_sms("1.5"));
+  EXPECT_NE(fraction.find("field 'cluster.gpu.sms'"), std::string::npos) << fraction;
 }
 
 TEST(TopologyLoader, NodeFromSharesTheTemplate) {
