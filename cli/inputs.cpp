@@ -123,29 +123,12 @@ topology::Cluster load_cluster(const std::string& topology, const std::vector<Ov
   return load_cluster_with(topology, overrides, applied);
 }
 
-Inputs load_inputs_on_gpus(const InputFiles& files, std::vector<Override> overrides, std::optional<int> gpus) {
-  if (!gpus) return load_inputs(files, overrides);
-  const std::string flag = fmt::format("--gpus {}", *gpus);
-  if (*gpus < 1) throw InputError({flag, 0, 0}, "", "must be a positive number of GPUs");
-  const topology::Cluster whole = load_cluster(files.topology, overrides);
-  const int have = static_cast<int>(whole.gpus().size());
-  if (*gpus > have) {
-    throw InputError({flag, 0, 0}, "",
-                     fmt::format("the topology has {} GPUs ({} nodes); use --set topology.nodes=N for a larger cluster",
-                                 have, whole.node_count));
-  }
-  if (*gpus == have) return load_inputs(files, overrides);
-  const int per_node = static_cast<int>(whole.gpus_of_node(0).size());
-  if (per_node == 0 || *gpus % per_node != 0) {
-    throw InputError({flag, 0, 0}, "", fmt::format("must be a multiple of the {} GPUs per node", per_node));
-  }
-  overrides.push_back(Override{"topology", "nodes", std::to_string(*gpus / per_node), flag});
-  return load_inputs(files, overrides);
-}
+namespace {
 
-Inputs load_inputs(const InputFiles& files, const std::vector<Override>& overrides) {
-  std::vector<Override> applied;
-  Inputs inputs{load_cluster_with(files.topology, overrides, applied), {}, std::nullopt};
+/// The model and plan on a cluster already loaded (with `applied`, the overrides it took).
+Inputs load_inputs_on(const InputFiles& files, const std::vector<Override>& overrides, std::vector<Override>& applied,
+                      topology::Cluster cluster) {
+  Inputs inputs{std::move(cluster), {}, std::nullopt};
   const YamlDocument model_doc = load_with(files.model, "model", overrides, applied);
   inputs.model = blame_overrides(applied, [&] { return model::load_model(model_doc.root()); });
   if (!files.plan.empty()) {
@@ -159,6 +142,36 @@ Inputs load_inputs(const InputFiles& files, const std::vector<Override>& overrid
     }
   }
   return inputs;
+}
+
+}  // namespace
+
+Inputs load_inputs_on_gpus(const InputFiles& files, std::vector<Override> overrides, std::optional<int> gpus) {
+  if (!gpus) return load_inputs(files, overrides);
+  const std::string flag = fmt::format("--gpus {}", *gpus);
+  if (*gpus < 1) throw InputError({flag, 0, 0}, "", "must be a positive number of GPUs");
+  const topology::Cluster whole = load_cluster(files.topology, overrides);
+  const int have = static_cast<int>(whole.gpus().size());
+  if (*gpus > have) {
+    throw InputError({flag, 0, 0}, "",
+                     fmt::format("the topology has {} GPUs ({} nodes); use --set topology.nodes=N for a larger cluster",
+                                 have, whole.node_count));
+  }
+  if (*gpus == have) return load_inputs(files, overrides);
+  const int per_node = static_cast<int>(whole.gpus_of_node(0).size());
+  if (per_node == 0) throw InputError({flag, 0, 0}, "", "the topology's first node has no GPUs");
+  // Whole nodes, then the first GPUs of the last one (8 GPUs of an NVL72 rack).
+  overrides.push_back(Override{"topology", "nodes", std::to_string((*gpus + per_node - 1) / per_node), flag});
+  std::vector<Override> applied;
+  topology::Cluster cluster = load_cluster_with(files.topology, overrides, applied);
+  cluster.keep_first_gpus(*gpus);
+  return load_inputs_on(files, overrides, applied, std::move(cluster));
+}
+
+Inputs load_inputs(const InputFiles& files, const std::vector<Override>& overrides) {
+  std::vector<Override> applied;
+  topology::Cluster cluster = load_cluster_with(files.topology, overrides, applied);
+  return load_inputs_on(files, overrides, applied, std::move(cluster));
 }
 
 }  // namespace mpsim::cli

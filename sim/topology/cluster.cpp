@@ -75,4 +75,11 @@ std::vector<DeviceId> Cluster::gpus_of_node(int node) const {
   return out;
 }
 
+void Cluster::keep_first_gpus(int count) {
+  if (count < 1 || static_cast<std::size_t>(count) > gpus_.size()) {
+    throw std::invalid_argument("keep_first_gpus: count out of range");
+  }
+  gpus_.resize(static_cast<std::size_t>(count));
+}
+
 }  // namespace mpsim::topology

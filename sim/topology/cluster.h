@@ -78,6 +78,9 @@ class Cluster {
   [[nodiscard]] const Graph& graph() const noexcept { return graph_; }
   /// GPUs of node `node`, in local order.
   [[nodiscard]] std::vector<DeviceId> gpus_of_node(int node) const;
+  /// Keeps only the first `count` GPUs (node order) as the GPUs a plan runs on: part of a node, as
+  /// 8 GPUs of an NVL72 rack. The rest stay in the graph, idle. Precondition: 1 <= count <= gpus().size().
+  void keep_first_gpus(int count);
 
  private:
   std::vector<Device> devices_;

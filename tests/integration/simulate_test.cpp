@@ -550,11 +550,23 @@ TEST(Simulate, GpusUsesTheFirstGpus) {
   EXPECT_TRUE(ids.contains("node127/gpu7"));
   EXPECT_FALSE(ids.contains("node128/gpu0"));
 
+  // Part of a node: 12 GPUs are node 0 and the first four GPUs of node 1.
+  const std::string tp4 = plan_file("tp4.yaml", "parallelism: { tensor: 4 }\nbatch: { global: 48, micro: 1 }\n");
+  const CommandResult part = mpsim("simulate --topology " + repo("topologies/512x-dgx-h100.yaml") + " --model " +
+                                   repo("configs/models/gpt3-1.3b.yaml") + " --plan " + tp4 + " --gpus 12 --json");
+  ASSERT_EQ(part.exit_code, 0) << part.err;
+  const json p12 = json::parse(part.out);
+  EXPECT_EQ(p12["devices"].size(), 12u);
+  EXPECT_EQ(p12["plan"]["data"].get<int>(), 3);
+  std::set<std::string> part_ids;
+  for (const auto& d : p12["devices"]) part_ids.insert(d["id"].get<std::string>());
+  EXPECT_TRUE(part_ids.contains("node1/gpu3"));
+  EXPECT_FALSE(part_ids.contains("node1/gpu4"));
+
   for (const auto& [flag, text] : std::vector<std::pair<std::string, std::string>>{
            {"--gpus 0", "must be a positive number of GPUs"},
            {"--gpus -8", "must be a positive number of GPUs"},
-           {"--gpus 4104", "the topology has 4096 GPUs (512 nodes)"},
-           {"--gpus 12", "must be a multiple of the 8 GPUs per node"}}) {
+           {"--gpus 4104", "the topology has 4096 GPUs (512 nodes)"}}) {
     const CommandResult bad = mpsim(args + " " + flag + " --json");
     EXPECT_EQ(bad.exit_code, 2) << flag << "\n" << bad.err;
     EXPECT_TRUE(bad.out.empty()) << flag;
