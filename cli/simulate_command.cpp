@@ -38,6 +38,7 @@ engine::EngineOptions engine_options(const SimulateArgs& args) {
   options.collective = args.collective == "ring"           ? engine::CollectiveAlgorithm::Ring
                        : args.collective == "tree"         ? engine::CollectiveAlgorithm::Tree
                        : args.collective == "hierarchical" ? engine::CollectiveAlgorithm::Hierarchical
+                       : args.collective == "nvls"         ? engine::CollectiveAlgorithm::Nvls
                                                            : engine::CollectiveAlgorithm::Auto;
   options.overlap_grad_reduce = args.overlap_grad_reduce;
   options.fold_replicas = !args.unfold;
@@ -157,8 +158,8 @@ void add_simulate_command(CLI::App& app) {
       "Use the first N GPUs of the topology (node order): whole nodes, as plan --gpus");
   cmd->add_option("--sweep", args->sweep, "One run per value: KEY=V1,V2,... (a table, or JSON with --json)");
   cmd->add_option("--trace", args->trace, "Write the Chrome trace (opens in Perfetto)");
-  cmd->add_option("--collective", args->collective, "Data-parallel all-reduce: auto, ring, tree, hierarchical")
-      ->check(CLI::IsMember({"auto", "ring", "tree", "hierarchical"}));
+  cmd->add_option("--collective", args->collective, "Collective algorithm: auto (NCCL's choice), ring, tree, hierarchical, nvls")
+      ->check(CLI::IsMember({"auto", "ring", "tree", "hierarchical", "nvls"}));
   cmd->add_flag("--overlap-grad-reduce", args->overlap_grad_reduce, "Overlap gradient all-reduce with backward");
   cmd->add_flag("--unfold", args->unfold, "Simulate every data-parallel replica instead of one for all");
   cmd->add_flag("--json", args->json, "Print the report as JSON");

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 namespace mpsim::engine {
 namespace {
@@ -15,6 +16,20 @@ constexpr std::size_t kSampledTransfers = 64;
 
 CollectiveBound collective_bound(const topology::Cluster& cluster, topology::RouteFinder& routes, CollectiveKind kind,
                                  CollectiveAlgorithm algorithm, const std::vector<std::vector<topology::DeviceId>>& groups) {
+  if (algorithm == CollectiveAlgorithm::Auto) {
+    // The simulator takes one of the candidates: below each of them, the smaller latency and slope.
+    std::optional<CollectiveBound> low;
+    for (const CollectiveAlgorithm a : auto_candidates(cluster, kind, groups)) {
+      const CollectiveBound b = collective_bound(cluster, routes, kind, a, groups);
+      if (!low) {
+        low = b;
+        continue;
+      }
+      low->latency = std::min(low->latency, b.latency);
+      low->ns_per_byte = std::min(low->ns_per_byte, b.ns_per_byte);
+    }
+    return low.value_or(CollectiveBound{});
+  }
   CollectiveBound out;
   const auto phases = collective_rounds(cluster, kind, algorithm, groups, Bytes::bytes(kReferenceBytes));
   for (const CollectiveRound& phase : phases) {

@@ -20,7 +20,8 @@ struct CollectiveBound {
   [[nodiscard]] TimeNs at(Bytes size) const noexcept;
 };
 
-/// The bound of a `kind` collective over `groups` (run at once) with `algorithm`. A phase takes at least
+/// The bound of a `kind` collective over `groups` (run at once) with `algorithm` (with Auto: below every
+/// candidate the simulator may pick). A phase takes at least
 /// r x (latency + bytes per round / bandwidth) of any one of its transfers; the worst of a sample of
 /// them is taken. Bytes per round are a share of the size (ceil(size / q)); q is read off one call at
 /// a large size, rounded so that the bytes are never overestimated.

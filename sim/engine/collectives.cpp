@@ -1,7 +1,10 @@
 #include "sim/engine/collectives.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
+
+#include "sim/engine/collective_tuning.h"
 
 namespace mpsim::engine {
 
@@ -11,6 +14,7 @@ std::string_view to_string(CollectiveAlgorithm a) noexcept {
     case CollectiveAlgorithm::Ring: return "ring";
     case CollectiveAlgorithm::Tree: return "tree";
     case CollectiveAlgorithm::Hierarchical: return "hierarchical";
+    case CollectiveAlgorithm::Nvls: return "nvls";
   }
   return "?";
 }
@@ -59,8 +63,10 @@ Bytes share(Bytes size, std::size_t parts) {
 }
 
 /// A phase of `rounds` rounds in which every member of every ring sends `bytes` to the next member.
-void ring_rounds(const Groups& rings, Bytes bytes, std::size_t rounds, std::vector<CollectiveRound>& out) {
+void ring_rounds(const Groups& rings, Bytes bytes, std::size_t rounds, std::vector<CollectiveRound>& out,
+                 bool nvls = false) {
   CollectiveRound phase;
+  phase.nvls = nvls;
   phase.bytes = bytes;
   phase.rounds = static_cast<int>(rounds);
   for (const auto& ring : rings) {
@@ -117,7 +123,50 @@ void tree_phase(const Groups& groups, Bytes size, bool up, std::vector<Collectiv
   out.push_back(std::move(phase));
 }
 
+bool spans_nodes(const topology::Cluster& cluster, const std::vector<DeviceId>& group) {
+  return std::any_of(group.begin(), group.end(),
+                     [&](DeviceId d) { return cluster.device(d).node != cluster.device(group.front()).node; });
+}
+
 }  // namespace
+
+Groups ring_channels(const topology::Cluster& cluster, const std::vector<DeviceId>& group) {
+  std::map<int, std::vector<DeviceId>> by_node;
+  for (const DeviceId d : group) by_node[cluster.device(d).node].push_back(d);
+  const std::size_t k = by_node.begin()->second.size();
+  const bool even = std::all_of(by_node.begin(), by_node.end(), [&](const auto& e) { return e.second.size() == k; });
+  if (by_node.size() < 2 || !even) return {group};
+  for (auto& [node, members] : by_node) {
+    std::sort(members.begin(), members.end(), [&](DeviceId a, DeviceId b) {
+      return cluster.device(a).local_index < cluster.device(b).local_index;
+    });
+  }
+  Groups channels;
+  for (std::size_t c = 0; c < k; ++c) {
+    std::vector<DeviceId> ring;
+    ring.reserve(group.size());
+    std::size_t i = 0;
+    for (const auto& [node, members] : by_node) {
+      std::vector<DeviceId> visit(members.size());
+      for (std::size_t j = 0; j < k; ++j) visit[j] = members[(j + c) % k];
+      if (i++ % 2 == 1) std::reverse(visit.begin(), visit.end());  // enter where the previous node left
+      ring.insert(ring.end(), visit.begin(), visit.end());
+    }
+    channels.push_back(std::move(ring));
+  }
+  return channels;
+}
+
+std::vector<CollectiveAlgorithm> auto_candidates(const topology::Cluster& cluster, CollectiveKind kind,
+                                                 const Groups& groups) {
+  std::vector<CollectiveAlgorithm> out{CollectiveAlgorithm::Ring};
+  if (kind != CollectiveKind::AllReduce || groups.empty()) return out;
+  if (std::all_of(groups.begin(), groups.end(), [&](const auto& g) { return nvls_eligible(cluster, g); })) {
+    out.push_back(CollectiveAlgorithm::Nvls);
+  }
+  if (spans_nodes(cluster, groups.front())) out.push_back(CollectiveAlgorithm::Tree);
+  return out;
+}
 
 std::vector<CollectiveRound> collective_rounds(const topology::Cluster& cluster, CollectiveKind kind,
                                                CollectiveAlgorithm algorithm, const Groups& groups, Bytes size) {
@@ -129,8 +178,13 @@ std::vector<CollectiveRound> collective_rounds(const topology::Cluster& cluster,
     tree_phase(groups, size, false, out);  // broadcast from it
     return out;
   }
-  if ((algorithm == CollectiveAlgorithm::Auto || algorithm == CollectiveAlgorithm::Hierarchical) &&
-      kind == CollectiveKind::AllReduce) {
+  if (algorithm == CollectiveAlgorithm::Nvls && kind == CollectiveKind::AllReduce) {
+    // Reduce (multimem.ld_reduce of the member's shard) and multicast (multimem.st): per member about
+    // size (n + 1) / n each way over its switch links, in two steps.
+    ring_rounds(groups, share(Bytes::bytes(size.count() * static_cast<std::int64_t>(n + 1)), 2 * n), 2, out, true);
+    return out;
+  }
+  if (algorithm == CollectiveAlgorithm::Hierarchical && kind == CollectiveKind::AllReduce) {
     const auto [local, across] = split_by_node(cluster, groups);
     if (!local.empty()) {
       const std::size_t k = local.front().size();
@@ -141,7 +195,12 @@ std::vector<CollectiveRound> collective_rounds(const topology::Cluster& cluster,
       return out;
     }
   }
-  ring_rounds(groups, share(size, n), steps(kind, n), out);
+  Groups rings;
+  for (const auto& group : groups) {
+    for (auto& ring : ring_channels(cluster, group)) rings.push_back(std::move(ring));
+  }
+  const std::size_t channels = rings.size() / groups.size();
+  ring_rounds(rings, share(size, n * channels), steps(kind, n), out);
   return out;
 }
 

@@ -1,6 +1,6 @@
 #pragma once
-/// Collectives as rounds of concurrent point-to-point transfers over the real links (NCCL's ring
-/// and hierarchical algorithms). Each round's transfers run together; the next round starts when
+/// Collectives as rounds of concurrent point-to-point transfers over the real links (NCCL's ring,
+/// tree and NVLS algorithms, and a hierarchical one). Each round's transfers run together; the next round starts when
 /// the slowest has finished, as in a ring where every rank waits for its neighbour. A phase is a
 /// run of identical rounds (the 2(n-1) steps of a ring all-reduce); the simulator moves it as one
 /// flow of `rounds` x `bytes` with `rounds` x the route latency, which is exact when the phase's
@@ -18,10 +18,11 @@
 namespace mpsim::engine {
 
 enum class CollectiveAlgorithm : std::uint8_t {
-  Auto,          ///< hierarchical when the group spans nodes with several members per node, else ring
-  Ring,
+  Auto,          ///< the candidate NCCL's tuner would pick: the fastest on idle links (choose_algorithm)
+  Ring,          ///< rail-aligned rings, one channel per member a node holds (ring_channels)
   Tree,          ///< binary tree: reduce to the root, then broadcast, pipelined (NCCL's tree, one tree)
   Hierarchical,  ///< intra-node reduce-scatter, inter-node all-reduce, intra-node all-gather
+  Nvls,          ///< NVLink SHARP all-reduce inside one NVSwitch node: the switch reduces and multicasts
 };
 [[nodiscard]] std::string_view to_string(CollectiveAlgorithm a) noexcept;
 
@@ -39,16 +40,36 @@ enum class CollectiveKind : std::uint8_t { AllReduce, ReduceScatter, AllGather }
 
 struct CollectiveRound {
   std::vector<std::pair<topology::DeviceId, topology::DeviceId>> transfers;
-  Bytes bytes;     ///< per transfer and round
-  int rounds = 1;  ///< identical rounds in this phase
+  Bytes bytes;       ///< per transfer and round
+  int rounds = 1;    ///< identical rounds in this phase
+  bool nvls = false; ///< an NVLS phase: its transfers reach kNvlsEfficiency of their routes (collective_tuning.h)
 };
+
+/// The rings of a ring collective over `group`, NCCL's channels. A group inside one node, or whose
+/// nodes hold different numbers of its members, is one ring in the group's order. A group with k
+/// members on each of several nodes gets k rings, each carrying 1/k of the buffer (so every NIC of the
+/// group's rails carries a share, as NCCL's channels do): ring c visits the nodes in order, the
+/// node's members by local index rotated by c, reversed on every other node, so that each hop between
+/// nodes joins two GPUs of the same local index, i.e. of the same rail (all of them when the node
+/// count is even; the closing hop of an odd count crosses rails).
+[[nodiscard]] std::vector<std::vector<topology::DeviceId>> ring_channels(const topology::Cluster& cluster,
+                                                                         const std::vector<topology::DeviceId>& group);
+
+/// The algorithms Auto chooses among for a `kind` collective over `groups`, in order of preference
+/// on a tie: ring always; NVLS for an all-reduce whose groups are nvls_eligible(); tree for an
+/// all-reduce whose groups span nodes (NCCL's tree is inter-node).
+[[nodiscard]] std::vector<CollectiveAlgorithm> auto_candidates(const topology::Cluster& cluster, CollectiveKind kind,
+                                                               const std::vector<std::vector<topology::DeviceId>>& groups);
 
 /// The phases of a collective of `size` bytes per member over each of `groups` (groups run at the
 /// same time, e.g. one data-parallel group per tensor-parallel rank). Ring all-reduce: 2(n-1) rounds
-/// of size/n; reduce-scatter and all-gather: n-1 rounds. Tree all-reduce: the whole buffer flows up a
+/// of size/(n c) over the c rings of ring_channels(); reduce-scatter and all-gather: n-1 rounds.
+/// NVLS all-reduce: two rounds (reduce, multicast) in which each member sends size (n+1)/(2n) to its
+/// neighbour's switch port, the traffic NVLS puts on each GPU's switch links. Auto is resolved by the
+/// caller (choose among auto_candidates()); here it means ring. Tree all-reduce: the whole buffer flows up a
 /// binary tree and back down, pipelined, so each phase pays one latency per tree level and moves
 /// `size` over every tree edge (NCCL's tree is bandwidth-bound like this and wins on latency for small
-/// buffers). Reduce-scatter and all-gather have no tree form and run as rings.
+/// buffers). Reduce-scatter and all-gather have no tree or NVLS form and run as rings.
 [[nodiscard]] std::vector<CollectiveRound> collective_rounds(const topology::Cluster& cluster, CollectiveKind kind,
                                                              CollectiveAlgorithm algorithm,
                                                              const std::vector<std::vector<topology::DeviceId>>& groups,

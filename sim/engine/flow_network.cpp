@@ -62,10 +62,12 @@ const std::vector<FlowNetwork::FlowId>& FlowNetwork::start(TimeNs now, std::vect
   return start(now, std::span<const Usage>(owned_usage_.back()), bytes);
 }
 
-const std::vector<FlowNetwork::FlowId>& FlowNetwork::start(TimeNs now, std::span<const Usage> usage, Bytes bytes) {
+const std::vector<FlowNetwork::FlowId>& FlowNetwork::start(TimeNs now, std::span<const Usage> usage, Bytes bytes,
+                                                           BytesPerSec rate_cap) {
   const FlowId id = static_cast<FlowId>(flows_.size());
   Flow flow;
   flow.usage = usage;
+  flow.cap = rate_cap.in_bytes_per_sec() * 1e-9;
   flow.remaining = static_cast<double>(bytes.count());
   flow.bytes = flow.remaining;
   flow.updated = now.base();
@@ -139,7 +141,7 @@ const std::vector<FlowNetwork::FlowId>& FlowNetwork::reallocate(std::int64_t now
     // A flow alone on its links (a tensor-parallel ring inside an idle node, say): its rate is its
     // tightest link's capacity over its count there, what progressive filling below would give.
     Flow& flow = flows_[flows.front()];
-    double share = std::numeric_limits<double>::infinity();
+    double share = flow.cap;
     for (const Usage& u : flow.usage) share = std::min(share, std::max(capacity_[u.resource], 0.0) / static_cast<double>(u.count));
     if (flow.rate != share) {
       ++flow.version;
@@ -178,7 +180,9 @@ const std::vector<FlowNetwork::FlowId>& FlowNetwork::reallocate(std::int64_t now
   // heap entry of its own that every saturation round would refresh. Most links of a flow standing for
   // many replicas are such private links.
   const auto flow_count = [&](std::uint32_t i) { return flows_on_offset_[i + 1] - flows_on_offset_[i]; };
-  private_limit_.assign(flows.size(), std::numeric_limits<double>::infinity());
+  // A flow's cap is one more private limit.
+  private_limit_.resize(flows.size());
+  for (std::size_t k = 0; k < flows.size(); ++k) private_limit_[k] = flows_[flows[k]].cap;
   heap_.clear();
   for (std::uint32_t i = 0; i < n; ++i) {
     if (weight_[i] <= 0) continue;

@@ -9,6 +9,7 @@
 /// at the flow's rate, so a link direction carries usage x rate.
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <optional>
 #include <span>
 #include <utility>
@@ -35,6 +36,7 @@ void merge_usage(std::vector<Usage>& usage);
 class FlowNetwork {
  public:
   using FlowId = std::uint32_t;
+  static constexpr BytesPerSec kUncapped = BytesPerSec::bytes_per_sec(std::numeric_limits<double>::infinity());
   explicit FlowNetwork(const topology::Cluster& cluster);
   FlowNetwork(const FlowNetwork&) = delete;
   FlowNetwork& operator=(const FlowNetwork&) = delete;
@@ -43,8 +45,11 @@ class FlowNetwork {
   /// changed (the new one included), in increasing order; their completion times must be
   /// (re)scheduled, and events scheduled for an older version() ignored. The list stays valid until
   /// the next start() or finish().
-  /// `usage` must outlive the flow (the simulator passes its cached transfer sets).
-  const std::vector<FlowId>& start(TimeNs now, std::span<const Usage> usage, Bytes bytes);
+  /// `usage` must outlive the flow (the simulator passes its cached transfer sets). `rate_cap` bounds
+  /// the rate of each transfer the flow stands for, whatever the links leave it (a collective's
+  /// achievable bandwidth, collective_tuning.h); infinite by default.
+  const std::vector<FlowId>& start(TimeNs now, std::span<const Usage> usage, Bytes bytes,
+                                   BytesPerSec rate_cap = kUncapped);
   /// The same, the network keeping `usage`.
   const std::vector<FlowId>& start(TimeNs now, std::vector<Usage>&& usage, Bytes bytes);
   /// Ends a finished flow at `now`; returns the flows whose rates changed, as start() does.
@@ -64,6 +69,7 @@ class FlowNetwork {
     std::span<const Usage> usage;
     double remaining = 0;   // bytes
     double rate = 0;        // bytes per ns
+    double cap = 0;         // bytes per ns, the most rate may be (infinite when uncapped)
     std::int64_t updated = 0;  // ns of the last progress update
     std::uint32_t version = 0;
     bool active = false;

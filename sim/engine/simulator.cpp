@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <deque>
+#include <limits>
 #include <map>
 #include <set>
 #include <tuple>
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "sim/engine/activity_recorder.h"
+#include "sim/engine/collective_tuning.h"
 #include "sim/engine/event_queue.h"
 #include "sim/engine/flow_network.h"
 #include "sim/engine/timeline_recorder.h"
@@ -86,6 +88,7 @@ class Simulation {
   struct Phases {
     std::vector<CollectiveRound> rounds;
     std::vector<const TransferSet*> transfers;
+    std::vector<BytesPerSec> caps;  // per phase: the rate a transfer of it reaches at most (collective_tuning.h)
   };
   /// One collective instance: a gradient-stream op shared by the actors of its pipeline rank, or an
   /// in-layer op of one actor.
@@ -125,6 +128,7 @@ class Simulation {
   struct PendingFlow {
     const TransferSet* transfers;  // owned by transfer_sets_
     Bytes bytes;
+    BytesPerSec cap;
     Payload payload;
   };
   struct LiveFlow {
@@ -142,7 +146,14 @@ class Simulation {
   const topology::Route& route(DeviceId a, DeviceId b);
   const TransferSet& transfer_set(const std::vector<std::pair<DeviceId, DeviceId>>& pairs);
   /// Starts a transfer set: after `rounds` x its largest route latency, one flow carries `rounds` x `bytes`.
-  void start_transfer(const TransferSet& transfers, Bytes bytes, Payload payload, int rounds = 1);
+  void start_transfer(const TransferSet& transfers, Bytes bytes, Payload payload, int rounds = 1,
+                      BytesPerSec cap = FlowNetwork::kUncapped);
+  /// The phases of a `kind` collective of `bytes` (`count` back to back) with `algorithm` over `groups`.
+  Phases build_phases(CollectiveKind kind, CollectiveAlgorithm algorithm, const DeviceGroups& groups, Bytes bytes,
+                      int count);
+  /// How long `phases` take on idle links: per phase, rounds x (latency + bytes / rate), the rate being
+  /// the flow network's for a flow alone on its links (its cap, or its tightest link over its count).
+  double idle_time_ns(const Phases& phases) const;
   void advance(int actor);
   void start_compute(Actor& actor, const Op& op, std::size_t op_index);
   /// The stream of `actor` is free again: accounts its busy time and issues the next ops.
@@ -232,9 +243,11 @@ const Simulation::TransferSet& Simulation::transfer_set(const std::vector<std::p
   return cached->second;
 }
 
-void Simulation::start_transfer(const TransferSet& transfers, Bytes bytes, Payload payload, int rounds) {
+void Simulation::start_transfer(const TransferSet& transfers, Bytes bytes, Payload payload, int rounds,
+                                BytesPerSec cap) {
   PendingFlow pending;
   pending.transfers = &transfers;
+  pending.cap = cap;
   pending.bytes = bytes * rounds;
   pending.payload = std::move(payload);
   std::size_t slot = pending_flows_.size();
@@ -402,22 +415,64 @@ bool Simulation::start_collective(std::size_t id) {
     const std::vector<int>& members =
         c.actor < 0 ? rank_members_[static_cast<std::size_t>(c.rank)] : actors_[static_cast<std::size_t>(c.actor)].members;
     const DeviceGroups groups = device_groups(cluster_, layout_, members, op.group);
-    std::vector<CollectiveRound> rounds =
-        collective_rounds(cluster_, collective_kind(op.kind), options_.collective, groups, op.bytes);
+    const CollectiveKind kind = collective_kind(op.kind);
+    const int count = static_cast<int>(op.count);
     Phases phases;
-    for (CollectiveRound& r : rounds) {
-      r.rounds *= op.count;  // `count` collectives back to back
-      phases.transfers.push_back(&transfer_set(r.transfers));
+    if (options_.collective != CollectiveAlgorithm::Auto) {
+      phases = build_phases(kind, options_.collective, groups, op.bytes, count);
+    } else {
+      // NCCL's tuner: the candidate that is fastest on idle links; the first on a tie.
+      double best = 0;
+      for (const CollectiveAlgorithm a : auto_candidates(cluster_, kind, groups)) {
+        Phases candidate = build_phases(kind, a, groups, op.bytes, count);
+        const double t = idle_time_ns(candidate);
+        if (phases.rounds.empty() || t < best) {
+          best = t;
+          phases = std::move(candidate);
+        }
+      }
     }
-    phases.rounds = std::move(rounds);
     found = phases_.emplace(key, std::move(phases)).first;
   }
   c.phases = &found->second;
   c.round = 0;
   if (c.phases->rounds.empty()) return false;
   const CollectiveRound& first = c.phases->rounds.front();
-  start_transfer(*c.phases->transfers.front(), first.bytes, CollectivePayload{id}, first.rounds);
+  start_transfer(*c.phases->transfers.front(), first.bytes, CollectivePayload{id}, first.rounds, c.phases->caps.front());
   return true;
+}
+
+Simulation::Phases Simulation::build_phases(CollectiveKind kind, CollectiveAlgorithm algorithm, const DeviceGroups& groups,
+                                           Bytes bytes, int count) {
+  Phases phases;
+  phases.rounds = collective_rounds(cluster_, kind, algorithm, groups, bytes);
+  for (CollectiveRound& r : phases.rounds) {
+    r.rounds *= count;  // `count` collectives back to back
+    phases.transfers.push_back(&transfer_set(r.transfers));
+    double cap = std::numeric_limits<double>::infinity();
+    for (const auto& [a, b] : r.transfers) {
+      if (a == b) continue;
+      const topology::Route& route = this->route(a, b);
+      cap = std::min(cap, collective_efficiency(route.path_class, r.nvls) * route.bandwidth.in_bytes_per_sec());
+    }
+    phases.caps.push_back(BytesPerSec::bytes_per_sec(cap));
+  }
+  return phases;
+}
+
+double Simulation::idle_time_ns(const Phases& phases) const {
+  double total = 0;
+  for (std::size_t i = 0; i < phases.rounds.size(); ++i) {
+    const CollectiveRound& r = phases.rounds[i];
+    const TransferSet& set = *phases.transfers[i];
+    double rate = phases.caps[i].in_bytes_per_sec() * 1e-9;  // bytes per ns
+    for (const Usage& u : set.usage) {
+      rate = std::min(rate, cluster_.link(topology::LinkId{u.resource / 2}).bandwidth.in_bytes_per_sec() * 1e-9 / u.count);
+    }
+    total += static_cast<double>(r.rounds) *
+             (static_cast<double>(set.latency.base()) + static_cast<double>(r.bytes.count()) / rate);
+  }
+  return total;
 }
 
 void Simulation::try_start_collective(int rank) {
@@ -543,7 +598,7 @@ Prediction Simulation::run() {
       if (actor.layer_outstanding == 0) release(actor);
     } else if (const auto* activate = std::get_if<FlowActivate>(&event)) {
       PendingFlow& pending = pending_flows_[activate->pending];
-      const auto& changed = network_.start(TimeNs::ns(now_), pending.transfers->usage, pending.bytes);
+      const auto& changed = network_.start(TimeNs::ns(now_), pending.transfers->usage, pending.bytes, pending.cap);
       const FlowNetwork::FlowId id = static_cast<FlowNetwork::FlowId>(network_.flows_started() - 1);
       live_flows_.emplace(id, LiveFlow{std::move(pending.payload), now_, &pending.transfers->usage, pending.bytes});
       free_pending_.push_back(activate->pending);
@@ -587,7 +642,8 @@ void Simulation::on_flow_done(FlowNetwork::FlowId flow) {
   ++c.round;
   if (c.round < c.phases->rounds.size()) {
     const CollectiveRound& round = c.phases->rounds[c.round];
-    start_transfer(*c.phases->transfers[c.round], round.bytes, CollectivePayload{id}, round.rounds);
+    start_transfer(*c.phases->transfers[c.round], round.bytes, CollectivePayload{id}, round.rounds,
+                   c.phases->caps[c.round]);
     return;
   }
   finish_collective(id);

@@ -189,6 +189,7 @@ struct RouteFinder::Caches {
   std::unordered_map<int, std::vector<Label>> fabric;      // source switch -> labels by switch index
   std::vector<std::vector<LinkId>> net_links;              // by device: its links of kind Net
   bool composite = true;  // every Net link joins a NIC to a switch or two switches
+  std::unordered_map<std::uint32_t, std::vector<std::pair<std::uint32_t, PathClass>>> nics;  // by device: NICs, class
 };
 
 RouteFinder::RouteFinder(const Cluster& cluster) : cluster_(&cluster), caches_(std::make_unique<Caches>()) {
@@ -288,23 +289,39 @@ std::optional<Route> RouteFinder::route(DeviceId src, DeviceId dst) {
   };
   const SparseLabels& from = local(src);
   const SparseLabels& to = local(dst);
-  const auto nics_of = [&](const SparseLabels& labels) {
-    std::vector<std::uint32_t> nics;
-    for (const auto& [v, label] : labels.labels) {
-      if (label.settled && cluster.devices()[v].kind == DeviceKind::Nic && !c.net_links[v].empty()) nics.push_back(v);
+  // A device's NICs with the class of its path to each (NCCL's GPU-to-NET path type).
+  const auto nics_of = [&](DeviceId d, const SparseLabels& labels) -> const std::vector<std::pair<std::uint32_t, PathClass>>& {
+    auto it = c.nics.find(d.value);
+    if (it == c.nics.end()) {
+      std::vector<std::pair<std::uint32_t, PathClass>> nics;
+      for (const auto& [v, label] : labels.labels) {
+        if (!label.settled || cluster.devices()[v].kind != DeviceKind::Nic || c.net_links[v].empty()) continue;
+        Route part;
+        path_to(cluster, labels, d, DeviceId{v}, part.hops, part.links);
+        nics.emplace_back(v, classify(cluster, part));
+      }
+      std::sort(nics.begin(), nics.end());
+      it = c.nics.emplace(d.value, std::move(nics)).first;
     }
-    std::sort(nics.begin(), nics.end());
-    return nics;
+    return it->second;
   };
+  // NCCL's choice: each GPU uses its nearest NIC (best path class: its own PCIe switch's before one
+  // across the host bridge or the other socket), whatever the fabric then costs; then the fewest
+  // hops, then the widest bottleneck. Among equal candidates (GPUs sharing a PCIe switch with several
+  // NICs, as in DGX A100 or p5), the GPU of local index i takes the (i mod k)-th of the k NICs, as
+  // NCCL hands the GPUs that share NICs one each in local order; the destination side likewise.
   struct Choice {
+    PathClass src_class = PathClass::NET, dst_class = PathClass::NET;
     int hops = std::numeric_limits<int>::max();
     double bandwidth = 0;
     std::uint32_t src_nic = 0, dst_nic = 0;
     LinkId up, down;
-  } best;
-  const auto src_nics = nics_of(from);
-  const auto dst_nics = nics_of(to);
-  for (const std::uint32_t n : src_nics) {
+    [[nodiscard]] auto key() const { return std::make_tuple(src_class, dst_class, hops, -bandwidth); }
+  };
+  std::vector<Choice> ties;
+  const auto& src_nics = nics_of(src, from);
+  const auto& dst_nics = nics_of(dst, to);
+  for (const auto& [n, src_class] : src_nics) {
     const Label& ln = *from.find(n);
     for (const LinkId up : c.net_links[n]) {
       const Link& e = cluster.link(up);
@@ -314,7 +331,7 @@ std::optional<Route> RouteFinder::route(DeviceId src, DeviceId dst) {
         fit = c.fabric.emplace(c.switch_index[a.value], fabric_search(cluster, c.switch_index, c.net_links,
                                                                       c.switches.size(), a)).first;
       }
-      for (const std::uint32_t m : dst_nics) {
+      for (const auto& [m, dst_class] : dst_nics) {
         const Label& lm = *to.find(m);
         for (const LinkId down : c.net_links[m]) {
           if (down == up) continue;  // a switch does not send a NIC's traffic back out of the same port
@@ -325,14 +342,34 @@ std::optional<Route> RouteFinder::route(DeviceId src, DeviceId dst) {
           const int hops = ln.hops + 1 + fab.hops + 1 + lm.hops;
           const double bw = std::min({ln.bandwidth, e.bandwidth.in_bytes_per_sec(), fab.bandwidth,
                                       f.bandwidth.in_bytes_per_sec(), lm.bandwidth});
-          if (hops < best.hops || (hops == best.hops && bw > best.bandwidth)) {
-            best = {hops, bw, n, m, up, down};
+          const Choice candidate{src_class, dst_class, hops, bw, n, m, up, down};
+          if (ties.empty() || candidate.key() < ties.front().key()) {
+            ties.assign(1, candidate);
+          } else if (candidate.key() == ties.front().key()) {
+            ties.push_back(candidate);
           }
         }
       }
     }
   }
-  if (best.hops == std::numeric_limits<int>::max()) return std::nullopt;
+  if (ties.empty()) return std::nullopt;
+  const auto pick = [](const std::vector<std::uint32_t>& options, int local_index) {
+    return options[static_cast<std::size_t>(local_index) % options.size()];
+  };
+  std::vector<std::uint32_t> options;  // the distinct NICs of the ties, ascending (the search order)
+  for (const Choice& t : ties) {
+    if (std::find(options.begin(), options.end(), t.src_nic) == options.end()) options.push_back(t.src_nic);
+  }
+  const std::uint32_t src_nic = pick(options, cluster.device(src).local_index);
+  options.clear();
+  for (const Choice& t : ties) {
+    if (t.src_nic == src_nic && std::find(options.begin(), options.end(), t.dst_nic) == options.end()) {
+      options.push_back(t.dst_nic);
+    }
+  }
+  const std::uint32_t dst_nic = pick(options, cluster.device(dst).local_index);
+  const Choice& best = *std::find_if(ties.begin(), ties.end(),
+                                     [&](const Choice& t) { return t.src_nic == src_nic && t.dst_nic == dst_nic; });
   Route r;
   r.src = src;
   r.dst = dst;

@@ -40,6 +40,23 @@ TEST(FlowNetwork, TwoEqualFlowsOnOneLinkTakeTwiceAsLong) {
   EXPECT_EQ(duplex.completion(ba), TimeNs::ms(100));
 }
 
+// A rate cap (a collective's achievable bandwidth) binds like a link of its own: 1 GB capped at 4 GB/s
+// on a 10 GB/s path takes 250 ms alone; beside an uncapped 1 GB flow on the same link, max-min gives the
+// capped flow its 4 GB/s and the other the remaining 6 GB/s (1 GB in 166,666,667 ns, rounded up).
+TEST(FlowNetwork, ACappedFlowLeavesTheRestOfTheLinkToOthers) {
+  const auto c = pcie_box(4);
+  const auto a = usage_between(c, "node0/gpu0", "node0/gpu1");
+  const auto b = usage_between(c, "node0/gpu0", "node0/gpu2");
+  FlowNetwork alone(c);
+  const auto capped = alone.start(TimeNs{}, std::span<const Usage>(a), Bytes::gb(1), BytesPerSec::gigabytes_per_sec(4));
+  EXPECT_EQ(alone.completion(capped.front()), TimeNs::ms(250));
+  FlowNetwork shared(c);
+  const auto first = shared.start(TimeNs{}, std::span<const Usage>(a), Bytes::gb(1), BytesPerSec::gigabytes_per_sec(4)).front();
+  const auto second = shared.start(TimeNs{}, std::span<const Usage>(b), Bytes::gb(1)).back();
+  EXPECT_EQ(shared.completion(first), TimeNs::ms(250));
+  EXPECT_EQ(shared.completion(second), TimeNs::ns(166'666'667));
+}
+
 // When one of two sharing flows ends, the other speeds up: 1 GB and 0.5 GB together on 10 GB/s:
 // both at 5 GB/s until 100 ms (the small one ends), then the rest 0.5 GB at 10 GB/s: ends at 150 ms.
 TEST(FlowNetwork, RatesAreRecomputedWhenAFlowEnds) {

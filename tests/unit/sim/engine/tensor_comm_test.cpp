@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "engine_test_support.h"
+#include "sim/engine/collective_tuning.h"
 #include "sim/plan/layout.h"
 #include "sim/schedule/ops.h"
 
@@ -30,8 +31,10 @@ model::Model three_layers() {
       "backward_weight_time: \"2 ms\", params: 0, activation_bytes: 0, output_bytes: 8000000, tp_allreduces: 2 }\n");
 }
 
-// Ring all-reduce of S over n = 8 on idle links: 2(n-1) rounds of latency + (S/n) / B
-// = 14 x (1 us + 1 MB / 100 GB/s) = 14 x 11 us = 154 us. Six per pass (3 layers x 2), blocking.
+// Ring all-reduce of S over n = 8 on idle links: 2(n-1) rounds of latency + (S/n) / (e B), e = 0.79
+// the ring's achievable share of NVLink (collective_tuning.h): 14 x (1 us + 1 MB / 79 GB/s). Six per
+// pass (3 layers x 2), blocking, back to back: one flow of 84 MB after 84 latencies,
+// 84 us + ceil(84e6 / 79) ns = 84 us + 1,063,292 ns.
 TEST(TensorComm, AllReducesOnIdleNvSwitchTakeTheRingClosedForm) {
   const auto cluster = nvswitch_box();
   const auto model = three_layers();
@@ -39,8 +42,9 @@ TEST(TensorComm, AllReducesOnIdleNvSwitchTakeTheRingClosedForm) {
   EngineOptions options;
   options.record_timeline = true;
   const Prediction prediction = simulate(cluster, model, plan, options);
-  const TimeNs all_reduce = TimeNs::us(154);
-  const TimeNs per_microbatch = TimeNs::ms(9) + all_reduce * 6 + TimeNs::ms(18) + all_reduce * 6;
+  const TimeNs six_all_reduces = TimeNs::us(84) + TimeNs::ns(1'063'292);
+  EXPECT_NEAR(six_all_reduces.to_seconds(), 6 * 14 * (1e-6 + 1e6 / (kNvlinkRingEfficiency * 100e9)), 1e-9);
+  const TimeNs per_microbatch = TimeNs::ms(9) + six_all_reduces + TimeNs::ms(18) + six_all_reduces;
   EXPECT_EQ(step_time(prediction), per_microbatch * 2);
 
   // The trace shows the collectives as spans on the in-layer lane, one per pass and microbatch.
@@ -49,7 +53,7 @@ TEST(TensorComm, AllReducesOnIdleNvSwitchTakeTheRingClosedForm) {
   for (const trace::Span& s : tl.spans) {
     if (s.kind != trace::SpanKind::AllReduce) continue;
     EXPECT_NE(tl.lanes[s.lane].thread.find("layer comm"), std::string::npos);
-    EXPECT_EQ(s.end_ns - s.start_ns, (all_reduce * 6).base());
+    EXPECT_EQ(s.end_ns - s.start_ns, six_all_reduces.base());
     EXPECT_EQ(s.bytes, 6 * 8'000'000);
     ++layer_spans;
   }
@@ -73,19 +77,22 @@ TEST(TensorComm, OverlapMakesEachPassTheLongerOfComputeAndComm) {
                               "overlap: { tensor_comm: true }\n",
                               cluster, model);
   EXPECT_EQ(step_time(simulate(cluster, model, plan)), (TimeNs::ms(9) + TimeNs::ms(18)) * 2);
-  // Slow links: comm (6 x 14 x (1 us + 1 MB / 1 GB/s) = 84.1 ms per pass) outlasts compute.
+  // Slow links: comm (6 x 14 x (1 us + 1 MB / 0.79 GB/s) = 84 us + ceil(84e6 / 0.79) ns = 106.4 ms per
+  // pass) outlasts compute.
   const auto slow = cluster_yaml(
       "cluster: { gpus_per_node: 8, gpu: a100-80gb, intra_node: { kind: nvswitch, bandwidth: \"1 GB/s\", latency: \"1 us\" } }\n");
   const auto slow_plan = plan_yaml("parallelism: { tensor: 8 }\nbatch: { microbatches: 2 }\nschedule: 1f1b\n"
                                    "overlap: { tensor_comm: true }\n",
                                    slow, model);
-  const TimeNs all_reduce = (TimeNs::us(1) + TimeNs::ms(1)) * 14;
-  EXPECT_EQ(step_time(simulate(slow, model, slow_plan)), all_reduce * 6 * 2 * 2);
+  const TimeNs per_pass = TimeNs::us(84) + TimeNs::ns(106'329'114);
+  EXPECT_NEAR(per_pass.to_seconds(), 84 * (1e-6 + 1e6 / (kNvlinkRingEfficiency * 1e9)), 1e-9);
+  EXPECT_EQ(step_time(simulate(slow, model, slow_plan)), per_pass * 2 * 2);
 }
 
 // Tensor and data parallelism across nodes with one NIC each: a TP all-reduce alone, then the same
-// while a data-parallel all-reduce of the same size crosses the same NIC. Max-min fairness gives each
-// half the NIC, so the TP all-reduce takes about twice as long.
+// while a data-parallel all-reduce of the same size crosses the same NIC. Alone, a collective moves at
+// the network's achievable 0.95 x 12.5 GB/s; shared, max-min fairness gives each half the NIC, 6.25
+// GB/s, so the TP all-reduce takes about 2 x 0.95 = 1.9 times as long.
 TEST(TensorComm, TensorAndDataCollectivesSharingANicSlowEachOther) {
   const auto cluster = cluster_yaml(
       "cluster:\n  nodes: 4\n  gpus_per_node: 1\n  gpu: a100-80gb\n"
@@ -121,10 +128,11 @@ TEST(TensorComm, TensorAndDataCollectivesSharingANicSlowEachOther) {
   };
   const TimeNs alone = run(false);
   const TimeNs shared = run(true);
-  // Alone: 2 rounds of 5 us + 50 MB at 12.5 GB/s = 8.01 ms.
-  EXPECT_EQ(alone, (TimeNs::us(5) + transfer_time(Bytes::mb(50), BytesPerSec::gigabytes_per_sec(12.5))) * 2);
-  EXPECT_GT(shared.to_seconds(), 1.9 * alone.to_seconds());
-  EXPECT_LT(shared.to_seconds(), 2.05 * alone.to_seconds());
+  // Alone: 2 rounds of 5 us + 100 MB at 11.875 GB/s = 8.43 ms.
+  EXPECT_EQ(alone, TimeNs::us(10) + TimeNs::ns(8'421'053));  // ceil(1e8 / 11.875) ns
+  EXPECT_NEAR(alone.to_seconds(), 2 * (5e-6 + 50e6 / (kNetworkEfficiency * 12.5e9)), 1e-9);
+  EXPECT_GT(shared.to_seconds(), 1.85 * alone.to_seconds());
+  EXPECT_LT(shared.to_seconds(), 2.0 * alone.to_seconds());
 }
 
 }  // namespace
