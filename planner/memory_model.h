@@ -1,5 +1,5 @@
 #pragma once
-/// Peak memory of a pipeline rank without simulating: the static part (engine::static_memory_bytes)
+/// Peak memory of a pipeline rank without simulating: the static part (engine::static_memory)
 /// plus the activations in flight at the schedule's worst moment.
 ///
 /// The simulator counts a chunk's stashed activations from the start of its F until its backward

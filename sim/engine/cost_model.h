@@ -2,13 +2,14 @@
 /// What one pipeline rank's work costs: compute durations per (chunk, pass), bytes it sends,
 /// gradients it reduces, and memory it holds. Computed once per simulation, O(layers).
 ///
-/// Compute time of a pass on one tensor-parallel rank = matmul FLOPs / (peak x matmul_efficiency of
-/// the GPU kind) + the memory-bound elementwise work (each activation the pass makes written and read
-/// once, at HBM bandwidth). The tensor-parallel collectives inside the layers are not compute: they
-/// are ops of the Program (schedule::chunk_layer_collectives) that the engine runs over the links;
+/// Compute time of a pass on one tensor-parallel rank: its layers' weight GEMMs and attention cores
+/// timed by shape (kernel_time.h: wave quantization, HBM roofline, FP8, FlashAttention) + the
+/// memory-bound elementwise work (each activation the pass makes written and read once, at HBM
+/// bandwidth). The tensor-parallel collectives inside the layers are not compute: they are ops of
+/// the Program (schedule::chunk_layer_collectives) that the engine runs over the links;
 /// `forward_comm` / `backward_comm` are their uncontended ring times, for the planner's bounds and
-/// partitioner. The weight-gradient pass is matmuls only. Recomputation is added to the input-gradient pass. A profiled time in the
-/// model file replaces the FLOP-derived one.
+/// partitioner. The weight-gradient pass is GEMMs only. Recomputation is added to the
+/// input-gradient pass. A profiled time in the model file replaces the derived one.
 #include <algorithm>
 #include <vector>
 
@@ -69,9 +70,10 @@ inline constexpr int kOptimizerBytesPerParameter = 12;
 /// weights, momentum and variance (24), write the 16-bit weights (2).
 inline constexpr int kOptimizerTrafficBytesPerParameter = 30;
 
-/// Transformer Engine keeps an FP8 copy of each weight and its transpose (MXFP8: row- and column-wise
-/// block-scaled copies) beside the 16-bit weight, 1 byte each per parameter.
-inline constexpr int kFp8WeightCopyBytesPerParameter = 2;
+/// Transformer Engine keeps an FP8 copy of each weight beside the 16-bit one across a step's
+/// microbatches (1 byte per parameter); the transposed or column-wise copy the backward needs is made
+/// from it per GEMM and not kept.
+inline constexpr int kFp8WeightCopyBytesPerParameter = 1;
 /// GPU memory no tensor of the model owns. CUDA context and library workspaces: 1.25 GiB (vLLM's
 /// non-torch memory on H100 with tp=1, 1.79 GiB, less one NCCL communicator); each NCCL communicator
 /// the plan uses (one per parallel axis of degree > 1): 0.6 GiB (NVIDIA/nccl#964: 544 MB for a

@@ -185,19 +185,22 @@ PlanSpec load_plan_spec(const Field& root) {
   if (auto f = r.get(root, "use_flash_attn", "attention")) {
     spec.attention = f->as_bool() ? AttentionKernel::Flash : AttentionKernel::Standard;
   }
-  if (auto f = r.get(root, "bf16", "precision")) {
-    if (f->as_bool()) spec.precision = Precision::Bf16;
+  // Megatron's precision flags: --bf16/--fp16 name the 16-bit type, --fp8-format (hybrid, e4m3)
+  // switches the GEMMs to FP8 and --fp8-recipe says which scaling.
+  std::optional<Precision> sixteen_bit;
+  if (auto f = r.get(root, "bf16", "params_dtype")) {
+    if (f->as_bool()) sixteen_bit = Precision::Bf16;
   }
-  if (auto f = r.get(root, "fp16", "precision")) {
-    if (f->as_bool()) spec.precision = Precision::Fp16;
+  if (auto f = r.get(root, "fp16", "params_dtype")) {
+    if (f->as_bool()) sixteen_bit = Precision::Fp16;
   }
-  // Megatron's --fp8-format (hybrid, e4m3) switches FP8 on; --fp8-recipe says which scaling.
   if (auto f = r.get(root, "fp8", "precision")) {
     const std::string format = f->as_string();
     if (format != "hybrid" && format != "e4m3") f->fail("expected 'hybrid' or 'e4m3' (Megatron's --fp8-format)");
-    if (!spec.precision || !is_fp8(*spec.precision)) spec.precision = Precision::Fp8;
+    spec.precision = Precision::Fp8;
   }
-  if (auto f = r.get(root, "fp8_recipe", "precision")) spec.precision = f->as_enum(kMegatronFp8Recipe);
+  if (auto f = r.get(root, "fp8_recipe", "fp8_recipe")) spec.precision = f->as_enum(kMegatronFp8Recipe);
+  if (!spec.precision) spec.precision = sixteen_bit;
   if (auto f = root.get("num_layers_per_virtual_pipeline_stage")) {
     f->fail("give 'virtual_pipeline_model_parallel_size' (or parallelism.virtual_stages) instead: the layers per "
             "virtual stage follow from it");

@@ -23,9 +23,9 @@ struct DeviceActivity {
   std::int64_t last_end_ns = 0;       ///< last pass ended
   std::int64_t peak_memory_bytes = 0;
   std::int64_t memory_capacity_bytes = 0;
-  trace::MemoryBreakdown memory;      ///< what the peak holds, when known
   /// The device whose passes stand for its pipeline rank in Zero Bubble's bubble rate (one per rank).
   bool represents_stage = false;
+  trace::MemoryBreakdown memory;      ///< what the peak holds, when known
 };
 
 /// FLOPs of one whole step over all GPUs.

@@ -175,6 +175,13 @@ void emit_gpu_kind(YAML::Emitter& out, const GpuKind& kind) {
   if (kind.matmul_efficiency != 1.0) {
     out << YAML::Key << "matmul_efficiency" << YAML::Value << fmt::format("{}", kind.matmul_efficiency);
   }
+  // Written where they differ from matmul_efficiency, their default when read back.
+  if (kind.fp8_matmul_efficiency != kind.matmul_efficiency) {
+    out << YAML::Key << "fp8_matmul_efficiency" << YAML::Value << fmt::format("{}", kind.fp8_matmul_efficiency);
+  }
+  if (kind.attention_efficiency != kind.matmul_efficiency) {
+    out << YAML::Key << "attention_efficiency" << YAML::Value << fmt::format("{}", kind.attention_efficiency);
+  }
   if (kind.sm_count > 0) out << YAML::Key << "sms" << YAML::Value << kind.sm_count;
   if (!kind.source.empty()) out << YAML::Key << "source" << YAML::Value << kind.source;
   out << YAML::EndMap;

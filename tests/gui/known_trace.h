@@ -60,8 +60,8 @@ inline mpsim::trace::Report knownReport() {
   mpsim::trace::Report r;
   r.step_time_s = 800e-6;
   r.bubble_fraction = 0.3;
-  r.devices.push_back({"node0/gpu0", 0, 600e-6, 200e-6, 0.25, 1LL << 30, 8LL << 30, false});
-  r.devices.push_back({"node1/gpu1", 1, 360e-6, 440e-6, 0.55, 3LL << 30, 8LL << 30, false});
+  r.devices.push_back({"node0/gpu0", 0, 600e-6, 200e-6, 0.25, 1LL << 30, 8LL << 30, false, {}});
+  r.devices.push_back({"node1/gpu1", 1, 360e-6, 440e-6, 0.55, 3LL << 30, 8LL << 30, false, {}});
   r.links.push_back({"node0/nic0-node1/nic0", 2 << 20, 20e-6});
   r.plan.pipeline = 2;
   r.plan.microbatches = 2;

@@ -91,7 +91,9 @@ TEST(StaticMemory, AsTheCostModelCountsIt) {
       for (const auto& rank : costs.ranks) {
         std::int64_t parameters = 0;
         for (const auto& c : rank.chunks) parameters += c.parameters;
-        EXPECT_EQ(engine::static_memory_bytes(parameters, model.dtype_bytes, zero, p.data), rank.static_memory)
+        EXPECT_EQ(engine::static_memory(parameters, model.dtype_bytes, p.precision, zero, p.tensor, p.pipeline, p.data)
+                      .total(),
+                  rank.static_memory.total())
             << "zero " << zero << " pipeline " << pipeline;
       }
     }

@@ -54,6 +54,34 @@ TEST(PlanLoader, MegatronForm) {
   EXPECT_EQ(s.recompute, Recompute::Full);
 }
 
+TEST(PlanLoader, PrecisionAttentionAndOverlap) {
+  const PlanSpec s = spec_from("precision: mxfp8\nattention: standard\n"
+                               "overlap: { grad_reduce: true, param_gather: true, tensor_comm: true }\n");
+  EXPECT_EQ(s.precision, Precision::Mxfp8);
+  EXPECT_EQ(s.attention, AttentionKernel::Standard);
+  EXPECT_TRUE(s.overlap_grad_reduce);
+  EXPECT_TRUE(s.overlap_param_gather);
+  EXPECT_TRUE(s.overlap_tensor_comm);
+  // Defaults: the model's dtype, FlashAttention, nothing overlapped (Megatron-Core's defaults).
+  const PlanSpec d = spec_from("parallelism: { tensor: 2 }\n");
+  EXPECT_FALSE(d.precision.has_value());
+  EXPECT_EQ(d.attention, AttentionKernel::Flash);
+  EXPECT_FALSE(d.overlap_grad_reduce || d.overlap_param_gather || d.overlap_tensor_comm);
+  // Megatron's names.
+  const PlanSpec m = spec_from("fp8: hybrid\nfp8_recipe: mxfp8\nattention_backend: unfused\n"
+                               "overlap_grad_reduce: true\noverlap_param_gather: true\n");
+  EXPECT_EQ(m.precision, Precision::Mxfp8);
+  EXPECT_EQ(m.attention, AttentionKernel::Standard);
+  EXPECT_TRUE(m.overlap_grad_reduce && m.overlap_param_gather);
+  EXPECT_EQ(spec_from("fp8: e4m3\n").precision, Precision::Fp8);
+  EXPECT_EQ(spec_from("use_flash_attn: false\n").attention, AttentionKernel::Standard);
+  EXPECT_THROW((void)spec_from("precision: fp4\n"), InputError);
+  EXPECT_THROW((void)spec_from("attention: sparse\n"), InputError);
+  EXPECT_THROW((void)spec_from("fp8: e5m2\n"), InputError);
+  EXPECT_THROW((void)spec_from("overlap: { grad_reduce: maybe }\n"), InputError);
+  EXPECT_THROW((void)spec_from("precision: fp8\nfp8: hybrid\n"), InputError);  // one field, two names
+}
+
 TEST(PlanLoader, SameFieldUnderTwoNamesIsAnError) {
   EXPECT_THROW((void)spec_from("partitions: 4\nparallelism: { pipeline: 2 }\n"), InputError);
 }
@@ -90,7 +118,16 @@ TEST(PlanLoader, WrittenPlanReadsBack) {
   p.zero = 1;
   p.placement = {Axis::Tensor, Axis::Pipeline, Axis::Data};
   p.microbatch_group_size = 2;
+  p.precision = Precision::Fp8;
+  p.attention = AttentionKernel::Standard;
+  p.overlap_grad_reduce = true;
+  p.overlap_tensor_comm = true;
   const PlanSpec back = spec_from(write_plan_yaml(p));
+  EXPECT_EQ(back.precision, p.precision);
+  EXPECT_EQ(back.attention, p.attention);
+  EXPECT_EQ(back.overlap_grad_reduce, p.overlap_grad_reduce);
+  EXPECT_EQ(back.overlap_param_gather, p.overlap_param_gather);
+  EXPECT_EQ(back.overlap_tensor_comm, p.overlap_tensor_comm);
   EXPECT_EQ(back.tensor, p.tensor);
   EXPECT_EQ(back.pipeline, p.pipeline);
   EXPECT_EQ(back.data, p.data);

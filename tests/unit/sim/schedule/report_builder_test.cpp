@@ -11,8 +11,8 @@ TEST(ReportBuilder, FiguresFollowFromWhatEachDeviceDid) {
   plan::Plan plan;
   plan.pipeline = 2;
   std::vector<DeviceActivity> devices(2);
-  devices[0] = {"node0/gpu0", 0, 8'000'000'000, 7'000'000'000, 0, 9'000'000'000, 30, 100, true};
-  devices[1] = {"node0/gpu1", 1, 6'000'000'000, 6'000'000'000, 1'000'000'000, 10'000'000'000, 120, 100, true};
+  devices[0] = {"node0/gpu0", 0, 8'000'000'000, 7'000'000'000, 0, 9'000'000'000, 30, 100, true, {}};
+  devices[1] = {"node0/gpu1", 1, 6'000'000'000, 6'000'000'000, 1'000'000'000, 10'000'000'000, 120, 100, true, {}};
   const StepFlops flops{Flops::flop(4e15), Flops::flop(5e15)};
   const trace::Report r = build_report(10.0, devices, flops, FlopsPerSec::flop_per_sec(1e15), plan,
                                        {{"node0/nvlink:gpu0-gpu1", 42, 0.5}});
@@ -40,12 +40,17 @@ TEST(ReportBuilder, StepFlopsCountRecomputation) {
   const model::Model m = model::load_model_file(std::string(MPSIM_SOURCE_DIR) + "/configs/models/gpt3-1.3b.yaml");
   plan::Plan plan;
   plan.global_batch = 8;
+  plan.attention = plan::AttentionKernel::Standard;  // selective recomputation replays the scores it stores
   const StepFlops none = step_flops(m, plan);
   EXPECT_DOUBLE_EQ(none.model.count(), m.training_flops_per_sample().count() * 8);
   EXPECT_EQ(none.executed, none.model);
   plan.recompute = model::Recompute::Selective;
   const StepFlops selective = step_flops(m, plan);
   EXPECT_DOUBLE_EQ(selective.executed.count() - selective.model.count(), 24 * 4.0 * 2048 * 2048 * 2048 * 8);
+  // FlashAttention stores no scores: selective recomputation has nothing to replay.
+  plan::Plan flash = plan;
+  flash.attention = plan::AttentionKernel::Flash;
+  EXPECT_EQ(step_flops(m, flash).executed, step_flops(m, flash).model);
   plan.recompute = model::Recompute::Full;
   double blocks_forward = 0;
   for (const model::Layer& l : m.layers) {

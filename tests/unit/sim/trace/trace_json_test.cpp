@@ -25,8 +25,9 @@ Report small_report() {
   r.mfu = 0.48;
   r.peak_memory_bytes = 41'231'231'231LL;
   r.oom = false;
-  r.devices.push_back({"node0/gpu0", 0, 0.375, 0.125, 0.25, 41'231'231'231LL, 42'949'672'960LL, false});
-  r.devices.push_back({"node1/gpu0", 1, 0.25, 0.25, 0.5, 1'000, 42'949'672'960LL, true});
+  r.devices.push_back({"node0/gpu0", 0, 0.375, 0.125, 0.25, 41'231'231'231LL, 42'949'672'960LL, false,
+                        {8'000'000'000LL, 16'000'000'000LL, 6'000'000'000LL, 9'231'231'231LL, 2'000'000'000LL}});
+  r.devices.push_back({"node1/gpu0", 1, 0.25, 0.25, 0.5, 1'000, 42'949'672'960LL, true, {}});
   r.links.push_back({"node0/nvlink:gpu0-gpu1", 123'456, 0.01});
   r.plan.tensor = 8;
   r.plan.pipeline = 2;
@@ -143,6 +144,12 @@ TEST(ReportJson, Values) {
   EXPECT_TRUE(d["oom"].is_boolean());
   EXPECT_EQ(j["devices"][0]["peak_memory_bytes"].get<std::int64_t>(), 41'231'231'231LL);
   EXPECT_TRUE(j["devices"][0]["peak_memory_bytes"].is_number_integer());
+  // The memory breakdown is written where it is known, in bytes, and left out where it is not.
+  const auto& memory = j["devices"][0]["memory"];
+  EXPECT_EQ(memory["weights"].get<std::int64_t>(), 8'000'000'000LL);
+  EXPECT_EQ(memory["activations"].get<std::int64_t>(), 9'231'231'231LL);
+  EXPECT_EQ(memory["reserved"].get<std::int64_t>(), 2'000'000'000LL);
+  EXPECT_FALSE(d.contains("memory"));
   std::vector<std::string> device_keys;
   for (const auto& [key, value] : d.items()) device_keys.push_back(key);
   const std::vector<std::string> expected_device_keys = {"id", "stage", "busy_s", "idle_s", "bubble_fraction",

@@ -27,8 +27,9 @@ Report sample_report() {
   r.mfu = 0.48;
   r.peak_memory_bytes = 41'231'231'231LL;
   r.oom = true;
-  r.devices.push_back({"node0/gpu0", 0, 0.375, 0.125, 0.25, 41'231'231'231LL, 42'949'672'960LL, false});
-  r.devices.push_back({"node1/gpu0", 1, 0.1, 0.2, 2.0 / 3.0, 1'000, 42'949'672'960LL, true});
+  r.devices.push_back({"node0/gpu0", 0, 0.375, 0.125, 0.25, 41'231'231'231LL, 42'949'672'960LL, false,
+                        {8'000'000'000LL, 16'000'000'000LL, 6'000'000'000LL, 9'231'231'231LL, 2'000'000'000LL}});
+  r.devices.push_back({"node1/gpu0", 1, 0.1, 0.2, 2.0 / 3.0, 1'000, 42'949'672'960LL, true, {}});
   r.links.push_back({"node0/nvlink:gpu0-gpu1", 123'456, 0.01});
   r.links.push_back({"node0/nic0", 0, 0.0});
   r.plan.tensor = 8;
@@ -41,6 +42,8 @@ Report sample_report() {
   r.plan.schedule = "interleaved";
   r.plan.recompute = "selective";
   r.plan.zero = 1;
+  r.plan.precision = "fp8";
+  r.plan.attention = "flash";
   return r;
 }
 
@@ -127,6 +130,7 @@ void expect_same(const Report& a, const Report& b) {
     EXPECT_EQ(x.peak_memory_bytes, y.peak_memory_bytes);
     EXPECT_EQ(x.memory_capacity_bytes, y.memory_capacity_bytes);
     EXPECT_EQ(x.oom, y.oom);
+    EXPECT_EQ(x.memory, y.memory);
   }
   ASSERT_EQ(a.links.size(), b.links.size());
   for (std::size_t i = 0; i < a.links.size(); ++i) {
@@ -144,6 +148,8 @@ void expect_same(const Report& a, const Report& b) {
   EXPECT_EQ(a.plan.schedule, b.plan.schedule);
   EXPECT_EQ(a.plan.recompute, b.plan.recompute);
   EXPECT_EQ(a.plan.zero, b.plan.zero);
+  EXPECT_EQ(a.plan.precision, b.plan.precision);
+  EXPECT_EQ(a.plan.attention, b.plan.attention);
 }
 
 std::string error_of(std::string_view text) {

@@ -89,6 +89,8 @@ gpu_kinds:
     nvlink: { links: 4, bandwidth_per_link: "12.3456789012 GB/s" }
     pcie: { gen: 4, bandwidth: "31 GB/s" }
     matmul_efficiency: 0.7123
+    fp8_matmul_efficiency: 0.6123
+    attention_efficiency: 0.4567
     sms: 77
     source: "made up"
 node_templates:

@@ -1,0 +1,99 @@
+// Kernel times against closed forms worked out by hand from the GEMM model (kernel_time.h):
+// max(2mnk / (peak x efficiency x tile utilization), bytes / HBM) + 4.5 us per GEMM.
+#include "sim/engine/kernel_time.h"
+
+#include <gtest/gtest.h>
+
+namespace mpsim::engine {
+namespace {
+
+topology::GpuKind h100() {
+  topology::GpuKind g;
+  g.id = "h100-test";
+  g.peak = {{topology::DType::Bf16, FlopsPerSec::tflop_per_sec(989)}, {topology::DType::Fp8, FlopsPerSec::tflop_per_sec(1979)}};
+  g.memory_bandwidth = BytesPerSec::gigabytes_per_sec(3350);
+  g.sm_count = 132;
+  g.matmul_efficiency = 0.6;
+  g.fp8_matmul_efficiency = 0.5;
+  g.attention_efficiency = 0.45;
+  return g;
+}
+
+constexpr double kLatencyNs = 4'500;
+
+TEST(KernelTime, TileUtilizationIsWaveQuantization) {
+  // One 128 x 128 tile on 132 SMs fills one SM of the wave.
+  EXPECT_DOUBLE_EQ(tile_utilization({128, 128, 64}, 132), 1.0 / 132);
+  // 132 tiles: one full wave.
+  EXPECT_DOUBLE_EQ(tile_utilization({128 * 132, 128, 64}, 132), 1.0);
+  // 133 tiles: two waves, the second holding one tile.
+  EXPECT_DOUBLE_EQ(tile_utilization({128 * 133, 128, 64}, 132), 133.0 / 264);
+  // A partial edge tile costs a full one: 129 rows take two tile rows.
+  EXPECT_DOUBLE_EQ(tile_utilization({129, 128 * 66, 64}, 132), 129.0 * 128 * 66 / (132.0 * 128 * 128));
+  // Unknown SM count: no quantization.
+  EXPECT_DOUBLE_EQ(tile_utilization({100, 100, 100}, 0), 1.0);
+}
+
+TEST(KernelTime, LargeGemmIsComputeBound) {
+  const KernelRates r = kernel_rates(h100(), plan::Precision::Bf16, 2);
+  // 8192^3: 64 x 64 = 4096 tiles, 32 waves of 132, utilization 4096 / 4224.
+  const double flops = 2.0 * 8192.0 * 8192.0 * 8192.0;
+  const double seconds = flops / (989e12 * 0.6 * (4096.0 / 4224.0));
+  const TimeNs t = gemm_time(r, {8192, 8192, 8192});
+  EXPECT_NEAR(static_cast<double>(t.base()), seconds * 1e9 + kLatencyNs, 2.0);
+}
+
+TEST(KernelTime, ThinGemmIsMemoryBound) {
+  const KernelRates r = kernel_rates(h100(), plan::Precision::Bf16, 2);
+  // k = 1: 2 x 8192 x 8192 FLOPs but 8192^2 output elements of 2 bytes (+ the inputs): HBM-bound.
+  const double bytes = (8192.0 * 1 + 1 * 8192.0) * 2 + 8192.0 * 8192.0 * 2;
+  const TimeNs t = gemm_time(r, {8192, 8192, 1});
+  EXPECT_NEAR(static_cast<double>(t.base()), bytes / 3350e9 * 1e9 + kLatencyNs, 2.0);
+}
+
+TEST(KernelTime, Fp8RunsAtTheFp8PeakAndEfficiency) {
+  const KernelRates bf16 = kernel_rates(h100(), plan::Precision::Bf16, 2);
+  const KernelRates fp8 = kernel_rates(h100(), plan::Precision::Fp8, 2);
+  EXPECT_DOUBLE_EQ(fp8.gemm.in_flop_per_sec(), 1979e12 * 0.5);
+  EXPECT_DOUBLE_EQ(bf16.gemm.in_flop_per_sec(), 989e12 * 0.6);
+  EXPECT_EQ(fp8.gemm_input_bytes, 1);
+  EXPECT_TRUE(fp8.fp8);
+  // MXFP8 uses the same tensor cores.
+  EXPECT_DOUBLE_EQ(kernel_rates(h100(), plan::Precision::Mxfp8, 2).gemm.in_flop_per_sec(), 1979e12 * 0.5);
+  // Attention stays 16-bit.
+  EXPECT_DOUBLE_EQ(fp8.attention.in_flop_per_sec(), 989e12 * 0.45);
+}
+
+TEST(KernelTime, GemmPassesSplitByTensorParallelism) {
+  // Column-parallel [tokens x 4096] x [4096 x 12288] on 4 ranks, micro batch 2: the output splits.
+  const GemmPasses c = gemm_passes(model::Gemm{1024, 4096, 12288, model::TensorSplit::Columns}, 2, 4);
+  EXPECT_EQ(c.forward.m, 2048);
+  EXPECT_EQ(c.forward.n, 3072);
+  EXPECT_EQ(c.forward.k, 4096);
+  EXPECT_EQ(c.backward_input.n, 4096);  // activation gradient: [tokens x out] x [out x in]
+  EXPECT_EQ(c.backward_input.k, 3072);
+  EXPECT_EQ(c.backward_weight.m, 4096);  // weight gradient: [in x tokens] x [tokens x out]
+  EXPECT_EQ(c.backward_weight.n, 3072);
+  EXPECT_EQ(c.backward_weight.k, 2048);
+  // Row-parallel: the input splits.
+  const GemmPasses r = gemm_passes(model::Gemm{1024, 12288, 4096, model::TensorSplit::Rows}, 1, 4);
+  EXPECT_EQ(r.forward.k, 3072);
+  EXPECT_EQ(r.forward.n, 4096);
+}
+
+TEST(KernelTime, FlashAttentionHalvesCausalScoresAndBackwardIsTwoAndAHalf) {
+  const KernelRates r = kernel_rates(h100(), plan::Precision::Bf16, 2);
+  const model::AttentionCore core{4096, 4096, 32, 128, true};
+  // Forward: 4 q kv d per head, 32 heads over 2 ranks, micro batch 1, halved by the causal mask.
+  const double forward = 4.0 * 4096 * 4096 * 128 * 16 / 2;
+  const AttentionTimes flash = attention_time(r, core, plan::AttentionKernel::Flash, 1, 2);
+  EXPECT_NEAR(static_cast<double>(flash.forward.base()), forward / (989e12 * 0.45) * 1e9, 1.0);
+  EXPECT_NEAR(static_cast<double>(flash.backward.base()), 2.5 * forward / (989e12 * 0.45) * 1e9, 1.0);
+  // Standard attention multiplies the whole s x s (the mask saves nothing) at the GEMM rate; backward twice.
+  const AttentionTimes standard = attention_time(r, core, plan::AttentionKernel::Standard, 1, 2);
+  EXPECT_NEAR(static_cast<double>(standard.forward.base()), 2 * forward / (989e12 * 0.6) * 1e9, 1.0);
+  EXPECT_NEAR(static_cast<double>(standard.backward.base()), 4 * forward / (989e12 * 0.6) * 1e9, 1.0);
+}
+
+}  // namespace
+}  // namespace mpsim::engine
