@@ -147,10 +147,17 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       Bytes stashed, stashed_scores, elementwise;
       TimeNs profiled_f, profiled_bi, profiled_bw;
       bool all_profiled_f = true, all_profiled_b = true;
+      const Layer* timed_layer = nullptr;
+      PassTimes timed;
       for (int li = range.first; li < range.last; ++li) {
         const Layer& layer = m.layers[static_cast<std::size_t>(li)];
         const bool in_fp8 = layer.kind == model::LayerKind::Transformer || layer.kind == model::LayerKind::Generic;
-        const PassTimes times = layer_kernel_times(in_fp8 ? rates : block_only_fp8, layer, plan);
+        // A transformer's blocks are alike: time a block once and reuse it for the next ones.
+        if (timed_layer == nullptr || !model::same_cost(*timed_layer, layer)) {
+          timed = layer_kernel_times(in_fp8 ? rates : block_only_fp8, layer, plan);
+          timed_layer = &layer;
+        }
+        const PassTimes& times = timed;
         kernels.forward += times.forward;
         kernels.backward_input += times.backward_input;
         kernels.backward_weight += times.backward_weight;

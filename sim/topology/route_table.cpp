@@ -262,14 +262,17 @@ std::vector<Label> fabric_search(const Cluster& cluster, const std::vector<int>&
 std::optional<Route> RouteFinder::route(DeviceId src, DeviceId dst) {
   const Cluster& cluster = *cluster_;
   Caches& c = *caches_;
-  // Inside a node: the levels below the network never leave it, so these searches are small.
-  for (const Level level : {Level::NvLinkOnly, Level::PcieSwitches, Level::HostBridge, Level::InterSocket}) {
-    SparseLabels labels;
-    search(cluster, src, level, dst, labels);
-    if (labels.find(dst.value) != nullptr) return trace_back(cluster, labels, src, dst);
-  }
   const bool endpoints_in_nodes = cluster.device(src).kind != DeviceKind::FabricSwitch &&
                                   cluster.device(dst).kind != DeviceKind::FabricSwitch;
+  // Inside a node: the levels below the network never leave it, so these searches are small, and
+  // pointless between two nodes.
+  if (!endpoints_in_nodes || cluster.device(src).node == cluster.device(dst).node) {
+    for (const Level level : {Level::NvLinkOnly, Level::PcieSwitches, Level::HostBridge, Level::InterSocket}) {
+      SparseLabels labels;
+      search(cluster, src, level, dst, labels);
+      if (labels.find(dst.value) != nullptr) return trace_back(cluster, labels, src, dst);
+    }
+  }
   if (!c.composite || !endpoints_in_nodes) {
     DenseLabels labels(cluster.devices().size());
     search(cluster, src, Level::Network, dst, labels);
