@@ -94,6 +94,7 @@ class Enumerator {
 
   void add_rest(int t, int p, int d, int b, int m, ScheduleKind kind, int v) {
     for (const model::Recompute r : options_.recompute) {
+      if (same_as_no_recompute(r)) continue;
       for (const int z : options_.zero) {
         if (z > 0 && d == 1) continue;  // sharding over one replica is no sharding
         for (std::size_t pl = 0; pl < options_.placements.size(); ++pl) {
@@ -121,6 +122,17 @@ class Enumerator {
         }
       }
     }
+  }
+
+  /// Whether `r` keeps and replays what no recomputation does, with no recomputation also searched:
+  /// selective recomputation under FlashAttention (the planner's plans use it), the same plan twice.
+  [[nodiscard]] bool same_as_no_recompute(model::Recompute r) const {
+    const bool flash = PlanSpec{}.attention == plan::AttentionKernel::Flash;
+    const bool none_searched = std::find(options_.recompute.begin(), options_.recompute.end(),
+                                         model::Recompute::None) != options_.recompute.end();
+    return r != model::Recompute::None && none_searched &&
+           model::stash_recompute(r, flash) == model::stash_recompute(model::Recompute::None, flash) &&
+           model::replayed_recompute(r, flash) == model::replayed_recompute(model::Recompute::None, flash);
   }
 
   /// Whether placement `pl` lays ranks out exactly as one listed before it, for these degrees.

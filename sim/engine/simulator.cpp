@@ -16,6 +16,7 @@
 
 #include "sim/engine/activity_recorder.h"
 #include "sim/engine/collective_tuning.h"
+#include "sim/engine/compute_contention.h"
 #include "sim/engine/event_queue.h"
 #include "sim/engine/flow_network.h"
 #include "sim/engine/timeline_recorder.h"
@@ -285,7 +286,11 @@ TimeNs Simulation::compute_duration(const Actor& actor, const Op& op) const {
 }
 
 void Simulation::start_compute(Actor& actor, const Op& op, std::size_t op_index) {
-  const TimeNs duration = compute_duration(actor, op);
+  TimeNs duration = compute_duration(actor, op);
+  // NCCL kernels of a gradient-stream collective in flight beside the pass hold some of the GPU's
+  // SMs for the whole pass (compute_contention.h).
+  const bool shared = actor.collectives_issued > actor.collectives_done;
+  if (shared && op.kind != OpKind::OptimizerStep) duration = contended_compute(duration, cluster_.gpu_kind_of(gpu(actor.members.front())));
   const ChunkCost& cc = costs_.chunk(actor.rank, op.kind == OpKind::OptimizerStep ? 0 : op.chunk);
   // Memory: the stashes a pass adds or frees (schedule/stash.h), at the pass's start.
   const schedule::StashChange change = schedule::stash_change(op.kind);

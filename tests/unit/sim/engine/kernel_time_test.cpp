@@ -1,6 +1,7 @@
 // Kernel times against closed forms worked out by hand from the GEMM model (kernel_time.h):
 // max(2mnk / (peak x efficiency x tile utilization), bytes / HBM) + 4.5 us per GEMM.
 #include "sim/engine/kernel_time.h"
+#include "sim/engine/compute_contention.h"
 
 #include <gtest/gtest.h>
 
@@ -93,6 +94,21 @@ TEST(KernelTime, FlashAttentionHalvesCausalScoresAndBackwardIsTwoAndAHalf) {
   const AttentionTimes standard = attention_time(r, core, plan::AttentionKernel::Standard, 1, 2);
   EXPECT_NEAR(static_cast<double>(standard.forward.base()), 2 * forward / (989e12 * 0.6) * 1e9, 1.0);
   EXPECT_NEAR(static_cast<double>(standard.backward.base()), 4 * forward / (989e12 * 0.6) * 1e9, 1.0);
+}
+
+}  // namespace
+}  // namespace mpsim::engine
+
+namespace mpsim::engine {
+namespace {
+
+// A pass beside NCCL's kernels gets the SMs their 16 channels leave: 132 / (132 - 16) on H100.
+TEST(ComputeContention, PassBesideCommunicationGetsTheLeftoverSms) {
+  const topology::GpuKind gpu = h100();
+  EXPECT_EQ(contended_compute(TimeNs::ns(116'000), gpu).base(), 132'000);
+  topology::GpuKind unknown = gpu;
+  unknown.sm_count = 0;
+  EXPECT_EQ(contended_compute(TimeNs::ns(116'000), unknown).base(), 116'000);
 }
 
 }  // namespace
