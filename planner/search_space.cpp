@@ -127,7 +127,7 @@ class Enumerator {
   /// Whether `r` keeps and replays what no recomputation does, with no recomputation also searched:
   /// selective recomputation under FlashAttention (the planner's plans use it), the same plan twice.
   [[nodiscard]] bool same_as_no_recompute(model::Recompute r) const {
-    const bool flash = PlanSpec{}.attention == plan::AttentionKernel::Flash;
+    constexpr bool flash = plan::kDefaultAttention == plan::AttentionKernel::Flash;
     const bool none_searched = std::find(options_.recompute.begin(), options_.recompute.end(),
                                          model::Recompute::None) != options_.recompute.end();
     return r != model::Recompute::None && none_searched &&

@@ -39,7 +39,7 @@ struct UnitCostKey {
   model::Recompute recompute = model::Recompute::None;
   bool sequence_parallel = false;
   std::optional<plan::Precision> precision;  ///< unset: the model's dtype
-  plan::AttentionKernel attention = plan::AttentionKernel::Flash;
+  plan::AttentionKernel attention = plan::kDefaultAttention;
   friend auto operator<=>(const UnitCostKey&, const UnitCostKey&) = default;
 };
 

@@ -28,6 +28,12 @@ void merge_usage(std::vector<Usage>& usage) {
   usage.resize(out);
 }
 
+double FlowNetwork::rate_alone(std::span<const Usage> usage, double cap) const noexcept {
+  double rate = cap;
+  for (const Usage& u : usage) rate = std::min(rate, std::max(capacity_[u.resource], 0.0) / static_cast<double>(u.count));
+  return rate;
+}
+
 FlowNetwork::FlowNetwork(const topology::Cluster& cluster) : cluster_(&cluster) {
   const std::size_t links = cluster.links().size();
   capacity_.resize(links * 2);
@@ -141,8 +147,7 @@ const std::vector<FlowNetwork::FlowId>& FlowNetwork::reallocate(std::int64_t now
     // A flow alone on its links (a tensor-parallel ring inside an idle node, say): its rate is its
     // tightest link's capacity over its count there, what progressive filling below would give.
     Flow& flow = flows_[flows.front()];
-    double share = flow.cap;
-    for (const Usage& u : flow.usage) share = std::min(share, std::max(capacity_[u.resource], 0.0) / static_cast<double>(u.count));
+    const double share = rate_alone(flow.usage, flow.cap);
     if (flow.rate != share) {
       ++flow.version;
       changed_.push_back(flows.front());

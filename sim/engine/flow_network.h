@@ -37,6 +37,9 @@ class FlowNetwork {
  public:
   using FlowId = std::uint32_t;
   static constexpr BytesPerSec kUncapped = BytesPerSec::bytes_per_sec(std::numeric_limits<double>::infinity());
+  /// The rate (bytes per ns) a flow over `usage`, capped at `cap` bytes per ns, gets alone on its
+  /// links: its tightest link's capacity over its count there, what progressive filling gives it.
+  [[nodiscard]] double rate_alone(std::span<const Usage> usage, double cap) const noexcept;
   explicit FlowNetwork(const topology::Cluster& cluster);
   FlowNetwork(const FlowNetwork&) = delete;
   FlowNetwork& operator=(const FlowNetwork&) = delete;

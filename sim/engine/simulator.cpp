@@ -290,7 +290,9 @@ void Simulation::start_compute(Actor& actor, const Op& op, std::size_t op_index)
   // NCCL kernels of a gradient-stream collective in flight beside the pass hold some of the GPU's
   // SMs for the whole pass (compute_contention.h).
   const bool shared = actor.collectives_issued > actor.collectives_done;
-  if (shared && op.kind != OpKind::OptimizerStep) duration = contended_compute(duration, cluster_.gpu_kind_of(gpu(actor.members.front())));
+  if (shared && op.kind != OpKind::OptimizerStep) {
+    duration = contended_compute(duration, cluster_.gpu_kind_of(gpu(actor.members.front())));
+  }
   const ChunkCost& cc = costs_.chunk(actor.rank, op.kind == OpKind::OptimizerStep ? 0 : op.chunk);
   // Memory: the stashes a pass adds or frees (schedule/stash.h), at the pass's start.
   const schedule::StashChange change = schedule::stash_change(op.kind);
@@ -470,10 +472,7 @@ double Simulation::idle_time_ns(const Phases& phases) const {
   for (std::size_t i = 0; i < phases.rounds.size(); ++i) {
     const CollectiveRound& r = phases.rounds[i];
     const TransferSet& set = *phases.transfers[i];
-    double rate = phases.caps[i].in_bytes_per_sec() * 1e-9;  // bytes per ns
-    for (const Usage& u : set.usage) {
-      rate = std::min(rate, cluster_.link(topology::LinkId{u.resource / 2}).bandwidth.in_bytes_per_sec() * 1e-9 / u.count);
-    }
+    const double rate = network_.rate_alone(set.usage, phases.caps[i].in_bytes_per_sec() * 1e-9);  // bytes per ns
     total += static_cast<double>(r.rounds) *
              (static_cast<double>(set.latency.base()) + static_cast<double>(r.bytes.count()) / rate);
   }

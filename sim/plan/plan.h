@@ -65,6 +65,7 @@ inline constexpr std::pair<std::string_view, Precision> kPrecisionNames[] = {
 /// `standard` materializes them, as Megatron did in 2021.
 enum class AttentionKernel : std::uint8_t { Flash, Standard };
 [[nodiscard]] std::string_view to_string(AttentionKernel a) noexcept;
+inline constexpr AttentionKernel kDefaultAttention = AttentionKernel::Flash;
 
 /// A plan as written. Unset values are derived by resolve_plan(): `data` fills the cluster,
 /// `microbatches` follows from the global batch, `global_batch` from the microbatches.
@@ -84,7 +85,7 @@ struct PlanSpec {
   bool overlap_grad_reduce = false;    ///< gradient buckets reduced during the backward (--overlap-grad-reduce)
   bool overlap_param_gather = false;   ///< ZeRO's parameter all-gather during the forward (--overlap-param-gather)
   std::optional<Precision> precision;  ///< unset: the model's dtype
-  AttentionKernel attention = AttentionKernel::Flash;
+  AttentionKernel attention = kDefaultAttention;
   int zero = 0;
   Placement placement = kMegatronPlacement;
   std::optional<int> active_microbatches;         ///< SageMaker interleaved cap; default pipeline + 2
@@ -114,7 +115,7 @@ struct Plan {
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
   Precision precision = Precision::Bf16;
-  AttentionKernel attention = AttentionKernel::Flash;
+  AttentionKernel attention = kDefaultAttention;
   int zero = 0;
   Placement placement = kMegatronPlacement;
   int active_microbatches = 3;
