@@ -24,7 +24,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
   for (std::size_t s = 0; s + 1 < partition.size(); ++s) {
     StageTimes t;
     Bytes stashed, scores;
-    std::int64_t parameters = 0;
+    std::int64_t parameters = 0, fp8_parameters = 0;
     for (int u = partition[s]; u < partition[s + 1]; ++u) {
       const UnitCost& c = units[static_cast<std::size_t>(u)];
       t.forward += c.forward;
@@ -34,6 +34,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
       stashed += c.stashed;
       scores += c.attention_scores;
       parameters += c.parameters;
+      fp8_parameters += c.fp8_parameters;
     }
     const TimeNs slack = kUnitRoundingSlack * (partition[s + 1] - partition[s]);
     t.forward = lower(t.forward, slack);
@@ -44,6 +45,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
     // As the cost model: a split backward frees the scores at I and keeps the rest until W.
     out.activations.push_back({stashed, engine::kept_after_input(stashed, scores)});
     out.parameters.push_back(parameters);
+    out.fp8_parameters.push_back(fp8_parameters);
   }
   return out;
 }
@@ -57,17 +59,16 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
   std::vector<ChunkActivations> chunks(static_cast<std::size_t>(v));
   std::vector<std::int64_t> rank_parameters;
   for (int r = 0; r < p; ++r) {
-    std::int64_t parameters = 0;
+    std::int64_t parameters = 0, fp8_parameters = 0;
     for (int c = 0; c < v; ++c) {
       const auto vs = static_cast<std::size_t>(c * p + r);
       chunks[static_cast<std::size_t>(c)] = costs.activations[vs];
       parameters += costs.parameters[vs];
+      fp8_parameters += costs.fp8_parameters[vs];
     }
     rank_parameters.push_back(parameters);
-    const Bytes fixed = engine::static_memory(parameters, context.dtype_bytes,
-                                              spec.precision.value_or(plan::model_precision(context.dtype_bytes)),
-                                              spec.zero, spec.tensor, p, d)
-                            .total();
+    const Bytes fixed =
+        engine::static_memory(parameters, fp8_parameters, engine::state_format(spec, context.dtype_bytes)).total();
     const Bytes peak = fixed + peak_activations(in_flight[static_cast<std::size_t>(r)], chunks);
     if (r == 0 || peak > out.peak_memory) {
       out.peak_memory = peak;
@@ -77,8 +78,12 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
   }
   if (context.additive_times) {
     std::vector<TimeNs> tails;
-    if (context.sync) tails = rank_tails(*context.sync, rank_parameters, d, spec.zero, context.dtype_bytes,
-                                           context.memory_bandwidth);
+    if (context.sync) {
+      tails = rank_tails(*context.sync, rank_parameters, d, spec.zero,
+                         schedule::gradient_bytes_per_parameter(spec.grad_reduce_in_fp32, context.dtype_bytes),
+                         schedule::gathered_parameter_bytes(spec.fp8_param_gather, context.dtype_bytes),
+                         context.memory_bandwidth);
+    }
     out.lower_bound = step_time_lower_bound(schedule::shape_of(spec), costs.times, tails);
   }
   return out;

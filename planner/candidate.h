@@ -24,6 +24,7 @@ struct StageCosts {
   std::vector<StageTimes> times;                ///< lower bounds: kUnitRoundingSlack per unit subtracted
   std::vector<ChunkActivations> activations;    ///< exact
   std::vector<std::int64_t> parameters;         ///< exact, on one tensor rank
+  std::vector<std::int64_t> fp8_parameters;     ///< of those, weights of FP8 GEMMs
 };
 [[nodiscard]] StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int>& partition);
 

@@ -46,13 +46,14 @@ struct Draft {
 Bytes largest_static_memory(const plan::PlanSpec& spec, const StageCosts& costs, int dtype_bytes) {
   Bytes worst;
   for (int r = 0; r < spec.pipeline; ++r) {
-    std::int64_t parameters = 0;
-    for (int c = 0; c < spec.virtual_stages; ++c) parameters += costs.parameters[static_cast<std::size_t>(c * spec.pipeline + r)];
-    const int data = spec.data.value_or(1);
-    worst = std::max(worst, engine::static_memory(parameters, dtype_bytes,
-                                                  spec.precision.value_or(plan::model_precision(dtype_bytes)),
-                                                  spec.zero, spec.tensor, spec.pipeline, data)
-                                .total());
+    std::int64_t parameters = 0, fp8_parameters = 0;
+    for (int c = 0; c < spec.virtual_stages; ++c) {
+      const auto vs = static_cast<std::size_t>(c * spec.pipeline + r);
+      parameters += costs.parameters[vs];
+      fp8_parameters += costs.fp8_parameters[vs];
+    }
+    worst = std::max(worst,
+                     engine::static_memory(parameters, fp8_parameters, engine::state_format(spec, dtype_bytes)).total());
   }
   return worst;
 }

@@ -36,12 +36,13 @@ LayoutSyncBounds layout_sync_bounds(const topology::Cluster& cluster, int tensor
 }
 
 std::vector<TimeNs> rank_tails(const LayoutSyncBounds& bounds, const std::vector<std::int64_t>& rank_parameters, int data,
-                               int zero, int parameter_bytes, BytesPerSec memory_bandwidth) {
+                               int zero, int gradient_bytes_per_parameter, int parameter_bytes,
+                               BytesPerSec memory_bandwidth) {
   const schedule::SyncCollectives sync = schedule::sync_collectives(zero);
   std::vector<TimeNs> out;
   for (std::size_t r = 0; r < rank_parameters.size(); ++r) {
     const std::int64_t parameters = rank_parameters[r];
-    const Bytes gradients = Bytes::bytes(parameters * engine::kGradientBytesPerParameter);
+    const Bytes gradients = Bytes::bytes(parameters * gradient_bytes_per_parameter);
     TimeNs tail = engine::optimizer_step_time(parameters, zero, data, memory_bandwidth);
     if (data > 1) {
       tail += bounds.of(sync.reduction, r).at(gradients);

@@ -33,11 +33,13 @@ struct LayoutSyncBounds {
                                                   engine::CollectiveAlgorithm algorithm);
 
 /// The time after the last backward of each rank: the sync collectives (the reduction of its gradient
-/// bytes; with ZeRO, the gather of its weights at `parameter_bytes` per parameter) and the
+/// at `gradient_bytes_per_parameter`; with ZeRO, the gather of its weights at `parameter_bytes` per
+/// parameter) and the
 /// optimizer step (as the cost model prices it: Adam's HBM traffic of its parameters, sharded by
 /// ZeRO >= 1), in the sync's order. `rank_parameters` on one tensor rank, by pipeline rank. No
 /// collectives when data == 1.
 [[nodiscard]] std::vector<TimeNs> rank_tails(const LayoutSyncBounds& bounds, const std::vector<std::int64_t>& rank_parameters,
-                                             int data, int zero, int parameter_bytes, BytesPerSec memory_bandwidth);
+                                             int data, int zero, int gradient_bytes_per_parameter,
+                                             int parameter_bytes, BytesPerSec memory_bandwidth);
 
 }  // namespace mpsim::planner

@@ -30,6 +30,7 @@ struct UnitCost {
   Bytes attention_scores;  ///< of the model's attention scores: what a split backward frees at I
   Bytes activation_send;   ///< what the unit's last layer sends on
   std::int64_t parameters = 0;  ///< on one tensor-parallel rank
+  std::int64_t fp8_parameters = 0;  ///< of those, weights of FP8 GEMMs
 };
 
 /// What the costs depend on besides the unit.

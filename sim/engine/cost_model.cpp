@@ -46,16 +46,36 @@ Bytes reserved_memory(int tensor, int pipeline, int data) noexcept {
   return Bytes::gib(kContextReserveGiB + kCommunicatorReserveGiB * communicators);
 }
 
-StaticMemory static_memory(std::int64_t parameters, int dtype_bytes, plan::Precision precision, int zero, int tensor,
-                           int pipeline, int data) noexcept {
-  const std::int64_t optimizer_parameters = zero >= 1 ? (parameters + data - 1) / data : parameters;
-  const std::int64_t weight_parameters = zero >= 3 ? parameters / data : parameters;
-  const int weight_bytes = dtype_bytes + (plan::is_fp8(precision) ? kFp8WeightCopyBytesPerParameter : 0);
+StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept {
+  return {dtype_bytes,    plan.precision, plan.zero, plan.grad_reduce_in_fp32, plan.fp8_param_gather,
+          plan.tensor, plan.pipeline, plan.data};
+}
+
+StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
+  return {dtype_bytes,
+          spec.precision.value_or(plan::model_precision(dtype_bytes)),
+          spec.zero,
+          spec.grad_reduce_in_fp32,
+          spec.fp8_param_gather,
+          spec.tensor,
+          spec.pipeline,
+          spec.data.value_or(1)};
+}
+
+StaticMemory static_memory(std::int64_t parameters, std::int64_t fp8_parameters, const StateFormat& f) noexcept {
+  const int data = f.data;
+  const std::int64_t optimizer_parameters = f.zero >= 1 ? (parameters + data - 1) / data : parameters;
+  const bool fp8 = plan::is_fp8(f.precision);
+  const std::int64_t in_fp8 = fp8 ? std::min(fp8_parameters, parameters) : 0;
+  const int fp8_weight_bytes =
+      f.fp8_param_gather ? kFp8OnlyWeightBytesPerParameter : f.dtype_bytes + kFp8WeightCopyBytesPerParameter;
+  const std::int64_t weight_bytes = (parameters - in_fp8) * f.dtype_bytes + in_fp8 * fp8_weight_bytes;
+  const int gradient_bytes = schedule::gradient_bytes_per_parameter(f.grad_reduce_in_fp32, f.dtype_bytes);
   StaticMemory m;
-  m.weights = Bytes::bytes(weight_parameters * weight_bytes);
-  m.gradients = Bytes::bytes((zero >= 2 ? parameters / data : parameters) * kGradientBytesPerParameter);
+  m.weights = Bytes::bytes(f.zero >= 3 ? weight_bytes / data : weight_bytes);
+  m.gradients = Bytes::bytes((f.zero >= 2 ? parameters / data : parameters) * gradient_bytes);
   m.optimizer = Bytes::bytes(optimizer_parameters * kOptimizerBytesPerParameter);
-  m.reserved = reserved_memory(tensor, pipeline, data);
+  m.reserved = reserved_memory(f.tensor, f.pipeline, data);
   return m;
 }
 
@@ -137,7 +157,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
     const RingProfile tensor_ring = ring_profile(routes, tensor_devices);
     RankCost rc;
     rc.memory_capacity = gpu.memory;
-    std::int64_t rank_parameters = 0;
+    std::int64_t rank_parameters = 0, rank_fp8_parameters = 0;
     for (int c = 0; c < plan.virtual_stages; ++c) {
       const int vs = c * plan.pipeline + rank;
       const plan::LayerRange range = ranges.at(static_cast<std::size_t>(vs));
@@ -164,6 +184,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         recompute += model::recomputed_flops(m, layer, model::replayed_recompute(plan.recompute, flash)) *
                      (static_cast<double>(b) / t);
         cc.parameters += layer.parameters / t;
+        if (in_fp8 && rates.fp8) cc.fp8_parameters += layer.parameters / t;
         stashed += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, stash_rule);
         if (in_fp8 && rates.fp8 && stash_rule != Recompute::Full) {
           // The GEMM inputs are kept in their 8-bit copies.
@@ -209,17 +230,18 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       cc.backward_comm = ring_time(tensor_ring, collectives.backward);
       const Layer& last = m.layers[static_cast<std::size_t>(range.last - 1)];
       cc.activation_send = Bytes::bytes(last.output_bytes.count() * b / t);
-      cc.gradient_bytes = Bytes::bytes(cc.parameters * kGradientBytesPerParameter);
+      cc.gradient_bytes =
+          Bytes::bytes(cc.parameters * schedule::gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, m.dtype_bytes));
       cc.stashed = stashed;
       // A split backward frees the attention scores at I and keeps the matmul inputs until W.
       cc.stashed_after_input = kept_after_input(stashed, stashed_scores);
       rank_parameters += cc.parameters;
+      rank_fp8_parameters += cc.fp8_parameters;
       rc.chunks.push_back(cc);
     }
     const int dp = plan.data;
     rc.optimizer_step = optimizer_step_time(rank_parameters, plan.zero, dp, gpu.memory_bandwidth);
-    rc.static_memory =
-        static_memory(rank_parameters, m.dtype_bytes, plan.precision, plan.zero, plan.tensor, plan.pipeline, dp);
+    rc.static_memory = static_memory(rank_parameters, rank_fp8_parameters, state_format(plan, m.dtype_bytes));
     out.ranks.push_back(std::move(rc));
   }
   return out;

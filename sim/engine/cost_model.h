@@ -31,16 +31,17 @@ struct ChunkCost {
   TimeNs forward_comm;      ///< the forward's in-layer collectives, uncontended ring times
   TimeNs backward_comm;     ///< those of the backward (B or I), recomputed forward included
   Bytes activation_send;    ///< to the next virtual stage, per TP rank (grad back is the same size)
-  Bytes gradient_bytes;     ///< gradients of the chunk's parameters on one TP rank (fp32)
+  Bytes gradient_bytes;     ///< gradients of the chunk's parameters on one TP rank (gradient_bytes_per_parameter)
   Bytes stashed;            ///< activations kept from F until the backward, per microbatch
   Bytes stashed_after_input;  ///< of those, what a split backward keeps from I until W
   std::int64_t parameters = 0;  ///< on one TP rank
+  std::int64_t fp8_parameters = 0;  ///< of those, the weights of GEMMs that run in FP8
 };
 
 /// What a GPU holds for the whole step, whatever the schedule does.
 struct StaticMemory {
   Bytes weights;     ///< the model's dtype, plus FP8 copies under an FP8 precision
-  Bytes gradients;   ///< Megatron's fp32 main gradients
+  Bytes gradients;   ///< Megatron's main gradients (fp32 unless grad_reduce_in_fp32 is off)
   Bytes optimizer;   ///< Adam: fp32 master weights, momentum and variance
   Bytes reserved;    ///< CUDA context, library workspaces, NCCL communicators' buffers
   [[nodiscard]] Bytes total() const noexcept { return weights + gradients + optimizer + reserved; }
@@ -60,9 +61,9 @@ struct CostModel {
   }
 };
 
-/// Bytes per parameter the step keeps beside the weights: fp32 gradients (4; Megatron accumulates
-/// and reduces bf16 models' gradients in fp32) and Adam's fp32 master weights, momentum and variance
-/// (12), sharded over the data-parallel group by ZeRO stage 1 (optimizer) and 2 (gradients);
+/// Bytes per parameter the step keeps beside the weights: the gradient buffer (fp32, 4, or the
+/// model's dtype: schedule::gradient_bytes_per_parameter) and Adam's fp32 master weights, momentum and
+/// variance (12), sharded over the data-parallel group by ZeRO stage 1 (optimizer) and 2 (gradients);
 /// stage 3 also shards the weights.
 using schedule::kGradientBytesPerParameter;
 inline constexpr int kOptimizerBytesPerParameter = 12;
@@ -70,10 +71,13 @@ inline constexpr int kOptimizerBytesPerParameter = 12;
 /// weights, momentum and variance (24), write the 16-bit weights (2).
 inline constexpr int kOptimizerTrafficBytesPerParameter = 30;
 
-/// Transformer Engine keeps an FP8 copy of each weight beside the 16-bit one across a step's
-/// microbatches (1 byte per parameter); the transposed or column-wise copy the backward needs is made
-/// from it per GEMM and not kept.
+/// Transformer Engine keeps an FP8 copy of each FP8 GEMM's weight beside the 16-bit one across a
+/// step's microbatches (1 byte per parameter); the transposed or column-wise copy the backward needs
+/// is made from it per GEMM and not kept.
 inline constexpr int kFp8WeightCopyBytesPerParameter = 1;
+/// With FP8 weights (--fp8-param-gather; NeMo's fp8_params) no 16-bit copy exists: the FP8 data and
+/// the transposed (Hopper) or column-wise (MXFP8) copy the backward's GEMM reads, 1 byte each.
+inline constexpr int kFp8OnlyWeightBytesPerParameter = 2;
 /// GPU memory no tensor of the model owns. CUDA context and library workspaces: 1.25 GiB (vLLM's
 /// non-torch memory on H100 with tp=1, 1.79 GiB, less one NCCL communicator); each NCCL communicator
 /// the plan uses (one per parallel axis of degree > 1): 0.6 GiB (NVIDIA/nccl#964: 544 MB for a
@@ -82,12 +86,27 @@ inline constexpr double kContextReserveGiB = 1.25;
 inline constexpr double kCommunicatorReserveGiB = 0.6;
 [[nodiscard]] Bytes reserved_memory(int tensor, int pipeline, int data) noexcept;
 
-/// What a pipeline rank holding `parameters` parameters on one tensor rank keeps for the step: ZeRO 1
-/// (Megatron's distributed optimizer) shards the optimizer state over the `data` replicas (rounded
-/// up), 2 the gradients, 3 the weights; FP8 adds the weights' 8-bit copies. The planner's memory
-/// bound uses this same function.
-[[nodiscard]] StaticMemory static_memory(std::int64_t parameters, int dtype_bytes, plan::Precision precision, int zero,
-                                         int tensor, int pipeline, int data) noexcept;
+/// How a plan (or a planner's spec) keeps the model states: what static_memory() needs of it.
+struct StateFormat {
+  int dtype_bytes = 2;
+  plan::Precision precision = plan::Precision::Bf16;
+  int zero = 0;
+  bool grad_reduce_in_fp32 = true;
+  bool fp8_param_gather = false;
+  int tensor = 1;
+  int pipeline = 1;
+  int data = 1;
+};
+[[nodiscard]] StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept;
+[[nodiscard]] StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept;
+
+/// What a pipeline rank holding `parameters` parameters on one tensor rank (`fp8_parameters` of them
+/// weights of FP8 GEMMs) keeps for the step: ZeRO 1 (Megatron's distributed optimizer) shards the
+/// optimizer state over the `data` replicas (rounded up), 2 the gradients, 3 the weights; FP8 GEMMs
+/// add their weights' 8-bit copies, or hold only FP8 weights with fp8_param_gather. The planner's
+/// memory bound uses this same function.
+[[nodiscard]] StaticMemory static_memory(std::int64_t parameters, std::int64_t fp8_parameters,
+                                         const StateFormat& format) noexcept;
 /// One Adam step over the optimizer state a rank owns (sharded by ZeRO >= 1), bound by HBM traffic.
 [[nodiscard]] TimeNs optimizer_step_time(std::int64_t parameters, int zero, int data, BytesPerSec memory_bandwidth) noexcept;
 /// Attention scores a layer stashes for one microbatch on one tensor rank (softmax output, dropout

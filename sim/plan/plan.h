@@ -84,6 +84,8 @@ struct PlanSpec {
   bool overlap_tensor_comm = false;    ///< in-layer tensor collectives beside the compute (--tp-comm-overlap)
   bool overlap_grad_reduce = false;    ///< gradient buckets reduced during the backward (--overlap-grad-reduce)
   bool overlap_param_gather = false;   ///< ZeRO's parameter all-gather during the forward (--overlap-param-gather)
+  bool grad_reduce_in_fp32 = true;     ///< fp32 gradient buffer and reduction (Megatron-LM's default for 16-bit models)
+  bool fp8_param_gather = false;       ///< FP8 weights only, gathered in FP8 (--fp8-param-gather; needs an FP8 precision)
   std::optional<Precision> precision;  ///< unset: the model's dtype
   AttentionKernel attention = kDefaultAttention;
   int zero = 0;
@@ -114,6 +116,8 @@ struct Plan {
   bool overlap_tensor_comm = false;
   bool overlap_grad_reduce = false;
   bool overlap_param_gather = false;
+  bool grad_reduce_in_fp32 = true;
+  bool fp8_param_gather = false;
   Precision precision = Precision::Bf16;
   AttentionKernel attention = kDefaultAttention;
   int zero = 0;

@@ -144,6 +144,8 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   p.overlap_tensor_comm = spec.overlap_tensor_comm;
   p.overlap_grad_reduce = spec.overlap_grad_reduce;
   p.overlap_param_gather = spec.overlap_param_gather;
+  p.grad_reduce_in_fp32 = spec.grad_reduce_in_fp32;
+  p.fp8_param_gather = spec.fp8_param_gather;
   p.precision = spec.precision.value_or(model_precision(model.dtype_bytes));
   if (!spec.precision && p.precision == Precision::Bf16 && !cluster.gpus().empty() &&
       !cluster.gpu_kind_of(cluster.gpus().front()).peak_for(topology::DType::Bf16)) {
@@ -195,6 +197,8 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
     check.require(gpu.peak_for(gemm_dtype(p.precision)).has_value(), "precision",
                   fmt::format("{} has no {} peak; choose a precision it supports", gpu.name, to_string(p.precision)));
   }
+  check.require(!p.fp8_param_gather || is_fp8(p.precision), "fp8_param_gather",
+                fmt::format("FP8 weights need an FP8 precision (fp8 or mxfp8), not {}", to_string(p.precision)));
 
   // Tensor parallelism: within one NVLink domain, and it must split the heads.
   const int domain = nvlink_domain_size(cluster);

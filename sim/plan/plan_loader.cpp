@@ -125,7 +125,8 @@ PlanSpec load_plan_spec(const Field& root) {
   root.expect_keys({// mpsim
                     "parallelism", "batch", "schedule", "partition", "recompute", "sequence_parallel", "zero",
                     "placement", "active_microbatches", "microbatch_group_size_per_vp_stage", "optimize",
-                    "allow_tensor_across_nodes", "overlap", "precision", "attention",
+                    "allow_tensor_across_nodes", "overlap", "precision", "attention", "grad_reduce_in_fp32",
+                    "fp8_param_gather",
                     // SageMaker
                     "partitions", "pipeline_parallel_degree", "tensor_parallel_degree", "microbatches", "pipeline",
                     "placement_strategy", "ddp", "auto_partition",
@@ -134,7 +135,9 @@ PlanSpec load_plan_spec(const Field& root) {
                     "virtual_pipeline_model_parallel_size", "num_layers_per_virtual_pipeline_stage",
                     "micro_batch_size", "global_batch_size", "recompute_granularity", "use_distributed_optimizer",
                     "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "attention_backend",
-                    "use_flash_attn", "fp8", "fp8_recipe", "bf16", "fp16"});
+                    "use_flash_attn", "fp8", "fp8_recipe", "bf16", "fp16", "accumulate_allreduce_grads_in_fp32",
+                    // NeMo
+                    "fp8_params"});
   Reader r(spec);
 
   if (auto par = root.get("parallelism")) {
@@ -201,6 +204,10 @@ PlanSpec load_plan_spec(const Field& root) {
   }
   if (auto f = r.get(root, "fp8_recipe", "fp8_recipe")) spec.precision = f->as_enum(kMegatronFp8Recipe);
   if (!spec.precision) spec.precision = sixteen_bit;
+  if (auto f = r.get(root, "accumulate_allreduce_grads_in_fp32", "grad_reduce_in_fp32")) {
+    spec.grad_reduce_in_fp32 = f->as_bool();
+  }
+  if (auto f = r.get(root, "fp8_params", "fp8_param_gather")) spec.fp8_param_gather = f->as_bool();
   if (auto f = root.get("num_layers_per_virtual_pipeline_stage")) {
     f->fail("give 'virtual_pipeline_model_parallel_size' (or parallelism.virtual_stages) instead: the layers per "
             "virtual stage follow from it");
@@ -226,6 +233,8 @@ PlanSpec load_plan_spec(const Field& root) {
   }
   if (auto f = r.get(root, "precision", "precision")) spec.precision = f->as_enum(kPrecisionNames);
   if (auto f = r.get(root, "attention", "attention")) spec.attention = f->as_enum(kAttention);
+  if (auto f = r.get(root, "grad_reduce_in_fp32", "grad_reduce_in_fp32")) spec.grad_reduce_in_fp32 = f->as_bool();
+  if (auto f = r.get(root, "fp8_param_gather", "fp8_param_gather")) spec.fp8_param_gather = f->as_bool();
   if (auto f = r.get(root, "zero", "zero")) spec.zero = static_cast<int>(f->as_int_in(0, 3));
   if (auto f = r.get(root, "placement", "placement")) spec.placement = parse_placement(*f, false);
   r.count(root, "active_microbatches", "active_microbatches", spec.active_microbatches);
@@ -260,6 +269,8 @@ std::string write_plan_yaml(const Plan& p) {
   out += fmt::format("overlap: {{ grad_reduce: {}, param_gather: {}, tensor_comm: {} }}\n", p.overlap_grad_reduce,
                      p.overlap_param_gather, p.overlap_tensor_comm);
   out += fmt::format("zero: {}\n", p.zero);
+  if (!p.grad_reduce_in_fp32) out += "grad_reduce_in_fp32: false\n";
+  if (p.fp8_param_gather) out += "fp8_param_gather: true\n";
   out += fmt::format("placement: {}\n", to_string(p.placement));
   if (p.schedule == ScheduleKind::SageMakerInterleaved) out += fmt::format("active_microbatches: {}\n", p.active_microbatches);
   if (p.schedule == ScheduleKind::Interleaved1F1B) {

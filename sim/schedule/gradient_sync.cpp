@@ -36,6 +36,9 @@ void check(const Program& program, const GradientSync& sync) {
   }
   if (sync.bucket_size <= Bytes{}) throw std::invalid_argument("the gradient bucket size must be positive");
   if (sync.zero < 0) throw std::invalid_argument(fmt::format("ZeRO stage {} is not a stage", sync.zero));
+  if (sync.gradient_bytes_per_parameter <= 0 || sync.parameter_bytes <= 0) {
+    throw std::invalid_argument("bytes per parameter must be positive");
+  }
 }
 
 bool is_layer_collective(const Op& op) noexcept { return is_collective(op.kind) && is_in_layer(op.stream); }
@@ -91,7 +94,7 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
     const auto emit_gather = [&] {
       for (int c = 0; c < chunks; ++c) {
         for (const Bytes b : buckets[static_cast<std::size_t>(c)]) {
-          const Bytes weights = Bytes::bytes(b.count() * sync.parameter_bytes / kGradientBytesPerParameter);
+          const Bytes weights = Bytes::bytes(b.count() * sync.parameter_bytes / sync.gradient_bytes_per_parameter);
           out.push_back(collective_op(*collectives.after_step, collectives.group, weights, c));
         }
       }
@@ -119,22 +122,24 @@ std::vector<std::vector<Bytes>> chunk_gradient_bytes(const model::Model& model, 
       const plan::LayerRange r = ranges.at(static_cast<std::size_t>(c * plan.pipeline + rank));
       std::int64_t parameters = 0;
       for (int i = r.first; i < r.last; ++i) parameters += model.layers[static_cast<std::size_t>(i)].parameters / plan.tensor;
-      out[static_cast<std::size_t>(rank)].push_back(Bytes::bytes(parameters * kGradientBytesPerParameter));
+      out[static_cast<std::size_t>(rank)].push_back(
+          Bytes::bytes(parameters * gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, model.dtype_bytes)));
     }
   }
   return out;
 }
 
-Bytes default_gradient_bucket(int data_parallel) noexcept {
+Bytes default_gradient_bucket(int data_parallel, int bytes_per_parameter) noexcept {
   const std::int64_t parameters = std::max<std::int64_t>(40'000'000, 1'000'000LL * data_parallel);
-  return Bytes::bytes(parameters * kGradientBytesPerParameter);
+  return Bytes::bytes(parameters * bytes_per_parameter);
 }
 
 Program plan_program(const model::Model& model, const plan::Plan& plan, GradientSync sync) {
   sync.zero = plan.zero;
   sync.data_parallel = plan.data > 1;
   sync.overlap_param_gather = plan.overlap_param_gather;
-  sync.parameter_bytes = model.dtype_bytes;
+  sync.parameter_bytes = gathered_parameter_bytes(plan.fp8_param_gather, model.dtype_bytes);
+  sync.gradient_bytes_per_parameter = gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, model.dtype_bytes);
   Program lowered = add_layer_collectives(lower_comm(make_program(shape_of(plan))), chunk_layer_collectives(model, plan),
                                           plan.overlap_tensor_comm);
   return add_gradient_sync(std::move(lowered), sync);

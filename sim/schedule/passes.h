@@ -66,9 +66,11 @@ struct GradientSync {
   /// ZeRO >= 1: gather the updated parameters at the start of the stream, beside the forwards, as
   /// Megatron's --overlap-param-gather does in the next step's forward, instead of after the step.
   bool overlap_param_gather = false;
-  /// Bytes per parameter of the weights ZeRO's all-gather moves (the model's dtype): each gather
-  /// bucket is its gradient bucket scaled by parameter_bytes / kGradientBytesPerParameter.
+  /// Bytes per parameter of the weights ZeRO's all-gather moves (gathered_parameter_bytes) and of
+  /// the gradients (gradient_bytes_per_parameter): each gather bucket is its gradient bucket scaled
+  /// by parameter_bytes / gradient_bytes_per_parameter.
   int parameter_bytes = 2;
+  int gradient_bytes_per_parameter = 4;
   int zero = 0;                ///< 0: all-reduce; >= 1: reduce-scatter, then all-gather the parameters
   bool data_parallel = false;  ///< false: no collectives, only the optimizer step
 };
@@ -96,24 +98,39 @@ struct SyncCollectives {
 /// run beside the forward passes (the step is periodic: the gathers of this step's start stand for
 /// the previous step's). Collectives carry the chunk whose tensors they move.
 /// Throws std::invalid_argument when `data_parallel` and gradient_bytes is not [stages][chunks],
-/// a size is negative, bucket_size <= 0 or zero < 0.
+/// a size is negative, bucket_size <= 0, zero < 0 or a byte count per parameter <= 0.
 [[nodiscard]] Program add_gradient_sync(Program program, const GradientSync& sync);
 
-/// Bytes of gradient per parameter: fp32 (Megatron accumulates and reduces bf16 models' gradients in
-/// fp32). The simulator's memory and traffic and the executor's buffers use this one value.
+/// Bytes of an fp32 gradient: Megatron-LM accumulates and reduces 16-bit models' gradients in fp32
+/// (grad_reduce_in_fp32, forced on for bf16).
 inline constexpr int kGradientBytesPerParameter = 4;
 
+/// Bytes per parameter of the gradient buffer and its reduction: fp32 with `grad_reduce_in_fp32`,
+/// else the model's dtype (Megatron-Core's DDP with grad_reduce_in_fp32 = false, as NeMo's and
+/// Megatron-Bridge's performance recipes run). The simulator's memory and traffic, the planner's
+/// bounds and the executor's buffers all use this one rule.
+[[nodiscard]] constexpr int gradient_bytes_per_parameter(bool grad_reduce_in_fp32, int dtype_bytes) noexcept {
+  return grad_reduce_in_fp32 ? kGradientBytesPerParameter : dtype_bytes;
+}
+/// Bytes per parameter ZeRO's all-gather moves: the model's dtype, or 1 with `fp8_param_gather`
+/// (Megatron's --fp8-param-gather gathers the FP8 weights; the few 16-bit ones, embeddings and
+/// norms, are counted at 1 byte too).
+[[nodiscard]] constexpr int gathered_parameter_bytes(bool fp8_param_gather, int dtype_bytes) noexcept {
+  return fp8_param_gather ? 1 : dtype_bytes;
+}
+
 /// [rank][chunk]: the gradient bytes one GPU of each pipeline rank holds for each of its chunks: the
-/// chunk's layers' parameters split over the tensor-parallel ranks, times kGradientBytesPerParameter.
+/// chunk's layers' parameters split over the tensor-parallel ranks, times gradient_bytes_per_parameter.
 [[nodiscard]] std::vector<std::vector<Bytes>> chunk_gradient_bytes(const model::Model& model, const plan::Plan& plan);
 
-/// Megatron's default gradient bucket: max(40M, 1M x data-parallel size) parameters of fp32 gradients.
-[[nodiscard]] Bytes default_gradient_bucket(int data_parallel) noexcept;
+/// Megatron's default gradient bucket: max(40M, 1M x data-parallel size) parameters of gradients at
+/// `bytes_per_parameter`.
+[[nodiscard]] Bytes default_gradient_bucket(int data_parallel, int bytes_per_parameter) noexcept;
 
 /// The Program a plan runs, as the simulator and the executor both build it: the schedule's
 /// generator, lower_comm(), add_layer_collectives() with chunk_layer_collectives(model, plan) and the
-/// plan's tensor-communication overlap, then add_gradient_sync() with `sync` (its `zero` and
-/// `data_parallel` are taken from the plan).
+/// plan's tensor-communication overlap, then add_gradient_sync() with `sync` (its `zero`,
+/// `data_parallel`, parameter-gather overlap and byte sizes per parameter are taken from the plan).
 [[nodiscard]] Program plan_program(const model::Model& model, const plan::Plan& plan, GradientSync sync);
 
 }  // namespace mpsim::schedule

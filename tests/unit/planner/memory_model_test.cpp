@@ -76,6 +76,7 @@ TEST(StaticMemory, AsTheCostModelCountsIt) {
       spec.pipeline = pipeline;
       spec.global_batch = 16;
       spec.zero = zero;
+      spec.grad_reduce_in_fp32 = pipeline != 2;  // both gradient formats
       spec.partition = plan::even_partition(24, pipeline);
       if (pipeline > 1) spec.partition[1] += 1;  // uneven on purpose
       const plan::Plan p = plan::resolve_plan(spec, cluster, model);
@@ -89,10 +90,12 @@ TEST(StaticMemory, AsTheCostModelCountsIt) {
         }
       }
       for (const auto& rank : costs.ranks) {
-        std::int64_t parameters = 0;
-        for (const auto& c : rank.chunks) parameters += c.parameters;
-        EXPECT_EQ(engine::static_memory(parameters, model.dtype_bytes, p.precision, zero, p.tensor, p.pipeline, p.data)
-                      .total(),
+        std::int64_t parameters = 0, fp8_parameters = 0;
+        for (const auto& c : rank.chunks) {
+          parameters += c.parameters;
+          fp8_parameters += c.fp8_parameters;
+        }
+        EXPECT_EQ(engine::static_memory(parameters, fp8_parameters, engine::state_format(p, model.dtype_bytes)).total(),
                   rank.static_memory.total())
             << "zero " << zero << " pipeline " << pipeline;
       }

@@ -60,7 +60,8 @@ TEST(KernelTime, Fp8RunsAtTheFp8PeakAndEfficiency) {
   EXPECT_EQ(fp8.gemm_input_bytes, 1);
   EXPECT_TRUE(fp8.fp8);
   // MXFP8 uses the same tensor cores.
-  EXPECT_DOUBLE_EQ(kernel_rates(h100(), plan::Precision::Mxfp8, 2).gemm.in_flop_per_sec(), 1979e12 * 0.5);
+  // MXFP8: the FP8 rate less its block scales' 7 % (fitted on Megatron-Bridge's FP8/MXFP8 pairs).
+  EXPECT_DOUBLE_EQ(kernel_rates(h100(), plan::Precision::Mxfp8, 2).gemm.in_flop_per_sec(), 1979e12 * 0.5 * 0.93);
   // Attention stays 16-bit.
   EXPECT_DOUBLE_EQ(fp8.attention.in_flop_per_sec(), 989e12 * 0.45);
 }

@@ -80,6 +80,17 @@ TEST(PlanLoader, PrecisionAttentionAndOverlap) {
   EXPECT_THROW((void)spec_from("fp8: e5m2\n"), InputError);
   EXPECT_THROW((void)spec_from("overlap: { grad_reduce: maybe }\n"), InputError);
   EXPECT_THROW((void)spec_from("precision: fp8\nfp8: hybrid\n"), InputError);  // one field, two names
+  // Model-state formats: Megatron-LM's defaults, ours, Megatron's and NeMo's names.
+  EXPECT_TRUE(d.grad_reduce_in_fp32);
+  EXPECT_FALSE(d.fp8_param_gather);
+  const PlanSpec f = spec_from("grad_reduce_in_fp32: false\nfp8_param_gather: true\n");
+  EXPECT_FALSE(f.grad_reduce_in_fp32);
+  EXPECT_TRUE(f.fp8_param_gather);
+  const PlanSpec n = spec_from("accumulate_allreduce_grads_in_fp32: false\nfp8_params: true\n");
+  EXPECT_FALSE(n.grad_reduce_in_fp32);
+  EXPECT_TRUE(n.fp8_param_gather);
+  EXPECT_THROW((void)spec_from("fp8_params: true\nfp8_param_gather: true\n"), InputError);
+  EXPECT_THROW((void)spec_from("grad_reduce_in_fp32: fp32\n"), InputError);
 }
 
 TEST(PlanLoader, SameFieldUnderTwoNamesIsAnError) {
@@ -122,7 +133,11 @@ TEST(PlanLoader, WrittenPlanReadsBack) {
   p.attention = AttentionKernel::Standard;
   p.overlap_grad_reduce = true;
   p.overlap_tensor_comm = true;
+  p.grad_reduce_in_fp32 = false;
+  p.fp8_param_gather = true;
   const PlanSpec back = spec_from(write_plan_yaml(p));
+  EXPECT_EQ(back.grad_reduce_in_fp32, p.grad_reduce_in_fp32);
+  EXPECT_EQ(back.fp8_param_gather, p.fp8_param_gather);
   EXPECT_EQ(back.precision, p.precision);
   EXPECT_EQ(back.attention, p.attention);
   EXPECT_EQ(back.overlap_grad_reduce, p.overlap_grad_reduce);

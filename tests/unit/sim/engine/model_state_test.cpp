@@ -1,0 +1,109 @@
+// Model states (weights, gradients, optimizer state) per GPU and the data-parallel bytes that move
+// them, against closed forms worked out by hand: fp32 or 16-bit gradients, FP8 weight copies or FP8
+// weights only, ZeRO's shards.
+#include <gtest/gtest.h>
+
+#include "engine_test_support.h"
+#include "sim/engine/cost_model.h"
+#include "sim/schedule/passes.h"
+
+namespace mpsim::engine {
+namespace {
+
+using plan::Precision;
+
+StateFormat format(Precision precision, int zero, int data) {
+  StateFormat f;
+  f.dtype_bytes = 2;
+  f.precision = precision;
+  f.zero = zero;
+  f.data = data;
+  return f;
+}
+
+constexpr std::int64_t kParameters = 1'000'000'000;
+constexpr std::int64_t kFp8Parameters = 900'000'000;  // the blocks' GEMMs; the rest: embeddings, norms
+
+TEST(ModelStates, SixteenBitWeightsFp32GradientsAndAdam) {
+  const StaticMemory m = static_memory(kParameters, kFp8Parameters, format(Precision::Bf16, 0, 8));
+  EXPECT_EQ(m.weights.count(), 2 * kParameters);  // no FP8 copies without an FP8 precision
+  EXPECT_EQ(m.gradients.count(), 4 * kParameters);
+  EXPECT_EQ(m.optimizer.count(), 12 * kParameters);
+}
+
+TEST(ModelStates, Fp8CopiesOnlyForTheFp8GemmsWeights) {
+  const StaticMemory m = static_memory(kParameters, kFp8Parameters, format(Precision::Fp8, 0, 8));
+  EXPECT_EQ(m.weights.count(), 2 * kParameters + 1 * kFp8Parameters);
+}
+
+TEST(ModelStates, Fp8WeightsOnlyTakeTwoBytes) {
+  StateFormat f = format(Precision::Mxfp8, 0, 8);
+  f.fp8_param_gather = true;
+  const StaticMemory m = static_memory(kParameters, kFp8Parameters, f);
+  // 16-bit embeddings and norms; FP8 data plus its transposed copy for the blocks' GEMMs.
+  EXPECT_EQ(m.weights.count(), 2 * (kParameters - kFp8Parameters) + 2 * kFp8Parameters);
+}
+
+TEST(ModelStates, SixteenBitGradientsHalveTheBuffer) {
+  StateFormat f = format(Precision::Bf16, 1, 8);
+  f.grad_reduce_in_fp32 = false;
+  const StaticMemory m = static_memory(kParameters, 0, f);
+  EXPECT_EQ(m.gradients.count(), 2 * kParameters);
+  EXPECT_EQ(m.optimizer.count(), 12 * kParameters / 8);  // ZeRO 1 shards only the optimizer
+  f.zero = 2;
+  EXPECT_EQ(static_memory(kParameters, 0, f).gradients.count(), 2 * kParameters / 8);
+  f.zero = 3;
+  EXPECT_EQ(static_memory(kParameters, 0, f).weights.count(), 2 * kParameters / 8);
+}
+
+/// The bytes of each collective kind on stage 0's stream.
+std::int64_t collective_bytes(const schedule::Program& program, schedule::OpKind kind) {
+  std::int64_t total = 0;
+  for (const schedule::Op& op : program.streams.front()) {
+    if (op.kind == kind) total += op.bytes.count();
+  }
+  return total;
+}
+
+TEST(ModelStates, DataParallelTrafficFollowsTheFormats) {
+  const auto cluster = testing::cluster_yaml(
+      "cluster: { gpus_per_node: 4, gpu: h100-sxm, intra_node: { kind: nvswitch, bandwidth: \"450 GB/s\" } }\n");
+  const auto model = testing::model_yaml(
+      "model: { family: llama, layers: 2, hidden: 256, heads: 4, ffn: 512, seq_len: 128, vocab: 1024 }\n");
+  std::int64_t parameters = 0;
+  for (const auto& layer : model.layers) parameters += layer.parameters;
+  const auto build = [&](const std::string& extra) {
+    const plan::Plan p = testing::plan_yaml("parallelism: { data: 4 }\nzero: 1\nbatch: { global: 4 }\n" + extra,
+                                            cluster, model);
+    schedule::GradientSync sync;
+    sync.gradient_bytes = schedule::chunk_gradient_bytes(model, p);
+    sync.bucket_size = Bytes::gib(1);
+    return schedule::plan_program(model, p, sync);
+  };
+  using schedule::OpKind;
+  // Megatron-LM's default: fp32 gradients reduce-scattered, 16-bit weights gathered.
+  const schedule::Program fp32 = build("");
+  EXPECT_EQ(collective_bytes(fp32, OpKind::ReduceScatter), 4 * parameters);
+  EXPECT_EQ(collective_bytes(fp32, OpKind::AllGather), 2 * parameters);
+  // 16-bit gradients: half the reduction; FP8 weights: one byte per parameter gathered.
+  const schedule::Program narrow =
+      build("grad_reduce_in_fp32: false\nprecision: fp8\nfp8_param_gather: true\n");
+  EXPECT_EQ(collective_bytes(narrow, OpKind::ReduceScatter), 2 * parameters);
+  EXPECT_EQ(collective_bytes(narrow, OpKind::AllGather), parameters);
+}
+
+TEST(ModelStates, Fp8WeightsNeedAnFp8Precision) {
+  const auto cluster = testing::pcie_box(1);
+  const auto model = testing::model_yaml(
+      "model: { family: llama, layers: 2, hidden: 256, heads: 4, ffn: 512, seq_len: 128, vocab: 1024 }\n");
+  try {
+    (void)testing::plan_yaml("precision: bf16\nfp8_param_gather: true\n", cluster, model);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("fp8_param_gather"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("plan.yaml:2"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace mpsim::engine
