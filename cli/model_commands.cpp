@@ -60,6 +60,23 @@ Json shape_json(const model::TransformerShape& s) {
   j["biases"] = s.biases;
   j["dropout"] = s.dropout;
   if (s.family == model::Family::Bert) j["pooler"] = s.pooler;
+  if (s.qk_norm) j["qk_norm"] = true;
+  if (s.attention_sinks) j["attention_sinks"] = true;
+  if (s.moe) {
+    const model::MoeShape& e = *s.moe;
+    j["moe"] = {{"experts", e.experts},         {"top_k", e.top_k},
+                {"expert_ffn", e.expert_ffn},   {"shared_experts", e.shared_experts},
+                {"shared_expert_ffn", e.shared_expert_ffn}, {"dense_layers", e.dense_layers},
+                {"frequency", e.frequency},     {"router_bias", e.router_bias}};
+  }
+  if (s.mla) {
+    const model::MlaShape& a = *s.mla;
+    j["mla"] = {{"q_lora_rank", a.q_lora_rank},
+                {"kv_lora_rank", a.kv_lora_rank},
+                {"qk_nope_head_dim", a.qk_nope_head_dim},
+                {"qk_rope_head_dim", a.qk_rope_head_dim},
+                {"v_head_dim", a.v_head_dim}};
+  }
   return j;
 }
 
@@ -91,6 +108,7 @@ Json model_json(const Model& m) {
   j["family"] = m.family;
   j["dtype_bytes"] = m.dtype_bytes;
   j["parameters"] = m.parameters();
+  j["active_parameters"] = m.active_parameters();
   j["parameter_bytes"] = m.parameter_bytes().count();
   j["training_flops_per_sample"] = m.training_flops_per_sample().count();
   if (m.shape) j["shape"] = shape_json(*m.shape);
@@ -166,9 +184,27 @@ void print_human(const Model& m) {
     std::cout << fmt::format("shape       {}, hidden {}, {} heads of {} ({} kv), ffn {}{}, seq {}, vocab {}\n",
                              layers, s.hidden, s.heads, s.head_dim, s.kv_heads, s.ffn,
                              s.gated_mlp ? " gated" : "", seq, s.vocab);
+    if (s.moe) {
+      const model::MoeShape& e = *s.moe;
+      std::cout << fmt::format("experts     {} routed of {} (top {}){}{}{}\n", e.experts, e.expert_ffn, e.top_k,
+                               e.shared_experts > 0 ? fmt::format(" + {} shared of {}", e.shared_experts,
+                                                                  e.shared_expert_ffn)
+                                                    : "",
+                               e.dense_layers > 0 ? fmt::format(", first {} blocks dense", e.dense_layers) : "",
+                               e.frequency > 1 ? fmt::format(", every {} blocks", e.frequency) : "");
+    }
+    if (s.mla) {
+      const model::MlaShape& a = *s.mla;
+      std::cout << fmt::format("attention   latent: q rank {}, kv rank {}, query-key {} + {} rotary, value {}\n",
+                               a.q_lora_rank, a.kv_lora_rank, a.qk_nope_head_dim, a.qk_rope_head_dim, a.v_head_dim);
+    }
   }
   std::cout << fmt::format("parameters  {} ({}; {} of weights)\n", grouped(m.parameters()),
                            readable_count(m.parameters()), to_string(m.parameter_bytes()));
+  if (m.active_parameters() != m.parameters()) {
+    std::cout << fmt::format("active      {} ({}) per token\n", grouped(m.active_parameters()),
+                             readable_count(m.active_parameters()));
+  }
   std::cout << fmt::format("training    {} per sample (forward + backward, no recomputation)\n\n",
                            to_string(m.training_flops_per_sample()));
 

@@ -27,6 +27,11 @@ NetDims net_dims(const model::Model& model, int tensor) {
   NetDims d;
   if (model.shape) {
     const model::TransformerShape& s = *model.shape;
+    // The executor's blocks are dense GPT-style blocks; experts and latent attention are simulated only.
+    if (s.moe || s.mla) {
+      throw std::invalid_argument(fmt::format("the executor runs dense blocks; {} has {}", model.name,
+                                              s.moe ? "mixture-of-experts blocks" : "latent attention"));
+    }
     d.hidden = s.hidden;
     d.heads = std::max<std::int64_t>(s.heads, 1);
     d.head_dim = s.head_dim > 0 ? s.head_dim : s.hidden / d.heads;

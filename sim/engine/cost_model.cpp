@@ -47,7 +47,7 @@ Bytes reserved_memory(int tensor, int pipeline, int data) noexcept {
 }
 
 StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept {
-  return {dtype_bytes,    plan.precision, plan.zero, plan.grad_reduce_in_fp32, plan.fp8_param_gather,
+  return {dtype_bytes, plan.precision, plan.zero, plan.grad_reduce_in_fp32, plan.fp8_param_gather,
           plan.tensor, plan.pipeline, plan.data};
 }
 
@@ -116,8 +116,8 @@ PassTimes layer_kernel_times(const KernelRates& rates, const Layer& layer, const
     out.forward += gemm_time(rates, passes.forward);
     out.backward_input += gemm_time(rates, passes.backward_input);
     out.backward_weight += gemm_time(rates, passes.backward_weight);
-    cast_forward += passes.forward.m * passes.forward.k;
-    cast_backward += passes.backward_input.m * passes.backward_input.k;
+    cast_forward += passes.forward.groups * passes.forward.m * passes.forward.k;
+    cast_backward += passes.backward_input.groups * passes.backward_input.m * passes.backward_input.k;
   }
   if (rates.fp8) {
     out.forward += transfer_time(Bytes::bytes(cast_forward * kFp8CastBytesPerElement), rates.memory);

@@ -49,34 +49,37 @@ KernelRates kernel_rates(const topology::GpuKind& gpu, plan::Precision precision
 
 double tile_utilization(GemmShape shape, int sm_count) noexcept {
   if (sm_count <= 0 || shape.m <= 0 || shape.n <= 0) return 1.0;
-  const std::int64_t tiles = ceil_div(shape.m, kTileEdge) * ceil_div(shape.n, kTileEdge);
+  const std::int64_t tiles = shape.groups * ceil_div(shape.m, kTileEdge) * ceil_div(shape.n, kTileEdge);
   const std::int64_t waves = ceil_div(tiles, sm_count);
   const double occupied = static_cast<double>(waves) * sm_count * kTileEdge * kTileEdge;
-  return static_cast<double>(shape.m) * static_cast<double>(shape.n) / occupied;
+  return static_cast<double>(shape.groups) * static_cast<double>(shape.m) * static_cast<double>(shape.n) / occupied;
 }
 
 TimeNs gemm_time(const KernelRates& rates, GemmShape s) noexcept {
   if (s.m <= 0 || s.n <= 0 || s.k <= 0) return TimeNs{};
-  const double flops = kFlopsPerMac * static_cast<double>(s.m) * static_cast<double>(s.n) * static_cast<double>(s.k);
+  const double flops = kFlopsPerMac * static_cast<double>(s.groups) * static_cast<double>(s.m) *
+                       static_cast<double>(s.n) * static_cast<double>(s.k);
   const TimeNs compute = compute_time(Flops::flop(flops / tile_utilization(s, rates.sm_count)), rates.gemm);
-  const std::int64_t bytes = (s.m * s.k + s.k * s.n) * rates.gemm_input_bytes + s.m * s.n * rates.activation_bytes;
+  const std::int64_t bytes =
+      s.groups * ((s.m * s.k + s.k * s.n) * rates.gemm_input_bytes + s.m * s.n * rates.activation_bytes);
   const TimeNs memory = transfer_time(Bytes::bytes(bytes), rates.memory);
   return std::max(compute, memory) + kGemmLatency;
 }
 
 GemmPasses gemm_passes(const model::Gemm& g, int micro_batch, int tensor) noexcept {
-  const std::int64_t tokens = g.tokens * micro_batch;
+  const std::int64_t groups = std::max<std::int64_t>(1, g.groups);
+  const std::int64_t tokens = ceil_div(g.tokens * micro_batch, groups);  // per group
   const std::int64_t in = g.split == model::TensorSplit::Rows ? ceil_div(g.in, tensor) : g.in;
   const std::int64_t out = g.split == model::TensorSplit::Columns ? ceil_div(g.out, tensor) : g.out;
-  return {GemmShape{tokens, out, in}, GemmShape{tokens, in, out}, GemmShape{in, out, tokens}};
+  return {GemmShape{tokens, out, in, groups}, GemmShape{tokens, in, out, groups}, GemmShape{in, out, tokens, groups}};
 }
 
 AttentionTimes attention_time(const KernelRates& rates, const model::AttentionCore& core, plan::AttentionKernel kernel,
                               int micro_batch, int tensor) noexcept {
   const double heads = static_cast<double>(ceil_div(core.heads, tensor));
-  // QK^T and scores x V: q x kv x d multiply-adds each, per head.
-  const double matmuls = 2 * kFlopsPerMac * static_cast<double>(core.q_tokens) * static_cast<double>(core.kv_tokens) *
-                         static_cast<double>(core.head_dim) * heads * micro_batch;
+  // QK^T and scores x V: q x kv x d multiply-adds each (d: the query-key, then the value width), per head.
+  const double matmuls = kFlopsPerMac * static_cast<double>(core.q_tokens) * static_cast<double>(core.kv_tokens) *
+                         static_cast<double>(core.head_dim + core.values()) * heads * micro_batch;
   if (kernel == plan::AttentionKernel::Flash) {
     const double forward = core.causal ? matmuls / 2 : matmuls;
     return {compute_time(Flops::flop(forward), rates.attention),

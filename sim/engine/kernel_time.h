@@ -31,10 +31,12 @@ struct KernelRates {
 
 [[nodiscard]] KernelRates kernel_rates(const topology::GpuKind& gpu, plan::Precision precision, int dtype_bytes);
 
+/// [m x k] x [k x n], `groups` times in one grouped kernel (the routed experts).
 struct GemmShape {
   std::int64_t m = 0;
   std::int64_t n = 0;
   std::int64_t k = 0;
+  std::int64_t groups = 1;
 };
 
 /// Output tiles' useful share of the SM-waves they occupy, in (0, 1]; 1 when the SM count is unknown.

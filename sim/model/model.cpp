@@ -27,9 +27,13 @@ bool is_recomputed(LayerKind k) noexcept {
 Flops recomputed_flops(const Model& model, const Layer& layer, Recompute recompute) noexcept {
   if (recompute == Recompute::Full && is_recomputed(layer.kind)) return layer.forward_flops;
   if (recompute == Recompute::Selective && layer.kind == LayerKind::Transformer && model.shape) {
-    const auto& s = *model.shape;
-    return Flops::flop(4.0 * static_cast<double>(s.seq_len) * static_cast<double>(s.seq_len) *
-                       static_cast<double>(s.attention_width()));
+    // QK^T and scores x V of every attention core: q x kv x (query-key + value width) per head.
+    double flops = 0;
+    for (const AttentionCore& c : layer.attention) {
+      flops += 2.0 * static_cast<double>(c.q_tokens) * static_cast<double>(c.kv_tokens) *
+               static_cast<double>(c.heads * (c.head_dim + c.values()));
+    }
+    return Flops::flop(flops);
   }
   return Flops{};
 }
@@ -54,7 +58,7 @@ std::int64_t stashed_gemm_input_elements(const Layer& layer, int micro_batch, in
                                          bool sequence_parallel) noexcept {
   std::int64_t total = 0;
   for (const Gemm& g : layer.gemms) {
-    const std::int64_t elements = g.tokens * g.in * micro_batch;
+    const std::int64_t elements = g.tokens * g.in * micro_batch;  // all groups together
     const bool split = g.split == TensorSplit::Rows || (g.split == TensorSplit::Columns && sequence_parallel);
     total += split ? (elements + tensor - 1) / tensor : elements;
   }
@@ -64,6 +68,15 @@ std::int64_t stashed_gemm_input_elements(const Layer& layer, int micro_batch, in
 std::int64_t Model::parameters() const noexcept {
   std::int64_t total = 0;
   for (const Layer& l : layers) total += l.parameters;
+  return total;
+}
+
+std::int64_t Model::active_parameters() const noexcept {
+  std::int64_t total = 0;
+  for (const Layer& l : layers) {
+    total += l.parameters;
+    if (l.routed.experts > 0) total -= l.expert_parameters - l.expert_parameters / l.routed.experts * l.routed.top_k;
+  }
   return total;
 }
 
@@ -86,7 +99,7 @@ bool same_cost(const Layer& a, const Layer& b) noexcept {
          a.forward_time == b.forward_time && a.backward_input_time == b.backward_input_time &&
          a.backward_weight_time == b.backward_weight_time &&
          a.tensor_parallel_allreduces_forward == b.tensor_parallel_allreduces_forward && a.gemms == b.gemms &&
-         a.attention == b.attention;
+         a.attention == b.attention && a.routed == b.routed && a.expert_parameters == b.expert_parameters;
 }
 
 std::vector<LayerRun> identical_runs(const std::vector<Layer>& layers) {

@@ -46,11 +46,15 @@ enum class TensorSplit : std::uint8_t { None, Columns, Rows };
 /// One weight matrix multiply of a layer's forward pass for one sample: [tokens x in] x [in x out].
 /// The backward runs it twice: activation gradients [tokens x out] x [out x in] and weight gradients
 /// [in x tokens] x [tokens x out].
+/// `groups` > 1: that many independent GEMMs of [tokens/groups x in] x [in x out], one grouped
+/// kernel (the routed experts: `tokens` is every token's top-k copies, spread evenly over the experts,
+/// as uniform routing spreads them).
 struct Gemm {
   std::int64_t tokens = 0;
   std::int64_t in = 0;
   std::int64_t out = 0;
   TensorSplit split = TensorSplit::None;
+  std::int64_t groups = 1;
   friend bool operator==(const Gemm&, const Gemm&) = default;
 };
 
@@ -59,9 +63,21 @@ struct AttentionCore {
   std::int64_t q_tokens = 0;
   std::int64_t kv_tokens = 0;
   std::int64_t heads = 0;     ///< query heads, split over tensor-parallel ranks
-  std::int64_t head_dim = 0;
+  std::int64_t head_dim = 0;  ///< of queries and keys
   bool causal = false;        ///< decoder self-attention: a kernel skips the masked half
+  std::int64_t value_dim = 0;  ///< of values, when it differs from head_dim (MLA); 0: head_dim
+  [[nodiscard]] std::int64_t values() const noexcept { return value_dim > 0 ? value_dim : head_dim; }
   friend bool operator==(const AttentionCore&, const AttentionCore&) = default;
+};
+
+/// The routed experts of an MoE block, per sample: each of `tokens` tokens goes to `top_k` of the
+/// `experts`, a vector of `hidden` elements each way (dispatch and combine).
+struct RoutedExperts {
+  std::int64_t experts = 0;  ///< 0: not an MoE block
+  std::int64_t top_k = 0;
+  std::int64_t tokens = 0;
+  std::int64_t hidden = 0;
+  friend bool operator==(const RoutedExperts&, const RoutedExperts&) = default;
 };
 
 struct Layer {
@@ -88,6 +104,8 @@ struct Layer {
   /// shape; the cost model times them by shape. Empty: the FLOP counts above are timed as one GEMM.
   std::vector<Gemm> gemms;
   std::vector<AttentionCore> attention;
+  RoutedExperts routed;              ///< MoE blocks only
+  std::int64_t expert_parameters = 0;  ///< of `parameters`, the routed experts' (expert parallelism shards them)
 
   [[nodiscard]] Flops backward_flops() const noexcept { return backward_input_flops + backward_weight_flops; }
   [[nodiscard]] Flops training_flops() const noexcept { return forward_flops + backward_flops(); }
@@ -128,8 +146,9 @@ struct Model;
 /// layers, which say what they keep); Megatron does not recompute the embedding or the output head.
 [[nodiscard]] bool is_recomputed(LayerKind kind) noexcept;
 /// FLOPs per sample that `recompute` runs again before the layer's backward: the whole forward of a
-/// recomputed layer (full), or a transformer block's attention scores, 4 s^2 x attention width,
-/// from the model's shape (selective).
+/// recomputed layer (full), or a transformer block's score matmuls (QK^T and scores x V of each of
+/// its attention cores: 2 q kv (head_dim + value width) per head; 4 s^2 x attention width for
+/// self-attention) (selective).
 [[nodiscard]] Flops recomputed_flops(const Model& model, const Layer& layer, Recompute recompute) noexcept;
 
 struct Model {
@@ -141,6 +160,9 @@ struct Model {
 
   /// Sum of the layers' parameters (a tied output head is counted once, in the embedding).
   [[nodiscard]] std::int64_t parameters() const noexcept;
+  /// Parameters one token passes through: all but the routed experts it is not sent to (each MoE
+  /// block's expert_parameters x top_k / experts of them count).
+  [[nodiscard]] std::int64_t active_parameters() const noexcept;
   /// Forward + backward FLOPs of one sample through every layer, without recomputation.
   [[nodiscard]] Flops training_flops_per_sample() const noexcept;
   /// parameters() * dtype_bytes: the weights alone, without gradients or optimizer state.

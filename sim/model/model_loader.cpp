@@ -27,6 +27,7 @@ constexpr std::int64_t kMaxTokenTypes = 1024;
 constexpr std::int64_t kMaxParams = std::int64_t{1} << 50;
 constexpr std::int64_t kMaxRepeat = 100'000;
 constexpr std::int64_t kMaxAllreduces = 64;
+constexpr std::int64_t kMaxExperts = 1 << 16;
 
 constexpr std::pair<std::string_view, Family> kFamilies[] = {
     {"gpt", Family::Gpt}, {"llama", Family::Llama}, {"t5", Family::T5}, {"bert", Family::Bert}};
@@ -78,10 +79,43 @@ std::optional<bool> optional_bool(const Field& m, std::string_view key) {
 
 // ---- Hyperparameter form ---------------------------------------------------------------------------
 
+MoeShape parse_moe(const Field& f, const TransformerShape& s) {
+  f.expect_keys({"experts", "top_k", "expert_ffn", "shared_experts", "shared_expert_ffn", "dense_layers", "frequency",
+                 "router_bias"});
+  MoeShape e;
+  e.experts = bounded_int(f.require("experts"), 1, kMaxExperts);
+  const auto top_k = f.require("top_k");
+  e.top_k = bounded_int(top_k, 1, kMaxExperts);
+  if (e.top_k > e.experts) top_k.fail(fmt::format("top_k ({}) exceeds the experts ({})", e.top_k, e.experts));
+  e.expert_ffn = bounded_int(f.require("expert_ffn"), 1, kMaxWidth);
+  if (const auto g = f.get("shared_experts")) e.shared_experts = bounded_int(*g, 0, kMaxExperts);
+  e.shared_expert_ffn = e.expert_ffn;
+  if (const auto g = f.get("shared_expert_ffn")) e.shared_expert_ffn = bounded_int(*g, 1, kMaxWidth);
+  if (const auto g = f.get("dense_layers")) {
+    e.dense_layers = static_cast<int>(g->as_int_in(0, s.layers - 1));
+  }
+  if (const auto g = f.get("frequency")) e.frequency = static_cast<int>(bounded_int(*g, 1, kMaxLayers));
+  if (const auto v = optional_bool(f, "router_bias")) e.router_bias = *v;
+  return e;
+}
+
+MlaShape parse_mla(const Field& f) {
+  f.expect_keys({"q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"});
+  MlaShape a;
+  if (const auto g = f.get("q_lora_rank")) a.q_lora_rank = bounded_int(*g, 0, kMaxWidth);
+  a.kv_lora_rank = bounded_int(f.require("kv_lora_rank"), 1, kMaxWidth);
+  a.qk_nope_head_dim = bounded_int(f.require("qk_nope_head_dim"), 0, kMaxWidth);
+  a.qk_rope_head_dim = bounded_int(f.require("qk_rope_head_dim"), 0, kMaxWidth);
+  if (a.qk_head_dim() < 1) f.fail("qk_nope_head_dim + qk_rope_head_dim must be positive");
+  a.v_head_dim = bounded_int(f.require("v_head_dim"), 1, kMaxWidth);
+  return a;
+}
+
 Model parse_hyperparameters(const Field& m, std::string_view default_name) {
   m.expect_keys({"name", "family", "dtype", "layers", "encoder_layers", "decoder_layers", "hidden", "heads",
                  "kv_heads", "head_dim", "ffn", "seq_len", "decoder_seq_len", "vocab", "max_positions",
-                 "token_types", "tied_embeddings", "activation", "gated_mlp", "biases", "dropout", "pooler", "norm", "positions"});
+                 "token_types", "tied_embeddings", "activation", "gated_mlp", "biases", "dropout", "pooler", "norm", "positions",
+                 "moe", "mla", "qk_norm", "attention_sinks"});
   const Family family = m.require("family").as_enum(kFamilies);
   const bool t5 = family == Family::T5;
 
@@ -156,6 +190,15 @@ Model parse_hyperparameters(const Field& m, std::string_view default_name) {
     s.max_positions = bounded_int(*f, s.seq_len, kMaxSeqLen);
   }
   if (const auto f = m.get("token_types")) s.token_types = bounded_int(*f, 0, kMaxTokenTypes);
+  if (const auto v = optional_bool(m, "qk_norm")) s.qk_norm = *v;
+  if (const auto v = optional_bool(m, "attention_sinks")) s.attention_sinks = *v;
+  if (const auto f = m.get("moe")) s.moe = parse_moe(*f, s);
+  if (const auto f = m.get("mla")) {
+    if (m.has("head_dim")) m.require("head_dim").fail("with mla, the query-key head width comes from mla");
+    if (m.has("kv_heads")) m.require("kv_heads").fail("with mla, keys and values come from mla's latent");
+    s.mla = parse_mla(*f);
+    s.head_dim = s.mla->qk_head_dim();
+  }
 
   if (const std::string error = shape_error(s); !error.empty()) m.fail(error);
   return make_transformer(s, name_of(m, default_name), dtype_bytes_of(m));

@@ -128,6 +128,8 @@ Part attention(const TransformerShape& m, const Sizes& z, std::int64_t q_tokens,
   p.gemms.push_back({q_tokens, aw, h, TensorSplit::Rows});
   p.cores.push_back({q_tokens, kv_tokens, m.heads, m.head_dim, causal});
   p.parameters = h * aw + 2 * h * kv + aw * h + (m.biases ? aw + 2 * kv + h : 0);
+  if (m.qk_norm) p.parameters += 2 * (m.norm == NormKind::LayerNorm ? 2 : 1) * m.head_dim;
+  if (m.attention_sinks) p.parameters += m.heads;
   p.matmul_flops = kFlopsPerMac * (static_cast<double>(q_tokens) * static_cast<double>(h * aw) +
                                    static_cast<double>(kv_tokens) * static_cast<double>(2 * h * kv) +
                                    static_cast<double>(q_tokens) * static_cast<double>(aw * h));
@@ -144,24 +146,97 @@ Part attention(const TransformerShape& m, const Sizes& z, std::int64_t q_tokens,
   return p;
 }
 
-/// The MLP and its dropout. Stash: the first matmul's input and the dropout mask (replicated), the
-/// activation function's input(s) and the last matmul's input (sharded).
-Part mlp(const TransformerShape& m, const Sizes& z, std::int64_t tokens) {
+/// DeepSeek's multi-head latent attention over `tokens` tokens (self-attention), with its output
+/// projection. The down-projections (to the query and key-value latents, and the shared rotary key)
+/// are not split by tensor parallelism, the up-projections by columns, the output projection by rows
+/// (Megatron-Core's MLASelfAttention). Stash: the inputs of the down-projections and of the two
+/// latent norms (replicated), Q, K, V and the attention output (sharded), the scores.
+Part latent_attention(const TransformerShape& m, const Sizes& z, std::int64_t tokens) {
+  const MlaShape& a = *m.mla;
   const std::int64_t h = m.hidden;
-  const std::int64_t f = m.ffn;
-  const std::int64_t matrices = m.gated_mlp ? 3 : 2;
+  const std::int64_t q_width = m.heads * a.qk_head_dim();
+  const std::int64_t v_width = m.heads * a.v_head_dim;
+  const std::int64_t norm_width = m.norm == NormKind::LayerNorm ? 2 : 1;
   Part p;
-  p.parameters = matrices * h * f + (m.biases ? (matrices - 1) * f + h : 0);
-  p.matmul_flops = kFlopsPerMac * static_cast<double>(tokens) * static_cast<double>(matrices * h * f);
-  p.gemms.push_back({tokens, h, (matrices - 1) * f, TensorSplit::Columns});  // up (and gate)
-  p.gemms.push_back({tokens, f, h, TensorSplit::Rows});                      // down
-  p.stash.tp_replicated = bytes((z.element + z.mask) * tokens * h);
-  // Gated: gate and up projections (inputs of the gating) and the down projection's input.
-  p.stash.tp_sharded = bytes(z.element * matrices * tokens * f);
+  if (a.q_lora_rank > 0) {
+    p.gemms.push_back({tokens, h, a.q_lora_rank, TensorSplit::None});
+    p.gemms.push_back({tokens, a.q_lora_rank, q_width, TensorSplit::Columns});
+    p.parameters += h * a.q_lora_rank + norm_width * a.q_lora_rank + a.q_lora_rank * q_width;
+  } else {
+    p.gemms.push_back({tokens, h, q_width, TensorSplit::Columns});
+    p.parameters += h * q_width;
+  }
+  p.gemms.push_back({tokens, h, a.kv_lora_rank + a.qk_rope_head_dim, TensorSplit::None});
+  p.gemms.push_back({tokens, a.kv_lora_rank, m.heads * (a.qk_nope_head_dim + a.v_head_dim), TensorSplit::Columns});
+  p.gemms.push_back({tokens, v_width, h, TensorSplit::Rows});
+  p.parameters += h * (a.kv_lora_rank + a.qk_rope_head_dim) + norm_width * a.kv_lora_rank +
+                  a.kv_lora_rank * m.heads * (a.qk_nope_head_dim + a.v_head_dim) + v_width * h;
+  double macs = 0;
+  for (const Gemm& g : p.gemms) macs += static_cast<double>(g.tokens) * static_cast<double>(g.in * g.out);
+  p.matmul_flops = kFlopsPerMac * macs;
+  p.cores.push_back({tokens, tokens, m.heads, a.qk_head_dim(), true, a.v_head_dim});
+  p.score_flops = kFlopsPerMac * static_cast<double>(tokens) * static_cast<double>(tokens) *
+                  static_cast<double>(q_width + v_width);
+  p.stash.tp_replicated = bytes(z.element * tokens * (h + a.q_lora_rank + a.kv_lora_rank) + z.mask * tokens * h);
+  p.stash.tp_sharded = bytes(z.element * tokens * (2 * q_width + 2 * v_width));
+  const std::int64_t per_score = z.mask > 0 ? 2 * z.element + z.mask : z.element;
+  p.stash.attention_scores = bytes(per_score * m.heads * tokens * tokens);
   return p;
 }
 
-Layer to_layer(std::string name, const Part& p, Bytes layer_input, Bytes output, int allreduces) {
+/// An MLP of width `width` over `tokens` tokens, as `groups` experts when > 1 (the tokens spread
+/// over them), with its biases when the model has them. Stash: the activation function's input(s)
+/// and the last matmul's input (sharded).
+Part mlp_matrices(const TransformerShape& m, const Sizes& z, std::int64_t tokens, std::int64_t width,
+                  std::int64_t groups) {
+  const std::int64_t h = m.hidden;
+  const std::int64_t matrices = m.gated_mlp ? 3 : 2;
+  Part p;
+  p.parameters = groups * (matrices * h * width + (m.biases ? (matrices - 1) * width + h : 0));
+  p.matmul_flops = kFlopsPerMac * static_cast<double>(tokens) * static_cast<double>(matrices * h * width);
+  p.gemms.push_back({tokens, h, (matrices - 1) * width, TensorSplit::Columns, groups});  // up (and gate)
+  p.gemms.push_back({tokens, width, h, TensorSplit::Rows, groups});                      // down
+  // Gated: gate and up projections (inputs of the gating) and the down projection's input.
+  p.stash.tp_sharded = bytes(z.element * matrices * tokens * width);
+  return p;
+}
+
+/// The MLP and its dropout. Stash: the first matmul's input and the dropout mask (replicated), the
+/// activation function's input(s) and the last matmul's input (sharded).
+Part mlp(const TransformerShape& m, const Sizes& z, std::int64_t tokens) {
+  Part p = mlp_matrices(m, z, tokens, m.ffn, 1);
+  p.stash.tp_replicated = bytes((z.element + z.mask) * tokens * m.hidden);
+  return p;
+}
+
+/// An MoE MLP (Megatron-Core's MoELayer): the router (a linear layer to the experts' logits, not
+/// split), the routed experts (each token's top_k copies, one grouped GEMM per matrix) and the
+/// shared experts (one MLP as wide as all of them, Megatron's SharedExpertMLP), with the dropout
+/// after them. Stash: the router's and shared experts' input and the dropout mask (replicated); the
+/// permuted tokens the experts read and their outputs the combine weighs, and each MLP's
+/// intermediates (sharded: with tensor parallelism Megatron requires sequence parallelism, so each
+/// rank routes its share of the tokens).
+Part moe_mlp(const TransformerShape& m, const Sizes& z, std::int64_t tokens, RoutedExperts& routed,
+             std::int64_t& expert_parameters) {
+  const MoeShape& e = *m.moe;
+  const std::int64_t h = m.hidden;
+  const std::int64_t copies = tokens * e.top_k;
+  Part p;
+  p.parameters = h * e.experts + (e.router_bias ? e.experts : 0);
+  p.matmul_flops = kFlopsPerMac * static_cast<double>(tokens) * static_cast<double>(h * e.experts);
+  p.gemms.push_back({tokens, h, e.experts, TensorSplit::None});
+  const Part experts = mlp_matrices(m, z, copies, e.expert_ffn, e.experts);
+  expert_parameters = experts.parameters;
+  p += experts;
+  if (e.shared_experts > 0) p += mlp_matrices(m, z, tokens, e.shared_experts * e.shared_expert_ffn, 1);
+  p.stash.tp_replicated = bytes((z.element + z.mask) * tokens * h);
+  p.stash.tp_sharded += bytes(2 * z.element * copies * h);
+  routed = {e.experts, e.top_k, tokens, h};
+  return p;
+}
+
+Layer to_layer(std::string name, const Part& p, Bytes layer_input, Bytes output, int allreduces,
+               RoutedExperts routed = {}, std::int64_t expert_parameters = 0) {
   Layer l;
   l.name = std::move(name);
   l.kind = LayerKind::Transformer;
@@ -175,6 +250,8 @@ Layer to_layer(std::string name, const Part& p, Bytes layer_input, Bytes output,
   l.tensor_parallel_allreduces_forward = allreduces;
   l.gemms = p.gemms;
   l.attention = p.cores;
+  l.routed = routed;
+  l.expert_parameters = expert_parameters;
   return l;
 }
 
@@ -335,6 +412,30 @@ std::string shape_error(const TransformerShape& s) {
   if (s.positions == PositionKind::Relative && s.relative_buckets < 1) return "relative positions need buckets";
   if (s.positions != PositionKind::Relative && s.relative_buckets != 0) return "only relative positions have buckets";
   if (s.token_types < 0) return "token_types must not be negative";
+  if (s.moe) {
+    const MoeShape& e = *s.moe;
+    if (s.family == Family::T5 || s.family == Family::Bert) return "moe blocks are for decoder-only families (gpt, llama)";
+    if (e.experts < 1) return "moe.experts must be positive";
+    if (e.top_k < 1 || e.top_k > e.experts) return fmt::format("moe.top_k ({}) must be 1 to experts ({})", e.top_k, e.experts);
+    if (e.expert_ffn < 1) return "moe.expert_ffn must be positive";
+    if (e.shared_experts < 0) return "moe.shared_experts must not be negative";
+    if (e.shared_experts > 0 && e.shared_expert_ffn < 1) return "moe.shared_expert_ffn must be positive";
+    if (e.dense_layers < 0 || e.dense_layers >= s.layers) {
+      return fmt::format("moe.dense_layers ({}) must leave at least one of the {} blocks", e.dense_layers, s.layers);
+    }
+    if (e.frequency < 1) return "moe.frequency must be positive";
+  }
+  if (s.mla) {
+    const MlaShape& a = *s.mla;
+    if (s.family == Family::T5 || s.family == Family::Bert) return "mla attention is for decoder-only families (gpt, llama)";
+    if (a.q_lora_rank < 0) return "mla.q_lora_rank must not be negative";
+    if (a.kv_lora_rank < 1) return "mla.kv_lora_rank must be positive";
+    if (a.qk_nope_head_dim < 0 || a.qk_rope_head_dim < 0 || a.qk_head_dim() < 1) {
+      return "mla.qk_nope_head_dim + qk_rope_head_dim must be positive";
+    }
+    if (a.v_head_dim < 1) return "mla.v_head_dim must be positive";
+    if (s.head_dim != a.qk_head_dim()) return "with mla, head_dim is qk_nope_head_dim + qk_rope_head_dim";
+  }
   return {};
 }
 
@@ -370,10 +471,22 @@ Model make_transformer(const TransformerShape& shape, std::string name, int dtyp
     }
   } else {
     const Bytes out = bytes(z.element * shape.seq_len * h);
+    const std::int64_t s = shape.seq_len;
     // GPT and LLaMA decode left to right (causal masks); BERT attends both ways.
-    const Part p = self_attention_block(shape, z, shape.seq_len, shape.family != Family::Bert);
+    Part mixer = norm(shape, z, s);
+    mixer += shape.mla ? latent_attention(shape, z, s) : attention(shape, z, s, s, shape.family != Family::Bert);
+    mixer += norm(shape, z, s);
+    Part dense = mixer;
+    dense += mlp(shape, z, s);
+    RoutedExperts routed;
+    std::int64_t expert_parameters = 0;
+    Part sparse = mixer;
+    if (shape.moe) sparse += moe_mlp(shape, z, s, routed, expert_parameters);
     for (int i = 0; i < shape.layers; ++i) {
-      model.layers.push_back(to_layer(fmt::format("block{}", i), p, out, out, kAllreducesPerSelfAttentionBlock));
+      const std::string name = fmt::format("block{}", i);
+      model.layers.push_back(shape.is_moe_block(i) ? to_layer(name, sparse, out, out, kAllreducesPerSelfAttentionBlock,
+                                                              routed, expert_parameters)
+                                                   : to_layer(name, dense, out, out, kAllreducesPerSelfAttentionBlock));
     }
   }
   model.layers.push_back(output_head(shape, z));

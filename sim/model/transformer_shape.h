@@ -1,6 +1,7 @@
 #pragma once
 /// Hyperparameters of a transformer model, as papers and model cards give them.
 #include <cstdint>
+#include <optional>
 #include <string_view>
 
 namespace mpsim::model {
@@ -33,6 +34,38 @@ enum class Activation : std::uint8_t { Gelu, Swiglu, SquaredRelu, Relu };
 [[nodiscard]] std::string_view to_string(NormKind n) noexcept;
 [[nodiscard]] std::string_view to_string(PositionKind p) noexcept;
 
+/// Mixture of experts (Shazeer et al. 2017; Megatron-Core's MoE layer): the MLP of an MoE block is a
+/// router over `experts` routed experts, each an MLP of width `expert_ffn` (gated like the dense
+/// one), of which every token uses `top_k`, plus `shared_experts` always-active experts of width
+/// `shared_expert_ffn` each. The first `dense_layers` blocks keep the dense MLP; after them every
+/// `frequency`-th block is MoE (Megatron's moe_layer_freq), counting from the first.
+struct MoeShape {
+  std::int64_t experts = 0;
+  std::int64_t top_k = 0;
+  std::int64_t expert_ffn = 0;
+  std::int64_t shared_experts = 0;
+  std::int64_t shared_expert_ffn = 0;  ///< per shared expert; expert_ffn unless the model says otherwise
+  int dense_layers = 0;
+  int frequency = 1;
+  bool router_bias = false;  ///< the router's linear layer has a bias per expert (gpt-oss; DeepSeek-V3's
+                             ///< load-balancing correction bias is counted the same way)
+  friend bool operator==(const MoeShape&, const MoeShape&) = default;
+};
+
+/// DeepSeek's multi-head latent attention (DeepSeek-V2, Section 2.1): queries through a rank
+/// `q_lora_rank` bottleneck (0: a plain projection), keys and values through a shared `kv_lora_rank`
+/// latent plus a `qk_rope_head_dim` rotary key shared by all heads; per head, queries and keys have
+/// qk_nope_head_dim + qk_rope_head_dim elements and values v_head_dim.
+struct MlaShape {
+  std::int64_t q_lora_rank = 0;
+  std::int64_t kv_lora_rank = 0;
+  std::int64_t qk_nope_head_dim = 0;
+  std::int64_t qk_rope_head_dim = 0;
+  std::int64_t v_head_dim = 0;
+  [[nodiscard]] std::int64_t qk_head_dim() const noexcept { return qk_nope_head_dim + qk_rope_head_dim; }
+  friend bool operator==(const MlaShape&, const MlaShape&) = default;
+};
+
 /// All widths are counts of elements; sequence lengths are tokens per sample.
 /// `default_shape()` fills the family defaults; `shape_error()` states the preconditions of the generator.
 struct TransformerShape {
@@ -60,7 +93,16 @@ struct TransformerShape {
   bool pooler = false;             ///< BERT pooler and next-sentence head
   NormKind norm = NormKind::LayerNorm;
   PositionKind positions = PositionKind::Learned;
+  bool qk_norm = false;            ///< a norm over head_dim on queries and on keys (Qwen3; Megatron's qk_layernorm)
+  bool attention_sinks = false;    ///< a learned sink logit per head (gpt-oss)
+  std::optional<MoeShape> moe;     ///< MoE blocks; none: every block has the dense MLP
+  std::optional<MlaShape> mla;     ///< latent attention instead of kv_heads x head_dim keys and values
 
+  /// Whether block `i` (0-based) has the MoE MLP.
+  [[nodiscard]] bool is_moe_block(int i) const noexcept {
+    return moe && i >= moe->dense_layers && (i - moe->dense_layers) % moe->frequency == 0;
+  }
+  /// Query width: heads x head_dim (MLA: head_dim is its query-key head width).
   [[nodiscard]] std::int64_t attention_width() const noexcept { return heads * head_dim; }
   [[nodiscard]] std::int64_t kv_width() const noexcept { return kv_heads * head_dim; }
 };

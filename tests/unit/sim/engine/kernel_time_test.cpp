@@ -112,5 +112,21 @@ TEST(ComputeContention, PassBesideCommunicationGetsTheLeftoverSms) {
   EXPECT_EQ(contended_compute(TimeNs::ns(116'000), unknown).base(), 116'000);
 }
 
+TEST(KernelTime, GroupedGemmIsItsGroupsInOneKernel) {
+  const KernelRates r = kernel_rates(h100(), plan::Precision::Bf16, 2);
+  // 8 experts of 256 rows: the FLOPs and output tiles of one 2048-row GEMM, compute-bound either way.
+  EXPECT_EQ(gemm_time(r, {256, 4096, 4096, 8}), gemm_time(r, {2048, 4096, 4096, 1}));
+  // 128 experts of 16 rows: each a partial 128-row tile, so eight times the tile work of dense rows.
+  const TimeNs sparse = gemm_time(r, {16, 4096, 4096, 128});
+  const TimeNs dense = gemm_time(r, {2048, 4096, 4096, 1});
+  EXPECT_GT(sparse, dense * 4);
+  // The passes of a grouped layer GEMM split its rows over the groups.
+  const GemmPasses p = gemm_passes(model::Gemm{4096, 512, 1024, model::TensorSplit::Columns, 8}, 2, 2);
+  EXPECT_EQ(p.forward.m, 1024);
+  EXPECT_EQ(p.forward.n, 512);
+  EXPECT_EQ(p.forward.groups, 8);
+  EXPECT_EQ(p.backward_weight.k, 1024);
+}
+
 }  // namespace
 }  // namespace mpsim::engine

@@ -53,7 +53,8 @@ TEST(ModelLoader, EveryShippedModelLoads) {
   const std::set<std::string> required{
       "gpt3-1.3b",  "gpt3-13b",    "gpt3-175b",   "llama2-7b",      "llama2-70b",     "llama3-8b",
       "llama3-70b", "llama3-405b", "t5-3b",       "bert-large",     "mnist-cnn",      "megatron-1.7b",
-      "megatron-7.5b", "megatron-39.1b", "megatron-145.6b", "megatron-529.6b"};
+      "megatron-7.5b", "megatron-39.1b", "megatron-145.6b", "megatron-529.6b", "mixtral-8x7b", "mixtral-8x22b",
+      "deepseek-v3", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b", "llama31-405b"};
   std::set<std::string> found;
   for (const auto& entry : fs::directory_iterator(kModels)) {
     if (entry.path().extension() != ".yaml") continue;
@@ -218,6 +219,21 @@ TEST(ModelLoader, MalformedInputsAreLocated) {
                "already used by model.layers[0]");
   expect_error("model:\n  layers:\n    - { name: a, kind: conv }\n", "3:24", "model.layers[0].kind",
                "unknown value 'conv'");
+  const std::string llama = "model:\n  family: llama\n  layers: 4\n  hidden: 64\n  heads: 4\n  ffn: 128\n"
+                            "  seq_len: 8\n  vocab: 10\n";
+  ASSERT_EQ(error_of(llama + "  moe: { experts: 8, top_k: 2, expert_ffn: 32 }\n"), "");
+  expect_error(llama + "  moe: { experts: 8, top_k: 9, expert_ffn: 32 }\n", "9:29", "model.moe.top_k",
+               "top_k (9) exceeds the experts (8)");
+  expect_error(llama + "  moe: { experts: 8, top_k: 2 }\n", "9:8", "model.moe.expert_ffn", "missing");
+  expect_error(llama + "  moe: { experts: 8, top_k: 2, expert_ffn: 32, dense_layers: 4 }\n", "9:62",
+               "model.moe.dense_layers", "at most 3");
+  expect_error(llama + "  moe: { experts: 8, top_k: 2, expert_ffn: 32, router: yes }\n", "9:48",
+               "model.moe.router", "unknown field 'router'");
+  const std::string mla = "  mla: { kv_lora_rank: 16, qk_nope_head_dim: 8, qk_rope_head_dim: 8, v_head_dim: 16 }\n";
+  ASSERT_EQ(error_of(llama + mla), "");
+  expect_error(llama + "  kv_heads: 2\n" + mla, "9:13", "model.kv_heads", "with mla");
+  expect_error(llama + "  mla: { kv_lora_rank: 16, qk_nope_head_dim: 0, qk_rope_head_dim: 0, v_head_dim: 16 }\n",
+               "9:8", "model.mla", "must be positive");
   expect_error("modle:\n  family: gpt\n", "1:1", "modle", "unknown field 'modle'");
   expect_error("name: x\n", "1:1", "name", "unknown field");
 }

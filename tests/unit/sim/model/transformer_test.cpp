@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/core/yaml_field.h"
 #include "sim/model/model_loader.h"
 #include "sim/model/transformer.h"
 
@@ -128,6 +129,11 @@ constexpr PublishedCount kPublished[] = {
     {"llama3-8b", 8.03e9, 8'030'261'248},       {"llama3-70b", 70.6e9, 70'553'706'496},
     {"llama3-405b", 405.9e9, 405'853'388'800},  {"t5-3b", 2.85e9, 2'851'598'336},
     {"bert-large", 336.2e6, 336'226'108},
+    // Mixture of experts (model cards; exact: the checkpoints' tensor sizes, summed).
+    {"mixtral-8x7b", 46.7e9, 46'702'792'704},   {"mixtral-8x22b", 141e9, 140'620'634'112},
+    {"deepseek-v3", 671e9, 671'026'419'200},    {"qwen3-30b-a3b", 30.5e9, 30'532'122'624},
+    {"qwen3-235b-a22b", 235e9, 235'093'634'560}, {"gpt-oss-120b", 116.83e9, 116'829'156'672},
+    {"llama31-405b", 405.9e9, 405'853'388'800},
 };
 
 TEST(Transformer, PublishedParameterCounts) {
@@ -139,6 +145,65 @@ TEST(Transformer, PublishedParameterCounts) {
     EXPECT_LT(relative_error(static_cast<double>(m.parameters()), p.approx), 0.01);
     EXPECT_EQ(m.parameters(), p.exact);
   }
+}
+
+TEST(Transformer, MoeBlockRoutesTopKCopiesThroughGroupedExperts) {
+  const Model m = shipped("qwen3-30b-a3b");
+  const Layer& block = m.layers.at(1);
+  const std::int64_t h = 2048, aw = 32 * 128, kv = 4 * 128, s = 4096;
+  const std::int64_t experts = 128, k = 8, f = 768;
+  EXPECT_EQ(block.routed, (RoutedExperts{experts, k, s, h}));
+  EXPECT_EQ(block.expert_parameters, experts * 3 * h * f);
+  // Router + QK-norm + attention + two RMSNorms + experts.
+  EXPECT_EQ(block.parameters, h * experts + 2 * 128 + h * (aw + 2 * kv) + aw * h + 2 * h + experts * 3 * h * f);
+  // Forward: the weight matmuls (each token's k copies through its experts' three matrices) and the scores.
+  const double matmuls = 2.0 * s * (h * (aw + 2 * kv) + aw * h + h * experts) + 2.0 * s * k * 3 * h * f;
+  EXPECT_DOUBLE_EQ(block.forward_flops.count(), matmuls + 4.0 * s * s * aw);
+  EXPECT_DOUBLE_EQ(block.backward_weight_flops.count(), matmuls);
+  // The experts' GEMMs: one grouped kernel per matrix over the 128 experts, s x k rows in all.
+  ASSERT_EQ(block.gemms.size(), 5u);  // QKV, output, router, up+gate, down
+  EXPECT_EQ(block.gemms[3], (Gemm{s * k, h, 2 * f, TensorSplit::Columns, experts}));
+  EXPECT_EQ(block.gemms[4], (Gemm{s * k, f, h, TensorSplit::Rows, experts}));
+}
+
+TEST(Transformer, ActiveParametersCountTheTopKExperts) {
+  // Model cards: 22B activated (Qwen3-235B-A22B), 12.9B (Mixtral 8x7B), 37B (DeepSeek-V3, 37.6B with
+  // the input embedding); dense models use all of theirs.
+  EXPECT_EQ(shipped("qwen3-235b-a22b").active_parameters(), 22'190'763'520);
+  EXPECT_EQ(shipped("mixtral-8x7b").active_parameters(), 12'879'925'248);
+  EXPECT_EQ(shipped("deepseek-v3").active_parameters(), 37'552'297'472);
+  const Model dense = shipped("llama3-8b");
+  EXPECT_EQ(dense.active_parameters(), dense.parameters());
+}
+
+TEST(Transformer, MoeDenseLayersAndFrequency) {
+  const Model v3 = shipped("deepseek-v3");
+  for (int i = 0; i < 61; ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_EQ(v3.layers.at(static_cast<std::size_t>(i) + 1).routed.experts, i < 3 ? 0 : 256);
+  }
+  const Model every_other = load_model(YamlDocument::parse(
+      "model: { family: llama, layers: 5, hidden: 64, heads: 4, ffn: 128, seq_len: 8, vocab: 10,\n"
+      "         moe: { experts: 4, top_k: 1, expert_ffn: 32, dense_layers: 1, frequency: 2 } }\n", "m.yaml").root());
+  std::vector<bool> moe;
+  for (std::size_t i = 1; i + 1 < every_other.layers.size(); ++i) moe.push_back(every_other.layers[i].routed.experts > 0);
+  EXPECT_EQ(moe, (std::vector<bool>{false, true, false, true, false}));
+}
+
+TEST(Transformer, LatentAttentionHasSeparateQueryKeyAndValueWidths) {
+  const Model m = shipped("deepseek-v3");
+  const Layer& block = m.layers.at(1);
+  ASSERT_EQ(block.attention.size(), 1u);
+  const AttentionCore& core = block.attention.front();
+  EXPECT_EQ(core.head_dim, 192);  // 128 without rotary + 64 rotary
+  EXPECT_EQ(core.values(), 128);
+  const std::int64_t h = 7168, heads = 128, s = 4096;
+  // q_a, q_a norm, q_b; kv_a (latent + shared rotary key), kv_a norm, kv_b; output.
+  const std::int64_t attention = h * 1536 + 1536 + 1536 * heads * 192 + h * (512 + 64) + 512 +
+                                 512 * heads * (128 + 128) + heads * 128 * h;
+  EXPECT_EQ(block.parameters, attention + 2 * h + 3 * h * 18432);  // + two norms + the dense MLP
+  // Selective recomputation replays QK^T (192 wide) and scores x V (128 wide).
+  EXPECT_DOUBLE_EQ(recomputed_flops(m, block, Recompute::Selective).count(), 2.0 * s * s * heads * (192 + 128));
 }
 
 TEST(Transformer, LlamaBlockIsGatedWithoutBiases) {
