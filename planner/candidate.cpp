@@ -24,7 +24,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
   for (std::size_t s = 0; s + 1 < partition.size(); ++s) {
     StageTimes t;
     Bytes stashed, scores;
-    std::int64_t parameters = 0, fp8_parameters = 0;
+    std::int64_t parameters = 0, fp8_parameters = 0, largest = 0;
     for (int u = partition[s]; u < partition[s + 1]; ++u) {
       const UnitCost& c = units[static_cast<std::size_t>(u)];
       t.forward += c.forward;
@@ -35,6 +35,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
       scores += c.attention_scores;
       parameters += c.parameters;
       fp8_parameters += c.fp8_parameters;
+      largest = std::max(largest, c.largest_layer_parameters);
     }
     const TimeNs slack = kUnitRoundingSlack * (partition[s + 1] - partition[s]);
     t.forward = lower(t.forward, slack);
@@ -46,6 +47,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
     out.activations.push_back({stashed, engine::kept_after_input(stashed, scores)});
     out.parameters.push_back(parameters);
     out.fp8_parameters.push_back(fp8_parameters);
+    out.largest_layer_parameters.push_back(largest);
   }
   return out;
 }
@@ -59,16 +61,18 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
   std::vector<ChunkActivations> chunks(static_cast<std::size_t>(v));
   std::vector<std::int64_t> rank_parameters;
   for (int r = 0; r < p; ++r) {
-    std::int64_t parameters = 0, fp8_parameters = 0;
+    std::int64_t parameters = 0, fp8_parameters = 0, largest = 0;
     for (int c = 0; c < v; ++c) {
       const auto vs = static_cast<std::size_t>(c * p + r);
       chunks[static_cast<std::size_t>(c)] = costs.activations[vs];
       parameters += costs.parameters[vs];
       fp8_parameters += costs.fp8_parameters[vs];
+      largest = std::max(largest, costs.largest_layer_parameters[vs]);
     }
     rank_parameters.push_back(parameters);
     const Bytes fixed =
-        engine::static_memory(parameters, fp8_parameters, engine::state_format(spec, context.dtype_bytes)).total();
+        engine::static_memory(parameters, fp8_parameters, largest, engine::state_format(spec, context.dtype_bytes))
+            .total();
     const Bytes peak = fixed + peak_activations(in_flight[static_cast<std::size_t>(r)], chunks);
     if (r == 0 || peak > out.peak_memory) {
       out.peak_memory = peak;

@@ -25,6 +25,7 @@ struct StageCosts {
   std::vector<ChunkActivations> activations;    ///< exact
   std::vector<std::int64_t> parameters;         ///< exact, on one tensor rank
   std::vector<std::int64_t> fp8_parameters;     ///< of those, weights of FP8 GEMMs
+  std::vector<std::int64_t> largest_layer_parameters;  ///< the stage's largest layer
 };
 [[nodiscard]] StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int>& partition);
 

@@ -31,6 +31,7 @@ struct UnitCost {
   Bytes activation_send;   ///< what the unit's last layer sends on
   std::int64_t parameters = 0;  ///< on one tensor-parallel rank
   std::int64_t fp8_parameters = 0;  ///< of those, weights of FP8 GEMMs
+  std::int64_t largest_layer_parameters = 0;  ///< of the unit's largest layer
 };
 
 /// What the costs depend on besides the unit.

@@ -62,7 +62,8 @@ StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
           spec.data.value_or(1)};
 }
 
-StaticMemory static_memory(std::int64_t parameters, std::int64_t fp8_parameters, const StateFormat& f) noexcept {
+StaticMemory static_memory(std::int64_t parameters, std::int64_t fp8_parameters, std::int64_t largest_layer_parameters,
+                           const StateFormat& f) noexcept {
   const int data = f.data;
   const std::int64_t optimizer_parameters = f.zero >= 1 ? (parameters + data - 1) / data : parameters;
   const bool fp8 = plan::is_fp8(f.precision);
@@ -74,6 +75,12 @@ StaticMemory static_memory(std::int64_t parameters, std::int64_t fp8_parameters,
   StaticMemory m;
   m.weights = Bytes::bytes(f.zero >= 3 ? weight_bytes / data : weight_bytes);
   m.gradients = Bytes::bytes((f.zero >= 2 ? parameters / data : parameters) * gradient_bytes);
+  if (f.zero >= 3 && data > 1) {
+    constexpr int kGatheredLayers = 2;  // the layer computing and the next one, prefetched
+    m.weights += Bytes::bytes(kGatheredLayers * largest_layer_parameters *
+                              schedule::gathered_parameter_bytes(f.fp8_param_gather, f.dtype_bytes));
+    m.gradients += Bytes::bytes(largest_layer_parameters * gradient_bytes);
+  }
   m.optimizer = Bytes::bytes(optimizer_parameters * kOptimizerBytesPerParameter);
   m.reserved = reserved_memory(f.tensor, f.pipeline, data);
   return m;
@@ -157,7 +164,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
     const RingProfile tensor_ring = ring_profile(routes, tensor_devices);
     RankCost rc;
     rc.memory_capacity = gpu.memory;
-    std::int64_t rank_parameters = 0, rank_fp8_parameters = 0;
+    std::int64_t rank_parameters = 0, rank_fp8_parameters = 0, rank_largest_layer = 0;
     for (int c = 0; c < plan.virtual_stages; ++c) {
       const int vs = c * plan.pipeline + rank;
       const plan::LayerRange range = ranges.at(static_cast<std::size_t>(vs));
@@ -184,6 +191,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         recompute += model::recomputed_flops(m, layer, model::replayed_recompute(plan.recompute, flash)) *
                      (static_cast<double>(b) / t);
         cc.parameters += layer.parameters / t;
+        cc.largest_layer_parameters = std::max(cc.largest_layer_parameters, layer.parameters / t);
         if (in_fp8 && rates.fp8) cc.fp8_parameters += layer.parameters / t;
         stashed += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, stash_rule);
         if (in_fp8 && rates.fp8 && stash_rule != Recompute::Full) {
@@ -237,11 +245,13 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       cc.stashed_after_input = kept_after_input(stashed, stashed_scores);
       rank_parameters += cc.parameters;
       rank_fp8_parameters += cc.fp8_parameters;
+      rank_largest_layer = std::max(rank_largest_layer, cc.largest_layer_parameters);
       rc.chunks.push_back(cc);
     }
     const int dp = plan.data;
     rc.optimizer_step = optimizer_step_time(rank_parameters, plan.zero, dp, gpu.memory_bandwidth);
-    rc.static_memory = static_memory(rank_parameters, rank_fp8_parameters, state_format(plan, m.dtype_bytes));
+    rc.static_memory =
+        static_memory(rank_parameters, rank_fp8_parameters, rank_largest_layer, state_format(plan, m.dtype_bytes));
     out.ranks.push_back(std::move(rc));
   }
   return out;

@@ -36,6 +36,7 @@ struct ChunkCost {
   Bytes stashed_after_input;  ///< of those, what a split backward keeps from I until W
   std::int64_t parameters = 0;  ///< on one TP rank
   std::int64_t fp8_parameters = 0;  ///< of those, the weights of GEMMs that run in FP8
+  std::int64_t largest_layer_parameters = 0;  ///< the chunk's largest layer, on one TP rank (ZeRO-3's unit)
 };
 
 /// What a GPU holds for the whole step, whatever the schedule does.
@@ -101,12 +102,14 @@ struct StateFormat {
 [[nodiscard]] StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept;
 
 /// What a pipeline rank holding `parameters` parameters on one tensor rank (`fp8_parameters` of them
-/// weights of FP8 GEMMs) keeps for the step: ZeRO 1 (Megatron's distributed optimizer) shards the
-/// optimizer state over the `data` replicas (rounded up), 2 the gradients, 3 the weights; FP8 GEMMs
-/// add their weights' 8-bit copies, or hold only FP8 weights with fp8_param_gather. The planner's
+/// weights of FP8 GEMMs; `largest_layer_parameters` in its largest layer) keeps for the step: ZeRO 1
+/// (Megatron's distributed optimizer) shards the optimizer state over the `data` replicas (rounded
+/// up), 2 the gradients, 3 the weights; FP8 GEMMs add their weights' 8-bit copies, or hold only FP8
+/// weights with fp8_param_gather. ZeRO 3 also holds two layers' gathered weights (the one computing
+/// and the one prefetched) and one layer's whole gradient before its reduce-scatter. The planner's
 /// memory bound uses this same function.
 [[nodiscard]] StaticMemory static_memory(std::int64_t parameters, std::int64_t fp8_parameters,
-                                         const StateFormat& format) noexcept;
+                                         std::int64_t largest_layer_parameters, const StateFormat& format) noexcept;
 /// One Adam step over the optimizer state a rank owns (sharded by ZeRO >= 1), bound by HBM traffic.
 [[nodiscard]] TimeNs optimizer_step_time(std::int64_t parameters, int zero, int data, BytesPerSec memory_bandwidth) noexcept;
 /// Attention scores a layer stashes for one microbatch on one tensor rank (softmax output, dropout

@@ -56,7 +56,13 @@ class Simulation {
         options_(options),
         layout_(plan),
         network_(cluster),
-        routes_finder_(cluster) {}
+        routes_finder_(cluster) {
+    // A layer's data-parallel collective runs inside one actor's pass; with replicas unfolded no
+    // actor stands for the whole data-parallel group.
+    if (!options.fold_replicas && plan.zero >= 3 && plan.data > 1) {
+      throw std::invalid_argument("ZeRO 3's per-layer gathers are simulated with folded replicas: drop --unfold");
+    }
+  }
 
   Prediction run();
 

@@ -63,7 +63,7 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
   const int chunks = program.shape.chunks;
   for (std::size_t r = 0; r < program.streams.size(); ++r) {
     std::vector<Op>& stream = program.streams[r];
-    if (!sync.data_parallel) {
+    if (!sync.data_parallel || sync.zero >= 3) {
       stream.push_back(optimizer_step_op());
       continue;
     }

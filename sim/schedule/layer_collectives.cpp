@@ -10,16 +10,17 @@ namespace mpsim::schedule {
 
 namespace {
 
-/// Adds `count` x (kind, bytes) to `list`, merging with an equal collective already there.
-void add(std::vector<LayerCollective>& list, OpKind kind, Bytes bytes, int count) {
+/// Adds `count` x (kind, bytes) over `group` to `list`, merging with an equal collective already there.
+void add(std::vector<LayerCollective>& list, OpKind kind, Bytes bytes, int count,
+         plan::AxisSet group = plan::Axis::Tensor, bool beside = false) {
   if (count <= 0 || bytes.count() <= 0) return;
   for (LayerCollective& c : list) {
-    if (c.kind == kind && c.bytes == bytes) {
+    if (c.kind == kind && c.bytes == bytes && c.group == group && c.beside == beside) {
       c.count += count;
       return;
     }
   }
-  list.push_back({kind, plan::Axis::Tensor, bytes, count});
+  list.push_back({kind, group, bytes, count, beside});
 }
 
 /// `count` tensor-parallel reductions of `bytes`: all-reduces, or all-gather + reduce-scatter pairs
@@ -41,7 +42,10 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
   const auto ranges = plan::virtual_stage_layers(plan, model);
   std::vector<std::vector<ChunkCollectives>> out(static_cast<std::size_t>(plan.pipeline),
                                                  std::vector<ChunkCollectives>(static_cast<std::size_t>(plan.virtual_stages)));
-  if (plan.tensor <= 1) return out;
+  const bool sharded_weights = plan.zero >= 3 && plan.data > 1;
+  if (plan.tensor <= 1 && !sharded_weights) return out;
+  const int gathered = gathered_parameter_bytes(plan.fp8_param_gather, model.dtype_bytes);
+  const int gradient = gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, model.dtype_bytes);
   for (int rank = 0; rank < plan.pipeline; ++rank) {
     for (int c = 0; c < plan.virtual_stages; ++c) {
       ChunkCollectives& chunk = out[static_cast<std::size_t>(rank)][static_cast<std::size_t>(c)];
@@ -50,10 +54,19 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
         const model::Layer& layer = model.layers[static_cast<std::size_t>(i)];
         const int k = layer.tensor_parallel_allreduces_forward;
         const Bytes bytes = Bytes::bytes(layer.output_bytes.count() * plan.micro_batch);
-        add_tensor_reductions(chunk.forward, bytes, k, plan.sequence_parallel);
         // Full recomputation replays the forward, collectives included, before the backward.
         const bool replayed = plan.recompute == model::Recompute::Full && model::is_recomputed(layer.kind);
-        add_tensor_reductions(chunk.backward, bytes, replayed ? 2 * k : k, plan.sequence_parallel);
+        if (plan.tensor > 1) {
+          add_tensor_reductions(chunk.forward, bytes, k, plan.sequence_parallel);
+          add_tensor_reductions(chunk.backward, bytes, replayed ? 2 * k : k, plan.sequence_parallel);
+        }
+        if (sharded_weights) {
+          const std::int64_t parameters = layer.parameters / plan.tensor;
+          const Bytes weights = Bytes::bytes(parameters * gathered);
+          add(chunk.forward, OpKind::AllGather, weights, 1, plan::Axis::Data, true);
+          add(chunk.backward, OpKind::AllGather, weights, 1, plan::Axis::Data, true);
+          add(chunk.backward, OpKind::ReduceScatter, Bytes::bytes(parameters * gradient), 1, plan::Axis::Data, true);
+        }
       }
     }
   }
@@ -82,14 +95,18 @@ Program add_layer_collectives(Program program, const std::vector<std::vector<Chu
       }
       const ChunkCollectives& chunk = collectives[r].at(op.chunk);
       const auto& list = forward ? chunk.forward : chunk.backward;
-      const auto emit = [&] {
+      const auto emit = [&](bool beside) {
         for (const LayerCollective& c : list) {
-          out.push_back(layer_collective_op(c.kind, c.group, c.bytes, c.count, stream, static_cast<int>(op.microbatch), op.chunk));
+          if (c.beside != beside) continue;
+          out.push_back(layer_collective_op(c.kind, c.group, c.bytes, c.count,
+                                            beside ? CommStream::Overlapped : stream,
+                                            static_cast<int>(op.microbatch), op.chunk));
         }
       };
-      if (overlap) emit();
+      emit(true);
+      if (overlap) emit(false);
       out.push_back(op);
-      if (!overlap) emit();
+      if (!overlap) emit(false);
     }
     program.streams[r] = std::move(out);
   }

@@ -32,6 +32,10 @@ struct LayerCollective {
   plan::AxisSet group = plan::Axis::Tensor;
   Bytes bytes;
   int count = 1;
+  /// Always beside the pass, whatever the plan's tensor overlap: ZeRO-3's parameter gathers (issued
+  /// ahead of the layer, FSDP's prefetch) and gradient reduce-scatters (issued as each layer's
+  /// gradients are ready).
+  bool beside = false;
   friend bool operator==(const LayerCollective&, const LayerCollective&) = default;
 };
 /// A chunk's in-layer collectives by pass. The fused backward (B) and the input-gradient half (I)
@@ -47,6 +51,10 @@ struct ChunkCollectives {
 /// sequence parallelism each becomes an all-gather and a reduce-scatter of the same size. Full
 /// recomputation runs the forward's collectives again before the backward's. Collectives of equal
 /// kind and size in a chunk's layers merge into one with their count. None when tensor = 1.
+/// ZeRO 3 with data > 1 adds, per layer with parameters, beside its passes (FSDP with prefetch and
+/// resharding after the forward): an all-gather of its weights over the data group before the
+/// forward and again before the backward (gathered_parameter_bytes per parameter), and a
+/// reduce-scatter of its gradients (gradient_bytes_per_parameter) in the backward.
 [[nodiscard]] std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::Model& model,
                                                                                const plan::Plan& plan);
 
@@ -96,7 +104,9 @@ struct SyncCollectives {
 /// of the updated parameters per bucket (its weights: parameter_bytes per parameter; chunk 0 first, as the next forward needs
 /// them) follows it; with `overlap_param_gather` those all-gathers open the stream instead, so they
 /// run beside the forward passes (the step is periodic: the gathers of this step's start stand for
-/// the previous step's). Collectives carry the chunk whose tensors they move.
+/// the previous step's). Collectives carry the chunk whose tensors they move. With zero >= 3 the
+/// layers' own gathers and reduce-scatters (chunk_layer_collectives) have done the sync: only the
+/// optimizer step is added.
 /// Throws std::invalid_argument when `data_parallel` and gradient_bytes is not [stages][chunks],
 /// a size is negative, bucket_size <= 0, zero < 0 or a byte count per parameter <= 0.
 [[nodiscard]] Program add_gradient_sync(Program program, const GradientSync& sync);

@@ -25,21 +25,21 @@ constexpr std::int64_t kParameters = 1'000'000'000;
 constexpr std::int64_t kFp8Parameters = 900'000'000;  // the blocks' GEMMs; the rest: embeddings, norms
 
 TEST(ModelStates, SixteenBitWeightsFp32GradientsAndAdam) {
-  const StaticMemory m = static_memory(kParameters, kFp8Parameters, format(Precision::Bf16, 0, 8));
+  const StaticMemory m = static_memory(kParameters, kFp8Parameters, 0, format(Precision::Bf16, 0, 8));
   EXPECT_EQ(m.weights.count(), 2 * kParameters);  // no FP8 copies without an FP8 precision
   EXPECT_EQ(m.gradients.count(), 4 * kParameters);
   EXPECT_EQ(m.optimizer.count(), 12 * kParameters);
 }
 
 TEST(ModelStates, Fp8CopiesOnlyForTheFp8GemmsWeights) {
-  const StaticMemory m = static_memory(kParameters, kFp8Parameters, format(Precision::Fp8, 0, 8));
+  const StaticMemory m = static_memory(kParameters, kFp8Parameters, 0, format(Precision::Fp8, 0, 8));
   EXPECT_EQ(m.weights.count(), 2 * kParameters + 1 * kFp8Parameters);
 }
 
 TEST(ModelStates, Fp8WeightsOnlyTakeTwoBytes) {
   StateFormat f = format(Precision::Mxfp8, 0, 8);
   f.fp8_param_gather = true;
-  const StaticMemory m = static_memory(kParameters, kFp8Parameters, f);
+  const StaticMemory m = static_memory(kParameters, kFp8Parameters, 0, f);
   // 16-bit embeddings and norms; FP8 data plus its transposed copy for the blocks' GEMMs.
   EXPECT_EQ(m.weights.count(), 2 * (kParameters - kFp8Parameters) + 2 * kFp8Parameters);
 }
@@ -47,13 +47,26 @@ TEST(ModelStates, Fp8WeightsOnlyTakeTwoBytes) {
 TEST(ModelStates, SixteenBitGradientsHalveTheBuffer) {
   StateFormat f = format(Precision::Bf16, 1, 8);
   f.grad_reduce_in_fp32 = false;
-  const StaticMemory m = static_memory(kParameters, 0, f);
+  const StaticMemory m = static_memory(kParameters, 0, 0, f);
   EXPECT_EQ(m.gradients.count(), 2 * kParameters);
   EXPECT_EQ(m.optimizer.count(), 12 * kParameters / 8);  // ZeRO 1 shards only the optimizer
   f.zero = 2;
-  EXPECT_EQ(static_memory(kParameters, 0, f).gradients.count(), 2 * kParameters / 8);
+  EXPECT_EQ(static_memory(kParameters, 0, 0, f).gradients.count(), 2 * kParameters / 8);
   f.zero = 3;
-  EXPECT_EQ(static_memory(kParameters, 0, f).weights.count(), 2 * kParameters / 8);
+  EXPECT_EQ(static_memory(kParameters, 0, 0, f).weights.count(), 2 * kParameters / 8);
+}
+
+TEST(ModelStates, ZeroThreeShardsEverythingAndHoldsTwoGatheredLayers) {
+  // (2 + 2 + 12) bytes per parameter over the data-parallel group, with 16-bit gradients; plus two
+  // gathered layers' weights and one layer's whole gradient.
+  StateFormat f = format(Precision::Bf16, 3, 8);
+  f.grad_reduce_in_fp32 = false;
+  constexpr std::int64_t kLayer = 50'000'000;
+  const StaticMemory m = static_memory(kParameters, 0, kLayer, f);
+  EXPECT_EQ(m.weights.count(), 2 * kParameters / 8 + 2 * 2 * kLayer);
+  EXPECT_EQ(m.gradients.count(), 2 * kParameters / 8 + 2 * kLayer);
+  EXPECT_EQ(m.optimizer.count(), 12 * kParameters / 8);
+  EXPECT_EQ(m.weights.count() + m.gradients.count() + m.optimizer.count(), (2 + 2 + 12) * kParameters / 8 + 6 * kLayer);
 }
 
 /// The bytes of each collective kind on stage 0's stream.
@@ -90,6 +103,36 @@ TEST(ModelStates, DataParallelTrafficFollowsTheFormats) {
       build("grad_reduce_in_fp32: false\nprecision: fp8\nfp8_param_gather: true\n");
   EXPECT_EQ(collective_bytes(narrow, OpKind::ReduceScatter), 2 * parameters);
   EXPECT_EQ(collective_bytes(narrow, OpKind::AllGather), parameters);
+}
+
+TEST(ModelStates, ZeroThreeGathersEachLayerBeforeItsPassesAndReduceScattersItsGradients) {
+  const auto cluster = testing::cluster_yaml(
+      "cluster: { gpus_per_node: 4, gpu: h100-sxm, intra_node: { kind: nvswitch, bandwidth: \"450 GB/s\" } }\n");
+  const auto model = testing::model_yaml(
+      "model: { family: llama, layers: 2, hidden: 256, heads: 4, ffn: 512, seq_len: 128, vocab: 1024 }\n");
+  const plan::Plan p = testing::plan_yaml("parallelism: { data: 4 }\nzero: 3\nbatch: { global: 8 }\n", cluster, model);
+  schedule::GradientSync sync;
+  sync.gradient_bytes = schedule::chunk_gradient_bytes(model, p);
+  const schedule::Program program = schedule::plan_program(model, p, sync);
+  // Every layer's weights (16-bit) before each of the two microbatches' forwards and backwards, and
+  // its fp32 gradients once per backward; all beside the passes; no step-end sync.
+  std::int64_t gathered = 0, reduced = 0, parameters = 0;
+  for (const auto& layer : model.layers) parameters += layer.parameters;
+  for (const schedule::Op& op : program.streams.front()) {
+    if (!schedule::is_collective(op.kind)) continue;
+    EXPECT_EQ(op.stream, schedule::CommStream::Overlapped);
+    EXPECT_TRUE(op.group == plan::Axis::Data);
+    (op.kind == schedule::OpKind::AllGather ? gathered : reduced) += op.bytes.count() * op.count;
+  }
+  EXPECT_EQ(gathered, 2 * 2 * 2 * parameters);  // microbatches x passes x bytes
+  EXPECT_EQ(reduced, 2 * 4 * parameters);
+  EXPECT_EQ(program.streams.front().back().kind, schedule::OpKind::OptimizerStep);
+  // The engine runs them over the data-parallel group's links.
+  const auto prediction = simulate(cluster, model, p);
+  EXPECT_GT(prediction.report.step_time_s, 0.0);
+  EngineOptions unfolded;
+  unfolded.fold_replicas = false;
+  EXPECT_THROW((void)simulate(cluster, model, p, unfolded), std::invalid_argument);
 }
 
 TEST(ModelStates, Fp8WeightsNeedAnFp8Precision) {
