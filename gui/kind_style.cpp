@@ -15,7 +15,8 @@ KindGroup kindGroup(SpanKind kind) noexcept {
     case SpanKind::Recv: return KindGroup::Recv;
     case SpanKind::AllReduce:
     case SpanKind::ReduceScatter:
-    case SpanKind::AllGather: return KindGroup::Collective;
+    case SpanKind::AllGather:
+    case SpanKind::AllToAll: return KindGroup::Collective;
     case SpanKind::Optimizer: return KindGroup::Optimizer;
     case SpanKind::Transfer: return KindGroup::Transfer;
   }
@@ -66,6 +67,7 @@ QString kindLabel(SpanKind kind) {
     case SpanKind::AllReduce: return QStringLiteral("all-reduce");
     case SpanKind::ReduceScatter: return QStringLiteral("reduce-scatter");
     case SpanKind::AllGather: return QStringLiteral("all-gather");
+    case SpanKind::AllToAll: return QStringLiteral("all-to-all");
     case SpanKind::Optimizer: return QStringLiteral("optimizer");
     case SpanKind::Transfer: return QStringLiteral("transfer");
   }
@@ -84,6 +86,7 @@ QString spanShortLabel(const Span& span) {
     case SpanKind::AllReduce: return QStringLiteral("AR");
     case SpanKind::ReduceScatter: return QStringLiteral("RS");
     case SpanKind::AllGather: return QStringLiteral("AG");
+    case SpanKind::AllToAll: return QStringLiteral("A2A");
     case SpanKind::Optimizer: return QStringLiteral("opt");
     case SpanKind::Transfer: return {};
   }

@@ -24,7 +24,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
   for (std::size_t s = 0; s + 1 < partition.size(); ++s) {
     StageTimes t;
     Bytes stashed, scores;
-    std::int64_t parameters = 0, fp8_parameters = 0, largest = 0;
+    std::int64_t parameters = 0, fp8_parameters = 0, largest = 0, experts = 0;
     for (int u = partition[s]; u < partition[s + 1]; ++u) {
       const UnitCost& c = units[static_cast<std::size_t>(u)];
       t.forward += c.forward;
@@ -36,6 +36,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
       parameters += c.parameters;
       fp8_parameters += c.fp8_parameters;
       largest = std::max(largest, c.largest_layer_parameters);
+      experts += c.expert_parameters;
     }
     const TimeNs slack = kUnitRoundingSlack * (partition[s + 1] - partition[s]);
     t.forward = lower(t.forward, slack);
@@ -48,6 +49,19 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
     out.parameters.push_back(parameters);
     out.fp8_parameters.push_back(fp8_parameters);
     out.largest_layer_parameters.push_back(largest);
+    out.expert_parameters.push_back(experts);
+  }
+  return out;
+}
+
+engine::RankParameters rank_parameters(const plan::PlanSpec& spec, const StageCosts& costs, int rank) {
+  engine::RankParameters out;
+  for (int c = 0; c < spec.virtual_stages; ++c) {
+    const auto vs = static_cast<std::size_t>(c * spec.pipeline + rank);
+    out.total += costs.parameters[vs];
+    out.fp8 += costs.fp8_parameters[vs];
+    out.expert += costs.expert_parameters[vs];
+    out.largest_layer = std::max(out.largest_layer, costs.largest_layer_parameters[vs]);
   }
   return out;
 }
@@ -61,18 +75,10 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
   std::vector<ChunkActivations> chunks(static_cast<std::size_t>(v));
   std::vector<std::int64_t> rank_parameters;
   for (int r = 0; r < p; ++r) {
-    std::int64_t parameters = 0, fp8_parameters = 0, largest = 0;
-    for (int c = 0; c < v; ++c) {
-      const auto vs = static_cast<std::size_t>(c * p + r);
-      chunks[static_cast<std::size_t>(c)] = costs.activations[vs];
-      parameters += costs.parameters[vs];
-      fp8_parameters += costs.fp8_parameters[vs];
-      largest = std::max(largest, costs.largest_layer_parameters[vs]);
-    }
-    rank_parameters.push_back(parameters);
-    const Bytes fixed =
-        engine::static_memory(parameters, fp8_parameters, largest, engine::state_format(spec, context.dtype_bytes))
-            .total();
+    for (int c = 0; c < v; ++c) chunks[static_cast<std::size_t>(c)] = costs.activations[static_cast<std::size_t>(c * p + r)];
+    const engine::RankParameters parameters = planner::rank_parameters(spec, costs, r);
+    rank_parameters.push_back(parameters.total);
+    const Bytes fixed = engine::static_memory(parameters, engine::state_format(spec, context.dtype_bytes)).total();
     const Bytes peak = fixed + peak_activations(in_flight[static_cast<std::size_t>(r)], chunks);
     if (r == 0 || peak > out.peak_memory) {
       out.peak_memory = peak;

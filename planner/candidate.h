@@ -8,6 +8,7 @@
 #include "planner/memory_model.h"
 #include "planner/sync_bound.h"
 #include "planner/unit_costs.h"
+#include "sim/engine/cost_model.h"
 #include "sim/plan/plan.h"
 #include "sim/schedule/program.h"
 
@@ -26,7 +27,10 @@ struct StageCosts {
   std::vector<std::int64_t> parameters;         ///< exact, on one tensor rank
   std::vector<std::int64_t> fp8_parameters;     ///< of those, weights of FP8 GEMMs
   std::vector<std::int64_t> largest_layer_parameters;  ///< the stage's largest layer
+  std::vector<std::int64_t> expert_parameters;         ///< routed experts' among `parameters`
 };
+/// The model-state parameters of pipeline rank `rank` of `spec` (its virtual stages' sums).
+[[nodiscard]] engine::RankParameters rank_parameters(const plan::PlanSpec& spec, const StageCosts& costs, int rank);
 [[nodiscard]] StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int>& partition);
 
 struct Estimate {

@@ -46,16 +46,8 @@ struct Draft {
 Bytes largest_static_memory(const plan::PlanSpec& spec, const StageCosts& costs, int dtype_bytes) {
   Bytes worst;
   for (int r = 0; r < spec.pipeline; ++r) {
-    std::int64_t parameters = 0, fp8_parameters = 0, largest = 0;
-    for (int c = 0; c < spec.virtual_stages; ++c) {
-      const auto vs = static_cast<std::size_t>(c * spec.pipeline + r);
-      parameters += costs.parameters[vs];
-      fp8_parameters += costs.fp8_parameters[vs];
-      largest = std::max(largest, costs.largest_layer_parameters[vs]);
-    }
-    worst = std::max(worst, engine::static_memory(parameters, fp8_parameters, largest,
-                                                  engine::state_format(spec, dtype_bytes))
-                                .total());
+    worst = std::max(
+        worst, engine::static_memory(rank_parameters(spec, costs, r), engine::state_format(spec, dtype_bytes)).total());
   }
   return worst;
 }

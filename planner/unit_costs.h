@@ -32,6 +32,7 @@ struct UnitCost {
   std::int64_t parameters = 0;  ///< on one tensor-parallel rank
   std::int64_t fp8_parameters = 0;  ///< of those, weights of FP8 GEMMs
   std::int64_t largest_layer_parameters = 0;  ///< of the unit's largest layer
+  std::int64_t expert_parameters = 0;         ///< routed experts' among `parameters`
 };
 
 /// What the costs depend on besides the unit.

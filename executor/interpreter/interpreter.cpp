@@ -309,6 +309,7 @@ class Interpreter {
       case OpKind::AllReduce:
       case OpKind::ReduceScatter: reduce_bucket(op); break;
       case OpKind::AllGather: gather_bucket(op); break;
+      case OpKind::AllToAll: throw std::logic_error("the executor runs no expert parallelism");
       case OpKind::OptimizerStep: {
         std::vector<ElementRange> ranges;
         if (plan_.zero >= 1 && plan_.data > 1) {

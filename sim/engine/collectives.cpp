@@ -23,6 +23,7 @@ CollectiveKind collective_kind(schedule::OpKind k) noexcept {
   switch (k) {
     case schedule::OpKind::ReduceScatter: return CollectiveKind::ReduceScatter;
     case schedule::OpKind::AllGather: return CollectiveKind::AllGather;
+    case schedule::OpKind::AllToAll: return CollectiveKind::AllToAll;
     case schedule::OpKind::AllReduce:
     case schedule::OpKind::Forward:
     case schedule::OpKind::Backward:
@@ -173,6 +174,19 @@ std::vector<CollectiveRound> collective_rounds(const topology::Cluster& cluster,
   std::vector<CollectiveRound> out;
   if (groups.empty() || groups.front().size() < 2 || size.count() == 0) return out;
   const std::size_t n = groups.front().size();
+  if (kind == CollectiveKind::AllToAll) {
+    CollectiveRound phase;
+    phase.bytes = share(size, n);
+    for (const auto& group : groups) {
+      for (std::size_t i = 0; i < group.size(); ++i) {
+        for (std::size_t j = 0; j < group.size(); ++j) {
+          if (i != j) phase.transfers.emplace_back(group[i], group[j]);
+        }
+      }
+    }
+    out.push_back(std::move(phase));
+    return out;
+  }
   if (algorithm == CollectiveAlgorithm::Tree && kind == CollectiveKind::AllReduce) {
     tree_phase(groups, size, true, out);   // reduce to the root
     tree_phase(groups, size, false, out);  // broadcast from it

@@ -26,7 +26,7 @@ enum class CollectiveAlgorithm : std::uint8_t {
 };
 [[nodiscard]] std::string_view to_string(CollectiveAlgorithm a) noexcept;
 
-enum class CollectiveKind : std::uint8_t { AllReduce, ReduceScatter, AllGather };
+enum class CollectiveKind : std::uint8_t { AllReduce, ReduceScatter, AllGather, AllToAll };
 /// The collective a Program op runs. Precondition: schedule::is_collective(k).
 [[nodiscard]] CollectiveKind collective_kind(schedule::OpKind k) noexcept;
 
@@ -69,7 +69,9 @@ struct CollectiveRound {
 /// caller (choose among auto_candidates()); here it means ring. Tree all-reduce: the whole buffer flows up a
 /// binary tree and back down, pipelined, so each phase pays one latency per tree level and moves
 /// `size` over every tree edge (NCCL's tree is bandwidth-bound like this and wins on latency for small
-/// buffers). Reduce-scatter and all-gather have no tree or NVLS form and run as rings.
+/// buffers). Reduce-scatter and all-gather have no tree or NVLS form and run as rings. All-to-all
+/// (NCCL's grouped sends and receives) is one phase in which every member sends size/n to each other
+/// member at once, whatever the algorithm.
 [[nodiscard]] std::vector<CollectiveRound> collective_rounds(const topology::Cluster& cluster, CollectiveKind kind,
                                                              CollectiveAlgorithm algorithm,
                                                              const std::vector<std::vector<topology::DeviceId>>& groups,

@@ -37,7 +37,9 @@ TimeNs ring_time(const RingProfile& ring, schedule::OpKind kind, Bytes size) noe
 
 TimeNs ring_time(const RingProfile& ring, const std::vector<schedule::LayerCollective>& collectives) noexcept {
   TimeNs total;
-  for (const schedule::LayerCollective& c : collectives) total += ring_time(ring, c.kind, c.bytes) * c.count;
+  for (const schedule::LayerCollective& c : collectives) {
+    if (c.group == plan::Axis::Tensor) total += ring_time(ring, c.kind, c.bytes) * c.count;
+  }
   return total;
 }
 
@@ -48,10 +50,11 @@ Bytes reserved_memory(int tensor, int pipeline, int data) noexcept {
 
 StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept {
   return {dtype_bytes, plan.precision, plan.zero, plan.grad_reduce_in_fp32, plan.fp8_param_gather,
-          plan.tensor, plan.pipeline, plan.data};
+          plan.tensor, plan.pipeline,  plan.data, plan.expert_data()};
 }
 
 StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
+  const int data = spec.data.value_or(1);
   return {dtype_bytes,
           spec.precision.value_or(plan::model_precision(dtype_bytes)),
           spec.zero,
@@ -59,29 +62,41 @@ StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
           spec.fp8_param_gather,
           spec.tensor,
           spec.pipeline,
-          spec.data.value_or(1)};
+          data,
+          data};  // the planner searches no expert parallelism: experts replicate as the data does
 }
 
-StaticMemory static_memory(std::int64_t parameters, std::int64_t fp8_parameters, std::int64_t largest_layer_parameters,
-                           const StateFormat& f) noexcept {
-  const int data = f.data;
-  const std::int64_t optimizer_parameters = f.zero >= 1 ? (parameters + data - 1) / data : parameters;
+StaticMemory static_memory(const RankParameters& p, const StateFormat& f) noexcept {
+  const int data = std::max(1, f.data);
+  const int expert_data = std::max(1, f.expert_data);
+  const std::int64_t expert = std::min(p.expert, p.total);
+  const std::int64_t dense = p.total - expert;
+  // ZeRO stage `stage` and above shard a state over its parameters' replicas: the data-parallel group
+  // for dense parameters, the expert-data group for the routed experts'.
+  const auto sharded = [&](std::int64_t dense_bytes, std::int64_t expert_bytes, int stage) {
+    if (f.zero < stage) return dense_bytes + expert_bytes;
+    return (dense_bytes + data - 1) / data + (expert_bytes + expert_data - 1) / expert_data;
+  };
+  // FP8 GEMMs' weights: all of the routed experts', the rest of `p.fp8` among the dense ones.
   const bool fp8 = plan::is_fp8(f.precision);
-  const std::int64_t in_fp8 = fp8 ? std::min(fp8_parameters, parameters) : 0;
+  const std::int64_t expert_fp8 = fp8 ? expert : 0;
+  const std::int64_t dense_fp8 = fp8 ? std::clamp<std::int64_t>(p.fp8 - expert, 0, dense) : 0;
   const int fp8_weight_bytes =
       f.fp8_param_gather ? kFp8OnlyWeightBytesPerParameter : f.dtype_bytes + kFp8WeightCopyBytesPerParameter;
-  const std::int64_t weight_bytes = (parameters - in_fp8) * f.dtype_bytes + in_fp8 * fp8_weight_bytes;
+  const auto weight_bytes = [&](std::int64_t n, std::int64_t n_fp8) {
+    return (n - n_fp8) * f.dtype_bytes + n_fp8 * fp8_weight_bytes;
+  };
   const int gradient_bytes = schedule::gradient_bytes_per_parameter(f.grad_reduce_in_fp32, f.dtype_bytes);
   StaticMemory m;
-  m.weights = Bytes::bytes(f.zero >= 3 ? weight_bytes / data : weight_bytes);
-  m.gradients = Bytes::bytes((f.zero >= 2 ? parameters / data : parameters) * gradient_bytes);
+  m.weights = Bytes::bytes(sharded(weight_bytes(dense, dense_fp8), weight_bytes(expert, expert_fp8), 3));
+  m.gradients = Bytes::bytes(sharded(dense * gradient_bytes, expert * gradient_bytes, 2));
+  m.optimizer = Bytes::bytes(sharded(dense * kOptimizerBytesPerParameter, expert * kOptimizerBytesPerParameter, 1));
   if (f.zero >= 3 && data > 1) {
     constexpr int kGatheredLayers = 2;  // the layer computing and the next one, prefetched
-    m.weights += Bytes::bytes(kGatheredLayers * largest_layer_parameters *
+    m.weights += Bytes::bytes(kGatheredLayers * p.largest_layer *
                               schedule::gathered_parameter_bytes(f.fp8_param_gather, f.dtype_bytes));
-    m.gradients += Bytes::bytes(largest_layer_parameters * gradient_bytes);
+    m.gradients += Bytes::bytes(p.largest_layer * gradient_bytes);
   }
-  m.optimizer = Bytes::bytes(optimizer_parameters * kOptimizerBytesPerParameter);
   m.reserved = reserved_memory(f.tensor, f.pipeline, data);
   return m;
 }
@@ -119,7 +134,7 @@ PassTimes layer_kernel_times(const KernelRates& rates, const Layer& layer, const
   }
   std::int64_t cast_forward = 0, cast_backward = 0;
   for (const model::Gemm& g : layer.gemms) {
-    const GemmPasses passes = gemm_passes(g, b, t);
+    const GemmPasses passes = gemm_passes(g, b, t, plan.expert, plan.expert_tensor);
     out.forward += gemm_time(rates, passes.forward);
     out.backward_input += gemm_time(rates, passes.backward_input);
     out.backward_weight += gemm_time(rates, passes.backward_weight);
@@ -164,7 +179,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
     const RingProfile tensor_ring = ring_profile(routes, tensor_devices);
     RankCost rc;
     rc.memory_capacity = gpu.memory;
-    std::int64_t rank_parameters = 0, rank_fp8_parameters = 0, rank_largest_layer = 0;
+    RankParameters rank_parameters;
     for (int c = 0; c < plan.virtual_stages; ++c) {
       const int vs = c * plan.pipeline + rank;
       const plan::LayerRange range = ranges.at(static_cast<std::size_t>(vs));
@@ -190,9 +205,13 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         kernels.backward_weight += times.backward_weight;
         recompute += model::recomputed_flops(m, layer, model::replayed_recompute(plan.recompute, flash)) *
                      (static_cast<double>(b) / t);
-        cc.parameters += layer.parameters / t;
-        cc.largest_layer_parameters = std::max(cc.largest_layer_parameters, layer.parameters / t);
-        if (in_fp8 && rates.fp8) cc.fp8_parameters += layer.parameters / t;
+        // Dense weights split over the tensor ranks; the routed experts over expert x expert_tensor.
+        const std::int64_t experts_here = layer.expert_parameters / (plan.expert * plan.expert_tensor);
+        const std::int64_t here = (layer.parameters - layer.expert_parameters) / t + experts_here;
+        cc.parameters += here;
+        cc.expert_parameters += experts_here;
+        cc.largest_layer_parameters = std::max(cc.largest_layer_parameters, here);
+        if (in_fp8 && rates.fp8) cc.fp8_parameters += here;
         stashed += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, stash_rule);
         if (in_fp8 && rates.fp8 && stash_rule != Recompute::Full) {
           // The GEMM inputs are kept in their 8-bit copies.
@@ -238,20 +257,24 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       cc.backward_comm = ring_time(tensor_ring, collectives.backward);
       const Layer& last = m.layers[static_cast<std::size_t>(range.last - 1)];
       cc.activation_send = Bytes::bytes(last.output_bytes.count() * b / t);
-      cc.gradient_bytes =
-          Bytes::bytes(cc.parameters * schedule::gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, m.dtype_bytes));
+      // With expert parallelism the experts' gradients have replicas of their own (expert-data).
+      const int gradient_width = schedule::gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, m.dtype_bytes);
+      const std::int64_t own_group = schedule::splits_expert_gradients(plan) ? cc.expert_parameters : 0;
+      cc.gradient_bytes = Bytes::bytes((cc.parameters - own_group) * gradient_width);
+      cc.expert_gradient_bytes = Bytes::bytes(own_group * gradient_width);
       cc.stashed = stashed;
       // A split backward frees the attention scores at I and keeps the matmul inputs until W.
       cc.stashed_after_input = kept_after_input(stashed, stashed_scores);
-      rank_parameters += cc.parameters;
-      rank_fp8_parameters += cc.fp8_parameters;
-      rank_largest_layer = std::max(rank_largest_layer, cc.largest_layer_parameters);
+      rank_parameters.total += cc.parameters;
+      rank_parameters.fp8 += cc.fp8_parameters;
+      rank_parameters.expert += cc.expert_parameters;
+      rank_parameters.largest_layer = std::max(rank_parameters.largest_layer, cc.largest_layer_parameters);
       rc.chunks.push_back(cc);
     }
     const int dp = plan.data;
-    rc.optimizer_step = optimizer_step_time(rank_parameters, plan.zero, dp, gpu.memory_bandwidth);
+    rc.optimizer_step = optimizer_step_time(rank_parameters.total, plan.zero, dp, gpu.memory_bandwidth);
     rc.static_memory =
-        static_memory(rank_parameters, rank_fp8_parameters, rank_largest_layer, state_format(plan, m.dtype_bytes));
+        static_memory(rank_parameters, state_format(plan, m.dtype_bytes));
     out.ranks.push_back(std::move(rc));
   }
   return out;

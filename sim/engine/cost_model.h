@@ -28,15 +28,19 @@ struct ChunkCost {
   TimeNs backward;          ///< fused: input + weight gradients, recomputation included
   TimeNs backward_input;    ///< zero-bubble split; recomputation goes here
   TimeNs backward_weight;
-  TimeNs forward_comm;      ///< the forward's in-layer collectives, uncontended ring times
+  TimeNs forward_comm;      ///< the forward's tensor-parallel collectives, uncontended ring times
   TimeNs backward_comm;     ///< those of the backward (B or I), recomputed forward included
   Bytes activation_send;    ///< to the next virtual stage, per TP rank (grad back is the same size)
-  Bytes gradient_bytes;     ///< gradients of the chunk's parameters on one TP rank (gradient_bytes_per_parameter)
+  Bytes gradient_bytes;     ///< gradients of the chunk's parameters on one TP rank (gradient_bytes_per_parameter),
+                            ///< reduced over the data-parallel group
+  Bytes expert_gradient_bytes;  ///< with expert parallelism: the routed experts' gradients on one rank, reduced
+                                ///< over the expert-data group instead
   Bytes stashed;            ///< activations kept from F until the backward, per microbatch
   Bytes stashed_after_input;  ///< of those, what a split backward keeps from I until W
   std::int64_t parameters = 0;  ///< on one TP rank
   std::int64_t fp8_parameters = 0;  ///< of those, the weights of GEMMs that run in FP8
   std::int64_t largest_layer_parameters = 0;  ///< the chunk's largest layer, on one TP rank (ZeRO-3's unit)
+  std::int64_t expert_parameters = 0;  ///< of `parameters`, the routed experts' (sharded over expert x expert_tensor)
 };
 
 /// What a GPU holds for the whole step, whatever the schedule does.
@@ -97,19 +101,24 @@ struct StateFormat {
   int tensor = 1;
   int pipeline = 1;
   int data = 1;
+  int expert_data = 1;  ///< the routed experts' replicas: their optimizer state, gradients and weights shard over these
 };
 [[nodiscard]] StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept;
 [[nodiscard]] StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept;
 
-/// What a pipeline rank holding `parameters` parameters on one tensor rank (`fp8_parameters` of them
-/// weights of FP8 GEMMs; `largest_layer_parameters` in its largest layer) keeps for the step: ZeRO 1
+/// What a pipeline rank holding `parameters` keeps for the step: ZeRO 1
 /// (Megatron's distributed optimizer) shards the optimizer state over the `data` replicas (rounded
 /// up), 2 the gradients, 3 the weights; FP8 GEMMs add their weights' 8-bit copies, or hold only FP8
 /// weights with fp8_param_gather. ZeRO 3 also holds two layers' gathered weights (the one computing
 /// and the one prefetched) and one layer's whole gradient before its reduce-scatter. The planner's
 /// memory bound uses this same function.
-[[nodiscard]] StaticMemory static_memory(std::int64_t parameters, std::int64_t fp8_parameters,
-                                         std::int64_t largest_layer_parameters, const StateFormat& format) noexcept;
+struct RankParameters {
+  std::int64_t total = 0;          ///< on one GPU of the pipeline rank
+  std::int64_t fp8 = 0;            ///< of those, weights of FP8 GEMMs
+  std::int64_t largest_layer = 0;  ///< in its largest layer
+  std::int64_t expert = 0;         ///< of those, routed experts' (their states shard over expert_data, not data)
+};
+[[nodiscard]] StaticMemory static_memory(const RankParameters& parameters, const StateFormat& format) noexcept;
 /// One Adam step over the optimizer state a rank owns (sharded by ZeRO >= 1), bound by HBM traffic.
 [[nodiscard]] TimeNs optimizer_step_time(std::int64_t parameters, int zero, int data, BytesPerSec memory_bandwidth) noexcept;
 /// Attention scores a layer stashes for one microbatch on one tensor rank (softmax output, dropout
@@ -134,7 +143,9 @@ struct RingProfile {
 /// A ring collective of `size` without contention: 2(n-1) rounds (all-reduce) or n-1 rounds (all-gather,
 /// reduce-scatter) of alpha + (size/n) / B. What the engine's ring phases take on idle links.
 [[nodiscard]] TimeNs ring_time(const RingProfile& ring, schedule::OpKind kind, Bytes size) noexcept;
-/// The sum over `collectives` (count x ring_time each).
+/// The sum over `collectives` on the tensor group (count x ring_time each): the exchanges the
+/// planner's bounds charge to a pass. Collectives on other groups (ZeRO-3's gathers beside the pass,
+/// MoE's all-to-alls) are not counted, so the bounds stay bounds.
 [[nodiscard]] TimeNs ring_time(const RingProfile& ring, const std::vector<schedule::LayerCollective>& collectives) noexcept;
 
 /// A pass's time on idle links: compute and its in-layer collectives one after the other, or side by

@@ -66,11 +66,15 @@ TimeNs gemm_time(const KernelRates& rates, GemmShape s) noexcept {
   return std::max(compute, memory) + kGemmLatency;
 }
 
-GemmPasses gemm_passes(const model::Gemm& g, int micro_batch, int tensor) noexcept {
-  const std::int64_t groups = std::max<std::int64_t>(1, g.groups);
-  const std::int64_t tokens = ceil_div(g.tokens * micro_batch, groups);  // per group
-  const std::int64_t in = g.split == model::TensorSplit::Rows ? ceil_div(g.in, tensor) : g.in;
-  const std::int64_t out = g.split == model::TensorSplit::Columns ? ceil_div(g.out, tensor) : g.out;
+GemmPasses gemm_passes(const model::Gemm& g, int micro_batch, int tensor, int expert, int expert_tensor) noexcept {
+  const bool grouped = g.groups > 1;
+  const int split = grouped && expert_tensor > 0 ? expert_tensor : tensor;
+  const std::int64_t groups = grouped ? std::max<std::int64_t>(1, g.groups / std::max(1, expert)) : 1;
+  const std::int64_t routed = grouped && expert_tensor > 0 ? ceil_div(g.tokens * micro_batch * split, tensor)
+                                                           : g.tokens * micro_batch;
+  const std::int64_t tokens = ceil_div(routed, groups);  // per group
+  const std::int64_t in = g.split == model::TensorSplit::Rows ? ceil_div(g.in, split) : g.in;
+  const std::int64_t out = g.split == model::TensorSplit::Columns ? ceil_div(g.out, split) : g.out;
   return {GemmShape{tokens, out, in, groups}, GemmShape{tokens, in, out, groups}, GemmShape{in, out, tokens, groups}};
 }
 

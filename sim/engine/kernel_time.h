@@ -46,12 +46,16 @@ struct GemmShape {
 
 /// The three GEMMs of a layer's weight matrix multiply for `micro_batch` samples on one of `tensor`
 /// ranks (its split decides which dimension shrinks): forward, activation gradient, weight gradient.
+/// A grouped GEMM (the routed experts) runs on one of `expert` x `expert_tensor` ranks: its experts
+/// divided by `expert`, its matrices split by `expert_tensor`, and the tokens a rank routes (its
+/// 1/tensor share of the sequence) gathered over the expert-tensor group, spread over its experts.
 struct GemmPasses {
   GemmShape forward;
   GemmShape backward_input;
   GemmShape backward_weight;
 };
-[[nodiscard]] GemmPasses gemm_passes(const model::Gemm& gemm, int micro_batch, int tensor) noexcept;
+[[nodiscard]] GemmPasses gemm_passes(const model::Gemm& gemm, int micro_batch, int tensor, int expert = 1,
+                                     int expert_tensor = 0) noexcept;
 
 /// Attention core time for `micro_batch` samples on one of `tensor` ranks. FlashAttention: FLOPs as
 /// its papers count them (4 q kv d per head forward, halved under a causal mask; backward 2.5 x the

@@ -286,7 +286,8 @@ TimeNs Simulation::compute_duration(const Actor& actor, const Op& op) const {
     case OpKind::RecvGrad:
     case OpKind::AllReduce:
     case OpKind::ReduceScatter:
-    case OpKind::AllGather: break;
+    case OpKind::AllGather:
+    case OpKind::AllToAll: break;
   }
   throw std::logic_error("not a compute op");
 }
@@ -377,7 +378,8 @@ void Simulation::advance(int index) {
       }
       case OpKind::AllReduce:
       case OpKind::ReduceScatter:
-      case OpKind::AllGather: {
+      case OpKind::AllGather:
+      case OpKind::AllToAll: {
         if (schedule::is_in_layer(op.stream)) {
           Collective c;
           c.rank = actor.rank;
@@ -722,9 +724,16 @@ schedule::Program build_program(const model::Model& model, const plan::Plan& pla
                                 const EngineOptions& options) {
   schedule::GradientSync sync;
   for (const RankCost& rc : costs.ranks) {
-    std::vector<Bytes> per_chunk;
-    for (const ChunkCost& cc : rc.chunks) per_chunk.push_back(cc.gradient_bytes);
+    std::vector<Bytes> per_chunk, experts;
+    for (const ChunkCost& cc : rc.chunks) {
+      per_chunk.push_back(cc.gradient_bytes);
+      experts.push_back(cc.expert_gradient_bytes);
+    }
     sync.gradient_bytes.push_back(std::move(per_chunk));
+    // Experts without replicas (expert data 1) have nothing to reduce.
+    if (schedule::splits_expert_gradients(plan) && plan.expert_data() > 1) {
+      sync.expert_gradient_bytes.push_back(std::move(experts));
+    }
   }
   sync.bucket_size =
       options.grad_bucket.count() > 0 ? options.grad_bucket : schedule::default_gradient_bucket(

@@ -27,7 +27,9 @@ int Degrees::size(Axis a) const noexcept {
 Degrees degrees_of(const Plan& plan) noexcept {
   Degrees d;
   d.tensor = plan.tensor;
-  d.expert_tensor = plan.tensor;
+  d.context = plan.context;
+  d.expert = plan.expert;
+  d.expert_tensor = plan.expert_tensor;
   d.data = plan.data;
   d.pipeline = plan.pipeline;
   return d;

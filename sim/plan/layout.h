@@ -34,7 +34,7 @@ struct Degrees {
   [[nodiscard]] int expert_data() const noexcept;
   [[nodiscard]] int size(Axis a) const noexcept;
 };
-/// A plan's degrees (expert_tensor = tensor, Megatron's default; expert = context = 1).
+/// A plan's degrees.
 [[nodiscard]] Degrees degrees_of(const Plan& plan) noexcept;
 /// Why `d` cannot be laid out (expert_tensor x expert must divide tensor x context x data), or nothing.
 [[nodiscard]] std::optional<std::string> degrees_error(const Degrees& d);

@@ -73,6 +73,9 @@ struct PlanSpec {
   int tensor = 1;
   int pipeline = 1;
   std::optional<int> data;
+  int context = 1;                     ///< context parallelism (not simulated yet: resolve_plan refuses > 1)
+  int expert = 1;                      ///< expert parallelism of the MoE layers
+  std::optional<int> expert_tensor;    ///< tensor parallelism inside the experts; default: tensor (Megatron's)
   int virtual_stages = 1;
   std::optional<int> global_batch;
   int micro_batch = 1;
@@ -105,6 +108,9 @@ struct Plan {
   int tensor = 1;
   int pipeline = 1;
   int data = 1;
+  int context = 1;
+  int expert = 1;
+  int expert_tensor = 1;
   int virtual_stages = 1;
   int global_batch = 1;
   int micro_batch = 1;
@@ -127,7 +133,10 @@ struct Plan {
   Objective optimize = Objective::Speed;
   bool allow_tensor_across_nodes = false;
 
-  [[nodiscard]] int gpus() const noexcept { return tensor * pipeline * data; }
+  [[nodiscard]] int gpus() const noexcept { return tensor * context * pipeline * data; }
+  /// Replicas of each expert: expert layers regroup tensor x context x data as expert_tensor x
+  /// expert x expert_data (Megatron's parallel folding).
+  [[nodiscard]] int expert_data() const noexcept { return tensor * context * data / (expert_tensor * expert); }
   [[nodiscard]] int stages() const noexcept { return pipeline * virtual_stages; }
   friend bool operator==(const Plan&, const Plan&) = default;
 };

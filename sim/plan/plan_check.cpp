@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/plan/layout.h"
 #include "sim/topology/route_table.h"
 
 namespace mpsim::plan {
@@ -136,6 +137,9 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   Plan p;
   p.tensor = spec.tensor;
   p.pipeline = spec.pipeline;
+  p.context = spec.context;
+  p.expert = spec.expert;
+  p.expert_tensor = spec.expert_tensor.value_or(spec.tensor);
   p.virtual_stages = spec.virtual_stages;
   p.micro_batch = spec.micro_batch;
   p.schedule = spec.schedule;
@@ -159,17 +163,34 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
 
   // Degrees against the GPU count.
   const int gpus = static_cast<int>(cluster.gpus().size());
-  const int model_parallel = p.tensor * p.pipeline;
+  check.require(p.context == 1, "context",
+                "context parallelism is not simulated yet (its K/V ring exchange is planned); use context: 1");
+  const int model_parallel = p.tensor * p.context * p.pipeline;
   if (spec.data) {
     p.data = *spec.data;
-    check.require(p.tensor * p.pipeline * p.data == gpus, "data",
+    check.require(model_parallel * p.data == gpus, "data",
                   fmt::format("tensor {} x pipeline {} x data {} = {} GPUs, but the cluster has {}", p.tensor,
-                              p.pipeline, p.data, p.tensor * p.pipeline * p.data, gpus));
+                              p.pipeline, p.data, model_parallel * p.data, gpus));
   } else {
     check.require(gpus % model_parallel == 0, spec.origins.contains("tensor") ? "tensor" : "pipeline",
                   fmt::format("tensor {} x pipeline {} = {} does not divide the cluster's {} GPUs", p.tensor,
                               p.pipeline, model_parallel, gpus));
     p.data = gpus / model_parallel;
+  }
+  // Expert layers regroup the same GPUs (parallel folding).
+  if (const auto error = degrees_error(degrees_of(p))) {
+    check.fail(spec.origins.contains("expert_tensor") ? "expert_tensor" : "expert", *error);
+  }
+  const std::int64_t experts = model.shape && model.shape->moe ? model.shape->moe->experts : 0;
+  if (p.expert > 1) {
+    check.require(experts > 0, "expert", "expert parallelism needs a model with moe blocks");
+    check.require(experts % p.expert == 0, "expert",
+                  fmt::format("expert {} does not divide the model's {} experts", p.expert, experts));
+  }
+  if (experts > 0 && p.expert_tensor > 1) {
+    check.require(model.shape->moe->expert_ffn % p.expert_tensor == 0, "expert_tensor",
+                  fmt::format("expert_tensor {} does not divide the experts' width {}", p.expert_tensor,
+                              model.shape->moe->expert_ffn));
   }
 
   // Batch: micro x microbatches x data = global.

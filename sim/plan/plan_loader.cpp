@@ -132,6 +132,7 @@ PlanSpec load_plan_spec(const Field& root) {
                     "placement_strategy", "ddp", "auto_partition",
                     // Megatron
                     "tensor_model_parallel_size", "pipeline_model_parallel_size", "data_parallel_size",
+                    "context_parallel_size", "expert_model_parallel_size", "expert_tensor_parallel_size",
                     "virtual_pipeline_model_parallel_size", "num_layers_per_virtual_pipeline_stage",
                     "micro_batch_size", "global_batch_size", "recompute_granularity", "use_distributed_optimizer",
                     "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "attention_backend",
@@ -141,11 +142,14 @@ PlanSpec load_plan_spec(const Field& root) {
   Reader r(spec);
 
   if (auto par = root.get("parallelism")) {
-    par->expect_keys({"tensor", "pipeline", "data", "virtual_stages"});
+    par->expect_keys({"tensor", "pipeline", "data", "virtual_stages", "context", "expert", "expert_tensor"});
     r.count(*par, "tensor", "tensor", spec.tensor);
     r.count(*par, "pipeline", "pipeline", spec.pipeline);
     r.count(*par, "data", "data", spec.data);
     r.count(*par, "virtual_stages", "virtual_stages", spec.virtual_stages);
+    r.count(*par, "context", "context", spec.context);
+    r.count(*par, "expert", "expert", spec.expert);
+    r.count(*par, "expert_tensor", "expert_tensor", spec.expert_tensor);
   }
   if (auto batch = root.get("batch")) {
     batch->expect_keys({"global", "micro", "microbatches"});
@@ -172,6 +176,9 @@ PlanSpec load_plan_spec(const Field& root) {
   r.count(root, "tensor_model_parallel_size", "tensor", spec.tensor);
   r.count(root, "pipeline_model_parallel_size", "pipeline", spec.pipeline);
   r.count(root, "data_parallel_size", "data", spec.data);
+  r.count(root, "context_parallel_size", "context", spec.context);
+  r.count(root, "expert_model_parallel_size", "expert", spec.expert);
+  r.count(root, "expert_tensor_parallel_size", "expert_tensor", spec.expert_tensor);
   r.count(root, "virtual_pipeline_model_parallel_size", "virtual_stages", spec.virtual_stages);
   r.count(root, "micro_batch_size", "micro_batch", spec.micro_batch);
   r.count(root, "global_batch_size", "global_batch", spec.global_batch);
@@ -254,8 +261,12 @@ PlanSpec load_plan_file(const std::filesystem::path& path) {
 std::string write_plan_yaml(const Plan& p) {
   std::string out;
   out += "# mpsim plan (docs/formats/plan.md)\n";
-  out += fmt::format("parallelism: {{ tensor: {}, pipeline: {}, data: {}, virtual_stages: {} }}\n", p.tensor,
-                     p.pipeline, p.data, p.virtual_stages);
+  std::string extra;
+  if (p.context > 1) extra += fmt::format(", context: {}", p.context);
+  if (p.expert > 1) extra += fmt::format(", expert: {}", p.expert);
+  if (p.expert_tensor != p.tensor) extra += fmt::format(", expert_tensor: {}", p.expert_tensor);
+  out += fmt::format("parallelism: {{ tensor: {}, pipeline: {}, data: {}, virtual_stages: {}{} }}\n", p.tensor,
+                     p.pipeline, p.data, p.virtual_stages, extra);
   // The microbatch count follows from the other three; left as a comment so a what-if that changes
   // the micro batch or the global batch (--set, --sweep) keeps the file consistent.
   out += fmt::format("batch: {{ global: {}, micro: {} }}   # {} microbatches per pipeline\n", p.global_batch,

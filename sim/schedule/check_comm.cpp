@@ -135,6 +135,7 @@ std::optional<ProgramError> check_dependency_order(const Program& program, const
         case OpKind::AllReduce:
         case OpKind::ReduceScatter:
         case OpKind::AllGather:
+        case OpKind::AllToAll:
         case OpKind::OptimizerStep: break;
       }
     }

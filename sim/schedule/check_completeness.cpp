@@ -68,6 +68,7 @@ std::optional<ProgramError> check_completeness(const Program& program) {
         case OpKind::AllReduce:
         case OpKind::ReduceScatter:
         case OpKind::AllGather:
+        case OpKind::AllToAll:
         case OpKind::OptimizerStep: break;
       }
     }

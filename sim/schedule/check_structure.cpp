@@ -22,6 +22,7 @@ bool carries_microbatch(OpKind k) noexcept {
     case OpKind::AllReduce:
     case OpKind::ReduceScatter:
     case OpKind::AllGather:
+    case OpKind::AllToAll:
     case OpKind::OptimizerStep: return false;
   }
   return false;

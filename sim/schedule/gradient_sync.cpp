@@ -34,6 +34,9 @@ void check(const Program& program, const GradientSync& sync) {
       if (b < Bytes{}) throw std::invalid_argument("negative gradient size");
     }
   }
+  if (!sync.expert_gradient_bytes.empty() && (sync.expert_gradient_bytes.size() != sync.gradient_bytes.size())) {
+    throw std::invalid_argument("expert gradient sizes must match the ranks of the dense ones");
+  }
   if (sync.bucket_size <= Bytes{}) throw std::invalid_argument("the gradient bucket size must be positive");
   if (sync.zero < 0) throw std::invalid_argument(fmt::format("ZeRO stage {} is not a stage", sync.zero));
   if (sync.gradient_bytes_per_parameter <= 0 || sync.parameter_bytes <= 0) {
@@ -67,14 +70,26 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
       stream.push_back(optimizer_step_op());
       continue;
     }
-    std::vector<std::vector<Bytes>> buckets(static_cast<std::size_t>(chunks));
+    // Each chunk's buckets: its dense gradients over the data-parallel group, then its routed
+    // experts' over the expert-data group.
+    struct Bucket {
+      Bytes bytes;
+      plan::AxisSet group;
+    };
+    std::vector<std::vector<Bucket>> buckets(static_cast<std::size_t>(chunks));
     for (int c = 0; c < chunks; ++c) {
-      buckets[static_cast<std::size_t>(c)] =
-          buckets_of(sync.gradient_bytes[r][static_cast<std::size_t>(c)], sync.bucket_size);
+      const auto cs = static_cast<std::size_t>(c);
+      for (const Bytes b : buckets_of(sync.gradient_bytes[r][cs], sync.bucket_size)) {
+        buckets[cs].push_back({b, collectives.group});
+      }
+      if (sync.expert_gradient_bytes.empty()) continue;
+      const auto& experts = sync.expert_gradient_bytes.at(r);
+      if (cs >= experts.size()) continue;
+      for (const Bytes b : buckets_of(experts[cs], sync.bucket_size)) buckets[cs].push_back({b, plan::Axis::ExpertData});
     }
     const auto emit_reduce = [&](std::vector<Op>& out, int c) {
-      for (const Bytes b : buckets[static_cast<std::size_t>(c)]) {
-        out.push_back(collective_op(collectives.reduction, collectives.group, b, c));
+      for (const Bucket& b : buckets[static_cast<std::size_t>(c)]) {
+        out.push_back(collective_op(collectives.reduction, b.group, b.bytes, c));
       }
     };
 
@@ -93,9 +108,9 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
     out.reserve(stream.size() + 8);
     const auto emit_gather = [&] {
       for (int c = 0; c < chunks; ++c) {
-        for (const Bytes b : buckets[static_cast<std::size_t>(c)]) {
-          const Bytes weights = Bytes::bytes(b.count() * sync.parameter_bytes / sync.gradient_bytes_per_parameter);
-          out.push_back(collective_op(*collectives.after_step, collectives.group, weights, c));
+        for (const Bucket& b : buckets[static_cast<std::size_t>(c)]) {
+          const Bytes weights = Bytes::bytes(b.bytes.count() * sync.parameter_bytes / sync.gradient_bytes_per_parameter);
+          out.push_back(collective_op(*collectives.after_step, b.group, weights, c));
         }
       }
     };
@@ -136,7 +151,7 @@ Bytes default_gradient_bucket(int data_parallel, int bytes_per_parameter) noexce
 
 Program plan_program(const model::Model& model, const plan::Plan& plan, GradientSync sync) {
   sync.zero = plan.zero;
-  sync.data_parallel = plan.data > 1;
+  sync.data_parallel = plan.data > 1 || (splits_expert_gradients(plan) && plan.expert_data() > 1);
   sync.overlap_param_gather = plan.overlap_param_gather;
   sync.parameter_bytes = gathered_parameter_bytes(plan.fp8_param_gather, model.dtype_bytes);
   sync.gradient_bytes_per_parameter = gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, model.dtype_bytes);

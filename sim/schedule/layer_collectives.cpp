@@ -12,15 +12,27 @@ namespace {
 
 /// Adds `count` x (kind, bytes) over `group` to `list`, merging with an equal collective already there.
 void add(std::vector<LayerCollective>& list, OpKind kind, Bytes bytes, int count,
-         plan::AxisSet group = plan::Axis::Tensor, bool beside = false) {
+         plan::AxisSet group = plan::Axis::Tensor, LayerCommPlacement placement = LayerCommPlacement::AsPlanned) {
   if (count <= 0 || bytes.count() <= 0) return;
   for (LayerCollective& c : list) {
-    if (c.kind == kind && c.bytes == bytes && c.group == group && c.beside == beside) {
+    if (c.kind == kind && c.bytes == bytes && c.group == group && c.placement == placement) {
       c.count += count;
       return;
     }
   }
-  list.push_back({kind, group, bytes, count, beside});
+  list.push_back({kind, group, bytes, count, placement});
+}
+
+/// `count` passes' expert exchanges of `tokens` bytes of routed token copies: dispatch and combine
+/// all-to-alls over the expert group, and the expert-tensor gather and scatter between them.
+void add_expert_exchanges(std::vector<LayerCollective>& list, Bytes tokens, int count, const plan::Plan& plan) {
+  constexpr auto kBlocking = LayerCommPlacement::Blocking;
+  add(list, OpKind::AllToAll, tokens, 2 * count, plan::Axis::Expert, kBlocking);
+  if (plan.expert_tensor > 1) {
+    const Bytes gathered = Bytes::bytes(tokens.count() * plan.expert_tensor);
+    add(list, OpKind::AllGather, gathered, count, plan::Axis::ExpertTensor, kBlocking);
+    add(list, OpKind::ReduceScatter, gathered, count, plan::Axis::ExpertTensor, kBlocking);
+  }
 }
 
 /// `count` tensor-parallel reductions of `bytes`: all-reduces, or all-gather + reduce-scatter pairs
@@ -43,7 +55,8 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
   std::vector<std::vector<ChunkCollectives>> out(static_cast<std::size_t>(plan.pipeline),
                                                  std::vector<ChunkCollectives>(static_cast<std::size_t>(plan.virtual_stages)));
   const bool sharded_weights = plan.zero >= 3 && plan.data > 1;
-  if (plan.tensor <= 1 && !sharded_weights) return out;
+  const bool expert_exchanges = plan.expert > 1 || plan.expert_tensor > 1;
+  if (plan.tensor <= 1 && !sharded_weights && !expert_exchanges) return out;
   const int gathered = gathered_parameter_bytes(plan.fp8_param_gather, model.dtype_bytes);
   const int gradient = gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, model.dtype_bytes);
   for (int rank = 0; rank < plan.pipeline; ++rank) {
@@ -60,12 +73,20 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
           add_tensor_reductions(chunk.forward, bytes, k, plan.sequence_parallel);
           add_tensor_reductions(chunk.backward, bytes, replayed ? 2 * k : k, plan.sequence_parallel);
         }
+        if (expert_exchanges && layer.routed.experts > 0) {
+          const model::RoutedExperts& e = layer.routed;
+          const Bytes tokens =
+              Bytes::bytes(e.tokens * e.top_k * e.hidden * model.dtype_bytes * plan.micro_batch / plan.tensor);
+          add_expert_exchanges(chunk.forward, tokens, 1, plan);
+          add_expert_exchanges(chunk.backward, tokens, replayed ? 2 : 1, plan);
+        }
         if (sharded_weights) {
           const std::int64_t parameters = layer.parameters / plan.tensor;
           const Bytes weights = Bytes::bytes(parameters * gathered);
-          add(chunk.forward, OpKind::AllGather, weights, 1, plan::Axis::Data, true);
-          add(chunk.backward, OpKind::AllGather, weights, 1, plan::Axis::Data, true);
-          add(chunk.backward, OpKind::ReduceScatter, Bytes::bytes(parameters * gradient), 1, plan::Axis::Data, true);
+          constexpr auto kBeside = LayerCommPlacement::Beside;
+          add(chunk.forward, OpKind::AllGather, weights, 1, plan::Axis::Data, kBeside);
+          add(chunk.backward, OpKind::AllGather, weights, 1, plan::Axis::Data, kBeside);
+          add(chunk.backward, OpKind::ReduceScatter, Bytes::bytes(parameters * gradient), 1, plan::Axis::Data, kBeside);
         }
       }
     }
@@ -95,18 +116,20 @@ Program add_layer_collectives(Program program, const std::vector<std::vector<Chu
       }
       const ChunkCollectives& chunk = collectives[r].at(op.chunk);
       const auto& list = forward ? chunk.forward : chunk.backward;
-      const auto emit = [&](bool beside) {
+      // Before the compute op: what runs beside it; after it: what the compute stream waits for.
+      const auto emit = [&](bool before) {
         for (const LayerCollective& c : list) {
-          if (c.beside != beside) continue;
-          out.push_back(layer_collective_op(c.kind, c.group, c.bytes, c.count,
-                                            beside ? CommStream::Overlapped : stream,
-                                            static_cast<int>(op.microbatch), op.chunk));
+          const CommStream s = c.placement == LayerCommPlacement::Beside     ? CommStream::Overlapped
+                               : c.placement == LayerCommPlacement::Blocking ? CommStream::Blocking
+                                                                             : stream;
+          if ((s == CommStream::Overlapped) != before) continue;
+          out.push_back(layer_collective_op(c.kind, c.group, c.bytes, c.count, s, static_cast<int>(op.microbatch),
+                                            op.chunk));
         }
       };
       emit(true);
-      if (overlap) emit(false);
       out.push_back(op);
-      if (!overlap) emit(false);
+      emit(false);
     }
     program.streams[r] = std::move(out);
   }

@@ -38,6 +38,7 @@ Program lower_comm(Program program) {
         case OpKind::AllReduce:
         case OpKind::ReduceScatter:
         case OpKind::AllGather:
+        case OpKind::AllToAll:
         case OpKind::OptimizerStep: lowered.push_back(op); break;
       }
     }

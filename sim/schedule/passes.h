@@ -27,15 +27,18 @@ namespace mpsim::schedule {
 
 /// Collectives inside one pass of a chunk's layers, per microbatch on one GPU: `count` collectives of
 /// `bytes` over `group`.
+/// Where a layer collective runs: as the plan's tensor overlap says (the tensor-parallel exchanges),
+/// always beside the pass (ZeRO-3's parameter gathers, issued ahead of the layer as FSDP prefetches,
+/// and its gradient reduce-scatters), or always blocking the compute stream (MoE's token dispatch and
+/// combine, which the experts wait for).
+enum class LayerCommPlacement : std::uint8_t { AsPlanned, Beside, Blocking };
+
 struct LayerCollective {
   OpKind kind = OpKind::AllReduce;
   plan::AxisSet group = plan::Axis::Tensor;
   Bytes bytes;
   int count = 1;
-  /// Always beside the pass, whatever the plan's tensor overlap: ZeRO-3's parameter gathers (issued
-  /// ahead of the layer, FSDP's prefetch) and gradient reduce-scatters (issued as each layer's
-  /// gradients are ready).
-  bool beside = false;
+  LayerCommPlacement placement = LayerCommPlacement::AsPlanned;
   friend bool operator==(const LayerCollective&, const LayerCollective&) = default;
 };
 /// A chunk's in-layer collectives by pass. The fused backward (B) and the input-gradient half (I)
@@ -55,6 +58,12 @@ struct ChunkCollectives {
 /// resharding after the forward): an all-gather of its weights over the data group before the
 /// forward and again before the backward (gathered_parameter_bytes per parameter), and a
 /// reduce-scatter of its gradients (gradient_bytes_per_parameter) in the backward.
+/// Expert parallelism (expert > 1) adds, per MoE layer and pass, blocking: the token dispatch and
+/// the combine, each an all-to-all over the expert group of the tokens' top-k copies the rank routes
+/// (routed tokens x top_k x hidden x micro batch / tensor elements: each tensor rank routes its share
+/// of the sequence, as Megatron requires sequence parallelism for tensor-parallel MoE), with, when
+/// expert_tensor > 1, an all-gather of the dispatched tokens over the expert-tensor group after the
+/// dispatch and a reduce-scatter before the combine.
 [[nodiscard]] std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::Model& model,
                                                                                const plan::Plan& plan);
 
@@ -69,6 +78,9 @@ struct ChunkCollectives {
 /// What add_gradient_sync() needs to know about the gradients and the data-parallel setup.
 struct GradientSync {
   std::vector<std::vector<Bytes>> gradient_bytes;  ///< [rank][chunk]: gradient bytes per GPU of the rank
+  /// [rank][chunk], or empty: the routed experts' gradient bytes, reduced over the expert-data group
+  /// (splits_expert_gradients); their buckets follow the chunk's dense ones.
+  std::vector<std::vector<Bytes>> expert_gradient_bytes;
   Bytes bucket_size = Bytes::mib(25);              ///< at most this much per collective (> 0)
   bool overlap = true;                             ///< issue a chunk's buckets as soon as its backward is done
   /// ZeRO >= 1: gather the updated parameters at the start of the stream, beside the forwards, as
@@ -110,6 +122,12 @@ struct SyncCollectives {
 /// Throws std::invalid_argument when `data_parallel` and gradient_bytes is not [stages][chunks],
 /// a size is negative, bucket_size <= 0, zero < 0 or a byte count per parameter <= 0.
 [[nodiscard]] Program add_gradient_sync(Program program, const GradientSync& sync);
+
+/// Whether the routed experts' gradients have replicas of their own (the expert-data group differs
+/// from the data-parallel group): expert parallelism, or an expert-tensor degree other than tensor.
+[[nodiscard]] constexpr bool splits_expert_gradients(const plan::Plan& plan) noexcept {
+  return plan.expert > 1 || plan.expert_tensor != plan.tensor;
+}
 
 /// Bytes of an fp32 gradient: Megatron-LM accumulates and reduces 16-bit models' gradients in fp32
 /// (grad_reduce_in_fp32, forced on for bf16).

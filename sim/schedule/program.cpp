@@ -19,6 +19,7 @@ std::string_view to_string(OpKind k) noexcept {
     case OpKind::AllReduce: return "AllReduce";
     case OpKind::ReduceScatter: return "ReduceScatter";
     case OpKind::AllGather: return "AllGather";
+    case OpKind::AllToAll: return "AllToAll";
     case OpKind::OptimizerStep: return "OptimizerStep";
   }
   return "?";
@@ -71,6 +72,7 @@ std::string_view prefix(OpKind k) noexcept {
     case OpKind::AllReduce:
     case OpKind::ReduceScatter:
     case OpKind::AllGather:
+    case OpKind::AllToAll:
     case OpKind::OptimizerStep: return {};
   }
   return {};
@@ -81,6 +83,7 @@ std::string_view whole_word(OpKind k) noexcept {
     case OpKind::AllReduce: return "AR";
     case OpKind::ReduceScatter: return "RS";
     case OpKind::AllGather: return "AG";
+    case OpKind::AllToAll: return "A2A";
     case OpKind::OptimizerStep: return "OPT";
     case OpKind::Forward:
     case OpKind::Backward:

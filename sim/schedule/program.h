@@ -45,6 +45,7 @@ enum class OpKind : std::uint8_t {
   AllReduce,       ///< collective over `group`, `bytes` per rank
   ReduceScatter,
   AllGather,
+  AllToAll,        ///< each member sends bytes / n to every other member (MoE token dispatch and combine)
   OptimizerStep,
 };
 [[nodiscard]] std::string_view to_string(OpKind k) noexcept;
@@ -59,7 +60,7 @@ enum class OpKind : std::uint8_t {
   return k == OpKind::RecvActivation || k == OpKind::RecvGrad;
 }
 [[nodiscard]] constexpr bool is_collective(OpKind k) noexcept {
-  return k == OpKind::AllReduce || k == OpKind::ReduceScatter || k == OpKind::AllGather;
+  return k == OpKind::AllReduce || k == OpKind::ReduceScatter || k == OpKind::AllGather || k == OpKind::AllToAll;
 }
 
 /// Where a collective runs and what waits for it.

@@ -19,6 +19,7 @@ namespace mpsim::schedule {
     case OpKind::AllReduce: return trace::SpanKind::AllReduce;
     case OpKind::ReduceScatter: return trace::SpanKind::ReduceScatter;
     case OpKind::AllGather: return trace::SpanKind::AllGather;
+    case OpKind::AllToAll: return trace::SpanKind::AllToAll;
     case OpKind::OptimizerStep: return trace::SpanKind::Optimizer;
   }
   return trace::SpanKind::Forward;

@@ -26,6 +26,7 @@ struct StashChange {
     case OpKind::AllReduce:
     case OpKind::ReduceScatter:
     case OpKind::AllGather:
+    case OpKind::AllToAll:
     case OpKind::OptimizerStep: break;
   }
   return {};

@@ -45,6 +45,7 @@ struct PlanSummary {
   int zero = 0;
   std::string precision;
   std::string attention;
+  int context = 1, expert = 1, expert_tensor = 1;
 };
 
 struct Report {

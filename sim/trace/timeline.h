@@ -18,6 +18,7 @@ enum class SpanKind : std::uint8_t {
   AllReduce,
   ReduceScatter,
   AllGather,
+  AllToAll,
   Optimizer,
   Transfer,  ///< traffic on a link
 };

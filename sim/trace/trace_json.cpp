@@ -17,6 +17,7 @@ std::string_view to_string(SpanKind k) noexcept {
     case SpanKind::AllReduce: return "allreduce";
     case SpanKind::ReduceScatter: return "reducescatter";
     case SpanKind::AllGather: return "allgather";
+    case SpanKind::AllToAll: return "alltoall";
     case SpanKind::Optimizer: return "optimizer";
     case SpanKind::Transfer: return "transfer";
   }
@@ -53,6 +54,9 @@ nlohmann::ordered_json report_json(const Report& r) {
   out["plan"] = {{"tensor", r.plan.tensor},
                  {"pipeline", r.plan.pipeline},
                  {"data", r.plan.data},
+                 {"context", r.plan.context},
+                 {"expert", r.plan.expert},
+                 {"expert_tensor", r.plan.expert_tensor},
                  {"virtual_stages", r.plan.virtual_stages},
                  {"microbatches", r.plan.microbatches},
                  {"micro_batch_size", r.plan.micro_batch_size},
@@ -79,6 +83,7 @@ std::string span_name(const Span& s) {
     case SpanKind::AllReduce: return "allreduce";
     case SpanKind::ReduceScatter: return "reducescatter";
     case SpanKind::AllGather: return "allgather";
+    case SpanKind::AllToAll: return "alltoall";
     case SpanKind::Optimizer: return "optimizer";
     case SpanKind::Transfer: return "transfer";
   }

@@ -60,6 +60,7 @@ std::optional<SpanKind> kind_from_cat(std::string_view cat) {
       {"allreduce", SpanKind::AllReduce},
       {"reducescatter", SpanKind::ReduceScatter},
       {"allgather", SpanKind::AllGather},
+      {"alltoall", SpanKind::AllToAll},
       {"optimizer", SpanKind::Optimizer},
       {"transfer", SpanKind::Transfer},
   };
@@ -692,6 +693,9 @@ Report parse_report(const nlohmann::json& o) {
     read_field(*plan, "tensor", r.plan.tensor, where);
     read_field(*plan, "pipeline", r.plan.pipeline, where);
     read_field(*plan, "data", r.plan.data, where);
+    read_field(*plan, "context", r.plan.context, where);
+    read_field(*plan, "expert", r.plan.expert, where);
+    read_field(*plan, "expert_tensor", r.plan.expert_tensor, where);
     read_field(*plan, "virtual_stages", r.plan.virtual_stages, where);
     read_field(*plan, "microbatches", r.plan.microbatches, where);
     read_field(*plan, "micro_batch_size", r.plan.micro_batch_size, where);

@@ -90,14 +90,14 @@ TEST(StaticMemory, AsTheCostModelCountsIt) {
         }
       }
       for (const auto& rank : costs.ranks) {
-        std::int64_t parameters = 0, fp8_parameters = 0, largest = 0;
+        engine::RankParameters parameters;
         for (const auto& c : rank.chunks) {
-          parameters += c.parameters;
-          fp8_parameters += c.fp8_parameters;
-          largest = std::max(largest, c.largest_layer_parameters);
+          parameters.total += c.parameters;
+          parameters.fp8 += c.fp8_parameters;
+          parameters.expert += c.expert_parameters;
+          parameters.largest_layer = std::max(parameters.largest_layer, c.largest_layer_parameters);
         }
-        EXPECT_EQ(engine::static_memory(parameters, fp8_parameters, largest, engine::state_format(p, model.dtype_bytes))
-                      .total(),
+        EXPECT_EQ(engine::static_memory(parameters, engine::state_format(p, model.dtype_bytes)).total(),
                   rank.static_memory.total())
             << "zero " << zero << " pipeline " << pipeline;
       }

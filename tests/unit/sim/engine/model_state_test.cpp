@@ -25,21 +25,21 @@ constexpr std::int64_t kParameters = 1'000'000'000;
 constexpr std::int64_t kFp8Parameters = 900'000'000;  // the blocks' GEMMs; the rest: embeddings, norms
 
 TEST(ModelStates, SixteenBitWeightsFp32GradientsAndAdam) {
-  const StaticMemory m = static_memory(kParameters, kFp8Parameters, 0, format(Precision::Bf16, 0, 8));
+  const StaticMemory m = static_memory({kParameters, kFp8Parameters, 0, 0}, format(Precision::Bf16, 0, 8));
   EXPECT_EQ(m.weights.count(), 2 * kParameters);  // no FP8 copies without an FP8 precision
   EXPECT_EQ(m.gradients.count(), 4 * kParameters);
   EXPECT_EQ(m.optimizer.count(), 12 * kParameters);
 }
 
 TEST(ModelStates, Fp8CopiesOnlyForTheFp8GemmsWeights) {
-  const StaticMemory m = static_memory(kParameters, kFp8Parameters, 0, format(Precision::Fp8, 0, 8));
+  const StaticMemory m = static_memory({kParameters, kFp8Parameters, 0, 0}, format(Precision::Fp8, 0, 8));
   EXPECT_EQ(m.weights.count(), 2 * kParameters + 1 * kFp8Parameters);
 }
 
 TEST(ModelStates, Fp8WeightsOnlyTakeTwoBytes) {
   StateFormat f = format(Precision::Mxfp8, 0, 8);
   f.fp8_param_gather = true;
-  const StaticMemory m = static_memory(kParameters, kFp8Parameters, 0, f);
+  const StaticMemory m = static_memory({kParameters, kFp8Parameters, 0, 0}, f);
   // 16-bit embeddings and norms; FP8 data plus its transposed copy for the blocks' GEMMs.
   EXPECT_EQ(m.weights.count(), 2 * (kParameters - kFp8Parameters) + 2 * kFp8Parameters);
 }
@@ -47,13 +47,13 @@ TEST(ModelStates, Fp8WeightsOnlyTakeTwoBytes) {
 TEST(ModelStates, SixteenBitGradientsHalveTheBuffer) {
   StateFormat f = format(Precision::Bf16, 1, 8);
   f.grad_reduce_in_fp32 = false;
-  const StaticMemory m = static_memory(kParameters, 0, 0, f);
+  const StaticMemory m = static_memory({kParameters, 0, 0, 0}, f);
   EXPECT_EQ(m.gradients.count(), 2 * kParameters);
   EXPECT_EQ(m.optimizer.count(), 12 * kParameters / 8);  // ZeRO 1 shards only the optimizer
   f.zero = 2;
-  EXPECT_EQ(static_memory(kParameters, 0, 0, f).gradients.count(), 2 * kParameters / 8);
+  EXPECT_EQ(static_memory({kParameters, 0, 0, 0}, f).gradients.count(), 2 * kParameters / 8);
   f.zero = 3;
-  EXPECT_EQ(static_memory(kParameters, 0, 0, f).weights.count(), 2 * kParameters / 8);
+  EXPECT_EQ(static_memory({kParameters, 0, 0, 0}, f).weights.count(), 2 * kParameters / 8);
 }
 
 TEST(ModelStates, ZeroThreeShardsEverythingAndHoldsTwoGatheredLayers) {
@@ -62,7 +62,7 @@ TEST(ModelStates, ZeroThreeShardsEverythingAndHoldsTwoGatheredLayers) {
   StateFormat f = format(Precision::Bf16, 3, 8);
   f.grad_reduce_in_fp32 = false;
   constexpr std::int64_t kLayer = 50'000'000;
-  const StaticMemory m = static_memory(kParameters, 0, kLayer, f);
+  const StaticMemory m = static_memory({kParameters, 0, kLayer, 0}, f);
   EXPECT_EQ(m.weights.count(), 2 * kParameters / 8 + 2 * 2 * kLayer);
   EXPECT_EQ(m.gradients.count(), 2 * kParameters / 8 + 2 * kLayer);
   EXPECT_EQ(m.optimizer.count(), 12 * kParameters / 8);

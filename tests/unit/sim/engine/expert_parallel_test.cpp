@@ -1,0 +1,138 @@
+// Expert parallelism against closed forms: the dispatch and combine all-to-alls move each rank's
+// routed token copies (T x top_k x hidden elements, (EP - 1) / EP of them to other ranks), the
+// routed experts' weights and states shard over expert x expert_tensor and their replicas, and
+// their gradients are reduced over the expert-data group.
+#include <gtest/gtest.h>
+
+#include "engine_test_support.h"
+#include "sim/engine/collectives.h"
+#include "sim/engine/cost_model.h"
+#include "sim/schedule/passes.h"
+
+namespace mpsim::engine {
+namespace {
+
+using schedule::OpKind;
+
+constexpr std::int64_t kHidden = 128, kSeq = 64, kTopK = 2, kExperts = 8, kExpertFfn = 64;
+
+model::Model moe_model() {
+  return testing::model_yaml(
+      "model: { family: llama, layers: 2, hidden: 128, heads: 4, ffn: 256, seq_len: 64, vocab: 512,\n"
+      "         moe: { experts: 8, top_k: 2, expert_ffn: 64 } }\n");
+}
+
+topology::Cluster eight_h100() {
+  return testing::cluster_yaml(
+      "cluster: { gpus_per_node: 8, gpu: h100-sxm, intra_node: { kind: nvswitch, bandwidth: \"450 GB/s\" } }\n");
+}
+
+schedule::Program program_of(const model::Model& model, const plan::Plan& p) {
+  const CostModel costs = build_cost_model(eight_h100(), model, p, plan::Layout(p));
+  return build_program(model, p, costs, EngineOptions{});
+}
+
+std::vector<const schedule::Op*> ops_of(const schedule::Program& program, OpKind kind, plan::AxisSet group) {
+  std::vector<const schedule::Op*> out;
+  for (const schedule::Op& op : program.streams.front()) {
+    if (op.kind == kind && op.group == group) out.push_back(&op);
+  }
+  return out;
+}
+
+TEST(ExpertParallel, DispatchAndCombineMoveTheTopKTokenCopies) {
+  const auto model = moe_model();
+  const plan::Plan p = testing::plan_yaml(
+      "parallelism: { data: 8, expert: 4 }\nbatch: { global: 16, micro: 2 }\n", eight_h100(), model);
+  const schedule::Program program = program_of(model, p);
+  const auto a2a = ops_of(program, OpKind::AllToAll, plan::Axis::Expert);
+  // One microbatch (of 2 samples) x (forward + backward) x 2 layers x (dispatch + combine).
+  std::int64_t exchanges = 0;
+  for (const schedule::Op* op : a2a) {
+    EXPECT_EQ(op->bytes.count(), kSeq * kTopK * kHidden * 2 /*bytes*/ * 2 /*micro batch*/);
+    EXPECT_EQ(op->stream, schedule::CommStream::Blocking);
+    exchanges += op->count;
+  }
+  EXPECT_EQ(exchanges, 1 * 2 * 2 * 2);
+  // Over the real links each member sends (EP - 1) / EP of its buffer, 1/EP to every other member.
+  const plan::Layout layout(p);
+  const auto groups = device_groups(eight_h100(), layout, {0}, plan::Axis::Expert);
+  ASSERT_EQ(groups.size(), 1u);
+  ASSERT_EQ(groups.front().size(), 4u);
+  const Bytes buffer = Bytes::bytes(kSeq * kTopK * kHidden * 2);
+  const auto rounds = collective_rounds(eight_h100(), CollectiveKind::AllToAll, CollectiveAlgorithm::Auto, groups, buffer);
+  ASSERT_EQ(rounds.size(), 1u);
+  std::int64_t sent_by_first = 0;
+  for (const auto& [from, to] : rounds.front().transfers) {
+    if (from == groups.front().front()) sent_by_first += rounds.front().bytes.count();
+  }
+  EXPECT_EQ(sent_by_first, buffer.count() * 3 / 4);
+}
+
+TEST(ExpertParallel, ExpertStatesShardOverExpertAndTheirReplicas) {
+  const auto model = moe_model();
+  const plan::Plan p = testing::plan_yaml(
+      "parallelism: { data: 8, expert: 4 }\nbatch: { global: 16 }\nzero: 1\n", eight_h100(), model);
+  EXPECT_EQ(p.expert_data(), 2);
+  const CostModel costs = build_cost_model(eight_h100(), model, p, plan::Layout(p));
+  std::int64_t total = 0, experts = 0;
+  for (const auto& layer : model.layers) {
+    total += layer.parameters;
+    experts += layer.expert_parameters;
+  }
+  EXPECT_EQ(experts, 2 * kExperts * 3 * kHidden * kExpertFfn);
+  const std::int64_t dense = total - experts;
+  const StaticMemory& m = costs.ranks.front().static_memory;
+  EXPECT_EQ(m.weights.count(), 2 * (dense + experts / 4));
+  EXPECT_EQ(m.gradients.count(), 4 * (dense + experts / 4));
+  // ZeRO 1: dense optimizer state over the 8 data replicas, the experts' over their 2.
+  EXPECT_EQ(m.optimizer.count(), 12 * dense / 8 + 12 * experts / 4 / 2);
+}
+
+TEST(ExpertParallel, ExpertGradientsReduceOverTheExpertDataGroup) {
+  const auto model = moe_model();
+  const plan::Plan p = testing::plan_yaml(
+      "parallelism: { data: 8, expert: 4 }\nbatch: { global: 8 }\nzero: 1\n", eight_h100(), model);
+  const schedule::Program program = program_of(model, p);
+  std::int64_t experts = 0, dense = 0;
+  for (const auto& layer : model.layers) {
+    experts += layer.expert_parameters;
+    dense += layer.parameters - layer.expert_parameters;
+  }
+  std::int64_t expert_reduced = 0, dense_reduced = 0;
+  for (const schedule::Op* op : ops_of(program, OpKind::ReduceScatter, plan::Axis::ExpertData)) {
+    expert_reduced += op->bytes.count();
+  }
+  for (const schedule::Op* op : ops_of(program, OpKind::ReduceScatter, plan::Axis::Data)) dense_reduced += op->bytes.count();
+  EXPECT_EQ(expert_reduced, 4 * experts / 4);
+  EXPECT_EQ(dense_reduced, 4 * dense);
+  // The engine runs them: a step with expert parallelism simulates.
+  EXPECT_GT(simulate(eight_h100(), model, p).report.step_time_s, 0.0);
+}
+
+TEST(ExpertParallel, PlansAreChecked) {
+  const auto model = moe_model();
+  const auto dense = testing::model_yaml(
+      "model: { family: llama, layers: 2, hidden: 128, heads: 4, ffn: 256, seq_len: 64, vocab: 512 }\n");
+  const auto error = [](const std::string& yaml, const model::Model& m) {
+    try {
+      (void)testing::plan_yaml(yaml, eight_h100(), m);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error("parallelism: { expert: 2 }\n", dense).find("needs a model with moe blocks"), std::string::npos);
+  EXPECT_NE(error("parallelism: { data: 8, expert: 3 }\n", model).find("does not divide"), std::string::npos);
+  EXPECT_NE(error("parallelism: { data: 8, expert: 16 }\n", model).find("(field 'expert')"), std::string::npos);
+  EXPECT_NE(error("parallelism: { data: 4, context: 2 }\n", model).find("not simulated yet"), std::string::npos);
+  // Megatron's names.
+  const plan::Plan m = testing::plan_yaml(
+      "data_parallel_size: 8\nexpert_model_parallel_size: 8\nexpert_tensor_parallel_size: 1\n", eight_h100(), model);
+  EXPECT_EQ(m.expert, 8);
+  EXPECT_EQ(m.expert_tensor, 1);
+  EXPECT_EQ(m.expert_data(), 1);
+}
+
+}  // namespace
+}  // namespace mpsim::engine
