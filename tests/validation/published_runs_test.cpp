@@ -116,7 +116,7 @@ Summary summarize(const std::vector<const Outcome*>& rows) {
   return s;
 }
 
-std::string markdown(const std::vector<Outcome>& outcomes, const Field& not_expressible) {
+std::string markdown(const std::vector<Outcome>& outcomes, const Field* not_expressible) {
   std::string out;
   out += "| row | GPUs | figure | predicted | published | error | peak / capacity GiB | assumed |\n";
   out += "|---|---:|---|---:|---:|---:|---:|---|\n";
@@ -136,15 +136,17 @@ std::string markdown(const std::vector<Outcome>& outcomes, const Field& not_expr
   };
   group_table("GPU", [](const Outcome& o) { return o.gpu; });
   group_table("source", [](const Outcome& o) { return o.source; });
+  if (not_expressible == nullptr) return out;
   out += "\nRows not expressible yet:\n\n| row | reason |\n|---|---|\n";
-  for (const Field& item : not_expressible.items()) {
+  for (const Field& item : not_expressible->items()) {
     out += fmt::format("| {} | {} |\n", item.require("id").as_string(), item.require("reason").as_string());
   }
   return out;
 }
 
-TEST(PublishedRuns, PredictionsHoldOnTodaysRuns) {
-  const YamlDocument rows_doc = YamlDocument::load(repo("tests/validation/published_runs.yaml"));
+/// Every row of `file` (MPSIM_VALIDATION_ROW: those whose id contains it), simulated and printed.
+std::vector<Outcome> simulate_rows(const std::string& file) {
+  const YamlDocument rows_doc = YamlDocument::load(repo(file));
   std::vector<Outcome> outcomes;
   for (const Field& row : rows_doc.root().require("rows").items()) {
     if (const char* only = std::getenv("MPSIM_VALIDATION_ROW");
@@ -152,13 +154,18 @@ TEST(PublishedRuns, PredictionsHoldOnTodaysRuns) {
       continue;
     }
     const std::string topology_file = repo("topologies/" + row.require("topology").as_string());
-    ASSERT_TRUE(std::filesystem::exists(topology_file)) << topology_file;
+    EXPECT_TRUE(std::filesystem::exists(topology_file)) << topology_file;
     outcomes.push_back(simulate_row(row));
     const Outcome& o = outcomes.back();
-    std::printf("%-52s %5d GPUs  %-13s predicted %8.0f  published %8.0f  error %+6.1f%%  peak %5.1f GiB%s\n",
+    std::printf("%-56s %5d GPUs  %-13s predicted %8.0f  published %8.0f  error %+6.1f%%  peak %5.1f GiB%s\n",
                 o.id.c_str(), o.gpus, o.figure.c_str(), o.predicted, o.published, o.error() * 100, o.peak_gib,
                 o.oom ? " OOM" : "");
   }
+  return outcomes;
+}
+
+TEST(PublishedRuns, PredictionsHoldOnTodaysRuns) {
+  const std::vector<Outcome> outcomes = simulate_rows("tests/validation/published_runs.yaml");
   std::map<std::string, std::vector<const Outcome*>> by_gpu;
   std::vector<std::string> oom;
   for (const Outcome& o : outcomes) {
@@ -185,8 +192,31 @@ TEST(PublishedRuns, PredictionsHoldOnTodaysRuns) {
   }
   if (const char* path = std::getenv("MPSIM_VALIDATION_TABLE")) {
     const YamlDocument skipped = YamlDocument::load(repo("tests/validation/not_expressible.yaml"));
-    std::ofstream(path) << markdown(outcomes, skipped.root().require("not_expressible"));
+    const Field reasons = skipped.root().require("not_expressible");
+    std::ofstream(path) << markdown(outcomes, &reasons);
   }
+}
+
+// The mixture-of-experts runs with expert parallelism: every one must be expressible and simulate
+// (a plan check or engine error fails it); their errors are reported, not bounded, until expert
+// parallelism is calibrated (tests/validation/moe_runs.yaml says what is not modelled yet).
+TEST(PublishedRuns, MixtureOfExpertsRunsSimulate) {
+  std::vector<Outcome> outcomes;
+  EXPECT_NO_THROW(outcomes = simulate_rows("tests/validation/moe_runs.yaml"));
+  if (std::getenv("MPSIM_VALIDATION_ROW") == nullptr) {
+    EXPECT_GE(outcomes.size(), 40U);
+  }
+  std::map<std::string, std::vector<const Outcome*>> by_gpu;
+  for (const Outcome& o : outcomes) {
+    EXPECT_GT(o.predicted, 0) << o.id;
+    by_gpu[o.gpu].push_back(&o);
+  }
+  for (const auto& [gpu, rows] : by_gpu) {
+    const Summary s = summarize(rows);
+    std::printf("MoE %-12s %3zu rows  median |error| %5.1f%%  max %5.1f%%\n", gpu.c_str(), s.rows, s.median_abs * 100,
+                s.max_abs * 100);
+  }
+  if (const char* path = std::getenv("MPSIM_VALIDATION_MOE_TABLE")) std::ofstream(path) << markdown(outcomes, nullptr);
 }
 
 }  // namespace
