@@ -15,6 +15,9 @@ schedule::Program program_for_plan(const model::Model& model, const plan::Plan& 
   if (plan.zero >= 3 && plan.data > 1) {
     throw std::invalid_argument("the executor runs ZeRO stages 0-2; ZeRO 3 (per-layer weight gathers) is simulated only");
   }
+  if (plan.context > 1) {
+    throw std::invalid_argument("the executor's attention holds whole sequences; context parallelism is simulated only");
+  }
   schedule::GradientSync sync;
   sync.gradient_bytes = gradient_bytes;
   sync.bucket_size = bucket.count() > 0 ? bucket : schedule::default_gradient_bucket(

@@ -49,8 +49,10 @@ Bytes reserved_memory(int tensor, int pipeline, int data) noexcept {
 }
 
 StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept {
-  return {dtype_bytes, plan.precision, plan.zero, plan.grad_reduce_in_fp32, plan.fp8_param_gather,
-          plan.tensor, plan.pipeline,  plan.data, plan.expert_data()};
+  // Context-parallel ranks hold the same weights: the data-parallel group of the model states (the
+  // distributed optimizer's shards, the gradient reduction) spans data x context.
+  return {dtype_bytes, plan.precision, plan.zero,  plan.grad_reduce_in_fp32, plan.fp8_param_gather,
+          plan.tensor, plan.pipeline,  plan.data * plan.context, plan.expert_data()};
 }
 
 StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
@@ -159,6 +161,12 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
                            const plan::Layout& layout) {
   const auto ranges = plan::virtual_stage_layers(plan, m);
   const auto layer_collectives = schedule::chunk_layer_collectives(m, plan);
+  // What one context-parallel rank runs of each layer (all of it without context parallelism).
+  std::vector<Layer> context_layers;
+  if (plan.context > 1) {
+    for (const Layer& l : m.layers) context_layers.push_back(model::context_share(l, plan.context));
+  }
+  const std::vector<Layer>& layers = plan.context > 1 ? context_layers : m.layers;
   const int t = plan.tensor;
   const int b = plan.micro_batch;
   const bool flash = plan.attention == plan::AttentionKernel::Flash;
@@ -192,7 +200,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       const Layer* timed_layer = nullptr;
       PassTimes timed;
       for (int li = range.first; li < range.last; ++li) {
-        const Layer& layer = m.layers[static_cast<std::size_t>(li)];
+        const Layer& layer = layers[static_cast<std::size_t>(li)];
         const bool in_fp8 = layer.kind == model::LayerKind::Transformer || layer.kind == model::LayerKind::Generic;
         // A transformer's blocks are alike: time a block once and reuse it for the next ones.
         if (timed_layer == nullptr || !model::same_cost(*timed_layer, layer)) {
@@ -255,7 +263,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
           layer_collectives[static_cast<std::size_t>(rank)][static_cast<std::size_t>(c)];
       cc.forward_comm = ring_time(tensor_ring, collectives.forward);
       cc.backward_comm = ring_time(tensor_ring, collectives.backward);
-      const Layer& last = m.layers[static_cast<std::size_t>(range.last - 1)];
+      const Layer& last = layers[static_cast<std::size_t>(range.last - 1)];
       cc.activation_send = Bytes::bytes(last.output_bytes.count() * b / t);
       // With expert parallelism the experts' gradients have replicas of their own (expert-data).
       const int gradient_width = schedule::gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, m.dtype_bytes);

@@ -88,6 +88,29 @@ Flops Model::training_flops_per_sample() const noexcept {
 
 Bytes Model::parameter_bytes() const noexcept { return Bytes::bytes(parameters() * dtype_bytes); }
 
+Layer context_share(const Layer& layer, int context) {
+  if (context <= 1) return layer;
+  const auto part = [context](std::int64_t n) { return (n + context - 1) / context; };
+  const auto bytes = [&](Bytes b) { return Bytes::bytes(part(b.count())); };
+  const auto time = [&](const std::optional<TimeNs>& t) -> std::optional<TimeNs> {
+    return t ? std::optional<TimeNs>(TimeNs::ns(part(t->base()))) : std::nullopt;
+  };
+  Layer l = layer;
+  l.forward_flops = layer.forward_flops / static_cast<double>(context);
+  l.backward_input_flops = layer.backward_input_flops / static_cast<double>(context);
+  l.backward_weight_flops = layer.backward_weight_flops / static_cast<double>(context);
+  l.stashed = {bytes(layer.stashed.tp_replicated), bytes(layer.stashed.tp_sharded),
+               bytes(layer.stashed.attention_scores), bytes(layer.stashed.layer_input)};
+  l.output_bytes = bytes(layer.output_bytes);
+  l.forward_time = time(layer.forward_time);
+  l.backward_input_time = time(layer.backward_input_time);
+  l.backward_weight_time = time(layer.backward_weight_time);
+  for (Gemm& g : l.gemms) g.tokens = part(g.tokens);
+  for (AttentionCore& c : l.attention) c.q_tokens = part(c.q_tokens);
+  l.routed.tokens = part(layer.routed.tokens);
+  return l;
+}
+
 bool same_cost(const Layer& a, const Layer& b) noexcept {
   const auto same_footprint = [](const ActivationFootprint& x, const ActivationFootprint& y) {
     return x.tp_replicated == y.tp_replicated && x.tp_sharded == y.tp_sharded &&

@@ -66,7 +66,12 @@ struct AttentionCore {
   std::int64_t head_dim = 0;  ///< of queries and keys
   bool causal = false;        ///< decoder self-attention: a kernel skips the masked half
   std::int64_t value_dim = 0;  ///< of values, when it differs from head_dim (MLA); 0: head_dim
+  std::int64_t kv_heads = 0;   ///< key/value heads (grouped-query attention); 0: heads
   [[nodiscard]] std::int64_t values() const noexcept { return value_dim > 0 ? value_dim : head_dim; }
+  /// Elements of the keys and values of one sample: what context parallelism exchanges.
+  [[nodiscard]] std::int64_t key_value_elements() const noexcept {
+    return kv_tokens * (kv_heads > 0 ? kv_heads : heads) * (head_dim + values());
+  }
   friend bool operator==(const AttentionCore&, const AttentionCore&) = default;
 };
 
@@ -175,6 +180,12 @@ struct LayerRun {
   std::size_t first = 0;  ///< index of the first layer
   std::size_t count = 0;  ///< >= 1
 };
+
+/// The share of a layer one of `context` context-parallel ranks runs (Megatron's context parallelism
+/// with causal load balancing: the sequence in 2 x context chunks, each rank two of them): FLOPs,
+/// GEMM rows, routed tokens, stashed activations, output and profiled times divided by `context`
+/// (rounded up), attention cores with 1/context of the queries against every key. Parameters stay.
+[[nodiscard]] Layer context_share(const Layer& layer, int context);
 
 /// Whether two layers cost the same: every field except the name.
 [[nodiscard]] bool same_cost(const Layer& a, const Layer& b) noexcept;

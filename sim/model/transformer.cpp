@@ -126,7 +126,7 @@ Part attention(const TransformerShape& m, const Sizes& z, std::int64_t q_tokens,
     p.gemms.push_back({kv_tokens, h, 2 * kv, TensorSplit::Columns});
   }
   p.gemms.push_back({q_tokens, aw, h, TensorSplit::Rows});
-  p.cores.push_back({q_tokens, kv_tokens, m.heads, m.head_dim, causal});
+  p.cores.push_back({q_tokens, kv_tokens, m.heads, m.head_dim, causal, 0, m.kv_heads});
   p.parameters = h * aw + 2 * h * kv + aw * h + (m.biases ? aw + 2 * kv + h : 0);
   if (m.qk_norm) p.parameters += 2 * (m.norm == NormKind::LayerNorm ? 2 : 1) * m.head_dim;
   if (m.attention_sinks) p.parameters += m.heads;

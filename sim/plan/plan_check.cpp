@@ -163,8 +163,12 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
 
   // Degrees against the GPU count.
   const int gpus = static_cast<int>(cluster.gpus().size());
-  check.require(p.context == 1, "context",
-                "context parallelism is not simulated yet (its K/V ring exchange is planned); use context: 1");
+  if (p.context > 1 && model.shape) {
+    // Megatron splits the sequence into 2 x context chunks (causal load balancing).
+    check.require(model.shape->seq_len % (2 * p.context) == 0, "context",
+                  fmt::format("context {} needs a sequence length divisible by 2 x {} (the model's is {})", p.context,
+                              p.context, model.shape->seq_len));
+  }
   const int model_parallel = p.tensor * p.context * p.pipeline;
   if (spec.data) {
     p.data = *spec.data;

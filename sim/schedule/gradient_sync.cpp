@@ -80,7 +80,7 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
     for (int c = 0; c < chunks; ++c) {
       const auto cs = static_cast<std::size_t>(c);
       for (const Bytes b : buckets_of(sync.gradient_bytes[r][cs], sync.bucket_size)) {
-        buckets[cs].push_back({b, collectives.group});
+        buckets[cs].push_back({b, sync.data_group});
       }
       if (sync.expert_gradient_bytes.empty()) continue;
       const auto& experts = sync.expert_gradient_bytes.at(r);
@@ -151,7 +151,8 @@ Bytes default_gradient_bucket(int data_parallel, int bytes_per_parameter) noexce
 
 Program plan_program(const model::Model& model, const plan::Plan& plan, GradientSync sync) {
   sync.zero = plan.zero;
-  sync.data_parallel = plan.data > 1 || (splits_expert_gradients(plan) && plan.expert_data() > 1);
+  sync.data_parallel = plan.data * plan.context > 1 || (splits_expert_gradients(plan) && plan.expert_data() > 1);
+  sync.data_group = dense_replica_group(plan);
   sync.overlap_param_gather = plan.overlap_param_gather;
   sync.parameter_bytes = gathered_parameter_bytes(plan.fp8_param_gather, model.dtype_bytes);
   sync.gradient_bytes_per_parameter = gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, model.dtype_bytes);

@@ -54,9 +54,10 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
   const auto ranges = plan::virtual_stage_layers(plan, model);
   std::vector<std::vector<ChunkCollectives>> out(static_cast<std::size_t>(plan.pipeline),
                                                  std::vector<ChunkCollectives>(static_cast<std::size_t>(plan.virtual_stages)));
-  const bool sharded_weights = plan.zero >= 3 && plan.data > 1;
+  const bool sharded_weights = plan.zero >= 3 && plan.data * plan.context > 1;
   const bool expert_exchanges = plan.expert > 1 || plan.expert_tensor > 1;
-  if (plan.tensor <= 1 && !sharded_weights && !expert_exchanges) return out;
+  if (plan.tensor <= 1 && plan.context <= 1 && !sharded_weights && !expert_exchanges) return out;
+  constexpr auto kBeside = LayerCommPlacement::Beside;
   const int gathered = gathered_parameter_bytes(plan.fp8_param_gather, model.dtype_bytes);
   const int gradient = gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, model.dtype_bytes);
   for (int rank = 0; rank < plan.pipeline; ++rank) {
@@ -64,7 +65,7 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
       ChunkCollectives& chunk = out[static_cast<std::size_t>(rank)][static_cast<std::size_t>(c)];
       const plan::LayerRange r = ranges.at(static_cast<std::size_t>(c * plan.pipeline + rank));
       for (int i = r.first; i < r.last; ++i) {
-        const model::Layer& layer = model.layers[static_cast<std::size_t>(i)];
+        const model::Layer layer = model::context_share(model.layers[static_cast<std::size_t>(i)], plan.context);
         const int k = layer.tensor_parallel_allreduces_forward;
         const Bytes bytes = Bytes::bytes(layer.output_bytes.count() * plan.micro_batch);
         // Full recomputation replays the forward, collectives included, before the backward.
@@ -80,13 +81,22 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
           add_expert_exchanges(chunk.forward, tokens, 1, plan);
           add_expert_exchanges(chunk.backward, tokens, replayed ? 2 : 1, plan);
         }
+        if (plan.context > 1) {
+          for (const model::AttentionCore& core : layer.attention) {
+            const Bytes keys_values =
+                Bytes::bytes(core.key_value_elements() * model.dtype_bytes * plan.micro_batch / plan.tensor);
+            add(chunk.forward, OpKind::AllGather, keys_values, 1, plan::Axis::Context, kBeside);
+            add(chunk.backward, OpKind::AllGather, keys_values, replayed ? 2 : 1, plan::Axis::Context, kBeside);
+            add(chunk.backward, OpKind::ReduceScatter, keys_values, 1, plan::Axis::Context, kBeside);
+          }
+        }
         if (sharded_weights) {
           const std::int64_t parameters = layer.parameters / plan.tensor;
           const Bytes weights = Bytes::bytes(parameters * gathered);
-          constexpr auto kBeside = LayerCommPlacement::Beside;
-          add(chunk.forward, OpKind::AllGather, weights, 1, plan::Axis::Data, kBeside);
-          add(chunk.backward, OpKind::AllGather, weights, 1, plan::Axis::Data, kBeside);
-          add(chunk.backward, OpKind::ReduceScatter, Bytes::bytes(parameters * gradient), 1, plan::Axis::Data, kBeside);
+          const plan::AxisSet replicas = dense_replica_group(plan);
+          add(chunk.forward, OpKind::AllGather, weights, 1, replicas, kBeside);
+          add(chunk.backward, OpKind::AllGather, weights, 1, replicas, kBeside);
+          add(chunk.backward, OpKind::ReduceScatter, Bytes::bytes(parameters * gradient), 1, replicas, kBeside);
         }
       }
     }

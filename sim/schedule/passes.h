@@ -54,6 +54,10 @@ struct ChunkCollectives {
 /// sequence parallelism each becomes an all-gather and a reduce-scatter of the same size. Full
 /// recomputation runs the forward's collectives again before the backward's. Collectives of equal
 /// kind and size in a chunk's layers merge into one with their count. None when tensor = 1.
+/// Context parallelism (context > 1) splits every layer's tokens (model::context_share) and adds, per
+/// attention core, beside its passes (Megatron's ring exchange, overlapped with the attention): an
+/// all-gather over the context group of the whole sequence's keys and values before the forward, and
+/// before the backward an all-gather of them and a reduce-scatter of their gradients.
 /// ZeRO 3 with data > 1 adds, per layer with parameters, beside its passes (FSDP with prefetch and
 /// resharding after the forward): an all-gather of its weights over the data group before the
 /// forward and again before the backward (gathered_parameter_bytes per parameter), and a
@@ -92,6 +96,7 @@ struct GradientSync {
   int parameter_bytes = 2;
   int gradient_bytes_per_parameter = 4;
   int zero = 0;                ///< 0: all-reduce; >= 1: reduce-scatter, then all-gather the parameters
+  plan::AxisSet data_group = plan::Axis::Data;  ///< the dense gradients' replicas (data x context with context parallelism)
   bool data_parallel = false;  ///< false: no collectives, only the optimizer step
 };
 
@@ -127,6 +132,11 @@ struct SyncCollectives {
 /// from the data-parallel group): expert parallelism, or an expert-tensor degree other than tensor.
 [[nodiscard]] constexpr bool splits_expert_gradients(const plan::Plan& plan) noexcept {
   return plan.expert > 1 || plan.expert_tensor != plan.tensor;
+}
+/// The group that holds replicas of the dense weights: data, and context when the plan splits the
+/// sequence (context-parallel ranks compute gradients of the same weights).
+[[nodiscard]] inline plan::AxisSet dense_replica_group(const plan::Plan& plan) noexcept {
+  return plan.context > 1 ? (plan::Axis::Data | plan::Axis::Context) : plan::AxisSet(plan::Axis::Data);
 }
 
 /// Bytes of an fp32 gradient: Megatron-LM accumulates and reduces 16-bit models' gradients in fp32

@@ -125,7 +125,9 @@ TEST(ExpertParallel, PlansAreChecked) {
   EXPECT_NE(error("parallelism: { expert: 2 }\n", dense).find("needs a model with moe blocks"), std::string::npos);
   EXPECT_NE(error("parallelism: { data: 8, expert: 3 }\n", model).find("does not divide"), std::string::npos);
   EXPECT_NE(error("parallelism: { data: 8, expert: 16 }\n", model).find("(field 'expert')"), std::string::npos);
-  EXPECT_NE(error("parallelism: { data: 4, context: 2 }\n", model).find("not simulated yet"), std::string::npos);
+  const auto odd = testing::model_yaml(
+      "model: { family: llama, layers: 2, hidden: 128, heads: 4, ffn: 256, seq_len: 40, vocab: 512 }\n");
+  EXPECT_NE(error("parallelism: { data: 1, context: 8 }\n", odd).find("divisible by 2 x 8"), std::string::npos);
   // Megatron's names.
   const plan::Plan m = testing::plan_yaml(
       "data_parallel_size: 8\nexpert_model_parallel_size: 8\nexpert_tensor_parallel_size: 1\n", eight_h100(), model);
