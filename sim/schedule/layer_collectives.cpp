@@ -65,7 +65,11 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
       ChunkCollectives& chunk = out[static_cast<std::size_t>(rank)][static_cast<std::size_t>(c)];
       const plan::LayerRange r = ranges.at(static_cast<std::size_t>(c * plan.pipeline + rank));
       for (int i = r.first; i < r.last; ++i) {
-        const model::Layer layer = model::context_share(model.layers[static_cast<std::size_t>(i)], plan.context);
+        // One context rank's share of the layer (the layer itself without context parallelism).
+        model::Layer context_layer;
+        const model::Layer* whole = &model.layers[static_cast<std::size_t>(i)];
+        if (plan.context > 1) context_layer = model::context_share(*whole, plan.context);
+        const model::Layer& layer = plan.context > 1 ? context_layer : *whole;
         const int k = layer.tensor_parallel_allreduces_forward;
         const Bytes bytes = Bytes::bytes(layer.output_bytes.count() * plan.micro_batch);
         // Full recomputation replays the forward, collectives included, before the backward.
