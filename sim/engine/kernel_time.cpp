@@ -70,8 +70,9 @@ GemmPasses gemm_passes(const model::Gemm& g, int micro_batch, int tensor, int ex
   const bool grouped = g.groups > 1;
   const int split = grouped && expert_tensor > 0 ? expert_tensor : tensor;
   const std::int64_t groups = grouped ? std::max<std::int64_t>(1, g.groups / std::max(1, expert)) : 1;
-  const std::int64_t routed = grouped && expert_tensor > 0 ? ceil_div(g.tokens * micro_batch * split, tensor)
-                                                           : g.tokens * micro_batch;
+  // A grouped GEMM's rows: the tokens the rank routes, gathered over the expert-tensor group (with
+  // expert_tensor = tensor, every token of the layer).
+  const std::int64_t routed = grouped ? ceil_div(g.tokens * micro_batch * split, tensor) : g.tokens * micro_batch;
   const std::int64_t tokens = ceil_div(routed, groups);  // per group
   const std::int64_t in = g.split == model::TensorSplit::Rows ? ceil_div(g.in, split) : g.in;
   const std::int64_t out = g.split == model::TensorSplit::Columns ? ceil_div(g.out, split) : g.out;
@@ -81,9 +82,7 @@ GemmPasses gemm_passes(const model::Gemm& g, int micro_batch, int tensor, int ex
 AttentionTimes attention_time(const KernelRates& rates, const model::AttentionCore& core, plan::AttentionKernel kernel,
                               int micro_batch, int tensor) noexcept {
   const double heads = static_cast<double>(ceil_div(core.heads, tensor));
-  // QK^T and scores x V: q x kv x d multiply-adds each (d: the query-key, then the value width), per head.
-  const double matmuls = kFlopsPerMac * static_cast<double>(core.q_tokens) * static_cast<double>(core.kv_tokens) *
-                         static_cast<double>(core.head_dim + core.values()) * heads * micro_batch;
+  const double matmuls = kFlopsPerMac * core.score_macs_per_head() * heads * micro_batch;
   if (kernel == plan::AttentionKernel::Flash) {
     const double forward = core.causal ? matmuls / 2 : matmuls;
     return {compute_time(Flops::flop(forward), rates.attention),

@@ -49,7 +49,7 @@ struct GemmShape {
 /// A grouped GEMM (the routed experts) runs on one of `expert` x `expert_tensor` ranks: its experts
 /// divided by `expert`, its matrices split by `expert_tensor`, and the tokens a rank routes (its
 /// 1/tensor share of the sequence) gathered over the expert-tensor group, spread over its experts.
-/// expert_tensor 0 (the default): a grouped GEMM splits like a dense one, by `tensor`, on every token.
+/// expert_tensor 0 (the default) means the tensor degree, Megatron's default.
 struct GemmPasses {
   GemmShape forward;
   GemmShape backward_input;

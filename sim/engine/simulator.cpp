@@ -731,13 +731,10 @@ schedule::Program build_program(const model::Model& model, const plan::Plan& pla
     }
     sync.gradient_bytes.push_back(std::move(per_chunk));
     // Experts without replicas (expert data 1) have nothing to reduce.
-    if (schedule::splits_expert_gradients(plan) && plan.expert_data() > 1) {
-      sync.expert_gradient_bytes.push_back(std::move(experts));
-    }
+    if (schedule::reduces_expert_gradients(plan)) sync.expert_gradient_bytes.push_back(std::move(experts));
   }
-  sync.bucket_size =
-      options.grad_bucket.count() > 0 ? options.grad_bucket : schedule::default_gradient_bucket(
-                         plan.data, schedule::gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, model.dtype_bytes));
+  sync.bucket_size = options.grad_bucket.count() > 0 ? options.grad_bucket
+                                                     : schedule::default_gradient_bucket(plan, model.dtype_bytes);
   sync.overlap = options.overlap_grad_reduce || plan.overlap_grad_reduce;
   return schedule::plan_program(model, plan, std::move(sync));
 }

@@ -27,12 +27,9 @@ bool is_recomputed(LayerKind k) noexcept {
 Flops recomputed_flops(const Model& model, const Layer& layer, Recompute recompute) noexcept {
   if (recompute == Recompute::Full && is_recomputed(layer.kind)) return layer.forward_flops;
   if (recompute == Recompute::Selective && layer.kind == LayerKind::Transformer && model.shape) {
-    // QK^T and scores x V of every attention core: q x kv x (query-key + value width) per head.
+    // QK^T and scores x V of every attention core, 2 FLOP per multiply-add.
     double flops = 0;
-    for (const AttentionCore& c : layer.attention) {
-      flops += 2.0 * static_cast<double>(c.q_tokens) * static_cast<double>(c.kv_tokens) *
-               static_cast<double>(c.heads * (c.head_dim + c.values()));
-    }
+    for (const AttentionCore& c : layer.attention) flops += 2.0 * c.score_macs_per_head() * static_cast<double>(c.heads);
     return Flops::flop(flops);
   }
   return Flops{};

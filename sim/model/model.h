@@ -68,6 +68,10 @@ struct AttentionCore {
   std::int64_t value_dim = 0;  ///< of values, when it differs from head_dim (MLA); 0: head_dim
   std::int64_t kv_heads = 0;   ///< key/value heads (grouped-query attention); 0: heads
   [[nodiscard]] std::int64_t values() const noexcept { return value_dim > 0 ? value_dim : head_dim; }
+  /// Multiply-adds of QK^T and scores x V for one head of one sample: q x kv x (query-key + value width).
+  [[nodiscard]] double score_macs_per_head() const noexcept {
+    return static_cast<double>(q_tokens) * static_cast<double>(kv_tokens) * static_cast<double>(head_dim + values());
+  }
   /// Elements of the keys and values of one sample: what context parallelism exchanges.
   [[nodiscard]] std::int64_t key_value_elements() const noexcept {
     return kv_tokens * (kv_heads > 0 ? kv_heads : heads) * (head_dim + values());

@@ -134,8 +134,7 @@ Part attention(const TransformerShape& m, const Sizes& z, std::int64_t q_tokens,
                                    static_cast<double>(kv_tokens) * static_cast<double>(2 * h * kv) +
                                    static_cast<double>(q_tokens) * static_cast<double>(aw * h));
   // QKᵀ and scores·V: q_tokens · kv_tokens · attention width multiply-adds each.
-  p.score_flops = 2 * kFlopsPerMac * static_cast<double>(q_tokens) * static_cast<double>(kv_tokens) *
-                  static_cast<double>(aw);
+  p.score_flops = kFlopsPerMac * p.cores.back().score_macs_per_head() * static_cast<double>(m.heads);
   // The input of the Q projection (for self-attention also of K and V) and the mask of the output dropout.
   // A cross-attention's K/V input is the encoder output, shared by all decoder blocks and not counted here.
   p.stash.tp_replicated = bytes((z.element + z.mask) * q_tokens * h);
@@ -175,8 +174,7 @@ Part latent_attention(const TransformerShape& m, const Sizes& z, std::int64_t to
   for (const Gemm& g : p.gemms) macs += static_cast<double>(g.tokens) * static_cast<double>(g.in * g.out);
   p.matmul_flops = kFlopsPerMac * macs;
   p.cores.push_back({tokens, tokens, m.heads, a.qk_head_dim(), true, a.v_head_dim});
-  p.score_flops = kFlopsPerMac * static_cast<double>(tokens) * static_cast<double>(tokens) *
-                  static_cast<double>(q_width + v_width);
+  p.score_flops = kFlopsPerMac * p.cores.back().score_macs_per_head() * static_cast<double>(m.heads);
   p.stash.tp_replicated = bytes(z.element * tokens * (h + a.q_lora_rank + a.kv_lora_rank) + z.mask * tokens * h);
   p.stash.tp_sharded = bytes(z.element * tokens * (2 * q_width + 2 * v_width));
   const std::int64_t per_score = z.mask > 0 ? 2 * z.element + z.mask : z.element;

@@ -144,14 +144,14 @@ std::vector<std::vector<Bytes>> chunk_gradient_bytes(const model::Model& model, 
   return out;
 }
 
-Bytes default_gradient_bucket(int data_parallel, int bytes_per_parameter) noexcept {
-  const std::int64_t parameters = std::max<std::int64_t>(40'000'000, 1'000'000LL * data_parallel);
-  return Bytes::bytes(parameters * bytes_per_parameter);
+Bytes default_gradient_bucket(const plan::Plan& plan, int dtype_bytes) noexcept {
+  const std::int64_t parameters = std::max<std::int64_t>(40'000'000, 1'000'000LL * plan.data);
+  return Bytes::bytes(parameters * gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, dtype_bytes));
 }
 
 Program plan_program(const model::Model& model, const plan::Plan& plan, GradientSync sync) {
   sync.zero = plan.zero;
-  sync.data_parallel = plan.data * plan.context > 1 || (splits_expert_gradients(plan) && plan.expert_data() > 1);
+  sync.data_parallel = plan.data * plan.context > 1 || reduces_expert_gradients(plan);
   sync.data_group = dense_replica_group(plan);
   sync.overlap_param_gather = plan.overlap_param_gather;
   sync.parameter_bytes = gathered_parameter_bytes(plan.fp8_param_gather, model.dtype_bytes);

@@ -25,14 +25,14 @@ namespace mpsim::schedule {
 /// the pass is idempotent.
 [[nodiscard]] Program lower_comm(Program program);
 
-/// Collectives inside one pass of a chunk's layers, per microbatch on one GPU: `count` collectives of
-/// `bytes` over `group`.
 /// Where a layer collective runs: as the plan's tensor overlap says (the tensor-parallel exchanges),
 /// always beside the pass (ZeRO-3's parameter gathers, issued ahead of the layer as FSDP prefetches,
 /// and its gradient reduce-scatters), or always blocking the compute stream (MoE's token dispatch and
 /// combine, which the experts wait for).
 enum class LayerCommPlacement : std::uint8_t { AsPlanned, Beside, Blocking };
 
+/// Collectives inside one pass of a chunk's layers, per microbatch on one GPU: `count` collectives of
+/// `bytes` over `group`.
 struct LayerCollective {
   OpKind kind = OpKind::AllReduce;
   plan::AxisSet group = plan::Axis::Tensor;
@@ -133,6 +133,10 @@ struct SyncCollectives {
 [[nodiscard]] constexpr bool splits_expert_gradients(const plan::Plan& plan) noexcept {
   return plan.expert > 1 || plan.expert_tensor != plan.tensor;
 }
+/// Whether those gradients need a reduction of their own: split, and with more than one replica.
+[[nodiscard]] inline bool reduces_expert_gradients(const plan::Plan& plan) noexcept {
+  return splits_expert_gradients(plan) && plan.expert_data() > 1;
+}
 /// The group that holds replicas of the dense weights: data, and context when the plan splits the
 /// sequence (context-parallel ranks compute gradients of the same weights).
 [[nodiscard]] inline plan::AxisSet dense_replica_group(const plan::Plan& plan) noexcept {
@@ -161,9 +165,9 @@ inline constexpr int kGradientBytesPerParameter = 4;
 /// chunk's layers' parameters split over the tensor-parallel ranks, times gradient_bytes_per_parameter.
 [[nodiscard]] std::vector<std::vector<Bytes>> chunk_gradient_bytes(const model::Model& model, const plan::Plan& plan);
 
-/// Megatron's default gradient bucket: max(40M, 1M x data-parallel size) parameters of gradients at
-/// `bytes_per_parameter`.
-[[nodiscard]] Bytes default_gradient_bucket(int data_parallel, int bytes_per_parameter) noexcept;
+/// Megatron's default gradient bucket: max(40M, 1M x data-parallel size) parameters of the plan's
+/// gradients (gradient_bytes_per_parameter).
+[[nodiscard]] Bytes default_gradient_bucket(const plan::Plan& plan, int dtype_bytes) noexcept;
 
 /// The Program a plan runs, as the simulator and the executor both build it: the schedule's
 /// generator, lower_comm(), add_layer_collectives() with chunk_layer_collectives(model, plan) and the

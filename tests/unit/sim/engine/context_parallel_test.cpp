@@ -19,10 +19,7 @@ model::Model gqa_model() {
       "model: { family: llama, layers: 2, hidden: 256, heads: 8, kv_heads: 2, ffn: 512, seq_len: 1024, vocab: 512 }\n");
 }
 
-topology::Cluster eight_h100() {
-  return testing::cluster_yaml(
-      "cluster: { gpus_per_node: 8, gpu: h100-sxm, intra_node: { kind: nvswitch, bandwidth: \"450 GB/s\" } }\n");
-}
+topology::Cluster eight_h100() { return testing::h100_node(8); }
 
 TEST(ContextParallel, EachRankRunsItsShareOfTheTokensAgainstEveryKey) {
   const model::Model model = gqa_model();

@@ -33,6 +33,12 @@ inline topology::Cluster pcie_box(int gpus, const std::string& bandwidth = "10 G
       gpus, bandwidth, latency));
 }
 
+/// One node of `gpus` H100s on NVSwitch (450 GB/s per GPU and direction).
+inline topology::Cluster h100_node(int gpus) {
+  return cluster_yaml(fmt::format(
+      "cluster: {{ gpus_per_node: {}, gpu: h100-sxm, intra_node: {{ kind: nvswitch, bandwidth: \"450 GB/s\" }} }}\n", gpus));
+}
+
 /// `layers` identical layers with profiled times, no parameters, sending `output_bytes` per sample.
 inline model::Model timed_layers(int layers, const std::string& forward, const std::string& backward_input,
                                  const std::string& backward_weight, long output_bytes = 0, long activation_bytes = 0) {

@@ -22,10 +22,7 @@ model::Model moe_model() {
       "         moe: { experts: 8, top_k: 2, expert_ffn: 64 } }\n");
 }
 
-topology::Cluster eight_h100() {
-  return testing::cluster_yaml(
-      "cluster: { gpus_per_node: 8, gpu: h100-sxm, intra_node: { kind: nvswitch, bandwidth: \"450 GB/s\" } }\n");
-}
+topology::Cluster eight_h100() { return testing::h100_node(8); }
 
 schedule::Program program_of(const model::Model& model, const plan::Plan& p) {
   const CostModel costs = build_cost_model(eight_h100(), model, p, plan::Layout(p));

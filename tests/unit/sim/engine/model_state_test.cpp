@@ -79,8 +79,7 @@ std::int64_t collective_bytes(const schedule::Program& program, schedule::OpKind
 }
 
 TEST(ModelStates, DataParallelTrafficFollowsTheFormats) {
-  const auto cluster = testing::cluster_yaml(
-      "cluster: { gpus_per_node: 4, gpu: h100-sxm, intra_node: { kind: nvswitch, bandwidth: \"450 GB/s\" } }\n");
+  const auto cluster = testing::h100_node(4);
   const auto model = testing::model_yaml(
       "model: { family: llama, layers: 2, hidden: 256, heads: 4, ffn: 512, seq_len: 128, vocab: 1024 }\n");
   std::int64_t parameters = 0;
@@ -106,8 +105,7 @@ TEST(ModelStates, DataParallelTrafficFollowsTheFormats) {
 }
 
 TEST(ModelStates, ZeroThreeGathersEachLayerBeforeItsPassesAndReduceScattersItsGradients) {
-  const auto cluster = testing::cluster_yaml(
-      "cluster: { gpus_per_node: 4, gpu: h100-sxm, intra_node: { kind: nvswitch, bandwidth: \"450 GB/s\" } }\n");
+  const auto cluster = testing::h100_node(4);
   const auto model = testing::model_yaml(
       "model: { family: llama, layers: 2, hidden: 256, heads: 4, ffn: 512, seq_len: 128, vocab: 1024 }\n");
   const plan::Plan p = testing::plan_yaml("parallelism: { data: 4 }\nzero: 3\nbatch: { global: 8 }\n", cluster, model);
