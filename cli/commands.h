@@ -13,6 +13,10 @@ void add_execute_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_profile_command(CLI::App& app);
 
+struct GpuSelection;
+/// `--gpus N` and `--gpus-per-node K` of plan and simulate, filling `selection` (kept alive by the caller).
+void add_gpu_selection_options(CLI::App& command, GpuSelection& selection);
+
 /// Exit codes of interface.md.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRunFailed = 1;

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/commands.h"
 #include "sim/core/input_error.h"
 #include "sim/core/yaml_field.h"
 #include "sim/model/model_loader.h"
@@ -146,26 +147,48 @@ Inputs load_inputs_on(const InputFiles& files, const std::vector<Override>& over
 
 }  // namespace
 
-Inputs load_inputs_on_gpus(const InputFiles& files, std::vector<Override> overrides, std::optional<int> gpus) {
-  if (!gpus) return load_inputs(files, overrides);
-  const std::string flag = fmt::format("--gpus {}", *gpus);
-  if (*gpus < 1) throw InputError({flag, 0, 0}, "", "must be a positive number of GPUs");
+Inputs load_inputs_on_gpus(const InputFiles& files, std::vector<Override> overrides, const GpuSelection& selection) {
+  if (!selection.gpus) {
+    if (selection.gpus_per_node) throw InputError({"--gpus-per-node", 0, 0}, "", "needs --gpus N");
+    return load_inputs(files, overrides);
+  }
+  const int gpus = *selection.gpus;
+  const std::string flag = selection.gpus_per_node ? fmt::format("--gpus {} --gpus-per-node {}", gpus, *selection.gpus_per_node)
+                                                   : fmt::format("--gpus {}", gpus);
+  if (gpus < 1) throw InputError({flag, 0, 0}, "", "must be a positive number of GPUs");
   const topology::Cluster whole = load_cluster(files.topology, overrides);
   const int have = static_cast<int>(whole.gpus().size());
-  if (*gpus > have) {
+  if (gpus > have) {
     throw InputError({flag, 0, 0}, "",
                      fmt::format("the topology has {} GPUs ({} nodes); use --set topology.nodes=N for a larger cluster",
                                  have, whole.node_count));
   }
-  if (*gpus == have) return load_inputs(files, overrides);
-  const int per_node = static_cast<int>(whole.gpus_of_node(0).size());
-  if (per_node == 0) throw InputError({flag, 0, 0}, "", "the topology's first node has no GPUs");
-  // Whole nodes, then the first GPUs of the last one (8 GPUs of an NVL72 rack).
-  overrides.push_back(Override{"topology", "nodes", std::to_string((*gpus + per_node - 1) / per_node), flag});
+  const int node_gpus = static_cast<int>(whole.gpus_of_node(0).size());
+  if (auto why = topology::job_shape_error(gpus, node_gpus, selection.gpus_per_node)) {
+    throw InputError({flag, 0, 0}, "", *why);
+  }
+  const topology::JobShape shape = topology::job_shape(gpus, node_gpus, selection.gpus_per_node);
+  if (shape.nodes > whole.node_count) {
+    throw InputError({flag, 0, 0}, "",
+                     fmt::format("{} nodes of {} GPUs are needed; the topology has {} (use --set topology.nodes=N)",
+                                 shape.nodes, shape.gpus_per_node, whole.node_count));
+  }
+  if (gpus == have) return load_inputs(files, overrides);
+  overrides.push_back(Override{"topology", "nodes", std::to_string(shape.nodes), flag});
   std::vector<Override> applied;
   topology::Cluster cluster = load_cluster_with(files.topology, overrides, applied);
-  cluster.keep_first_gpus(*gpus);
+  cluster.keep_job_gpus(shape);
   return load_inputs_on(files, overrides, applied, std::move(cluster));
+}
+
+void add_gpu_selection_options(CLI::App& command, GpuSelection& selection) {
+  command.add_option_function<int>(
+      "--gpus", [&selection](const int& n) { selection.gpus = n; },
+      "Use the first N GPUs of the topology in node order: whole nodes, part of one node, or equal NVLink "
+      "domains (256 GPUs of 72-GPU racks: 4 racks of 64)");
+  command.add_option_function<int>(
+      "--gpus-per-node", [&selection](const int& n) { selection.gpus_per_node = n; },
+      "With --gpus: use the first K GPUs of each node");
 }
 
 Inputs load_inputs(const InputFiles& files, const std::vector<Override>& overrides) {

@@ -34,10 +34,17 @@ struct Inputs {
 /// The topology alone, with the topology overrides applied (as load_inputs reads it). Throws InputError.
 [[nodiscard]] topology::Cluster load_cluster(const std::string& topology, const std::vector<Override>& overrides);
 
-/// load_inputs on the first `gpus` GPUs of the topology in node order (`--gpus N` of plan and simulate):
-/// whole nodes, so the node count becomes gpus / GPUs per node. Nothing given = all GPUs. Throws InputError
-/// naming `--gpus N` when N is not positive, not whole nodes, or more than the topology (after --set) has.
+/// `--gpus N [--gpus-per-node K]` of plan and simulate.
+struct GpuSelection {
+  std::optional<int> gpus;           ///< nothing = every GPU of the topology
+  std::optional<int> gpus_per_node;  ///< nothing = topology::job_shape's rule
+};
+
+/// load_inputs on the GPUs a job of `selection.gpus` GPUs uses (topology::job_shape: whole nodes, the
+/// first GPUs of one node, or equal NVLink domains such as 4 racks of 64); the node count becomes the
+/// job's. Throws InputError naming the flag when N or K is not positive, K does not divide N or exceeds
+/// a node, or the job is larger than the topology (after --set) has GPUs.
 [[nodiscard]] Inputs load_inputs_on_gpus(const InputFiles& files, std::vector<Override> overrides,
-                                         std::optional<int> gpus);
+                                         const GpuSelection& selection);
 
 }  // namespace mpsim::cli

@@ -82,7 +82,7 @@ struct PlanArgs {
   InputFiles files{"topologies/4x-p4d.yaml", "configs/models/gpt3-13b.yaml", ""};
   std::vector<std::string> sets;
   int global_batch = 256;
-  std::optional<int> gpus;  ///< --gpus: the first N GPUs of the topology
+  GpuSelection gpus;  ///< --gpus N [--gpus-per-node K]
   std::string optimize = "speed";
   std::string schedules;
   std::string recompute;
@@ -389,9 +389,7 @@ void add_plan_commands(CLI::App& app) {
   plan_cmd->add_option("--model", args->files.model, "Model YAML (default configs/models/gpt3-13b.yaml)");
   plan_cmd->add_option("--global-batch", args->global_batch, "Samples per step (default 256)")
       ->check(CLI::PositiveNumber);
-  plan_cmd->add_option_function<int>(
-      "--gpus", [args](const int& n) { args->gpus = n; },
-      "Plan for the first N GPUs of the topology (node order): whole nodes");
+  add_gpu_selection_options(*plan_cmd, args->gpus);
   plan_cmd->add_option("--optimize", args->optimize, "speed (step time) or memory (peak memory, then step time)")
       ->check(CLI::IsMember({"speed", "memory"}));
   plan_cmd->add_option("--schedules", args->schedules, "Only these schedules, comma-separated (1f1b,zb-h1,...)");

@@ -23,7 +23,7 @@ namespace {
 struct SimulateArgs {
   InputFiles files;
   std::vector<std::string> sets;
-  std::optional<int> gpus;  ///< --gpus: the first N GPUs of the topology
+  GpuSelection gpus;  ///< --gpus N [--gpus-per-node K]
   std::string sweep;
   std::string trace;
   std::string collective = "auto";
@@ -153,9 +153,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--model", args->files.model, "Model YAML")->required();
   cmd->add_option("--plan", args->files.plan, "Plan YAML")->required();
   cmd->add_option("--set", args->sets, "Override a field: plan.microbatches=32, topology.inter_node.bandwidth=\"100 Gb/s\"");
-  cmd->add_option_function<int>(
-      "--gpus", [args](const int& n) { args->gpus = n; },
-      "Use the first N GPUs of the topology (node order): whole nodes, as plan --gpus");
+  add_gpu_selection_options(*cmd, args->gpus);
   cmd->add_option("--sweep", args->sweep, "One run per value: KEY=V1,V2,... (a table, or JSON with --json)");
   cmd->add_option("--trace", args->trace, "Write the Chrome trace (opens in Perfetto)");
   cmd->add_option("--collective", args->collective, "Collective algorithm: auto (NCCL's choice), ring, tree, hierarchical, nvls")

@@ -75,11 +75,18 @@ std::vector<DeviceId> Cluster::gpus_of_node(int node) const {
   return out;
 }
 
-void Cluster::keep_first_gpus(int count) {
-  if (count < 1 || static_cast<std::size_t>(count) > gpus_.size()) {
-    throw std::invalid_argument("keep_first_gpus: count out of range");
+void Cluster::keep_job_gpus(const JobShape& shape) {
+  std::vector<DeviceId> kept;
+  std::unordered_map<int, int> taken_of_node;
+  for (const DeviceId g : gpus_) {
+    if (static_cast<int>(kept.size()) == shape.gpus) break;
+    if (taken_of_node[devices_[g.value].node]++ < shape.gpus_per_node) kept.push_back(g);
   }
-  gpus_.resize(static_cast<std::size_t>(count));
+  if (static_cast<int>(kept.size()) != shape.gpus) {
+    throw std::invalid_argument(fmt::format("keep_job_gpus: {} GPUs of {} per node do not fit the cluster", shape.gpus,
+                                            shape.gpus_per_node));
+  }
+  gpus_ = std::move(kept);
 }
 
 }  // namespace mpsim::topology

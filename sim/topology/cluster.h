@@ -15,6 +15,7 @@
 
 #include "sim/core/units.h"
 #include "sim/topology/gpu_kind.h"
+#include "sim/topology/job_shape.h"
 
 namespace mpsim::topology {
 
@@ -78,9 +79,10 @@ class Cluster {
   [[nodiscard]] const Graph& graph() const noexcept { return graph_; }
   /// GPUs of node `node`, in local order.
   [[nodiscard]] std::vector<DeviceId> gpus_of_node(int node) const;
-  /// Keeps only the first `count` GPUs (node order) as the GPUs a plan runs on: part of a node, as
-  /// 8 GPUs of an NVL72 rack. The rest stay in the graph, idle. Precondition: 1 <= count <= gpus().size().
-  void keep_first_gpus(int count);
+  /// Keeps only the GPUs a job of `shape` runs on, in node order: the first shape.gpus_per_node of
+  /// each node, shape.gpus in all (8 GPUs of an NVL72 rack; 4 racks of 64). The rest stay in the
+  /// graph, idle. Throws std::invalid_argument when the cluster has fewer such GPUs.
+  void keep_job_gpus(const JobShape& shape);
 
  private:
   std::vector<Device> devices_;

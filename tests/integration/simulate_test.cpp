@@ -574,10 +574,43 @@ TEST(Simulate, GpusUsesTheFirstGpus) {
     EXPECT_EQ(bad.err.rfind("mpsim: error: " + flag + ": ", 0), 0u) << bad.err;
     EXPECT_NE(bad.err.find(text), std::string::npos) << bad.err;
   }
+  // --gpus-per-node K: 12 GPUs as the first 4 of nodes 0-2.
+  const CommandResult four = mpsim("simulate --topology " + repo("topologies/512x-dgx-h100.yaml") + " --model " +
+                                   repo("configs/models/gpt3-1.3b.yaml") + " --plan " + tp4 +
+                                   " --gpus 12 --gpus-per-node 4 --json");
+  ASSERT_EQ(four.exit_code, 0) << four.err;
+  std::set<std::string> four_ids;
+  for (const auto& d : json::parse(four.out)["devices"]) four_ids.insert(d["id"].get<std::string>());
+  EXPECT_TRUE(four_ids.contains("node2/gpu3"));
+  EXPECT_FALSE(four_ids.contains("node0/gpu4"));
+  for (const auto& [flag, text] : std::vector<std::pair<std::string, std::string>>{
+           {"--gpus 12 --gpus-per-node 5", "5 GPUs per node do not divide a job of 12 GPUs"},
+           {"--gpus 12 --gpus-per-node 9", "GPUs per node must be between 1 and the node's 8"}}) {
+    const CommandResult bad = mpsim("simulate --topology " + repo("topologies/512x-dgx-h100.yaml") + " --model " +
+                                    repo("configs/models/gpt3-1.3b.yaml") + " --plan " + tp4 + " " + flag);
+    EXPECT_EQ(bad.exit_code, 2) << flag;
+    EXPECT_EQ(lines(bad.err), 1) << bad.err;
+    EXPECT_EQ(bad.err.rfind("mpsim: error: " + flag + ": ", 0), 0u) << bad.err;
+    EXPECT_NE(bad.err.find(text), std::string::npos) << bad.err;
+  }
   // The limit is the topology after --set: 1024 GPUs of a 64-node cluster is too many.
   const CommandResult small = mpsim(args + " --set topology.nodes=64 --gpus 1024 --json");
   EXPECT_EQ(small.exit_code, 2) << small.err;
   EXPECT_NE(small.err.find("the topology has 512 GPUs (64 nodes)"), std::string::npos) << small.err;
+}
+
+// 256 GPUs of GB200 NVL72 racks run as 4 racks of 64 (filling 72-GPU racks would split groups of 16 and up).
+TEST(Simulate, GpusOfNvl72RacksRunAsEqualDomains) {
+  const std::string plan = plan_file("nvl72-tp4.yaml", "parallelism: { tensor: 4 }\nbatch: { global: 256, micro: 1 }\n");
+  const CommandResult r = mpsim("simulate --topology " + repo("topologies/gb200-nvl72.yaml") + " --model " +
+                                repo("configs/models/gpt3-1.3b.yaml") + " --plan " + plan +
+                                " --set topology.nodes=4 --gpus 256 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::set<std::string> ids;
+  for (const auto& d : json::parse(r.out)["devices"]) ids.insert(d["id"].get<std::string>());
+  EXPECT_EQ(ids.size(), 256u);
+  EXPECT_TRUE(ids.contains("node3/gpu63"));
+  EXPECT_FALSE(ids.contains("node0/gpu64"));
 }
 
 TEST(Simulate, BadSetNamesTheFlag) {

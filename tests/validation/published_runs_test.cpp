@@ -69,10 +69,11 @@ Outcome simulate_row(const Field& row) {
   one_node.apply(Override{"topology", "nodes", "1", o.id});
   const int per_node =
       static_cast<int>(topology::build_cluster(topology::load_topology_spec(one_node.root())).gpus().size());
-  // Whole nodes, then the first GPUs of the last one (as simulate --gpus: 8 GPUs of an NVL72 rack).
-  topology_doc.apply(Override{"topology", "nodes", std::to_string((o.gpus + per_node - 1) / per_node), o.id});
+  // As simulate --gpus: whole nodes, part of one, or equal NVLink domains (256 GPUs as 4 racks of 64).
+  const topology::JobShape shape = topology::job_shape(o.gpus, per_node);
+  topology_doc.apply(Override{"topology", "nodes", std::to_string(shape.nodes), o.id});
   auto cluster = topology::build_cluster(topology::load_topology_spec(topology_doc.root()));
-  cluster.keep_first_gpus(o.gpus);
+  cluster.keep_job_gpus(shape);
 
   const auto model = model::parse_model(row.require("model"), o.id);
   const auto plan = plan::resolve_plan(plan::load_plan_spec(row.require("plan")), cluster, model);
