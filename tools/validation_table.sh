@@ -38,8 +38,8 @@ The mixture-of-experts runs of the Megatron-Bridge tables (`tests/validation/moe
 30B-A3B and 235B-A22B, gpt-oss-120b, DeepSeek-V3 without multi-token prediction), simulated with
 their expert-parallel plans. `PublishedRuns.MixtureOfExpertsRunsSimulate` requires every one to be
 expressible and to simulate; no error bound holds them yet. Not modelled so far: routing imbalance,
-token permutation kernels, the DeepEP / HybridEP dispatchers, all-to-all overlap, CUDA graphs and the
-recipes' module recomputation. Jobs of 128 and 256 GB200 / GB300 GPUs run as racks of 64, as the
+token permutation kernels, the DeepEP / HybridEP dispatchers, all-to-all overlap and CUDA graphs. Rows
+whose recipes recompute modules (`recompute_modules`) run with them. Jobs of 128 and 256 GB200 / GB300 GPUs run as racks of 64, as the
 launcher places them (`simulate --gpus`), so that no expert group straddles two racks.
 
 MOE

@@ -170,8 +170,11 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
   const int t = plan.tensor;
   const int b = plan.micro_batch;
   const bool flash = plan.attention == plan::AttentionKernel::Flash;
-  // What the stash keeps: FlashAttention never stores the scores, as selective recomputation drops them.
-  const Recompute stash_rule = model::stash_recompute(plan.recompute, flash);
+  // What the stash keeps: FlashAttention never stores the scores, as selective recomputation drops them
+  // (unless its modules leave core_attn out).
+  const Recompute score_rule = model::score_recompute(plan.recompute, plan.recompute_modules);
+  const Recompute stash_rule = model::stash_recompute(score_rule, flash);
+  const bool recomputes_modules = plan.recompute == Recompute::Selective;
   CostModel out;
   topology::RouteFinder routes(cluster);
   for (int rank = 0; rank < plan.pipeline; ++rank) {
@@ -193,8 +196,8 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       const plan::LayerRange range = ranges.at(static_cast<std::size_t>(vs));
       ChunkCost cc;
       PassTimes kernels;
-      Flops recompute;
-      Bytes stashed, stashed_scores, elementwise;
+      Flops recompute, module_flops;
+      Bytes stashed, stashed_scores, elementwise, module_bytes;
       TimeNs profiled_f, profiled_bi, profiled_bw;
       bool all_profiled_f = true, all_profiled_b = true;
       const Layer* timed_layer = nullptr;
@@ -211,7 +214,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         kernels.forward += times.forward;
         kernels.backward_input += times.backward_input;
         kernels.backward_weight += times.backward_weight;
-        recompute += model::recomputed_flops(m, layer, model::replayed_recompute(plan.recompute, flash)) *
+        recompute += model::recomputed_flops(m, layer, model::replayed_recompute(score_rule, flash)) *
                      (static_cast<double>(b) / t);
         // Dense weights split over the tensor ranks; the routed experts over expert x expert_tensor.
         const std::int64_t experts_here = layer.expert_parameters / (plan.expert * plan.expert_tensor);
@@ -225,6 +228,17 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
           // The GEMM inputs are kept in their 8-bit copies.
           stashed -= Bytes::bytes(model::stashed_gemm_input_elements(layer, b, t, plan.sequence_parallel) *
                                   (m.dtype_bytes - 1));
+        }
+        if (recomputes_modules) {
+          // Recompute modules drop their outputs from the stash (GEMM inputs already held in 1 byte
+          // under FP8) and run again before the backward.
+          const model::ModuleRecomputation mr =
+              model::module_recomputation(layer, b, t, plan.sequence_parallel, plan.recompute_modules);
+          const std::int64_t fp8_saving =
+              in_fp8 && rates.fp8 ? mr.dropped_gemm_input_elements * (m.dtype_bytes - 1) : 0;
+          stashed -= mr.dropped - Bytes::bytes(fp8_saving);
+          module_flops += mr.matmul_flops;
+          module_bytes += mr.dropped;
         }
         if (!flash) stashed_scores += attention_score_bytes(layer, b, t);
         // Memory-bound work beside the matmuls (norms, softmax, dropout, activations, residuals): every
@@ -247,10 +261,12 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       TimeNs recompute_time;
       if (plan.recompute == Recompute::Full) {
         recompute_time = forward;
-      } else if (model::replayed_recompute(plan.recompute, flash) == Recompute::Selective) {
+      } else if (model::replayed_recompute(score_rule, flash) == Recompute::Selective) {
         recompute_time = compute_time(recompute, rates.standard_scores) +
                          transfer_time(stashed_scores * 2, gpu.memory_bandwidth);
       }
+      // Recomputed modules: their matmuls, and their outputs written again and read once.
+      recompute_time += compute_time(module_flops, rates.gemm) + transfer_time(module_bytes * 2, gpu.memory_bandwidth);
       if (all_profiled_b) {
         cc.backward_input = profiled_bi + recompute_time;
         cc.backward_weight = profiled_bw;

@@ -51,6 +51,28 @@ Bytes stashed_activation_bytes(const Layer& layer, int micro_batch, int tensor, 
   return total;
 }
 
+ModuleRecomputation module_recomputation(const Layer& layer, int micro_batch, int tensor, bool sequence_parallel,
+                                         RecomputeModules modules) noexcept {
+  assert(micro_batch >= 1 && tensor >= 1);
+  const std::int64_t b = micro_batch;
+  const std::int64_t t = tensor;
+  const auto split = [&](std::int64_t n) { return (n * b + t - 1) / t; };
+  ModuleRecomputation out;
+  double flops = 0;
+  for (const ModuleStash& m : layer.recomputable) {
+    if (!modules.has(m.module)) continue;
+    const bool inside_moe = m.module == RecomputeModule::MoeActivation || m.module == RecomputeModule::SharedExperts;
+    if (inside_moe && modules.has(RecomputeModule::Moe)) continue;
+    const std::int64_t replicated = sequence_parallel ? split(m.tp_replicated.count()) : m.tp_replicated.count() * b;
+    out.dropped += Bytes::bytes(replicated + split(m.tp_sharded.count()));
+    out.dropped_gemm_input_elements +=
+        m.gemm_input_replicated && !sequence_parallel ? m.gemm_input_elements * b : split(m.gemm_input_elements);
+    flops += m.matmul_flops * static_cast<double>(b) / static_cast<double>(t);
+  }
+  out.matmul_flops = Flops::flop(flops);
+  return out;
+}
+
 std::int64_t stashed_gemm_input_elements(const Layer& layer, int micro_batch, int tensor,
                                          bool sequence_parallel) noexcept {
   std::int64_t total = 0;
@@ -105,6 +127,12 @@ Layer context_share(const Layer& layer, int context) {
   for (Gemm& g : l.gemms) g.tokens = part(g.tokens);
   for (AttentionCore& c : l.attention) c.q_tokens = part(c.q_tokens);
   l.routed.tokens = part(layer.routed.tokens);
+  for (ModuleStash& m : l.recomputable) {
+    m.tp_replicated = bytes(m.tp_replicated);
+    m.tp_sharded = bytes(m.tp_sharded);
+    m.gemm_input_elements = part(m.gemm_input_elements);
+    m.matmul_flops /= static_cast<double>(context);
+  }
   return l;
 }
 
@@ -119,7 +147,8 @@ bool same_cost(const Layer& a, const Layer& b) noexcept {
          a.forward_time == b.forward_time && a.backward_input_time == b.backward_input_time &&
          a.backward_weight_time == b.backward_weight_time &&
          a.tensor_parallel_allreduces_forward == b.tensor_parallel_allreduces_forward && a.gemms == b.gemms &&
-         a.attention == b.attention && a.routed == b.routed && a.expert_parameters == b.expert_parameters;
+         a.attention == b.attention && a.routed == b.routed && a.expert_parameters == b.expert_parameters &&
+         a.recomputable == b.recomputable;
 }
 
 std::vector<LayerRun> identical_runs(const std::vector<Layer>& layers) {

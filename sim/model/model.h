@@ -89,6 +89,18 @@ struct RoutedExperts {
   friend bool operator==(const RoutedExperts&, const RoutedExperts&) = default;
 };
 
+/// What one recomputable module of a layer keeps for ONE sample and costs to run again
+/// (Megatron-Core's recompute_modules other than core_attn, which is the footprint's scores).
+struct ModuleStash {
+  RecomputeModule module = RecomputeModule::LayerNorm;
+  Bytes tp_replicated;                   ///< dropped: whole on every tensor rank (split by t under SP)
+  Bytes tp_sharded;                      ///< dropped: split across tensor ranks
+  std::int64_t gemm_input_elements = 0;  ///< of the dropped, inputs of weight GEMMs (columns split as stashed_gemm_input_elements)
+  bool gemm_input_replicated = true;     ///< whether those inputs are whole on every tensor rank (column-parallel GEMMs)
+  double matmul_flops = 0;               ///< forward FLOPs of the module's weight matmuls, run again
+  friend bool operator==(const ModuleStash&, const ModuleStash&) = default;
+};
+
 struct Layer {
   std::string name;
   LayerKind kind = LayerKind::Generic;
@@ -115,6 +127,7 @@ struct Layer {
   std::vector<AttentionCore> attention;
   RoutedExperts routed;              ///< MoE blocks only
   std::int64_t expert_parameters = 0;  ///< of `parameters`, the routed experts' (expert parallelism shards them)
+  std::vector<ModuleStash> recomputable;  ///< per sample; generated blocks only
 
   [[nodiscard]] Flops backward_flops() const noexcept { return backward_input_flops + backward_weight_flops; }
   [[nodiscard]] Flops training_flops() const noexcept { return forward_flops + backward_flops(); }
@@ -137,6 +150,17 @@ struct Layer {
 /// when the GEMMs run in FP8, one byte each.
 [[nodiscard]] std::int64_t stashed_gemm_input_elements(const Layer& layer, int micro_batch, int tensor,
                                                        bool sequence_parallel) noexcept;
+
+/// What selective recomputation of `modules` (other than core_attn) drops from one microbatch's
+/// stash on one tensor rank, and runs again before the layer's backward. A module inside another
+/// one chosen as well (moe_act or shared_experts inside moe) counts once.
+struct ModuleRecomputation {
+  Bytes dropped;                         ///< at the activations' dtype
+  std::int64_t dropped_gemm_input_elements = 0;  ///< of those, GEMM inputs (FP8 GEMMs keep them in 1 byte)
+  Flops matmul_flops;                    ///< weight matmuls run again
+};
+[[nodiscard]] ModuleRecomputation module_recomputation(const Layer& layer, int micro_batch, int tensor,
+                                                       bool sequence_parallel, RecomputeModules modules) noexcept;
 
 struct Model;
 

@@ -76,9 +76,11 @@ struct Part {
   ActivationFootprint stash;
   std::vector<Gemm> gemms;
   std::vector<AttentionCore> cores;
+  std::vector<ModuleStash> recomputable;
 
   Part& operator+=(const Part& o) {
     gemms.insert(gemms.end(), o.gemms.begin(), o.gemms.end());
+    recomputable.insert(recomputable.end(), o.recomputable.begin(), o.recomputable.end());
     cores.insert(cores.end(), o.cores.begin(), o.cores.end());
     parameters += o.parameters;
     matmul_flops += o.matmul_flops;
@@ -101,6 +103,12 @@ Bytes bytes(std::int64_t n) { return Bytes::bytes(n); }
 
 std::int64_t norm_parameters(const TransformerShape& m) {
   return m.norm == NormKind::LayerNorm ? 2 * m.hidden : m.hidden;
+}
+
+/// What `layernorm` recomputation drops before a module that reads a pre-norm's output: that output,
+/// the input of the module's column-parallel GEMMs (Megatron-Core recomputes the norm instead).
+ModuleStash norm_output(const Sizes& z, std::int64_t tokens, std::int64_t hidden) {
+  return {RecomputeModule::LayerNorm, bytes(z.element * tokens * hidden), {}, tokens * hidden, true, 0};
 }
 
 /// A norm over `tokens` tokens stashes its input.
@@ -142,6 +150,7 @@ Part attention(const TransformerShape& m, const Sizes& z, std::int64_t q_tokens,
   // Softmax output; with dropout also its mask and the dropped-out scores that multiply V.
   const std::int64_t per_score = z.mask > 0 ? 2 * z.element + z.mask : z.element;
   p.stash.attention_scores = bytes(per_score * m.heads * q_tokens * kv_tokens);
+  if (q_tokens == kv_tokens) p.recomputable.push_back(norm_output(z, q_tokens, h));
   return p;
 }
 
@@ -179,6 +188,13 @@ Part latent_attention(const TransformerShape& m, const Sizes& z, std::int64_t to
   p.stash.tp_sharded = bytes(z.element * tokens * (2 * q_width + 2 * v_width));
   const std::int64_t per_score = z.mask > 0 ? 2 * z.element + z.mask : z.element;
   p.stash.attention_scores = bytes(per_score * m.heads * tokens * tokens);
+  p.recomputable.push_back(norm_output(z, tokens, h));
+  // `mla_up_proj`: the up-projected Q, K and V are dropped and the up-projections run again.
+  const double up_macs = static_cast<double>(tokens) *
+                         static_cast<double>((a.q_lora_rank > 0 ? a.q_lora_rank * q_width : 0) +
+                                             a.kv_lora_rank * m.heads * (a.qk_nope_head_dim + a.v_head_dim));
+  p.recomputable.push_back({RecomputeModule::MlaUpProjection, {}, bytes(z.element * tokens * (2 * q_width + v_width)),
+                            0, false, kFlopsPerMac * up_macs});
   return p;
 }
 
@@ -196,6 +212,11 @@ Part mlp_matrices(const TransformerShape& m, const Sizes& z, std::int64_t tokens
   p.gemms.push_back({tokens, width, h, TensorSplit::Rows, groups});                      // down
   // Gated: gate and up projections (inputs of the gating) and the down projection's input.
   p.stash.tp_sharded = bytes(z.element * matrices * tokens * width);
+  if (groups > 1) {
+    // `moe_act`: the experts' activation output, the down projection's input.
+    p.recomputable.push_back({RecomputeModule::MoeActivation, {}, bytes(z.element * tokens * width), tokens * width,
+                              false, 0});
+  }
   return p;
 }
 
@@ -203,7 +224,10 @@ Part mlp_matrices(const TransformerShape& m, const Sizes& z, std::int64_t tokens
 /// activation function's input(s) and the last matmul's input (sharded).
 Part mlp(const TransformerShape& m, const Sizes& z, std::int64_t tokens) {
   Part p = mlp_matrices(m, z, tokens, m.ffn, 1);
+  // `mlp`: the intermediates are dropped (the input is the checkpoint's) and the MLP runs again.
+  p.recomputable.push_back({RecomputeModule::Mlp, {}, p.stash.tp_sharded, tokens * m.ffn, false, p.matmul_flops});
   p.stash.tp_replicated = bytes((z.element + z.mask) * tokens * m.hidden);
+  p.recomputable.push_back(norm_output(z, tokens, m.hidden));
   return p;
 }
 
@@ -226,9 +250,20 @@ Part moe_mlp(const TransformerShape& m, const Sizes& z, std::int64_t tokens, Rou
   const Part experts = mlp_matrices(m, z, copies, e.expert_ffn, e.experts);
   expert_parameters = experts.parameters;
   p += experts;
-  if (e.shared_experts > 0) p += mlp_matrices(m, z, tokens, e.shared_experts * e.shared_expert_ffn, 1);
+  if (e.shared_experts > 0) {
+    const std::int64_t width = e.shared_experts * e.shared_expert_ffn;
+    const Part shared = mlp_matrices(m, z, tokens, width, 1);
+    p += shared;
+    // `shared_experts`: their intermediates are dropped and they run again.
+    p.recomputable.push_back({RecomputeModule::SharedExperts, {}, shared.stash.tp_sharded, tokens * width, false,
+                              shared.matmul_flops});
+  }
   p.stash.tp_replicated = bytes((z.element + z.mask) * tokens * h);
   p.stash.tp_sharded += bytes(2 * z.element * copies * h);
+  // `moe`: everything but the layer's input is dropped and the whole MoE layer runs again.
+  p.recomputable.push_back({RecomputeModule::Moe, {}, p.stash.tp_sharded, copies * h + copies * e.expert_ffn, false,
+                            p.matmul_flops});
+  p.recomputable.push_back(norm_output(z, tokens, h));
   routed = {e.experts, e.top_k, tokens, h};
   return p;
 }
@@ -250,6 +285,7 @@ Layer to_layer(std::string name, const Part& p, Bytes layer_input, Bytes output,
   l.attention = p.cores;
   l.routed = routed;
   l.expert_parameters = expert_parameters;
+  l.recomputable = p.recomputable;
   return l;
 }
 

@@ -83,6 +83,7 @@ struct PlanSpec {
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   std::vector<int> partition;          ///< empty = balanced; else boundaries, pipeline*virtual_stages+1 of them
   Recompute recompute = Recompute::None;
+  model::RecomputeModules recompute_modules;  ///< what selective recomputation recomputes (Megatron's recompute_modules)
   bool sequence_parallel = false;
   bool overlap_tensor_comm = false;    ///< in-layer tensor collectives beside the compute (--tp-comm-overlap)
   bool overlap_grad_reduce = false;    ///< gradient buckets reduced during the backward (--overlap-grad-reduce)
@@ -118,6 +119,7 @@ struct Plan {
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   std::vector<int> partition;  ///< boundaries over the model's layers, pipeline*virtual_stages+1 of them
   Recompute recompute = Recompute::None;
+  model::RecomputeModules recompute_modules;
   bool sequence_parallel = false;
   bool overlap_tensor_comm = false;
   bool overlap_grad_reduce = false;

@@ -144,6 +144,7 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   p.micro_batch = spec.micro_batch;
   p.schedule = spec.schedule;
   p.recompute = spec.recompute;
+  p.recompute_modules = spec.recompute_modules;
   p.sequence_parallel = spec.sequence_parallel;
   p.overlap_tensor_comm = spec.overlap_tensor_comm;
   p.overlap_grad_reduce = spec.overlap_grad_reduce;
@@ -224,6 +225,21 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   }
   check.require(!p.fp8_param_gather || is_fp8(p.precision), "fp8_param_gather",
                 fmt::format("FP8 weights need an FP8 precision (fp8 or mxfp8), not {}", to_string(p.precision)));
+
+  // Recompute modules: Megatron reads them under selective recomputation only, and each names a part
+  // the model has.
+  if (p.recompute_modules != model::RecomputeModules{}) {
+    check.require(p.recompute == Recompute::Selective, "recompute_modules",
+                  fmt::format("recompute_modules apply to selective recomputation, not '{}'", model::to_string(p.recompute)));
+    for (const auto& [name, module] : model::kRecomputeModuleNames) {
+      if (!p.recompute_modules.has(module) || module == model::RecomputeModule::CoreAttention) continue;
+      const bool present = std::any_of(model.layers.begin(), model.layers.end(), [module](const model::Layer& l) {
+        return std::any_of(l.recomputable.begin(), l.recomputable.end(),
+                           [module](const model::ModuleStash& m) { return m.module == module; });
+      });
+      check.require(present, "recompute_modules", fmt::format("the model has no '{}' to recompute", name));
+    }
+  }
 
   // Tensor parallelism: within one NVLink domain, and it must split the heads.
   const int domain = nvlink_domain_size(cluster);

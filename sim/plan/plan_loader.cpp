@@ -126,7 +126,7 @@ PlanSpec load_plan_spec(const Field& root) {
                     "parallelism", "batch", "schedule", "partition", "recompute", "sequence_parallel", "zero",
                     "placement", "active_microbatches", "microbatch_group_size_per_vp_stage", "optimize",
                     "allow_tensor_across_nodes", "overlap", "precision", "attention", "grad_reduce_in_fp32",
-                    "fp8_param_gather",
+                    "fp8_param_gather", "recompute_modules",
                     // SageMaker
                     "partitions", "pipeline_parallel_degree", "tensor_parallel_degree", "microbatches", "pipeline",
                     "placement_strategy", "ddp", "auto_partition",
@@ -231,6 +231,11 @@ PlanSpec load_plan_spec(const Field& root) {
     }
   }
   if (auto f = r.get(root, "recompute", "recompute")) spec.recompute = f->as_enum(kRecompute);
+  if (auto f = r.get(root, "recompute_modules", "recompute_modules")) {
+    // Megatron-Core's list replaces its default {core_attn}.
+    spec.recompute_modules = model::RecomputeModules{0};
+    for (const Field& item : f->items()) spec.recompute_modules.add(item.as_enum(model::kRecomputeModuleNames));
+  }
   if (auto f = r.get(root, "sequence_parallel", "sequence_parallel")) spec.sequence_parallel = f->as_bool();
   if (auto overlap = root.get("overlap")) {
     overlap->expect_keys({"tensor_comm", "grad_reduce", "param_gather"});
@@ -274,6 +279,13 @@ std::string write_plan_yaml(const Plan& p) {
   out += fmt::format("schedule: {}\n", to_string(p.schedule));
   out += fmt::format("partition: [{}]\n", fmt::join(p.partition, ", "));
   out += fmt::format("recompute: {}\n", model::to_string(p.recompute));
+  if (p.recompute_modules != model::RecomputeModules{}) {
+    std::vector<std::string_view> names;
+    for (const auto& [name, module] : model::kRecomputeModuleNames) {
+      if (p.recompute_modules.has(module)) names.push_back(name);
+    }
+    out += fmt::format("recompute_modules: [{}]\n", fmt::join(names, ", "));
+  }
   out += fmt::format("sequence_parallel: {}\n", p.sequence_parallel);
   out += fmt::format("precision: {}\n", to_string(p.precision));
   out += fmt::format("attention: {}\n", to_string(p.attention));

@@ -8,9 +8,15 @@ namespace mpsim::schedule {
 
 StepFlops step_flops(const model::Model& model, const plan::Plan& plan) noexcept {
   Flops recomputed;
-  const model::Recompute replayed =
-      model::replayed_recompute(plan.recompute, plan.attention == plan::AttentionKernel::Flash);
-  for (const model::Layer& layer : model.layers) recomputed += model::recomputed_flops(model, layer, replayed);
+  const model::Recompute replayed = model::replayed_recompute(
+      model::score_recompute(plan.recompute, plan.recompute_modules), plan.attention == plan::AttentionKernel::Flash);
+  for (const model::Layer& layer : model.layers) {
+    recomputed += model::recomputed_flops(model, layer, replayed);
+    if (plan.recompute == model::Recompute::Selective) {
+      // Per sample: one sample on one tensor rank of 1.
+      recomputed += model::module_recomputation(layer, 1, 1, false, plan.recompute_modules).matmul_flops;
+    }
+  }
   StepFlops out;
   out.model = model.training_flops_per_sample() * static_cast<double>(plan.global_batch);
   out.executed = out.model + recomputed * static_cast<double>(plan.global_batch);

@@ -96,6 +96,17 @@ TEST(PlanCheck, ErrorsPointAtTheField) {
             std::string::npos);
   EXPECT_NE(check_error("parallelism: { tensor: 1, pipeline: 64 }\n", kP4d4, kGpt13b).find("does not divide"),
             std::string::npos);
+  // Megatron's recompute_modules: under selective recomputation, and parts the model has.
+  EXPECT_EQ(check_error("parallelism: { tensor: 8, pipeline: 4 }\nrecompute: full\nrecompute_modules: [layernorm]\n",
+                        kP4d4, kGpt13b),
+            "plan.yaml:3:20: recompute_modules apply to selective recomputation, not 'full' (field 'recompute_modules')");
+  EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 4 }\nrecompute: selective\nrecompute_modules: [moe_act]\n",
+                        kP4d4, kGpt13b)
+                .find("the model has no 'moe_act' to recompute (field 'recompute_modules')"),
+            std::string::npos);
+  EXPECT_EQ(check_error("parallelism: { tensor: 8, pipeline: 4 }\nrecompute: selective\nrecompute_modules: [layernorm, mlp]\n",
+                        kP4d4, kGpt13b),
+            "<no error>");
 }
 
 TEST(PlanCheck, PcieBoxHasNoNvlinkDomain) {

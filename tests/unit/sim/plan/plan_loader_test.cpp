@@ -91,6 +91,13 @@ TEST(PlanLoader, PrecisionAttentionAndOverlap) {
   EXPECT_TRUE(n.fp8_param_gather);
   EXPECT_THROW((void)spec_from("fp8_params: true\nfp8_param_gather: true\n"), InputError);
   EXPECT_THROW((void)spec_from("grad_reduce_in_fp32: fp32\n"), InputError);
+  // Megatron-Core's recompute_modules replace its default {core_attn}.
+  EXPECT_EQ(d.recompute_modules, model::RecomputeModules{});
+  const PlanSpec r = spec_from("recompute: selective\nrecompute_modules: [layernorm, moe_act]\n");
+  EXPECT_TRUE(r.recompute_modules.has(model::RecomputeModule::LayerNorm));
+  EXPECT_TRUE(r.recompute_modules.has(model::RecomputeModule::MoeActivation));
+  EXPECT_FALSE(r.recompute_modules.has(model::RecomputeModule::CoreAttention));
+  EXPECT_THROW((void)spec_from("recompute_modules: [attention]\n"), InputError);
 }
 
 TEST(PlanLoader, SameFieldUnderTwoNamesIsAnError) {
