@@ -201,9 +201,9 @@ TEST(PublishedRuns, PredictionsHoldOnTodaysRuns) {
   }
 }
 
-/// Rows of a dimension not calibrated yet: every one must be expressible and simulate (a plan check
-/// or engine error fails the test); their errors are printed and, with `table_env` set, written as
-/// Markdown for docs/validation.md, but not bounded.
+/// Rows of a dimension not calibrated yet: every one must be expressible, simulate (a plan check or
+/// engine error fails the test) and fit in memory, as the published run did; their errors are printed
+/// and, with `table_env` set, written as Markdown for docs/validation.md, but not bounded.
 void expect_rows_simulate(const std::string& file, const char* label, std::size_t rows, const char* table_env) {
   std::vector<Outcome> outcomes;
   EXPECT_NO_THROW(outcomes = simulate_rows(file));
@@ -213,6 +213,7 @@ void expect_rows_simulate(const std::string& file, const char* label, std::size_
   std::map<std::string, std::vector<const Outcome*>> by_gpu;
   for (const Outcome& o : outcomes) {
     EXPECT_GT(o.predicted, 0) << o.id;
+    EXPECT_FALSE(o.oom) << o.id << " predicted not to fit: " << o.peak_gib << " of " << o.capacity_gib << " GiB";
     by_gpu[o.gpu].push_back(&o);
   }
   for (const auto& [gpu, group] : by_gpu) {
