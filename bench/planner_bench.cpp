@@ -1,5 +1,6 @@
 // The planner on GPT-3 175B (global batch 1536): on 1024 A100s (Selene's machine, 128 DGX A100 nodes)
-// and on 4096 H100s (512 DGX H100), plus the README's default job (GPT-3 13B on 4x p4d). Each search
+// and on 4096 H100s (512 DGX H100), Qwen3-235B-A22B on 256 H100s (global batch 2048) and DeepSeek-V3
+// on 2048 H100s (global batch 8192), plus the README's default job (GPT-3 13B on 4x p4d). Each search
 // finds the best plan and proves it optimal within the search space (top 1, no Pareto completion);
 // the default job also runs as `mpsim plan` does (top 10, exact Pareto front).
 // Counters: candidates, simulated, plans_per_s (simulated / search time), prepare_s (enumeration,
@@ -73,6 +74,13 @@ BENCHMARK_CAPTURE(BM_Plan, gpt3_175b_1024xA100_best, Job{"selene.yaml", 128, "gp
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 BENCHMARK_CAPTURE(BM_Plan, gpt3_175b_4096xH100_best, Job{"512x-dgx-h100.yaml", 0, "gpt3-175b", 1536, 1, false})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+// Mixture of experts: the expert, expert-tensor, sequence-parallel, ZeRO 0-3 and overlap axes too.
+BENCHMARK_CAPTURE(BM_Plan, qwen3_235b_256xH100_best, Job{"512x-dgx-h100.yaml", 32, "qwen3-235b-a22b", 2048, 1, false})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
+BENCHMARK_CAPTURE(BM_Plan, deepseek_v3_2048xH100_best, Job{"512x-dgx-h100.yaml", 256, "deepseek-v3", 8192, 1, false})
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 

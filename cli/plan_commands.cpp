@@ -45,6 +45,12 @@ nlohmann::ordered_json plan_json(const plan::Plan& p) {
           {"recompute", std::string(model::to_string(p.recompute))},
           {"sequence_parallel", p.sequence_parallel},
           {"zero", p.zero},
+          {"context", p.context},
+          {"expert", p.expert},
+          {"expert_tensor", p.expert_tensor},
+          {"overlap", {{"grad_reduce", p.overlap_grad_reduce},
+                       {"param_gather", p.overlap_param_gather},
+                       {"tensor_comm", p.overlap_tensor_comm}}},
           {"placement", plan::to_string(p.placement)}};
 }
 
@@ -87,6 +93,8 @@ struct PlanArgs {
   std::string schedules;
   std::string recompute;
   int max_tensor = 0;
+  int max_context = 0;
+  int max_expert = 0;
   int max_micro_batch = 0;
   int top = 10;
   std::string pareto = "exact";
@@ -162,6 +170,8 @@ planner::PlannerOptions planner_options(const PlanArgs& args) {
   planner::PlannerOptions o;
   o.space.global_batch = args.global_batch;
   o.space.max_tensor = args.max_tensor;
+  o.space.max_context = args.max_context;
+  o.space.max_expert = args.max_expert;
   o.space.max_micro_batch = args.max_micro_batch;
   o.space.objective = args.optimize == "memory" ? plan::Objective::Memory : plan::Objective::Speed;
   if (!args.schedules.empty()) o.space.schedules = parse_schedules(args.schedules);
@@ -177,14 +187,35 @@ planner::PlannerOptions planner_options(const PlanArgs& args) {
   return o;
 }
 
-std::vector<std::string> plan_cells(const plan::Plan& p) {
-  return {std::to_string(p.tensor),      std::to_string(p.pipeline),    std::to_string(p.data),
-          std::to_string(p.virtual_stages), std::to_string(p.micro_batch), std::to_string(p.microbatches),
-          std::string(plan::to_string(p.schedule)), std::string(model::to_string(p.recompute)),
-          std::to_string(p.zero),        plan::to_string(p.placement)};
+/// What a plan overlaps: g(radient reduction), p(arameter gather), t(ensor collectives), or "-".
+std::string overlap_cell(const plan::Plan& p) {
+  std::string out;
+  if (p.overlap_grad_reduce) out += 'g';
+  if (p.overlap_param_gather) out += 'p';
+  if (p.overlap_tensor_comm) out += 't';
+  return out.empty() ? "-" : out;
 }
 
-const std::vector<std::string> kPlanHeader{"tp", "pp", "dp", "v", "mb", "m", "schedule", "recompute", "zero", "placement"};
+std::vector<std::string> plan_cells(const plan::Plan& p) {
+  return {std::to_string(p.tensor),
+          std::to_string(p.context),
+          std::to_string(p.pipeline),
+          std::to_string(p.data),
+          p.expert > 1 ? fmt::format("{}/{}", p.expert, p.expert_tensor) : "-",
+          std::to_string(p.virtual_stages),
+          std::to_string(p.micro_batch),
+          std::to_string(p.microbatches),
+          std::string(plan::to_string(p.schedule)),
+          std::string(model::to_string(p.recompute)),
+          p.sequence_parallel ? "on" : "off",
+          std::to_string(p.zero),
+          overlap_cell(p),
+          plan::to_string(p.placement)};
+}
+
+/// ep: expert / expert_tensor degrees of MoE plans; sp: sequence parallelism.
+const std::vector<std::string> kPlanHeader{"tp", "cp",        "pp", "dp", "ep",   "v",       "mb",
+                                           "m",  "schedule", "recompute", "sp", "zero", "overlap", "placement"};
 
 std::string ranked_table(const std::vector<planner::Evaluated>& ranked) {
   Table t;
@@ -395,6 +426,9 @@ void add_plan_commands(CLI::App& app) {
   plan_cmd->add_option("--schedules", args->schedules, "Only these schedules, comma-separated (1f1b,zb-h1,...)");
   plan_cmd->add_option("--recompute", args->recompute, "Only these recomputation policies: none,selective,full");
   plan_cmd->add_option("--max-tensor", args->max_tensor, "Largest tensor-parallel degree")->check(CLI::PositiveNumber);
+  plan_cmd->add_option("--max-context", args->max_context, "Largest context-parallel degree")->check(CLI::PositiveNumber);
+  plan_cmd->add_option("--max-expert", args->max_expert, "Largest expert-parallel degree (MoE models)")
+      ->check(CLI::PositiveNumber);
   plan_cmd->add_option("--max-micro-batch", args->max_micro_batch, "Largest micro batch")->check(CLI::PositiveNumber);
   plan_cmd->add_option("--top", args->top, "How many plans to rank (default 10)")->check(CLI::PositiveNumber);
   plan_cmd->add_option("--pareto", args->pareto,

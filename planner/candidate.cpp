@@ -8,7 +8,9 @@
 namespace mpsim::planner {
 
 UnitCostKey unit_cost_key(const plan::PlanSpec& spec) {
-  return {spec.tensor, spec.micro_batch, spec.recompute, spec.sequence_parallel, spec.precision, spec.attention};
+  return {spec.tensor,    spec.micro_batch, spec.recompute, spec.sequence_parallel,
+          spec.precision, spec.attention,   spec.context,   spec.expert,
+          spec.expert_tensor.value_or(spec.tensor), spec.overlap_tensor_comm};
 }
 
 std::vector<std::int64_t> partition_weights(const std::vector<UnitCost>& units) {
@@ -23,6 +25,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
   const auto lower = [](TimeNs sum, TimeNs slack) { return sum > slack ? sum - slack : TimeNs{}; };
   for (std::size_t s = 0; s + 1 < partition.size(); ++s) {
     StageTimes t;
+    TimeNs comm;
     Bytes stashed, scores;
     std::int64_t parameters = 0, fp8_parameters = 0, largest = 0, experts = 0;
     for (int u = partition[s]; u < partition[s + 1]; ++u) {
@@ -31,6 +34,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
       t.backward += c.backward;
       t.backward_input += c.backward_input;
       t.backward_weight += c.backward_weight;
+      comm += c.in_layer_comm;
       stashed += c.stashed;
       scores += c.attention_scores;
       parameters += c.parameters;
@@ -44,6 +48,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
     t.backward_input = lower(t.backward_input, slack);
     t.backward_weight = lower(t.backward_weight, slack);
     out.times.push_back(t);
+    out.in_layer_comm.push_back(comm);
     // As the cost model: a split backward frees the scores at I and keeps the rest until W.
     out.activations.push_back({stashed, engine::kept_after_input(stashed, scores)});
     out.parameters.push_back(parameters);
@@ -66,6 +71,45 @@ engine::RankParameters rank_parameters(const plan::PlanSpec& spec, const StageCo
   return out;
 }
 
+namespace {
+
+/// Interleaved 1F1B with overlapped reductions: chunk c's buckets leave after its last backward, and
+/// the gradient stream runs them one at a time with those of the chunks that finish later. Before
+/// chunk c's last backward, a rank has run every forward, every backward of chunks >= c, and those of
+/// chunks < c except the last group's (Megatron's table: the final group's backwards run chunk v-1
+/// down to 0). So the step lasts at least that work, then the reductions of chunks c..0, the
+/// optimizer step and the gather (all lower bounds: work is only ever left out).
+template <typename DenseOf>
+TimeNs overlapped_interleaved_bound(const plan::PlanSpec& spec, const StageCosts& costs, const LayoutSyncBounds& sync,
+                                    const SyncShape& shape, const std::vector<engine::RankParameters>& parameters,
+                                    DenseOf dense_of_stage, BytesPerSec memory_bandwidth) {
+  const int p = spec.pipeline;
+  const int v = spec.virtual_stages;
+  const std::int64_t m = spec.microbatches.value_or(1);
+  const std::int64_t group = plan::microbatch_group_size_of(spec);
+  const std::int64_t last_group = m % group == 0 ? group : m % group;
+  TimeNs best;
+  for (int r = 0; r < p; ++r) {
+    const auto rank = static_cast<std::size_t>(r);
+    const auto at = [&](int c) { return static_cast<std::size_t>(c * p + r); };
+    TimeNs forwards;
+    for (int c = 0; c < v; ++c) forwards += costs.times[at(c)].forward;
+    const TimeNs end = after_reductions_time(sync, shape, rank, parameters[rank], memory_bandwidth);
+    for (int c = 0; c < v; ++c) {
+      TimeNs before = forwards * m;
+      TimeNs reductions;
+      for (int k = 0; k < v; ++k) {
+        before += costs.times[at(k)].backward * (k >= c ? m : m - last_group);
+        if (k <= c) reductions += reduction_time(sync, shape, rank, dense_of_stage(at(k)));
+      }
+      best = std::max(best, TimeNs(before + reductions + end));
+    }
+  }
+  return best;
+}
+
+}  // namespace
+
 Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std::vector<CountVectors>& in_flight,
                   const EstimateContext& context) {
   const int p = spec.pipeline;
@@ -73,11 +117,11 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
   const int d = spec.data.value_or(1);
   Estimate out;
   std::vector<ChunkActivations> chunks(static_cast<std::size_t>(v));
-  std::vector<std::int64_t> rank_parameters;
+  std::vector<engine::RankParameters> rank_parameters;
   for (int r = 0; r < p; ++r) {
     for (int c = 0; c < v; ++c) chunks[static_cast<std::size_t>(c)] = costs.activations[static_cast<std::size_t>(c * p + r)];
     const engine::RankParameters parameters = planner::rank_parameters(spec, costs, r);
-    rank_parameters.push_back(parameters.total);
+    rank_parameters.push_back(parameters);
     const Bytes fixed = engine::static_memory(parameters, engine::state_format(spec, context.dtype_bytes)).total();
     const Bytes peak = fixed + peak_activations(in_flight[static_cast<std::size_t>(r)], chunks);
     if (r == 0 || peak > out.peak_memory) {
@@ -89,12 +133,55 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
   if (context.additive_times) {
     std::vector<TimeNs> tails;
     if (context.sync) {
-      tails = rank_tails(*context.sync, rank_parameters, d, spec.zero,
-                         schedule::gradient_bytes_per_parameter(spec.grad_reduce_in_fp32, context.dtype_bytes),
-                         schedule::gathered_parameter_bytes(spec.fp8_param_gather, context.dtype_bytes),
-                         context.memory_bandwidth);
+      SyncShape shape;
+      shape.data = d;
+      shape.replicas = d * spec.context;
+      shape.zero = spec.zero;
+      shape.gradient_bytes_per_parameter =
+          schedule::gradient_bytes_per_parameter(spec.grad_reduce_in_fp32, context.dtype_bytes);
+      shape.parameter_bytes = schedule::gathered_parameter_bytes(spec.fp8_param_gather, context.dtype_bytes);
+      shape.overlap_grad_reduce = spec.overlap_grad_reduce || context.overlap_grad_reduce;
+      shape.overlap_param_gather = spec.overlap_param_gather;
+      const auto dense_of_stage = [&](std::size_t vs) {
+        return costs.parameters[vs] - std::min(costs.expert_parameters[vs], costs.parameters[vs]);
+      };
+      std::vector<std::int64_t> last_chunk_dense;
+      for (int r = 0; r < p; ++r) last_chunk_dense.push_back(dense_of_stage(static_cast<std::size_t>(r)));
+      tails = rank_tails(*context.sync, rank_parameters, last_chunk_dense, shape, context.memory_bandwidth);
+      if (shape.overlap_grad_reduce && spec.schedule == plan::ScheduleKind::Interleaved1F1B) {
+        out.lower_bound = overlapped_interleaved_bound(spec, costs, *context.sync, shape, rank_parameters,
+                                                       dense_of_stage, context.memory_bandwidth);
+      }
     }
-    out.lower_bound = step_time_lower_bound(schedule::shape_of(spec), costs.times, tails);
+    out.lower_bound = std::max(out.lower_bound, step_time_lower_bound(schedule::shape_of(spec), costs.times, tails));
+    // A rank's in-layer collectives run one at a time, every microbatch's within the step: those of
+    // its units, and with ZeRO 3 the gathers of its dense weights before each pass and the
+    // reduce-scatter of their gradients (over the same replicas as the gradient sync).
+    const std::int64_t m = spec.microbatches.value_or(1);
+    const bool sharded_weights = spec.zero >= 3 && d * spec.context > 1 && context.sync != nullptr;
+    for (int r = 0; r < p; ++r) {
+      TimeNs comm;
+      for (int c = 0; c < v; ++c) comm += costs.in_layer_comm[static_cast<std::size_t>(c * p + r)];
+      if (sharded_weights) {
+        const engine::RankParameters& mine = rank_parameters[static_cast<std::size_t>(r)];
+        const std::int64_t experts = std::min(mine.expert, mine.total);
+        const auto rank = static_cast<std::size_t>(r);
+        const int gathered = schedule::gathered_parameter_bytes(spec.fp8_param_gather, context.dtype_bytes);
+        const int gradient = schedule::gradient_bytes_per_parameter(spec.grad_reduce_in_fp32, context.dtype_bytes);
+        const auto gathers = [&](const engine::CollectiveBound& gather, const engine::CollectiveBound& scatter,
+                                 std::int64_t parameters) {
+          return gather.at(Bytes::bytes(parameters * gathered)) * 2 + scatter.at(Bytes::bytes(parameters * gradient));
+        };
+        const auto* expert_gather = context.sync->of_experts(schedule::OpKind::AllGather, rank);
+        const auto* expert_scatter = context.sync->of_experts(schedule::OpKind::ReduceScatter, rank);
+        // Experts without replicas of their own are gathered with the dense weights.
+        const std::int64_t dense = expert_gather != nullptr ? mine.total - experts : mine.total;
+        comm += gathers(context.sync->of(schedule::OpKind::AllGather, rank),
+                        context.sync->of(schedule::OpKind::ReduceScatter, rank), dense);
+        if (expert_gather != nullptr) comm += gathers(*expert_gather, *expert_scatter, experts);
+      }
+      out.lower_bound = std::max(out.lower_bound, TimeNs(comm * m));
+    }
   }
   return out;
 }

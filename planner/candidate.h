@@ -23,6 +23,7 @@ namespace mpsim::planner {
 /// Sums of unit costs per virtual stage of `partition` (boundaries over units).
 struct StageCosts {
   std::vector<StageTimes> times;                ///< lower bounds: kUnitRoundingSlack per unit subtracted
+  std::vector<TimeNs> in_layer_comm;            ///< per microbatch: bound on the stage's in-layer collectives
   std::vector<ChunkActivations> activations;    ///< exact
   std::vector<std::int64_t> parameters;         ///< exact, on one tensor rank
   std::vector<std::int64_t> fp8_parameters;     ///< of those, weights of FP8 GEMMs
@@ -44,7 +45,8 @@ struct Estimate {
 struct EstimateContext {
   int dtype_bytes = 2;
   bool additive_times = true;             ///< UnitCostModel::additive_times(); false: no step-time bound
-  const LayoutSyncBounds* sync = nullptr;  ///< the candidate's layout; null: no tail after the backward
+  const LayoutSyncBounds* sync = nullptr;  ///< the candidate's layout; null: no collective bounds
+  bool overlap_grad_reduce = false;        ///< the engine's --overlap-grad-reduce, on top of the plan's
   BytesPerSec memory_bandwidth;           ///< of the GPUs, for the optimizer step
 };
 

@@ -122,20 +122,17 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
     in_flight[i] = in_flight_vectors(shape);
   });
 
-  // Lower bounds on the gradient reduction, once per layout (collectives start after the last backward
-  // only without overlap).
-  using LayoutKey = std::tuple<int, int, int, plan::Placement>;
-  const auto [layouts, layout_of_fitting] = distinct<LayoutKey>(fitting, [&](std::size_t i) {
+  // Lower bounds on the data-parallel collectives, once per layout: the gradient sync after the last
+  // backward (without overlap) and ZeRO 3's per-layer gathers.
+  const auto [layouts, layout_of_fitting] = distinct<SyncLayout>(fitting, [&](std::size_t i) {
     const plan::PlanSpec& s = space.candidates[drafts[i].spec];
-    return LayoutKey{s.tensor, s.pipeline, s.data.value_or(1), s.placement};
+    return SyncLayout{s.tensor,  s.context, s.pipeline, s.data.value_or(1),
+                      s.expert, s.expert_tensor.value_or(s.tensor), s.placement};
   });
   std::vector<LayoutSyncBounds> sync(layouts.size());
-  if (!options.engine.overlap_grad_reduce) {
-    parallel_for(layouts.size(), threads, [&](std::size_t i) {
-      const auto& [t, p, d, placement] = layouts[i];
-      sync[i] = layout_sync_bounds(cluster, t, p, d, placement, options.engine.collective);
-    });
-  }
+  parallel_for(layouts.size(), threads, [&](std::size_t i) {
+    sync[i] = layout_sync_bounds(cluster, layouts[i], options.engine.collective);
+  });
   EstimateContext context;
   context.dtype_bytes = model.dtype_bytes;
   context.additive_times = units.additive_times();
@@ -154,7 +151,8 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   parallel_for(fitting.size(), threads, [&](std::size_t f) {
     const std::size_t i = fitting[f];
     EstimateContext mine = context;
-    if (!options.engine.overlap_grad_reduce) mine.sync = &sync[layout_of_fitting[f]];
+    mine.sync = &sync[layout_of_fitting[f]];
+    mine.overlap_grad_reduce = options.engine.overlap_grad_reduce;
     out[i].estimate = estimate(out[i].spec, drafts[i].costs, in_flight[shape_of_fitting[f]], mine);
   });
   return out;

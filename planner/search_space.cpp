@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/core/input_error.h"
+#include "sim/plan/layout.h"
 #include "sim/plan/plan_check.h"
 
 namespace mpsim::planner {
@@ -39,6 +40,11 @@ bool tensor_degree_valid(int t, const topology::Cluster& cluster, const model::M
   return resolves(spec, cluster, model);
 }
 
+/// The degrees of one candidate layout.
+struct Shape {
+  int t = 1, c = 1, p = 1, d = 1, e = 1, et = 1;
+};
+
 class Enumerator {
  public:
   Enumerator(const topology::Cluster& cluster, const model::Model& model, const SearchSpaceOptions& options)
@@ -57,15 +63,13 @@ class Enumerator {
       if (gpus_ % t != 0) continue;
       if (mirror() && !tensor_degree_valid(t, cluster_, model_)) continue;
       out_.tensor_degrees.push_back(t);
-      for (const int p : divisors(gpus_ / t)) {
-        if (mirror() && plan::stage_count_error(layers_, p, 1, false)) continue;
-        const int d = gpus_ / (t * p);
-        if (options_.global_batch % d != 0) continue;
-        const int per_replica = options_.global_batch / d;
-        for (int b = 1; b <= per_replica; b *= 2) {
-          if (per_replica % b != 0) break;  // powers of two: once one fails, every larger one does
-          if (options_.max_micro_batch > 0 && b > options_.max_micro_batch) break;
-          for (const ScheduleKind kind : schedules_) add_schedule(t, p, d, b, per_replica / b, kind);
+      for (const int c : divisors(gpus_ / t)) {
+        if (!context_degree_searched(c)) continue;
+        for (const int p : divisors(gpus_ / (t * c))) {
+          if (mirror() && plan::stage_count_error(layers_, p, 1, false)) continue;
+          const int d = gpus_ / (t * c * p);
+          if (options_.global_batch % d != 0) continue;
+          for (const auto& [e, et] : expert_degrees(t, c, d)) add_batches(Shape{t, c, p, d, e, et});
         }
       }
     }
@@ -74,51 +78,113 @@ class Enumerator {
 
  private:
   [[nodiscard]] bool mirror() const noexcept { return options_.rules == SpaceRules::Mirror; }
+  [[nodiscard]] const model::MoeShape* moe() const noexcept {
+    return model_.shape && model_.shape->moe ? &*model_.shape->moe : nullptr;
+  }
 
-  void add_schedule(int t, int p, int d, int b, int m, ScheduleKind kind) {
+  /// Context degrees: every divisor with the raw rules; with mirrored rules those resolve_plan accepts
+  /// (seq_len divisible by 2c) with at least min_context_tokens per rank.
+  [[nodiscard]] bool context_degree_searched(int c) const {
+    if (options_.max_context > 0 && c > options_.max_context) return false;
+    if (c == 1) return true;
+    if (!model_.shape) return false;
+    const std::int64_t seq = model_.shape->seq_len;
+    if (seq / c < options_.min_context_tokens) return false;
+    return !mirror() || seq % (2 * c) == 0;
+  }
+
+  /// (expert, expert_tensor) pairs: (1, t) for dense models; for MoE models every divisor of the
+  /// experts with expert_tensor 1 or t, folded into t x c x d as Megatron requires.
+  [[nodiscard]] std::vector<std::pair<int, int>> expert_degrees(int t, int c, int d) const {
+    const model::MoeShape* m = moe();
+    if (m == nullptr) return {{1, t}};
+    std::vector<std::pair<int, int>> out;
+    for (const int e : divisors(static_cast<int>(m->experts))) {
+      if (options_.max_expert > 0 && e > options_.max_expert) continue;
+      for (const int et : t > 1 ? std::vector<int>{1, t} : std::vector<int>{1}) {
+        if (mirror()) {
+          if (m->expert_ffn % et != 0) continue;
+          plan::Degrees degrees;
+          degrees.tensor = t;
+          degrees.context = c;
+          degrees.data = d;
+          degrees.expert = e;
+          degrees.expert_tensor = et;
+          if (plan::degrees_error(degrees)) continue;
+        }
+        out.emplace_back(e, et);
+      }
+    }
+    return out;
+  }
+
+  void add_batches(const Shape& shape) {
+    const int per_replica = options_.global_batch / shape.d;
+    for (int b = 1; b <= per_replica; b *= 2) {
+      if (per_replica % b != 0) break;  // powers of two: once one fails, every larger one does
+      if (options_.max_micro_batch > 0 && b > options_.max_micro_batch) break;
+      for (const ScheduleKind kind : schedules_) add_schedule(shape, b, per_replica / b, kind);
+    }
+  }
+
+  void add_schedule(const Shape& shape, int b, int m, ScheduleKind kind) {
+    const int p = shape.p;
     if (!plan::has_virtual_stages(kind)) {
-      add_rest(t, p, d, b, m, kind, 1);
+      add_rest(shape, b, m, kind, 1);
       return;
     }
     if (mirror()) {
       // The plan check's own rules: an even split into p * v virtual stages, Megatron's group rule for N = p.
       if (p < 2 || plan::interleaved_group_error(m, p, p)) return;
       for (int v = 2; v <= layers_ / p; ++v) {
-        if (!plan::stage_count_error(layers_, p, v, false)) add_rest(t, p, d, b, m, kind, v);
+        if (!plan::stage_count_error(layers_, p, v, false)) add_rest(shape, b, m, kind, v);
       }
     } else {
       if (p < 2) return;
-      for (int v = 2; v <= layers_; ++v) add_rest(t, p, d, b, m, kind, v);
+      for (int v = 2; v <= layers_; ++v) add_rest(shape, b, m, kind, v);
     }
   }
 
-  void add_rest(int t, int p, int d, int b, int m, ScheduleKind kind, int v) {
+  void add_rest(const Shape& shape, int b, int m, ScheduleKind kind, int v) {
+    const int replicas = shape.d * shape.c;  // of the dense weights
     for (const model::Recompute r : options_.recompute) {
       if (same_as_no_recompute(r)) continue;
       for (const int z : options_.zero) {
-        if (z > 0 && d == 1) continue;  // sharding over one replica is no sharding
+        if (z > 0 && replicas == 1) continue;  // sharding over one replica is no sharding
         for (std::size_t pl = 0; pl < options_.placements.size(); ++pl) {
-          const plan::Placement& placement = options_.placements[pl];
           // Placements that order the same axes the same way once size-1 axes are dropped give one layout.
-          if (pl > 0 && same_layout_as_earlier(pl, t, p, d)) continue;
-          PlanSpec spec;
-          spec.tensor = t;
-          spec.pipeline = p;
-          spec.data = d;
-          spec.virtual_stages = v;
-          spec.global_batch = options_.global_batch;
-          spec.micro_batch = b;
-          spec.microbatches = m;
-          spec.schedule = kind;
-          spec.recompute = r;
-          spec.zero = z;
-          spec.placement = placement;
-          spec.optimize = options_.objective;
-          if (!mirror() && !resolves(spec, cluster_, model_)) {
-            ++out_.invalid;
-            continue;
+          if (pl > 0 && same_layout_as_earlier(pl, shape)) continue;
+          for (const bool sp : options_.sequence_parallel) {
+            if (sp && shape.t == 1) continue;
+            for (const bool overlap : options_.overlap) {
+              if (overlap && replicas == 1 && shape.t == 1) continue;  // nothing to overlap
+              PlanSpec spec;
+              spec.tensor = shape.t;
+              spec.context = shape.c;
+              spec.pipeline = shape.p;
+              spec.data = shape.d;
+              spec.expert = shape.e;
+              if (moe() != nullptr) spec.expert_tensor = shape.et;
+              spec.virtual_stages = v;
+              spec.global_batch = options_.global_batch;
+              spec.micro_batch = b;
+              spec.microbatches = m;
+              spec.schedule = kind;
+              spec.recompute = r;
+              spec.zero = z;
+              spec.placement = options_.placements[pl];
+              spec.sequence_parallel = sp;
+              spec.overlap_grad_reduce = overlap && replicas > 1;
+              spec.overlap_param_gather = overlap && replicas > 1 && z >= 1;
+              spec.overlap_tensor_comm = overlap && shape.t > 1;
+              spec.optimize = options_.objective;
+              if (!mirror() && !resolves(spec, cluster_, model_)) {
+                ++out_.invalid;
+                continue;
+              }
+              out_.candidates.push_back(std::move(spec));
+            }
           }
-          out_.candidates.push_back(std::move(spec));
         }
       }
     }
@@ -136,11 +202,15 @@ class Enumerator {
   }
 
   /// Whether placement `pl` lays ranks out exactly as one listed before it, for these degrees.
-  [[nodiscard]] bool same_layout_as_earlier(std::size_t pl, int t, int p, int d) const {
+  [[nodiscard]] bool same_layout_as_earlier(std::size_t pl, const Shape& shape) const {
     const auto significant = [&](const plan::Placement& placement) {
       std::vector<plan::Axis> axes;
-      for (const plan::Axis a : placement) {
-        const int size = a == plan::Axis::Tensor ? t : a == plan::Axis::Pipeline ? p : d;
+      for (const plan::Axis a : plan::complete_order(placement)) {
+        const int size = a == plan::Axis::Tensor     ? shape.t
+                         : a == plan::Axis::Context  ? shape.c
+                         : a == plan::Axis::Pipeline ? shape.p
+                         : a == plan::Axis::Data     ? shape.d
+                                                     : 1;
         if (size > 1) axes.push_back(a);
       }
       return axes;

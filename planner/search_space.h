@@ -2,26 +2,36 @@
 /// The plans the planner may choose from, for one cluster, model and global batch.
 ///
 /// A candidate is a PlanSpec with every degree, the batch split, the schedule, recomputation, ZeRO
-/// stage and placement set, and the partition left empty (the partitioner chooses it). The axes:
+/// stage, placement, sequence parallelism and overlap set, and the partition left empty (the
+/// partitioner chooses it). The axes:
 /// - tensor t: divisors of the GPUs per node, at most `max_tensor`, that resolve_plan accepts for the
 ///   cluster and the model (within one NVLink domain, dividing the attention heads);
-/// - pipeline p: divisors of GPUs / t with p <= the model's partitionable layers;
-/// - data d = GPUs / (t p), which must divide the global batch B;
+/// - context c: divisors of GPUs / t with seq_len divisible by 2c and at least `min_context_tokens`
+///   tokens of a sequence per context rank (at most `max_context`; 1 for hand-listed models);
+/// - pipeline p: divisors of GPUs / (t c) with p <= the model's partitionable layers;
+/// - data d = GPUs / (t c p), which must divide the global batch B;
+/// - expert e (MoE models): divisors of the experts, at most `max_expert`, with expert_tensor et in
+///   {1, t} dividing the experts' width, e x et dividing t x c x d (Megatron's folding);
 /// - micro batch b: powers of two dividing B / d (at most `max_micro_batch`); microbatches m = B / (b d);
 /// - schedule: every ScheduleKind (narrowed by `schedules`); interleaved-1f1b with p >= 2 and each
 ///   v >= 2 dividing layers / p, when Megatron's group rule holds for the default group size N = p
 ///   (m <= p, or m a multiple of p);
 /// - interleaved-1f1b runs Megatron's default group size N = p and sagemaker-interleaved SageMaker's
 ///   default cap of p + 2 active microbatches; both are set in the spec;
-/// - recomputation, ZeRO stage (0 and 1; ZeRO 1 only when d > 1, where it differs from 0) and placement
-///   (tp-dp-pp and tp-pp-dp; the second only when d > 1 and p > 1, where the layouts differ).
-/// The validity rules are resolve_plan()'s own (plan::stage_count_error, plan::interleaved_group_error),
-/// called, not copied, so candidates are valid plans; resolve_plan()
+/// - recomputation; ZeRO stage (`zero`, by default 0-3; above 0 only when d c > 1, where it shards
+///   something); placement (tp-dp-pp and tp-pp-dp; the second only when d > 1 and p > 1, where the
+///   layouts differ);
+/// - sequence parallelism (off, and on when t > 1) and overlap (off, and on: gradient reduction and
+///   parameter gather during the passes when d c > 1, tensor-parallel communication beside the
+///   compute when t > 1), each narrowed by its option.
+/// The validity rules are resolve_plan()'s own (plan::stage_count_error, plan::interleaved_group_error,
+/// plan::degrees_error), called, not copied, so candidates are valid plans; resolve_plan()
 /// stays the judge: the planner resolves every candidate before simulating it, and the `Resolve`
 /// rules mode (for tests) enumerates the raw product and keeps what resolves.
 ///
-/// Order is deterministic: t, p, b, schedule (kScheduleNames order), v, recompute, ZeRO, placement,
-/// each ascending. A candidate's index in this order is its identity in the rest of the search.
+/// Order is deterministic: t, c, p, e, et, b, schedule (kScheduleNames order), v, recompute, ZeRO,
+/// placement, sequence parallelism, overlap, each ascending. A candidate's index in this order is its
+/// identity in the rest of the search.
 #include <vector>
 
 #include "sim/model/model.h"
@@ -43,9 +53,16 @@ struct SearchSpaceOptions {
   std::vector<plan::ScheduleKind> schedules;      ///< empty: every kind
   std::vector<model::Recompute> recompute{model::Recompute::None, model::Recompute::Selective,
                                           model::Recompute::Full};
-  std::vector<int> zero{0, 1};
+  std::vector<int> zero{0, 1, 2, 3};
   std::vector<plan::Placement> placements{plan::kMegatronPlacement,
                                           {plan::Axis::Tensor, plan::Axis::Pipeline, plan::Axis::Data}};
+  std::vector<bool> sequence_parallel{false, true};  ///< `true` is tried only when t > 1
+  std::vector<bool> overlap{false, true};            ///< `true` is tried only when it overlaps something
+  int max_context = 0;                               ///< 0: as `min_context_tokens` allows
+  /// Shortest share of a sequence a context rank holds: shorter shards leave the attention and the
+  /// GEMMs too thin to hide the K/V exchange, and Megatron's recipes split 8k and longer sequences.
+  std::int64_t min_context_tokens = 4096;
+  int max_expert = 0;                                ///< 0: up to the model's experts
   plan::Objective objective = plan::Objective::Speed;  ///< written into every candidate's plan
   SpaceRules rules = SpaceRules::Mirror;
 };

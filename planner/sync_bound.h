@@ -13,6 +13,7 @@
 
 #include "sim/core/units.h"
 #include "sim/engine/collective_bound.h"
+#include "sim/engine/cost_model.h"
 #include "sim/plan/plan.h"
 #include "sim/schedule/program.h"
 #include "sim/topology/cluster.h"
@@ -23,23 +24,59 @@ namespace mpsim::planner {
 struct LayoutSyncBounds {
   /// [collective kind][pipeline rank], kinds indexed by engine::CollectiveKind.
   std::array<std::vector<engine::CollectiveBound>, 3> by_kind;
+  /// The same over the routed experts' replicas (the expert-data group), by pipeline rank; empty
+  /// without experts of their own.
+  std::array<std::vector<engine::CollectiveBound>, 3> expert_by_kind;
   [[nodiscard]] const engine::CollectiveBound& of(schedule::OpKind kind, std::size_t rank) const;
+  [[nodiscard]] const engine::CollectiveBound* of_experts(schedule::OpKind kind, std::size_t rank) const;
 };
 
-/// For the layout of (tensor, pipeline, data, placement) on `cluster`. O(pipeline x (tensor x data +
-/// sampled routes)). Thread-safe (its own route finder).
-[[nodiscard]] LayoutSyncBounds layout_sync_bounds(const topology::Cluster& cluster, int tensor, int pipeline, int data,
-                                                  const plan::Placement& placement,
+/// For `layout` on `cluster`: over the dense gradients' replicas (data, and context when > 1:
+/// schedule::dense_replica_group) and, with experts of their own, over the expert-data group.
+/// O(pipeline x (tensor x data + sampled routes)). Thread-safe (its own route finder).
+/// The layout of a candidate's data-parallel collectives.
+struct SyncLayout {
+  int tensor = 1;
+  int context = 1;
+  int pipeline = 1;
+  int data = 1;
+  int expert = 1;
+  int expert_tensor = 1;
+  plan::Placement placement = plan::kMegatronPlacement;
+  friend auto operator<=>(const SyncLayout&, const SyncLayout&) = default;
+};
+[[nodiscard]] LayoutSyncBounds layout_sync_bounds(const topology::Cluster& cluster, const SyncLayout& layout,
                                                   engine::CollectiveAlgorithm algorithm);
 
-/// The time after the last backward of each rank: the sync collectives (the reduction of its gradient
-/// at `gradient_bytes_per_parameter`; with ZeRO, the gather of its weights at `parameter_bytes` per
-/// parameter) and the
-/// optimizer step (as the cost model prices it: Adam's HBM traffic of its parameters, sharded by
-/// ZeRO >= 1), in the sync's order. `rank_parameters` on one tensor rank, by pipeline rank. No
-/// collectives when data == 1.
-[[nodiscard]] std::vector<TimeNs> rank_tails(const LayoutSyncBounds& bounds, const std::vector<std::int64_t>& rank_parameters,
-                                             int data, int zero, int gradient_bytes_per_parameter,
-                                             int parameter_bytes, BytesPerSec memory_bandwidth);
+/// How a candidate synchronizes its gradients, for rank_tails.
+struct SyncShape {
+  int data = 1;       ///< the optimizer's shards (ZeRO >= 1)
+  int replicas = 1;   ///< of the dense weights: data x context
+  int zero = 0;
+  int gradient_bytes_per_parameter = 4;
+  int parameter_bytes = 2;  ///< gathered after the step (ZeRO 1-2)
+  bool overlap_grad_reduce = false;   ///< a chunk's buckets leave after its last backward
+  bool overlap_param_gather = false;  ///< the gather runs at the start of the step instead of after it
+};
+
+/// The time after the last backward of each rank: the sync collectives and the optimizer step, in
+/// the sync's order (schedule::add_gradient_sync). The reduction of its dense gradients over the
+/// replicas (all of them; with overlap only those of its last chunk, chunk 0, whose buckets wait for
+/// that backward), the optimizer step (as the cost model prices it: Adam's HBM traffic of its
+/// parameters, sharded over `data` by ZeRO >= 1), and with ZeRO 1-2 the gather of its weights unless
+/// it moved to the start of the step. The routed experts' own reduction (expert-data group) is left
+/// out, and ZeRO 3 syncs nothing there (its collectives run per layer): both only add.
+/// `rank_parameters` on one tensor rank by pipeline rank, `last_chunk_dense` the dense parameters of
+/// each rank's chunk 0. No collectives when replicas == 1.
+/// The reduction of `dense` parameters' gradients on pipeline rank `rank` (none with one replica or
+/// ZeRO 3), and what follows the reductions: the optimizer step and the ZeRO 1-2 gather unless it moved.
+[[nodiscard]] TimeNs reduction_time(const LayoutSyncBounds& bounds, const SyncShape& sync, std::size_t rank,
+                                    std::int64_t dense);
+[[nodiscard]] TimeNs after_reductions_time(const LayoutSyncBounds& bounds, const SyncShape& sync, std::size_t rank,
+                                           const engine::RankParameters& parameters, BytesPerSec memory_bandwidth);
+[[nodiscard]] std::vector<TimeNs> rank_tails(const LayoutSyncBounds& bounds,
+                                             const std::vector<engine::RankParameters>& rank_parameters,
+                                             const std::vector<std::int64_t>& last_chunk_dense, const SyncShape& sync,
+                                             BytesPerSec memory_bandwidth);
 
 }  // namespace mpsim::planner

@@ -3,9 +3,13 @@
 #include <algorithm>
 #include <numeric>
 
+#include <map>
+
+#include "sim/engine/collective_bound.h"
 #include "sim/engine/cost_model.h"
 #include "sim/plan/layout.h"
 #include "sim/plan/plan_check.h"
+#include "sim/schedule/passes.h"
 
 namespace mpsim::planner {
 namespace {
@@ -25,16 +29,62 @@ plan::Plan one_rank_per_unit(int units, const UnitCostKey& key) {
   plan::Plan p;
   p.tensor = key.tensor;
   p.pipeline = 1;
-  p.data = 1;
+  p.context = key.context;
+  p.expert = key.expert;
+  p.expert_tensor = key.expert_tensor;
+  // The fewest data replicas that let expert x expert_tensor fold into tensor x context x data; the
+  // groups of rank 0 are then those of any plan with these degrees (Megatron's rank order).
+  const int folded = key.expert * key.expert_tensor;
+  p.data = folded / std::gcd(folded, key.tensor * key.context);
   p.virtual_stages = units;
   p.micro_batch = key.micro_batch;
   p.recompute = key.recompute;
   p.sequence_parallel = key.sequence_parallel;
+  p.overlap_tensor_comm = key.overlap_tensor_comm;
   p.attention = key.attention;
   p.schedule = units > 1 ? plan::ScheduleKind::Interleaved1F1B : plan::ScheduleKind::OneFOneB;
   p.partition.resize(static_cast<std::size_t>(units) + 1);
   std::iota(p.partition.begin(), p.partition.end(), 0);
   return p;
+}
+
+/// Lower bounds on a chunk's in-layer collectives per microbatch: the blocking ones outside the tensor
+/// group by pass (they hold the pass), and all of them (one actor runs them one at a time).
+struct ChunkExchanges {
+  TimeNs forward;
+  TimeNs backward;
+  TimeNs all;
+};
+
+std::vector<ChunkExchanges> blocking_exchanges(const topology::Cluster& cluster, const model::Model& model,
+                                               const plan::Plan& plan, const plan::Layout& layout) {
+  const auto collectives = schedule::chunk_layer_collectives(model, plan);
+  topology::RouteFinder routes(cluster);
+  std::map<std::pair<engine::CollectiveKind, plan::AxisSet>, engine::CollectiveBound> bounds;
+  const auto time_of = [&](const std::vector<schedule::LayerCollective>& list, bool blocking_only) {
+    TimeNs total;
+    for (const schedule::LayerCollective& c : list) {
+      const bool holds_the_pass =
+          c.placement == schedule::LayerCommPlacement::Blocking && c.group != plan::AxisSet(plan::Axis::Tensor);
+      if (blocking_only && !holds_the_pass) continue;
+      const engine::CollectiveKind kind = engine::collective_kind(c.kind);
+      auto it = bounds.find({kind, c.group});
+      if (it == bounds.end()) {
+        const auto groups = engine::device_groups(cluster, layout, {0}, c.group);
+        it = bounds.emplace(std::make_pair(kind, c.group),
+                            engine::collective_bound(cluster, routes, kind, engine::CollectiveAlgorithm::Auto, groups))
+                 .first;
+      }
+      total += it->second.at(c.bytes) * c.count;
+    }
+    return total;
+  };
+  std::vector<ChunkExchanges> out;
+  for (const schedule::ChunkCollectives& chunk : collectives.front()) {
+    out.push_back({time_of(chunk.forward, true), time_of(chunk.backward, true),
+                   time_of(chunk.forward, false) + time_of(chunk.backward, false)});
+  }
+  return out;
 }
 
 }  // namespace
@@ -82,17 +132,22 @@ std::vector<UnitCost> UnitCostModel::costs(const UnitCostKey& key) const {
   const plan::Layout layout(probe_plan);
   const engine::CostModel probe = engine::build_cost_model(*cluster_, probe_, probe_plan, layout);
   const auto& chunks = probe.ranks.front().chunks;
+  const std::vector<ChunkExchanges> exchanges = blocking_exchanges(*cluster_, probe_, probe_plan, layout);
 
   std::vector<UnitCost> out;
   out.reserve(distinct_of_.size());
   for (std::size_t u = 0; u < distinct_of_.size(); ++u) {
     const engine::ChunkCost& c = chunks.at(static_cast<std::size_t>(distinct_of_[u]));
     UnitCost uc;
-    // With their in-layer collectives on idle links, as the planner's plans run them (no overlap).
-    uc.forward = engine::pass_time(c.forward, c.forward_comm, false);
-    uc.backward = engine::pass_time(c.backward, c.backward_comm, false);
-    uc.backward_input = engine::pass_time(c.backward_input, c.backward_comm, false);
+    // With their tensor collectives on idle links, after the compute or beside it, plus the blocking
+    // exchanges outside the tensor group (the experts' all-to-alls), at their bound.
+    const ChunkExchanges& x = exchanges.at(static_cast<std::size_t>(distinct_of_[u]));
+    const bool beside = key.overlap_tensor_comm;
+    uc.forward = engine::pass_time(c.forward, c.forward_comm, beside) + x.forward;
+    uc.backward = engine::pass_time(c.backward, c.backward_comm, beside) + x.backward;
+    uc.backward_input = engine::pass_time(c.backward_input, c.backward_comm, beside) + x.backward;
     uc.backward_weight = c.backward_weight;
+    uc.in_layer_comm = x.all;
     uc.stashed = c.stashed;
     uc.activation_send = c.activation_send;
     uc.parameters = c.parameters;

@@ -26,6 +26,7 @@ struct UnitCost {
   TimeNs backward;         ///< fused, recomputation included
   TimeNs backward_input;   ///< recomputation included
   TimeNs backward_weight;
+  TimeNs in_layer_comm;    ///< bound on all its in-layer collectives (forward and backward), run one at a time
   Bytes stashed;           ///< activations held from F to the backward
   Bytes attention_scores;  ///< of the model's attention scores: what a split backward frees at I
   Bytes activation_send;   ///< what the unit's last layer sends on
@@ -43,6 +44,10 @@ struct UnitCostKey {
   bool sequence_parallel = false;
   std::optional<plan::Precision> precision;  ///< unset: the model's dtype
   plan::AttentionKernel attention = plan::kDefaultAttention;
+  int context = 1;        ///< each context rank runs its share of every layer
+  int expert = 1;         ///< the grouped GEMMs hold experts / expert
+  int expert_tensor = 1;  ///< and split each expert's width by expert_tensor
+  bool overlap_tensor_comm = false;  ///< tensor collectives beside the compute: a pass takes the longer of the two
   friend auto operator<=>(const UnitCostKey&, const UnitCostKey&) = default;
 };
 

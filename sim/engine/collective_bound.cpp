@@ -12,6 +12,55 @@ constexpr std::int64_t kReferenceBytes = std::int64_t{1} << 40;
 /// Transfers of a phase whose routes are looked up: any subset gives a valid bound.
 constexpr std::size_t kSampledTransfers = 64;
 
+/// What can leave a device, and a node, per nanosecond: the bandwidth of every link at a device, and
+/// of every link between a node and anything outside it. All of a phase's flows from one source, or
+/// from one node to others, leave through these links, whatever their routes.
+struct Egress {
+  std::vector<double> device;  ///< bytes per ns, by device id
+  std::vector<double> node;    ///< bytes per ns, by node index
+};
+
+Egress egress_of(const topology::Cluster& cluster) {
+  Egress out;
+  out.device.assign(cluster.devices().size(), 0.0);
+  out.node.assign(static_cast<std::size_t>(std::max(cluster.node_count, 0)), 0.0);
+  for (const topology::Link& l : cluster.links()) {
+    const double bw = l.bandwidth.in_bytes_per_sec() * 1e-9;
+    out.device[l.a.value] += bw;
+    out.device[l.b.value] += bw;
+    const int na = cluster.device(l.a).node;
+    const int nb = cluster.device(l.b).node;
+    if (na == nb) continue;
+    if (na >= 0 && static_cast<std::size_t>(na) < out.node.size()) out.node[static_cast<std::size_t>(na)] += bw;
+    if (nb >= 0 && static_cast<std::size_t>(nb) < out.node.size()) out.node[static_cast<std::size_t>(nb)] += bw;
+  }
+  return out;
+}
+
+/// Nanoseconds per byte of a phase's share that its busiest source, or its busiest node's links out,
+/// need: the bytes they send at once over what can leave them.
+double shared_egress_ns_per_byte(const topology::Cluster& cluster, const Egress& egress, const CollectiveRound& phase,
+                                 double share) {
+  std::vector<double> sent(egress.device.size(), 0.0);
+  std::vector<double> left(egress.node.size(), 0.0);
+  for (const auto& [a, b] : phase.transfers) {
+    if (a == b) continue;
+    sent[a.value] += share;
+    const int na = cluster.device(a).node;
+    if (na >= 0 && na != cluster.device(b).node && static_cast<std::size_t>(na) < left.size()) {
+      left[static_cast<std::size_t>(na)] += share;
+    }
+  }
+  double worst = 0;
+  for (std::size_t d = 0; d < sent.size(); ++d) {
+    if (sent[d] > 0 && egress.device[d] > 0) worst = std::max(worst, sent[d] / egress.device[d]);
+  }
+  for (std::size_t n = 0; n < left.size(); ++n) {
+    if (left[n] > 0 && egress.node[n] > 0) worst = std::max(worst, left[n] / egress.node[n]);
+  }
+  return worst;
+}
+
 }  // namespace
 
 CollectiveBound collective_bound(const topology::Cluster& cluster, topology::RouteFinder& routes, CollectiveKind kind,
@@ -32,6 +81,7 @@ CollectiveBound collective_bound(const topology::Cluster& cluster, topology::Rou
   }
   CollectiveBound out;
   const auto phases = collective_rounds(cluster, kind, algorithm, groups, Bytes::bytes(kReferenceBytes));
+  const Egress egress = egress_of(cluster);
   for (const CollectiveRound& phase : phases) {
     TimeNs latency;
     double bandwidth = -1;  // bytes per ns, the slowest sampled route
@@ -50,7 +100,10 @@ CollectiveBound collective_bound(const topology::Cluster& cluster, topology::Rou
                                        ? static_cast<double>(phase.bytes.count() - 1) / static_cast<double>(kReferenceBytes)
                                        : 0.0;
     out.latency += latency * phase.rounds;
-    out.ns_per_byte += phase.rounds * per_round_share / bandwidth;
+    // Each round as slow as its slowest route, or as its transfers' shared ways out (an all-to-all's
+    // EP - 1 sends from every member, or its members' sends leaving a node through its NICs).
+    out.ns_per_byte += phase.rounds * std::max(per_round_share / bandwidth,
+                                               shared_egress_ns_per_byte(cluster, egress, phase, per_round_share));
   }
   return out;
 }

@@ -56,7 +56,9 @@ StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept {
 }
 
 StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
-  const int data = spec.data.value_or(1);
+  // As a resolved plan's: dense states over data x context, the experts' over their replicas.
+  const int replicas = spec.tensor * spec.context * spec.data.value_or(1);
+  const int expert_data = replicas / std::max(1, spec.expert * spec.expert_tensor.value_or(spec.tensor));
   return {dtype_bytes,
           spec.precision.value_or(plan::model_precision(dtype_bytes)),
           spec.zero,
@@ -64,8 +66,8 @@ StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
           spec.fp8_param_gather,
           spec.tensor,
           spec.pipeline,
-          data,
-          data};  // the planner searches no expert parallelism: experts replicate as the data does
+          spec.data.value_or(1) * spec.context,
+          std::max(1, expert_data)};
 }
 
 StaticMemory static_memory(const RankParameters& p, const StateFormat& f) noexcept {

@@ -144,6 +144,30 @@ std::vector<std::vector<Bytes>> chunk_gradient_bytes(const model::Model& model, 
   return out;
 }
 
+ChunkGradientBytes chunk_gradient_split(const model::Model& model, const plan::Plan& plan) {
+  const auto ranges = plan::virtual_stage_layers(plan, model);
+  const bool split = splits_expert_gradients(plan);
+  const int width = gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, model.dtype_bytes);
+  ChunkGradientBytes out;
+  out.dense.resize(static_cast<std::size_t>(plan.pipeline));
+  out.experts.resize(static_cast<std::size_t>(plan.pipeline));
+  for (int rank = 0; rank < plan.pipeline; ++rank) {
+    for (int c = 0; c < plan.virtual_stages; ++c) {
+      const plan::LayerRange r = ranges.at(static_cast<std::size_t>(c * plan.pipeline + rank));
+      std::int64_t dense = 0, experts = 0;
+      for (int i = r.first; i < r.last; ++i) {
+        const model::Layer& layer = model.layers[static_cast<std::size_t>(i)];
+        const std::int64_t here = layer.expert_parameters / (plan.expert * plan.expert_tensor);
+        dense += (layer.parameters - layer.expert_parameters) / plan.tensor + (split ? 0 : here);
+        experts += split ? here : 0;
+      }
+      out.dense[static_cast<std::size_t>(rank)].push_back(Bytes::bytes(dense * width));
+      out.experts[static_cast<std::size_t>(rank)].push_back(Bytes::bytes(experts * width));
+    }
+  }
+  return out;
+}
+
 Bytes default_gradient_bucket(const plan::Plan& plan, int dtype_bytes) noexcept {
   const std::int64_t parameters = std::max<std::int64_t>(40'000'000, 1'000'000LL * plan.data);
   return Bytes::bytes(parameters * gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, dtype_bytes));

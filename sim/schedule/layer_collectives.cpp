@@ -95,12 +95,21 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
           }
         }
         if (sharded_weights) {
-          const std::int64_t parameters = layer.parameters / plan.tensor;
-          const Bytes weights = Bytes::bytes(parameters * gathered);
-          const plan::AxisSet replicas = dense_replica_group(plan);
-          add(chunk.forward, OpKind::AllGather, weights, 1, replicas, kBeside);
-          add(chunk.backward, OpKind::AllGather, weights, 1, replicas, kBeside);
-          add(chunk.backward, OpKind::ReduceScatter, Bytes::bytes(parameters * gradient), 1, replicas, kBeside);
+          // Each weight is gathered over its own replicas: the dense ones over data (x context), the
+          // routed experts' (split over expert x expert_tensor) over the expert-data group.
+          const auto shard = [&](std::int64_t parameters, plan::AxisSet replicas) {
+            if (parameters <= 0) return;
+            const Bytes weights = Bytes::bytes(parameters * gathered);
+            add(chunk.forward, OpKind::AllGather, weights, 1, replicas, kBeside);
+            add(chunk.backward, OpKind::AllGather, weights, 1, replicas, kBeside);
+            add(chunk.backward, OpKind::ReduceScatter, Bytes::bytes(parameters * gradient), 1, replicas, kBeside);
+          };
+          const bool own_replicas = splits_expert_gradients(plan);
+          const std::int64_t experts = own_replicas ? layer.expert_parameters : 0;
+          shard((layer.parameters - experts) / plan.tensor, dense_replica_group(plan));
+          if (own_replicas && plan.expert_data() > 1) {
+            shard(experts / (plan.expert * plan.expert_tensor), plan::Axis::ExpertData);
+          }
         }
       }
     }

@@ -58,10 +58,12 @@ struct ChunkCollectives {
 /// attention core, beside its passes (Megatron's ring exchange, overlapped with the attention): an
 /// all-gather over the context group of the whole sequence's keys and values before the forward, and
 /// before the backward an all-gather of them and a reduce-scatter of their gradients.
-/// ZeRO 3 with data > 1 adds, per layer with parameters, beside its passes (FSDP with prefetch and
-/// resharding after the forward): an all-gather of its weights over the data group before the
+/// ZeRO 3 with data x context > 1 adds, per layer with parameters, beside its passes (FSDP with
+/// prefetch and resharding after the forward): an all-gather of its weights over the data group before the
 /// forward and again before the backward (gathered_parameter_bytes per parameter), and a
-/// reduce-scatter of its gradients (gradient_bytes_per_parameter) in the backward.
+/// reduce-scatter of its gradients (gradient_bytes_per_parameter) in the backward; routed experts
+/// with replicas of their own (splits_expert_gradients) do the same for their shard over the
+/// expert-data group.
 /// Expert parallelism (expert > 1) adds, per MoE layer and pass, blocking: the token dispatch and
 /// the combine, each an all-to-all over the expert group of the tokens' top-k copies the rank routes
 /// (routed tokens x top_k x hidden x micro batch / tensor elements: each tensor rank routes its share
@@ -164,6 +166,18 @@ inline constexpr int kGradientBytesPerParameter = 4;
 /// [rank][chunk]: the gradient bytes one GPU of each pipeline rank holds for each of its chunks: the
 /// chunk's layers' parameters split over the tensor-parallel ranks, times gradient_bytes_per_parameter.
 [[nodiscard]] std::vector<std::vector<Bytes>> chunk_gradient_bytes(const model::Model& model, const plan::Plan& plan);
+
+/// chunk_gradient_bytes split as the simulator's cost model splits it when the routed experts'
+/// gradients have replicas of their own (splits_expert_gradients): `experts` [rank][chunk] holds
+/// each MoE layer's expert parameters over expert x expert_tensor ranks, `dense` the rest over the
+/// tensor ranks ((parameters - expert parameters) / tensor per layer). Otherwise `experts` is zero
+/// and `dense` holds every layer's parameters (the experts' over expert x expert_tensor ranks).
+/// Both in gradient_bytes_per_parameter. The executor sizes its buckets from it.
+struct ChunkGradientBytes {
+  std::vector<std::vector<Bytes>> dense;
+  std::vector<std::vector<Bytes>> experts;
+};
+[[nodiscard]] ChunkGradientBytes chunk_gradient_split(const model::Model& model, const plan::Plan& plan);
 
 /// Megatron's default gradient bucket: max(40M, 1M x data-parallel size) parameters of the plan's
 /// gradients (gradient_bytes_per_parameter).

@@ -580,7 +580,8 @@ TEST(Simulate, GpusUsesTheFirstGpus) {
                                    " --gpus 12 --gpus-per-node 4 --json");
   ASSERT_EQ(four.exit_code, 0) << four.err;
   std::set<std::string> four_ids;
-  for (const auto& d : json::parse(four.out)["devices"]) four_ids.insert(d["id"].get<std::string>());
+  const json four_json = json::parse(four.out);
+  for (const auto& d : four_json["devices"]) four_ids.insert(d["id"].get<std::string>());
   EXPECT_TRUE(four_ids.contains("node2/gpu3"));
   EXPECT_FALSE(four_ids.contains("node0/gpu4"));
   for (const auto& [flag, text] : std::vector<std::pair<std::string, std::string>>{
@@ -607,7 +608,8 @@ TEST(Simulate, GpusOfNvl72RacksRunAsEqualDomains) {
                                 " --set topology.nodes=4 --gpus 256 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   std::set<std::string> ids;
-  for (const auto& d : json::parse(r.out)["devices"]) ids.insert(d["id"].get<std::string>());
+  const json j = json::parse(r.out);
+  for (const auto& d : j["devices"]) ids.insert(d["id"].get<std::string>());
   EXPECT_EQ(ids.size(), 256u);
   EXPECT_TRUE(ids.contains("node3/gpu63"));
   EXPECT_FALSE(ids.contains("node0/gpu64"));

@@ -1,5 +1,6 @@
 // The step-time lower bound: its closed form, its tightness without communication, and the property
 // the branch and bound relies on: bound <= simulated step time, for every schedule kind.
+#include <map>
 #include <random>
 #include <vector>
 
@@ -119,17 +120,25 @@ TEST(LowerBound, GradientReductionRaisesTheBound) {
   options.space.global_batch = 64;
   options.space.schedules = {plan::ScheduleKind::OneFOneB};
   options.space.recompute = {model::Recompute::None};
+  options.space.zero = {0, 1};  // ZeRO 3 reduces per layer, during the passes
   const auto with_sync = prepare_candidates(cluster, model, options);
-  options.engine.overlap_grad_reduce = true;  // collectives may overlap: no tail
-  const auto without = prepare_candidates(cluster, model, options);
-  ASSERT_EQ(with_sync.size(), without.size());
+  // The same candidates where the reduction costs next to nothing.
+  const auto without = prepare_candidates(testing::short_cluster(2, 4, "a100-80gb", "1000 Tb/s", "1000 TB/s"), model, options);
+  // Pure data-parallel candidates (one stage, so one partition each) by what tells them apart.
+  const auto key = [](const plan::PlanSpec& s) {
+    return std::make_tuple(s.micro_batch, s.zero, s.placement, s.overlap_grad_reduce, s.overlap_param_gather);
+  };
+  std::map<decltype(key(plan::PlanSpec{})), TimeNs> compute_only_of;
+  for (const Prepared& p : without) {
+    if (p.spec.tensor == 1 && p.spec.pipeline == 1) compute_only_of[key(p.spec)] = p.estimate.lower_bound;
+  }
   int pure_data = 0;
-  for (std::size_t i = 0; i < with_sync.size(); ++i) {
-    const Prepared& p = with_sync[i];
+  for (const Prepared& p : with_sync) {
     if (p.spec.tensor != 1 || p.spec.pipeline != 1) continue;
     ++pure_data;
     const auto simulated = engine::simulate(cluster, model, plan::resolve_plan(p.spec, cluster, model)).report.step_time_s;
-    const TimeNs compute_only = without[i].estimate.lower_bound;
+    ASSERT_TRUE(compute_only_of.contains(key(p.spec)));
+    const TimeNs compute_only = compute_only_of.at(key(p.spec));
     EXPECT_GT(p.estimate.lower_bound, compute_only);
     EXPECT_LE(p.estimate.lower_bound, TimeNs::seconds(simulated));
     // Most of the reduction is accounted for.
@@ -153,7 +162,10 @@ TEST(LowerBound, NeverAboveTheSimulatedStepTime) {
   }
   checked += check_bounds(testing::short_cluster(2, 4), testing::shipped_model("gpt3-1.3b"), 32, rng, 40);
   checked += check_bounds(testing::short_cluster(1, 8), testing::shipped_model("bert-large"), 64, rng, 30);
-  EXPECT_GT(checked, 200);
+  // Expert, context, ZeRO 3 and overlap candidates: all-to-alls, K/V and weight gathers in the bound.
+  checked += check_bounds(testing::short_cluster(2, 4, "h100-sxm5-80gb", "400 Gb/s"), testing::small_moe(), 16, rng, 60);
+  checked += check_bounds(testing::short_cluster(2, 4, "h100-sxm5-80gb", "400 Gb/s"), testing::long_sequence(), 8, rng, 40);
+  EXPECT_GT(checked, 300);
 }
 
 }  // namespace

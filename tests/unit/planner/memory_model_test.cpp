@@ -139,6 +139,8 @@ void expect_estimates_equal_simulation(const Case& c, int per_combination) {
 TEST(MemoryEstimate, EqualsTheSimulatedPeak) {
   expect_estimates_equal_simulation({"2x4 A100, gpt3-1.3b", short_cluster(2, 4), shipped_model("gpt3-1.3b"), 32}, 3);
   expect_estimates_equal_simulation({"1x8 A100, t5-3b", short_cluster(1, 8), shipped_model("t5-3b"), 16}, 2);
+  expect_estimates_equal_simulation({"2x4 H100, small MoE", short_cluster(2, 4, "h100-sxm5-80gb"), testing::small_moe(), 16}, 2);
+  expect_estimates_equal_simulation({"2x4 H100, 16k tokens", short_cluster(2, 4, "h100-sxm5-80gb"), testing::long_sequence(), 8}, 2);
   std::mt19937 rng(11);
   expect_estimates_equal_simulation(
       {"pcie box, random timed layers", engine::testing::pcie_box(4), testing::random_timed_model(rng, 8), 16}, 3);

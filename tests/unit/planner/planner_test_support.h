@@ -51,6 +51,16 @@ inline model::Model shipped_model(const std::string& name) {
   return model::load_model_file(repo_path("configs/models/" + name + ".yaml"));
 }
 
+/// A small MoE model and a long-sequence one, for the expert and context axes.
+inline model::Model small_moe() {
+  return model_yaml(
+      "model: { family: llama, layers: 4, hidden: 256, heads: 8, ffn: 512, seq_len: 1024, vocab: 1024,\n"
+      "         moe: { experts: 8, top_k: 2, expert_ffn: 128 } }\n");
+}
+inline model::Model long_sequence() {
+  return model_yaml("model: { family: llama, layers: 4, hidden: 256, heads: 8, ffn: 512, seq_len: 16384, vocab: 1024 }\n");
+}
+
 /// `layers` layers with random profiled times (1..9 ms forward, backward input and weight), parameters
 /// and activations: a model whose stages differ, for property tests.
 inline model::Model random_timed_model(std::mt19937& rng, int layers) {

@@ -1,5 +1,6 @@
 // The search space: its rules are resolve_plan()'s (the raw product filtered by resolve_plan() gives
 // the same candidates), its axes follow the cluster and the model, and its order is fixed.
+#include <set>
 #include <tuple>
 #include <vector>
 
@@ -12,13 +13,18 @@ namespace mpsim::planner {
 namespace {
 
 using testing::short_cluster;
+using testing::long_sequence;
 using testing::shipped_model;
+using testing::small_moe;
 
 auto fields(const plan::PlanSpec& s) {
-  return std::make_tuple(s.tensor, s.pipeline, s.data.value_or(0), s.virtual_stages, s.micro_batch,
-                         s.microbatches.value_or(0), s.global_batch.value_or(0), s.schedule, s.recompute, s.zero,
-                         s.placement, s.microbatch_group_size.value_or(0), s.active_microbatches.value_or(0));
+  return std::make_tuple(s.tensor, s.context, s.pipeline, s.data.value_or(0), s.expert, s.expert_tensor.value_or(0),
+                         s.virtual_stages, s.micro_batch, s.microbatches.value_or(0), s.global_batch.value_or(0),
+                         s.schedule, s.recompute, s.zero, s.placement, s.sequence_parallel, s.overlap_grad_reduce,
+                         s.overlap_param_gather, s.overlap_tensor_comm, s.microbatch_group_size.value_or(0),
+                         s.active_microbatches.value_or(0));
 }
+
 
 std::vector<decltype(fields(plan::PlanSpec{}))> all_fields(const SearchSpace& space) {
   std::vector<decltype(fields(plan::PlanSpec{}))> out;
@@ -40,6 +46,8 @@ std::vector<Case> cases() {
   out.push_back({"pcie box, 6 timed layers", engine::testing::pcie_box(4),
                  engine::testing::timed_layers(6, "2 ms", "2 ms", "1 ms"), 12});
   out.push_back({"2x2, t5-3b", short_cluster(2, 2), shipped_model("t5-3b"), 8});
+  out.push_back({"1x8, small MoE", short_cluster(1, 8), small_moe(), 8});
+  out.push_back({"1x8, 16k tokens", short_cluster(1, 8), long_sequence(), 8});
   return out;
 }
 
@@ -119,6 +127,36 @@ TEST(SearchSpace, OrderIsDeterministicAndWithoutDuplicates) {
   auto sorted = a;
   std::sort(sorted.begin(), sorted.end());
   EXPECT_EQ(std::adjacent_find(sorted.begin(), sorted.end()), sorted.end());
+}
+
+TEST(SearchSpace, ExpertContextSequenceParallelAndOverlapAxes) {
+  SearchSpaceOptions options;
+  options.global_batch = 8;
+  // Experts: every divisor of 8 with expert_tensor 1 or t, folded into t x d.
+  const auto moe = enumerate_search_space(short_cluster(1, 8), small_moe(), options);
+  std::set<std::pair<int, int>> experts;
+  bool sp_with_tensor = false, sp_without_tensor = false;
+  for (const auto& s : moe.candidates) {
+    experts.emplace(s.expert, s.expert_tensor.value_or(0));
+    EXPECT_EQ((s.tensor * s.data.value_or(1)) % (s.expert * s.expert_tensor.value_or(s.tensor)), 0);
+    sp_with_tensor = sp_with_tensor || (s.sequence_parallel && s.tensor > 1);
+    sp_without_tensor = sp_without_tensor || (s.sequence_parallel && s.tensor == 1);
+    EXPECT_EQ(s.context, 1);  // 1024 tokens: no context shard of 4096
+  }
+  EXPECT_TRUE(experts.contains({8, 1}));
+  EXPECT_TRUE(experts.contains({4, 2}));
+  EXPECT_TRUE(sp_with_tensor);
+  EXPECT_FALSE(sp_without_tensor);
+  // Context: 16384 tokens give context 1, 2 and 4 (4096 tokens per rank at least).
+  const auto longer = enumerate_search_space(short_cluster(1, 8), long_sequence(), options);
+  std::set<int> contexts;
+  for (const auto& s : longer.candidates) contexts.insert(s.context);
+  EXPECT_EQ(contexts, (std::set<int>{1, 2, 4}));
+  // Overlap only where there is something to overlap.
+  for (const auto& s : longer.candidates) {
+    EXPECT_FALSE(s.tensor == 1 && s.overlap_tensor_comm);
+    EXPECT_FALSE(s.data.value_or(1) * s.context == 1 && s.overlap_grad_reduce);
+  }
 }
 
 TEST(SearchSpace, EverySchedulePresent) {

@@ -193,6 +193,7 @@ TEST(Planner, SaysWhyNothingFits) {
       "model:\n  name: lopsided\n  layers:\n"
       "    - { name: huge, forward_time: \"1 ms\", backward_time: \"2 ms\", params: 10000000000 }\n"
       "    - { name: small, repeat: 3, forward_time: \"1 ms\", backward_time: \"2 ms\", params: 1000 }\n");
+  options.space.zero = {0, 1};  // ZeRO 3 would shard the layer itself
   const PlannerResult tight = run_planner(engine::testing::pcie_box(4), lopsided, options);
   EXPECT_TRUE(tight.ranked.empty());
   EXPECT_NE(tight.infeasible.find("no plan fits in memory"), std::string::npos) << tight.infeasible;
