@@ -150,6 +150,17 @@ class Backend {
   virtual void all_reduce_sum(Group& group, float* data, std::size_t count) = 0;
   virtual void reduce_scatter_sum(Group& group, float* data, std::size_t count) = 0;
   virtual void all_gather(Group& group, float* data, std::size_t count) = 0;
+  /// Personalised exchange over the group (expert dispatch and combine): this rank sends
+  /// send_counts[j] floats to group rank j and receives recv_counts[j] floats from it. Both buffers
+  /// hold the blocks in group-rank order, back to back (block j starts after the counts before it).
+  /// Counts may differ per peer and be zero; recv_counts[j] must equal rank j's send_counts[me]
+  /// (exchange them first with all_to_all_counts). `send` and `recv` must not overlap.
+  virtual void all_to_all(Group& group, const float* send, std::span<const std::size_t> send_counts, float* recv,
+                          std::span<const std::size_t> recv_counts) = 0;
+  /// The counts' own exchange, on the host: `send` holds group.size() blocks of k values, block j
+  /// for group rank j; `recv` (the same size) receives block j from group rank j (its block for this
+  /// rank). Exact integers, whatever the backend moves them with.
+  virtual void all_to_all_counts(Group& group, std::span<const std::int64_t> send, std::span<std::int64_t> recv) = 0;
   virtual void barrier() = 0;  ///< world
 
   // --- time -----------------------------------------------------------------------------------

@@ -109,8 +109,10 @@ class Interpreter {
           fmt::format("the plan needs {} ranks (tensor {} x pipeline {} x data {}) but the job has {}", layout_.ranks(),
                       plan.tensor, plan.pipeline, plan.data, backend.world_size()));
     }
-    gradient_bytes_ = schedule::chunk_gradient_bytes(model, plan);
-    program_ = program_for_plan(model, plan, gradient_bytes_, options.grad_bucket);
+    const schedule::ChunkGradientBytes gradient_bytes = schedule::chunk_gradient_split(model, plan);
+    gradient_bytes_ = gradient_bytes.dense;
+    expert_gradient_bytes_ = gradient_bytes.experts;
+    program_ = program_for_plan(model, plan, gradient_bytes, options.grad_bucket);
     if (const auto error = schedule::validate(program_)) {
       throw std::invalid_argument(fmt::format("invalid program: {}", error->message));
     }
@@ -123,9 +125,10 @@ class Interpreter {
     }
     gather_tag_ = static_cast<int>(messages);
     parameter_tag_ = gather_tag_ + 1;
-    // Every rank makes every group the program names (and the tensor group its layers use), in the
-    // same order: Backend::make_group is collective over the world.
+    // Every rank makes every group the program names (and the tensor and expert groups its layers
+    // use), in the same order: Backend::make_group is collective over the world.
     std::set<plan::AxisSet> axes{plan::Axis::Tensor};
+    if (plan.expert > 1) axes.insert(plan::Axis::Expert);
     for (const auto& stream : program_.streams) {
       for (const Op& op : stream) {
         if (schedule::is_collective(op.kind)) axes.insert(op.group);
@@ -138,10 +141,14 @@ class Interpreter {
         if (group == mine) groups_[a] = std::move(g);
       }
     }
-    network_ = std::make_unique<Network>(backend, meter_, model, plan, pipeline_rank_,
-                                         layout_.coordinate(me_, plan::Axis::Tensor),
-                                         layout_.coordinate(me_, plan::Axis::Data), groups_.at(plan::Axis::Tensor).get(),
-                                         options.net);
+    RankPlace place;
+    place.pipeline = pipeline_rank_;
+    place.tensor = layout_.coordinate(me_, plan::Axis::Tensor);
+    place.data = layout_.coordinate(me_, plan::Axis::Data);
+    place.expert = layout_.coordinate(me_, plan::Axis::Expert);
+    place.tensor_group = groups_.at(plan::Axis::Tensor).get();
+    if (plan.expert > 1) place.expert_group = groups_.at(plan::Axis::Expert).get();
+    network_ = std::make_unique<Network>(backend, meter_, model, plan, place, options.net);
   }
 
   ExecuteResult run() {
@@ -193,9 +200,10 @@ class Interpreter {
     backend_.barrier();
     backend_.reset_marks();
     network_->begin_step(step);
-    reduce_cursor_.assign(static_cast<std::size_t>(network_->chunks()), 0);
-    gather_cursor_.assign(static_cast<std::size_t>(network_->chunks()), 0);
+    reduce_cursor_.assign(2 * static_cast<std::size_t>(network_->chunks()), 0);
+    gather_cursor_.assign(2 * static_cast<std::size_t>(network_->chunks()), 0);
     owned_.clear();
+    scattered_.clear();
     const int start_mark = backend_.record_mark();
     const auto& stream = program_.streams[static_cast<std::size_t>(pipeline_rank_)];
     std::vector<std::pair<int, int>> op_marks;
@@ -309,29 +317,42 @@ class Interpreter {
       case OpKind::AllReduce:
       case OpKind::ReduceScatter: reduce_bucket(op); break;
       case OpKind::AllGather: gather_bucket(op); break;
-      case OpKind::AllToAll: throw std::logic_error("the executor runs no expert parallelism");
-      case OpKind::OptimizerStep: {
-        std::vector<ElementRange> ranges;
-        if (plan_.zero >= 1 && plan_.data > 1) {
-          ranges = owned_;
-        } else {
-          for (int c = 0; c < network_->chunks(); ++c) ranges.push_back(network_->chunk_range(c));
-        }
-        network_->optimizer_step(ranges);
-        break;
-      }
+      // The IR emits all-to-alls only inside layers (the MoE dispatch and combine), which the MoE
+      // layers run with the real token counts inside their compute op; run_step() skips them.
+      case OpKind::AllToAll: throw std::logic_error("an all-to-all outside a layer: the program has none");
+      case OpKind::OptimizerStep: network_->optimizer_step(optimizer_ranges()); break;
     }
   }
 
   [[nodiscard]] Group& group_of(const Op& op) const { return *groups_.at(op.group); }
 
-  /// Elements [first, last) of chunk `op.chunk` that the bucket covers, relative to the chunk start,
-  /// advancing `cursor` (bytes of the chunk's earlier buckets).
-  std::pair<std::size_t, std::size_t> bucket_elements(const Op& op, std::int64_t& cursor, std::size_t multiple) const {
+  /// The part of a chunk's flat buffers a gradient collective covers, and the bytes the program
+  /// sized its buckets from: the routed experts' elements for one over the expert-data group, the
+  /// rest otherwise (the whole chunk when the experts share the dense weights' replicas).
+  struct Section {
+    ElementRange range;
+    std::int64_t bytes = 0;
+    std::size_t index = 0;  // into the cursors: two per chunk
+  };
+  [[nodiscard]] Section section_of(const Op& op) const {
+    const auto r = static_cast<std::size_t>(pipeline_rank_);
+    const auto c = static_cast<std::size_t>(op.chunk);
     const ElementRange chunk = network_->chunk_range(op.chunk);
-    const std::size_t n = chunk.end - chunk.begin;
-    const std::int64_t total =
-        gradient_bytes_[static_cast<std::size_t>(pipeline_rank_)][static_cast<std::size_t>(op.chunk)].count();
+    const ElementRange experts = network_->chunk_expert_range(op.chunk);
+    const std::int64_t dense_bytes = gradient_bytes_[r][c].count();
+    if (op.group == plan::AxisSet(plan::Axis::ExpertData)) {
+      return {experts, expert_gradient_bytes_[r][c].count(), 2 * c + 1};
+    }
+    if (schedule::splits_expert_gradients(plan_)) return {{chunk.begin, experts.begin}, dense_bytes, 2 * c};
+    return {chunk, dense_bytes, 2 * c};
+  }
+
+  /// Elements [first, last) of `section` that the bucket covers, relative to the section start,
+  /// advancing `cursor` (bytes of the section's earlier buckets).
+  static std::pair<std::size_t, std::size_t> bucket_elements(const Section& section, const Op& op, std::int64_t& cursor,
+                                                             std::size_t multiple) {
+    const std::size_t n = section.range.end - section.range.begin;
+    const std::int64_t total = section.bytes;
     const std::int64_t from = cursor;
     cursor += op.bytes.count();
     if (total <= 0) return {0, 0};
@@ -347,37 +368,55 @@ class Interpreter {
     Group& group = group_of(op);
     const auto size = static_cast<std::size_t>(group.size());
     const bool scatter = op.kind == OpKind::ReduceScatter;
-    auto [first, last] = bucket_elements(op, reduce_cursor_[op.chunk], scatter ? size : 1);
-    const ElementRange chunk = network_->chunk_range(op.chunk);
-    float* grads = network_->gradients() + chunk.begin;
+    const Section section = section_of(op);
+    std::int64_t& cursor = reduce_cursor_[section.index];
+    auto [first, last] = bucket_elements(section, op, cursor, scatter ? size : 1);
+    float* grads = network_->gradients() + section.range.begin;
     if (!scatter) {
       if (last > first) backend_.all_reduce_sum(group, grads + first, last - first);
       return;
     }
+    scattered_.insert(section.index);
     if (last > first) {
       backend_.reduce_scatter_sum(group, grads + first, last - first);
       const std::size_t slice = (last - first) / size;
-      const std::size_t mine = chunk.begin + first + static_cast<std::size_t>(group.rank()) * slice;
+      const std::size_t mine = section.range.begin + first + static_cast<std::size_t>(group.rank()) * slice;
       owned_.push_back({mine, mine + slice});
     }
-    // The chunk's last bucket also takes the tail that does not divide by the group size.
-    const std::size_t n = chunk.end - chunk.begin;
-    if (reduce_cursor_[op.chunk] >=
-            gradient_bytes_[static_cast<std::size_t>(pipeline_rank_)][static_cast<std::size_t>(op.chunk)].count() &&
-        n % size != 0) {
+    // The section's last bucket also takes the tail that does not divide by the group size.
+    const std::size_t n = section.range.end - section.range.begin;
+    if (cursor >= section.bytes && n % size != 0) {
       const std::size_t tail = n - n % size;
       backend_.all_reduce_sum(group, grads + tail, n - tail);
-      owned_.push_back({chunk.begin + tail, chunk.end});
+      owned_.push_back({section.range.begin + tail, section.range.end});
     }
   }
 
   void gather_bucket(const Op& op) {
     Group& group = group_of(op);
     const auto size = static_cast<std::size_t>(group.size());
-    auto [first, last] = bucket_elements(op, gather_cursor_[op.chunk], size);
-    if (last > first) {
-      backend_.all_gather(group, network_->parameters() + network_->chunk_range(op.chunk).begin + first, last - first);
+    const Section section = section_of(op);
+    auto [first, last] = bucket_elements(section, op, gather_cursor_[section.index], size);
+    if (last > first) backend_.all_gather(group, network_->parameters() + section.range.begin + first, last - first);
+  }
+
+  /// What this rank's optimizer updates: the slices its reduce-scatters left it (ZeRO), and whole
+  /// every section no reduce-scatter split (all of them without ZeRO; the experts' when they have
+  /// no replicas to shard over).
+  [[nodiscard]] std::vector<ElementRange> optimizer_ranges() const {
+    std::vector<ElementRange> ranges = owned_;
+    for (int c = 0; c < network_->chunks(); ++c) {
+      const ElementRange chunk = network_->chunk_range(c);
+      const ElementRange experts = network_->chunk_expert_range(c);
+      const auto dense = 2 * static_cast<std::size_t>(c);
+      if (!schedule::splits_expert_gradients(plan_)) {
+        if (!scattered_.contains(dense)) ranges.push_back(chunk);
+        continue;
+      }
+      if (!scattered_.contains(dense)) ranges.push_back({chunk.begin, experts.begin});
+      if (!scattered_.contains(dense + 1)) ranges.push_back(experts);
     }
+    return ranges;
   }
 
   /// Every rank's record of the step, on rank 0 (empty elsewhere).
@@ -420,66 +459,84 @@ class Interpreter {
     return static_cast<double>(end) * 1e-9;
   }
 
-  /// Rank 0: every rank's parameters with data rank 0, assembled into full tensors in layer order.
+  /// The ranks whose parameters rank 0 assembles: data rank 0 of every (pipeline, tensor) position
+  /// for the dense weights, expert-data rank 0 of every (pipeline, expert) position for the routed
+  /// experts (each expert lives on the ranks of its expert coordinate only).
+  [[nodiscard]] std::vector<int> parameter_sources() const {
+    std::vector<int> out;
+    for (int r = 0; r < layout_.ranks(); ++r) {
+      if (layout_.coordinate(r, plan::Axis::Data) == 0 || layout_.coordinate(r, plan::Axis::ExpertData) == 0) {
+        out.push_back(r);
+      }
+    }
+    return out;
+  }
+
+  /// Rank 0: the parameters of parameter_sources(), assembled into full tensors in layer order.
   std::string gather_parameters() {
-    if (layout_.coordinate(me_, plan::Axis::Data) != 0) return {};
+    const std::vector<int> sources = parameter_sources();
     if (backend_.world_rank() != 0) {
-      backend_.send(network_->parameters(), network_->parameter_count(), 0, parameter_tag_)->wait();
+      if (std::binary_search(sources.begin(), sources.end(), me_)) {
+        backend_.send(network_->parameters(), network_->parameter_count(), 0, parameter_tag_)->wait();
+      }
       return {};
     }
     struct Full {
-      int layer = 0;
-      std::string name;
       std::int64_t rows = 0, cols = 0;
       std::vector<float> values;
     };
-    std::map<std::pair<int, int>, Full> tensors;  // (model layer, order of the parameter in it)
-    for (int p = 0; p < plan_.pipeline; ++p) {
-      const std::vector<Param> params = rank_param_layout(model_, plan_, p);
+    std::map<std::pair<int, std::string>, Full> tensors;  // (model layer, parameter name)
+    std::map<int, std::vector<std::string>> names;        // per layer, in the order first met
+    for (const int from : sources) {
+      const int expert = layout_.coordinate(from, plan::Axis::Expert);
+      const int t = layout_.coordinate(from, plan::Axis::Tensor);
+      const bool dense_replica = layout_.coordinate(from, plan::Axis::Data) == 0;
+      const bool expert_replica = layout_.coordinate(from, plan::Axis::ExpertData) == 0;
+      const std::vector<Param> params =
+          rank_param_layout(model_, plan_, layout_.coordinate(from, plan::Axis::Pipeline), expert);
       std::size_t count = 0;
       for (const Param& q : params) count += q.count();
-      for (int t = 0; t < plan_.tensor; ++t) {
-        const int from = layout_.with(layout_.with(0, plan::Axis::Pipeline, p), plan::Axis::Tensor, t);
-        std::vector<float> host(count);
-        if (from == 0) {
-          backend_.download(network_->parameters(), host);
-        } else {
-          Buffer incoming(backend_, meter_, 1, static_cast<std::int64_t>(std::max<std::size_t>(count, 1)));
-          backend_.recv(incoming.data(), count, from, parameter_tag_);
-          backend_.download(incoming.data(), host);
+      std::vector<float> host(count);
+      if (from == 0) {
+        backend_.download(network_->parameters(), host);
+      } else {
+        Buffer incoming(backend_, meter_, 1, static_cast<std::int64_t>(std::max<std::size_t>(count, 1)));
+        backend_.recv(incoming.data(), count, from, parameter_tag_);
+        backend_.download(incoming.data(), host);
+      }
+      for (const Param& q : params) {
+        if (q.expert ? !expert_replica : !dense_replica) continue;
+        const int layer = std::stoi(q.name.substr(0, q.name.find('\t')));
+        const std::string name = q.name.substr(q.name.find('\t') + 1);
+        Full& f = tensors[{layer, name}];
+        if (f.values.empty()) {
+          f.rows = q.rows;
+          f.cols = q.cols;
+          f.values.assign(static_cast<std::size_t>(q.rows * q.cols), 0.0f);
+          names[layer].push_back(name);
         }
-        std::map<int, int> index_in_layer;
-        for (const Param& q : params) {
-          const int layer = std::stoi(q.name.substr(0, q.name.find('\t')));
-          const int index = index_in_layer[layer]++;
-          Full& f = tensors[{layer, index}];
-          if (f.values.empty()) {
-            f.layer = layer;
-            f.name = q.name.substr(q.name.find('\t') + 1);
-            f.rows = q.rows;
-            f.cols = q.cols;
-            f.values.assign(static_cast<std::size_t>(q.rows * q.cols), 0.0f);
-          }
-          const std::int64_t row0 = q.split == Split::Rows ? t * q.local_rows : 0;
-          const std::int64_t col0 = q.split == Split::Columns ? t * q.local_cols : 0;
-          for (std::int64_t r = 0; r < q.local_rows; ++r) {
-            for (std::int64_t c = 0; c < q.local_cols; ++c) {
-              f.values[static_cast<std::size_t>((row0 + r) * q.cols + col0 + c)] =
-                  host[q.offset + static_cast<std::size_t>(r * q.local_cols + c)];
-            }
+        const std::int64_t row0 = q.split == Split::Rows ? t * q.local_rows : 0;
+        const std::int64_t col0 = q.split == Split::Columns ? t * q.local_cols : 0;
+        for (std::int64_t r = 0; r < q.local_rows; ++r) {
+          for (std::int64_t c = 0; c < q.local_cols; ++c) {
+            f.values[static_cast<std::size_t>((row0 + r) * q.cols + col0 + c)] =
+                host[q.offset + static_cast<std::size_t>(r * q.local_cols + c)];
           }
         }
       }
     }
     std::string out;
-    for (const auto& [key, f] : tensors) {
-      const std::string& layer_name = model_.layers.at(static_cast<std::size_t>(f.layer)).name;
-      out += fmt::format("{}\t{}.{}\t{}\t{}\t", f.layer, layer_name, f.name, f.rows, f.cols);
-      for (std::size_t i = 0; i < f.values.size(); ++i) {
-        if (i > 0) out += ' ';
-        out += fmt::format("{:.9g}", f.values[i]);
+    for (const auto& [layer, layer_names] : names) {
+      const std::string& layer_name = model_.layers.at(static_cast<std::size_t>(layer)).name;
+      for (const std::string& name : layer_names) {
+        const Full& f = tensors.at({layer, name});
+        out += fmt::format("{}\t{}.{}\t{}\t{}\t", layer, layer_name, name, f.rows, f.cols);
+        for (std::size_t i = 0; i < f.values.size(); ++i) {
+          if (i > 0) out += ' ';
+          out += fmt::format("{:.9g}", f.values[i]);
+        }
+        out += "\n";
       }
-      out += "\n";
     }
     return out;
   }
@@ -541,7 +598,8 @@ class Interpreter {
   int gather_tag_ = 0;
   int parameter_tag_ = 0;
   MemoryMeter meter_;
-  std::vector<std::vector<Bytes>> gradient_bytes_;
+  std::vector<std::vector<Bytes>> gradient_bytes_;         // [rank][chunk]: the dense sections' bytes
+  std::vector<std::vector<Bytes>> expert_gradient_bytes_;  // [rank][chunk]: the routed experts'
   schedule::Program program_;
   std::map<plan::AxisSet, std::unique_ptr<Group>> groups_;  // this rank's group over each axis set
   std::unique_ptr<Network> network_;
@@ -550,6 +608,7 @@ class Interpreter {
   std::vector<std::int64_t> reduce_cursor_;
   std::vector<std::int64_t> gather_cursor_;
   std::vector<ElementRange> owned_;
+  std::set<std::size_t> scattered_;  // sections (Section::index) a reduce-scatter split this step
   std::int64_t ops_run_ = 0;
 };
 

@@ -7,9 +7,13 @@
 /// pipeline rank that has the same tensor and data ranks (tag from kind, microbatch and the
 /// receiving virtual stage), or to a collective over this rank's data (or tensor) group.
 ///
+/// In-layer collectives (tensor-parallel reductions, the MoE all-to-alls) run inside the layers of
+/// their compute op, with the sizes the math has; the program's ops mark where they are.
+///
 /// Collectives and buckets: add_gradient_sync() sized each bucket from the simulator's gradient
-/// bytes of the chunk. The k-th collective of a chunk covers the same fraction of that chunk's
-/// range of the flat fp32 gradient buffer as its bytes are of the chunk's total; with ZeRO the
+/// bytes of the chunk (the dense and the routed experts' apart when the experts have replicas of
+/// their own). The k-th collective of a chunk covers the same fraction of that chunk's section
+/// (dense or experts) of the flat fp32 gradient buffer as its bytes are of the section's total; with ZeRO the
 /// bounds are rounded down to multiples of the data degree so every reduce-scatter divides evenly,
 /// and the few elements left at the end of a chunk are all-reduced with its last bucket.
 ///

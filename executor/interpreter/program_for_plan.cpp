@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include <fmt/format.h>
+
 #include "sim/schedule/passes.h"
 
 namespace mpsim::executor {
 
 schedule::Program program_for_plan(const model::Model& model, const plan::Plan& plan,
-                                   const std::vector<std::vector<Bytes>>& gradient_bytes,
-                                   Bytes bucket) {
+                                   const schedule::ChunkGradientBytes& gradient_bytes, Bytes bucket) {
   // The executor's layers keep whole weights and reduce gradients in the step's sync; ZeRO-3's
   // per-layer gathers and reduce-scatters are simulated only.
   if (plan.zero >= 3 && plan.data > 1) {
@@ -18,8 +19,25 @@ schedule::Program program_for_plan(const model::Model& model, const plan::Plan& 
   if (plan.context > 1) {
     throw std::invalid_argument("the executor's attention holds whole sequences; context parallelism is simulated only");
   }
+  // The executor's blocks recompute the attention scores (selective) or everything (full), not modules.
+  if (plan.recompute == model::Recompute::Selective && plan.recompute_modules != model::RecomputeModules{}) {
+    throw std::invalid_argument(
+        "the executor's selective recomputation recomputes the attention scores (core_attn); other "
+        "recompute_modules are simulated only");
+  }
+  // The executor's experts are whole matrices on their rank; splitting one over an expert-tensor
+  // group is simulated only.
+  const bool has_experts = std::any_of(model.layers.begin(), model.layers.end(),
+                                       [](const model::Layer& l) { return l.routed.experts > 0; });
+  if (has_experts && plan.expert_tensor > 1) {
+    throw std::invalid_argument(fmt::format("the executor runs whole experts (expert_tensor 1); expert_tensor {} is "
+                                            "simulated only",
+                                            plan.expert_tensor));
+  }
   schedule::GradientSync sync;
-  sync.gradient_bytes = gradient_bytes;
+  sync.gradient_bytes = gradient_bytes.dense;
+  // As the simulator: experts without replicas of their own (expert data 1) have nothing to reduce.
+  if (schedule::reduces_expert_gradients(plan)) sync.expert_gradient_bytes = gradient_bytes.experts;
   sync.bucket_size = bucket.count() > 0 ? bucket : schedule::default_gradient_bucket(plan, model.dtype_bytes);
   sync.overlap = plan.overlap_grad_reduce;
   return schedule::plan_program(model, plan, std::move(sync));

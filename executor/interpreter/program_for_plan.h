@@ -1,19 +1,22 @@
 #pragma once
 /// The Program a plan runs, made with the same generator and passes as the simulator's, and the
-/// gradient bytes its collectives were sized from (schedule::chunk_gradient_bytes).
-#include <vector>
+/// gradient bytes its collectives were sized from (schedule::chunk_gradient_split): the dense
+/// gradients' buckets over the data group, the routed experts' over the expert-data group.
 
 #include "sim/core/units.h"
 #include "sim/model/model.h"
 #include "sim/plan/plan.h"
+#include "sim/schedule/passes.h"
 #include "sim/schedule/program.h"
 
 namespace mpsim::executor {
 
 /// schedule::plan_program (the simulator's build) with `gradient_bytes`, Megatron's default bucket
-/// unless `bucket` is positive, and the simulator's default of no overlap.
+/// unless `bucket` is positive, and the simulator's default of no overlap. Throws
+/// std::invalid_argument for what the executor does not run (ZeRO 3, context parallelism, experts
+/// split over an expert-tensor group).
 [[nodiscard]] schedule::Program program_for_plan(const model::Model& model, const plan::Plan& plan,
-                                                 const std::vector<std::vector<Bytes>>& gradient_bytes,
+                                                 const schedule::ChunkGradientBytes& gradient_bytes,
                                                  Bytes bucket = Bytes{});
 
 }  // namespace mpsim::executor

@@ -1,7 +1,11 @@
 #include "executor/net/layers.h"
 
 #include <cmath>
+#include <optional>
 #include <stdexcept>
+
+#include "executor/net/linear.h"
+#include "executor/net/moe_mlp.h"
 
 namespace mpsim::executor {
 
@@ -28,18 +32,6 @@ void set_local_shape(Param& p, int tensor_size) {
 }
 
 namespace {
-
-/// y = x W (+ b): W is in x out.
-void linear(const LayerContext& ctx, MatrixView x, const Param& w, const Param* b, MatrixView y) {
-  ctx.backend->gemm(Transpose::No, Transpose::No, 1.0f, x, w.value(), 0.0f, y);
-  if (b != nullptr) ctx.backend->add_row_vector(b->data, y);
-}
-
-/// dW += x^T dy; db += column sums of dy.
-void linear_weight_grad(const LayerContext& ctx, MatrixView x, MatrixView dy, const Param& w, const Param* b) {
-  ctx.backend->gemm(Transpose::Yes, Transpose::No, 1.0f, x, dy, 1.0f, w.gradient());
-  if (b != nullptr) ctx.backend->sum_rows(dy, 1.0f, b->grad);
-}
 
 // --- the MLP half (shared by transformer blocks and Generic blocks) --------------------------------
 
@@ -161,15 +153,17 @@ struct BlockStash final : Stash {
   Buffer normed, mean, rstd, q, k, v, probs, context;
   MatrixView dy1;  // gradient of the attention half's output (= of y1)
   Buffer dq, dk, dv, dcontext;
-  // MLP half; its output is Stash::output
+  // MLP half (dense or mixture of experts); its output is Stash::output
   Buffer y1;
   Buffer dy1_buffer;
   MlpStash mlp;
+  MoeStash moe;
 };
 
 class TransformerBlock final : public Layer {
  public:
-  TransformerBlock(int model_index, const NetDims& d, int tensor_size) : dims_(d) {
+  /// expert_size == 0: the dense MLP; otherwise the MoE MLP of expert rank `expert_rank`.
+  TransformerBlock(int model_index, const NetDims& d, int tensor_size, int expert_size, int expert_rank) : dims_(d) {
     model_index_ = model_index;
     const std::int64_t h = d.hidden;
     const std::int64_t aw = d.heads * d.head_dim;
@@ -183,7 +177,11 @@ class TransformerBlock final : public Layer {
     add_param("attn.v.bias", 1, aw, Split::Columns, Param::Init::Bias);
     add_param("attn.proj.weight", aw, h, Split::Rows, Param::Init::Weight);
     add_param("attn.proj.bias", 1, h, Split::None, Param::Init::Bias);
-    mlp_ = add_mlp(params_, h, d.ffn, "mlp.");
+    if (expert_size > 0) {
+      moe_.emplace(params_, d.moe, h, expert_size, expert_rank);
+    } else {
+      mlp_ = add_mlp(params_, h, d.ffn, "mlp.");
+    }
     local_heads_ = d.heads / tensor_size;
   }
 
@@ -217,15 +215,24 @@ class TransformerBlock final : public Layer {
     ctx.tensor_all_reduce(s->y1.view());  // row-parallel projection
     be.add_row_vector(params_[9].data, s->y1.view());
     be.axpy(1.0f, x, s->y1.view());
-    mlp_forward(ctx, params_, mlp_, s->y1.view(), s->mlp);
-    s->output = std::move(s->mlp.out);
+    if (moe_) {
+      moe_->forward(ctx, params_, s->y1.view(), s->moe);
+      s->output = std::move(s->moe.out);
+    } else {
+      mlp_forward(ctx, params_, mlp_, s->y1.view(), s->mlp);
+      s->output = std::move(s->mlp.out);
+    }
     return s;
   }
 
   void backward_input(const LayerContext& ctx, const Batch& b, Stash& stash, MatrixView dy) override {
     Backend& be = *ctx.backend;
     auto& s = static_cast<BlockStash&>(stash);
-    mlp_backward_input(ctx, params_, mlp_, s.mlp, dy, s.dy1_buffer);
+    if (moe_) {
+      moe_->backward_input(ctx, params_, s.moe, dy, s.dy1_buffer);
+    } else {
+      mlp_backward_input(ctx, params_, mlp_, s.mlp, dy, s.dy1_buffer);
+    }
     s.dy1 = s.dy1_buffer.view();
     const std::int64_t rows = dy.rows;
     const std::int64_t aw = local_heads_ * dims_.head_dim;
@@ -266,7 +273,11 @@ class TransformerBlock final : public Layer {
 
   void backward_weight(const LayerContext& ctx, const Batch&, Stash& stash) override {
     auto& s = static_cast<BlockStash&>(stash);
-    mlp_backward_weight(ctx, params_, mlp_, s.mlp);
+    if (moe_) {
+      moe_->backward_weight(ctx, params_, s.moe);
+    } else {
+      mlp_backward_weight(ctx, params_, mlp_, s.mlp);
+    }
     linear_weight_grad(ctx, s.context.view(), s.dy1, params_[8], &params_[9]);
     linear_weight_grad(ctx, s.normed.view(), s.dq.view(), params_[2], &params_[3]);
     linear_weight_grad(ctx, s.normed.view(), s.dk.view(), params_[4], &params_[5]);
@@ -299,6 +310,7 @@ class TransformerBlock final : public Layer {
 
   NetDims dims_;
   MlpParams mlp_{};
+  std::optional<MoeMlp> moe_;
   std::int64_t local_heads_ = 1;
 };
 
@@ -423,7 +435,11 @@ std::unique_ptr<Layer> make_embedding(int model_index, const NetDims& dims) {
   return std::make_unique<EmbeddingLayer>(model_index, dims);
 }
 std::unique_ptr<Layer> make_transformer_block(int model_index, const NetDims& dims, int tensor_size) {
-  return std::make_unique<TransformerBlock>(model_index, dims, tensor_size);
+  return std::make_unique<TransformerBlock>(model_index, dims, tensor_size, 0, 0);
+}
+std::unique_ptr<Layer> make_moe_transformer_block(int model_index, const NetDims& dims, int tensor_size,
+                                                  int expert_size, int expert_rank) {
+  return std::make_unique<TransformerBlock>(model_index, dims, tensor_size, expert_size, expert_rank);
 }
 std::unique_ptr<Layer> make_mlp_block(int model_index, const NetDims& dims, int tensor_size) {
   (void)tensor_size;

@@ -37,10 +37,22 @@ struct Param {
   std::size_t offset = 0;  ///< in the rank's flat parameter and gradient buffers
   float* data = nullptr;
   float* grad = nullptr;
+  /// A routed expert's weight: held by one expert rank (not replicated over the data group), its
+  /// gradient reduced over the expert-data group.
+  bool expert = false;
 
   [[nodiscard]] std::size_t count() const noexcept { return static_cast<std::size_t>(local_rows * local_cols); }
   [[nodiscard]] MatrixView value() const noexcept { return {data, local_rows, local_cols, local_cols}; }
   [[nodiscard]] MatrixView gradient() const noexcept { return {grad, local_rows, local_cols, local_cols}; }
+};
+
+/// Mixture-of-experts widths (whole-model values); experts == 0: the blocks are dense.
+struct MoeDims {
+  std::int64_t experts = 0;
+  std::int64_t top_k = 0;
+  std::int64_t expert_ffn = 0;  ///< inner width of each routed expert's MLP
+  std::int64_t shared_ffn = 0;  ///< inner width of the shared experts together (0: none), split like the dense MLP
+  bool router_bias = false;
 };
 
 /// Widths of the network, whole-model values (before the tensor split).
@@ -53,6 +65,7 @@ struct NetDims {
   std::int64_t seq = 1;
   std::int64_t vocab = 0;
   std::int64_t positions = 0;  ///< rows of the position table
+  MoeDims moe;                 ///< the MLP of the model's MoE blocks
 };
 
 /// One microbatch's data: token ids (embedding input), labels (loss), and the loss scale
@@ -74,6 +87,9 @@ struct LayerContext {
   int tensor_size = 1;
   int tensor_rank = 0;
   MemoryMeter* meter = nullptr;
+  Group* expert = nullptr;  ///< the expert-parallel group (nullptr or size 1: every expert is local)
+  int expert_size = 1;
+  int expert_rank = 0;
   float layer_norm_epsilon = 1e-5f;
   bool keep_attention_scores = true;  ///< false: selective recomputation (scores rebuilt in backward)
 
@@ -119,6 +135,10 @@ class Layer {
 [[nodiscard]] std::unique_ptr<Layer> make_embedding(int model_index, const NetDims& dims);
 /// Pre-LN GPT block: x + proj(attn(LN1(x))), then + fc2(gelu(fc1(LN2(.)))), causal multi-head attention.
 [[nodiscard]] std::unique_ptr<Layer> make_transformer_block(int model_index, const NetDims& dims, int tensor_size);
+/// The same block with the MLP replaced by a mixture of experts (executor/net/moe_mlp.h): expert
+/// rank `expert_rank` of `expert_size` holds dims.moe.experts / expert_size routed experts.
+[[nodiscard]] std::unique_ptr<Layer> make_moe_transformer_block(int model_index, const NetDims& dims, int tensor_size,
+                                                                int expert_size, int expert_rank);
 /// Residual MLP block: x + fc2(gelu(fc1(LN(x)))), inner width dims.generic_ffn.
 [[nodiscard]] std::unique_ptr<Layer> make_mlp_block(int model_index, const NetDims& dims, int tensor_size);
 /// Final layer norm, logits over the vocabulary (an untied projection), mean cross-entropy.

@@ -21,16 +21,41 @@ std::uint64_t name_hash(const std::string& s) noexcept {
   return h;
 }
 
+/// Sets the offsets of one chunk's parameters from `offset` on: the dense ones first, then the
+/// routed experts'. Returns the experts' range.
+ElementRange place_chunk(std::vector<std::unique_ptr<Layer>>& layers, std::size_t& offset) {
+  ElementRange experts;
+  for (const bool expert : {false, true}) {
+    if (expert) experts.begin = offset;
+    for (auto& layer : layers) {
+      for (Param& p : layer->params()) {
+        if (p.expert != expert) continue;
+        p.offset = offset;
+        offset += p.count();
+      }
+    }
+  }
+  experts.end = offset;
+  return experts;
+}
+
 }  // namespace
 
 NetDims net_dims(const model::Model& model, int tensor) {
   NetDims d;
   if (model.shape) {
     const model::TransformerShape& s = *model.shape;
-    // The executor's blocks are dense GPT-style blocks; experts and latent attention are simulated only.
-    if (s.moe || s.mla) {
-      throw std::invalid_argument(fmt::format("the executor runs dense blocks; {} has {}", model.name,
-                                              s.moe ? "mixture-of-experts blocks" : "latent attention"));
+    // The executor's attention is GPT-style multi-head attention; latent attention is simulated only.
+    if (s.mla) {
+      throw std::invalid_argument(
+          fmt::format("the executor runs multi-head attention; {} has latent attention", model.name));
+    }
+    if (s.moe) {
+      d.moe.experts = s.moe->experts;
+      d.moe.top_k = s.moe->top_k;
+      d.moe.expert_ffn = s.moe->expert_ffn;
+      d.moe.shared_ffn = s.moe->shared_experts * s.moe->shared_expert_ffn;
+      d.moe.router_bias = s.moe->router_bias;
     }
     d.hidden = s.hidden;
     d.heads = std::max<std::int64_t>(s.heads, 1);
@@ -55,15 +80,15 @@ NetDims net_dims(const model::Model& model, int tensor) {
     d.positions = 1;
   }
   d.generic_ffn = 4 * d.hidden;
-  if (d.heads % tensor != 0 || d.ffn % tensor != 0 || d.generic_ffn % tensor != 0) {
-    throw std::invalid_argument(fmt::format("tensor degree {} does not divide the heads ({}) and MLP widths ({}, {})",
-                                            tensor, d.heads, d.ffn, d.generic_ffn));
+  if (d.heads % tensor != 0 || d.ffn % tensor != 0 || d.generic_ffn % tensor != 0 || d.moe.shared_ffn % tensor != 0) {
+    throw std::invalid_argument(fmt::format("tensor degree {} does not divide the heads ({}) and MLP widths ({}, {}, {})",
+                                            tensor, d.heads, d.ffn, d.generic_ffn, d.moe.shared_ffn));
   }
   return d;
 }
 
 std::vector<std::unique_ptr<Layer>> build_chunk_layers(const model::Model& model, const plan::Plan& plan,
-                                                       int pipeline_rank, int chunk) {
+                                                       int pipeline_rank, int chunk, int expert_rank) {
   const NetDims dims = net_dims(model, plan.tensor);
   const auto ranges = plan::virtual_stage_layers(plan, model);
   const int vs = chunk * plan.pipeline + pipeline_rank;
@@ -73,9 +98,15 @@ std::vector<std::unique_ptr<Layer>> build_chunk_layers(const model::Model& model
     layers.push_back(make_input_layer(dims));
   }
   for (int i = range.first; i < range.last; ++i) {
-    switch (model.layers[static_cast<std::size_t>(i)].kind) {
+    const model::Layer& layer = model.layers[static_cast<std::size_t>(i)];
+    switch (layer.kind) {
       case LayerKind::Embedding: layers.push_back(make_embedding(i, dims)); break;
-      case LayerKind::Transformer: layers.push_back(make_transformer_block(i, dims, plan.tensor)); break;
+      case LayerKind::Transformer:
+        // The model says which blocks have routed experts (dense_layers, frequency).
+        layers.push_back(layer.routed.experts > 0
+                             ? make_moe_transformer_block(i, dims, plan.tensor, plan.expert, expert_rank)
+                             : make_transformer_block(i, dims, plan.tensor));
+        break;
       case LayerKind::OutputHead: layers.push_back(make_output_head(i, dims)); break;
       case LayerKind::Generic: layers.push_back(make_mlp_block(i, dims, plan.tensor)); break;
     }
@@ -89,19 +120,21 @@ std::vector<std::unique_ptr<Layer>> build_chunk_layers(const model::Model& model
   return layers;
 }
 
-std::vector<Param> rank_param_layout(const model::Model& model, const plan::Plan& plan, int pipeline_rank) {
+std::vector<Param> rank_param_layout(const model::Model& model, const plan::Plan& plan, int pipeline_rank,
+                                     int expert_rank) {
   std::vector<Param> out;
   std::size_t offset = 0;
   for (int c = 0; c < plan.virtual_stages; ++c) {
-    for (const auto& layer : build_chunk_layers(model, plan, pipeline_rank, c)) {
+    auto layers = build_chunk_layers(model, plan, pipeline_rank, c, expert_rank);
+    (void)place_chunk(layers, offset);
+    for (const auto& layer : layers) {
       for (Param p : layer->params()) {
-        p.offset = offset;
-        offset += p.count();
         p.name = fmt::format("{}\t{}", layer->model_index(), p.name);
         out.push_back(std::move(p));
       }
     }
   }
+  std::stable_sort(out.begin(), out.end(), [](const Param& a, const Param& b) { return a.offset < b.offset; });
   return out;
 }
 
@@ -119,33 +152,30 @@ float initial_value(std::uint64_t seed, int model_index, const Param& p, std::in
 }
 
 Network::Network(Backend& backend, MemoryMeter& meter, const model::Model& model, const plan::Plan& plan,
-                 int pipeline_rank, int tensor_rank, int data_rank, Group* tensor_group, const NetOptions& options)
+                 const RankPlace& place, const NetOptions& options)
     : backend_(backend),
       meter_(meter),
       model_(model),
       plan_(plan),
       options_(options),
       dims_(net_dims(model, plan.tensor)),
-      pipeline_rank_(pipeline_rank),
-      data_rank_(data_rank) {
+      pipeline_rank_(place.pipeline),
+      data_rank_(place.data) {
   ctx_.backend = &backend;
-  ctx_.tensor = tensor_group;
+  ctx_.tensor = place.tensor_group;
   ctx_.tensor_size = plan.tensor;
-  ctx_.tensor_rank = tensor_rank;
+  ctx_.tensor_rank = place.tensor;
+  ctx_.expert = place.expert_group;
+  ctx_.expert_size = plan.expert;
+  ctx_.expert_rank = place.expert;
   ctx_.meter = &meter;
   ctx_.keep_attention_scores = plan.recompute != model::Recompute::Selective;
   rows_ = static_cast<std::int64_t>(plan.micro_batch) * dims_.seq;
   for (int c = 0; c < plan.virtual_stages; ++c) {
-    chunks_.push_back(build_chunk_layers(model, plan, pipeline_rank, c));
-    ElementRange range{count_, count_};
-    for (auto& layer : chunks_.back()) {
-      for (Param& p : layer->params()) {
-        p.offset = count_;
-        count_ += p.count();
-      }
-    }
-    range.end = count_;
-    chunk_ranges_.push_back(range);
+    chunks_.push_back(build_chunk_layers(model, plan, place.pipeline, c, place.expert));
+    const std::size_t begin = count_;
+    expert_ranges_.push_back(place_chunk(chunks_.back(), count_));
+    chunk_ranges_.push_back({begin, count_});
   }
   params_ = backend.allocate(count_);
   grads_ = backend.allocate(count_);
@@ -156,8 +186,8 @@ Network::Network(Backend& backend, MemoryMeter& meter, const model::Model& model
       for (Param& p : layer->params()) {
         p.data = params_ + p.offset;
         p.grad = grads_ + p.offset;
-        const std::int64_t row0 = p.split == Split::Rows ? tensor_rank * p.local_rows : 0;
-        const std::int64_t col0 = p.split == Split::Columns ? tensor_rank * p.local_cols : 0;
+        const std::int64_t row0 = p.split == Split::Rows ? place.tensor * p.local_rows : 0;
+        const std::int64_t col0 = p.split == Split::Columns ? place.tensor * p.local_cols : 0;
         for (std::int64_t r = 0; r < p.local_rows; ++r) {
           for (std::int64_t c = 0; c < p.local_cols; ++c) {
             host[p.offset + static_cast<std::size_t>(r * p.local_cols + c)] =

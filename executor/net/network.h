@@ -5,7 +5,8 @@
 /// Layer mapping (model -> executor, docs/executor.md):
 /// - Embedding -> token + learned position embedding;
 /// - Transformer -> pre-LN GPT block (causal multi-head attention, GELU MLP, biases, residuals),
-///   with the widths of Model::shape whatever the family;
+///   with the widths of Model::shape whatever the family; a layer with routed experts
+///   (Layer::routed, the simulator's MoE rule) gets the mixture-of-experts MLP (moe_mlp.h);
 /// - OutputHead -> final layer norm, untied logits projection, mean cross-entropy;
 /// - Generic -> residual MLP block (layer norm, fc1 to 4h, GELU, fc2 back to h).
 /// Widths (net_dims): from Model::shape when the model has one; otherwise h is the largest width in
@@ -13,8 +14,10 @@
 /// count, seq = 1 and vocab = 64. A model that does not start with an Embedding gets seeded inputs;
 /// one that does not end with an OutputHead gets the loss 0.5 x mean over rows of |output|².
 ///
-/// Flat buffers: chunk 0's parameters first, then chunk 1's, ...; inside a chunk, layers in model
-/// order and each layer's parameters in its order. Gradients mirror parameters element for element.
+/// Flat buffers: chunk 0's parameters first, then chunk 1's, ...; inside a chunk, the layers' dense
+/// parameters (layers in model order, each layer's in its order), then the routed experts' (the
+/// same order), so each chunk's experts are one range for their own reduction. Gradients mirror
+/// parameters element for element.
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -39,18 +42,19 @@ struct NetOptions {
 };
 
 /// The widths the executor builds for `model` (rule above). Throws std::invalid_argument when the
-/// tensor degree does not divide the heads or the MLP widths.
+/// tensor degree does not divide the heads or the MLP widths, or for latent attention (simulated only).
 [[nodiscard]] NetDims net_dims(const model::Model& model, int tensor);
 
 /// The layers of chunk `chunk` of pipeline rank `pipeline_rank`, with parameter shapes for a
-/// tensor group of plan.tensor (no memory allocated).
+/// tensor group of plan.tensor and the routed experts of expert rank `expert_rank` of plan.expert
+/// (no memory allocated).
 [[nodiscard]] std::vector<std::unique_ptr<Layer>> build_chunk_layers(const model::Model& model, const plan::Plan& plan,
-                                                                     int pipeline_rank, int chunk);
+                                                                     int pipeline_rank, int chunk, int expert_rank = 0);
 
-/// Parameters of every chunk of (pipeline_rank, any tensor rank) in flat-buffer order, with offsets
-/// set and no memory: what a rank's flat buffer holds, for whoever gathers it.
+/// Parameters of every chunk of (pipeline_rank, expert_rank, any tensor rank) in flat-buffer order,
+/// with offsets set and no memory: what a rank's flat buffer holds, for whoever gathers it.
 [[nodiscard]] std::vector<Param> rank_param_layout(const model::Model& model, const plan::Plan& plan,
-                                                   int pipeline_rank);
+                                                   int pipeline_rank, int expert_rank = 0);
 
 /// The value of element (row, col) of the full parameter `p` of model layer `model_index`.
 [[nodiscard]] float initial_value(std::uint64_t seed, int model_index, const Param& p, std::int64_t row,
@@ -62,10 +66,20 @@ struct ElementRange {
   std::size_t end = 0;
 };
 
+/// Where a rank sits in the plan's layout, and the groups its layers communicate over.
+struct RankPlace {
+  int pipeline = 0;
+  int tensor = 0;
+  int data = 0;
+  int expert = 0;
+  Group* tensor_group = nullptr;  ///< nullptr: no tensor parallelism
+  Group* expert_group = nullptr;  ///< nullptr: no expert parallelism
+};
+
 class Network {
  public:
   Network(Backend& backend, MemoryMeter& meter, const model::Model& model, const plan::Plan& plan,
-          int pipeline_rank, int tensor_rank, int data_rank, Group* tensor_group, const NetOptions& options);
+          const RankPlace& place, const NetOptions& options);
   ~Network();
   Network(const Network&) = delete;
   Network& operator=(const Network&) = delete;
@@ -93,6 +107,10 @@ class Network {
   [[nodiscard]] std::size_t parameter_count() const noexcept { return count_; }
   /// Elements of chunk `chunk` in the flat buffers.
   [[nodiscard]] ElementRange chunk_range(int chunk) const noexcept { return chunk_ranges_[static_cast<std::size_t>(chunk)]; }
+  /// The routed experts' elements of chunk `chunk`: the end of its range (empty without experts).
+  [[nodiscard]] ElementRange chunk_expert_range(int chunk) const noexcept {
+    return expert_ranges_[static_cast<std::size_t>(chunk)];
+  }
 
   /// One optimizer step over `ranges` of the flat buffers (all of them without ZeRO).
   void optimizer_step(std::span<const ElementRange> ranges);
@@ -125,6 +143,7 @@ class Network {
   std::int64_t rows_ = 0;
   std::vector<std::vector<std::unique_ptr<Layer>>> chunks_;
   std::vector<ElementRange> chunk_ranges_;
+  std::vector<ElementRange> expert_ranges_;
   std::size_t count_ = 0;
   float* params_ = nullptr;
   float* grads_ = nullptr;

@@ -129,21 +129,6 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
   return program;
 }
 
-std::vector<std::vector<Bytes>> chunk_gradient_bytes(const model::Model& model, const plan::Plan& plan) {
-  const auto ranges = plan::virtual_stage_layers(plan, model);
-  std::vector<std::vector<Bytes>> out(static_cast<std::size_t>(plan.pipeline));
-  for (int rank = 0; rank < plan.pipeline; ++rank) {
-    for (int c = 0; c < plan.virtual_stages; ++c) {
-      const plan::LayerRange r = ranges.at(static_cast<std::size_t>(c * plan.pipeline + rank));
-      std::int64_t parameters = 0;
-      for (int i = r.first; i < r.last; ++i) parameters += model.layers[static_cast<std::size_t>(i)].parameters / plan.tensor;
-      out[static_cast<std::size_t>(rank)].push_back(
-          Bytes::bytes(parameters * gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, model.dtype_bytes)));
-    }
-  }
-  return out;
-}
-
 ChunkGradientBytes chunk_gradient_split(const model::Model& model, const plan::Plan& plan) {
   const auto ranges = plan::virtual_stage_layers(plan, model);
   const bool split = splits_expert_gradients(plan);

@@ -163,16 +163,13 @@ inline constexpr int kGradientBytesPerParameter = 4;
   return fp8_param_gather ? 1 : dtype_bytes;
 }
 
-/// [rank][chunk]: the gradient bytes one GPU of each pipeline rank holds for each of its chunks: the
-/// chunk's layers' parameters split over the tensor-parallel ranks, times gradient_bytes_per_parameter.
-[[nodiscard]] std::vector<std::vector<Bytes>> chunk_gradient_bytes(const model::Model& model, const plan::Plan& plan);
-
-/// chunk_gradient_bytes split as the simulator's cost model splits it when the routed experts'
-/// gradients have replicas of their own (splits_expert_gradients): `experts` [rank][chunk] holds
-/// each MoE layer's expert parameters over expert x expert_tensor ranks, `dense` the rest over the
-/// tensor ranks ((parameters - expert parameters) / tensor per layer). Otherwise `experts` is zero
-/// and `dense` holds every layer's parameters (the experts' over expert x expert_tensor ranks).
-/// Both in gradient_bytes_per_parameter. The executor sizes its buckets from it.
+/// [rank][chunk]: the gradient bytes one GPU of each pipeline rank holds for each of its chunks, in
+/// gradient_bytes_per_parameter, split as the simulator's cost model splits them when the routed
+/// experts' gradients have replicas of their own (splits_expert_gradients): `experts` holds each MoE
+/// layer's expert parameters over expert x expert_tensor ranks, `dense` the rest over the tensor
+/// ranks ((parameters - expert parameters) / tensor per layer). Otherwise `experts` is zero and
+/// `dense` holds every layer's parameters (the experts' over expert x expert_tensor ranks). The
+/// executor sizes its buckets from it.
 struct ChunkGradientBytes {
   std::vector<std::vector<Bytes>> dense;
   std::vector<std::vector<Bytes>> experts;

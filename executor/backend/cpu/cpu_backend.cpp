@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <thread>
 #include <unordered_map>
 
@@ -351,6 +352,32 @@ class CpuBackend final : public Backend {
               "MPI_Iallgather", rank_);
     wait(request, [&] { return collective_text("all-gather", g); }, -1);
   }
+  void all_to_all(Group& group, const float* send, std::span<const std::size_t> send_counts, float* recv,
+                  std::span<const std::size_t> recv_counts) override {
+    auto& g = member(group, "all-to-all");
+    const std::vector<int> sends = as_ints(send_counts, g, "all-to-all");
+    const std::vector<int> recvs = as_ints(recv_counts, g, "all-to-all");
+    const std::vector<int> send_at = offsets(sends);
+    const std::vector<int> recv_at = offsets(recvs);
+    MPI_Request request = MPI_REQUEST_NULL;
+    mpi_check(MPI_Ialltoallv(send, sends.data(), send_at.data(), MPI_FLOAT, recv, recvs.data(), recv_at.data(),
+                             MPI_FLOAT, g.comm(), &request),
+              "MPI_Ialltoallv", rank_);
+    wait(request, [&] { return collective_text("all-to-all", g); }, -1);
+  }
+  void all_to_all_counts(Group& group, std::span<const std::int64_t> send, std::span<std::int64_t> recv) override {
+    auto& g = member(group, "all-to-all of counts");
+    const auto size = static_cast<std::size_t>(g.size());
+    if (send.size() != recv.size() || send.size() % size != 0) {
+      throw BackendError(fmt::format("rank {}: all-to-all of {} counts into {} over {} ranks", rank_, send.size(),
+                                     recv.size(), size));
+    }
+    const int block = static_cast<int>(send.size() / size);
+    MPI_Request request = MPI_REQUEST_NULL;
+    mpi_check(MPI_Ialltoall(send.data(), block, MPI_INT64_T, recv.data(), block, MPI_INT64_T, g.comm(), &request),
+              "MPI_Ialltoall", rank_);
+    wait(request, [&] { return collective_text("all-to-all of counts", g); }, -1);
+  }
   void barrier() override {
     if (!mpi_) return;  // a world of one
     MPI_Request request = MPI_REQUEST_NULL;
@@ -395,6 +422,26 @@ class CpuBackend final : public Backend {
       throw BackendError(fmt::format("rank {}: {} over a group this rank is not part of", rank_, what));
     }
     return g;
+  }
+  /// MPI's counts are ints: one per group rank, each below 2^31 floats.
+  [[nodiscard]] std::vector<int> as_ints(std::span<const std::size_t> counts, const CpuGroup& g, const char* what) const {
+    if (counts.size() != static_cast<std::size_t>(g.size())) {
+      throw BackendError(fmt::format("rank {}: {} with {} counts over {} ranks", rank_, what, counts.size(), g.size()));
+    }
+    std::vector<int> out;
+    out.reserve(counts.size());
+    for (const std::size_t c : counts) {
+      if (c > static_cast<std::size_t>(std::numeric_limits<int>::max())) {
+        throw BackendError(fmt::format("rank {}: {} of {} floats to one rank exceeds MPI's int counts", rank_, what, c));
+      }
+      out.push_back(static_cast<int>(c));
+    }
+    return out;
+  }
+  [[nodiscard]] static std::vector<int> offsets(const std::vector<int>& counts) {
+    std::vector<int> out(counts.size(), 0);
+    for (std::size_t j = 1; j < counts.size(); ++j) out[j] = out[j - 1] + counts[j - 1];
+    return out;
   }
   [[nodiscard]] std::string collective_text(const char* what, const CpuGroup& g) const {
     return fmt::format("{} over {} ranks did not complete (a peer died or stopped answering)", what, g.size());

@@ -486,6 +486,56 @@ class CudaBackend final : public Backend {
         ncclAllGather(data + static_cast<std::size_t>(g.rank()) * slice, data, slice, ncclFloat, g.comm(), stream_));
     await_stream(g.comm(), [&] { return collective_text("all-gather", g, count); });
   }
+  void all_to_all(Group& group, const float* send, std::span<const std::size_t> send_counts, float* recv,
+                  std::span<const std::size_t> recv_counts) override {
+    CudaGroup& g = member(group, "all-to-all");
+    const auto parts = static_cast<std::size_t>(g.size());
+    if (send_counts.size() != parts || recv_counts.size() != parts) {
+      MPSIM_CUDA_FAIL(fmt::format("all-to-all with {} and {} counts over {} ranks", send_counts.size(),
+                                  recv_counts.size(), parts));
+    }
+    // One NCCL group of a send and a receive per peer: NCCL starts them together, so no pair of
+    // ranks waits on the other's order (its own block is a send to itself, which NCCL allows).
+    std::size_t sent = 0, received = 0;
+    MPSIM_NCCL_TRY(ncclGroupStart());
+    for (std::size_t j = 0; j < parts; ++j) {
+      if (send_counts[j] > 0) {
+        MPSIM_NCCL_TRY(ncclSend(send + sent, send_counts[j], ncclFloat, static_cast<int>(j), g.comm(), stream_));
+      }
+      if (recv_counts[j] > 0) {
+        MPSIM_NCCL_TRY(ncclRecv(recv + received, recv_counts[j], ncclFloat, static_cast<int>(j), g.comm(), stream_));
+      }
+      sent += send_counts[j];
+      received += recv_counts[j];
+    }
+    MPSIM_NCCL_TRY(ncclGroupEnd());
+    await_stream(g.comm(), [&] { return collective_text("all-to-all", g, sent); });
+  }
+  void all_to_all_counts(Group& group, std::span<const std::int64_t> send, std::span<std::int64_t> recv) override {
+    CudaGroup& g = member(group, "all-to-all of counts");
+    const auto parts = static_cast<std::size_t>(g.size());
+    if (send.size() != recv.size() || send.size() % parts != 0) {
+      MPSIM_CUDA_FAIL(fmt::format("all-to-all of {} counts into {} over {} ranks", send.size(), recv.size(), parts));
+    }
+    if (send.empty()) return;
+    // NCCL moves device memory only: the counts go through a staging buffer, as int64.
+    const std::size_t block = send.size() / parts;
+    void* staging = nullptr;
+    MPSIM_CUDA_TRY(cudaMallocAsync(&staging, 2 * send.size_bytes(), stream_));
+    auto* out = static_cast<std::int64_t*>(staging);
+    std::int64_t* in = out + send.size();
+    MPSIM_CUDA_TRY(cudaMemcpyAsync(out, send.data(), send.size_bytes(), cudaMemcpyHostToDevice, stream_));
+    MPSIM_NCCL_TRY(ncclGroupStart());
+    for (std::size_t j = 0; j < parts; ++j) {
+      MPSIM_NCCL_TRY(ncclSend(out + j * block, block, ncclInt64, static_cast<int>(j), g.comm(), stream_));
+      MPSIM_NCCL_TRY(ncclRecv(in + j * block, block, ncclInt64, static_cast<int>(j), g.comm(), stream_));
+    }
+    MPSIM_NCCL_TRY(ncclGroupEnd());
+    await_stream(g.comm(), [&] { return collective_text("all-to-all of counts", g, send.size()); });
+    MPSIM_CUDA_TRY(cudaMemcpyAsync(recv.data(), in, recv.size_bytes(), cudaMemcpyDeviceToHost, stream_));
+    MPSIM_CUDA_TRY(cudaFreeAsync(staging, stream_));
+    MPSIM_CUDA_TRY(cudaStreamSynchronize(stream_));
+  }
   void barrier() override {
     // The device's work first, so ranks leave the barrier with their streams drained: the marks
     // of the step that follows start together.

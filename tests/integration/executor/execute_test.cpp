@@ -1,5 +1,6 @@
 // mpsim execute on MPI ranks over loopback: after one SGD step, every schedule and every split of
-// the tiny GPT holds the parameters a single-rank run of the same global batch holds; a rank that
+// the tiny GPT and of the tiny mixture-of-experts GPT (expert parallelism included) holds the
+// parameters a single-rank run of the same global batch holds; a rank that
 // dies or hangs ends the job within the timeout, naming the rank; a plan that does not fit the job
 // is refused in one line before any work.
 #include <gtest/gtest.h>
@@ -19,9 +20,10 @@
 namespace mpsim::testing {
 namespace {
 
-std::string inputs(int ranks, const std::string& plan = repo("configs/plans/cpu-tiny-1f1b-pp2.yaml")) {
+std::string inputs(int ranks, const std::string& plan = repo("configs/plans/cpu-tiny-1f1b-pp2.yaml"),
+                   const std::string& model = repo("configs/models/cpu-gpt-tiny.yaml")) {
   return "execute --ranks " + std::to_string(ranks) + " --topology " + repo("tests/integration/executor/loopback.yaml") +
-         " --model " + repo("configs/models/cpu-gpt-tiny.yaml") + " --plan " + plan +
+         " --model " + model + " --plan " + plan +
          " --set topology.cluster.gpus_per_node=" + std::to_string(ranks);
 }
 
@@ -69,11 +71,8 @@ struct Split {
 
 class GradientEquivalenceTest : public ::testing::TestWithParam<Split> {};
 
-TEST_P(GradientEquivalenceTest, ParametersAfterOneStepMatchASingleRank) {
-  const Split& s = GetParam();
-  const Parameters& ref = reference();
-  ASSERT_FALSE(ref.empty());
-  const Parameters got = one_step(s.ranks, s.sets, s.name);
+/// Every tensor of `got` within 1e-5 of `ref`'s largest element, relative.
+void expect_same_parameters(const Parameters& ref, const Parameters& got) {
   ASSERT_EQ(got.size(), ref.size());
   for (const auto& [name, want] : ref) {
     const auto it = got.find(name);
@@ -86,6 +85,13 @@ TEST_P(GradientEquivalenceTest, ParametersAfterOneStepMatchASingleRank) {
     }
     EXPECT_LE(error, 1e-5 * largest) << name;
   }
+}
+
+TEST_P(GradientEquivalenceTest, ParametersAfterOneStepMatchASingleRank) {
+  const Split& s = GetParam();
+  const Parameters& ref = reference();
+  ASSERT_FALSE(ref.empty());
+  expect_same_parameters(ref, one_step(s.ranks, s.sets, s.name));
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -105,6 +111,74 @@ INSTANTIATE_TEST_SUITE_P(
         Split{"pipeline_tensor", 4, "--set plan.pipeline=2 --set plan.tensor=2"},
         Split{"pipeline_data", 4, "--set plan.pipeline=2 --set plan.data=2 --grad-bucket 4000"}),
     [](const ::testing::TestParamInfo<Split>& info) { return std::string(info.param.name); });
+
+/// The same check for the mixture-of-experts model: expert parallelism moves each token to the
+/// rank of its experts and back, so every split must still give the single-rank weights.
+Parameters one_moe_step(int ranks, const std::string& sets, const std::string& tag) {
+  const auto file = scratch("execute-moe") / (tag + ".params");
+  const std::string model = repo("configs/models/cpu-moe-tiny.yaml");
+  const CommandResult run = run_mpsim(inputs(ranks, repo("configs/plans/cpu-tiny-1f1b-pp2.yaml"), model) +
+                                      " --set plan.pipeline=1 " + sets +
+                                      " --steps 1 --warmup 0 --json --dump-parameters " + file.string());
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  return read_parameters(file);
+}
+
+const Parameters& moe_reference() {
+  static const Parameters ref = one_moe_step(1, "", "reference");
+  return ref;
+}
+
+class MoeGradientEquivalenceTest : public ::testing::TestWithParam<Split> {};
+
+TEST_P(MoeGradientEquivalenceTest, ParametersAfterOneStepMatchASingleRank) {
+  const Split& s = GetParam();
+  const Parameters& ref = moe_reference();
+  ASSERT_FALSE(ref.empty());
+  EXPECT_TRUE(ref.contains("block1.moe.router.weight"));
+  EXPECT_TRUE(ref.contains("block3.moe.expert3.fc2.weight"));
+  EXPECT_FALSE(ref.contains("block0.moe.router.weight"));  // dense_layers: 1
+  expect_same_parameters(ref, one_moe_step(s.ranks, s.sets, s.name));
+}
+
+// Expert groups come from the second rank generator (parallel folding): with data 2 and expert 2
+// they are the data group; with tensor 2 they are the tensor group and each tensor rank routes half
+// the tokens; with 4 ranks and expert 2 each expert has two replicas, reduced over expert-data.
+INSTANTIATE_TEST_SUITE_P(
+    Splits, MoeGradientEquivalenceTest,
+    ::testing::Values(
+        Split{"expert", 2, "--set plan.data=2 --set plan.parallelism.expert=2"},
+        Split{"expert_pipeline", 4, "--set plan.data=2 --set plan.parallelism.expert=2 --set plan.pipeline=2"},
+        Split{"expert_tensor", 2,
+              "--set plan.tensor=2 --set plan.parallelism.expert=2 --set plan.parallelism.expert_tensor=1"},
+        Split{"expert_tensor_data", 4,
+              "--set plan.tensor=2 --set plan.data=2 --set plan.parallelism.expert=2 "
+              "--set plan.parallelism.expert_tensor=1 --grad-bucket 4000"},
+        Split{"expert_data_replicas", 4, "--set plan.data=4 --set plan.parallelism.expert=2 --grad-bucket 4000"},
+        Split{"expert_zero1", 4,
+              "--set plan.data=4 --set plan.parallelism.expert=2 --set plan.zero=1 --grad-bucket 4000"},
+        Split{"data", 2, "--set plan.data=2 --grad-bucket 4000"},
+        Split{"expert_recompute_full", 4,
+              "--set plan.data=2 --set plan.parallelism.expert=2 --set plan.pipeline=2 --set plan.recompute=full"},
+        Split{"expert_zb_h1", 4,
+              "--set plan.data=2 --set plan.parallelism.expert=2 --set plan.pipeline=2 --set plan.schedule=zb-h1"}),
+    [](const ::testing::TestParamInfo<Split>& info) { return std::string(info.param.name); });
+
+TEST(ExecuteTest, ExpertsSplitOverAnExpertTensorGroupAreRefused) {
+  const CommandResult run = run_mpsim(inputs(2, repo("configs/plans/cpu-tiny-1f1b-pp2.yaml"),
+                                             repo("configs/models/cpu-moe-tiny.yaml")) +
+                                      " --set plan.pipeline=1 --set plan.tensor=2 --steps 1");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("expert_tensor 2 is simulated only"), std::string::npos) << run.err;
+}
+
+TEST(ExecuteTest, RecomputeModulesAreRefused) {
+  const CommandResult run = run_mpsim(inputs(2, repo("configs/plans/cpu-tiny-1f1b-pp2.yaml"),
+                                             repo("configs/models/cpu-moe-tiny.yaml")) +
+                                      " --set plan.recompute=selective --set plan.recompute_modules=[moe_act] --steps 1");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("other recompute_modules are simulated only"), std::string::npos) << run.err;
+}
 
 TEST(ExecuteTest, ReportAndTraceLookLikeTheSimulators) {
   const auto trace = scratch("execute-trace") / "trace.json";

@@ -1,5 +1,5 @@
 // Layer gradients (input and every parameter) against central finite differences of a scalar loss,
-// on the CPU backend without tensor parallelism.
+// on the CPU backend without tensor or expert parallelism (mixture-of-experts blocks included).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -25,6 +25,16 @@ NetDims small_dims() {
   d.seq = 4;
   d.vocab = 11;
   d.positions = 4;
+  return d;
+}
+
+/// `d` with an MoE MLP of 4 experts of width 8.
+NetDims with_moe(NetDims d, std::int64_t top_k, std::int64_t shared_ffn, bool router_bias) {
+  d.moe.experts = 4;
+  d.moe.top_k = top_k;
+  d.moe.expert_ffn = 8;
+  d.moe.shared_ffn = shared_ffn;
+  d.moe.router_bias = router_bias;
   return d;
 }
 
@@ -120,6 +130,17 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"transformer", [](const NetDims& d) { return make_transformer_block(1, d, 1); }, true, false},
                       Case{"transformer_selective", [](const NetDims& d) { return make_transformer_block(1, d, 1); },
                            true, false, false},
+                      Case{"moe_transformer",
+                           [](const NetDims& d) {
+                             return make_moe_transformer_block(1, with_moe(d, 2, 8, true), 1, 1, 0);
+                           },
+                           true, false},
+                      // k = 1 without shared experts: the router learns through the one weight alone.
+                      Case{"moe_transformer_top1",
+                           [](const NetDims& d) {
+                             return make_moe_transformer_block(1, with_moe(d, 1, 0, false), 1, 1, 0);
+                           },
+                           true, false},
                       Case{"mlp", [](const NetDims& d) { return make_mlp_block(1, d, 1); }, true, false},
                       Case{"embedding", [](const NetDims& d) { return make_embedding(0, d); }, false, false},
                       Case{"output_head", [](const NetDims& d) { return make_output_head(2, d); }, true, true},

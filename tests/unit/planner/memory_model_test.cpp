@@ -83,7 +83,7 @@ TEST(StaticMemory, AsTheCostModelCountsIt) {
       const plan::Layout layout(p);
       const auto costs = engine::build_cost_model(cluster, model, p, layout);
       // The gradient buckets the executor sizes its collectives from are the cost model's.
-      const auto gradient_bytes = schedule::chunk_gradient_bytes(model, p);
+      const auto gradient_bytes = schedule::chunk_gradient_split(model, p).dense;
       for (std::size_t r = 0; r < costs.ranks.size(); ++r) {
         for (std::size_t c = 0; c < costs.ranks[r].chunks.size(); ++c) {
           EXPECT_EQ(gradient_bytes[r][c], costs.ranks[r].chunks[c].gradient_bytes) << "rank " << r << " chunk " << c;

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <numeric>
 #include <vector>
@@ -143,6 +144,35 @@ TEST_F(CudaComm, AllReduceReduceScatterAllGather) {
 
   EXPECT_THROW(backend().reduce_scatter_sum(*group, data, 7), BackendError);
   backend().release(data);
+}
+
+TEST_F(CudaComm, AllToAllWithUnevenCountsAndTheirExchange) {
+  const std::array<int, 2> world = {0, 1};
+  auto group = backend().make_group(world);
+  // Rank r sends r + 1 floats to itself and 3 - r to the other (rank 1 sends 2 to itself, 2 to rank 0).
+  const std::array<std::int64_t, 2> counts = {rank() == 0 ? 1 : 2, rank() == 0 ? 3 : 2};
+  std::array<std::int64_t, 2> arriving{};
+  backend().all_to_all_counts(*group, counts, arriving);
+  EXPECT_EQ(arriving[static_cast<std::size_t>(rank())], counts[static_cast<std::size_t>(rank())]);
+  EXPECT_EQ(arriving[static_cast<std::size_t>(other())], rank() == 0 ? 2 : 3);
+  const std::array<std::size_t, 2> send = {static_cast<std::size_t>(counts[0]), static_cast<std::size_t>(counts[1])};
+  const std::array<std::size_t, 2> recv = {static_cast<std::size_t>(arriving[0]), static_cast<std::size_t>(arriving[1])};
+  std::vector<float> values(send[0] + send[1]);
+  for (std::size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(rank() * 100) + static_cast<float>(i);
+  float* out = backend().allocate(values.size());
+  float* in = backend().allocate(recv[0] + recv[1]);
+  backend().upload(values, out);
+  backend().all_to_all(*group, out, send, in, recv);
+  std::vector<float> got(recv[0] + recv[1]);
+  backend().download(in, got);
+  // Block j of what arrives is rank j's block for this rank.
+  const float from0 = rank() == 0 ? 0.0f : 1.0f;  // rank 0's block for rank 1 starts at its element 1
+  const float from1 = rank() == 0 ? 100.0f : 102.0f;
+  EXPECT_EQ(got[0], from0);
+  EXPECT_EQ(got[recv[0]], from1);
+  EXPECT_EQ(got.back(), from1 + static_cast<float>(recv[1] - 1));
+  backend().release(out);
+  backend().release(in);
 }
 
 TEST_F(CudaComm, GroupOfOneRankAndNonMembers) {

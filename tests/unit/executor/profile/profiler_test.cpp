@@ -72,6 +72,8 @@ class SyntheticBackend : public Backend {
   void all_reduce_sum(Group&, float*, std::size_t) override {}
   void reduce_scatter_sum(Group&, float*, std::size_t) override {}
   void all_gather(Group&, float*, std::size_t) override {}
+  void all_to_all(Group&, const float*, std::span<const std::size_t>, float*, std::span<const std::size_t>) override {}
+  void all_to_all_counts(Group&, std::span<const std::int64_t>, std::span<std::int64_t>) override {}
   void barrier() override {}
   [[nodiscard]] int record_mark() override {
     marks_.push_back(std::llround(clock_ns_));

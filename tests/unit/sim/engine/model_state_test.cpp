@@ -88,7 +88,7 @@ TEST(ModelStates, DataParallelTrafficFollowsTheFormats) {
     const plan::Plan p = testing::plan_yaml("parallelism: { data: 4 }\nzero: 1\nbatch: { global: 4 }\n" + extra,
                                             cluster, model);
     schedule::GradientSync sync;
-    sync.gradient_bytes = schedule::chunk_gradient_bytes(model, p);
+    sync.gradient_bytes = schedule::chunk_gradient_split(model, p).dense;
     sync.bucket_size = Bytes::gib(1);
     return schedule::plan_program(model, p, sync);
   };
@@ -110,7 +110,7 @@ TEST(ModelStates, ZeroThreeGathersEachLayerBeforeItsPassesAndReduceScattersItsGr
       "model: { family: llama, layers: 2, hidden: 256, heads: 4, ffn: 512, seq_len: 128, vocab: 1024 }\n");
   const plan::Plan p = testing::plan_yaml("parallelism: { data: 4 }\nzero: 3\nbatch: { global: 8 }\n", cluster, model);
   schedule::GradientSync sync;
-  sync.gradient_bytes = schedule::chunk_gradient_bytes(model, p);
+  sync.gradient_bytes = schedule::chunk_gradient_split(model, p).dense;
   const schedule::Program program = schedule::plan_program(model, p, sync);
   // Every layer's weights (16-bit) before each of the two microbatches' forwards and backwards, and
   // its fp32 gradients once per backward; all beside the passes; no step-end sync.
