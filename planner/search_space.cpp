@@ -154,10 +154,8 @@ class Enumerator {
         for (std::size_t pl = 0; pl < options_.placements.size(); ++pl) {
           // Placements that order the same axes the same way once size-1 axes are dropped give one layout.
           if (pl > 0 && same_layout_as_earlier(pl, shape)) continue;
-          for (const bool sp : options_.sequence_parallel) {
-            if (sp && shape.t == 1) continue;
-            for (const bool overlap : options_.overlap) {
-              if (overlap && replicas == 1 && shape.t == 1) continue;  // nothing to overlap
+          for (const bool sp : applicable(options_.sequence_parallel, shape.t > 1)) {
+            for (const bool overlap : applicable(options_.overlap, replicas > 1 || shape.t > 1)) {
               PlanSpec spec;
               spec.tensor = shape.t;
               spec.context = shape.c;
@@ -188,6 +186,12 @@ class Enumerator {
         }
       }
     }
+  }
+
+  /// The values of an on/off axis to try: all of them where the switch does something, else off once.
+  [[nodiscard]] static std::vector<bool> applicable(const std::vector<bool>& values, bool does_something) {
+    if (does_something || values.empty()) return values;
+    return {false};
   }
 
   /// Whether `r` keeps and replays what no recomputation does, with no recomputation also searched:

@@ -56,8 +56,8 @@ struct SearchSpaceOptions {
   std::vector<int> zero{0, 1, 2, 3};
   std::vector<plan::Placement> placements{plan::kMegatronPlacement,
                                           {plan::Axis::Tensor, plan::Axis::Pipeline, plan::Axis::Data}};
-  std::vector<bool> sequence_parallel{false, true};  ///< `true` is tried only when t > 1
-  std::vector<bool> overlap{false, true};            ///< `true` is tried only when it overlaps something
+  std::vector<bool> sequence_parallel{false, true};  ///< with t = 1: off only
+  std::vector<bool> overlap{false, true};            ///< with nothing to overlap: off only
   int max_context = 0;                               ///< 0: as `min_context_tokens` allows
   /// Shortest share of a sequence a context rank holds: shorter shards leave the attention and the
   /// GEMMs too thin to hide the K/V exchange, and Megatron's recipes split 8k and longer sequences.

@@ -73,6 +73,10 @@ TEST(Planner, BestIsTheExhaustiveBest) {
     PlannerOptions options;
     options.space.global_batch = c.global_batch;
     options.space.recompute = c.recompute;
+    // Every axis, in part: ZeRO without and with per-layer gathers, sequence parallelism where it
+    // applies (the exhaustive pass simulates every feasible candidate, so the space stays small).
+    options.space.zero = {0, 3};
+    options.space.sequence_parallel = {true};
     options.top = 5;
     const auto all = exhaustive(c.cluster, c.model, options);
     ASSERT_FALSE(all.empty()) << c.name;
