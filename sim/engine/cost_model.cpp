@@ -138,7 +138,7 @@ PassTimes layer_kernel_times(const KernelRates& rates, const Layer& layer, const
   }
   std::int64_t cast_forward = 0, cast_backward = 0;
   for (const model::Gemm& g : layer.gemms) {
-    const GemmPasses passes = gemm_passes(g, b, t, plan.expert, plan.expert_tensor);
+    const GemmPasses passes = gemm_passes(g, b, t, plan.expert, plan.expert_tensor, plan.expert_load());
     out.forward += gemm_time(rates, passes.forward);
     out.backward_input += gemm_time(rates, passes.backward_input);
     out.backward_weight += gemm_time(rates, passes.backward_weight);

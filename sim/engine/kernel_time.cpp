@@ -1,6 +1,7 @@
 #include "sim/engine/kernel_time.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "sim/plan/plan_check.h"
 
@@ -66,13 +67,16 @@ TimeNs gemm_time(const KernelRates& rates, GemmShape s) noexcept {
   return std::max(compute, memory) + kGemmLatency;
 }
 
-GemmPasses gemm_passes(const model::Gemm& g, int micro_batch, int tensor, int expert, int expert_tensor) noexcept {
+GemmPasses gemm_passes(const model::Gemm& g, int micro_batch, int tensor, int expert, int expert_tensor,
+                       double expert_load) noexcept {
   const bool grouped = g.groups > 1;
   const int split = grouped && expert_tensor > 0 ? expert_tensor : tensor;
   const std::int64_t groups = grouped ? std::max<std::int64_t>(1, g.groups / std::max(1, expert)) : 1;
   // A grouped GEMM's rows: the tokens the rank routes, gathered over the expert-tensor group (with
   // expert_tensor = tensor, every token of the layer).
-  const std::int64_t routed = grouped ? ceil_div(g.tokens * micro_batch * split, tensor) : g.tokens * micro_batch;
+  std::int64_t routed = grouped ? ceil_div(g.tokens * micro_batch * split, tensor) : g.tokens * micro_batch;
+  // The busiest expert rank's share, which the others wait for at the combine.
+  if (grouped) routed = static_cast<std::int64_t>(std::ceil(static_cast<double>(routed) * expert_load));
   const std::int64_t tokens = ceil_div(routed, groups);  // per group
   const std::int64_t in = g.split == model::TensorSplit::Rows ? ceil_div(g.in, split) : g.in;
   const std::int64_t out = g.split == model::TensorSplit::Columns ? ceil_div(g.out, split) : g.out;

@@ -49,14 +49,15 @@ struct GemmShape {
 /// A grouped GEMM (the routed experts) runs on one of `expert` x `expert_tensor` ranks: its experts
 /// divided by `expert`, its matrices split by `expert_tensor`, and the tokens a rank routes (its
 /// 1/tensor share of the sequence) gathered over the expert-tensor group, spread over its experts.
-/// expert_tensor 0 (the default) means the tensor degree, Megatron's default.
+/// expert_tensor 0 (the default) means the tensor degree, Megatron's default. `expert_load` scales a
+/// grouped GEMM's rows to the busiest expert rank's (plan::Plan::expert_load).
 struct GemmPasses {
   GemmShape forward;
   GemmShape backward_input;
   GemmShape backward_weight;
 };
 [[nodiscard]] GemmPasses gemm_passes(const model::Gemm& gemm, int micro_batch, int tensor, int expert = 1,
-                                     int expert_tensor = 0) noexcept;
+                                     int expert_tensor = 0, double expert_load = 1.0) noexcept;
 
 /// Attention core time for `micro_batch` samples on one of `tensor` ranks. FlashAttention: FLOPs as
 /// its papers count them (4 q kv d per head forward, halved under a causal mask; backward 2.5 x the

@@ -4,6 +4,7 @@
 /// complete and checked against a cluster and a model (resolve_plan()).
 #include <array>
 #include <cstdint>
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -90,6 +91,9 @@ struct PlanSpec {
   bool overlap_param_gather = false;   ///< ZeRO's parameter all-gather during the forward (--overlap-param-gather)
   bool grad_reduce_in_fp32 = true;     ///< fp32 gradient buffer and reduction (Megatron-LM's default for 16-bit models)
   bool fp8_param_gather = false;       ///< FP8 weights only, gathered in FP8 (--fp8-param-gather; needs an FP8 precision)
+  double routing_imbalance = 1.0;      ///< tokens of the busiest expert rank over the mean (1: uniform routing)
+  std::optional<double> expert_capacity_factor;  ///< Megatron's moe_expert_capacity_factor; unset: dropless
+  bool pad_expert_input_to_capacity = false;     ///< Megatron's moe_pad_expert_input_to_capacity
   std::optional<Precision> precision;  ///< unset: the model's dtype
   AttentionKernel attention = kDefaultAttention;
   int zero = 0;
@@ -126,6 +130,9 @@ struct Plan {
   bool overlap_param_gather = false;
   bool grad_reduce_in_fp32 = true;
   bool fp8_param_gather = false;
+  double routing_imbalance = 1.0;
+  std::optional<double> expert_capacity_factor;
+  bool pad_expert_input_to_capacity = false;
   Precision precision = Precision::Bf16;
   AttentionKernel attention = kDefaultAttention;
   int zero = 0;
@@ -140,6 +147,14 @@ struct Plan {
   /// expert x expert_data (Megatron's parallel folding).
   [[nodiscard]] int expert_data() const noexcept { return tensor * context * data / (expert_tensor * expert); }
   [[nodiscard]] int stages() const noexcept { return pipeline * virtual_stages; }
+  /// The busiest expert rank's routed tokens over the uniform share, which sets the experts' GEMMs
+  /// and the all-to-alls everyone waits for: the imbalance when dropless; with a capacity factor,
+  /// the capacity when padded to it, else the smaller of the two (tokens past capacity are dropped).
+  [[nodiscard]] double expert_load() const noexcept {
+    if (!expert_capacity_factor) return routing_imbalance;
+    return pad_expert_input_to_capacity ? *expert_capacity_factor
+                                        : std::min(routing_imbalance, *expert_capacity_factor);
+  }
   friend bool operator==(const Plan&, const Plan&) = default;
 };
 

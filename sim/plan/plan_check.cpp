@@ -151,6 +151,9 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   p.overlap_param_gather = spec.overlap_param_gather;
   p.grad_reduce_in_fp32 = spec.grad_reduce_in_fp32;
   p.fp8_param_gather = spec.fp8_param_gather;
+  p.routing_imbalance = spec.routing_imbalance;
+  p.expert_capacity_factor = spec.expert_capacity_factor;
+  p.pad_expert_input_to_capacity = spec.pad_expert_input_to_capacity;
   p.precision = spec.precision.value_or(model_precision(model.dtype_bytes));
   if (!spec.precision && p.precision == Precision::Bf16 && !cluster.gpus().empty() &&
       !cluster.gpu_kind_of(cluster.gpus().front()).peak_for(topology::DType::Bf16)) {
@@ -192,6 +195,12 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
     check.require(experts % p.expert == 0, "expert",
                   fmt::format("expert {} does not divide the model's {} experts", p.expert, experts));
   }
+  const bool routing_set = p.routing_imbalance != 1.0 || p.expert_capacity_factor || p.pad_expert_input_to_capacity;
+  check.require(experts > 0 || !routing_set,
+                spec.origins.contains("routing_imbalance") ? "routing_imbalance" : "moe_expert_capacity_factor",
+                "routing applies to models with moe blocks");
+  check.require(!p.pad_expert_input_to_capacity || p.expert_capacity_factor.has_value(),
+                "moe_pad_expert_input_to_capacity", "padding to capacity needs moe_expert_capacity_factor");
   if (experts > 0 && p.expert_tensor > 1) {
     check.require(model.shape->moe->expert_ffn % p.expert_tensor == 0, "expert_tensor",
                   fmt::format("expert_tensor {} does not divide the experts' width {}", p.expert_tensor,

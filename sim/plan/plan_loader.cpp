@@ -126,7 +126,8 @@ PlanSpec load_plan_spec(const Field& root) {
                     "parallelism", "batch", "schedule", "partition", "recompute", "sequence_parallel", "zero",
                     "placement", "active_microbatches", "microbatch_group_size_per_vp_stage", "optimize",
                     "allow_tensor_across_nodes", "overlap", "precision", "attention", "grad_reduce_in_fp32",
-                    "fp8_param_gather", "recompute_modules",
+                    "fp8_param_gather", "recompute_modules", "routing_imbalance", "moe_expert_capacity_factor",
+                    "moe_pad_expert_input_to_capacity",
                     // SageMaker
                     "partitions", "pipeline_parallel_degree", "tensor_parallel_degree", "microbatches", "pipeline",
                     "placement_strategy", "ddp", "auto_partition",
@@ -231,6 +232,15 @@ PlanSpec load_plan_spec(const Field& root) {
     }
   }
   if (auto f = r.get(root, "recompute", "recompute")) spec.recompute = f->as_enum(kRecompute);
+  if (auto f = r.get(root, "routing_imbalance", "routing_imbalance")) {
+    spec.routing_imbalance = f->as_double_in(1.0, 1000.0);
+  }
+  if (auto f = r.get(root, "moe_expert_capacity_factor", "moe_expert_capacity_factor")) {
+    spec.expert_capacity_factor = f->as_double_in(0.01, 1000.0);
+  }
+  if (auto f = r.get(root, "moe_pad_expert_input_to_capacity", "moe_pad_expert_input_to_capacity")) {
+    spec.pad_expert_input_to_capacity = f->as_bool();
+  }
   if (auto f = r.get(root, "recompute_modules", "recompute_modules")) {
     // Megatron-Core's list replaces its default {core_attn}.
     spec.recompute_modules = model::RecomputeModules{0};
@@ -293,6 +303,9 @@ std::string write_plan_yaml(const Plan& p) {
                      p.overlap_param_gather, p.overlap_tensor_comm);
   out += fmt::format("zero: {}\n", p.zero);
   if (!p.grad_reduce_in_fp32) out += "grad_reduce_in_fp32: false\n";
+  if (p.routing_imbalance != 1.0) out += fmt::format("routing_imbalance: {}\n", p.routing_imbalance);
+  if (p.expert_capacity_factor) out += fmt::format("moe_expert_capacity_factor: {}\n", *p.expert_capacity_factor);
+  if (p.pad_expert_input_to_capacity) out += "moe_pad_expert_input_to_capacity: true\n";
   if (p.fp8_param_gather) out += "fp8_param_gather: true\n";
   out += fmt::format("placement: {}\n", to_string(p.placement));
   if (p.schedule == ScheduleKind::SageMakerInterleaved) out += fmt::format("active_microbatches: {}\n", p.active_microbatches);

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -80,8 +81,10 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
         }
         if (expert_exchanges && layer.routed.experts > 0) {
           const model::RoutedExperts& e = layer.routed;
-          const Bytes tokens =
-              Bytes::bytes(e.tokens * e.top_k * e.hidden * model.dtype_bytes * plan.micro_batch / plan.tensor);
+          // The busiest rank's share: every member waits for the largest exchange (expert_load).
+          const auto routed = static_cast<double>(e.tokens * e.top_k * e.hidden * model.dtype_bytes * plan.micro_batch /
+                                                  plan.tensor);
+          const Bytes tokens = Bytes::bytes(static_cast<std::int64_t>(std::ceil(routed * plan.expert_load())));
           add_expert_exchanges(chunk.forward, tokens, 1, plan);
           add_expert_exchanges(chunk.backward, tokens, replayed ? 2 : 1, plan);
         }

@@ -7,6 +7,7 @@
 #include "engine_test_support.h"
 #include "sim/engine/collectives.h"
 #include "sim/engine/cost_model.h"
+#include "sim/engine/kernel_time.h"
 #include "sim/schedule/passes.h"
 
 namespace mpsim::engine {
@@ -35,6 +36,29 @@ std::vector<const schedule::Op*> ops_of(const schedule::Program& program, OpKind
     if (op.kind == kind && op.group == group) out.push_back(&op);
   }
   return out;
+}
+
+// Routing: the busiest expert rank's share sets the exchanges and the grouped GEMMs (dropless: the
+// imbalance; capacity factor c: min(imbalance, c), or c when padded to capacity).
+TEST(ExpertParallel, TheBusiestRanksLoadSetsTheExchangesAndTheExpertGemms) {
+  const auto model = moe_model();
+  const std::string base = "parallelism: { data: 8, expert: 4 }\nbatch: { global: 16, micro: 2 }\n";
+  const auto a2a_bytes = [&](const std::string& routing) {
+    const plan::Plan p = testing::plan_yaml(base + routing, eight_h100(), model);
+    return ops_of(program_of(model, p), OpKind::AllToAll, plan::Axis::Expert).front()->bytes.count();
+  };
+  const std::int64_t uniform = kSeq * kTopK * kHidden * 2 * 2;
+  EXPECT_EQ(a2a_bytes(""), uniform);
+  EXPECT_EQ(a2a_bytes("routing_imbalance: 1.5\n"), uniform * 3 / 2);
+  EXPECT_EQ(a2a_bytes("routing_imbalance: 1.5\nmoe_expert_capacity_factor: 1.0\n"), uniform);
+  EXPECT_EQ(a2a_bytes("moe_expert_capacity_factor: 1.25\nmoe_pad_expert_input_to_capacity: true\n"), uniform * 5 / 4);
+  // The experts' GEMM rows grow by the same factor.
+  const model::Gemm& experts = model.layers.at(1).gemms.at(model.layers.at(1).gemms.size() - 1);
+  ASSERT_GT(experts.groups, 1);
+  EXPECT_EQ(gemm_passes(experts, 2, 1, 4, 1, 1.5).forward.m, gemm_passes(experts, 2, 1, 4, 1).forward.m * 3 / 2);
+  // Routing fields need experts, and padding needs a capacity.
+  EXPECT_THROW((void)testing::plan_yaml(base + "moe_pad_expert_input_to_capacity: true\n", eight_h100(), model),
+               InputError);
 }
 
 TEST(ExpertParallel, DispatchAndCombineMoveTheTopKTokenCopies) {
