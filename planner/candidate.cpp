@@ -79,10 +79,9 @@ namespace {
 /// chunks < c except the last group's (Megatron's table: the final group's backwards run chunk v-1
 /// down to 0). So the step lasts at least that work, then the reductions of chunks c..0, the
 /// optimizer step and the gather (all lower bounds: work is only ever left out).
-template <typename DenseOf>
 TimeNs overlapped_interleaved_bound(const plan::PlanSpec& spec, const StageCosts& costs, const LayoutSyncBounds& sync,
                                     const SyncShape& shape, const std::vector<engine::RankParameters>& parameters,
-                                    DenseOf dense_of_stage, BytesPerSec memory_bandwidth) {
+                                    const std::vector<std::int64_t>& dense_by_stage, BytesPerSec memory_bandwidth) {
   const int p = spec.pipeline;
   const int v = spec.virtual_stages;
   const std::int64_t m = spec.microbatches.value_or(1);
@@ -100,7 +99,7 @@ TimeNs overlapped_interleaved_bound(const plan::PlanSpec& spec, const StageCosts
       TimeNs reductions;
       for (int k = 0; k < v; ++k) {
         before += costs.times[at(k)].backward * (k >= c ? m : m - last_group);
-        if (k <= c) reductions += reduction_time(sync, shape, rank, dense_of_stage(at(k)));
+        if (k <= c) reductions += reduction_time(sync, shape, rank, dense_by_stage[at(k)]);
       }
       best = std::max(best, TimeNs(before + reductions + end));
     }
@@ -142,15 +141,16 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
       shape.parameter_bytes = schedule::gathered_parameter_bytes(spec.fp8_param_gather, context.dtype_bytes);
       shape.overlap_grad_reduce = spec.overlap_grad_reduce || context.overlap_grad_reduce;
       shape.overlap_param_gather = spec.overlap_param_gather;
-      const auto dense_of_stage = [&](std::size_t vs) {
-        return costs.parameters[vs] - std::min(costs.expert_parameters[vs], costs.parameters[vs]);
-      };
-      std::vector<std::int64_t> last_chunk_dense;
-      for (int r = 0; r < p; ++r) last_chunk_dense.push_back(dense_of_stage(static_cast<std::size_t>(r)));
+      // Dense parameters by virtual stage; chunk 0 of rank r is stage r.
+      std::vector<std::int64_t> dense_by_stage;
+      for (std::size_t vs = 0; vs < costs.parameters.size(); ++vs) {
+        dense_by_stage.push_back(costs.parameters[vs] - std::min(costs.expert_parameters[vs], costs.parameters[vs]));
+      }
+      const std::vector<std::int64_t> last_chunk_dense(dense_by_stage.begin(), dense_by_stage.begin() + p);
       tails = rank_tails(*context.sync, rank_parameters, last_chunk_dense, shape, context.memory_bandwidth);
       if (shape.overlap_grad_reduce && spec.schedule == plan::ScheduleKind::Interleaved1F1B) {
         out.lower_bound = overlapped_interleaved_bound(spec, costs, *context.sync, shape, rank_parameters,
-                                                       dense_of_stage, context.memory_bandwidth);
+                                                       dense_by_stage, context.memory_bandwidth);
       }
     }
     out.lower_bound = std::max(out.lower_bound, step_time_lower_bound(schedule::shape_of(spec), costs.times, tails));

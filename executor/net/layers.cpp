@@ -16,13 +16,7 @@ void LayerContext::tensor_all_reduce(MatrixView m) const {
 }
 
 Param& Layer::add_param(std::string name, std::int64_t rows, std::int64_t cols, Split split, Param::Init init) {
-  Param p;
-  p.name = std::move(name);
-  p.rows = rows;
-  p.cols = cols;
-  p.split = split;
-  p.init = init;
-  params_.push_back(std::move(p));
+  params_.push_back({.name = std::move(name), .rows = rows, .cols = cols, .split = split, .init = init});
   return params_.back();
 }
 

@@ -26,14 +26,8 @@ MoeMlp::MoeMlp(std::vector<Param>& params, const MoeDims& moe, std::int64_t hidd
   }
   auto add = [&](std::string name, std::int64_t rows, std::int64_t cols, Split split, Param::Init init,
                  bool expert = false) {
-    Param p;
-    p.name = std::move(name);
-    p.rows = rows;
-    p.cols = cols;
-    p.split = split;
-    p.init = init;
-    p.expert = expert;
-    params.push_back(std::move(p));
+    params.push_back(
+        {.name = std::move(name), .rows = rows, .cols = cols, .split = split, .init = init, .expert = expert});
     return params.size() - 1;
   };
   const std::int64_t h = hidden;

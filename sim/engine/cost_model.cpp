@@ -57,8 +57,12 @@ StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept {
 
 StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
   // As a resolved plan's: dense states over data x context, the experts' over their replicas.
-  const int replicas = spec.tensor * spec.context * spec.data.value_or(1);
-  const int expert_data = replicas / std::max(1, spec.expert * spec.expert_tensor.value_or(spec.tensor));
+  plan::Degrees degrees;
+  degrees.tensor = spec.tensor;
+  degrees.context = spec.context;
+  degrees.data = spec.data.value_or(1);
+  degrees.expert = spec.expert;
+  degrees.expert_tensor = spec.expert_tensor.value_or(spec.tensor);
   return {dtype_bytes,
           spec.precision.value_or(plan::model_precision(dtype_bytes)),
           spec.zero,
@@ -66,8 +70,8 @@ StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
           spec.fp8_param_gather,
           spec.tensor,
           spec.pipeline,
-          spec.data.value_or(1) * spec.context,
-          std::max(1, expert_data)};
+          degrees.data * degrees.context,
+          std::max(1, degrees.expert_data())};
 }
 
 StaticMemory static_memory(const RankParameters& p, const StateFormat& f) noexcept {
@@ -163,6 +167,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
                            const plan::Layout& layout) {
   const auto ranges = plan::virtual_stage_layers(plan, m);
   const auto layer_collectives = schedule::chunk_layer_collectives(m, plan);
+  const schedule::ChunkGradientBytes gradient_bytes = schedule::chunk_gradient_split(m, plan);
   // What one context-parallel rank runs of each layer (all of it without context parallelism).
   std::vector<Layer> context_layers;
   if (plan.context > 1) {
@@ -284,10 +289,8 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       const Layer& last = layers[static_cast<std::size_t>(range.last - 1)];
       cc.activation_send = Bytes::bytes(last.output_bytes.count() * b / t);
       // With expert parallelism the experts' gradients have replicas of their own (expert-data).
-      const int gradient_width = schedule::gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, m.dtype_bytes);
-      const std::int64_t own_group = schedule::splits_expert_gradients(plan) ? cc.expert_parameters : 0;
-      cc.gradient_bytes = Bytes::bytes((cc.parameters - own_group) * gradient_width);
-      cc.expert_gradient_bytes = Bytes::bytes(own_group * gradient_width);
+      cc.gradient_bytes = gradient_bytes.dense.at(static_cast<std::size_t>(rank)).at(static_cast<std::size_t>(c));
+      cc.expert_gradient_bytes = gradient_bytes.experts.at(static_cast<std::size_t>(rank)).at(static_cast<std::size_t>(c));
       cc.stashed = stashed;
       // A split backward frees the attention scores at I and keeps the matmul inputs until W.
       cc.stashed_after_input = kept_after_input(stashed, stashed_scores);
