@@ -18,8 +18,8 @@ out="$repo/docs/validation.md.tmp"
 
 Every row of `tests/validation/published_runs.yaml` that mpsim can express, simulated as the source
 publishes it (model, GPUs, parallel degrees, micro and global batch, precision) on the shipped
-topology of its system (`512x-dgx-h100.yaml`, `dgx-b200.yaml`, `gb200-nvl72.yaml` with as many
-nodes as the run used; GB300 as the GB200 rack with GB300 GPUs and 800 Gb/s NICs). Settings the
+topology of its system (`512x-dgx-h100.yaml`, `dgx-b200.yaml`, `dgx-b300.yaml`, `gb200-nvl72.yaml`,
+`gb300-nvl72.yaml` with as many nodes as the run used). Settings the
 sources leave out are those of the frameworks' recipes, listed per row under "assumed". The figure
 compared is the one the source gives: tokens/s per GPU, or model TFLOP/s per GPU (the model's own
 FLOP count, as Megatron counts it). Error = predicted / published − 1.

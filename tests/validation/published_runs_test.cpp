@@ -227,12 +227,12 @@ void expect_rows_simulate(const std::string& file, const char* label, std::size_
 // The mixture-of-experts runs with expert parallelism (tests/validation/moe_runs.yaml says what is
 // not modelled yet).
 TEST(PublishedRuns, MixtureOfExpertsRunsSimulate) {
-  expect_rows_simulate("tests/validation/moe_runs.yaml", "MoE", 40, "MPSIM_VALIDATION_MOE_TABLE");
+  expect_rows_simulate("tests/validation/moe_runs.yaml", "MoE", 43, "MPSIM_VALIDATION_MOE_TABLE");
 }
 
 // The context-parallel runs, sequences of 8k to 1M tokens (tests/validation/context_runs.yaml).
 TEST(PublishedRuns, ContextParallelRunsSimulate) {
-  expect_rows_simulate("tests/validation/context_runs.yaml", "CP", 24, "MPSIM_VALIDATION_CP_TABLE");
+  expect_rows_simulate("tests/validation/context_runs.yaml", "CP", 27, "MPSIM_VALIDATION_CP_TABLE");
 }
 
 }  // namespace

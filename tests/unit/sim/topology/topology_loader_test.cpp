@@ -27,6 +27,7 @@ TEST(TopologyLoader, EveryShippedTopologyLoads) {
       {"4x-p4d.yaml", 4, 32, "a100-40gb"},       {"16x-dgx-h100.yaml", 16, 128, "h100-sxm"},
       {"selene.yaml", 560, 4480, "a100-80gb"},   {"512x-dgx-h100.yaml", 512, 4096, "h100-sxm"},
       {"dgx-b200.yaml", 1, 8, "b200"},           {"gb200-nvl72.yaml", 1, 72, "gb200"},
+      {"dgx-b300.yaml", 1, 8, "b300"},           {"gb300-nvl72.yaml", 1, 72, "gb300"},
   };
   std::size_t seen = 0;
   for (const auto& e : files) {
