@@ -35,12 +35,16 @@ HEADER
 ## Mixture of experts (expert parallelism, not calibrated yet)
 
 The mixture-of-experts runs of the Megatron-Bridge tables (`tests/validation/moe_runs.yaml`: Qwen3
-30B-A3B and 235B-A22B, gpt-oss-120b, DeepSeek-V3 without multi-token prediction), simulated with
-their expert-parallel plans. `PublishedRuns.MixtureOfExpertsRunsSimulate` requires every one to be
-expressible and to simulate; no error bound holds them yet. Not modelled so far: routing imbalance,
-token permutation kernels, the DeepEP / HybridEP dispatchers, all-to-all overlap and CUDA graphs. Rows
-whose recipes recompute modules (`recompute_modules`) run with them. Jobs of 128 and 256 GB200 / GB300 GPUs run as racks of 64, as the
-launcher places them (`simulate --gpus`), so that no expert group straddles two racks.
+30B-A3B and 235B-A22B, gpt-oss-120b, DeepSeek-V3 with and without its multi-token-prediction depth),
+simulated with their expert-parallel plans. `PublishedRuns.MixtureOfExpertsRunsSimulate` requires every
+one to be expressible, to simulate and to fit in memory; no error bound holds them yet. Routing runs
+uniform (the tables force-balance tokens, or drop them at capacity factor 1 with padding). Not modelled
+so far: token permutation kernels, the DeepEP / HybridEP dispatchers, all-to-all overlap and CUDA
+graphs, which change from release to release (the same Qwen3-30B-A3B run on 8 B200 published at 18066,
+9299 and 27136 tokens/s per GPU in 25.09, 25.11 and 26.04). Rows whose recipes recompute modules
+(`recompute_modules`) run with them; DeepSeek-V3's pipeline layouts are the recipe's (`partition`).
+Jobs of 128 and 256 GB200 / GB300 GPUs run as racks of 64, as the launcher places them
+(`simulate --gpus`), so that no expert group straddles two racks.
 
 MOE
   cat "$moe_table"

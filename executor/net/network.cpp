@@ -50,6 +50,10 @@ NetDims net_dims(const model::Model& model, int tensor) {
       throw std::invalid_argument(
           fmt::format("the executor runs multi-head attention; {} has latent attention", model.name));
     }
+    if (s.mtp_layers > 0) {
+      throw std::invalid_argument(
+          fmt::format("the executor runs next-token prediction; {} has multi-token prediction", model.name));
+    }
     if (s.moe) {
       d.moe.experts = s.moe->experts;
       d.moe.top_k = s.moe->top_k;

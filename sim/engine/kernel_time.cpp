@@ -21,12 +21,14 @@ constexpr TimeNs kGemmLatency = TimeNs::ns(4'500);
 /// FlashAttention's backward runs 5 matmuls to the forward's 2 (it recomputes the scores).
 constexpr double kFlashBackwardPerForward = 2.5;
 constexpr double kFlopsPerMac = 2.0;
-/// MXFP8 GEMMs' rate against per-tensor FP8 ones on the same GPU: the E8M0 block scales (one per 32
-/// elements of each operand) are loaded and applied inside the main loop. No published GEMM table
-/// has both; fitted on the five Llama-3 8B pairs of Megatron-Bridge's tables that differ only in
-/// the recipe (B200, GB200, GB300; 25.09 and 25.11: MXFP8 2.0-5.5 %, mean 3.9 %, slower end to
-/// end), so that the simulated pairs differ by that mean (3.8 %).
-constexpr double kMxfp8GemmRateVsFp8 = 0.93;
+/// Block-scaled FP8 GEMMs' rate against per-tensor FP8 ones on the same GPU: the block scales (MXFP8:
+/// an E8M0 scale per 32 elements of each operand; DeepSeek's blockwise recipe: an FP32 scale per
+/// 1 x 128 activation tile and 128 x 128 weight block) are loaded and applied inside the main loop.
+/// No published GEMM table has both; fitted on the five Llama-3 8B pairs of Megatron-Bridge's tables
+/// that differ only in the recipe (B200, GB200, GB300; 25.09 and 25.11: MXFP8 2.0-5.5 %, mean 3.9 %,
+/// slower end to end), so that the simulated pairs differ by that mean (3.8 %). The blockwise recipe
+/// uses it too (its one published pair, DeepSeek-V3 on 1024 H100 in 25.09: 2.4 % slower end to end).
+constexpr double kBlockScaledGemmRateVsFp8 = 0.93;
 
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
@@ -38,7 +40,9 @@ KernelRates kernel_rates(const topology::GpuKind& gpu, plan::Precision precision
   const FlopsPerSec gemm_peak = gpu.peak_for(plan::gemm_dtype(precision)).value_or(sixteen_bit);
   r.fp8 = plan::is_fp8(precision);
   r.gemm = gemm_peak * (r.fp8 ? gpu.fp8_matmul_efficiency : gpu.matmul_efficiency);
-  if (precision == plan::Precision::Mxfp8) r.gemm = r.gemm * kMxfp8GemmRateVsFp8;
+  if (precision == plan::Precision::Mxfp8 || precision == plan::Precision::Fp8Blockwise) {
+    r.gemm = r.gemm * kBlockScaledGemmRateVsFp8;
+  }
   r.attention = sixteen_bit * gpu.attention_efficiency;
   r.standard_scores = sixteen_bit * gpu.matmul_efficiency;
   r.memory = gpu.memory_bandwidth;

@@ -86,14 +86,14 @@ std::int64_t stashed_gemm_input_elements(const Layer& layer, int micro_batch, in
 
 std::int64_t Model::parameters() const noexcept {
   std::int64_t total = 0;
-  for (const Layer& l : layers) total += l.parameters;
+  for (const Layer& l : layers) total += l.parameters - l.tied_copy_parameters;
   return total;
 }
 
 std::int64_t Model::active_parameters() const noexcept {
   std::int64_t total = 0;
   for (const Layer& l : layers) {
-    total += l.parameters;
+    total += l.parameters - l.tied_copy_parameters;
     if (l.routed.experts > 0) total -= l.expert_parameters - l.expert_parameters / l.routed.experts * l.routed.top_k;
   }
   return total;
@@ -148,7 +148,7 @@ bool same_cost(const Layer& a, const Layer& b) noexcept {
          a.backward_weight_time == b.backward_weight_time &&
          a.tensor_parallel_allreduces_forward == b.tensor_parallel_allreduces_forward && a.gemms == b.gemms &&
          a.attention == b.attention && a.routed == b.routed && a.expert_parameters == b.expert_parameters &&
-         a.recomputable == b.recomputable;
+         a.tied_copy_parameters == b.tied_copy_parameters && a.recomputable == b.recomputable;
 }
 
 std::vector<LayerRun> identical_runs(const std::vector<Layer>& layers) {

@@ -127,6 +127,10 @@ struct Layer {
   std::vector<AttentionCore> attention;
   RoutedExperts routed;              ///< MoE blocks only
   std::int64_t expert_parameters = 0;  ///< of `parameters`, the routed experts' (expert parallelism shards them)
+  /// Of `parameters`, a copy of another layer's that this layer's stage holds, trains and keeps equal
+  /// (the embedding table Megatron builds beside the multi-token-prediction layers): counted on the
+  /// stage, once in the model's total.
+  std::int64_t tied_copy_parameters = 0;
   std::vector<ModuleStash> recomputable;  ///< per sample; generated blocks only
 
   [[nodiscard]] Flops backward_flops() const noexcept { return backward_input_flops + backward_weight_flops; }
@@ -191,7 +195,7 @@ struct Model {
   int dtype_bytes = 2;  ///< bytes per parameter and activation element (bf16/fp16: 2, fp32: 4)
   std::vector<Layer> layers;
 
-  /// Sum of the layers' parameters (a tied output head is counted once, in the embedding).
+  /// Sum of the layers' parameters (a tied output head, and a layer's tied copy, are counted once).
   [[nodiscard]] std::int64_t parameters() const noexcept;
   /// Parameters one token passes through: all but the routed experts it is not sent to (each MoE
   /// block's expert_parameters x top_k / experts of them count).

@@ -19,6 +19,7 @@ namespace {
 // Upper bounds far beyond any published model; they keep every product the generator forms
 // (5·heads·seq²·micro_batch bytes, vocab·hidden parameters) well inside 64-bit integers.
 constexpr std::int64_t kMaxLayers = 100'000;
+constexpr std::int64_t kMaxMtpLayers = 16;  // DeepSeek-V3 trains one depth; more than a handful is a typo
 constexpr std::int64_t kMaxWidth = std::int64_t{1} << 20;  // hidden, ffn, head_dim
 constexpr std::int64_t kMaxHeads = std::int64_t{1} << 12;
 constexpr std::int64_t kMaxSeqLen = std::int64_t{1} << 20;
@@ -115,7 +116,7 @@ Model parse_hyperparameters(const Field& m, std::string_view default_name) {
   m.expect_keys({"name", "family", "dtype", "layers", "encoder_layers", "decoder_layers", "hidden", "heads",
                  "kv_heads", "head_dim", "ffn", "seq_len", "decoder_seq_len", "vocab", "max_positions",
                  "token_types", "tied_embeddings", "activation", "gated_mlp", "biases", "dropout", "pooler", "norm", "positions",
-                 "moe", "mla", "qk_norm", "attention_sinks"});
+                 "moe", "mla", "qk_norm", "attention_sinks", "mtp_layers"});
   const Family family = m.require("family").as_enum(kFamilies);
   const bool t5 = family == Family::T5;
 
@@ -198,6 +199,10 @@ Model parse_hyperparameters(const Field& m, std::string_view default_name) {
     if (m.has("kv_heads")) m.require("kv_heads").fail("with mla, keys and values come from mla's latent");
     s.mla = parse_mla(*f);
     s.head_dim = s.mla->qk_head_dim();
+  }
+  if (const auto f = m.get("mtp_layers")) {
+    if (family == Family::T5 || family == Family::Bert) f->fail("multi-token prediction is for decoder-only families (gpt, llama)");
+    s.mtp_layers = static_cast<int>(bounded_int(*f, 0, kMaxMtpLayers));
   }
 
   if (const std::string error = shape_error(s); !error.empty()) m.fail(error);

@@ -10,7 +10,8 @@
 ///    each stack, or encoder_layers and decoder_layers); ffn for llama. Optional, defaulting per family
 ///    (see default_shape()): name (default: the file's stem), dtype (bf16|fp16|fp32; default bf16),
 ///    kv_heads, head_dim, ffn, decoder_seq_len (t5), max_positions, token_types, tied_embeddings,
-///    gated_mlp, biases, dropout, pooler, norm (layernorm|rmsnorm), positions (learned|rotary|relative).
+///    gated_mlp, biases, dropout, pooler, norm (layernorm|rmsnorm), positions (learned|rotary|relative),
+///    moe, mla, qk_norm, attention_sinks, mtp_layers (multi-token prediction depths, gpt and llama).
 ///
 /// 2. An explicit layer list:
 ///      model:

@@ -289,6 +289,34 @@ Layer to_layer(std::string name, const Part& p, Bytes layer_input, Bytes output,
   return l;
 }
 
+/// One multi-token-prediction depth (Megatron-Core's MultiTokenPredictionLayer): enorm over the
+/// embeddings of the tokens shifted by d + 1 and hnorm over the previous hidden states, eh_proj
+/// (a column-parallel 2h to h linear without bias) over their concatenation, a block built as the
+/// model's last one, and the final norm before the shared output head. The lookup reads a copy of the
+/// embedding table that Megatron keeps on this layer's stage and trains beside the original.
+Layer mtp_layer(const TransformerShape& m, const Sizes& z, int depth, const Part& block, Bytes input, Bytes output,
+                RoutedExperts routed, std::int64_t expert_parameters) {
+  const std::int64_t h = m.hidden;
+  const std::int64_t s = m.seq_len;
+  Part p = norm(m, z, s);  // enorm
+  p += norm(m, z, s);      // hnorm
+  Part projection;
+  projection.parameters = 2 * h * h;
+  projection.matmul_flops = kFlopsPerMac * static_cast<double>(s) * static_cast<double>(2 * h * h);
+  projection.gemms.push_back({s, 2 * h, h, TensorSplit::Columns});
+  projection.stash.tp_replicated = bytes(z.element * s * 2 * h);  // the concatenation it reads
+  p += projection;
+  p += block;
+  p += norm(m, z, s);  // final_layernorm
+  // The projection's output is gathered over the tensor ranks (and scattered again under sequence
+  // parallelism): one collective of the output's size more than a block.
+  Layer l = to_layer(fmt::format("mtp{}", depth), p, input, output, kAllreducesPerSelfAttentionBlock + 1, routed,
+                     expert_parameters);
+  l.tied_copy_parameters = m.vocab * h;
+  l.parameters += l.tied_copy_parameters;
+  return l;
+}
+
 /// A self-attention block (GPT, LLaMA, BERT, T5 encoder): norm, attention, norm, MLP. BERT places the
 /// norms after the residual additions instead of before; what they store is the same.
 Part self_attention_block(const TransformerShape& m, const Sizes& z, std::int64_t tokens, bool causal) {
@@ -333,14 +361,17 @@ Layer embedding(const TransformerShape& m, const Sizes& z) {
 Layer output_head(const TransformerShape& m, const Sizes& z) {
   const std::int64_t h = m.hidden;
   const std::int64_t tokens = m.family == Family::T5 ? m.decoder_seq_len : m.seq_len;
+  // With multi-token prediction the head computes logits and a loss for the main sequence and for
+  // each depth's (Megatron-Core's process_mtp_loss reuses the output layer).
+  const std::int64_t predicted = tokens * (1 + m.mtp_layers);
   Layer l;
   l.name = "output_head";
   l.kind = LayerKind::OutputHead;
-  double flops = kFlopsPerMac * static_cast<double>(tokens) * static_cast<double>(h * m.vocab);  // logits
-  l.gemms.push_back({tokens, h, m.vocab, TensorSplit::Columns});
+  double flops = kFlopsPerMac * static_cast<double>(predicted) * static_cast<double>(h * m.vocab);  // logits
+  l.gemms.push_back({predicted, h, m.vocab, TensorSplit::Columns});
   l.parameters = m.tied_embeddings ? 0 : m.vocab * h;
   // Korthikanti Section 4.3: the logits matmul's input, and the fp32 logits of the cross-entropy loss.
-  std::int64_t replicated = z.element * tokens * h;
+  std::int64_t replicated = z.element * predicted * h;
   if (m.family == Family::Bert) {
     // MLM head (Devlin et al. 2019; Hugging Face BertLMPredictionHead): dense h×h + GELU + LayerNorm,
     // then the tied decoder with its own bias. Its inputs: dense, GELU and norm inputs.
@@ -361,7 +392,7 @@ Layer output_head(const TransformerShape& m, const Sizes& z) {
   l.backward_input_flops = Flops::flop(flops);
   l.backward_weight_flops = Flops::flop(flops);
   l.stashed.tp_replicated = bytes(replicated);
-  l.stashed.tp_sharded = bytes(kFp32Bytes * tokens * m.vocab);
+  l.stashed.tp_sharded = bytes(kFp32Bytes * predicted * m.vocab);
   l.output_bytes = Bytes::bytes(0);  // the loss stays on the last stage
   return l;
 }
@@ -459,6 +490,10 @@ std::string shape_error(const TransformerShape& s) {
     }
     if (e.frequency < 1) return "moe.frequency must be positive";
   }
+  if (s.mtp_layers < 0) return "mtp_layers must not be negative";
+  if (s.mtp_layers > 0 && (s.family == Family::T5 || s.family == Family::Bert)) {
+    return "multi-token prediction is for decoder-only families (gpt, llama)";
+  }
   if (s.mla) {
     const MlaShape& a = *s.mla;
     if (s.family == Family::T5 || s.family == Family::Bert) return "mla attention is for decoder-only families (gpt, llama)";
@@ -483,7 +518,7 @@ Model make_transformer(const TransformerShape& shape, std::string name, int dtyp
   model.family = std::string(to_string(shape.family));
   model.shape = shape;
   model.dtype_bytes = dtype_bytes;
-  model.layers.reserve(static_cast<std::size_t>(shape.layers) + 2);
+  model.layers.reserve(static_cast<std::size_t>(shape.layers + shape.mtp_layers) + 2);
   model.layers.push_back(embedding(shape, z));
 
   const std::int64_t relative_bias = static_cast<std::int64_t>(shape.relative_buckets) * shape.heads;
@@ -521,6 +556,13 @@ Model make_transformer(const TransformerShape& shape, std::string name, int dtyp
       model.layers.push_back(shape.is_moe_block(i) ? to_layer(name, sparse, out, out, kAllreducesPerSelfAttentionBlock,
                                                               routed, expert_parameters)
                                                    : to_layer(name, dense, out, out, kAllreducesPerSelfAttentionBlock));
+    }
+    const bool last_is_moe = shape.is_moe_block(shape.layers - 1);
+    for (int d = 0; d < shape.mtp_layers; ++d) {
+      // Its output carries the main hidden states and those of every depth so far to the head.
+      const Bytes carried = bytes(z.element * s * h * (d + 2));
+      model.layers.push_back(mtp_layer(shape, z, d, last_is_moe ? sparse : dense, out, carried,
+                                       last_is_moe ? routed : RoutedExperts{}, last_is_moe ? expert_parameters : 0));
     }
   }
   model.layers.push_back(output_head(shape, z));

@@ -97,6 +97,11 @@ struct TransformerShape {
   bool attention_sinks = false;    ///< a learned sink logit per head (gpt-oss)
   std::optional<MoeShape> moe;     ///< MoE blocks; none: every block has the dense MLP
   std::optional<MlaShape> mla;     ///< latent attention instead of kv_heads x head_dim keys and values
+  /// Multi-token prediction depths (DeepSeek-V3; Megatron-Core's mtp_num_layers): after the blocks,
+  /// each depth normalises the hidden states and the embeddings of the tokens shifted by one more,
+  /// projects their concatenation (2h to h), runs one more block like the last one and a final norm;
+  /// the output head then computes logits and a loss for the main and every MTP sequence.
+  int mtp_layers = 0;
 
   /// Whether block `i` (0-based) has the MoE MLP.
   [[nodiscard]] bool is_moe_block(int i) const noexcept {

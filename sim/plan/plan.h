@@ -53,13 +53,17 @@ enum class Precision : std::uint8_t {
   Fp32,
   Fp8,    ///< per-tensor scaled E4M3/E5M2 (Hopper and later; `fp8_recipe: delayed|tensorwise`)
   Mxfp8,  ///< 32-element block scales (Blackwell and later; `fp8_recipe: mxfp8`)
+  Fp8Blockwise,  ///< DeepSeek-V3's block scales: 128 x 128 weight blocks, 1 x 128 activation tiles
+                 ///< (Hopper and later; `fp8_recipe: blockwise`)
 };
 [[nodiscard]] std::string_view to_string(Precision p) noexcept;
 inline constexpr std::pair<std::string_view, Precision> kPrecisionNames[] = {
     {"bf16", Precision::Bf16}, {"fp16", Precision::Fp16}, {"fp32", Precision::Fp32},
-    {"fp8", Precision::Fp8},   {"mxfp8", Precision::Mxfp8}};
+    {"fp8", Precision::Fp8},   {"mxfp8", Precision::Mxfp8}, {"fp8-blockwise", Precision::Fp8Blockwise}};
 /// Whether GEMMs in `p` quantize their inputs to 8 bits.
-[[nodiscard]] inline bool is_fp8(Precision p) noexcept { return p == Precision::Fp8 || p == Precision::Mxfp8; }
+[[nodiscard]] inline bool is_fp8(Precision p) noexcept {
+  return p == Precision::Fp8 || p == Precision::Mxfp8 || p == Precision::Fp8Blockwise;
+}
 
 /// How attention's core (QK^T, softmax, scores x V) runs: FlashAttention fuses it into one kernel that
 /// never writes the s x s scores (the default: Megatron-Core's `attention_backend: auto` picks it);

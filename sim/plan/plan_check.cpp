@@ -54,6 +54,28 @@ int partitionable_layer_count(const model::Model& m) {
   return blocks > 0 ? static_cast<int>(blocks) : static_cast<int>(m.layers.size());
 }
 
+namespace {
+
+/// Whether layers come before the first block and after the last one.
+struct AroundBlocks {
+  bool before = false;
+  bool after = false;
+};
+AroundBlocks layers_around_blocks(const model::Model& m) {
+  const auto is_block = [](const model::Layer& l) { return l.kind == model::LayerKind::Transformer; };
+  const auto first = std::find_if(m.layers.begin(), m.layers.end(), is_block);
+  if (first == m.layers.end()) return {};
+  const auto last = std::find_if(m.layers.rbegin(), m.layers.rend(), is_block);
+  return {first != m.layers.begin(), last != m.layers.rbegin()};
+}
+
+}  // namespace
+
+int end_stages_without_blocks(const model::Model& m) {
+  const AroundBlocks around = layers_around_blocks(m);
+  return (around.before ? 1 : 0) + (around.after ? 1 : 0);
+}
+
 std::vector<LayerRange> virtual_stage_layers(const Plan& plan, const model::Model& m) {
   // Indices of the partitionable layers in m.layers.
   std::vector<int> units;
@@ -66,8 +88,12 @@ std::vector<LayerRange> virtual_stage_layers(const Plan& plan, const model::Mode
   const int stages = static_cast<int>(plan.partition.size()) - 1;
   for (int vs = 0; vs < stages; ++vs) {
     const auto s = static_cast<std::size_t>(vs);
-    LayerRange r{units[static_cast<std::size_t>(plan.partition[s])],
-                 units[static_cast<std::size_t>(plan.partition[s + 1] - 1)] + 1};
+    const int from = plan.partition[s];
+    const int to = plan.partition[s + 1];
+    // A first or last stage without blocks holds what comes before or after them (see
+    // end_stages_without_blocks).
+    LayerRange r{from < static_cast<int>(units.size()) ? units[static_cast<std::size_t>(from)] : units.back() + 1,
+                 to > from ? units[static_cast<std::size_t>(to - 1)] + 1 : units.front()};
     if (vs == 0) r.first = 0;                                          // the embedding and anything before
     if (vs == stages - 1) r.last = static_cast<int>(m.layers.size());  // the output head and anything after
     out.push_back(r);
@@ -97,9 +123,12 @@ std::optional<std::string> interleaved_group_error(int microbatches, int pipelin
   return std::nullopt;
 }
 
-std::optional<std::string> stage_count_error(int layers, int pipeline, int virtual_stages, bool explicit_partition) {
+std::optional<std::string> stage_count_error(int layers, int pipeline, int virtual_stages, bool explicit_partition,
+                                             int end_stages) {
   const int stages = pipeline * virtual_stages;
-  if (stages > layers) return fmt::format("{} stages for a model of {} layers", stages, layers);
+  if (stages > layers + (explicit_partition ? end_stages : 0)) {
+    return fmt::format("{} stages for a model of {} layers", stages, layers);
+  }
   if (!explicit_partition && virtual_stages > 1 && layers % stages != 0) {
     return fmt::format("{} layers do not split evenly into pipeline {} x virtual stages {}", layers, pipeline,
                        virtual_stages);
@@ -127,7 +156,8 @@ topology::DType gemm_dtype(Precision p) noexcept {
     case Precision::Fp16: return topology::DType::Fp16;
     case Precision::Fp32: return topology::DType::Fp32;
     case Precision::Fp8:
-    case Precision::Mxfp8: return topology::DType::Fp8;
+    case Precision::Mxfp8:
+    case Precision::Fp8Blockwise: return topology::DType::Fp8;
   }
   return topology::DType::Bf16;
 }
@@ -233,7 +263,7 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
                   fmt::format("{} has no {} peak; choose a precision it supports", gpu.name, to_string(p.precision)));
   }
   check.require(!p.fp8_param_gather || is_fp8(p.precision), "fp8_param_gather",
-                fmt::format("FP8 weights need an FP8 precision (fp8 or mxfp8), not {}", to_string(p.precision)));
+                fmt::format("FP8 weights need an FP8 precision (fp8, mxfp8 or fp8-blockwise), not {}", to_string(p.precision)));
 
   // Recompute modules: Megatron reads them under selective recomputation only, and each names a part
   // the model has.
@@ -266,7 +296,8 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   // Stages and the partition.
   const int layers = partitionable_layer_count(model);
   const int stages = p.stages();
-  if (const auto error = stage_count_error(layers, p.pipeline, p.virtual_stages, !spec.partition.empty())) {
+  const int end_stages = end_stages_without_blocks(model);
+  if (const auto error = stage_count_error(layers, p.pipeline, p.virtual_stages, !spec.partition.empty(), end_stages)) {
     check.fail(stages > layers && !spec.origins.contains("virtual_stages") ? "pipeline" : "virtual_stages", *error);
   }
   if (spec.partition.empty()) {
@@ -277,9 +308,18 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
                   fmt::format("{} stages need {} boundaries, got {}", stages, stages + 1, p.partition.size()));
     check.require(p.partition.front() == 0 && p.partition.back() == layers, "partition",
                   fmt::format("boundaries must start at 0 and end at the model's {} layers", layers));
-    check.require(std::adjacent_find(p.partition.begin(), p.partition.end(), std::greater_equal<>()) ==
-                      p.partition.end(),
-                  "partition", "boundaries must increase: every stage holds at least one layer");
+    // Every stage holds a block, except that the first may hold only the embedding and the last only
+    // the output head (Megatron's account_for_embedding/loss_in_pipeline_split).
+    const AroundBlocks around = layers_around_blocks(model);
+    bool increasing = true;
+    for (std::size_t i = 0; i + 1 < p.partition.size(); ++i) {
+      const bool may_be_empty = (i == 0 && around.before) || (i + 2 == p.partition.size() && around.after);
+      increasing = increasing && (p.partition[i + 1] > p.partition[i] ||
+                                  (may_be_empty && p.partition[i + 1] == p.partition[i]));
+    }
+    check.require(increasing, "partition",
+                  "boundaries must increase: every stage holds at least one block (the first may hold only the "
+                  "embedding, the last only the output head)");
   }
 
   // Schedule rules.

@@ -28,9 +28,10 @@ namespace mpsim::plan {
 /// generator and the planner all ask this.
 [[nodiscard]] std::optional<std::string> interleaved_group_error(int microbatches, int pipeline, int group_size);
 /// Whether `pipeline` x `virtual_stages` stages fit `layers` partitionable layers: at most one stage
-/// per layer, and with virtual stages and no explicit partition an even split. Why not, or nothing.
+/// per layer (plus `end_stages`, the stages an explicit partition may leave without one), and with
+/// virtual stages and no explicit partition an even split. Why not, or nothing.
 [[nodiscard]] std::optional<std::string> stage_count_error(int layers, int pipeline, int virtual_stages,
-                                                           bool explicit_partition);
+                                                           bool explicit_partition, int end_stages = 0);
 /// The schedule parameters a spec implies, as resolve_plan() completes them: Megatron's
 /// microbatch_group_size_per_vp_stage (default: the pipeline size; 1 for other schedules) and SageMaker's
 /// active microbatches (default: pipeline + 2; 3 for other schedules, where it is unused).
@@ -39,6 +40,11 @@ namespace mpsim::plan {
 
 /// The layers a partition cuts: transformer blocks when the model has them, else every layer.
 [[nodiscard]] int partitionable_layer_count(const model::Model& model);
+/// Stages an explicit partition may leave without a block (0 to 2): the first when layers come before
+/// the first block (the embedding alone), the last when layers follow the last one (the output head
+/// alone), as Megatron's account_for_embedding/loss_in_pipeline_split and layouts such as
+/// "Et|(tt|)*30L" place them.
+[[nodiscard]] int end_stages_without_blocks(const model::Model& model);
 
 /// Half-open range of indices into Model::layers.
 struct LayerRange {

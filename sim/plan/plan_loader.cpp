@@ -60,7 +60,8 @@ constexpr std::pair<std::string_view, AttentionKernel> kMegatronAttention[] = {
     {"local", AttentionKernel::Standard}};
 /// Megatron-Core's `fp8_recipe`.
 constexpr std::pair<std::string_view, Precision> kMegatronFp8Recipe[] = {
-    {"delayed", Precision::Fp8}, {"tensorwise", Precision::Fp8}, {"mxfp8", Precision::Mxfp8}};
+    {"delayed", Precision::Fp8}, {"tensorwise", Precision::Fp8}, {"mxfp8", Precision::Mxfp8},
+    {"blockwise", Precision::Fp8Blockwise}};
 
 /// "tp-dp-pp" or "tp-cp-ep-dp-pp" (fastest first), or SageMaker's "cluster", "spread" or a D/P/T
 /// permutation (rightmost fastest).

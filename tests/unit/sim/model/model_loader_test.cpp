@@ -234,6 +234,11 @@ TEST(ModelLoader, MalformedInputsAreLocated) {
   expect_error(llama + "  kv_heads: 2\n" + mla, "9:13", "model.kv_heads", "with mla");
   expect_error(llama + "  mla: { kv_lora_rank: 16, qk_nope_head_dim: 0, qk_rope_head_dim: 0, v_head_dim: 16 }\n",
                "9:8", "model.mla", "must be positive");
+  ASSERT_EQ(error_of(llama + "  mtp_layers: 1\n"), "");
+  expect_error(llama + "  mtp_layers: 17\n", "9:15", "model.mtp_layers", "at most 16");
+  expect_error("model:\n  family: bert\n  layers: 2\n  hidden: 64\n  heads: 4\n  seq_len: 8\n  vocab: 10\n"
+               "  mtp_layers: 1\n",
+               "8:15", "model.mtp_layers", "decoder-only families");
   expect_error("modle:\n  family: gpt\n", "1:1", "modle", "unknown field 'modle'");
   expect_error("name: x\n", "1:1", "name", "unknown field");
 }

@@ -2,6 +2,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -174,6 +176,36 @@ TEST(Transformer, ActiveParametersCountTheTopKExperts) {
   EXPECT_EQ(shipped("deepseek-v3").active_parameters(), 37'552'297'472);
   const Model dense = shipped("llama3-8b");
   EXPECT_EQ(dense.active_parameters(), dense.parameters());
+}
+
+TEST(Transformer, MultiTokenPredictionAddsADepthAndItsLogits) {
+  // DeepSeek-V3 with its one MTP depth (Megatron-Bridge's recipe: mtp_num_layers 1).
+  std::ifstream file(std::string(MPSIM_SOURCE_DIR) + "/configs/models/deepseek-v3.yaml");
+  const std::string text{std::istreambuf_iterator<char>(file), std::istreambuf_iterator<char>()};
+  const Model main = shipped("deepseek-v3");
+  const Model mtp = load_model(YamlDocument::parse(text + "  mtp_layers: 1\n", "v3-mtp.yaml").root());
+  const std::int64_t h = 7168, s = 4096, vocab = 129280;
+  ASSERT_EQ(mtp.layers.size(), main.layers.size() + 1);
+  const Layer& last_block = main.layers.at(61);
+  const Layer& depth = mtp.layers.at(62);
+  EXPECT_EQ(depth.name, "mtp0");
+  // enorm, hnorm, eh_proj (2h x h, no bias), a block like the last one, the final norm; and the
+  // embedding table's copy on its stage, counted once in the model.
+  EXPECT_EQ(depth.parameters, 3 * h + 2 * h * h + last_block.parameters + vocab * h);
+  EXPECT_EQ(depth.tied_copy_parameters, vocab * h);
+  const std::int64_t unique = mtp.parameters() - main.parameters();
+  EXPECT_EQ(unique, 3 * h + 2 * h * h + last_block.parameters);
+  // DeepSeek-V3's README_WEIGHTS: "11.5B unique parameters" in the MTP module; README: 685B on Hugging
+  // Face with the module (which stores the shared embedding and head once more).
+  EXPECT_LT(relative_error(static_cast<double>(unique), 11.5e9), 0.01);
+  EXPECT_LT(relative_error(static_cast<double>(mtp.parameters() + 2 * vocab * h), 685e9), 0.001);
+  EXPECT_EQ(depth.routed, last_block.routed);  // its block is an MoE block: dispatch and combine too
+  EXPECT_DOUBLE_EQ(depth.forward_flops.count(), last_block.forward_flops.count() + 2.0 * s * 2 * h * h);
+  // The head computes logits for the main sequence and the MTP one.
+  const Layer& head = mtp.layers.back();
+  EXPECT_EQ(head.gemms.front(), (Gemm{2 * s, h, vocab, TensorSplit::Columns}));
+  EXPECT_DOUBLE_EQ(head.forward_flops.count(), 2 * main.layers.back().forward_flops.count());
+  EXPECT_EQ(depth.output_bytes.count(), 2 * 2 * s * h);  // main and MTP hidden states travel to the head
 }
 
 TEST(Transformer, MoeDenseLayersAndFrequency) {

@@ -1,5 +1,6 @@
 #include "sim/plan/plan_check.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "plan_test_support.h"
@@ -88,8 +89,8 @@ TEST(PlanCheck, ErrorsPointAtTheField) {
   EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 2 }\npartition: [0, 10, 30]\n", kP4d4, kGpt13b)
                 .find("end at the model's 40 layers"),
             std::string::npos);
-  EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 2 }\npartition: [0, 40, 40]\n", kP4d4, kGpt13b)
-                .find("every stage holds at least one layer"),
+  EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 4 }\npartition: [0, 10, 10, 20, 40]\n", kP4d4, kGpt13b)
+                .find("every stage holds at least one block"),
             std::string::npos);
   EXPECT_NE(check_error("parallelism: { tensor: 1, pipeline: 32 }\nactive_microbatches: 4\n", kP4d4, kGpt13b)
                 .find("active_microbatches applies to sagemaker-interleaved only"),
@@ -115,6 +116,36 @@ TEST(PlanCheck, PcieBoxHasNoNvlinkDomain) {
             std::string::npos);
   EXPECT_EQ(check_error("parallelism: { tensor: 2 }\nallow_tensor_across_nodes: true\n", "topologies/pcie-8gpu.yaml",
                         kGpt13b),
+            "<no error>");
+}
+
+TEST(PlanCheck, EndStagesMayHoldTheEmbeddingOrTheHeadAlone) {
+  // Megatron's account_for_embedding/loss_in_pipeline_split with one block per stage: 42 stages for
+  // 40 blocks, the first the embedding alone, the last the output head alone.
+  std::string bounds = "0, 0";
+  for (int b = 1; b <= 40; ++b) bounds += fmt::format(", {}", b);
+  bounds += ", 40";
+  const topology::Cluster cluster = topology::load_topology_file(repo_path("topologies/dgx-h100.yaml"));
+  const model::Model m = model::load_model_file(repo_path(kGpt13b));
+  const Plan p = resolve_plan(spec_from(fmt::format("parallelism: {{ pipeline: 2, virtual_stages: 21 }}\n"
+                                                    "schedule: interleaved-1f1b\nbatch: {{ microbatches: 4 }}\n"
+                                                    "partition: [{}]\n",
+                                                    bounds)),
+                              cluster, m);
+  const std::vector<LayerRange> ranges = virtual_stage_layers(p, m);
+  ASSERT_EQ(ranges.size(), 42u);
+  EXPECT_EQ(ranges.front().first, 0);  // the embedding
+  EXPECT_EQ(ranges.front().last, 1);
+  EXPECT_EQ(ranges[1].first, 1);  // block0
+  EXPECT_EQ(ranges[1].last, 2);
+  EXPECT_EQ(ranges.back().first, 41);  // the output head
+  EXPECT_EQ(ranges.back().last, 42);
+  EXPECT_EQ(end_stages_without_blocks(m), 2);
+  // More stages than that, or an empty stage in the middle, are refused.
+  EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 4 }\npartition: [0, 0, 0, 20, 40]\n", kP4d4, kGpt13b)
+                .find("every stage holds at least one block"),
+            std::string::npos);
+  EXPECT_EQ(check_error("parallelism: { tensor: 8, pipeline: 4 }\npartition: [0, 0, 20, 40, 40]\n", kP4d4, kGpt13b),
             "<no error>");
 }
 

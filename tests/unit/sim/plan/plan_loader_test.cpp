@@ -74,6 +74,8 @@ TEST(PlanLoader, PrecisionAttentionAndOverlap) {
   EXPECT_EQ(m.attention, AttentionKernel::Standard);
   EXPECT_TRUE(m.overlap_grad_reduce && m.overlap_param_gather);
   EXPECT_EQ(spec_from("fp8: e4m3\n").precision, Precision::Fp8);
+  EXPECT_EQ(spec_from("fp8: e4m3\nfp8_recipe: blockwise\n").precision, Precision::Fp8Blockwise);
+  EXPECT_EQ(spec_from("precision: fp8-blockwise\n").precision, Precision::Fp8Blockwise);
   EXPECT_EQ(spec_from("use_flash_attn: false\n").attention, AttentionKernel::Standard);
   EXPECT_THROW((void)spec_from("precision: fp4\n"), InputError);
   EXPECT_THROW((void)spec_from("attention: sparse\n"), InputError);
