@@ -58,8 +58,8 @@ std::string infeasible_reason(const model::Model& model, const topology::Cluster
                                   : to_string(capacity);
   if (stats.pruned_memory == prepared.size()) {
     // The least any split can need: weights, gradients and optimizer state once across the cluster.
-    const std::int64_t per_parameter =
-        model.dtype_bytes + engine::kGradientBytesPerParameter + engine::kOptimizerBytesPerParameter;
+    const std::int64_t per_parameter = model.dtype_bytes + engine::kGradientBytesPerParameter +
+                                       engine::optimizer_bytes_per_parameter(prepared.front().spec.optimizer);
     const Bytes least = Bytes::bytes(model.parameters() * per_parameter);
     if (least > (capacity - reserve) * gpus) {
       return fmt::format("{} needs at least {} for weights, gradients and optimizer state; {} x {} available",

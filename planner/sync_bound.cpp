@@ -62,7 +62,7 @@ TimeNs reduction_time(const LayoutSyncBounds& bounds, const SyncShape& shape, st
 
 TimeNs after_reductions_time(const LayoutSyncBounds& bounds, const SyncShape& shape, std::size_t rank,
                              const engine::RankParameters& parameters, BytesPerSec memory_bandwidth) {
-  TimeNs out = engine::optimizer_step_time(parameters.total, shape.zero, shape.data, memory_bandwidth);
+  TimeNs out = engine::optimizer_step_time(parameters.total, shape.zero, shape.data, memory_bandwidth, shape.optimizer);
   const schedule::SyncCollectives sync = schedule::sync_collectives(shape.zero);
   if (syncs_after_backward(shape) && sync.after_step && !shape.overlap_param_gather) {
     out += bounds.of(*sync.after_step, rank).at(Bytes::bytes(dense_of(parameters) * shape.parameter_bytes));

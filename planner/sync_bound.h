@@ -57,6 +57,7 @@ struct SyncShape {
   int parameter_bytes = 2;  ///< gathered after the step (ZeRO 1-2)
   bool overlap_grad_reduce = false;   ///< a chunk's buckets leave after its last backward
   bool overlap_param_gather = false;  ///< the gather runs at the start of the step instead of after it
+  plan::Optimizer optimizer = plan::Optimizer::Adam;
 };
 
 /// The time after the last backward of each rank: the sync collectives and the optimizer step, in

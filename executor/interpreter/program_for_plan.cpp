@@ -25,6 +25,10 @@ schedule::Program program_for_plan(const model::Model& model, const plan::Plan& 
         "the executor's selective recomputation recomputes the attention scores (core_attn); other "
         "recompute_modules are simulated only");
   }
+  // The executor's optimizers are SGD and Adam; Muon's orthogonalised update is simulated only.
+  if (plan.optimizer == plan::Optimizer::Muon) {
+    throw std::invalid_argument("the executor steps with SGD or Adam; optimizer muon is simulated only");
+  }
   // The executor routes every token (dropless); a capacity factor is simulated only.
   if (plan.expert_capacity_factor) {
     throw std::invalid_argument("the executor's experts are dropless; moe_expert_capacity_factor is simulated only");

@@ -52,7 +52,7 @@ StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept {
   // Context-parallel ranks hold the same weights: the data-parallel group of the model states (the
   // distributed optimizer's shards, the gradient reduction) spans data x context.
   return {dtype_bytes, plan.precision, plan.zero,  plan.grad_reduce_in_fp32, plan.fp8_param_gather,
-          plan.tensor, plan.pipeline,  plan.data * plan.context, plan.expert_data()};
+          plan.tensor, plan.pipeline,  plan.data * plan.context, plan.expert_data(), plan.optimizer};
 }
 
 StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
@@ -71,7 +71,8 @@ StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
           spec.tensor,
           spec.pipeline,
           degrees.data * degrees.context,
-          std::max(1, degrees.expert_data())};
+          std::max(1, degrees.expert_data()),
+          spec.optimizer};
 }
 
 StaticMemory static_memory(const RankParameters& p, const StateFormat& f) noexcept {
@@ -98,7 +99,8 @@ StaticMemory static_memory(const RankParameters& p, const StateFormat& f) noexce
   StaticMemory m;
   m.weights = Bytes::bytes(sharded(weight_bytes(dense, dense_fp8), weight_bytes(expert, expert_fp8), 3));
   m.gradients = Bytes::bytes(sharded(dense * gradient_bytes, expert * gradient_bytes, 2));
-  m.optimizer = Bytes::bytes(sharded(dense * kOptimizerBytesPerParameter, expert * kOptimizerBytesPerParameter, 1));
+  const int optimizer_bytes = optimizer_bytes_per_parameter(f.optimizer);
+  m.optimizer = Bytes::bytes(sharded(dense * optimizer_bytes, expert * optimizer_bytes, 1));
   if (f.zero >= 3 && data > 1) {
     constexpr int kGatheredLayers = 2;  // the layer computing and the next one, prefetched
     m.weights += Bytes::bytes(kGatheredLayers * p.largest_layer *
@@ -109,9 +111,11 @@ StaticMemory static_memory(const RankParameters& p, const StateFormat& f) noexce
   return m;
 }
 
-TimeNs optimizer_step_time(std::int64_t parameters, int zero, int data, BytesPerSec memory_bandwidth) noexcept {
+TimeNs optimizer_step_time(std::int64_t parameters, int zero, int data, BytesPerSec memory_bandwidth,
+                           plan::Optimizer optimizer) noexcept {
   const std::int64_t optimizer_parameters = zero >= 1 ? (parameters + data - 1) / data : parameters;
-  return transfer_time(Bytes::bytes(optimizer_parameters * kOptimizerTrafficBytesPerParameter), memory_bandwidth);
+  return transfer_time(Bytes::bytes(optimizer_parameters * optimizer_traffic_bytes_per_parameter(optimizer)),
+                       memory_bandwidth);
 }
 
 Bytes attention_score_bytes(const model::Layer& layer, int micro_batch, int tensor) noexcept {
@@ -301,7 +305,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       rc.chunks.push_back(cc);
     }
     const int dp = plan.data;
-    rc.optimizer_step = optimizer_step_time(rank_parameters.total, plan.zero, dp, gpu.memory_bandwidth);
+    rc.optimizer_step = optimizer_step_time(rank_parameters.total, plan.zero, dp, gpu.memory_bandwidth, plan.optimizer);
     rc.static_memory =
         static_memory(rank_parameters, state_format(plan, m.dtype_bytes));
     out.ranks.push_back(std::move(rc));

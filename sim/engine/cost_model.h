@@ -67,14 +67,22 @@ struct CostModel {
 };
 
 /// Bytes per parameter the step keeps beside the weights: the gradient buffer (fp32, 4, or the
-/// model's dtype: schedule::gradient_bytes_per_parameter) and Adam's fp32 master weights, momentum and
-/// variance (12), sharded over the data-parallel group by ZeRO stage 1 (optimizer) and 2 (gradients);
-/// stage 3 also shards the weights.
+/// model's dtype: schedule::gradient_bytes_per_parameter) and the optimizer state, sharded over the
+/// data-parallel group by ZeRO stage 1 (optimizer) and 2 (gradients); stage 3 also shards the weights.
+/// The optimizer state: fp32 master weights with Adam's momentum and variance (12) or Muon's momentum
+/// (8). Muon's layer-wise distributed optimizer (Megatron-Core) shards whole layers' states over the
+/// data-parallel ranks, which the per-parameter shard here approximates.
 using schedule::kGradientBytesPerParameter;
-inline constexpr int kOptimizerBytesPerParameter = 12;
-/// HBM traffic of one Adam step per parameter: read the fp32 gradient (4), read and write master
-/// weights, momentum and variance (24), write the 16-bit weights (2).
-inline constexpr int kOptimizerTrafficBytesPerParameter = 30;
+[[nodiscard]] constexpr int optimizer_bytes_per_parameter(plan::Optimizer o) noexcept {
+  return o == plan::Optimizer::Muon ? 8 : 12;
+}
+/// HBM traffic of one optimizer step per parameter: read the fp32 gradient (4), read and write the
+/// master weights and moments (Adam 24, Muon 16), write the 16-bit weights (2). Muon's Newton-Schulz
+/// iterations (5 of them, about 4m²n + 2m³ FLOPs each for an m x n matrix, m <= n) are not timed: for
+/// Kimi K2 on 256 GB300 they are about 1 % of the step.
+[[nodiscard]] constexpr int optimizer_traffic_bytes_per_parameter(plan::Optimizer o) noexcept {
+  return o == plan::Optimizer::Muon ? 22 : 30;
+}
 
 /// Transformer Engine keeps an FP8 copy of each FP8 GEMM's weight beside the 16-bit one across a
 /// step's microbatches (1 byte per parameter); the transposed or column-wise copy the backward needs
@@ -102,6 +110,7 @@ struct StateFormat {
   int pipeline = 1;
   int data = 1;
   int expert_data = 1;  ///< the routed experts' replicas: their optimizer state, gradients and weights shard over these
+  plan::Optimizer optimizer = plan::Optimizer::Adam;
 };
 [[nodiscard]] StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept;
 [[nodiscard]] StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept;
@@ -119,8 +128,9 @@ struct RankParameters {
   std::int64_t expert = 0;         ///< of those, routed experts' (their states shard over expert_data, not data)
 };
 [[nodiscard]] StaticMemory static_memory(const RankParameters& parameters, const StateFormat& format) noexcept;
-/// One Adam step over the optimizer state a rank owns (sharded by ZeRO >= 1), bound by HBM traffic.
-[[nodiscard]] TimeNs optimizer_step_time(std::int64_t parameters, int zero, int data, BytesPerSec memory_bandwidth) noexcept;
+/// One optimizer step over the state a rank owns (sharded by ZeRO >= 1), bound by HBM traffic.
+[[nodiscard]] TimeNs optimizer_step_time(std::int64_t parameters, int zero, int data, BytesPerSec memory_bandwidth,
+                                         plan::Optimizer optimizer) noexcept;
 /// Attention scores a layer stashes for one microbatch on one tensor rank (softmax output, dropout
 /// mask and output: what selective recomputation drops and a split backward frees at I).
 [[nodiscard]] Bytes attention_score_bytes(const model::Layer& layer, int micro_batch, int tensor) noexcept;

@@ -65,6 +65,12 @@ inline constexpr std::pair<std::string_view, Precision> kPrecisionNames[] = {
   return p == Precision::Fp8 || p == Precision::Mxfp8 || p == Precision::Fp8Blockwise;
 }
 
+/// The optimizer whose state the step keeps and updates: Adam(W) (fp32 master weights, momentum and
+/// variance) or Muon (fp32 master weights and momentum; Kimi K2's recipe; Megatron-Core's `optimizer: muon`).
+enum class Optimizer : std::uint8_t { Adam, Muon };
+inline constexpr std::pair<std::string_view, Optimizer> kOptimizerNames[] = {{"adam", Optimizer::Adam},
+                                                                             {"muon", Optimizer::Muon}};
+
 /// How attention's core (QK^T, softmax, scores x V) runs: FlashAttention fuses it into one kernel that
 /// never writes the s x s scores (the default: Megatron-Core's `attention_backend: auto` picks it);
 /// `standard` materializes them, as Megatron did in 2021.
@@ -95,6 +101,7 @@ struct PlanSpec {
   bool overlap_param_gather = false;   ///< ZeRO's parameter all-gather during the forward (--overlap-param-gather)
   bool grad_reduce_in_fp32 = true;     ///< fp32 gradient buffer and reduction (Megatron-LM's default for 16-bit models)
   bool fp8_param_gather = false;       ///< FP8 weights only, gathered in FP8 (--fp8-param-gather; needs an FP8 precision)
+  Optimizer optimizer = Optimizer::Adam;
   double routing_imbalance = 1.0;      ///< tokens of the busiest expert rank over the mean (1: uniform routing)
   std::optional<double> expert_capacity_factor;  ///< Megatron's moe_expert_capacity_factor; unset: dropless
   bool pad_expert_input_to_capacity = false;     ///< Megatron's moe_pad_expert_input_to_capacity
@@ -134,6 +141,7 @@ struct Plan {
   bool overlap_param_gather = false;
   bool grad_reduce_in_fp32 = true;
   bool fp8_param_gather = false;
+  Optimizer optimizer = Optimizer::Adam;
   double routing_imbalance = 1.0;
   std::optional<double> expert_capacity_factor;
   bool pad_expert_input_to_capacity = false;

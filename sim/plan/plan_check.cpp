@@ -180,6 +180,7 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   p.overlap_grad_reduce = spec.overlap_grad_reduce;
   p.overlap_param_gather = spec.overlap_param_gather;
   p.grad_reduce_in_fp32 = spec.grad_reduce_in_fp32;
+  p.optimizer = spec.optimizer;
   p.fp8_param_gather = spec.fp8_param_gather;
   p.routing_imbalance = spec.routing_imbalance;
   p.expert_capacity_factor = spec.expert_capacity_factor;

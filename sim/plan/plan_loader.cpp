@@ -128,7 +128,7 @@ PlanSpec load_plan_spec(const Field& root) {
                     "placement", "active_microbatches", "microbatch_group_size_per_vp_stage", "optimize",
                     "allow_tensor_across_nodes", "overlap", "precision", "attention", "grad_reduce_in_fp32",
                     "fp8_param_gather", "recompute_modules", "routing_imbalance", "moe_expert_capacity_factor",
-                    "moe_pad_expert_input_to_capacity",
+                    "moe_pad_expert_input_to_capacity", "optimizer",
                     // SageMaker
                     "partitions", "pipeline_parallel_degree", "tensor_parallel_degree", "microbatches", "pipeline",
                     "placement_strategy", "ddp", "auto_partition",
@@ -258,6 +258,7 @@ PlanSpec load_plan_spec(const Field& root) {
   if (auto f = r.get(root, "attention", "attention")) spec.attention = f->as_enum(kAttention);
   if (auto f = r.get(root, "grad_reduce_in_fp32", "grad_reduce_in_fp32")) spec.grad_reduce_in_fp32 = f->as_bool();
   if (auto f = r.get(root, "fp8_param_gather", "fp8_param_gather")) spec.fp8_param_gather = f->as_bool();
+  if (auto f = r.get(root, "optimizer", "optimizer")) spec.optimizer = f->as_enum(kOptimizerNames);
   if (auto f = r.get(root, "zero", "zero")) spec.zero = static_cast<int>(f->as_int_in(0, 3));
   if (auto f = r.get(root, "placement", "placement")) spec.placement = parse_placement(*f, false);
   r.count(root, "active_microbatches", "active_microbatches", spec.active_microbatches);
@@ -308,6 +309,7 @@ std::string write_plan_yaml(const Plan& p) {
   if (p.expert_capacity_factor) out += fmt::format("moe_expert_capacity_factor: {}\n", *p.expert_capacity_factor);
   if (p.pad_expert_input_to_capacity) out += "moe_pad_expert_input_to_capacity: true\n";
   if (p.fp8_param_gather) out += "fp8_param_gather: true\n";
+  if (p.optimizer == Optimizer::Muon) out += "optimizer: muon\n";
   out += fmt::format("placement: {}\n", to_string(p.placement));
   if (p.schedule == ScheduleKind::SageMakerInterleaved) out += fmt::format("active_microbatches: {}\n", p.active_microbatches);
   if (p.schedule == ScheduleKind::Interleaved1F1B) {

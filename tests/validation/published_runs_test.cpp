@@ -227,7 +227,7 @@ void expect_rows_simulate(const std::string& file, const char* label, std::size_
 // The mixture-of-experts runs with expert parallelism (tests/validation/moe_runs.yaml says what is
 // not modelled yet).
 TEST(PublishedRuns, MixtureOfExpertsRunsSimulate) {
-  expect_rows_simulate("tests/validation/moe_runs.yaml", "MoE", 59, "MPSIM_VALIDATION_MOE_TABLE");
+  expect_rows_simulate("tests/validation/moe_runs.yaml", "MoE", 60, "MPSIM_VALIDATION_MOE_TABLE");
 }
 
 // The context-parallel runs, sequences of 8k to 1M tokens (tests/validation/context_runs.yaml).

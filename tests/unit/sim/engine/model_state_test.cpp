@@ -31,6 +31,19 @@ TEST(ModelStates, SixteenBitWeightsFp32GradientsAndAdam) {
   EXPECT_EQ(m.optimizer.count(), 12 * kParameters);
 }
 
+TEST(ModelStates, MuonKeepsMasterWeightsAndOneMomentum) {
+  StateFormat f = format(Precision::Bf16, 1, 8);
+  f.optimizer = plan::Optimizer::Muon;
+  EXPECT_EQ(static_memory({kParameters, 0, 0, 0}, f).optimizer.count(), 8 * kParameters / 8);
+  // One step reads the fp32 gradient, reads and writes the master weights and momentum, writes the
+  // 16-bit weights: 4 + 16 + 2 bytes per parameter of the rank's shard, at 1 TB/s.
+  const BytesPerSec bandwidth = BytesPerSec::bytes_per_sec(1e12);
+  EXPECT_EQ(optimizer_step_time(kParameters, 1, 8, bandwidth, plan::Optimizer::Muon),
+            TimeNs::ns(22 * kParameters / 8 / 1000));
+  EXPECT_EQ(optimizer_step_time(kParameters, 1, 8, bandwidth, plan::Optimizer::Adam),
+            TimeNs::ns(30 * kParameters / 8 / 1000));
+}
+
 TEST(ModelStates, Fp8CopiesOnlyForTheFp8GemmsWeights) {
   const StaticMemory m = static_memory({kParameters, kFp8Parameters, 0, 0}, format(Precision::Fp8, 0, 8));
   EXPECT_EQ(m.weights.count(), 2 * kParameters + 1 * kFp8Parameters);

@@ -54,7 +54,7 @@ TEST(ModelLoader, EveryShippedModelLoads) {
       "gpt3-1.3b",  "gpt3-13b",    "gpt3-175b",   "llama2-7b",      "llama2-70b",     "llama3-8b",
       "llama3-70b", "llama3-405b", "t5-3b",       "bert-large",     "mnist-cnn",      "megatron-1.7b",
       "megatron-7.5b", "megatron-39.1b", "megatron-145.6b", "megatron-529.6b", "mixtral-8x7b", "mixtral-8x22b",
-      "deepseek-v3", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b", "llama31-405b"};
+      "deepseek-v3", "qwen3-30b-a3b", "qwen3-235b-a22b", "gpt-oss-120b", "llama31-405b", "kimi-k2"};
   std::set<std::string> found;
   for (const auto& entry : fs::directory_iterator(kModels)) {
     if (entry.path().extension() != ".yaml") continue;

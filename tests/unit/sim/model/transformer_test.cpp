@@ -178,6 +178,22 @@ TEST(Transformer, ActiveParametersCountTheTopKExperts) {
   EXPECT_EQ(dense.active_parameters(), dense.parameters());
 }
 
+TEST(Transformer, KimiK2IsDeepSeekV3WithHalfTheHeadsAndMoreExperts) {
+  const Model m = shipped("kimi-k2");
+  const std::int64_t h = 7168, vocab = 163840, heads = 64, experts = 384, f = 2048, dense_ffn = 18432;
+  // Latent attention: q down (h x 1536) + its norm + q up (1536 x heads x 192), kv down (h x (512 + 64))
+  // + its norm + kv up (512 x heads x (128 + 128)), output (heads x 128 x h).
+  const std::int64_t attention = h * 1536 + 1536 + 1536 * heads * 192 + h * (512 + 64) + 512 +
+                                 512 * heads * (128 + 128) + heads * 128 * h;
+  const std::int64_t norms = 2 * h;
+  const std::int64_t dense_block = attention + norms + 3 * h * dense_ffn;
+  const std::int64_t moe_block = attention + norms + (h * experts + experts) + experts * 3 * h * f + 3 * h * f;
+  EXPECT_EQ(m.parameters(), vocab * h + dense_block + 60 * moe_block + h + vocab * h);
+  // The model card: 1T parameters, 32B activated.
+  EXPECT_LT(relative_error(static_cast<double>(m.parameters()), 1e12), 0.03);
+  EXPECT_LT(relative_error(static_cast<double>(m.active_parameters()), 32e9), 0.03);
+}
+
 TEST(Transformer, MultiTokenPredictionAddsADepthAndItsLogits) {
   // DeepSeek-V3 with its one MTP depth (Megatron-Bridge's recipe: mtp_num_layers 1).
   std::ifstream file(std::string(MPSIM_SOURCE_DIR) + "/configs/models/deepseek-v3.yaml");
