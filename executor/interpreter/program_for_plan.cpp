@@ -25,6 +25,10 @@ schedule::Program program_for_plan(const model::Model& model, const plan::Plan& 
         "the executor's selective recomputation recomputes the attention scores (core_attn); other "
         "recompute_modules are simulated only");
   }
+  // The executor keeps every activation on the device.
+  if (plan.activation_offload_layers > 0) {
+    throw std::invalid_argument("the executor keeps activations on the device; activation_offload_layers is simulated only");
+  }
   // The executor's optimizers are SGD and Adam; Muon's orthogonalised update is simulated only.
   if (plan.optimizer == plan::Optimizer::Muon) {
     throw std::invalid_argument("the executor steps with SGD or Adam; optimizer muon is simulated only");

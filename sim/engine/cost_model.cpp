@@ -167,6 +167,26 @@ PassTimes layer_kernel_times(const KernelRates& rates, const Layer& layer, const
 
 }  // namespace
 
+BytesPerSec host_bandwidth(const topology::Cluster& cluster, topology::RouteFinder& routes, topology::DeviceId gpu) {
+  BytesPerSec widest;
+  const int node = cluster.device(gpu).node;
+  for (std::size_t d = 0; d < cluster.devices().size(); ++d) {
+    const topology::Device& device = cluster.devices()[d];
+    if (device.kind != topology::DeviceKind::Cpu || device.node != node) continue;
+    if (const auto route = routes.route(gpu, topology::DeviceId{static_cast<std::uint32_t>(d)})) {
+      widest = std::max(widest, route->bandwidth);
+    }
+  }
+  return widest;
+}
+
+TimeNs offload_stall(Bytes offloaded, BytesPerSec bandwidth, TimeNs pass, int blocks) noexcept {
+  if (offloaded.count() == 0 || blocks < 1 || bandwidth.in_bytes_per_sec() <= 0) return TimeNs{};
+  const TimeNs copies = transfer_time(offloaded, bandwidth);
+  const TimeNs hidden = TimeNs::ns(pass.base() * std::max(0, blocks - 2) / blocks);
+  return copies > hidden ? copies - hidden : TimeNs{};
+}
+
 CostModel build_cost_model(const topology::Cluster& cluster, const model::Model& m, const plan::Plan& plan,
                            const plan::Layout& layout) {
   const auto ranges = plan::virtual_stage_layers(plan, m);
@@ -209,6 +229,8 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       PassTimes kernels;
       Flops recompute, module_flops;
       Bytes stashed, stashed_scores, elementwise, module_bytes;
+      Bytes offloaded;  // the stash of the blocks activation offloading moves to the host
+      int blocks = 0;
       TimeNs profiled_f, profiled_bi, profiled_bw;
       bool all_profiled_f = true, all_profiled_b = true;
       const Layer* timed_layer = nullptr;
@@ -234,6 +256,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         cc.expert_parameters += experts_here;
         cc.largest_layer_parameters = std::max(cc.largest_layer_parameters, here);
         if (in_fp8 && rates.fp8) cc.fp8_parameters += here;
+        const Bytes stashed_before = stashed;
         stashed += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, stash_rule);
         if (in_fp8 && rates.fp8 && stash_rule != Recompute::Full) {
           // The GEMM inputs are kept in their 8-bit copies.
@@ -252,6 +275,13 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
           module_bytes += mr.dropped;
         }
         if (!flash) stashed_scores += attention_score_bytes(layer, b, t);
+        if (layer.kind == model::LayerKind::Transformer) {
+          if (blocks < plan.activation_offload_layers) {
+            offloaded += stashed - stashed_before;
+            stashed = stashed_before;
+          }
+          ++blocks;
+        }
         // Memory-bound work beside the matmuls (norms, softmax, dropout, activations, residuals): every
         // activation a pass produces is written once and read once.
         elementwise += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel,
@@ -286,6 +316,14 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         cc.backward_weight = kernels.backward_weight;
       }
       cc.backward = cc.backward_input + cc.backward_weight;
+      if (offloaded.count() > 0) {
+        // Offloaded blocks' stash leaves during the forward and returns during the backward.
+        const BytesPerSec host = host_bandwidth(cluster, routes, tensor_devices.front());
+        cc.forward += offload_stall(offloaded, host, cc.forward, blocks);
+        const TimeNs reload = offload_stall(offloaded, host, cc.backward, blocks);
+        cc.backward_input += reload;
+        cc.backward += reload;
+      }
       const schedule::ChunkCollectives& collectives =
           layer_collectives[static_cast<std::size_t>(rank)][static_cast<std::size_t>(c)];
       cc.forward_comm = ring_time(tensor_ring, collectives.forward);

@@ -128,6 +128,19 @@ struct RankParameters {
   std::int64_t expert = 0;         ///< of those, routed experts' (their states shard over expert_data, not data)
 };
 [[nodiscard]] StaticMemory static_memory(const RankParameters& parameters, const StateFormat& format) noexcept;
+/// The GPU's link to host memory, one direction: the widest route to a CPU of its node (NVLink-C2C on
+/// Grace machines, PCIe elsewhere). Zero when its node has no CPU.
+[[nodiscard]] BytesPerSec host_bandwidth(const topology::Cluster& cluster, topology::RouteFinder& routes,
+                                         topology::DeviceId gpu);
+/// What activation offloading (Transformer Engine's, under Megatron-Core's cpu_offloading) adds to a
+/// pass over `blocks` blocks that takes `pass` without it: the offloaded blocks' stash, `offloaded`
+/// bytes, goes to the host one block after another on a stream of its own, starting once the first
+/// block has run, and each block's copy must end before the block `blocks - offloaded blocks` later
+/// starts (so that no more sets than the kept blocks' are on the GPU); the backward brings them back
+/// ahead of their use the same way. With copies no slower than the blocks nothing shows; slower, the
+/// pass waits for the copies beyond the first and last blocks' time: copies - pass x (blocks - 2) / blocks.
+/// Precondition: bandwidth > 0 (the plan check requires a host).
+[[nodiscard]] TimeNs offload_stall(Bytes offloaded, BytesPerSec bandwidth, TimeNs pass, int blocks) noexcept;
 /// One optimizer step over the state a rank owns (sharded by ZeRO >= 1), bound by HBM traffic.
 [[nodiscard]] TimeNs optimizer_step_time(std::int64_t parameters, int zero, int data, BytesPerSec memory_bandwidth,
                                          plan::Optimizer optimizer) noexcept;

@@ -102,6 +102,9 @@ struct PlanSpec {
   bool grad_reduce_in_fp32 = true;     ///< fp32 gradient buffer and reduction (Megatron-LM's default for 16-bit models)
   bool fp8_param_gather = false;       ///< FP8 weights only, gathered in FP8 (--fp8-param-gather; needs an FP8 precision)
   Optimizer optimizer = Optimizer::Adam;
+  /// The first blocks whose stashed activations go to host memory during the forward and come back
+  /// before their backward (Megatron-Core's cpu_offloading_num_layers; pipeline 1, no recomputation)
+  int activation_offload_layers = 0;
   double routing_imbalance = 1.0;      ///< tokens of the busiest expert rank over the mean (1: uniform routing)
   std::optional<double> expert_capacity_factor;  ///< Megatron's moe_expert_capacity_factor; unset: dropless
   bool pad_expert_input_to_capacity = false;     ///< Megatron's moe_pad_expert_input_to_capacity
@@ -142,6 +145,7 @@ struct Plan {
   bool grad_reduce_in_fp32 = true;
   bool fp8_param_gather = false;
   Optimizer optimizer = Optimizer::Adam;
+  int activation_offload_layers = 0;
   double routing_imbalance = 1.0;
   std::optional<double> expert_capacity_factor;
   bool pad_expert_input_to_capacity = false;

@@ -181,6 +181,22 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   p.overlap_param_gather = spec.overlap_param_gather;
   p.grad_reduce_in_fp32 = spec.grad_reduce_in_fp32;
   p.optimizer = spec.optimizer;
+  p.activation_offload_layers = spec.activation_offload_layers;
+  // Megatron-Core's rules for its layer-wise offloading (TransformerConfig): one pipeline stage, no
+  // recomputation, and the last block stays on the GPU.
+  if (p.activation_offload_layers > 0) {
+    const int blocks = partitionable_layer_count(model);
+    check.require(p.pipeline == 1, "activation_offload_layers",
+                  fmt::format("activation offloading needs pipeline 1, not {} (Megatron-Core's rule)", p.pipeline));
+    check.require(spec.recompute == model::Recompute::None, "activation_offload_layers",
+                  "activation offloading does not combine with recomputation (Megatron-Core's rule)");
+    check.require(p.activation_offload_layers < blocks, "activation_offload_layers",
+                  fmt::format("offloads {} of the model's {} blocks; at least the last stays on the GPU",
+                              p.activation_offload_layers, blocks));
+    check.require(std::any_of(cluster.devices().begin(), cluster.devices().end(),
+                              [](const topology::Device& d) { return d.kind == topology::DeviceKind::Cpu; }),
+                  "activation_offload_layers", "activation offloading needs a host CPU in the topology");
+  }
   p.fp8_param_gather = spec.fp8_param_gather;
   p.routing_imbalance = spec.routing_imbalance;
   p.expert_capacity_factor = spec.expert_capacity_factor;

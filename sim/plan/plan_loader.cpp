@@ -128,7 +128,7 @@ PlanSpec load_plan_spec(const Field& root) {
                     "placement", "active_microbatches", "microbatch_group_size_per_vp_stage", "optimize",
                     "allow_tensor_across_nodes", "overlap", "precision", "attention", "grad_reduce_in_fp32",
                     "fp8_param_gather", "recompute_modules", "routing_imbalance", "moe_expert_capacity_factor",
-                    "moe_pad_expert_input_to_capacity", "optimizer",
+                    "moe_pad_expert_input_to_capacity", "optimizer", "activation_offload_layers",
                     // SageMaker
                     "partitions", "pipeline_parallel_degree", "tensor_parallel_degree", "microbatches", "pipeline",
                     "placement_strategy", "ddp", "auto_partition",
@@ -138,6 +138,7 @@ PlanSpec load_plan_spec(const Field& root) {
                     "virtual_pipeline_model_parallel_size", "num_layers_per_virtual_pipeline_stage",
                     "micro_batch_size", "global_batch_size", "recompute_granularity", "use_distributed_optimizer",
                     "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "attention_backend",
+                    "cpu_offloading_num_layers",
                     "use_flash_attn", "fp8", "fp8_recipe", "bf16", "fp16", "accumulate_allreduce_grads_in_fp32",
                     // NeMo
                     "fp8_params"});
@@ -259,6 +260,8 @@ PlanSpec load_plan_spec(const Field& root) {
   if (auto f = r.get(root, "grad_reduce_in_fp32", "grad_reduce_in_fp32")) spec.grad_reduce_in_fp32 = f->as_bool();
   if (auto f = r.get(root, "fp8_param_gather", "fp8_param_gather")) spec.fp8_param_gather = f->as_bool();
   if (auto f = r.get(root, "optimizer", "optimizer")) spec.optimizer = f->as_enum(kOptimizerNames);
+  r.count(root, "cpu_offloading_num_layers", "activation_offload_layers", spec.activation_offload_layers, 0);
+  r.count(root, "activation_offload_layers", "activation_offload_layers", spec.activation_offload_layers, 0);
   if (auto f = r.get(root, "zero", "zero")) spec.zero = static_cast<int>(f->as_int_in(0, 3));
   if (auto f = r.get(root, "placement", "placement")) spec.placement = parse_placement(*f, false);
   r.count(root, "active_microbatches", "active_microbatches", spec.active_microbatches);
@@ -310,6 +313,7 @@ std::string write_plan_yaml(const Plan& p) {
   if (p.pad_expert_input_to_capacity) out += "moe_pad_expert_input_to_capacity: true\n";
   if (p.fp8_param_gather) out += "fp8_param_gather: true\n";
   if (p.optimizer == Optimizer::Muon) out += "optimizer: muon\n";
+  if (p.activation_offload_layers > 0) out += fmt::format("activation_offload_layers: {}\n", p.activation_offload_layers);
   out += fmt::format("placement: {}\n", to_string(p.placement));
   if (p.schedule == ScheduleKind::SageMakerInterleaved) out += fmt::format("active_microbatches: {}\n", p.active_microbatches);
   if (p.schedule == ScheduleKind::Interleaved1F1B) {
