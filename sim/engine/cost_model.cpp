@@ -52,7 +52,8 @@ StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept {
   // Context-parallel ranks hold the same weights: the data-parallel group of the model states (the
   // distributed optimizer's shards, the gradient reduction) spans data x context.
   return {dtype_bytes, plan.precision, plan.zero,  plan.grad_reduce_in_fp32, plan.fp8_param_gather,
-          plan.tensor, plan.pipeline,  plan.data * plan.context, plan.expert_data(), plan.optimizer};
+          plan.tensor, plan.pipeline,  plan.data * plan.context / std::max(1, plan.shard_groups), plan.expert_data(),
+          plan.optimizer};
 }
 
 StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
@@ -70,7 +71,7 @@ StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
           spec.fp8_param_gather,
           spec.tensor,
           spec.pipeline,
-          degrees.data * degrees.context,
+          degrees.data * degrees.context / std::max(1, spec.shard_groups),
           std::max(1, degrees.expert_data()),
           spec.optimizer};
 }
@@ -342,7 +343,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       rank_parameters.largest_layer = std::max(rank_parameters.largest_layer, cc.largest_layer_parameters);
       rc.chunks.push_back(cc);
     }
-    const int dp = plan.data;
+    const int dp = plan.data / std::max(1, plan.shard_groups);
     rc.optimizer_step = optimizer_step_time(rank_parameters.total, plan.zero, dp, gpu.memory_bandwidth, plan.optimizer);
     rc.static_memory =
         static_memory(rank_parameters, state_format(plan, m.dtype_bytes));

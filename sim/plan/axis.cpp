@@ -15,6 +15,8 @@ std::string_view short_name(Axis a) noexcept {
     case Axis::ExpertData: return "edp";
     case Axis::Data: return "dp";
     case Axis::Pipeline: return "pp";
+    case Axis::DataShard: return "dp_shard";
+    case Axis::DataReplica: return "dp_replicate";
   }
   return "?";
 }

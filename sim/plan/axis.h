@@ -14,13 +14,16 @@
 
 namespace mpsim::plan {
 
-enum class Axis : std::uint8_t { Tensor, Context, Expert, ExpertTensor, ExpertData, Data, Pipeline };
-inline constexpr int kAxisCount = 7;
+/// DataShard and DataReplica split the data axis for hybrid sharding (HSDP): the shards of the model
+/// states within a group of data / shard_groups ranks (the inner part of the data coordinate) and the
+/// groups that each hold a whole copy (the outer part). They are not words of an order string.
+enum class Axis : std::uint8_t { Tensor, Context, Expert, ExpertTensor, ExpertData, Data, Pipeline, DataShard, DataReplica };
+inline constexpr int kAxisCount = 9;
 inline constexpr std::array<Axis, kAxisCount> kAllAxes{Axis::Tensor,     Axis::Context,    Axis::Expert,
                                                        Axis::ExpertTensor, Axis::ExpertData, Axis::Data,
-                                                       Axis::Pipeline};
+                                                       Axis::DataShard,  Axis::DataReplica, Axis::Pipeline};
 
-/// Megatron's short words: tp, cp, ep, etp, edp, dp, pp.
+/// Megatron's short words: tp, cp, ep, etp, edp, dp, pp; TorchTitan's dp_shard and dp_replicate.
 [[nodiscard]] std::string_view short_name(Axis a) noexcept;
 /// The word of a placement string or an axis set, or nothing.
 [[nodiscard]] std::optional<Axis> axis_from_short_name(std::string_view word) noexcept;
@@ -32,9 +35,9 @@ class AxisSet {
   constexpr AxisSet(Axis a) noexcept : bits_(bit(a)) {}  // NOLINT: an axis is the set of itself
   [[nodiscard]] constexpr bool contains(Axis a) const noexcept { return (bits_ & bit(a)) != 0; }
   [[nodiscard]] constexpr bool empty() const noexcept { return bits_ == 0; }
-  [[nodiscard]] constexpr std::uint8_t bits() const noexcept { return bits_; }
+  [[nodiscard]] constexpr std::uint16_t bits() const noexcept { return bits_; }
   constexpr AxisSet& operator|=(AxisSet o) noexcept {
-    bits_ = static_cast<std::uint8_t>(bits_ | o.bits_);
+    bits_ = static_cast<std::uint16_t>(bits_ | o.bits_);
     return *this;
   }
   friend constexpr AxisSet operator|(AxisSet a, AxisSet b) noexcept { return a |= b; }
@@ -42,8 +45,8 @@ class AxisSet {
   friend constexpr auto operator<=>(AxisSet a, AxisSet b) noexcept { return a.bits_ <=> b.bits_; }
 
  private:
-  static constexpr std::uint8_t bit(Axis a) noexcept { return static_cast<std::uint8_t>(1u << static_cast<unsigned>(a)); }
-  std::uint8_t bits_ = 0;
+  static constexpr std::uint16_t bit(Axis a) noexcept { return static_cast<std::uint16_t>(1u << static_cast<unsigned>(a)); }
+  std::uint16_t bits_ = 0;
 };
 [[nodiscard]] constexpr AxisSet operator|(Axis a, Axis b) noexcept { return AxisSet(a) | AxisSet(b); }
 

@@ -20,6 +20,8 @@ int Degrees::size(Axis a) const noexcept {
     case Axis::ExpertData: return expert_data();
     case Axis::Data: return data;
     case Axis::Pipeline: return pipeline;
+    case Axis::DataShard: return shard_groups > 0 ? data / shard_groups : 0;
+    case Axis::DataReplica: return shard_groups;
   }
   return 1;
 }
@@ -32,12 +34,16 @@ Degrees degrees_of(const Plan& plan) noexcept {
   d.expert_tensor = plan.expert_tensor;
   d.data = plan.data;
   d.pipeline = plan.pipeline;
+  d.shard_groups = plan.shard_groups;
   return d;
 }
 
 std::optional<std::string> degrees_error(const Degrees& d) {
   for (const Axis a : {Axis::Tensor, Axis::Context, Axis::Expert, Axis::ExpertTensor, Axis::Data, Axis::Pipeline}) {
     if (d.size(a) < 1) return fmt::format("the {} degree must be at least 1", short_name(a));
+  }
+  if (d.shard_groups < 1 || d.data % d.shard_groups != 0) {
+    return fmt::format("shard_groups {} does not divide data {}", d.shard_groups, d.data);
   }
   const int dense = d.tensor * d.context * d.data;
   if (dense % (d.expert_tensor * d.expert) != 0) {
@@ -56,6 +62,12 @@ Layout::Layout(const Degrees& degrees, const Placement& placement) : degrees_(de
     const Axis expert_axis = word == Axis::Tensor ? Axis::ExpertTensor : word == Axis::Data ? Axis::ExpertData : word;
     if (word != Axis::Expert) {
       dense_.push_back({dense_axis, degrees_.size(dense_axis), dense_stride});
+      if (word == Axis::Data) {
+        // The data coordinate's inner and outer parts (HSDP), over the same ranks as data.
+        dense_.push_back({Axis::DataShard, degrees_.size(Axis::DataShard), dense_stride});
+        dense_.push_back({Axis::DataReplica, degrees_.size(Axis::DataReplica),
+                          dense_stride * degrees_.size(Axis::DataShard)});
+      }
       dense_stride *= degrees_.size(dense_axis);
     }
     if (word != Axis::Context) {
@@ -122,10 +134,20 @@ std::vector<int> Layout::group(int rank, AxisSet axes) const {
 
 std::vector<std::vector<int>> Layout::groups(AxisSet axes) const {
   const Generator& g = generator_of(axes);
+  // The data axis and its two parts cover the same coordinate: the other axes are data's other part
+  // when the set holds one, data alone otherwise.
+  const bool shard = axes.contains(Axis::DataShard);
+  const bool replica = axes.contains(Axis::DataReplica);
+  const auto covered = [&](Axis a) {
+    if (a == Axis::Data) return shard || replica;
+    if (a == Axis::DataShard) return !replica;
+    if (a == Axis::DataReplica) return !shard;
+    return false;
+  };
   // The groups' first members: every combination of the other axes, first fastest.
   std::vector<int> firsts{0};
   for (const Dim& d : g) {
-    if (axes.contains(d.axis)) continue;
+    if (axes.contains(d.axis) || covered(d.axis)) continue;
     const std::size_t before = firsts.size();
     for (int k = 1; k < d.size; ++k) {
       for (std::size_t i = 0; i < before; ++i) firsts.push_back(firsts[i] + k * d.stride);

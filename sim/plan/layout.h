@@ -30,13 +30,15 @@ struct Degrees {
   int expert_tensor = 1;
   int data = 1;
   int pipeline = 1;
+  int shard_groups = 1;  ///< HSDP: data-parallel groups that each hold a whole copy of the sharded states
   [[nodiscard]] int ranks() const noexcept { return tensor * context * data * pipeline; }
   [[nodiscard]] int expert_data() const noexcept;
   [[nodiscard]] int size(Axis a) const noexcept;
 };
 /// A plan's degrees.
 [[nodiscard]] Degrees degrees_of(const Plan& plan) noexcept;
-/// Why `d` cannot be laid out (expert_tensor x expert must divide tensor x context x data), or nothing.
+/// Why `d` cannot be laid out (expert_tensor x expert must divide tensor x context x data, shard_groups
+/// must divide data), or nothing.
 [[nodiscard]] std::optional<std::string> degrees_error(const Degrees& d);
 
 class Layout {

@@ -102,6 +102,10 @@ struct PlanSpec {
   bool grad_reduce_in_fp32 = true;     ///< fp32 gradient buffer and reduction (Megatron-LM's default for 16-bit models)
   bool fp8_param_gather = false;       ///< FP8 weights only, gathered in FP8 (--fp8-param-gather; needs an FP8 precision)
   Optimizer optimizer = Optimizer::Adam;
+  /// HSDP: the data-parallel ranks form this many groups, each holding a whole copy of what ZeRO
+  /// shards, sharded within the group (Megatron's num_distributed_optimizer_instances; TorchTitan's
+  /// data_parallel_replicate_degree); 1: one group, ZeRO over all data-parallel ranks
+  int shard_groups = 1;
   /// The first blocks whose stashed activations go to host memory during the forward and come back
   /// before their backward (Megatron-Core's cpu_offloading_num_layers; pipeline 1, no recomputation)
   int activation_offload_layers = 0;
@@ -145,6 +149,7 @@ struct Plan {
   bool grad_reduce_in_fp32 = true;
   bool fp8_param_gather = false;
   Optimizer optimizer = Optimizer::Adam;
+  int shard_groups = 1;
   int activation_offload_layers = 0;
   double routing_imbalance = 1.0;
   std::optional<double> expert_capacity_factor;

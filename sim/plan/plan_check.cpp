@@ -182,6 +182,7 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   p.grad_reduce_in_fp32 = spec.grad_reduce_in_fp32;
   p.optimizer = spec.optimizer;
   p.activation_offload_layers = spec.activation_offload_layers;
+  p.shard_groups = spec.shard_groups;
   // Megatron-Core's rules for its layer-wise offloading (TransformerConfig): one pipeline stage, no
   // recomputation, and the last block stays on the GPU.
   if (p.activation_offload_layers > 0) {
@@ -231,6 +232,12 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
                   fmt::format("tensor {} x pipeline {} = {} does not divide the cluster's {} GPUs", p.tensor,
                               p.pipeline, model_parallel, gpus));
     p.data = gpus / model_parallel;
+  }
+  if (p.shard_groups > 1) {
+    check.require(p.data % p.shard_groups == 0, "shard_groups",
+                  fmt::format("shard_groups {} does not divide data {}", p.shard_groups, p.data));
+    check.require(p.zero >= 1, "shard_groups",
+                  "shard_groups splits what ZeRO shards; it needs zero 1 or more (HSDP: zero 3)");
   }
   // Expert layers regroup the same GPUs (parallel folding).
   if (const auto error = degrees_error(degrees_of(p))) {

@@ -75,12 +75,13 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
     struct Bucket {
       Bytes bytes;
       plan::AxisSet group;
+      bool dense = false;  // HSDP: its reduced shard is all-reduced over the replica group
     };
     std::vector<std::vector<Bucket>> buckets(static_cast<std::size_t>(chunks));
     for (int c = 0; c < chunks; ++c) {
       const auto cs = static_cast<std::size_t>(c);
       for (const Bytes b : buckets_of(sync.gradient_bytes[r][cs], sync.bucket_size)) {
-        buckets[cs].push_back({b, sync.data_group});
+        buckets[cs].push_back({b, sync.data_group, true});
       }
       if (sync.expert_gradient_bytes.empty()) continue;
       const auto& experts = sync.expert_gradient_bytes.at(r);
@@ -90,6 +91,10 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
     const auto emit_reduce = [&](std::vector<Op>& out, int c) {
       for (const Bucket& b : buckets[static_cast<std::size_t>(c)]) {
         out.push_back(collective_op(collectives.reduction, b.group, b.bytes, c));
+        if (b.dense && !sync.replica_group.empty()) {
+          out.push_back(collective_op(OpKind::AllReduce, sync.replica_group,
+                                      Bytes::bytes(b.bytes.count() / std::max(1, sync.shard_ranks)), c));
+        }
       }
     };
 
@@ -161,7 +166,11 @@ Bytes default_gradient_bucket(const plan::Plan& plan, int dtype_bytes) noexcept 
 Program plan_program(const model::Model& model, const plan::Plan& plan, GradientSync sync) {
   sync.zero = plan.zero;
   sync.data_parallel = plan.data * plan.context > 1 || reduces_expert_gradients(plan);
-  sync.data_group = dense_replica_group(plan);
+  sync.data_group = dense_shard_group(plan);
+  if (plan.shard_groups > 1) {
+    sync.replica_group = plan::Axis::DataReplica;
+    sync.shard_ranks = dense_shard_ranks(plan);
+  }
   sync.overlap_param_gather = plan.overlap_param_gather;
   sync.parameter_bytes = gathered_parameter_bytes(plan.fp8_param_gather, model.dtype_bytes);
   sync.gradient_bytes_per_parameter = gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, model.dtype_bytes);

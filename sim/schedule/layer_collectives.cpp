@@ -109,7 +109,13 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
           };
           const bool own_replicas = splits_expert_gradients(plan);
           const std::int64_t experts = own_replicas ? layer.expert_parameters : 0;
-          shard((layer.parameters - experts) / plan.tensor, dense_replica_group(plan));
+          const std::int64_t dense = (layer.parameters - experts) / plan.tensor;
+          shard(dense, dense_shard_group(plan));
+          if (plan.shard_groups > 1 && dense > 0) {
+            // HSDP: the reduced shard is all-reduced over the groups holding the other copies.
+            add(chunk.backward, OpKind::AllReduce, Bytes::bytes(dense * gradient / dense_shard_ranks(plan)), 1,
+                plan::Axis::DataReplica, kBeside);
+          }
           if (own_replicas && plan.expert_data() > 1) {
             shard(experts / (plan.expert * plan.expert_tensor), plan::Axis::ExpertData);
           }

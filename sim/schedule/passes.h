@@ -4,6 +4,7 @@
 /// A generator emits compute ops; lower_comm() adds the point-to-point transfers its data
 /// dependencies need, and add_gradient_sync() the data-parallel collectives and the optimizer
 /// step. Both are pure and O(ops).
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -98,7 +99,12 @@ struct GradientSync {
   int parameter_bytes = 2;
   int gradient_bytes_per_parameter = 4;
   int zero = 0;                ///< 0: all-reduce; >= 1: reduce-scatter, then all-gather the parameters
-  plan::AxisSet data_group = plan::Axis::Data;  ///< the dense gradients' replicas (data x context with context parallelism)
+  plan::AxisSet data_group = plan::Axis::Data;  ///< the dense gradients' replicas (data x context with context parallelism),
+                                                ///< or with HSDP the group ZeRO shards them over
+  /// HSDP: the groups holding whole copies (DataReplica); each reduced shard is all-reduced over
+  /// them, 1 / shard_ranks of a bucket. Empty: none.
+  plan::AxisSet replica_group;
+  int shard_ranks = 1;
   bool data_parallel = false;  ///< false: no collectives, only the optimizer step
 };
 
@@ -143,6 +149,17 @@ struct SyncCollectives {
 /// sequence (context-parallel ranks compute gradients of the same weights).
 [[nodiscard]] inline plan::AxisSet dense_replica_group(const plan::Plan& plan) noexcept {
   return plan.context > 1 ? (plan::Axis::Data | plan::Axis::Context) : plan::AxisSet(plan::Axis::Data);
+}
+
+/// The group ZeRO shards the dense states over: their replicas, or with HSDP (shard_groups > 1) the
+/// inner part of the data axis (x context).
+[[nodiscard]] inline plan::AxisSet dense_shard_group(const plan::Plan& plan) noexcept {
+  if (plan.shard_groups <= 1) return dense_replica_group(plan);
+  return plan.context > 1 ? (plan::Axis::DataShard | plan::Axis::Context) : plan::AxisSet(plan::Axis::DataShard);
+}
+/// Ranks in that group.
+[[nodiscard]] inline int dense_shard_ranks(const plan::Plan& plan) noexcept {
+  return plan.data * plan.context / std::max(1, plan.shard_groups);
 }
 
 /// Bytes of an fp32 gradient: Megatron-LM accumulates and reduces 16-bit models' gradients in fp32

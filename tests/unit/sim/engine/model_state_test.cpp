@@ -146,6 +146,56 @@ TEST(ModelStates, ZeroThreeGathersEachLayerBeforeItsPassesAndReduceScattersItsGr
   EXPECT_THROW((void)simulate(cluster, model, p, unfolded), std::invalid_argument);
 }
 
+TEST(ModelStates, HybridShardingShardsWithinAGroupAndAllReducesAcrossGroups) {
+  // HSDP, 8 GPUs in 2 groups of 4: states (2 + 2 + 12) bytes per parameter over 4 ranks; each layer
+  // gathered and reduce-scattered within the group, its reduced quarter all-reduced across the groups.
+  StateFormat f = format(Precision::Bf16, 3, 4);
+  f.grad_reduce_in_fp32 = false;
+  const StaticMemory m = static_memory({kParameters, 0, 0, 0}, f);
+  EXPECT_EQ(m.weights.count() + m.gradients.count() + m.optimizer.count(), (2 + 2 + 12) * kParameters / 4);
+  const auto cluster = testing::h100_node(8);
+  const auto model = testing::model_yaml(
+      "model: { family: llama, layers: 2, hidden: 256, heads: 4, ffn: 512, seq_len: 128, vocab: 1024 }\n");
+  const plan::Plan p = testing::plan_yaml(
+      "parallelism: { data: 8 }\nzero: 3\nshard_groups: 2\nbatch: { global: 8 }\ngrad_reduce_in_fp32: false\n",
+      cluster, model);
+  EXPECT_EQ(state_format(p, model.dtype_bytes).data, 4);
+  schedule::GradientSync sync;
+  sync.gradient_bytes = schedule::chunk_gradient_split(model, p).dense;
+  const schedule::Program program = schedule::plan_program(model, p, sync);
+  std::int64_t gathered = 0, scattered = 0, across = 0, parameters = 0;
+  for (const auto& layer : model.layers) parameters += layer.parameters;
+  for (const schedule::Op& op : program.streams.front()) {
+    if (!schedule::is_collective(op.kind)) continue;
+    const std::int64_t bytes = op.bytes.count() * op.count;
+    if (op.kind == schedule::OpKind::AllReduce) {
+      EXPECT_TRUE(op.group == plan::Axis::DataReplica);
+      across += bytes;
+    } else {
+      EXPECT_TRUE(op.group == plan::Axis::DataShard);
+      (op.kind == schedule::OpKind::AllGather ? gathered : scattered) += bytes;
+    }
+  }
+  EXPECT_EQ(gathered, 2 * 2 * parameters);  // one microbatch: forward and backward, 2 bytes each
+  EXPECT_EQ(scattered, 2 * parameters);
+  // Each layer's reduced quarter, rounded down per layer.
+  std::int64_t quarters = 0;
+  for (const auto& layer : model.layers) quarters += layer.parameters * 2 / 4;
+  EXPECT_EQ(across, quarters);
+  EXPECT_GT(simulate(cluster, model, p).report.step_time_s, 0.0);
+  // ZeRO 1 in two groups: the bucket's quarter all-reduced after its reduce-scatter.
+  const plan::Plan z1 = testing::plan_yaml(
+      "parallelism: { data: 8 }\nzero: 1\nshard_groups: 2\nbatch: { global: 8 }\ngrad_reduce_in_fp32: false\n",
+      cluster, model);
+  schedule::GradientSync sync1;
+  sync1.gradient_bytes = schedule::chunk_gradient_split(model, z1).dense;
+  sync1.bucket_size = Bytes::gib(1);
+  const schedule::Program one = schedule::plan_program(model, z1, sync1);
+  EXPECT_EQ(collective_bytes(one, schedule::OpKind::ReduceScatter), 2 * parameters);
+  EXPECT_EQ(collective_bytes(one, schedule::OpKind::AllReduce), 2 * parameters / 4);
+  EXPECT_GT(simulate(cluster, model, z1).report.step_time_s, 0.0);
+}
+
 TEST(ModelStates, Fp8WeightsNeedAnFp8Precision) {
   const auto cluster = testing::pcie_box(1);
   const auto model = testing::model_yaml(

@@ -71,6 +71,29 @@ TEST(Layout, Tp2Cp2Dp2Pp2WithExpertsFolded) {
   EXPECT_THROW((void)layout.group(0, Axis::Expert | Axis::Context), std::logic_error);
 }
 
+TEST(Layout, HybridShardingSplitsTheDataAxis) {
+  // 16 GPUs, tp2 dp8 in two shard groups: dp strides 2, its inner part (4 ranks) stride 2, its outer
+  // part (2 groups) stride 8.
+  Degrees d;
+  d.tensor = 2;
+  d.data = 8;
+  d.shard_groups = 2;
+  ASSERT_FALSE(degrees_error(d));
+  const Layout layout(d, kTpCpEpDpPp);
+  EXPECT_EQ(layout.size(Axis::DataShard), 4);
+  EXPECT_EQ(layout.size(Axis::DataReplica), 2);
+  EXPECT_EQ(layout.group(3, Axis::Data), (std::vector<int>{1, 3, 5, 7, 9, 11, 13, 15}));
+  EXPECT_EQ(layout.group(3, Axis::DataShard), (std::vector<int>{1, 3, 5, 7}));
+  EXPECT_EQ(layout.group(3, Axis::DataReplica), (std::vector<int>{3, 11}));
+  EXPECT_EQ(layout.groups(Axis::DataShard), (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}}));
+  EXPECT_EQ(layout.groups(Axis::DataReplica).size(), 8u);
+  EXPECT_EQ(layout.groups(Axis::Data).size(), 2u);
+  EXPECT_EQ(layout.coordinate(11, Axis::DataShard), 1);
+  EXPECT_EQ(layout.coordinate(11, Axis::DataReplica), 1);
+  d.shard_groups = 3;
+  EXPECT_TRUE(degrees_error(d));
+}
+
 TEST(Layout, ExpertTensorTwoExpertFour) {
   // etp2 ep4 on tp2 cp2 dp2 pp2: expert_data 1; expert strides etp 1, ep 2, pp 8.
   Degrees d{.tensor = 2, .context = 2, .expert = 4, .expert_tensor = 2, .data = 2, .pipeline = 2};
