@@ -4,6 +4,7 @@
 #include <csignal>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <set>
 #include <memory>
@@ -113,6 +114,8 @@ class Interpreter {
     gradient_bytes_ = gradient_bytes.dense;
     expert_gradient_bytes_ = gradient_bytes.experts;
     program_ = program_for_plan(model, plan, gradient_bytes, options.grad_bucket);
+    zero3_ = plan.zero >= 3 && plan.data > 1;
+    shard_axes_ = schedule::dense_shard_group(plan);
     if (const auto error = schedule::validate(program_)) {
       throw std::invalid_argument(fmt::format("invalid program: {}", error->message));
     }
@@ -182,6 +185,9 @@ class Interpreter {
         measured.push_back(std::move(all));
       }
     }
+    if (zero3_) {
+      for (int c = 0; c < network_->chunks(); ++c) gather_chunk(c);  // whole weights for the dump
+    }
     if (options_.dump_parameters) result.parameters = gather_parameters();
     backend_.barrier();
     if (result.root && !measured.empty()) {
@@ -213,13 +219,20 @@ class Interpreter {
       ++ops_run_;
       // In-layer collectives run inside the layers of their compute op (the network's forward and
       // backward call the tensor group where the math needs them), so they have no span of their own.
+      // ZeRO 3's weight gathers run here, before the pass that reads the weights.
       if (schedule::is_collective(op.kind) && schedule::is_in_layer(op.stream)) {
+        if (zero3_ && op.kind == OpKind::AllGather && op.group == shard_axes_) gather_chunk(op.chunk);
         op_marks.emplace_back(-1, -1);
         continue;
       }
       const int before = backend_.record_mark();
       run_op(op);
       op_marks.emplace_back(before, backend_.record_mark());
+      // ZeRO 3 keeps only this rank's shard between passes: the others' elements are poisoned, so
+      // a pass that ran without its gather would spoil the step.
+      if (zero3_ && (op.kind == OpKind::Forward || op.kind == OpKind::Backward || op.kind == OpKind::BackwardWeight)) {
+        drop_unowned(op.chunk);
+      }
     }
     for (auto& s : sends_) s->wait();
     backend_.synchronize();
@@ -320,7 +333,14 @@ class Interpreter {
       // The IR emits all-to-alls only inside layers (the MoE dispatch and combine), which the MoE
       // layers run with the real token counts inside their compute op; run_step() skips them.
       case OpKind::AllToAll: throw std::logic_error("an all-to-all outside a layer: the program has none");
-      case OpKind::OptimizerStep: network_->optimizer_step(optimizer_ranges()); break;
+      case OpKind::OptimizerStep:
+        if (zero3_) {
+          // The sum of every microbatch's reduce-scatter is the reduce-scatter of the accumulated
+          // gradients: one per chunk before the step.
+          for (int c = 0; c < network_->chunks(); ++c) reduce_scatter_chunk(c);
+        }
+        network_->optimizer_step(optimizer_ranges());
+        break;
     }
   }
 
@@ -390,6 +410,54 @@ class Interpreter {
       backend_.all_reduce_sum(group, grads + tail, n - tail);
       owned_.push_back({section.range.begin + tail, section.range.end});
     }
+  }
+
+  /// ZeRO 3: a chunk's elements in whole multiples of the shard group's size, split evenly (the
+  /// remainder is kept whole on every rank), and this rank's slice of them.
+  struct Shard {
+    ElementRange sharded;
+    ElementRange mine;
+  };
+  [[nodiscard]] Shard shard_of(int chunk) const {
+    const Group& group = *groups_.at(shard_axes_);
+    const auto size = static_cast<std::size_t>(group.size());
+    const ElementRange range = network_->chunk_range(chunk);
+    const std::size_t whole = (range.end - range.begin) / size * size;
+    const std::size_t slice = whole / size;
+    const std::size_t mine = range.begin + static_cast<std::size_t>(group.rank()) * slice;
+    return {{range.begin, range.begin + whole}, {mine, mine + slice}};
+  }
+  void gather_chunk(int chunk) {
+    const Shard s = shard_of(chunk);
+    if (s.sharded.end > s.sharded.begin) {
+      backend_.all_gather(*groups_.at(shard_axes_), network_->parameters() + s.sharded.begin,
+                          s.sharded.end - s.sharded.begin);
+    }
+  }
+  void drop_unowned(int chunk) {
+    const Shard s = shard_of(chunk);
+    const auto poison = [&](std::size_t from, std::size_t to) {
+      if (to <= from) return;
+      const auto n = static_cast<std::int64_t>(to - from);
+      backend_.fill({network_->parameters() + from, 1, n, n}, std::numeric_limits<float>::quiet_NaN());
+    };
+    poison(s.sharded.begin, s.mine.begin);
+    poison(s.mine.end, s.sharded.end);
+  }
+  void reduce_scatter_chunk(int chunk) {
+    Group& group = *groups_.at(shard_axes_);
+    const Shard s = shard_of(chunk);
+    const ElementRange range = network_->chunk_range(chunk);
+    float* grads = network_->gradients();
+    if (s.sharded.end > s.sharded.begin) {
+      backend_.reduce_scatter_sum(group, grads + s.sharded.begin, s.sharded.end - s.sharded.begin);
+      owned_.push_back(s.mine);
+    }
+    if (range.end > s.sharded.end) {
+      backend_.all_reduce_sum(group, grads + s.sharded.end, range.end - s.sharded.end);
+      owned_.push_back({s.sharded.end, range.end});
+    }
+    scattered_.insert(2 * static_cast<std::size_t>(chunk));
   }
 
   void gather_bucket(const Op& op) {
@@ -608,6 +676,8 @@ class Interpreter {
   std::vector<std::int64_t> reduce_cursor_;
   std::vector<std::int64_t> gather_cursor_;
   std::vector<ElementRange> owned_;
+  bool zero3_ = false;          ///< ZeRO 3: weights gathered before each pass, only a shard kept
+  plan::AxisSet shard_axes_;    ///< the group ZeRO shards the dense states over
   std::set<std::size_t> scattered_;  // sections (Section::index) a reduce-scatter split this step
   std::int64_t ops_run_ = 0;
 };

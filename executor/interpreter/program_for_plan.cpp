@@ -11,10 +11,15 @@ namespace mpsim::executor {
 
 schedule::Program program_for_plan(const model::Model& model, const plan::Plan& plan,
                                    const schedule::ChunkGradientBytes& gradient_bytes, Bytes bucket) {
-  // The executor's layers keep whole weights and reduce gradients in the step's sync; ZeRO-3's
-  // per-layer gathers and reduce-scatters are simulated only.
-  if (plan.zero >= 3 && plan.data > 1) {
-    throw std::invalid_argument("the executor runs ZeRO stages 0-2; ZeRO 3 (per-layer weight gathers) is simulated only");
+  // The executor's ZeRO 3 shards the dense weights over the data group; hybrid sharding, and the
+  // routed experts' own shards, are simulated only.
+  if (plan.shard_groups > 1) {
+    throw std::invalid_argument("the executor shards over the whole data group; shard_groups (HSDP) is simulated only");
+  }
+  const bool has_experts = std::any_of(model.layers.begin(), model.layers.end(),
+                                       [](const model::Layer& l) { return l.routed.experts > 0; });
+  if (plan.zero >= 3 && plan.data > 1 && has_experts && schedule::splits_expert_gradients(plan)) {
+    throw std::invalid_argument("the executor's ZeRO 3 shards dense weights; with expert parallelism it is simulated only");
   }
   if (plan.context > 1) {
     throw std::invalid_argument("the executor's attention holds whole sequences; context parallelism is simulated only");
@@ -39,8 +44,6 @@ schedule::Program program_for_plan(const model::Model& model, const plan::Plan& 
   }
   // The executor's experts are whole matrices on their rank; splitting one over an expert-tensor
   // group is simulated only.
-  const bool has_experts = std::any_of(model.layers.begin(), model.layers.end(),
-                                       [](const model::Layer& l) { return l.routed.experts > 0; });
   if (has_experts && plan.expert_tensor > 1) {
     throw std::invalid_argument(fmt::format("the executor runs whole experts (expert_tensor 1); expert_tensor {} is "
                                             "simulated only",

@@ -105,6 +105,11 @@ INSTANTIATE_TEST_SUITE_P(
         Split{"zb_h2", 2, "--set plan.pipeline=2 --set plan.schedule=zb-h2"},
         Split{"data", 2, "--set plan.data=2 --grad-bucket 4000"},
         Split{"data_zero1", 2, "--set plan.data=2 --set plan.zero=1 --grad-bucket 4000"},
+        // ZeRO 3: each pass gathers its chunk's weights; between passes a rank holds only its shard
+        // (the rest is poisoned), so a pass without its gather would spoil the step.
+        Split{"data_zero3", 2, "--set plan.data=2 --set plan.zero=3"},
+        Split{"data_zero3_four", 4, "--set plan.data=4 --set plan.zero=3"},
+        Split{"pipeline_data_zero3", 4, "--set plan.pipeline=2 --set plan.data=2 --set plan.zero=3"},
         Split{"tensor", 2, "--set plan.tensor=2"},
         Split{"recompute_full", 2, "--set plan.pipeline=2 --set plan.recompute=full"},
         Split{"recompute_selective", 2, "--set plan.pipeline=2 --set plan.schedule=zb-h1 --set plan.recompute=selective"},
