@@ -65,6 +65,15 @@ inline constexpr std::pair<std::string_view, Precision> kPrecisionNames[] = {
   return p == Precision::Fp8 || p == Precision::Mxfp8 || p == Precision::Fp8Blockwise;
 }
 
+/// How context-parallel attention meets the keys and values of the other chunks (Megatron-Core's
+/// cp_comm_type): p2p, the ring that passes K/V chunks beside the attention (Megatron's default);
+/// all_gather, every rank gathers all K/V before its attention (and reduce-scatters their gradients);
+/// a2a (DeepSpeed-Ulysses), all-to-alls that trade the sequence split for a head split before the
+/// attention and back after it (context must divide the key/value heads).
+enum class ContextComm : std::uint8_t { P2p, AllGather, AllToAll };
+inline constexpr std::pair<std::string_view, ContextComm> kContextCommNames[] = {
+    {"p2p", ContextComm::P2p}, {"all_gather", ContextComm::AllGather}, {"a2a", ContextComm::AllToAll}};
+
 /// The optimizer whose state the step keeps and updates: Adam(W) (fp32 master weights, momentum and
 /// variance) or Muon (fp32 master weights and momentum; Kimi K2's recipe; Megatron-Core's `optimizer: muon`).
 enum class Optimizer : std::uint8_t { Adam, Muon };
@@ -106,6 +115,7 @@ struct PlanSpec {
   /// shards, sharded within the group (Megatron's num_distributed_optimizer_instances; TorchTitan's
   /// data_parallel_replicate_degree); 1: one group, ZeRO over all data-parallel ranks
   int shard_groups = 1;
+  ContextComm context_comm = ContextComm::P2p;
   /// The first blocks whose stashed activations go to host memory during the forward and come back
   /// before their backward (Megatron-Core's cpu_offloading_num_layers; pipeline 1, no recomputation)
   int activation_offload_layers = 0;
@@ -150,6 +160,7 @@ struct Plan {
   bool fp8_param_gather = false;
   Optimizer optimizer = Optimizer::Adam;
   int shard_groups = 1;
+  ContextComm context_comm = ContextComm::P2p;
   int activation_offload_layers = 0;
   double routing_imbalance = 1.0;
   std::optional<double> expert_capacity_factor;

@@ -215,6 +215,19 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
 
   // Degrees against the GPU count.
   const int gpus = static_cast<int>(cluster.gpus().size());
+  p.context_comm = spec.context_comm;
+  check.require(p.context > 1 || p.context_comm == ContextComm::P2p, "cp_comm_type",
+                "cp_comm_type applies to context parallelism (context > 1)");
+  if (p.context > 1 && model.shape && p.context_comm == ContextComm::AllToAll) {
+    // Ulysses gives each rank whole heads: the key/value heads (and the query heads) split over
+    // context x tensor.
+    const std::int64_t kv_heads = model.shape->mla ? model.shape->heads : model.shape->kv_heads;
+    check.require(kv_heads % (p.context * p.tensor) == 0 && model.shape->heads % (p.context * p.tensor) == 0,
+                  "cp_comm_type",
+                  fmt::format("a2a context parallelism splits heads: context {} x tensor {} must divide the model's "
+                              "{} key/value heads",
+                              p.context, p.tensor, kv_heads));
+  }
   if (p.context > 1 && model.shape) {
     // Megatron splits the sequence into 2 x context chunks (causal load balancing).
     check.require(model.shape->seq_len % (2 * p.context) == 0, "context",

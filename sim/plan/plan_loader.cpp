@@ -130,6 +130,7 @@ PlanSpec load_plan_spec(const Field& root) {
                     "fp8_param_gather", "recompute_modules", "routing_imbalance", "moe_expert_capacity_factor",
                     "moe_pad_expert_input_to_capacity", "optimizer", "activation_offload_layers",
                     "shard_groups", "num_distributed_optimizer_instances", "data_parallel_replicate_degree",
+                    "cp_comm_type",
                     // SageMaker
                     "partitions", "pipeline_parallel_degree", "tensor_parallel_degree", "microbatches", "pipeline",
                     "placement_strategy", "ddp", "auto_partition",
@@ -264,6 +265,7 @@ PlanSpec load_plan_spec(const Field& root) {
   r.count(root, "cpu_offloading_num_layers", "activation_offload_layers", spec.activation_offload_layers, 0);
   r.count(root, "activation_offload_layers", "activation_offload_layers", spec.activation_offload_layers, 0);
   r.count(root, "shard_groups", "shard_groups", spec.shard_groups);
+  if (auto f = r.get(root, "cp_comm_type", "cp_comm_type")) spec.context_comm = f->as_enum(kContextCommNames);
   r.count(root, "num_distributed_optimizer_instances", "shard_groups", spec.shard_groups);
   r.count(root, "data_parallel_replicate_degree", "shard_groups", spec.shard_groups);
   if (auto f = r.get(root, "zero", "zero")) spec.zero = static_cast<int>(f->as_int_in(0, 3));
@@ -318,6 +320,11 @@ std::string write_plan_yaml(const Plan& p) {
   if (p.fp8_param_gather) out += "fp8_param_gather: true\n";
   if (p.optimizer == Optimizer::Muon) out += "optimizer: muon\n";
   if (p.shard_groups > 1) out += fmt::format("shard_groups: {}\n", p.shard_groups);
+  if (p.context_comm != ContextComm::P2p) {
+    for (const auto& [name, kind] : kContextCommNames) {
+      if (kind == p.context_comm) out += fmt::format("cp_comm_type: {}\n", name);
+    }
+  }
   if (p.activation_offload_layers > 0) out += fmt::format("activation_offload_layers: {}\n", p.activation_offload_layers);
   out += fmt::format("placement: {}\n", to_string(p.placement));
   if (p.schedule == ScheduleKind::SageMakerInterleaved) out += fmt::format("active_microbatches: {}\n", p.active_microbatches);

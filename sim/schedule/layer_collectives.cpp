@@ -47,6 +47,36 @@ void add_tensor_reductions(std::vector<LayerCollective>& list, Bytes bytes, int 
   }
 }
 
+/// One attention core's context-parallel exchanges on one rank (`core` is the rank's share: its
+/// queries against every key). p2p: the K/V ring beside the attention, as a gather of every chunk's
+/// keys and values (their gradients scattered back in the backward); all_gather: the same before the
+/// attention; a2a: the rank's queries, keys and values (by heads) before the attention and its output
+/// after it, and the gradients of both the other way in the backward.
+void add_context_exchanges(ChunkCollectives& chunk, const model::AttentionCore& core, int dtype_bytes, bool replayed,
+                           const plan::Plan& plan) {
+  const std::int64_t scale = static_cast<std::int64_t>(dtype_bytes) * plan.micro_batch;
+  const auto bytes = [&](std::int64_t elements) { return Bytes::bytes(elements * scale / plan.tensor); };
+  const int passes = replayed ? 2 : 1;
+  if (plan.context_comm == plan::ContextComm::AllToAll) {
+    constexpr auto kBlocking = LayerCommPlacement::Blocking;
+    const std::int64_t kv_heads = core.kv_heads > 0 ? core.kv_heads : core.heads;
+    const Bytes inputs =
+        bytes(core.q_tokens * (core.heads * core.head_dim + kv_heads * (core.head_dim + core.values())));
+    const Bytes output = bytes(core.q_tokens * core.heads * core.values());
+    add(chunk.forward, OpKind::AllToAll, inputs, 1, plan::Axis::Context, kBlocking);
+    add(chunk.forward, OpKind::AllToAll, output, 1, plan::Axis::Context, kBlocking);
+    add(chunk.backward, OpKind::AllToAll, inputs, passes, plan::Axis::Context, kBlocking);
+    add(chunk.backward, OpKind::AllToAll, output, passes, plan::Axis::Context, kBlocking);
+    return;
+  }
+  const LayerCommPlacement placement =
+      plan.context_comm == plan::ContextComm::P2p ? LayerCommPlacement::Beside : LayerCommPlacement::Blocking;
+  const Bytes keys_values = bytes(core.key_value_elements());
+  add(chunk.forward, OpKind::AllGather, keys_values, 1, plan::Axis::Context, placement);
+  add(chunk.backward, OpKind::AllGather, keys_values, passes, plan::Axis::Context, placement);
+  add(chunk.backward, OpKind::ReduceScatter, keys_values, 1, plan::Axis::Context, placement);
+}
+
 bool carries_backward(OpKind k) noexcept { return k == OpKind::Backward || k == OpKind::BackwardInput; }
 
 }  // namespace
@@ -90,11 +120,7 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
         }
         if (plan.context > 1) {
           for (const model::AttentionCore& core : layer.attention) {
-            const Bytes keys_values =
-                Bytes::bytes(core.key_value_elements() * model.dtype_bytes * plan.micro_batch / plan.tensor);
-            add(chunk.forward, OpKind::AllGather, keys_values, 1, plan::Axis::Context, kBeside);
-            add(chunk.backward, OpKind::AllGather, keys_values, replayed ? 2 : 1, plan::Axis::Context, kBeside);
-            add(chunk.backward, OpKind::ReduceScatter, keys_values, 1, plan::Axis::Context, kBeside);
+            add_context_exchanges(chunk, core, model.dtype_bytes, replayed, plan);
           }
         }
         if (sharded_weights) {

@@ -70,6 +70,54 @@ TEST(ContextParallel, KeysAndValuesGoRoundTheContextGroupBesideTheAttention) {
   (void)kHeads;
 }
 
+/// The context-group collectives of stage 0's stream: (kind, bytes x count, placement) summed.
+struct ContextTraffic {
+  std::int64_t gathered = 0, scattered = 0, exchanged = 0;
+  bool blocking = true;
+};
+ContextTraffic context_traffic(const std::string& comm, int context = 4) {
+  const model::Model model = gqa_model();
+  const plan::Plan p = testing::plan_yaml(fmt::format("parallelism: {{ data: {}, context: {} }}\nbatch: {{ global: {} }}\n"
+                                                      "zero: 1\ncp_comm_type: {}\n",
+                                                      8 / context, context, 8 / context, comm),
+                                          eight_h100(), model);
+  const CostModel costs = build_cost_model(eight_h100(), model, p, plan::Layout(p));
+  const schedule::Program program = build_program(model, p, costs, EngineOptions{});
+  ContextTraffic t;
+  for (const schedule::Op& op : program.streams.front()) {
+    if (!(op.group == plan::Axis::Context)) continue;
+    const std::int64_t bytes = op.bytes.count() * op.count;
+    (op.kind == OpKind::AllGather ? t.gathered : op.kind == OpKind::ReduceScatter ? t.scattered : t.exchanged) += bytes;
+    t.blocking = t.blocking && op.stream == schedule::CommStream::Blocking;
+  }
+  EXPECT_GT(simulate(eight_h100(), model, p).report.step_time_s, 0.0);
+  return t;
+}
+
+TEST(ContextParallel, AllGatherAndUlyssesVariants) {
+  const std::int64_t keys_values = kSeq * kKvHeads * 2 * kHeadDim * 2;
+  // all_gather: the ring's bytes, gathered before the attention instead of beside it.
+  const ContextTraffic gather = context_traffic("all_gather");
+  EXPECT_EQ(gather.gathered, 2 * 2 * keys_values);
+  EXPECT_EQ(gather.scattered, 2 * keys_values);
+  EXPECT_TRUE(gather.blocking);
+  EXPECT_FALSE(context_traffic("p2p").blocking);
+  // a2a (Ulysses) over context 2: per block, the rank's half of the tokens with Q (8 heads), K and V
+  // (2 heads each) of 32, then its output (8 heads of 32), forward and again in the backward; 16-bit.
+  const ContextTraffic ulysses = context_traffic("a2a", 2);
+  const std::int64_t tokens = kSeq / 2;
+  const std::int64_t inputs = tokens * (kHeads * kHeadDim + kKvHeads * 2 * kHeadDim) * 2;
+  const std::int64_t output = tokens * kHeads * kHeadDim * 2;
+  EXPECT_EQ(ulysses.exchanged, 2 * 2 * (inputs + output));
+  EXPECT_EQ(ulysses.gathered + ulysses.scattered, 0);
+  EXPECT_TRUE(ulysses.blocking);
+  // Ulysses splits heads: context 4 does not divide the 2 key/value heads.
+  const model::Model model = gqa_model();
+  EXPECT_THROW((void)testing::plan_yaml("parallelism: { data: 2, context: 4 }\nbatch: { global: 2 }\ncp_comm_type: a2a\n",
+                                        eight_h100(), model),
+               InputError);
+}
+
 TEST(ContextParallel, SplittingTheSequenceShortensTheComputeOfAStep) {
   // Llama-3 8B's blocks at 8k tokens: large enough that kernel launches do not dominate.
   const model::Model model = testing::model_yaml(
