@@ -62,7 +62,12 @@ TimeNs reduction_time(const LayoutSyncBounds& bounds, const SyncShape& shape, st
 
 TimeNs after_reductions_time(const LayoutSyncBounds& bounds, const SyncShape& shape, std::size_t rank,
                              const engine::RankParameters& parameters, BytesPerSec memory_bandwidth) {
-  TimeNs out = engine::optimizer_step_time(parameters.total, shape.zero, shape.data, memory_bandwidth, shape.optimizer);
+  engine::StateFormat states;
+  states.zero = shape.zero;
+  states.data = shape.replicas;  // the distributed optimizer shards over data x context
+  states.expert_data = shape.expert_data;
+  states.optimizer = shape.optimizer;
+  TimeNs out = engine::optimizer_step_time(parameters, states, memory_bandwidth);
   const schedule::SyncCollectives sync = schedule::sync_collectives(shape.zero);
   if (syncs_after_backward(shape) && sync.after_step && !shape.overlap_param_gather) {
     out += bounds.of(*sync.after_step, rank).at(Bytes::bytes(dense_of(parameters) * shape.parameter_bytes));

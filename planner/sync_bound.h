@@ -58,6 +58,7 @@ struct SyncShape {
   bool overlap_grad_reduce = false;   ///< a chunk's buckets leave after its last backward
   bool overlap_param_gather = false;  ///< the gather runs at the start of the step instead of after it
   plan::Optimizer optimizer = plan::Optimizer::Adam;
+  int expert_data = 1;  ///< the routed experts' optimizer shards (ZeRO >= 1)
 };
 
 /// The time after the last backward of each rank: the sync collectives and the optimizer step, in

@@ -58,12 +58,7 @@ StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept {
 
 StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
   // As a resolved plan's: dense states over data x context, the experts' over their replicas.
-  plan::Degrees degrees;
-  degrees.tensor = spec.tensor;
-  degrees.context = spec.context;
-  degrees.data = spec.data.value_or(1);
-  degrees.expert = spec.expert;
-  degrees.expert_tensor = spec.expert_tensor.value_or(spec.tensor);
+  const plan::Degrees degrees = plan::degrees_of(spec, spec.data.value_or(1));
   return {dtype_bytes,
           spec.precision.value_or(plan::model_precision(dtype_bytes)),
           spec.zero,
@@ -112,10 +107,15 @@ StaticMemory static_memory(const RankParameters& p, const StateFormat& f) noexce
   return m;
 }
 
-TimeNs optimizer_step_time(std::int64_t parameters, int zero, int data, BytesPerSec memory_bandwidth,
-                           plan::Optimizer optimizer) noexcept {
-  const std::int64_t optimizer_parameters = zero >= 1 ? (parameters + data - 1) / data : parameters;
-  return transfer_time(Bytes::bytes(optimizer_parameters * optimizer_traffic_bytes_per_parameter(optimizer)),
+TimeNs optimizer_step_time(const RankParameters& parameters, const StateFormat& format,
+                           BytesPerSec memory_bandwidth) noexcept {
+  const std::int64_t expert = std::min(parameters.expert, parameters.total);
+  const std::int64_t dense = parameters.total - expert;
+  const int data = std::max(1, format.data);
+  const int expert_data = std::max(1, format.expert_data);
+  const std::int64_t owned =
+      format.zero >= 1 ? (dense + data - 1) / data + (expert + expert_data - 1) / expert_data : parameters.total;
+  return transfer_time(Bytes::bytes(owned * optimizer_traffic_bytes_per_parameter(format.optimizer)),
                        memory_bandwidth);
 }
 
@@ -343,10 +343,9 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       rank_parameters.largest_layer = std::max(rank_parameters.largest_layer, cc.largest_layer_parameters);
       rc.chunks.push_back(cc);
     }
-    const int dp = plan.data / std::max(1, plan.shard_groups);
-    rc.optimizer_step = optimizer_step_time(rank_parameters.total, plan.zero, dp, gpu.memory_bandwidth, plan.optimizer);
-    rc.static_memory =
-        static_memory(rank_parameters, state_format(plan, m.dtype_bytes));
+    const StateFormat states = state_format(plan, m.dtype_bytes);
+    rc.optimizer_step = optimizer_step_time(rank_parameters, states, gpu.memory_bandwidth);
+    rc.static_memory = static_memory(rank_parameters, states);
     out.ranks.push_back(std::move(rc));
   }
   return out;

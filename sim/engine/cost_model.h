@@ -141,9 +141,10 @@ struct RankParameters {
 /// pass waits for the copies beyond the first and last blocks' time: copies - pass x (blocks - 2) / blocks.
 /// Precondition: bandwidth > 0 (the plan check requires a host).
 [[nodiscard]] TimeNs offload_stall(Bytes offloaded, BytesPerSec bandwidth, TimeNs pass, int blocks) noexcept;
-/// One optimizer step over the state a rank owns (sharded by ZeRO >= 1), bound by HBM traffic.
-[[nodiscard]] TimeNs optimizer_step_time(std::int64_t parameters, int zero, int data, BytesPerSec memory_bandwidth,
-                                         plan::Optimizer optimizer) noexcept;
+/// One optimizer step over the state a rank owns, bound by HBM traffic: with ZeRO >= 1 its shards,
+/// the dense parameters' over `data` and the routed experts' over `expert_data` (rounded up).
+[[nodiscard]] TimeNs optimizer_step_time(const RankParameters& parameters, const StateFormat& format,
+                                         BytesPerSec memory_bandwidth) noexcept;
 /// Attention scores a layer stashes for one microbatch on one tensor rank (softmax output, dropout
 /// mask and output: what selective recomputation drops and a split backward frees at I).
 [[nodiscard]] Bytes attention_score_bytes(const model::Layer& layer, int micro_batch, int tensor) noexcept;

@@ -38,6 +38,18 @@ Degrees degrees_of(const Plan& plan) noexcept {
   return d;
 }
 
+Degrees degrees_of(const PlanSpec& spec, int data) noexcept {
+  Degrees d;
+  d.tensor = spec.tensor;
+  d.context = spec.context;
+  d.expert = spec.expert;
+  d.expert_tensor = spec.expert_tensor.value_or(spec.tensor);
+  d.data = data;
+  d.pipeline = spec.pipeline;
+  d.shard_groups = spec.shard_groups;
+  return d;
+}
+
 std::optional<std::string> degrees_error(const Degrees& d) {
   for (const Axis a : {Axis::Tensor, Axis::Context, Axis::Expert, Axis::ExpertTensor, Axis::Data, Axis::Pipeline}) {
     if (d.size(a) < 1) return fmt::format("the {} degree must be at least 1", short_name(a));

@@ -37,6 +37,8 @@ struct Degrees {
 };
 /// A plan's degrees.
 [[nodiscard]] Degrees degrees_of(const Plan& plan) noexcept;
+/// A spec's degrees with `data` data-parallel ranks (a spec may leave data to the GPU count).
+[[nodiscard]] Degrees degrees_of(const PlanSpec& spec, int data) noexcept;
 /// Why `d` cannot be laid out (expert_tensor x expert must divide tensor x context x data, shard_groups
 /// must divide data), or nothing.
 [[nodiscard]] std::optional<std::string> degrees_error(const Degrees& d);

@@ -38,10 +38,13 @@ TEST(ModelStates, MuonKeepsMasterWeightsAndOneMomentum) {
   // One step reads the fp32 gradient, reads and writes the master weights and momentum, writes the
   // 16-bit weights: 4 + 16 + 2 bytes per parameter of the rank's shard, at 1 TB/s.
   const BytesPerSec bandwidth = BytesPerSec::bytes_per_sec(1e12);
-  EXPECT_EQ(optimizer_step_time(kParameters, 1, 8, bandwidth, plan::Optimizer::Muon),
-            TimeNs::ns(22 * kParameters / 8 / 1000));
-  EXPECT_EQ(optimizer_step_time(kParameters, 1, 8, bandwidth, plan::Optimizer::Adam),
-            TimeNs::ns(30 * kParameters / 8 / 1000));
+  EXPECT_EQ(optimizer_step_time({kParameters, 0, 0, 0}, f, bandwidth), TimeNs::ns(22 * kParameters / 8 / 1000));
+  f.optimizer = plan::Optimizer::Adam;
+  EXPECT_EQ(optimizer_step_time({kParameters, 0, 0, 0}, f, bandwidth), TimeNs::ns(30 * kParameters / 8 / 1000));
+  // The routed experts' shards are over their own replicas: 400 M of them over 2, the rest over 8.
+  f.expert_data = 2;
+  EXPECT_EQ(optimizer_step_time({kParameters, 0, 0, 400'000'000}, f, bandwidth),
+            TimeNs::ns(30LL * (600'000'000 / 8 + 400'000'000 / 2) / 1000));
 }
 
 TEST(ModelStates, Fp8CopiesOnlyForTheFp8GemmsWeights) {
