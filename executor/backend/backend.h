@@ -114,8 +114,9 @@ class Backend {
   /// dx = d(layer norm)/dx applied to dy; dgamma and dbeta are accumulated (+=).
   virtual void layer_norm_backward(MatrixView dy, MatrixView x, const float* gamma, const float* mean,
                                    const float* rstd, MatrixView dx, float* dgamma, float* dbeta) = 0;
-  /// Row-wise softmax of scale * x with a causal mask when `causal` (row r of a square block keeps
-  /// columns <= r); y may alias x.
+  /// Row-wise softmax of scale * x with a causal mask when `causal`: row r keeps columns
+  /// <= r + max(0, cols - rows) (a square block keeps columns <= r; with more keys than queries the
+  /// queries are the last ones, as FlashAttention aligns the mask); y may alias x.
   virtual void softmax_forward(MatrixView x, float scale, bool causal, MatrixView y) = 0;
   /// dx = scale * y * (dy - rowsum(dy * y)); dx may alias dy.
   virtual void softmax_backward(MatrixView y, MatrixView dy, float scale, MatrixView dx) = 0;

@@ -132,6 +132,7 @@ class Interpreter {
     // use), in the same order: Backend::make_group is collective over the world.
     std::set<plan::AxisSet> axes{plan::Axis::Tensor};
     if (plan.expert > 1) axes.insert(plan::Axis::Expert);
+    if (plan.context > 1) axes.insert(plan::Axis::Context);
     for (const auto& stream : program_.streams) {
       for (const Op& op : stream) {
         if (schedule::is_collective(op.kind)) axes.insert(op.group);
@@ -149,6 +150,8 @@ class Interpreter {
     place.tensor = layout_.coordinate(me_, plan::Axis::Tensor);
     place.data = layout_.coordinate(me_, plan::Axis::Data);
     place.expert = layout_.coordinate(me_, plan::Axis::Expert);
+    place.context = layout_.coordinate(me_, plan::Axis::Context);
+    if (plan.context > 1) place.context_group = groups_.at(plan::Axis::Context).get();
     place.tensor_group = groups_.at(plan::Axis::Tensor).get();
     if (plan.expert > 1) place.expert_group = groups_.at(plan::Axis::Expert).get();
     network_ = std::make_unique<Network>(backend, meter_, model, plan, place, options.net);

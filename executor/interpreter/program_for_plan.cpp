@@ -18,11 +18,17 @@ schedule::Program program_for_plan(const model::Model& model, const plan::Plan& 
   }
   const bool has_experts = std::any_of(model.layers.begin(), model.layers.end(),
                                        [](const model::Layer& l) { return l.routed.experts > 0; });
+  if (plan.context > 1 && has_experts) {
+    throw std::invalid_argument("the executor's context parallelism runs dense blocks; with experts it is simulated only");
+  }
   if (plan.zero >= 3 && plan.data > 1 && has_experts && schedule::splits_expert_gradients(plan)) {
     throw std::invalid_argument("the executor's ZeRO 3 shards dense weights; with expert parallelism it is simulated only");
   }
-  if (plan.context > 1) {
-    throw std::invalid_argument("the executor's attention holds whole sequences; context parallelism is simulated only");
+  // The executor's context parallelism gathers keys and values (cp_comm_type all_gather) in its
+  // dense blocks; the ring and Ulysses exchanges, and context-split expert blocks, are simulated only.
+  if (plan.context > 1 && plan.context_comm != plan::ContextComm::AllGather) {
+    throw std::invalid_argument("the executor's context parallelism gathers keys and values: set cp_comm_type all_gather "
+                                "(p2p and a2a are simulated only)");
   }
   // The executor's blocks recompute the attention scores (selective) or everything (full), not modules.
   if (plan.recompute == model::Recompute::Selective && plan.recompute_modules != model::RecomputeModules{}) {

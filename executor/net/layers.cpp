@@ -145,6 +145,7 @@ struct BlockStash final : Stash {
   // attention half
   MatrixView x;
   Buffer normed, mean, rstd, q, k, v, probs, context;
+  Buffer k_full, v_full;  // context parallelism: every rank's keys and values, in sequence order
   MatrixView dy1;  // gradient of the attention half's output (= of y1)
   Buffer dq, dk, dv, dcontext;
   // MLP half (dense or mixture of experts); its output is Stash::output
@@ -196,12 +197,16 @@ class TransformerBlock final : public Layer {
     linear(ctx, s->normed.view(), params_[2], &params_[3], s->q.view());
     linear(ctx, s->normed.view(), params_[4], &params_[5], s->k.view());
     linear(ctx, s->normed.view(), params_[6], &params_[7], s->v.view());
-    s->probs = ctx.buffer(b.samples * local_heads_ * dims_.seq, dims_.seq);
+    if (ctx.context_size > 1) {
+      s->k_full = gather_sequence(ctx, b, s->k.view());
+      s->v_full = gather_sequence(ctx, b, s->v.view());
+    }
+    s->probs = ctx.buffer(b.samples * local_heads_ * local_seq(ctx), dims_.seq);
     s->context = ctx.buffer(rows, aw);
     scores(ctx, b, *s);
-    for_each_head(b, [&](std::int64_t sample, std::int64_t head) {
-      be.gemm(Transpose::No, Transpose::No, 1.0f, probs_of(*s, sample, head), head_of(s->v.view(), sample, head), 0.0f,
-              head_of(s->context.view(), sample, head));
+    for_each_part(ctx, b, [&](const Part& part) {
+      be.gemm(Transpose::No, Transpose::No, 1.0f, probs_of(ctx, *s, part), keys(ctx, values_of(*s), part), 0.0f,
+              queries(ctx, s->context.view(), part));
     });
     if (!ctx.keep_attention_scores) s->probs.reset();
     s->y1 = ctx.buffer(rows, x.cols);
@@ -231,28 +236,32 @@ class TransformerBlock final : public Layer {
     const std::int64_t rows = dy.rows;
     const std::int64_t aw = local_heads_ * dims_.head_dim;
     if (s.probs.empty()) {  // selective recomputation: rebuild the attention probabilities
-      s.probs = ctx.buffer(b.samples * local_heads_ * dims_.seq, dims_.seq);
+      s.probs = ctx.buffer(b.samples * local_heads_ * local_seq(ctx), dims_.seq);
       scores(ctx, b, s);
     }
     s.dcontext = ctx.buffer(rows, aw);
     be.gemm(Transpose::No, Transpose::Yes, 1.0f, s.dy1, params_[8].value(), 0.0f, s.dcontext.view());
     s.dq = ctx.buffer(rows, aw);
-    s.dk = ctx.buffer(rows, aw);
-    s.dv = ctx.buffer(rows, aw);
+    // The keys' and values' gradients, of every rank's keys under context parallelism (accumulated
+    // over the query parts, then summed back to their ranks).
+    const bool split = ctx.context_size > 1;
+    Buffer dk = ctx.buffer(split ? b.samples * dims_.seq : rows, aw);
+    Buffer dv = ctx.buffer(split ? b.samples * dims_.seq : rows, aw);
     Buffer dprobs = ctx.buffer(dims_.seq, dims_.seq);
     const float scale = 1.0f / std::sqrt(static_cast<float>(dims_.head_dim));
-    for_each_head(b, [&](std::int64_t sample, std::int64_t head) {
-      const MatrixView p = probs_of(s, sample, head);
-      const MatrixView dctx = head_of(s.dcontext.view(), sample, head);
-      be.gemm(Transpose::No, Transpose::Yes, 1.0f, dctx, head_of(s.v.view(), sample, head), 0.0f, dprobs.view());
-      be.gemm(Transpose::Yes, Transpose::No, 1.0f, p, dctx, 0.0f, head_of(s.dv.view(), sample, head));
-      be.softmax_backward(p, dprobs.view(), scale, dprobs.view());
-      be.gemm(Transpose::No, Transpose::No, 1.0f, dprobs.view(), head_of(s.k.view(), sample, head), 0.0f,
-              head_of(s.dq.view(), sample, head));
-      be.gemm(Transpose::Yes, Transpose::No, 1.0f, dprobs.view(), head_of(s.q.view(), sample, head), 0.0f,
-              head_of(s.dk.view(), sample, head));
+    for_each_part(ctx, b, [&](const Part& part) {
+      const MatrixView p = probs_of(ctx, s, part);
+      const MatrixView dp = dprobs.view().row_range(0, p.rows).columns(0, p.cols);
+      const MatrixView dctx = queries(ctx, s.dcontext.view(), part);
+      be.gemm(Transpose::No, Transpose::Yes, 1.0f, dctx, keys(ctx, values_of(s), part), 0.0f, dp);
+      be.gemm(Transpose::Yes, Transpose::No, 1.0f, p, dctx, 1.0f, keys(ctx, dv.view(), part));
+      be.softmax_backward(p, dp, scale, dp);
+      be.gemm(Transpose::No, Transpose::No, 1.0f, dp, keys(ctx, keys_of(s), part), 0.0f, queries(ctx, s.dq.view(), part));
+      be.gemm(Transpose::Yes, Transpose::No, 1.0f, dp, queries(ctx, s.q.view(), part), 1.0f, keys(ctx, dk.view(), part));
     });
     dprobs.reset();
+    s.dk = split ? scatter_sequence(ctx, b, dk.view()) : std::move(dk);
+    s.dv = split ? scatter_sequence(ctx, b, dv.view()) : std::move(dv);
     if (!ctx.keep_attention_scores) s.probs.reset();
     Buffer dnormed = ctx.buffer(rows, dy.cols);
     be.gemm(Transpose::No, Transpose::Yes, 1.0f, s.dq.view(), params_[2].value(), 0.0f, dnormed.view());
@@ -279,27 +288,103 @@ class TransformerBlock final : public Layer {
   }
 
  private:
+  /// A block of queries attention treats at once: one sample's, one head's, and under context
+  /// parallelism one of the rank's two sequence chunks (Megatron's causal load balancing: rank r of C
+  /// holds chunks r and 2C - 1 - r of 2C), which sees the keys up to its own end.
+  struct Part {
+    std::int64_t sample = 0;
+    std::int64_t head = 0;
+    std::int64_t first_row = 0;   ///< of the sample's local rows
+    std::int64_t rows = 0;
+    std::int64_t keys = 0;        ///< positions 0 .. keys - 1 of the sequence
+    std::int64_t index = 0;       ///< of the part among the sample's local ones
+  };
+  [[nodiscard]] std::int64_t local_seq(const LayerContext& ctx) const { return dims_.seq / ctx.context_size; }
   template <class F>
-  void for_each_head(const Batch& b, F f) const {
+  void for_each_part(const LayerContext& ctx, const Batch& b, F f) const {
+    const std::int64_t c = ctx.context_size;
+    const std::int64_t parts = c > 1 ? 2 : 1;
+    const std::int64_t chunk = local_seq(ctx) / parts;
     for (std::int64_t sample = 0; sample < b.samples; ++sample) {
-      for (std::int64_t head = 0; head < local_heads_; ++head) f(sample, head);
+      for (std::int64_t head = 0; head < local_heads_; ++head) {
+        for (std::int64_t i = 0; i < parts; ++i) {
+          const std::int64_t global_chunk = c == 1 ? 0 : (i == 0 ? ctx.context_rank : 2 * c - 1 - ctx.context_rank);
+          f(Part{sample, head, i * chunk, chunk, (global_chunk + 1) * chunk, i});
+        }
+      }
     }
   }
-  [[nodiscard]] MatrixView head_of(MatrixView m, std::int64_t sample, std::int64_t head) const {
-    return m.row_range(sample * dims_.seq, dims_.seq).columns(head * dims_.head_dim, dims_.head_dim);
+  /// The part's rows of a local (rows x heads * head_dim) matrix: its queries, context, gradients.
+  [[nodiscard]] MatrixView queries(const LayerContext& ctx, MatrixView m, const Part& p) const {
+    return m.row_range(p.sample * local_seq(ctx) + p.first_row, p.rows).columns(p.head * dims_.head_dim, dims_.head_dim);
   }
-  [[nodiscard]] MatrixView probs_of(const BlockStash& s, std::int64_t sample, std::int64_t head) const {
-    return s.probs.view().row_range((sample * local_heads_ + head) * dims_.seq, dims_.seq);
+  /// The keys (or values, or their gradients) the part sees, in a matrix of whole sequences.
+  [[nodiscard]] MatrixView keys(const LayerContext&, MatrixView m, const Part& p) const {
+    return m.row_range(p.sample * dims_.seq, p.keys).columns(p.head * dims_.head_dim, dims_.head_dim);
   }
-  /// probs = causal softmax(q k^T / sqrt(head_dim)) per sample and head.
+  [[nodiscard]] MatrixView keys_of(const BlockStash& s) const { return s.k_full.empty() ? s.k.view() : s.k_full.view(); }
+  [[nodiscard]] MatrixView values_of(const BlockStash& s) const { return s.v_full.empty() ? s.v.view() : s.v_full.view(); }
+  [[nodiscard]] MatrixView probs_of(const LayerContext& ctx, const BlockStash& s, const Part& p) const {
+    return s.probs.view()
+        .row_range((p.sample * local_heads_ + p.head) * local_seq(ctx) + p.first_row, p.rows)
+        .columns(0, p.keys);
+  }
+  /// probs = causal softmax(q k^T / sqrt(head_dim)) per part (the mask aligned to the part's last key).
   void scores(const LayerContext& ctx, const Batch& b, BlockStash& s) const {
     const float scale = 1.0f / std::sqrt(static_cast<float>(dims_.head_dim));
-    for_each_head(b, [&](std::int64_t sample, std::int64_t head) {
-      const MatrixView p = probs_of(s, sample, head);
-      ctx.backend->gemm(Transpose::No, Transpose::Yes, 1.0f, head_of(s.q.view(), sample, head),
-                        head_of(s.k.view(), sample, head), 0.0f, p);
+    for_each_part(ctx, b, [&](const Part& part) {
+      const MatrixView p = probs_of(ctx, s, part);
+      ctx.backend->gemm(Transpose::No, Transpose::Yes, 1.0f, queries(ctx, s.q.view(), part),
+                        keys(ctx, keys_of(s), part), 0.0f, p);
       ctx.backend->softmax_forward(p, scale, true, p);
     });
+  }
+  /// Where rank j's local rows of sample `sample`, chunk `i` (0 or 1), sit in the sequence.
+  [[nodiscard]] std::int64_t sequence_row(const LayerContext& ctx, std::int64_t j, std::int64_t sample,
+                                          std::int64_t i) const {
+    const std::int64_t c = ctx.context_size;
+    const std::int64_t chunk = dims_.seq / (2 * c);
+    return sample * dims_.seq + (i == 0 ? j : 2 * c - 1 - j) * chunk;
+  }
+  /// Context parallelism: every rank's local rows of `local`, gathered over the context group and
+  /// put in sequence order (samples x seq rows).
+  [[nodiscard]] Buffer gather_sequence(const LayerContext& ctx, const Batch& b, MatrixView local) const {
+    const std::int64_t c = ctx.context_size;
+    const std::int64_t rows = local.rows;
+    const std::int64_t chunk = dims_.seq / (2 * c);
+    Buffer gathered = ctx.buffer(c * rows, local.cols);
+    ctx.backend->copy(local, gathered.view().row_range(ctx.context_rank * rows, rows));
+    ctx.backend->all_gather(*ctx.context, gathered.data(), static_cast<std::size_t>(c * rows * local.cols));
+    Buffer ordered = ctx.buffer(b.samples * dims_.seq, local.cols);
+    for (std::int64_t j = 0; j < c; ++j) {
+      for (std::int64_t sample = 0; sample < b.samples; ++sample) {
+        for (std::int64_t i = 0; i < 2; ++i) {
+          ctx.backend->copy(gathered.view().row_range(j * rows + sample * local_seq(ctx) + i * chunk, chunk),
+                            ordered.view().row_range(sequence_row(ctx, j, sample, i), chunk));
+        }
+      }
+    }
+    return ordered;
+  }
+  /// The inverse: gradients of whole sequences, summed over the context group, each rank keeping
+  /// its local rows.
+  [[nodiscard]] Buffer scatter_sequence(const LayerContext& ctx, const Batch& b, MatrixView whole) const {
+    const std::int64_t c = ctx.context_size;
+    const std::int64_t rows = b.samples * local_seq(ctx);
+    const std::int64_t chunk = dims_.seq / (2 * c);
+    Buffer by_rank = ctx.buffer(c * rows, whole.cols);
+    for (std::int64_t j = 0; j < c; ++j) {
+      for (std::int64_t sample = 0; sample < b.samples; ++sample) {
+        for (std::int64_t i = 0; i < 2; ++i) {
+          ctx.backend->copy(whole.row_range(sequence_row(ctx, j, sample, i), chunk),
+                            by_rank.view().row_range(j * rows + sample * local_seq(ctx) + i * chunk, chunk));
+        }
+      }
+    }
+    ctx.backend->reduce_scatter_sum(*ctx.context, by_rank.data(), static_cast<std::size_t>(c * rows * whole.cols));
+    Buffer mine = ctx.buffer(rows, whole.cols);
+    ctx.backend->copy(by_rank.view().row_range(ctx.context_rank * rows, rows), mine.view());
+    return mine;
   }
 
   NetDims dims_;

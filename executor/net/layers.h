@@ -90,6 +90,12 @@ struct LayerContext {
   Group* expert = nullptr;  ///< the expert-parallel group (nullptr or size 1: every expert is local)
   int expert_size = 1;
   int expert_rank = 0;
+  /// Context parallelism: the group over which the sequence is split; rank r of C holds chunks r and
+  /// 2C - 1 - r of its 2C (Megatron's causal load balancing); attention gathers every rank's keys and
+  /// values (Megatron's cp_comm_type all_gather) and sums their gradients back.
+  Group* context = nullptr;
+  int context_size = 1;
+  int context_rank = 0;
   float layer_norm_epsilon = 1e-5f;
   bool keep_attention_scores = true;  ///< false: selective recomputation (scores rebuilt in backward)
 

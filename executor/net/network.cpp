@@ -172,9 +172,12 @@ Network::Network(Backend& backend, MemoryMeter& meter, const model::Model& model
   ctx_.expert = place.expert_group;
   ctx_.expert_size = plan.expert;
   ctx_.expert_rank = place.expert;
+  ctx_.context = place.context_group;
+  ctx_.context_size = plan.context;
+  ctx_.context_rank = place.context;
   ctx_.meter = &meter;
   ctx_.keep_attention_scores = plan.recompute != model::Recompute::Selective;
-  rows_ = static_cast<std::int64_t>(plan.micro_batch) * dims_.seq;
+  rows_ = static_cast<std::int64_t>(plan.micro_batch) * dims_.seq / plan.context;
   for (int c = 0; c < plan.virtual_stages; ++c) {
     chunks_.push_back(build_chunk_layers(model, plan, place.pipeline, c, place.expert));
     const std::size_t begin = count_;
@@ -215,18 +218,33 @@ Batch Network::make_batch(int step, int microbatch) const {
   Batch b;
   b.samples = plan_.micro_batch;
   b.rows = rows_;
-  b.loss_scale = 1.0f / static_cast<float>(plan_.microbatches * plan_.data);
+  // Each context rank averages the loss over its share of the tokens.
+  b.loss_scale = 1.0f / static_cast<float>(plan_.microbatches * plan_.data * plan_.context);
   // Global sample index: data-parallel rank d holds samples [d * m * b, (d + 1) * m * b) of the
   // global batch, so the same global batch is seen however it is split.
   const std::int64_t first = (static_cast<std::int64_t>(data_rank_) * plan_.microbatches + microbatch) * plan_.micro_batch;
+  // The positions this rank holds: all, or under context parallelism chunks r and 2C - 1 - r of 2C.
+  std::vector<std::int64_t> held;
+  const std::int64_t c = plan_.context;
+  const std::int64_t chunk = dims_.seq / (2 * c);
+  if (c == 1) {
+    for (std::int64_t p = 0; p < dims_.seq; ++p) held.push_back(p);
+  } else {
+    const std::int64_t r = ctx_.context_rank;
+    for (const std::int64_t part : {r, 2 * c - 1 - r}) {
+      for (std::int64_t p = part * chunk; p < (part + 1) * chunk; ++p) held.push_back(p);
+    }
+  }
   for (std::int64_t s = 0; s < b.samples; ++s) {
     const auto tokens = sample_tokens(options_.seed, step, first + s, dims_.seq, dims_.vocab);
-    b.tokens.insert(b.tokens.end(), tokens.begin(), tokens.end() - 1);
-    b.labels.insert(b.labels.end(), tokens.begin() + 1, tokens.end());
-    for (std::int64_t p = 0; p < dims_.seq; ++p) b.positions.push_back(static_cast<std::int32_t>(p));
-    for (std::int64_t p = 0; p < dims_.seq * dims_.hidden; ++p) {
-      b.inputs.push_back(seeded_uniform(options_.seed, 0xDA7A, static_cast<std::uint64_t>(step),
-                                        static_cast<std::uint64_t>((first + s) * dims_.seq * dims_.hidden + p)));
+    for (const std::int64_t p : held) {
+      b.tokens.push_back(tokens[static_cast<std::size_t>(p)]);
+      b.labels.push_back(tokens[static_cast<std::size_t>(p + 1)]);
+      b.positions.push_back(static_cast<std::int32_t>(p));
+      for (std::int64_t e = 0; e < dims_.hidden; ++e) {
+        b.inputs.push_back(seeded_uniform(options_.seed, 0xDA7A, static_cast<std::uint64_t>(step),
+                                          static_cast<std::uint64_t>(((first + s) * dims_.seq + p) * dims_.hidden + e)));
+      }
     }
   }
   return b;

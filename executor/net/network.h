@@ -72,8 +72,10 @@ struct RankPlace {
   int tensor = 0;
   int data = 0;
   int expert = 0;
+  int context = 0;
   Group* tensor_group = nullptr;  ///< nullptr: no tensor parallelism
   Group* expert_group = nullptr;  ///< nullptr: no expert parallelism
+  Group* context_group = nullptr;  ///< nullptr: no context parallelism
 };
 
 class Network {

@@ -220,7 +220,7 @@ class CpuBackend final : public Backend {
     for (std::int64_t r = 0; r < x.rows; ++r) {
       const float* xr = row(x, r);
       float* yr = row(y, r);
-      const std::int64_t keep = causal ? std::min(r + 1, x.cols) : x.cols;
+      const std::int64_t keep = causal ? std::min(r + 1 + std::max<std::int64_t>(0, x.cols - x.rows), x.cols) : x.cols;
       float top = -INFINITY;
       for (std::int64_t c = 0; c < keep; ++c) top = std::max(top, scale * xr[c]);
       double sum = 0;

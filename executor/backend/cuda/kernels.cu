@@ -176,8 +176,9 @@ __global__ void layer_norm_dx_kernel(MatrixView dy, MatrixView x, const float* g
 
 __global__ void softmax_forward_kernel(MatrixView x, float scale, bool causal, MatrixView y) {
   const std::int64_t r = blockIdx.x;
-  // Row r of a causal block keeps columns 0..r (all of them once r >= cols).
-  const std::int64_t keep = causal && r + 1 < x.cols ? r + 1 : x.cols;
+  // Row r of a causal block keeps columns 0..r + max(0, cols - rows) (all of them once that reaches cols).
+  const std::int64_t last = r + 1 + (x.cols > x.rows ? x.cols - x.rows : 0);
+  const std::int64_t keep = causal && last < x.cols ? last : x.cols;
   float top = -INFINITY;
   for (std::int64_t c = threadIdx.x; c < keep; c += kThreads) top = fmaxf(top, scale * at(x, r, c));
   top = block_reduce<Reduce::Max>(top);

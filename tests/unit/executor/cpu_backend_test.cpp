@@ -149,6 +149,16 @@ TEST_F(CpuBackendTest, LayerNormForwardNormalisesAndBackwardIsTheGradient) {
   expect_gradient(beta, dbeta, loss);
 }
 
+TEST_F(CpuBackendTest, CausalSoftmaxWithMoreKeysThanQueriesMasksFromTheRight) {
+  // 2 queries, the last two of 5 positions: row 0 sees keys 0..3, row 1 all 5.
+  std::vector<float> x(2 * 5, 1.0f), y(x.size());
+  be->softmax_forward({x.data(), 2, 5, 5}, 1.0f, true, {y.data(), 2, 5, 5});
+  for (std::int64_t c = 0; c < 5; ++c) {
+    EXPECT_FLOAT_EQ(y[static_cast<std::size_t>(c)], c < 4 ? 0.25f : 0.0f);
+    EXPECT_FLOAT_EQ(y[static_cast<std::size_t>(5 + c)], 0.2f);
+  }
+}
+
 TEST_F(CpuBackendTest, CausalSoftmaxMasksAndBackwardIsTheGradient) {
   const std::int64_t n = 4;
   const float scale = 0.7f;

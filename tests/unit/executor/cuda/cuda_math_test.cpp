@@ -457,7 +457,7 @@ TEST_F(CudaMath, LayerNormForwardAndBackward) {
 HostMatrix reference_softmax(const HostMatrix& x, float scale, bool causal) {
   HostMatrix y(x.rows, x.cols);
   for (std::int64_t r = 0; r < x.rows; ++r) {
-    const std::int64_t keep = causal ? std::min(r + 1, x.cols) : x.cols;
+    const std::int64_t keep = causal ? std::min(r + 1 + std::max<std::int64_t>(0, x.cols - x.rows), x.cols) : x.cols;
     double top = -1e300;
     for (std::int64_t c = 0; c < keep; ++c) top = std::max(top, static_cast<double>(scale) * x(r, c));
     double sum = 0;
