@@ -53,6 +53,15 @@ QString traceSection(const TraceModel& model, int index, std::size_t count, doub
             .arg(p.data)
             .arg(p.microbatches)
             .arg(p.virtual_stages > 1 ? QStringLiteral(", %1 chunks").arg(p.virtual_stages) : QString()));
+    if (p.expert > 1) {
+      // The routed tokens' balance: what the busiest expert rank's grouped GEMMs and all-to-alls carry.
+      row(QStringLiteral("experts"),
+          QStringLiteral("EP %1%2, busiest expert rank %3&times; the uniform share")
+              .arg(p.expert)
+              .arg(p.expert_tensor > 1 ? QStringLiteral(" &times; ETP %1").arg(p.expert_tensor) : QString())
+              .arg(p.expert_load, 0, 'f', 2));
+    }
+    if (p.context > 1) row(QStringLiteral("context"), QStringLiteral("CP %1").arg(p.context));
     row(QStringLiteral("bubble"), pct(report->bubble_fraction));
     row(QStringLiteral("MFU"), pct(report->mfu));
     row(QStringLiteral("TFLOP/s per GPU"), QString::number(report->tflops_per_gpu, 'f', 1));

@@ -46,6 +46,9 @@ struct PlanSummary {
   std::string precision;
   std::string attention;
   int context = 1, expert = 1, expert_tensor = 1;
+  /// Mixture of experts: the busiest expert rank's routed tokens over the uniform share (1: uniform;
+  /// routing_imbalance, or a capacity factor's cap on it).
+  double expert_load = 1;
 };
 
 struct Report {

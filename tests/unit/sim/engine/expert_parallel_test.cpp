@@ -56,6 +56,9 @@ TEST(ExpertParallel, TheBusiestRanksLoadSetsTheExchangesAndTheExpertGemms) {
   const model::Gemm& experts = model.layers.at(1).gemms.at(model.layers.at(1).gemms.size() - 1);
   ASSERT_GT(experts.groups, 1);
   EXPECT_EQ(gemm_passes(experts, 2, 1, 4, 1, 1.5).forward.m, gemm_passes(experts, 2, 1, 4, 1).forward.m * 3 / 2);
+  // The report carries the load (the viewer's report panel and simulate --json show it).
+  const plan::Plan skewed = testing::plan_yaml(base + "routing_imbalance: 1.5\n", eight_h100(), model);
+  EXPECT_DOUBLE_EQ(simulate(eight_h100(), model, skewed).report.plan.expert_load, 1.5);
   // Routing fields need experts, and padding needs a capacity.
   EXPECT_THROW((void)testing::plan_yaml(base + "moe_pad_expert_input_to_capacity: true\n", eight_h100(), model),
                InputError);

@@ -44,6 +44,10 @@ Report sample_report() {
   r.plan.zero = 1;
   r.plan.precision = "fp8";
   r.plan.attention = "flash";
+  r.plan.context = 2;
+  r.plan.expert = 4;
+  r.plan.expert_tensor = 2;
+  r.plan.expert_load = 1.375;
   return r;
 }
 
@@ -150,6 +154,10 @@ void expect_same(const Report& a, const Report& b) {
   EXPECT_EQ(a.plan.zero, b.plan.zero);
   EXPECT_EQ(a.plan.precision, b.plan.precision);
   EXPECT_EQ(a.plan.attention, b.plan.attention);
+  EXPECT_EQ(a.plan.context, b.plan.context);
+  EXPECT_EQ(a.plan.expert, b.plan.expert);
+  EXPECT_EQ(a.plan.expert_tensor, b.plan.expert_tensor);
+  EXPECT_EQ(a.plan.expert_load, b.plan.expert_load);
 }
 
 std::string error_of(std::string_view text) {
