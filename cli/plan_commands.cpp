@@ -48,6 +48,7 @@ nlohmann::ordered_json plan_json(const plan::Plan& p) {
           {"context", p.context},
           {"expert", p.expert},
           {"expert_tensor", p.expert_tensor},
+          {"precision", std::string(plan::to_string(p.precision))},
           {"overlap", {{"grad_reduce", p.overlap_grad_reduce},
                        {"param_gather", p.overlap_param_gather},
                        {"tensor_comm", p.overlap_tensor_comm}}},
@@ -92,6 +93,7 @@ struct PlanArgs {
   std::string optimize = "speed";
   std::string schedules;
   std::string recompute;
+  std::string precisions;
   int max_tensor = 0;
   int max_context = 0;
   int max_expert = 0;
@@ -148,6 +150,26 @@ std::vector<model::Recompute> parse_recompute(const std::string& list) {
   return out;
 }
 
+std::vector<plan::Precision> parse_precisions(const std::string& list) {
+  std::vector<plan::Precision> out;
+  std::stringstream in(list);
+  std::string word;
+  while (std::getline(in, word, ',')) {
+    word.erase(0, word.find_first_not_of(' '));
+    word.erase(word.find_last_not_of(' ') + 1);
+    const auto* it = std::find_if(std::begin(plan::kPrecisionNames), std::end(plan::kPrecisionNames),
+                                  [&](const auto& entry) { return entry.first == word; });
+    if (it == std::end(plan::kPrecisionNames)) {
+      std::vector<std::string> known;
+      for (const auto& entry : plan::kPrecisionNames) known.emplace_back(entry.first);
+      throw InputError({"--precisions " + list, 0, 0}, "",
+                       fmt::format("unknown precision '{}'; known: {}", word, fmt::join(known, ", ")));
+    }
+    if (std::find(out.begin(), out.end(), it->second) == out.end()) out.push_back(it->second);
+  }
+  return out;
+}
+
 /// A default input file: relative to the working directory when it exists there (the repository
 /// root), else to the source tree the command was built from, so `mpsim plan` works from anywhere.
 std::string default_file(const std::string& relative) {
@@ -176,6 +198,7 @@ planner::PlannerOptions planner_options(const PlanArgs& args) {
   o.space.objective = args.optimize == "memory" ? plan::Objective::Memory : plan::Objective::Speed;
   if (!args.schedules.empty()) o.space.schedules = parse_schedules(args.schedules);
   if (!args.recompute.empty()) o.space.recompute = parse_recompute(args.recompute);
+  if (!args.precisions.empty()) o.space.precisions = parse_precisions(args.precisions);
   o.top = args.top;
   o.exact_pareto = args.pareto == "exact";
   o.threads = args.threads;
@@ -210,12 +233,14 @@ std::vector<std::string> plan_cells(const plan::Plan& p) {
           p.sequence_parallel ? "on" : "off",
           std::to_string(p.zero),
           overlap_cell(p),
+          std::string(plan::to_string(p.precision)),
           plan::to_string(p.placement)};
 }
 
-/// ep: expert / expert_tensor degrees of MoE plans; sp: sequence parallelism.
-const std::vector<std::string> kPlanHeader{"tp", "cp",        "pp", "dp", "ep",   "v",       "mb",
-                                           "m",  "schedule", "recompute", "sp", "zero", "overlap", "placement"};
+/// ep: expert / expert_tensor degrees of MoE plans; sp: sequence parallelism; precision: the GEMMs'.
+const std::vector<std::string> kPlanHeader{"tp",   "cp",   "pp",      "dp",        "ep",       "v",
+                                           "mb",   "m",    "schedule", "recompute", "sp",       "zero",
+                                           "overlap", "precision", "placement"};
 
 std::string ranked_table(const std::vector<planner::Evaluated>& ranked) {
   Table t;
@@ -425,6 +450,9 @@ void add_plan_commands(CLI::App& app) {
       ->check(CLI::IsMember({"speed", "memory"}));
   plan_cmd->add_option("--schedules", args->schedules, "Only these schedules, comma-separated (1f1b,zb-h1,...)");
   plan_cmd->add_option("--recompute", args->recompute, "Only these recomputation policies: none,selective,full");
+  plan_cmd->add_option("--precisions", args->precisions,
+                       "Also search these GEMM precisions, comma-separated (bf16,fp8,mxfp8,fp8-blockwise; those the "
+                       "GPU has no peak for are skipped; default: the model's own)");
   plan_cmd->add_option("--max-tensor", args->max_tensor, "Largest tensor-parallel degree")->check(CLI::PositiveNumber);
   plan_cmd->add_option("--max-context", args->max_context, "Largest context-parallel degree")->check(CLI::PositiveNumber);
   plan_cmd->add_option("--max-expert", args->max_expert, "Largest expert-parallel degree (MoE models)")

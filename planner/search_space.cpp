@@ -53,7 +53,14 @@ class Enumerator {
         options_(options),
         gpus_(static_cast<int>(cluster.gpus().size())),
         layers_(plan::partitionable_layer_count(model)),
-        schedules_(options.schedules.empty() ? all_schedule_kinds() : options.schedules) {}
+        schedules_(options.schedules.empty() ? all_schedule_kinds() : options.schedules) {
+    // The precisions the GPU runs GEMMs in (resolve_plan() refuses the others); unset: the model's.
+    const topology::GpuKind* gpu = cluster.gpus().empty() ? nullptr : &cluster.gpu_kind_of(cluster.gpus().front());
+    for (const plan::Precision p : options.precisions) {
+      if (gpu != nullptr && gpu->peak_for(plan::gemm_dtype(p))) precisions_.emplace_back(p);
+    }
+    if (options.precisions.empty()) precisions_.emplace_back(std::nullopt);
+  }
 
   SearchSpace run() {
     if (gpus_ == 0 || model_.layers.empty() || options_.global_batch < 1) return out_;
@@ -156,31 +163,34 @@ class Enumerator {
           if (pl > 0 && same_layout_as_earlier(pl, shape)) continue;
           for (const bool sp : applicable(options_.sequence_parallel, shape.t > 1)) {
             for (const bool overlap : applicable(options_.overlap, replicas > 1 || shape.t > 1)) {
-              PlanSpec spec;
-              spec.tensor = shape.t;
-              spec.context = shape.c;
-              spec.pipeline = shape.p;
-              spec.data = shape.d;
-              spec.expert = shape.e;
-              if (moe() != nullptr) spec.expert_tensor = shape.et;
-              spec.virtual_stages = v;
-              spec.global_batch = options_.global_batch;
-              spec.micro_batch = b;
-              spec.microbatches = m;
-              spec.schedule = kind;
-              spec.recompute = r;
-              spec.zero = z;
-              spec.placement = options_.placements[pl];
-              spec.sequence_parallel = sp;
-              spec.overlap_grad_reduce = overlap && replicas > 1;
-              spec.overlap_param_gather = overlap && replicas > 1 && z >= 1;
-              spec.overlap_tensor_comm = overlap && shape.t > 1;
-              spec.optimize = options_.objective;
-              if (!mirror() && !resolves(spec, cluster_, model_)) {
-                ++out_.invalid;
-                continue;
+              for (const std::optional<plan::Precision>& precision : precisions_) {
+                PlanSpec spec;
+                spec.tensor = shape.t;
+                spec.context = shape.c;
+                spec.pipeline = shape.p;
+                spec.data = shape.d;
+                spec.expert = shape.e;
+                if (moe() != nullptr) spec.expert_tensor = shape.et;
+                spec.virtual_stages = v;
+                spec.global_batch = options_.global_batch;
+                spec.micro_batch = b;
+                spec.microbatches = m;
+                spec.schedule = kind;
+                spec.recompute = r;
+                spec.zero = z;
+                spec.placement = options_.placements[pl];
+                spec.sequence_parallel = sp;
+                spec.overlap_grad_reduce = overlap && replicas > 1;
+                spec.overlap_param_gather = overlap && replicas > 1 && z >= 1;
+                spec.overlap_tensor_comm = overlap && shape.t > 1;
+                spec.optimize = options_.objective;
+                spec.precision = precision;
+                if (!mirror() && !resolves(spec, cluster_, model_)) {
+                  ++out_.invalid;
+                  continue;
+                }
+                out_.candidates.push_back(std::move(spec));
               }
-              out_.candidates.push_back(std::move(spec));
             }
           }
         }
@@ -227,6 +237,7 @@ class Enumerator {
   }
 
   const topology::Cluster& cluster_;
+  std::vector<std::optional<plan::Precision>> precisions_;
   const model::Model& model_;
   const SearchSpaceOptions& options_;
   int gpus_;

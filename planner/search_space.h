@@ -23,14 +23,16 @@
 ///   layouts differ);
 /// - sequence parallelism (off, and on when t > 1) and overlap (off, and on: gradient reduction and
 ///   parameter gather during the passes when d c > 1, tensor-parallel communication beside the
-///   compute when t > 1), each narrowed by its option.
+///   compute when t > 1), each narrowed by its option;
+/// - precision (`precisions`; empty: the model's own, left unset in the spec), each kept only where
+///   the cluster's GPU has a peak for its GEMMs' type (FP8 ones: Hopper and later).
 /// The validity rules are resolve_plan()'s own (plan::stage_count_error, plan::interleaved_group_error,
 /// plan::degrees_error), called, not copied, so candidates are valid plans; resolve_plan()
 /// stays the judge: the planner resolves every candidate before simulating it, and the `Resolve`
 /// rules mode (for tests) enumerates the raw product and keeps what resolves.
 ///
 /// Order is deterministic: t, c, p, e, et, b, schedule (kScheduleNames order), v, recompute, ZeRO,
-/// placement, sequence parallelism, overlap, each ascending. A candidate's index in this order is its
+/// placement, sequence parallelism, overlap, precision (as listed), each ascending. A candidate's index in this order is its
 /// identity in the rest of the search.
 #include <vector>
 
@@ -63,6 +65,7 @@ struct SearchSpaceOptions {
   /// GEMMs too thin to hide the K/V exchange, and Megatron's recipes split 8k and longer sequences.
   std::int64_t min_context_tokens = 4096;
   int max_expert = 0;                                ///< 0: up to the model's experts
+  std::vector<plan::Precision> precisions;           ///< empty: the model's own
   plan::Objective objective = plan::Objective::Speed;  ///< written into every candidate's plan
   SpaceRules rules = SpaceRules::Mirror;
 };

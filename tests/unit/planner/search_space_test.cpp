@@ -116,6 +116,25 @@ TEST(SearchSpace, OptionsNarrowIt) {
   EXPECT_TRUE(enumerate_search_space(cluster, model, options).candidates.empty());
 }
 
+TEST(SearchSpace, PrecisionsTheGpuRuns) {
+  const auto model = shipped_model("gpt3-1.3b");
+  SearchSpaceOptions options;
+  options.global_batch = 16;
+  options.recompute = {model::Recompute::None};
+  const std::size_t own = enumerate_search_space(short_cluster(1, 8, "h100-sxm"), model, options).candidates.size();
+  options.precisions = {plan::Precision::Bf16, plan::Precision::Fp8};
+  // H100 has an FP8 peak: every candidate twice, in list order; A100 has none: bf16 only.
+  const SearchSpace h100 = enumerate_search_space(short_cluster(1, 8, "h100-sxm"), model, options);
+  ASSERT_EQ(h100.candidates.size(), 2 * own);
+  EXPECT_EQ(h100.candidates[0].precision, plan::Precision::Bf16);
+  EXPECT_EQ(h100.candidates[1].precision, plan::Precision::Fp8);
+  const SearchSpace a100 = enumerate_search_space(short_cluster(1, 8, "a100-80gb"), model, options);
+  for (const auto& s : a100.candidates) EXPECT_EQ(s.precision, plan::Precision::Bf16);
+  // The plans resolve with their precision.
+  options.rules = SpaceRules::Resolve;
+  EXPECT_EQ(enumerate_search_space(short_cluster(1, 8, "h100-sxm"), model, options).candidates.size(), 2 * own);
+}
+
 TEST(SearchSpace, OrderIsDeterministicAndWithoutDuplicates) {
   const auto cluster = short_cluster(2, 4);
   const auto model = shipped_model("gpt3-1.3b");
