@@ -276,6 +276,14 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
           module_bytes += mr.dropped;
         }
         if (!flash) stashed_scores += attention_score_bytes(layer, b, t);
+        // The busiest expert rank keeps its larger share of routed token copies (unless full
+        // recomputation or the `moe` module drops them).
+        if (layer.routed.experts > 0 && stash_rule != Recompute::Full &&
+            !(recomputes_modules && plan.recompute_modules.has(model::RecomputeModule::Moe))) {
+          const double extra = static_cast<double>(layer.routed.stashed.count()) * (plan.expert_load() - 1.0) *
+                               static_cast<double>(b) / static_cast<double>(t);
+          stashed += Bytes::bytes(static_cast<std::int64_t>(std::ceil(extra)));
+        }
         if (layer.kind == model::LayerKind::Transformer) {
           if (blocks < plan.activation_offload_layers) {
             offloaded += stashed - stashed_before;

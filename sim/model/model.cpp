@@ -127,6 +127,7 @@ Layer context_share(const Layer& layer, int context) {
   for (Gemm& g : l.gemms) g.tokens = part(g.tokens);
   for (AttentionCore& c : l.attention) c.q_tokens = part(c.q_tokens);
   l.routed.tokens = part(layer.routed.tokens);
+  l.routed.stashed = bytes(layer.routed.stashed);
   for (ModuleStash& m : l.recomputable) {
     m.tp_replicated = bytes(m.tp_replicated);
     m.tp_sharded = bytes(m.tp_sharded);

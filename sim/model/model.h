@@ -86,6 +86,9 @@ struct RoutedExperts {
   std::int64_t top_k = 0;
   std::int64_t tokens = 0;
   std::int64_t hidden = 0;
+  /// Of the layer's stash (split across tensor ranks), what the routed token copies keep: the
+  /// permuted tokens, the experts' intermediates and their outputs; it grows with a rank's load.
+  Bytes stashed;
   friend bool operator==(const RoutedExperts&, const RoutedExperts&) = default;
 };
 

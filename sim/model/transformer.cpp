@@ -260,11 +260,12 @@ Part moe_mlp(const TransformerShape& m, const Sizes& z, std::int64_t tokens, Rou
   }
   p.stash.tp_replicated = bytes((z.element + z.mask) * tokens * h);
   p.stash.tp_sharded += bytes(2 * z.element * copies * h);
+  const Bytes routed_stash = experts.stash.tp_sharded + bytes(2 * z.element * copies * h);
   // `moe`: everything but the layer's input is dropped and the whole MoE layer runs again.
   p.recomputable.push_back({RecomputeModule::Moe, {}, p.stash.tp_sharded, copies * h + copies * e.expert_ffn, false,
                             p.matmul_flops});
   p.recomputable.push_back(norm_output(z, tokens, h));
-  routed = {e.experts, e.top_k, tokens, h};
+  routed = {e.experts, e.top_k, tokens, h, routed_stash};
   return p;
 }
 

@@ -56,6 +56,15 @@ TEST(ExpertParallel, TheBusiestRanksLoadSetsTheExchangesAndTheExpertGemms) {
   const model::Gemm& experts = model.layers.at(1).gemms.at(model.layers.at(1).gemms.size() - 1);
   ASSERT_GT(experts.groups, 1);
   EXPECT_EQ(gemm_passes(experts, 2, 1, 4, 1, 1.5).forward.m, gemm_passes(experts, 2, 1, 4, 1).forward.m * 3 / 2);
+  // The busiest rank also stashes its larger share of routed token copies: per MoE block and
+  // microbatch of 2, the permuted tokens and the experts' outputs (2 x s k h) and the experts'
+  // intermediates (3 x s k f with the gated MLP), 2 bytes each, times 0.5 more.
+  const auto stash = [&](const std::string& routing) {
+    const plan::Plan p = testing::plan_yaml(base + routing, eight_h100(), model);
+    return build_cost_model(eight_h100(), model, p, plan::Layout(p)).ranks.front().chunks.front().stashed.count();
+  };
+  EXPECT_EQ(model.layers.at(1).routed.stashed.count(), (2 * kSeq * kTopK * kHidden + 3 * kSeq * kTopK * 64) * 2);
+  EXPECT_EQ(stash("routing_imbalance: 1.5\n") - stash(""), 2 * model.layers.at(1).routed.stashed.count() * 2 / 2);
   // The report carries the load (the viewer's report panel and simulate --json show it).
   const plan::Plan skewed = testing::plan_yaml(base + "routing_imbalance: 1.5\n", eight_h100(), model);
   EXPECT_DOUBLE_EQ(simulate(eight_h100(), model, skewed).report.plan.expert_load, 1.5);

@@ -154,7 +154,8 @@ TEST(Transformer, MoeBlockRoutesTopKCopiesThroughGroupedExperts) {
   const Layer& block = m.layers.at(1);
   const std::int64_t h = 2048, aw = 32 * 128, kv = 4 * 128, s = 4096;
   const std::int64_t experts = 128, k = 8, f = 768;
-  EXPECT_EQ(block.routed, (RoutedExperts{experts, k, s, h}));
+  // Routed stash: permuted tokens and outputs (2 s k h), the gated experts' intermediates (3 s k f).
+  EXPECT_EQ(block.routed, (RoutedExperts{experts, k, s, h, Bytes::bytes((2 * s * k * h + 3 * s * k * f) * 2)}));
   EXPECT_EQ(block.expert_parameters, experts * 3 * h * f);
   // Router + QK-norm + attention + two RMSNorms + experts.
   EXPECT_EQ(block.parameters, h * experts + 2 * 128 + h * (aw + 2 * kv) + aw * h + 2 * h + experts * 3 * h * f);
