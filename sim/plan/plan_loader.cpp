@@ -265,9 +265,9 @@ PlanSpec load_plan_spec(const Field& root) {
   r.count(root, "cpu_offloading_num_layers", "activation_offload_layers", spec.activation_offload_layers, 0);
   r.count(root, "activation_offload_layers", "activation_offload_layers", spec.activation_offload_layers, 0);
   r.count(root, "shard_groups", "shard_groups", spec.shard_groups);
-  if (auto f = r.get(root, "cp_comm_type", "cp_comm_type")) spec.context_comm = f->as_enum(kContextCommNames);
   r.count(root, "num_distributed_optimizer_instances", "shard_groups", spec.shard_groups);
   r.count(root, "data_parallel_replicate_degree", "shard_groups", spec.shard_groups);
+  if (auto f = r.get(root, "cp_comm_type", "cp_comm_type")) spec.context_comm = f->as_enum(kContextCommNames);
   if (auto f = r.get(root, "zero", "zero")) spec.zero = static_cast<int>(f->as_int_in(0, 3));
   if (auto f = r.get(root, "placement", "placement")) spec.placement = parse_placement(*f, false);
   r.count(root, "active_microbatches", "active_microbatches", spec.active_microbatches);

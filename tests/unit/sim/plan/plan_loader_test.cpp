@@ -144,7 +144,15 @@ TEST(PlanLoader, WrittenPlanReadsBack) {
   p.overlap_tensor_comm = true;
   p.grad_reduce_in_fp32 = false;
   p.fp8_param_gather = true;
+  p.optimizer = Optimizer::Muon;
+  p.shard_groups = 3;
+  p.context_comm = ContextComm::AllToAll;
+  p.activation_offload_layers = 5;
   const PlanSpec back = spec_from(write_plan_yaml(p));
+  EXPECT_EQ(back.optimizer, p.optimizer);
+  EXPECT_EQ(back.shard_groups, p.shard_groups);
+  EXPECT_EQ(back.context_comm, p.context_comm);
+  EXPECT_EQ(back.activation_offload_layers, p.activation_offload_layers);
   EXPECT_EQ(back.grad_reduce_in_fp32, p.grad_reduce_in_fp32);
   EXPECT_EQ(back.fp8_param_gather, p.fp8_param_gather);
   EXPECT_EQ(back.precision, p.precision);
