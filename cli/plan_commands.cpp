@@ -464,7 +464,7 @@ void add_plan_commands(CLI::App& app) {
                        "simulated for the ranking (faster)")
       ->check(CLI::IsMember({"exact", "simulated"}));
   plan_cmd->add_option("--memory-reserve", args->memory_reserve, "Memory kept free on every GPU, e.g. \"2 GiB\"");
-  plan_cmd->add_option("--set", args->sets, "Override a topology or model field: topology.inter_node.bandwidth=\"100 Gb/s\"");
+  plan_cmd->add_option("--set", args->sets, "Override a topology or model field: topology.node.nics.bandwidth=\"100 Gb/s\", topology.nodes=16");
   plan_cmd->add_option("-o,--output", args->output, "Write the best plan as a plan YAML");
   plan_cmd->add_option("--trace", args->trace, "Write the best plan's Chrome trace");
   plan_cmd->add_flag("--json", args->json, "Print the result as JSON");

@@ -152,7 +152,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--topology", args->files.topology, "Topology YAML")->required();
   cmd->add_option("--model", args->files.model, "Model YAML")->required();
   cmd->add_option("--plan", args->files.plan, "Plan YAML")->required();
-  cmd->add_option("--set", args->sets, "Override a field: plan.microbatches=32, topology.inter_node.bandwidth=\"100 Gb/s\"");
+  cmd->add_option("--set", args->sets, "Override a field: plan.microbatches=32, topology.node.nics.bandwidth=\"100 Gb/s\"");
   add_gpu_selection_options(*cmd, args->gpus);
   cmd->add_option("--sweep", args->sweep, "One run per value: KEY=V1,V2,... (a table, or JSON with --json)");
   cmd->add_option("--trace", args->trace, "Write the Chrome trace (opens in Perfetto)");

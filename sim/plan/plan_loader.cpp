@@ -286,7 +286,7 @@ PlanSpec load_plan_file(const std::filesystem::path& path) {
 
 std::string write_plan_yaml(const Plan& p) {
   std::string out;
-  out += "# mpsim plan (docs/formats/plan.md)\n";
+  out += "# mpsim plan (docs/formats.md, section Plan)\n";
   std::string extra;
   if (p.context > 1) extra += fmt::format(", context: {}", p.context);
   if (p.expert > 1) extra += fmt::format(", expert: {}", p.expert);

@@ -2,7 +2,7 @@
 /// Plan YAML ↔ PlanSpec/Plan. Accepts mpsim's names (interface.md), SageMaker's (`partitions`,
 /// `microbatches`, `pipeline: simple|interleaved`, `optimize`, `active_microbatches`,
 /// `placement_strategy`) and Megatron's (`tensor_model_parallel_size`, `micro_batch_size`, ...).
-/// docs/formats/plan.md lists every name.
+/// docs/formats.md (section Plan) lists every name.
 #include <filesystem>
 #include <string>
 
