@@ -109,65 +109,41 @@ struct PlanArgs {
 };
 
 
-std::vector<plan::ScheduleKind> parse_schedules(const std::string& list) {
-  std::vector<plan::ScheduleKind> out;
+/// A comma-separated list of `names`' words (spaces around them ignored, repeats dropped), or an
+/// InputError naming `flag`: "unknown <what> '<word>'; known: ...".
+template <class Value, std::size_t N>
+std::vector<Value> parse_named_list(const std::string& list, const std::string& flag, std::string_view what,
+                                    const std::pair<std::string_view, Value> (&names)[N]) {
+  std::vector<Value> out;
   std::stringstream in(list);
   std::string word;
   while (std::getline(in, word, ',')) {
     word.erase(0, word.find_first_not_of(' '));
     word.erase(word.find_last_not_of(' ') + 1);
-    const auto* it = std::find_if(std::begin(plan::kScheduleNames), std::end(plan::kScheduleNames),
-                                  [&](const auto& entry) { return entry.first == word; });
-    if (it == std::end(plan::kScheduleNames)) {
+    const auto* it = std::find_if(std::begin(names), std::end(names), [&](const auto& entry) { return entry.first == word; });
+    if (it == std::end(names)) {
       std::vector<std::string> known;
-      for (const auto& entry : plan::kScheduleNames) known.emplace_back(entry.first);
-      throw InputError({"--schedules " + list, 0, 0}, "",
-                       fmt::format("unknown schedule '{}'; known: {}", word, fmt::join(known, ", ")));
+      for (const auto& entry : names) known.emplace_back(entry.first);
+      throw InputError({flag + " " + list, 0, 0}, "",
+                       fmt::format("unknown {} '{}'; known: {}", what, word, fmt::join(known, ", ")));
     }
     if (std::find(out.begin(), out.end(), it->second) == out.end()) out.push_back(it->second);
   }
   return out;
+}
+
+std::vector<plan::ScheduleKind> parse_schedules(const std::string& list) {
+  return parse_named_list(list, "--schedules", "schedule", plan::kScheduleNames);
 }
 
 std::vector<model::Recompute> parse_recompute(const std::string& list) {
-  std::vector<model::Recompute> out;
-  std::stringstream in(list);
-  std::string word;
-  while (std::getline(in, word, ',')) {
-    word.erase(0, word.find_first_not_of(' '));
-    word.erase(word.find_last_not_of(' ') + 1);
-    bool known = false;
-    for (const auto r : {model::Recompute::None, model::Recompute::Selective, model::Recompute::Full}) {
-      if (word != model::to_string(r)) continue;
-      known = true;
-      if (std::find(out.begin(), out.end(), r) == out.end()) out.push_back(r);
-    }
-    if (!known) {
-      throw InputError({"--recompute " + list, 0, 0}, "",
-                       fmt::format("unknown recomputation '{}'; known: none, selective, full", word));
-    }
-  }
-  return out;
+  static constexpr std::pair<std::string_view, model::Recompute> kNames[] = {
+      {"none", model::Recompute::None}, {"selective", model::Recompute::Selective}, {"full", model::Recompute::Full}};
+  return parse_named_list(list, "--recompute", "recomputation", kNames);
 }
 
 std::vector<plan::Precision> parse_precisions(const std::string& list) {
-  std::vector<plan::Precision> out;
-  std::stringstream in(list);
-  std::string word;
-  while (std::getline(in, word, ',')) {
-    word.erase(0, word.find_first_not_of(' '));
-    word.erase(word.find_last_not_of(' ') + 1);
-    const auto* it = std::find_if(std::begin(plan::kPrecisionNames), std::end(plan::kPrecisionNames),
-                                  [&](const auto& entry) { return entry.first == word; });
-    if (it == std::end(plan::kPrecisionNames)) {
-      std::vector<std::string> known;
-      for (const auto& entry : plan::kPrecisionNames) known.emplace_back(entry.first);
-      throw InputError({"--precisions " + list, 0, 0}, "",
-                       fmt::format("unknown precision '{}'; known: {}", word, fmt::join(known, ", ")));
-    }
-    if (std::find(out.begin(), out.end(), it->second) == out.end()) out.push_back(it->second);
-  }
-  return out;
+  return parse_named_list(list, "--precisions", "precision", plan::kPrecisionNames);
 }
 
 /// A default input file: relative to the working directory when it exists there (the repository

@@ -339,12 +339,20 @@ class TransformerBlock final : public Layer {
       ctx.backend->softmax_forward(p, scale, true, p);
     });
   }
-  /// Where rank j's local rows of sample `sample`, chunk `i` (0 or 1), sit in the sequence.
-  [[nodiscard]] std::int64_t sequence_row(const LayerContext& ctx, std::int64_t j, std::int64_t sample,
-                                          std::int64_t i) const {
+  /// Every chunk of every context rank's local rows: f(its first row when the ranks' local rows are
+  /// stacked rank after rank, its first row in sequence order). Rank j holds chunks j and 2C - 1 - j.
+  template <class F>
+  void for_each_chunk(const LayerContext& ctx, const Batch& b, F f) const {
     const std::int64_t c = ctx.context_size;
     const std::int64_t chunk = dims_.seq / (2 * c);
-    return sample * dims_.seq + (i == 0 ? j : 2 * c - 1 - j) * chunk;
+    const std::int64_t rows = b.samples * local_seq(ctx);
+    for (std::int64_t j = 0; j < c; ++j) {
+      for (std::int64_t sample = 0; sample < b.samples; ++sample) {
+        for (std::int64_t i = 0; i < 2; ++i) {
+          f(j * rows + sample * local_seq(ctx) + i * chunk, sample * dims_.seq + (i == 0 ? j : 2 * c - 1 - j) * chunk);
+        }
+      }
+    }
   }
   /// Context parallelism: every rank's local rows of `local`, gathered over the context group and
   /// put in sequence order (samples x seq rows).
@@ -356,14 +364,9 @@ class TransformerBlock final : public Layer {
     ctx.backend->copy(local, gathered.view().row_range(ctx.context_rank * rows, rows));
     ctx.backend->all_gather(*ctx.context, gathered.data(), static_cast<std::size_t>(c * rows * local.cols));
     Buffer ordered = ctx.buffer(b.samples * dims_.seq, local.cols);
-    for (std::int64_t j = 0; j < c; ++j) {
-      for (std::int64_t sample = 0; sample < b.samples; ++sample) {
-        for (std::int64_t i = 0; i < 2; ++i) {
-          ctx.backend->copy(gathered.view().row_range(j * rows + sample * local_seq(ctx) + i * chunk, chunk),
-                            ordered.view().row_range(sequence_row(ctx, j, sample, i), chunk));
-        }
-      }
-    }
+    for_each_chunk(ctx, b, [&](std::int64_t by_rank_row, std::int64_t sequence_row) {
+      ctx.backend->copy(gathered.view().row_range(by_rank_row, chunk), ordered.view().row_range(sequence_row, chunk));
+    });
     return ordered;
   }
   /// The inverse: gradients of whole sequences, summed over the context group, each rank keeping
@@ -373,14 +376,9 @@ class TransformerBlock final : public Layer {
     const std::int64_t rows = b.samples * local_seq(ctx);
     const std::int64_t chunk = dims_.seq / (2 * c);
     Buffer by_rank = ctx.buffer(c * rows, whole.cols);
-    for (std::int64_t j = 0; j < c; ++j) {
-      for (std::int64_t sample = 0; sample < b.samples; ++sample) {
-        for (std::int64_t i = 0; i < 2; ++i) {
-          ctx.backend->copy(whole.row_range(sequence_row(ctx, j, sample, i), chunk),
-                            by_rank.view().row_range(j * rows + sample * local_seq(ctx) + i * chunk, chunk));
-        }
-      }
-    }
+    for_each_chunk(ctx, b, [&](std::int64_t by_rank_row, std::int64_t sequence_row) {
+      ctx.backend->copy(whole.row_range(sequence_row, chunk), by_rank.view().row_range(by_rank_row, chunk));
+    });
     ctx.backend->reduce_scatter_sum(*ctx.context, by_rank.data(), static_cast<std::size_t>(c * rows * whole.cols));
     Buffer mine = ctx.buffer(rows, whole.cols);
     ctx.backend->copy(by_rank.view().row_range(ctx.context_rank * rows, rows), mine.view());
