@@ -62,7 +62,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
 engine::RankParameters rank_parameters(const plan::PlanSpec& spec, const StageCosts& costs, int rank) {
   engine::RankParameters out;
   for (int c = 0; c < spec.virtual_stages; ++c) {
-    const auto vs = static_cast<std::size_t>(c * spec.pipeline + rank);
+    const auto vs = static_cast<std::size_t>(plan::virtual_stage_of(spec.schedule, spec.pipeline, rank, c));
     out.total += costs.parameters[vs];
     out.fp8 += costs.fp8_parameters[vs];
     out.expert += costs.expert_parameters[vs];
@@ -90,7 +90,7 @@ TimeNs overlapped_interleaved_bound(const plan::PlanSpec& spec, const StageCosts
   TimeNs best;
   for (int r = 0; r < p; ++r) {
     const auto rank = static_cast<std::size_t>(r);
-    const auto at = [&](int c) { return static_cast<std::size_t>(c * p + r); };
+    const auto at = [&](int c) { return static_cast<std::size_t>(plan::virtual_stage_of(spec.schedule, p, r, c)); };
     TimeNs forwards;
     for (int c = 0; c < v; ++c) forwards += costs.times[at(c)].forward;
     const TimeNs end = after_reductions_time(sync, shape, rank, parameters[rank], memory_bandwidth);
@@ -118,7 +118,7 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
   std::vector<ChunkActivations> chunks(static_cast<std::size_t>(v));
   std::vector<engine::RankParameters> rank_parameters;
   for (int r = 0; r < p; ++r) {
-    for (int c = 0; c < v; ++c) chunks[static_cast<std::size_t>(c)] = costs.activations[static_cast<std::size_t>(c * p + r)];
+    for (int c = 0; c < v; ++c) chunks[static_cast<std::size_t>(c)] = costs.activations[static_cast<std::size_t>(plan::virtual_stage_of(spec.schedule, p, r, c))];
     const engine::RankParameters parameters = planner::rank_parameters(spec, costs, r);
     rank_parameters.push_back(parameters);
     const Bytes fixed = engine::static_memory(parameters, engine::state_format(spec, context.dtype_bytes)).total();
@@ -163,7 +163,7 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
     const bool sharded_weights = spec.zero >= 3 && d * spec.context > 1 && context.sync != nullptr;
     for (int r = 0; r < p; ++r) {
       TimeNs comm;
-      for (int c = 0; c < v; ++c) comm += costs.in_layer_comm[static_cast<std::size_t>(c * p + r)];
+      for (int c = 0; c < v; ++c) comm += costs.in_layer_comm[static_cast<std::size_t>(plan::virtual_stage_of(spec.schedule, p, r, c))];
       if (sharded_weights) {
         const engine::RankParameters& mine = rank_parameters[static_cast<std::size_t>(r)];
         const std::int64_t experts = std::min(mine.expert, mine.total);

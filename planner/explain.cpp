@@ -42,7 +42,7 @@ TimeBreakdown breakdown(const topology::Cluster& cluster, const model::Model& mo
     for (int c = 0; c < p.virtual_stages; ++c) {
       const engine::ChunkCost& cc = costs.chunk(rank, c);
       const bool overlap = p.overlap_tensor_comm;
-      stages[static_cast<std::size_t>(c * p.pipeline + rank)] = {
+      stages[static_cast<std::size_t>(plan::virtual_stage_of(p.schedule, p.pipeline, rank, c))] = {
           engine::pass_time(cc.forward, cc.forward_comm, overlap), engine::pass_time(cc.backward, cc.backward_comm, overlap),
           engine::pass_time(cc.backward_input, cc.backward_comm, overlap), cc.backward_weight};
     }

@@ -12,27 +12,38 @@ TimeNs step_time_lower_bound(const schedule::PipelineShape& shape, std::span<con
   const int v = shape.chunks;
   const std::int64_t m = shape.microbatches;
   const bool split = schedule::splits_backward(shape.kind);
+  // DualPipeV runs some backwards fused and some split: count each as the cheaper of the two, and
+  // no weight pass after the drain (its last backward may be fused).
+  const bool mixed = shape.kind == plan::ScheduleKind::DualPipeV;
   const auto at = [&](int vs) -> const StageTimes& { return stages[static_cast<std::size_t>(vs)]; };
   const auto tail = [&](int r) { return tails.empty() ? TimeNs{} : tails[static_cast<std::size_t>(r)]; };
+  const auto whole_backward = [&](const StageTimes& s) {
+    const TimeNs parts = s.backward_input + s.backward_weight;
+    return mixed ? std::min(s.backward, parts) : split ? parts : s.backward;
+  };
+  const auto input_backward = [&](const StageTimes& s) {
+    return mixed ? std::min(s.backward, s.backward_input) : s.backward_input;
+  };
+  const TimeNs last_weight = mixed ? TimeNs{} : at(0).backward_weight;
 
   TimeNs best;
   TimeNs fill, drain_fused, drain_input;  // over virtual stages 0..r-1
   for (int r = 0; r < p; ++r) {
     TimeNs forward, backward, input;
     for (int c = 0; c < v; ++c) {
-      const StageTimes& s = at(c * p + r);
+      const StageTimes& s = at(plan::virtual_stage_of(shape.kind, p, r, c));
       forward += s.forward;
-      backward += split ? TimeNs(s.backward_input + s.backward_weight) : s.backward;
-      input += s.backward_input;
+      backward += whole_backward(s);
+      input += input_backward(s);
     }
     const TimeNs own = fill + (forward + backward) * m + tail(r);
-    const TimeNs drained = split ? TimeNs(fill + (forward + input) * m + drain_input + at(0).backward_weight + tail(0))
+    const TimeNs drained = split ? TimeNs(fill + (forward + input) * m + drain_input + last_weight + tail(0))
                                  : TimeNs(fill + (forward + backward) * m + drain_fused + tail(0));
     const TimeNs bound = std::max(own, drained);
     best = std::max(best, bound);
     fill += at(r).forward;
     drain_fused += at(r).backward;
-    drain_input += at(r).backward_input;
+    drain_input += input_backward(at(r));
   }
   return best;
 }

@@ -32,8 +32,7 @@ struct StageTimes {
   TimeNs backward_weight;
 };
 
-/// `stages` has shape.stages * shape.chunks entries, by virtual stage (chunk c of rank r is
-/// c * stages + r); `tails` is empty or has shape.stages entries. O(stages * chunks).
+/// `stages` has shape.stages * shape.chunks entries, by virtual stage (plan::virtual_stage_of); `tails` is empty or has shape.stages entries. O(stages * chunks).
 [[nodiscard]] TimeNs step_time_lower_bound(const schedule::PipelineShape& shape, std::span<const StageTimes> stages,
                                            std::span<const TimeNs> tails = {});
 

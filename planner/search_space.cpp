@@ -140,6 +140,12 @@ class Enumerator {
       add_rest(shape, b, m, kind, 1);
       return;
     }
+    if (plan::is_v_shaped(kind)) {
+      // Two chunks per rank, the layers split evenly over the 2p stages (ZB-V's "even layers per stage").
+      if (p < 2 || m < plan::minimum_microbatches(kind, p)) return;
+      if (!mirror() || !plan::stage_count_error(layers_, p, 2, false)) add_rest(shape, b, m, kind, 2);
+      return;
+    }
     if (mirror()) {
       // The plan check's own rules: an even split into p * v virtual stages, Megatron's group rule for N = p.
       if (p < 2 || plan::interleaved_group_error(m, p, p)) return;

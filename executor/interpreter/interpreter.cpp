@@ -168,8 +168,10 @@ class Interpreter {
       if (!result.root) continue;
       double loss = 0;
       std::int64_t count = 0;
+      // The loss is where the last virtual stage lives: the last pipeline rank, or rank 0 in a V.
+      const int loss_rank = schedule::rank_of(program_.shape, schedule::virtual_stage_count(program_.shape) - 1);
       for (int r = 0; r < layout_.ranks(); ++r) {
-        if (layout_.coordinate(r, plan::Axis::Pipeline) != plan_.pipeline - 1 || layout_.coordinate(r, plan::Axis::Tensor) != 0) {
+        if (layout_.coordinate(r, plan::Axis::Pipeline) != loss_rank || layout_.coordinate(r, plan::Axis::Tensor) != 0) {
           continue;
         }
         loss += all[static_cast<std::size_t>(r)].loss_sum;

@@ -95,7 +95,7 @@ std::vector<std::unique_ptr<Layer>> build_chunk_layers(const model::Model& model
                                                        int pipeline_rank, int chunk, int expert_rank) {
   const NetDims dims = net_dims(model, plan.tensor);
   const auto ranges = plan::virtual_stage_layers(plan, model);
-  const int vs = chunk * plan.pipeline + pipeline_rank;
+  const int vs = plan::virtual_stage_of(plan.schedule, plan.pipeline, pipeline_rank, chunk);
   const plan::LayerRange range = ranges.at(static_cast<std::size_t>(vs));
   std::vector<std::unique_ptr<Layer>> layers;
   if (vs == 0 && (model.layers.empty() || model.layers.front().kind != LayerKind::Embedding)) {

@@ -224,7 +224,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
     rc.memory_capacity = gpu.memory;
     RankParameters rank_parameters;
     for (int c = 0; c < plan.virtual_stages; ++c) {
-      const int vs = c * plan.pipeline + rank;
+      const int vs = plan::virtual_stage_of(plan.schedule, plan.pipeline, rank, c);
       const plan::LayerRange range = ranges.at(static_cast<std::size_t>(vs));
       ChunkCost cc;
       PassTimes kernels;

@@ -26,10 +26,39 @@ enum class ScheduleKind : std::uint8_t {
   ZbH1,                  ///< Zero Bubble handcrafted, 1F1B memory
   ZbH2,                  ///< Zero Bubble handcrafted, 2x 1F1B memory
   SageMakerInterleaved,  ///< SageMaker `interleaved`: backward-first with a cap on active microbatches
+  ZbV,                   ///< Zero Bubble V: two chunks per rank in a V, zero bubble at 1F1B's memory
+  DualPipeV,             ///< DeepSeek's DualPipeV: the V with overlapped forward-backward pairs
 };
 [[nodiscard]] std::string_view to_string(ScheduleKind k) noexcept;
 /// Whether the schedule runs several model chunks (virtual stages) per pipeline rank.
 [[nodiscard]] bool has_virtual_stages(ScheduleKind k) noexcept;
+/// Whether the schedule places two chunks per rank as a V (the Zero Bubble V family, DualPipeV): chunk 0
+/// of rank r is stage r and chunk 1 is stage 2p - 1 - r, so a microbatch turns round on the last rank
+/// and both its forward and its backward end on rank 0.
+[[nodiscard]] constexpr bool is_v_shaped(ScheduleKind k) noexcept {
+  switch (k) {
+    case ScheduleKind::ZbV:
+    case ScheduleKind::DualPipeV: return true;
+    case ScheduleKind::GPipe:
+    case ScheduleKind::OneFOneB:
+    case ScheduleKind::Interleaved1F1B:
+    case ScheduleKind::ZbH1:
+    case ScheduleKind::ZbH2:
+    case ScheduleKind::SageMakerInterleaved: return false;
+  }
+  return false;
+}
+/// The fewest microbatches a step of `kind` on `ranks` pipeline ranks runs: DualPipeV's steady phase
+/// needs 2 per rank (DeepSeek's assert); every other schedule takes 1.
+[[nodiscard]] constexpr int minimum_microbatches(ScheduleKind kind, int ranks) noexcept {
+  return kind == ScheduleKind::DualPipeV ? 2 * ranks : 1;
+}
+/// The virtual stage that chunk `chunk` of pipeline rank `rank` holds, for `ranks` pipeline ranks:
+/// `chunk * ranks + rank` (Megatron's loop: rank 0 holds stages 0, p, 2p, ...), or the V of is_v_shaped().
+[[nodiscard]] constexpr int virtual_stage_of(ScheduleKind k, int ranks, int rank, int chunk) noexcept {
+  if (is_v_shaped(k) && chunk == 1) return 2 * ranks - 1 - rank;
+  return chunk * ranks + rank;
+}
 /// Every schedule with its plan-file word, in a fixed order.
 inline constexpr std::pair<std::string_view, ScheduleKind> kScheduleNames[] = {
     {"gpipe", ScheduleKind::GPipe},
@@ -40,6 +69,8 @@ inline constexpr std::pair<std::string_view, ScheduleKind> kScheduleNames[] = {
     {"sagemaker-simple", ScheduleKind::GPipe},
     {"sagemaker-interleaved", ScheduleKind::SageMakerInterleaved},
     {"pipedream-flush", ScheduleKind::OneFOneB},
+    {"zb-v", ScheduleKind::ZbV},
+    {"dualpipev", ScheduleKind::DualPipeV},
 };
 
 enum class Objective : std::uint8_t { Speed, Memory };

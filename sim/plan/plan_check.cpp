@@ -170,7 +170,8 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   p.context = spec.context;
   p.expert = spec.expert;
   p.expert_tensor = spec.expert_tensor.value_or(spec.tensor);
-  p.virtual_stages = spec.virtual_stages;
+  // The V schedules hold two chunks per rank; a plan may leave virtual_stages out for them.
+  p.virtual_stages = is_v_shaped(spec.schedule) && !spec.origins.contains("virtual_stages") ? 2 : spec.virtual_stages;
   p.micro_batch = spec.micro_batch;
   p.schedule = spec.schedule;
   p.recompute = spec.recompute;
@@ -360,9 +361,19 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   }
 
   // Schedule rules.
-  const bool interleaved = has_virtual_stages(p.schedule);
-  check.require(interleaved || p.virtual_stages == 1, "virtual_stages",
-                fmt::format("virtual stages need schedule interleaved-1f1b, not {}", to_string(p.schedule)));
+  const bool interleaved = p.schedule == ScheduleKind::Interleaved1F1B;
+  check.require(has_virtual_stages(p.schedule) || p.virtual_stages == 1, "virtual_stages",
+                fmt::format("virtual stages need schedule interleaved-1f1b or a V schedule, not {}",
+                            to_string(p.schedule)));
+  if (is_v_shaped(p.schedule)) {
+    check.require(p.virtual_stages == 2, "virtual_stages",
+                  fmt::format("{} holds two chunks per rank (virtual_stages 2), not {}", to_string(p.schedule),
+                              p.virtual_stages));
+    const int least = minimum_microbatches(p.schedule, p.pipeline);
+    check.require(p.microbatches >= least, "microbatches",
+                  fmt::format("{} on pipeline {} needs at least {} microbatches, not {}", to_string(p.schedule),
+                              p.pipeline, least, p.microbatches));
+  }
   if (interleaved) {
     check.require(p.virtual_stages > 1, "schedule", "interleaved-1f1b needs virtual_stages > 1");
     p.microbatch_group_size = microbatch_group_size_of(spec);

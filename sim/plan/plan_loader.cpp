@@ -15,21 +15,13 @@ std::string_view to_string(ScheduleKind k) noexcept {
     case ScheduleKind::ZbH1: return "zb-h1";
     case ScheduleKind::ZbH2: return "zb-h2";
     case ScheduleKind::SageMakerInterleaved: return "sagemaker-interleaved";
+    case ScheduleKind::ZbV: return "zb-v";
+    case ScheduleKind::DualPipeV: return "dualpipev";
   }
   return "?";
 }
 
-bool has_virtual_stages(ScheduleKind k) noexcept {
-  switch (k) {
-    case ScheduleKind::Interleaved1F1B: return true;
-    case ScheduleKind::GPipe:
-    case ScheduleKind::OneFOneB:
-    case ScheduleKind::ZbH1:
-    case ScheduleKind::ZbH2:
-    case ScheduleKind::SageMakerInterleaved: return false;
-  }
-  return false;
-}
+bool has_virtual_stages(ScheduleKind k) noexcept { return k == ScheduleKind::Interleaved1F1B || is_v_shaped(k); }
 
 std::string_view to_string(Objective o) noexcept { return o == Objective::Speed ? "speed" : "memory"; }
 

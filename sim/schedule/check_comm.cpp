@@ -77,7 +77,6 @@ std::optional<ProgramError> check_dependency_order(const Program& program, const
   const PipelineShape& shape = program.shape;
   const int v = shape.chunks;
   const int last = virtual_stage_count(shape) - 1;
-  const bool across_ranks = shape.stages > 1;
   for (int rank = 0; rank < shape.stages; ++rank) {
     const std::vector<Op>& stream = program.streams[static_cast<std::size_t>(rank)];
     std::vector<std::uint8_t> flags(static_cast<std::size_t>(shape.microbatches) * static_cast<std::size_t>(v));
@@ -92,28 +91,30 @@ std::optional<ProgramError> check_dependency_order(const Program& program, const
       };
       switch (op.kind) {
         case OpKind::Forward:
-          if (vs > 0 && across_ranks && !(flag(op.microbatch, op.chunk) & kActivationIn)) {
+          if (vs > 0 && rank_of(shape, vs - 1) != rank && !(flag(op.microbatch, op.chunk) & kActivationIn)) {
             return naming.error(
                 rank, i,
                 fmt::format("runs before its input arrives: no {} before it", text(OpKind::RecvActivation, op.chunk)));
           }
-          if (vs > 0 && !across_ranks && !(flag(op.microbatch, op.chunk - 1) & kForwarded)) {
+          if (vs > 0 && rank_of(shape, vs - 1) == rank && !(flag(op.microbatch, chunk_of(shape, vs - 1)) & kForwarded)) {
             return naming.error(rank, i,
-                                fmt::format("runs before {}, which feeds it", text(OpKind::Forward, op.chunk - 1)));
+                                fmt::format("runs before {}, which feeds it",
+                                            text(OpKind::Forward, chunk_of(shape, vs - 1))));
           }
           flag(op.microbatch, op.chunk) |= kForwarded;
           break;
         case OpKind::Backward:
         case OpKind::BackwardInput:
-          if (vs < last && across_ranks && !(flag(op.microbatch, op.chunk) & kGradIn)) {
+          if (vs < last && rank_of(shape, vs + 1) != rank && !(flag(op.microbatch, op.chunk) & kGradIn)) {
             return naming.error(
                 rank, i,
                 fmt::format("runs before its gradient arrives: no {} before it", text(OpKind::RecvGrad, op.chunk)));
           }
-          if (vs < last && !across_ranks && !(flag(op.microbatch, op.chunk + 1) & kBackwarded)) {
+          if (vs < last && rank_of(shape, vs + 1) == rank &&
+              !(flag(op.microbatch, chunk_of(shape, vs + 1)) & kBackwarded)) {
             return naming.error(rank, i,
                                 fmt::format("runs before the backward of {}, which feeds it",
-                                            text(OpKind::Forward, op.chunk + 1).substr(1)));
+                                            text(OpKind::Forward, chunk_of(shape, vs + 1)).substr(1)));
           }
           flag(op.microbatch, op.chunk) |= kBackwarded;
           break;

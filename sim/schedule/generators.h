@@ -20,7 +20,8 @@ namespace mpsim::schedule {
 
 /// Why a generator cannot take `shape`, or nothing when it can:
 /// - stages, microbatches and chunks are at least 1 (and chunks fit the op's 16-bit field);
-/// - chunks > 1 only with interleaved-1f1b;
+/// - chunks > 1 only with interleaved-1f1b, exactly 2 with the V schedules (zb-v, dualpipev), and
+///   at least plan::minimum_microbatches;
 /// - interleaved-1f1b, N = microbatch_group_size: N >= m (one group), or Megatron's rules
 ///   p <= N and (m % N == 0 or m % N >= p). Smaller groups make the warm-up deadlock (Megatron
 ///   rejects them too); the rule is sufficient, checked exhaustively for p <= 12, m <= 36, v <= 5;
@@ -69,6 +70,21 @@ struct VirtualMicrobatch {
 /// free it runs the lowest ready backward, else the next forward if its input has arrived and the
 /// rank is under the cap, else it waits. The Program is the order that replay produces.
 [[nodiscard]] Program make_sagemaker_interleaved(const PipelineShape& shape);
+
+/// ZB-V (Zero Bubble, section 6; PyTorch's ScheduleZBVZeroBubble), two chunks per rank in a V. Rank i
+/// warms up with 2(p - i) - 1 forwards of chunk 0, then i times "F1 F0", then p - i times "F1 I1 W1";
+/// then, while forwards remain, "F0 I0 W0 F1 I1 W1" (F0 only while chunk 0 has forwards left); then i
+/// times "I0 I1", p - i times "I0 W0", and the weight passes left (chunk 1's, then chunk 0's). The
+/// pattern is laid out for max(m, 2p - 1) microbatches and the passes of those past m left out. With
+/// equal F, I and W and no communication its bubble is 0 at 1F1B's peak activation memory.
+[[nodiscard]] Program make_zb_v(const PipelineShape& shape);
+
+/// DualPipeV (DeepSeek-V3; github.com/deepseek-ai/DualPipe), two chunks per rank in a V, m >= 2p.
+/// Rank i, with t = p - i - 1: 2t forwards of chunk 0; i + 1 times "F0 F1"; t times "I1 W F1"; then
+/// m - 2p + i + 1 times the overlapped pairs "F0&B1 F1&B0"; t times "B1 F1&B0"; i + 1 times
+/// "B1 B0", whose backwards split off their weight pass from half-way; t times "W I0"; i + 1 times
+/// "W". W runs the oldest weight pass pending. A pair "F&B" is the forward followed by the backward.
+[[nodiscard]] Program make_dualpipe_v(const PipelineShape& shape);
 
 /// Whether the schedule splits the backward into BackwardInput and BackwardWeight (the zero-bubble
 /// family) rather than running it fused. One switch over every kind, so a new schedule must answer.

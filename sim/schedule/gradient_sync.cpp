@@ -143,7 +143,7 @@ ChunkGradientBytes chunk_gradient_split(const model::Model& model, const plan::P
   out.experts.resize(static_cast<std::size_t>(plan.pipeline));
   for (int rank = 0; rank < plan.pipeline; ++rank) {
     for (int c = 0; c < plan.virtual_stages; ++c) {
-      const plan::LayerRange r = ranges.at(static_cast<std::size_t>(c * plan.pipeline + rank));
+      const plan::LayerRange r = ranges.at(static_cast<std::size_t>(plan::virtual_stage_of(plan.schedule, plan.pipeline, rank, c)));
       std::int64_t dense = 0, experts = 0;
       for (int i = r.first; i < r.last; ++i) {
         const model::Layer& layer = model.layers[static_cast<std::size_t>(i)];

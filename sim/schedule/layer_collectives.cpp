@@ -94,7 +94,7 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
   for (int rank = 0; rank < plan.pipeline; ++rank) {
     for (int c = 0; c < plan.virtual_stages; ++c) {
       ChunkCollectives& chunk = out[static_cast<std::size_t>(rank)][static_cast<std::size_t>(c)];
-      const plan::LayerRange r = ranges.at(static_cast<std::size_t>(c * plan.pipeline + rank));
+      const plan::LayerRange r = ranges.at(static_cast<std::size_t>(plan::virtual_stage_of(plan.schedule, plan.pipeline, rank, c)));
       for (int i = r.first; i < r.last; ++i) {
         // One context rank's share of the layer (the layer itself without context parallelism).
         model::Layer context_layer;

@@ -7,7 +7,6 @@ namespace mpsim::schedule {
 Program lower_comm(Program program) {
   const PipelineShape& shape = program.shape;
   const int last = virtual_stage_count(shape) - 1;
-  const bool across_ranks = shape.stages > 1;  // neighbouring virtual stages share a rank only when p = 1
   for (std::size_t r = 0; r < program.streams.size(); ++r) {
     const int rank = static_cast<int>(r);
     std::vector<Op> lowered;
@@ -16,8 +15,10 @@ Program lower_comm(Program program) {
       const int mb = static_cast<int>(op.microbatch);
       const int chunk = op.chunk;
       const int vs = virtual_stage(shape, rank, chunk);
-      const bool has_prev = across_ranks && vs > 0;
-      const bool has_next = across_ranks && vs < last;
+      // Neighbouring virtual stages share a rank when p = 1 and at the turn of a V; then the stream's
+      // own order carries the data.
+      const bool has_prev = vs > 0 && rank_of(shape, vs - 1) != rank;
+      const bool has_next = vs < last && rank_of(shape, vs + 1) != rank;
       switch (op.kind) {
         case OpKind::Forward:
           if (has_prev) lowered.push_back(comm_op(OpKind::RecvActivation, mb, chunk, rank_of(shape, vs - 1)));

@@ -12,6 +12,8 @@ Program make_program(const PipelineShape& shape) {
     case plan::ScheduleKind::ZbH1: return make_zb_h1(shape);
     case plan::ScheduleKind::ZbH2: return make_zb_h2(shape);
     case plan::ScheduleKind::SageMakerInterleaved: return make_sagemaker_interleaved(shape);
+    case plan::ScheduleKind::ZbV: return make_zb_v(shape);
+    case plan::ScheduleKind::DualPipeV: return make_dualpipe_v(shape);
   }
   throw std::invalid_argument("not a schedule kind");  // only a value cast from outside the enum gets here
 }
@@ -19,7 +21,9 @@ Program make_program(const PipelineShape& shape) {
 bool splits_backward(plan::ScheduleKind kind) noexcept {
   switch (kind) {
     case plan::ScheduleKind::ZbH1:
-    case plan::ScheduleKind::ZbH2: return true;
+    case plan::ScheduleKind::ZbH2:
+    case plan::ScheduleKind::ZbV:
+    case plan::ScheduleKind::DualPipeV: return true;  // DualPipeV splits some of its backwards
     case plan::ScheduleKind::GPipe:
     case plan::ScheduleKind::OneFOneB:
     case plan::ScheduleKind::Interleaved1F1B:

@@ -10,7 +10,8 @@
 ///
 /// Chunks: with virtual stages, pipeline rank `s` holds model chunks `c = 0..chunks-1`, and chunk
 /// `c` of rank `s` is virtual stage `c * stages + s` (Megatron's placement: rank 0 holds layers of
-/// virtual stages 0, p, 2p, ...). A microbatch's forward runs through virtual stages 0..p*v-1 and
+/// virtual stages 0, p, 2p, ...), or for the V-shaped schedules chunk 1 of rank `s` is virtual stage
+/// 2p - 1 - s (virtual_stage.h). A microbatch's forward runs through virtual stages 0..p*v-1 and
 /// its backward back down.
 ///
 /// Semantics both consumers follow:
@@ -76,7 +77,7 @@ inline constexpr std::uint32_t kNoPeer = 0xFFFFFFFFu;
 
 struct Op {
   OpKind kind = OpKind::Forward;
-  std::uint16_t chunk = 0;        ///< model chunk on this rank (virtual stage = chunk * stages + rank)
+  std::uint16_t chunk = 0;        ///< model chunk on this rank (virtual_stage.h names its virtual stage)
   std::uint32_t microbatch = 0;   ///< unused by gradient collectives and OptimizerStep
   std::uint32_t peer = kNoPeer;   ///< Send/Recv: the other pipeline rank
   plan::AxisSet group = plan::Axis::Data;  ///< collectives only: the axes the group spans (Layout::group)

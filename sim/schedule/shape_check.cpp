@@ -20,6 +20,20 @@ std::optional<std::string> interleaved_group_error(const PipelineShape& shape) {
   return plan::interleaved_group_error(shape.microbatches, shape.stages, shape.microbatch_group_size);
 }
 
+/// The V schedules hold exactly two chunks per rank; plan::minimum_microbatches says how many
+/// microbatches they need.
+std::optional<std::string> v_shape_error(const PipelineShape& shape) {
+  if (shape.chunks != 2) {
+    return fmt::format("{} holds two chunks per rank (virtual_stages 2), not {}", plan::to_string(shape.kind),
+                       shape.chunks);
+  }
+  if (shape.microbatches < plan::minimum_microbatches(shape.kind, shape.stages)) {
+    return fmt::format("{} on {} ranks needs at least {} microbatches, not {}", plan::to_string(shape.kind),
+                       shape.stages, plan::minimum_microbatches(shape.kind, shape.stages), shape.microbatches);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::string> shape_error(const PipelineShape& shape) {
@@ -37,13 +51,15 @@ std::optional<std::string> shape_error(const PipelineShape& shape) {
                            shape.active_microbatches);
       }
       break;
+    case plan::ScheduleKind::ZbV:
+    case plan::ScheduleKind::DualPipeV: return v_shape_error(shape);
     case plan::ScheduleKind::GPipe:
     case plan::ScheduleKind::OneFOneB:
     case plan::ScheduleKind::ZbH1:
     case plan::ScheduleKind::ZbH2: break;
   }
   if (shape.chunks > 1 && !plan::has_virtual_stages(shape.kind)) {
-    return fmt::format("{} chunks per rank need schedule interleaved-1f1b, not {}", shape.chunks,
+    return fmt::format("{} chunks per rank need schedule interleaved-1f1b or a V schedule, not {}", shape.chunks,
                        plan::to_string(shape.kind));
   }
   return std::nullopt;

@@ -103,6 +103,10 @@ INSTANTIATE_TEST_SUITE_P(
               "--set plan.pipeline=2 --set plan.virtual_stages=2 --set plan.schedule=interleaved-1f1b"},
         Split{"zb_h1", 2, "--set plan.pipeline=2 --set plan.schedule=zb-h1"},
         Split{"zb_h2", 2, "--set plan.pipeline=2 --set plan.schedule=zb-h2"},
+        // The V schedules: chunk 1 of rank 0 holds the last stage (the loss), and the forward turns on rank 1.
+        Split{"zb_v", 2, "--set plan.pipeline=2 --set plan.schedule=zb-v"},
+        Split{"dualpipev", 2, "--set plan.pipeline=2 --set plan.schedule=dualpipev"},
+        Split{"zb_v_data", 4, "--set plan.pipeline=2 --set plan.data=2 --set plan.schedule=zb-v --grad-bucket 4000"},
         Split{"data", 2, "--set plan.data=2 --grad-bucket 4000"},
         Split{"data_zero1", 2, "--set plan.data=2 --set plan.zero=1 --grad-bucket 4000"},
         // ZeRO 3: each pass gathers its chunk's weights; between passes a rank holds only its shard

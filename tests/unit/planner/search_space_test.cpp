@@ -78,6 +78,11 @@ TEST(SearchSpace, AxesFollowTheClusterAndTheModel) {
     if (s.schedule == plan::ScheduleKind::Interleaved1F1B) {
       EXPECT_GE(s.pipeline, 2);
       EXPECT_EQ(24 % (s.pipeline * s.virtual_stages), 0);
+    } else if (plan::is_v_shaped(s.schedule)) {
+      EXPECT_GE(s.pipeline, 2);
+      EXPECT_EQ(s.virtual_stages, 2);
+      EXPECT_EQ(24 % (2 * s.pipeline), 0);
+      EXPECT_GE(*s.microbatches, plan::minimum_microbatches(s.schedule, s.pipeline));
     } else {
       EXPECT_EQ(s.virtual_stages, 1);
     }
@@ -179,7 +184,7 @@ TEST(SearchSpace, ExpertContextSequenceParallelAndOverlapAxes) {
 }
 
 TEST(SearchSpace, EverySchedulePresent) {
-  EXPECT_EQ(all_schedule_kinds().size(), 6u);
+  EXPECT_EQ(all_schedule_kinds().size(), 8u);
 }
 
 }  // namespace

@@ -147,9 +147,9 @@ TEST(ShapeError, RejectsWhatNoScheduleCanRun) {
   EXPECT_EQ(shape_error(shape(ScheduleKind::GPipe, 2, 0)), "a step needs at least 1 microbatch, not 0");
   EXPECT_EQ(shape_error(shape(ScheduleKind::Interleaved1F1B, 2, 2, 0)), "a rank holds at least 1 chunk, not 0");
   EXPECT_EQ(shape_error(shape(ScheduleKind::OneFOneB, 2, 4, 2)),
-            "2 chunks per rank need schedule interleaved-1f1b, not 1f1b");
+            "2 chunks per rank need schedule interleaved-1f1b or a V schedule, not 1f1b");
   EXPECT_EQ(shape_error(shape(ScheduleKind::ZbH1, 2, 4, 3)),
-            "3 chunks per rank need schedule interleaved-1f1b, not zb-h1");
+            "3 chunks per rank need schedule interleaved-1f1b or a V schedule, not zb-h1");
   PipelineShape s = shape(ScheduleKind::Interleaved1F1B, 2, 4, 2);
   s.microbatch_group_size = 0;
   EXPECT_EQ(shape_error(s), "interleaved-1f1b needs a microbatch group size of at least 1, not 0");

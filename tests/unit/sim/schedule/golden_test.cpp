@@ -60,6 +60,9 @@ INSTANTIATE_TEST_SUITE_P(
         GoldenCase{"sagemaker-interleaved_p4_m8_a6.txt", shape(ScheduleKind::SageMakerInterleaved, 4, 8, 1, 0, 6)},
         GoldenCase{"interleaved-1f1b_p4_m8_v2_n4.txt", shape(ScheduleKind::Interleaved1F1B, 4, 8, 2, 4)},
         GoldenCase{"interleaved-1f1b_p2_m5_v2_n3.txt", shape(ScheduleKind::Interleaved1F1B, 2, 5, 2, 3)},
+        GoldenCase{"zb-v_p4_m8.txt", shape(ScheduleKind::ZbV, 4, 8, 2)},
+        GoldenCase{"dualpipev_p4_m10.txt", shape(ScheduleKind::DualPipeV, 4, 10, 2)},
+        GoldenCase{"zb-v_p2_m4_comm.txt", shape(ScheduleKind::ZbV, 2, 4, 2), true},
         GoldenCase{"1f1b_p4_m8_comm.txt", shape(ScheduleKind::OneFOneB, 4, 8), true},
         GoldenCase{"interleaved-1f1b_p2_m4_v2_n2_comm.txt", shape(ScheduleKind::Interleaved1F1B, 2, 4, 2, 2), true}),
     [](const ::testing::TestParamInfo<GoldenCase>& info) {

@@ -37,6 +37,8 @@ std::vector<PipelineShape> shape_table() {
     for (const int active : distinct({1, 2, p, p + 2})) {
       out.push_back(shape(ScheduleKind::SageMakerInterleaved, p, m, 1, 0, active));
     }
+    out.push_back(shape(ScheduleKind::ZbV, p, m, 2));
+    if (m >= 2 * p) out.push_back(shape(ScheduleKind::DualPipeV, p, m, 2));
     for (const int v : {1, 2, 3}) {
       for (const int n : distinct({1, 2, p, m, 2 * m + 1})) {
         // Groups that would deadlock are refused (generators_test); the rest must validate.
@@ -88,9 +90,20 @@ TEST_P(EveryGenerator, Validates) {
 TEST_P(EveryGenerator, RunsEachPassOncePerRank) {
   const PipelineShape& s = GetParam();
   const Program program = make_program(s);
-  const bool split = s.kind == ScheduleKind::ZbH1 || s.kind == ScheduleKind::ZbH2;
+  const auto passes = static_cast<std::ptrdiff_t>(s.microbatches * s.chunks);
   for (const std::vector<Op>& stream : program.streams) {
-    EXPECT_EQ(stream.size(), static_cast<std::size_t>((split ? 3 : 2) * s.microbatches * s.chunks));
+    const auto count = [&](OpKind kind) {
+      return std::count_if(stream.begin(), stream.end(), [&](const Op& op) { return op.kind == kind; });
+    };
+    EXPECT_EQ(count(OpKind::Forward), passes);
+    EXPECT_EQ(count(OpKind::Backward) + count(OpKind::BackwardInput), passes);
+    EXPECT_EQ(count(OpKind::BackwardWeight), count(OpKind::BackwardInput));
+    if (!splits_backward(s.kind)) {
+      EXPECT_EQ(count(OpKind::BackwardInput), 0);
+    }
+    if (s.kind != ScheduleKind::DualPipeV) {
+      EXPECT_EQ(count(OpKind::Backward) == 0, splits_backward(s.kind));
+    }
   }
 }
 
@@ -113,6 +126,15 @@ TEST_P(EveryGenerator, HoldsTheReferencePeakOfActivations) {
           EXPECT_EQ(got, std::min(m * v, (p - 1) * 2 + (v - 1) * s.microbatch_group_size + 1));
         }
         break;
+      // In chunk-microbatches: ZB-V holds 1F1B's p stage-microbatches (2p chunks) on every rank once
+      // m >= 2p - 1; DualPipeV one chunk more (the README's PP + 1 for 2p stages).
+      case ScheduleKind::ZbV:
+        EXPECT_LE(got, 2 * p) << "rank " << i;
+        if (m >= 2 * p - 1) {
+          EXPECT_EQ(got, 2 * p) << "rank " << i;
+        }
+        break;
+      case ScheduleKind::DualPipeV: EXPECT_EQ(got, 2 * p + 1) << "rank " << i; break;
       case ScheduleKind::SageMakerInterleaved:
         EXPECT_LE(got, s.active_microbatches) << "rank " << i;
         // Unit costs bring B0 back to rank 0 at t = 3p - 2; a cap it can fill by then is reached.

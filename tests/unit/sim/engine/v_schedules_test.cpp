@@ -1,0 +1,70 @@
+// The V-shaped schedules replayed by the simulator against their published closed forms, with equal
+// forward, input-gradient and weight-gradient times T per chunk and no communication:
+// - ZB-V (Zero Bubble, arXiv 2401.10241, section 6): bubble 0 (the paper's rate, from each rank's
+//   first pass to its last); the step is that work plus the p - 1 forwards by which the last rank starts later.
+// - DualPipeV (github.com/deepseek-ai/DualPipe): the README gives the bubble as (PP/2 - 1)(F&B + B - 3W)
+//   for PP = 2p stages on p ranks, B = I + W a whole backward and F&B = F + B a forward-backward pair
+//   that nothing overlaps here. The published order, replayed, idles less with equal times: (p - 1)T, half
+//   of the README's 2(p - 1)T; with W = 2F = 2I it meets the README's expression, and with other times
+//   it falls on either side of it (the expression is linear, the replay's waits are not).
+#include <gtest/gtest.h>
+
+#include "engine_test_support.h"
+
+namespace mpsim::engine {
+namespace {
+
+using namespace testing;
+
+constexpr double kT = 1e-3;  // seconds per pass of one chunk
+
+trace::Report simulate_v(const std::string& schedule, int p, int m) {
+  const auto cluster = pcie_box(p);
+  const auto model = timed_layers(2 * p, "1 ms", "1 ms", "1 ms");  // one layer per chunk
+  const auto plan = plan_yaml(fmt::format("parallelism: {{ pipeline: {} }}\nbatch: {{ microbatches: {} }}\n"
+                                          "schedule: {}\n",
+                                          p, m, schedule),
+                              cluster, model);
+  return simulate(cluster, model, plan).report;
+}
+
+TEST(VSchedules, ZbVHasNoBubble) {
+  for (const int p : {2, 3, 4, 8}) {
+    for (const int m : {2 * p - 1, 2 * p, 3 * p + 1, 4 * p}) {
+      const trace::Report r = simulate_v("zb-v", p, m);
+      EXPECT_NEAR(r.bubble_rate, 0.0, 1e-12) << "p=" << p << " m=" << m;
+      EXPECT_NEAR(r.step_time_s, 6.0 * m * kT + (p - 1) * kT, 1e-9) << "p=" << p << " m=" << m;
+    }
+  }
+}
+
+/// DualPipeV's idle time beyond its work, in units of `unit`, with per-chunk times F, I, W (ms).
+double dualpipe_v_bubble(int p, int m, int forward, int input, int weight) {
+  const auto cluster = pcie_box(p);
+  const auto model = timed_layers(2 * p, fmt::format("{} ms", forward), fmt::format("{} ms", input),
+                                  fmt::format("{} ms", weight));
+  const auto plan = plan_yaml(fmt::format("parallelism: {{ pipeline: {} }}\nbatch: {{ microbatches: {} }}\n"
+                                          "schedule: dualpipev\n",
+                                          p, m),
+                              cluster, model);
+  const trace::Report r = simulate(cluster, model, plan).report;
+  return (r.step_time_s - 2.0 * m * (forward + input + weight) * kT) / kT;
+}
+
+/// The README's (PP/2 - 1)(F&B + B - 3W) with F&B = F + B and B = I + W.
+double readme_bubble(int p, int forward, int input, int weight) {
+  const int backward = input + weight;
+  return (p - 1) * (forward + backward + backward - 3 * weight);
+}
+
+TEST(VSchedules, DualPipeVBubble) {
+  for (const int p : {2, 3, 4, 8}) {
+    for (const int m : {2 * p, 2 * p + 1, 3 * p, 5 * p}) {
+      EXPECT_NEAR(dualpipe_v_bubble(p, m, 1, 1, 1), p - 1, 1e-6) << "p=" << p << " m=" << m;
+      EXPECT_NEAR(dualpipe_v_bubble(p, m, 1, 1, 2), readme_bubble(p, 1, 1, 2), 1e-6) << "p=" << p << " m=" << m;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mpsim::engine
