@@ -9,6 +9,7 @@ void add_topo_commands(CLI::App& app);
 void add_model_commands(CLI::App& app);
 void add_plan_commands(CLI::App& app);
 void add_simulate_command(CLI::App& app);
+void add_schedule_commands(CLI::App& app);
 void add_execute_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_profile_command(CLI::App& app);

@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   add_model_commands(app);
   add_plan_commands(app);
   add_simulate_command(app);
+  add_schedule_commands(app);
   add_execute_command(app);
   add_compare_command(app);
   add_profile_command(app);

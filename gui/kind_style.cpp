@@ -19,6 +19,7 @@ KindGroup kindGroup(SpanKind kind) noexcept {
     case SpanKind::AllToAll: return KindGroup::Collective;
     case SpanKind::Optimizer: return KindGroup::Optimizer;
     case SpanKind::Transfer: return KindGroup::Transfer;
+    case SpanKind::ForwardBackward: return KindGroup::ForwardBackward;
   }
   return KindGroup::Transfer;
 }
@@ -35,6 +36,7 @@ QColor groupColor(KindGroup group) noexcept {
     case KindGroup::Collective: return QColor(0xed, 0xc9, 0x48);
     case KindGroup::Optimizer: return QColor(0x9c, 0x75, 0x5f);
     case KindGroup::Transfer: return QColor(0x8c, 0x96, 0xa6);
+    case KindGroup::ForwardBackward: return QColor(0xff, 0x9d, 0xa7);  // Tableau 10's pink
   }
   return QColor(0x80, 0x80, 0x80);
 }
@@ -52,6 +54,7 @@ QString groupLabel(KindGroup group) {
     case KindGroup::Collective: return QStringLiteral("collectives");
     case KindGroup::Optimizer: return QStringLiteral("optimizer");
     case KindGroup::Transfer: return QStringLiteral("link transfer");
+    case KindGroup::ForwardBackward: return QStringLiteral("forward & backward");
   }
   return {};
 }
@@ -70,6 +73,7 @@ QString kindLabel(SpanKind kind) {
     case SpanKind::AllToAll: return QStringLiteral("all-to-all");
     case SpanKind::Optimizer: return QStringLiteral("optimizer");
     case SpanKind::Transfer: return QStringLiteral("transfer");
+    case SpanKind::ForwardBackward: return QStringLiteral("forward & backward");
   }
   return {};
 }
@@ -89,6 +93,7 @@ QString spanShortLabel(const Span& span) {
     case SpanKind::AllToAll: return QStringLiteral("A2A");
     case SpanKind::Optimizer: return QStringLiteral("opt");
     case SpanKind::Transfer: return {};
+    case SpanKind::ForwardBackward: prefix = QStringLiteral("F&B"); break;
   }
   if (span.microbatch >= 0) prefix += QString::number(span.microbatch);
   if (span.chunk > 0) prefix += QStringLiteral(".%1").arg(span.chunk);

@@ -21,6 +21,7 @@ enum class KindGroup : std::uint8_t {
   Collective,
   Optimizer,
   Transfer,
+  ForwardBackward,
 };
 
 [[nodiscard]] KindGroup kindGroup(mpsim::trace::SpanKind kind) noexcept;

@@ -10,7 +10,8 @@ namespace mpsim::planner {
 UnitCostKey unit_cost_key(const plan::PlanSpec& spec) {
   return {spec.tensor,    spec.micro_batch, spec.recompute, spec.sequence_parallel,
           spec.precision, spec.attention,   spec.context,   spec.expert,
-          spec.expert_tensor.value_or(spec.tensor), spec.overlap_tensor_comm};
+          spec.expert_tensor.value_or(spec.tensor), spec.overlap_tensor_comm,
+          spec.schedule == plan::ScheduleKind::DualPipeV};
 }
 
 std::vector<std::int64_t> partition_weights(const std::vector<UnitCost>& units) {

@@ -44,10 +44,12 @@ std::vector<CountVectors> in_flight_vectors(const schedule::PipelineShape& shape
     std::set<std::vector<int>> seen;
     for (const schedule::Op& op : stream) {
       // The simulator's own rule for what a pass stashes and frees.
-      const schedule::StashChange change = schedule::stash_change(op.kind);
-      counts[op.chunk] += change.full;
-      counts[v + op.chunk] += change.after_input;
-      if (change.full > 0) seen.insert(counts);
+      for (const schedule::Op& pass : schedule::compute_parts(op)) {
+        const schedule::StashChange change = schedule::stash_change(pass.kind);
+        counts[pass.chunk] += change.full;
+        counts[v + pass.chunk] += change.after_input;
+        if (change.full > 0) seen.insert(counts);
+      }
     }
     out.push_back(maximal(seen));
   }

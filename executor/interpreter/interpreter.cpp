@@ -235,8 +235,9 @@ class Interpreter {
       op_marks.emplace_back(before, backend_.record_mark());
       // ZeRO 3 keeps only this rank's shard between passes: the others' elements are poisoned, so
       // a pass that ran without its gather would spoil the step.
-      if (zero3_ && (op.kind == OpKind::Forward || op.kind == OpKind::Backward || op.kind == OpKind::BackwardWeight)) {
-        drop_unowned(op.chunk);
+      if (zero3_ && schedule::is_compute(op.kind) && op.kind != OpKind::BackwardInput &&
+          op.kind != OpKind::OptimizerStep) {
+        for (const Op& pass : schedule::compute_parts(op)) drop_unowned(pass.chunk);
       }
     }
     for (auto& s : sends_) s->wait();
@@ -318,6 +319,9 @@ class Interpreter {
         break;
       case OpKind::BackwardInput: network_->backward_input(mb, op.chunk, backward_dy(op)); break;
       case OpKind::BackwardWeight: network_->backward_weight(mb, op.chunk); break;
+      case OpKind::ForwardBackward:  // one after the other: the overlap is a matter of time, not of result
+        for (const Op& pass : schedule::compute_parts(op)) run_op(pass);
+        break;
       case OpKind::SendActivation:
         sends_.push_back(backend_.send(network_->output(mb, op.chunk).data, boundary_count(), peer_world(op.peer),
                                        tag(op)));

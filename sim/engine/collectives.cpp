@@ -33,7 +33,8 @@ CollectiveKind collective_kind(schedule::OpKind k) noexcept {
     case schedule::OpKind::RecvActivation:
     case schedule::OpKind::SendGrad:
     case schedule::OpKind::RecvGrad:
-    case schedule::OpKind::OptimizerStep: break;
+    case schedule::OpKind::OptimizerStep:
+    case schedule::OpKind::ForwardBackward: break;
   }
   return CollectiveKind::AllReduce;
 }

@@ -279,6 +279,8 @@ TimeNs Simulation::compute_duration(const Actor& actor, const Op& op) const {
     case OpKind::Backward: return rc.chunks[op.chunk].backward;
     case OpKind::BackwardInput: return rc.chunks[op.chunk].backward_input;
     case OpKind::BackwardWeight: return rc.chunks[op.chunk].backward_weight;
+    case OpKind::ForwardBackward:  // the two passes back to back; their communication runs beside them
+      return rc.chunks[op.chunk].forward + rc.chunks[op.backward_chunk].backward;
     case OpKind::OptimizerStep: return rc.optimizer_step;
     case OpKind::SendActivation:
     case OpKind::RecvActivation:
@@ -300,12 +302,15 @@ void Simulation::start_compute(Actor& actor, const Op& op, std::size_t op_index)
   if (shared && op.kind != OpKind::OptimizerStep) {
     duration = contended_compute(duration, cluster_.gpu_kind_of(gpu(actor.members.front())));
   }
-  const ChunkCost& cc = costs_.chunk(actor.rank, op.kind == OpKind::OptimizerStep ? 0 : op.chunk);
-  // Memory: the stashes a pass adds or frees (schedule/stash.h), at the pass's start.
-  const schedule::StashChange change = schedule::stash_change(op.kind);
-  actor.memory += change.full * cc.stashed.count() + change.after_input * cc.stashed_after_input.count();
+  // Memory: the stashes a pass adds or frees (schedule/stash.h), at the pass's start; an F&B pair
+  // holds its forward's stash before its backward frees the other one.
   const int index = static_cast<int>(&actor - actors_.data());
-  notify([&](Observer& o) { o.memory_changed(index, now_, actor.memory); });
+  for (const Op& pass : schedule::compute_parts(op)) {
+    const ChunkCost& cc = costs_.chunk(actor.rank, pass.kind == OpKind::OptimizerStep ? 0 : pass.chunk);
+    const schedule::StashChange change = schedule::stash_change(pass.kind);
+    actor.memory += change.full * cc.stashed.count() + change.after_input * cc.stashed_after_input.count();
+    notify([&](Observer& o) { o.memory_changed(index, now_, actor.memory); });
+  }
   actor.computing = true;
   actor.compute_ended = false;
   actor.busy_since = now_;
@@ -336,6 +341,7 @@ void Simulation::advance(int index) {
       case OpKind::Backward:
       case OpKind::BackwardInput:
       case OpKind::BackwardWeight:
+      case OpKind::ForwardBackward:
         start_compute(actor, op, actor.cursor++);
         break;
       case OpKind::OptimizerStep:
@@ -736,7 +742,7 @@ schedule::Program build_program(const model::Model& model, const plan::Plan& pla
   sync.bucket_size = options.grad_bucket.count() > 0 ? options.grad_bucket
                                                      : schedule::default_gradient_bucket(plan, model.dtype_bytes);
   sync.overlap = options.overlap_grad_reduce || plan.overlap_grad_reduce;
-  return schedule::plan_program(model, plan, std::move(sync));
+  return schedule::plan_program(model, plan, std::move(sync), options.compute_program);
 }
 
 Prediction simulate(const topology::Cluster& cluster, const model::Model& model, const plan::Plan& plan,
@@ -763,6 +769,8 @@ Prediction simulate(const topology::Cluster& cluster, const model::Model& model,
   const plan::Layout layout(plan);
   const CostModel costs = build_cost_model(cluster, model, plan, layout);
   const schedule::Program program = build_program(model, plan, costs, options);
+  // An imported order is the user's: it is checked with everything the passes added.
+  if (options.compute_program != nullptr) return simulate(cluster, model, plan, program, costs, options);
   return simulate_built(cluster, model, plan, program, costs, options);
 }
 

@@ -170,8 +170,9 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   p.context = spec.context;
   p.expert = spec.expert;
   p.expert_tensor = spec.expert_tensor.value_or(spec.tensor);
-  // The V schedules hold two chunks per rank; a plan may leave virtual_stages out for them.
-  p.virtual_stages = is_v_shaped(spec.schedule) && !spec.origins.contains("virtual_stages") ? 2 : spec.virtual_stages;
+  // The V schedules hold two chunks per rank: virtual_stages left out or 1 (no interleaving, the
+  // default a Megatron plan writes) means those two.
+  p.virtual_stages = is_v_shaped(spec.schedule) && spec.virtual_stages == 1 ? 2 : spec.virtual_stages;
   p.micro_batch = spec.micro_batch;
   p.schedule = spec.schedule;
   p.recompute = spec.recompute;

@@ -84,60 +84,62 @@ std::optional<ProgramError> check_dependency_order(const Program& program, const
       return flags[mb * static_cast<std::size_t>(v) + static_cast<std::size_t>(chunk)];
     };
     for (std::size_t i = 0; i < stream.size(); ++i) {
-      const Op& op = stream[i];
-      const int vs = virtual_stage(shape, rank, op.chunk);
-      const auto text = [&](OpKind k, int chunk) {
-        return op_text(program, compute_op(k, static_cast<int>(op.microbatch), chunk));
-      };
-      switch (op.kind) {
-        case OpKind::Forward:
-          if (vs > 0 && rank_of(shape, vs - 1) != rank && !(flag(op.microbatch, op.chunk) & kActivationIn)) {
-            return naming.error(
-                rank, i,
-                fmt::format("runs before its input arrives: no {} before it", text(OpKind::RecvActivation, op.chunk)));
-          }
-          if (vs > 0 && rank_of(shape, vs - 1) == rank && !(flag(op.microbatch, chunk_of(shape, vs - 1)) & kForwarded)) {
-            return naming.error(rank, i,
-                                fmt::format("runs before {}, which feeds it",
-                                            text(OpKind::Forward, chunk_of(shape, vs - 1))));
-          }
-          flag(op.microbatch, op.chunk) |= kForwarded;
-          break;
-        case OpKind::Backward:
-        case OpKind::BackwardInput:
-          if (vs < last && rank_of(shape, vs + 1) != rank && !(flag(op.microbatch, op.chunk) & kGradIn)) {
-            return naming.error(
-                rank, i,
-                fmt::format("runs before its gradient arrives: no {} before it", text(OpKind::RecvGrad, op.chunk)));
-          }
-          if (vs < last && rank_of(shape, vs + 1) == rank &&
-              !(flag(op.microbatch, chunk_of(shape, vs + 1)) & kBackwarded)) {
-            return naming.error(rank, i,
-                                fmt::format("runs before the backward of {}, which feeds it",
-                                            text(OpKind::Forward, chunk_of(shape, vs + 1)).substr(1)));
-          }
-          flag(op.microbatch, op.chunk) |= kBackwarded;
-          break;
-        case OpKind::RecvActivation: flag(op.microbatch, op.chunk) |= kActivationIn; break;
-        case OpKind::RecvGrad: flag(op.microbatch, op.chunk) |= kGradIn; break;
-        case OpKind::SendActivation:
-          if (!(flag(op.microbatch, op.chunk) & kForwarded)) {
-            return naming.error(rank, i, fmt::format("sends before {} has run", text(OpKind::Forward, op.chunk)));
-          }
-          break;
-        case OpKind::SendGrad:
-          if (!(flag(op.microbatch, op.chunk) & kBackwarded)) {
-            return naming.error(
-                rank, i,
-                fmt::format("sends before the backward of {} has run", text(OpKind::Forward, op.chunk).substr(1)));
-          }
-          break;
-        case OpKind::BackwardWeight:
-        case OpKind::AllReduce:
-        case OpKind::ReduceScatter:
-        case OpKind::AllGather:
-        case OpKind::AllToAll:
-        case OpKind::OptimizerStep: break;
+      for (const Op& op : compute_parts(stream[i])) {  // an F&B pair: its forward, then its backward
+        const int vs = virtual_stage(shape, rank, op.chunk);
+        const auto text = [&](OpKind k, int chunk) {
+          return op_text(program, compute_op(k, static_cast<int>(op.microbatch), chunk));
+        };
+        switch (op.kind) {
+          case OpKind::Forward:
+            if (vs > 0 && rank_of(shape, vs - 1) != rank && !(flag(op.microbatch, op.chunk) & kActivationIn)) {
+              return naming.error(
+                  rank, i,
+                  fmt::format("runs before its input arrives: no {} before it", text(OpKind::RecvActivation, op.chunk)));
+            }
+            if (vs > 0 && rank_of(shape, vs - 1) == rank && !(flag(op.microbatch, chunk_of(shape, vs - 1)) & kForwarded)) {
+              return naming.error(rank, i,
+                                  fmt::format("runs before {}, which feeds it",
+                                              text(OpKind::Forward, chunk_of(shape, vs - 1))));
+            }
+            flag(op.microbatch, op.chunk) |= kForwarded;
+            break;
+          case OpKind::Backward:
+          case OpKind::BackwardInput:
+            if (vs < last && rank_of(shape, vs + 1) != rank && !(flag(op.microbatch, op.chunk) & kGradIn)) {
+              return naming.error(
+                  rank, i,
+                  fmt::format("runs before its gradient arrives: no {} before it", text(OpKind::RecvGrad, op.chunk)));
+            }
+            if (vs < last && rank_of(shape, vs + 1) == rank &&
+                !(flag(op.microbatch, chunk_of(shape, vs + 1)) & kBackwarded)) {
+              return naming.error(rank, i,
+                                  fmt::format("runs before the backward of {}, which feeds it",
+                                              text(OpKind::Forward, chunk_of(shape, vs + 1)).substr(1)));
+            }
+            flag(op.microbatch, op.chunk) |= kBackwarded;
+            break;
+          case OpKind::RecvActivation: flag(op.microbatch, op.chunk) |= kActivationIn; break;
+          case OpKind::RecvGrad: flag(op.microbatch, op.chunk) |= kGradIn; break;
+          case OpKind::SendActivation:
+            if (!(flag(op.microbatch, op.chunk) & kForwarded)) {
+              return naming.error(rank, i, fmt::format("sends before {} has run", text(OpKind::Forward, op.chunk)));
+            }
+            break;
+          case OpKind::SendGrad:
+            if (!(flag(op.microbatch, op.chunk) & kBackwarded)) {
+              return naming.error(
+                  rank, i,
+                  fmt::format("sends before the backward of {} has run", text(OpKind::Forward, op.chunk).substr(1)));
+            }
+            break;
+          case OpKind::BackwardWeight:
+          case OpKind::AllReduce:
+          case OpKind::ReduceScatter:
+          case OpKind::AllGather:
+          case OpKind::AllToAll:
+          case OpKind::OptimizerStep:
+          case OpKind::ForwardBackward: break;  // compute_parts splits it
+        }
       }
     }
   }

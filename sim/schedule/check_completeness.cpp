@@ -30,46 +30,48 @@ std::optional<ProgramError> check_completeness(const Program& program) {
       return op_text(program, compute_op(k, static_cast<int>(mb), chunk));
     };
     for (std::size_t i = 0; i < stream.size(); ++i) {
-      const Op& op = stream[i];
-      if (!is_compute(op.kind) || op.kind == OpKind::OptimizerStep) continue;
-      Unit& u = units[op.microbatch * static_cast<std::size_t>(v) + op.chunk];
-      switch (op.kind) {
-        case OpKind::Forward:
-          if (u.forwarded) {
-            return naming.error(rank, i, fmt::format("runs a second time (first at op {})", u.forward_at));
-          }
-          u.forwarded = true;
-          u.forward_at = i;
-          break;
-        case OpKind::Backward:
-        case OpKind::BackwardInput:
-          if (!u.forwarded) {
-            return naming.error(rank, i, fmt::format("runs before {}", text(OpKind::Forward, op.microbatch, op.chunk)));
-          }
-          if (u.backward != Backward::None) return naming.error(rank, i, "runs a second backward of its microbatch");
-          u.backward = op.kind == OpKind::Backward ? Backward::Fused : Backward::Input;
-          break;
-        case OpKind::BackwardWeight:
-          switch (u.backward) {
-            case Backward::None:
-              return naming.error(rank, i,
-                                  fmt::format("runs before {}", text(OpKind::BackwardInput, op.microbatch, op.chunk)));
-            case Backward::Fused:
-              return naming.error(rank, i,
-                                  fmt::format("follows the fused {}", text(OpKind::Backward, op.microbatch, op.chunk)));
-            case Backward::InputAndWeight: return naming.error(rank, i, "runs a second time");
-            case Backward::Input: u.backward = Backward::InputAndWeight; break;
-          }
-          break;
-        case OpKind::SendActivation:
-        case OpKind::RecvActivation:
-        case OpKind::SendGrad:
-        case OpKind::RecvGrad:
-        case OpKind::AllReduce:
-        case OpKind::ReduceScatter:
-        case OpKind::AllGather:
-        case OpKind::AllToAll:
-        case OpKind::OptimizerStep: break;
+      if (!is_compute(stream[i].kind) || stream[i].kind == OpKind::OptimizerStep) continue;
+      for (const Op& op : compute_parts(stream[i])) {
+        Unit& u = units[op.microbatch * static_cast<std::size_t>(v) + op.chunk];
+        switch (op.kind) {
+          case OpKind::Forward:
+            if (u.forwarded) {
+              return naming.error(rank, i, fmt::format("runs a second time (first at op {})", u.forward_at));
+            }
+            u.forwarded = true;
+            u.forward_at = i;
+            break;
+          case OpKind::Backward:
+          case OpKind::BackwardInput:
+            if (!u.forwarded) {
+              return naming.error(rank, i, fmt::format("runs before {}", text(OpKind::Forward, op.microbatch, op.chunk)));
+            }
+            if (u.backward != Backward::None) return naming.error(rank, i, "runs a second backward of its microbatch");
+            u.backward = op.kind == OpKind::Backward ? Backward::Fused : Backward::Input;
+            break;
+          case OpKind::BackwardWeight:
+            switch (u.backward) {
+              case Backward::None:
+                return naming.error(rank, i,
+                                    fmt::format("runs before {}", text(OpKind::BackwardInput, op.microbatch, op.chunk)));
+              case Backward::Fused:
+                return naming.error(rank, i,
+                                    fmt::format("follows the fused {}", text(OpKind::Backward, op.microbatch, op.chunk)));
+              case Backward::InputAndWeight: return naming.error(rank, i, "runs a second time");
+              case Backward::Input: u.backward = Backward::InputAndWeight; break;
+            }
+            break;
+          case OpKind::SendActivation:
+          case OpKind::RecvActivation:
+          case OpKind::SendGrad:
+          case OpKind::RecvGrad:
+          case OpKind::AllReduce:
+          case OpKind::ReduceScatter:
+          case OpKind::AllGather:
+          case OpKind::AllToAll:
+          case OpKind::OptimizerStep:
+          case OpKind::ForwardBackward: break;  // compute_parts splits it
+        }
       }
     }
     for (int mb = 0; mb < m; ++mb) {

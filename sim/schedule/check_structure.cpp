@@ -18,7 +18,8 @@ bool carries_microbatch(OpKind k) noexcept {
     case OpKind::SendActivation:
     case OpKind::RecvActivation:
     case OpKind::SendGrad:
-    case OpKind::RecvGrad: return true;
+    case OpKind::RecvGrad:
+    case OpKind::ForwardBackward: return true;
     case OpKind::AllReduce:
     case OpKind::ReduceScatter:
     case OpKind::AllGather:
@@ -53,12 +54,14 @@ std::optional<ProgramError> check_structure(const Program& program) {
     for (std::size_t i = 0; i < stream.size(); ++i) {
       const Op& op = stream[i];
       if (!carries_microbatch(op.kind)) continue;
-      if (op.chunk >= shape.chunks) {
-        return naming.error(rank, i, fmt::format("names chunk {}, but ranks hold {}", op.chunk, shape.chunks));
-      }
-      if (op.microbatch >= static_cast<std::uint32_t>(shape.microbatches)) {
-        return naming.error(rank, i,
-                            fmt::format("names microbatch {}, but the step has {}", op.microbatch, shape.microbatches));
+      for (const Op& part : compute_parts(op)) {
+        if (part.chunk >= shape.chunks) {
+          return naming.error(rank, i, fmt::format("names chunk {}, but ranks hold {}", part.chunk, shape.chunks));
+        }
+        if (part.microbatch >= static_cast<std::uint32_t>(shape.microbatches)) {
+          return naming.error(
+              rank, i, fmt::format("names microbatch {}, but the step has {}", part.microbatch, shape.microbatches));
+        }
       }
       if (!is_send(op.kind) && !is_recv(op.kind)) continue;
       const int vs = virtual_stage(shape, rank, op.chunk);

@@ -36,10 +36,10 @@ Program make_dualpipe_v(const PipelineShape& shape) {
       pending_weights.pop_front();
       stream.push_back(compute_op(OpKind::BackwardWeight, microbatch, chunk));
     };
-    // An overlapped forward-backward pair: the forward of one chunk beside the backward of the other.
+    // An overlapped forward-backward pair: the forward of one chunk beside the fused backward of the other.
     const auto forward_backward = [&](int forward_chunk, int backward_chunk) {
-      forward(forward_chunk);
-      backward(backward_chunk);
+      stream.push_back(forward_backward_op(forwards[forward_chunk]++, forward_chunk, backwards[backward_chunk]++,
+                                           backward_chunk));
     };
     const int tail = p - rank - 1;
     for (int k = 0; k < 2 * tail; ++k) forward(0);  // 1: fill the way down
@@ -55,7 +55,12 @@ Program make_dualpipe_v(const PipelineShape& shape) {
     }
     split = false;
     for (int k = 0; k < m - 2 * p + rank + 1; ++k) {  // 4: the steady overlapped pairs
-      forward_backward(0, 1);  // the last rank's first pair cannot overlap (its backward needs that forward)
+      if (k == 0 && rank == p - 1) {  // the last rank's first pair cannot overlap: its backward needs that forward
+        forward(0);
+        backward(1);
+      } else {
+        forward_backward(0, 1);
+      }
       forward_backward(1, 0);
     }
     for (int k = 0; k < tail; ++k) {  // 5: backwards on the way up, each beside a forward

@@ -83,7 +83,8 @@ struct VirtualMicrobatch {
 /// Rank i, with t = p - i - 1: 2t forwards of chunk 0; i + 1 times "F0 F1"; t times "I1 W F1"; then
 /// m - 2p + i + 1 times the overlapped pairs "F0&B1 F1&B0"; t times "B1 F1&B0"; i + 1 times
 /// "B1 B0", whose backwards split off their weight pass from half-way; t times "W I0"; i + 1 times
-/// "W". W runs the oldest weight pass pending. A pair "F&B" is the forward followed by the backward.
+/// "W". W runs the oldest weight pass pending. A pair "F&B" is one ForwardBackward op (the forward beside
+/// a fused backward), except the last rank's first, whose backward needs that very forward.
 [[nodiscard]] Program make_dualpipe_v(const PipelineShape& shape);
 
 /// Whether the schedule splits the backward into BackwardInput and BackwardWeight (the zero-bubble

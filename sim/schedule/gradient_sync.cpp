@@ -103,10 +103,12 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
     std::vector<std::size_t> after(static_cast<std::size_t>(chunks), stream.size());
     if (sync.overlap) {
       for (std::size_t i = 0; i < stream.size(); ++i) {
-        if (!ends_weight_gradient(stream[i].kind) || stream[i].chunk >= chunks) continue;
-        std::size_t end = i + 1;
-        while (end < stream.size() && (is_send(stream[end].kind) || is_layer_collective(stream[end]))) ++end;
-        after[stream[i].chunk] = end;
+        for (const Op& pass : compute_parts(stream[i])) {  // an F&B pair ends its backward's gradients
+          if (!ends_weight_gradient(pass.kind) || pass.chunk >= chunks) continue;
+          std::size_t end = i + 1;
+          while (end < stream.size() && (is_send(stream[end].kind) || is_layer_collective(stream[end]))) ++end;
+          after[pass.chunk] = end;
+        }
       }
     }
     std::vector<Op> out;
@@ -163,7 +165,7 @@ Bytes default_gradient_bucket(const plan::Plan& plan, int dtype_bytes) noexcept 
   return Bytes::bytes(parameters * gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, dtype_bytes));
 }
 
-Program plan_program(const model::Model& model, const plan::Plan& plan, GradientSync sync) {
+Program plan_program(const model::Model& model, const plan::Plan& plan, GradientSync sync, const Program* compute) {
   sync.zero = plan.zero;
   sync.data_parallel = plan.data * plan.context > 1 || reduces_expert_gradients(plan);
   sync.data_group = dense_shard_group(plan);
@@ -174,8 +176,8 @@ Program plan_program(const model::Model& model, const plan::Plan& plan, Gradient
   sync.overlap_param_gather = plan.overlap_param_gather;
   sync.parameter_bytes = gathered_parameter_bytes(plan.fp8_param_gather, model.dtype_bytes);
   sync.gradient_bytes_per_parameter = gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, model.dtype_bytes);
-  Program lowered = add_layer_collectives(lower_comm(make_program(shape_of(plan))), chunk_layer_collectives(model, plan),
-                                          plan.overlap_tensor_comm);
+  Program lowered = add_layer_collectives(lower_comm(compute != nullptr ? *compute : make_program(shape_of(plan))),
+                                          chunk_layer_collectives(model, plan), plan.overlap_tensor_comm);
   return add_gradient_sync(std::move(lowered), sync);
 }
 

@@ -167,27 +167,30 @@ Program add_layer_collectives(Program program, const std::vector<std::vector<Chu
     std::vector<Op> out;
     out.reserve(program.streams[r].size() * 2);
     for (const Op& op : program.streams[r]) {
+      const bool pair = op.kind == OpKind::ForwardBackward;
       const bool forward = op.kind == OpKind::Forward;
-      if ((!forward && !carries_backward(op.kind)) || (is_collective(op.kind) && is_in_layer(op.stream))) {
+      if ((!pair && !forward && !carries_backward(op.kind)) || (is_collective(op.kind) && is_in_layer(op.stream))) {
         if (!(is_collective(op.kind) && is_in_layer(op.stream))) out.push_back(op);  // idempotent: re-derived
         continue;
       }
-      const ChunkCollectives& chunk = collectives[r].at(op.chunk);
-      const auto& list = forward ? chunk.forward : chunk.backward;
-      // Before the compute op: what runs beside it; after it: what the compute stream waits for.
-      const auto emit = [&](bool before) {
-        for (const LayerCollective& c : list) {
-          const CommStream s = c.placement == LayerCommPlacement::Beside     ? CommStream::Overlapped
-                               : c.placement == LayerCommPlacement::Blocking ? CommStream::Blocking
-                                                                             : stream;
+      // Before the compute op: what runs beside it; after it: what the compute stream waits for. An
+      // F&B pair runs all of both passes' collectives beside it: DualPipe hides each pass's
+      // communication under the other's compute.
+      const auto emit = [&](const Op& pass, bool before) {
+        const ChunkCollectives& chunk = collectives[r].at(pass.chunk);
+        for (const LayerCollective& c : pass.kind == OpKind::Forward ? chunk.forward : chunk.backward) {
+          const CommStream s = pair || c.placement == LayerCommPlacement::Beside ? CommStream::Overlapped
+                               : c.placement == LayerCommPlacement::Blocking     ? CommStream::Blocking
+                                                                                 : stream;
           if ((s == CommStream::Overlapped) != before) continue;
-          out.push_back(layer_collective_op(c.kind, c.group, c.bytes, c.count, s, static_cast<int>(op.microbatch),
-                                            op.chunk));
+          out.push_back(layer_collective_op(c.kind, c.group, c.bytes, c.count, s, static_cast<int>(pass.microbatch),
+                                            pass.chunk));
         }
       };
-      emit(true);
+      const ComputeParts parts = compute_parts(op);
+      for (const Op& pass : parts) emit(pass, true);
       out.push_back(op);
-      emit(false);
+      for (const Op& pass : parts) emit(pass, false);
     }
     program.streams[r] = std::move(out);
   }

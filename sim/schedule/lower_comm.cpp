@@ -11,37 +11,37 @@ Program lower_comm(Program program) {
     const int rank = static_cast<int>(r);
     std::vector<Op> lowered;
     lowered.reserve(program.streams[r].size() * 2);
-    for (const Op& op : program.streams[r]) {
-      const int mb = static_cast<int>(op.microbatch);
-      const int chunk = op.chunk;
-      const int vs = virtual_stage(shape, rank, chunk);
+    // What a pass receives before it runs and sends after it.
+    const auto receives = [&](const Op& pass) {
+      const int mb = static_cast<int>(pass.microbatch);
+      const int vs = virtual_stage(shape, rank, pass.chunk);
       // Neighbouring virtual stages share a rank when p = 1 and at the turn of a V; then the stream's
       // own order carries the data.
-      const bool has_prev = vs > 0 && rank_of(shape, vs - 1) != rank;
-      const bool has_next = vs < last && rank_of(shape, vs + 1) != rank;
-      switch (op.kind) {
-        case OpKind::Forward:
-          if (has_prev) lowered.push_back(comm_op(OpKind::RecvActivation, mb, chunk, rank_of(shape, vs - 1)));
-          lowered.push_back(op);
-          if (has_next) lowered.push_back(comm_op(OpKind::SendActivation, mb, chunk, rank_of(shape, vs + 1)));
-          break;
-        case OpKind::Backward:
-        case OpKind::BackwardInput:
-          if (has_next) lowered.push_back(comm_op(OpKind::RecvGrad, mb, chunk, rank_of(shape, vs + 1)));
-          lowered.push_back(op);
-          if (has_prev) lowered.push_back(comm_op(OpKind::SendGrad, mb, chunk, rank_of(shape, vs - 1)));
-          break;
-        case OpKind::SendActivation:
-        case OpKind::RecvActivation:
-        case OpKind::SendGrad:
-        case OpKind::RecvGrad: break;  // re-derived from the compute ops
-        case OpKind::BackwardWeight:
-        case OpKind::AllReduce:
-        case OpKind::ReduceScatter:
-        case OpKind::AllGather:
-        case OpKind::AllToAll:
-        case OpKind::OptimizerStep: lowered.push_back(op); break;
+      if (pass.kind == OpKind::Forward && vs > 0 && rank_of(shape, vs - 1) != rank) {
+        lowered.push_back(comm_op(OpKind::RecvActivation, mb, pass.chunk, rank_of(shape, vs - 1)));
       }
+      if ((pass.kind == OpKind::Backward || pass.kind == OpKind::BackwardInput) && vs < last &&
+          rank_of(shape, vs + 1) != rank) {
+        lowered.push_back(comm_op(OpKind::RecvGrad, mb, pass.chunk, rank_of(shape, vs + 1)));
+      }
+    };
+    const auto sends = [&](const Op& pass) {
+      const int mb = static_cast<int>(pass.microbatch);
+      const int vs = virtual_stage(shape, rank, pass.chunk);
+      if (pass.kind == OpKind::Forward && vs < last && rank_of(shape, vs + 1) != rank) {
+        lowered.push_back(comm_op(OpKind::SendActivation, mb, pass.chunk, rank_of(shape, vs + 1)));
+      }
+      if ((pass.kind == OpKind::Backward || pass.kind == OpKind::BackwardInput) && vs > 0 &&
+          rank_of(shape, vs - 1) != rank) {
+        lowered.push_back(comm_op(OpKind::SendGrad, mb, pass.chunk, rank_of(shape, vs - 1)));
+      }
+    };
+    for (const Op& op : program.streams[r]) {
+      if (is_send(op.kind) || is_recv(op.kind)) continue;  // re-derived from the compute ops
+      const ComputeParts parts = compute_parts(op);
+      for (const Op& pass : parts) receives(pass);
+      lowered.push_back(op);
+      for (const Op& pass : parts) sends(pass);
     }
     program.streams[r] = std::move(lowered);
   }

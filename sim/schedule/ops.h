@@ -15,6 +15,16 @@ namespace mpsim::schedule {
   return op;
 }
 
+/// DualPipe's overlapped pair: the forward of (`forward_microbatch`, `forward_chunk`) beside the fused
+/// backward of (`backward_microbatch`, `backward_chunk`).
+[[nodiscard]] constexpr Op forward_backward_op(int forward_microbatch, int forward_chunk, int backward_microbatch,
+                                               int backward_chunk) noexcept {
+  Op op = compute_op(OpKind::ForwardBackward, forward_microbatch, forward_chunk);
+  op.backward_microbatch = static_cast<std::uint32_t>(backward_microbatch);
+  op.backward_chunk = static_cast<std::uint16_t>(backward_chunk);
+  return op;
+}
+
 /// A Send or Recv of `microbatch`'s data for the local chunk `chunk`, to or from pipeline rank `peer`.
 [[nodiscard]] constexpr Op comm_op(OpKind kind, int microbatch, int chunk, int peer) noexcept {
   Op op = compute_op(kind, microbatch, chunk);

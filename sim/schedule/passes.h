@@ -19,7 +19,8 @@ namespace mpsim::schedule {
 /// - after F of vs < p*v - 1: SendActivation to the rank of vs + 1;
 /// - before B or I of vs < p*v - 1: RecvGrad from the rank of vs + 1;
 /// - after B or I of vs > 0: SendGrad to the rank of vs - 1.
-/// Every inserted op carries the microbatch and the local chunk of the compute op it belongs to
+/// An F&B pair receives before it what its forward and its backward need, and sends after it what
+/// both produce. Every inserted op carries the microbatch and the local chunk of the compute op it belongs to
 /// (so a Recv carries the receiving op's chunk) and `peer`, the other rank. A Send and its Recv are
 /// matched by (kind pair, microbatch, virtual stages). With p = 1 consecutive virtual stages live on
 /// the same rank and nothing is inserted. Send/Recv ops already in `program` are dropped first, so
@@ -77,7 +78,10 @@ struct ChunkCollectives {
 /// Adds every chunk's in-layer collectives to the program, on the compute stream (overlap = false:
 /// after the compute op, which the stream then waits for, as Megatron's blocking TP all-reduce) or
 /// beside it (overlap = true: before the compute op, which ends no earlier than they do). Each op
-/// carries the compute op's microbatch and chunk. O(ops).
+/// carries the compute op's microbatch and chunk. An F&B pair runs both passes' collectives beside it,
+/// whatever their placement: DualPipe's overlap hides each pass's communication (its expert
+/// all-to-alls included) under the other pass's compute, so the pair lasts max(F + B, communication).
+/// O(ops).
 /// Throws std::invalid_argument when `collectives` is not [stages][chunks].
 [[nodiscard]] Program add_layer_collectives(Program program, const std::vector<std::vector<ChunkCollectives>>& collectives,
                                             bool overlap);
@@ -201,6 +205,9 @@ struct ChunkGradientBytes {
 /// generator, lower_comm(), add_layer_collectives() with chunk_layer_collectives(model, plan) and the
 /// plan's tensor-communication overlap, then add_gradient_sync() with `sync` (its `zero`,
 /// `data_parallel`, parameter-gather overlap and byte sizes per parameter are taken from the plan).
-[[nodiscard]] Program plan_program(const model::Model& model, const plan::Plan& plan, GradientSync sync);
+/// `compute`, when given, is the compute order to run instead of the generator's (an imported schedule,
+/// torch_csv.h), of the plan's shape.
+[[nodiscard]] Program plan_program(const model::Model& model, const plan::Plan& plan, GradientSync sync,
+                                   const Program* compute = nullptr);
 
 }  // namespace mpsim::schedule

@@ -21,6 +21,7 @@ std::string_view to_string(OpKind k) noexcept {
     case OpKind::AllGather: return "AllGather";
     case OpKind::AllToAll: return "AllToAll";
     case OpKind::OptimizerStep: return "OptimizerStep";
+    case OpKind::ForwardBackward: return "ForwardBackward";
   }
   return "?";
 }
@@ -61,7 +62,8 @@ namespace {
 /// The letters before the microbatch number; empty for ops that carry no microbatch.
 std::string_view prefix(OpKind k) noexcept {
   switch (k) {
-    case OpKind::Forward: return "F";
+    case OpKind::Forward:
+    case OpKind::ForwardBackward: return "F";
     case OpKind::Backward: return "B";
     case OpKind::BackwardInput: return "I";
     case OpKind::BackwardWeight: return "W";
@@ -92,7 +94,8 @@ std::string_view whole_word(OpKind k) noexcept {
     case OpKind::SendActivation:
     case OpKind::RecvActivation:
     case OpKind::SendGrad:
-    case OpKind::RecvGrad: return {};
+    case OpKind::RecvGrad:
+    case OpKind::ForwardBackward: return {};
   }
   return {};
 }
@@ -108,6 +111,10 @@ std::string to_text(const Op& op, bool with_chunk) {
                         : fmt::format("{}:{}", word, plan::to_string(op.group));
   }
   if (!word.empty()) return std::string(word);
+  if (op.kind == OpKind::ForwardBackward) {
+    const ComputeParts parts = compute_parts(op);
+    return fmt::format("{}&{}", to_text(parts.ops[0], with_chunk), to_text(parts.ops[1], with_chunk));
+  }
   if (with_chunk) return fmt::format("{}{}.{}", prefix(op.kind), op.microbatch, op.chunk);
   return fmt::format("{}{}", prefix(op.kind), op.microbatch);
 }

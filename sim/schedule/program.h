@@ -24,6 +24,7 @@
 ///   all of them; in-layer collectives either block the compute stream (Blocking) or run beside the
 ///   compute op that follows them, which then ends no earlier than they do (Overlapped).
 /// - `count` identical collectives run back to back as one op (a chunk's layers' all-reduces).
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -48,11 +49,13 @@ enum class OpKind : std::uint8_t {
   AllGather,
   AllToAll,        ///< each member sends bytes / n to every other member (MoE token dispatch and combine)
   OptimizerStep,
+  ForwardBackward, ///< F&B: a forward beside the fused backward of another (microbatch, chunk), one op
+                   ///< (DualPipe's overlapped pair); `microbatch`/`chunk` are the forward's
 };
 [[nodiscard]] std::string_view to_string(OpKind k) noexcept;
 [[nodiscard]] constexpr bool is_compute(OpKind k) noexcept {
   return k == OpKind::Forward || k == OpKind::Backward || k == OpKind::BackwardInput ||
-         k == OpKind::BackwardWeight || k == OpKind::OptimizerStep;
+         k == OpKind::BackwardWeight || k == OpKind::OptimizerStep || k == OpKind::ForwardBackward;
 }
 [[nodiscard]] constexpr bool is_send(OpKind k) noexcept {
   return k == OpKind::SendActivation || k == OpKind::SendGrad;
@@ -77,17 +80,44 @@ inline constexpr std::uint32_t kNoPeer = 0xFFFFFFFFu;
 
 struct Op {
   OpKind kind = OpKind::Forward;
+  CommStream stream = CommStream::Gradient;  ///< collectives only
   std::uint16_t chunk = 0;        ///< model chunk on this rank (virtual_stage.h names its virtual stage)
   std::uint32_t microbatch = 0;   ///< unused by gradient collectives and OptimizerStep
   std::uint32_t peer = kNoPeer;   ///< Send/Recv: the other pipeline rank
   plan::AxisSet group = plan::Axis::Data;  ///< collectives only: the axes the group spans (Layout::group)
-  CommStream stream = CommStream::Gradient;  ///< collectives only
   std::uint16_t count = 1;        ///< collectives only: identical collectives back to back
+  std::uint32_t backward_microbatch = 0;  ///< ForwardBackward only: its backward's microbatch
+  std::uint16_t backward_chunk = 0;       ///< ForwardBackward only: its backward's chunk
   Bytes bytes;                    ///< collectives only: buffer per rank and collective (a gradient bucket,
                                   ///< a layer's output); all-gather: the gathered size
 
   friend bool operator==(const Op&, const Op&) = default;
 };
+
+/// The passes a compute op runs, in order: the op itself, or an F&B pair's forward then its fused
+/// backward (each as a Forward or Backward op of its own microbatch and chunk).
+struct ComputeParts {
+  std::array<Op, 2> ops;
+  std::size_t size = 0;
+  [[nodiscard]] const Op* begin() const noexcept { return ops.data(); }
+  [[nodiscard]] const Op* end() const noexcept { return ops.data() + size; }
+};
+[[nodiscard]] constexpr ComputeParts compute_parts(const Op& op) noexcept {
+  ComputeParts parts;
+  if (op.kind != OpKind::ForwardBackward) {
+    parts.ops[0] = op;
+    parts.size = 1;
+    return parts;
+  }
+  parts.ops[0].kind = OpKind::Forward;
+  parts.ops[0].microbatch = op.microbatch;
+  parts.ops[0].chunk = op.chunk;
+  parts.ops[1].kind = OpKind::Backward;
+  parts.ops[1].microbatch = op.backward_microbatch;
+  parts.ops[1].chunk = op.backward_chunk;
+  parts.size = 2;
+  return parts;
+}
 
 /// What a generator needs to know: a pure function of these values gives the Program.
 struct PipelineShape {
@@ -113,7 +143,8 @@ struct Program {
 };
 
 /// "F0 F1 B0 ..." per rank, one line each, in PyTorch's action letters: F forward, B fused backward,
-/// I backward-input, W backward-weight; with chunks > 1 the chunk follows a dot ("F3.1"). With
+/// I backward-input, W backward-weight, an F&B pair "F7&B3"; with chunks > 1 the chunk follows a dot
+/// ("F3.1", "F7.0&B3.1"). With
 /// `with_comm`, communication appears too: "sA0" / "rA0" (activation), "sG0" / "rG0" (gradient),
 /// "AR" / "RS" / "AG" (collectives; in-layer ones add their group and count, "AR:tp*4"), and "OPT".
 [[nodiscard]] std::string to_text(const Program& program, bool with_comm = false);

@@ -21,6 +21,7 @@ namespace mpsim::schedule {
     case OpKind::AllGather: return trace::SpanKind::AllGather;
     case OpKind::AllToAll: return trace::SpanKind::AllToAll;
     case OpKind::OptimizerStep: return trace::SpanKind::Optimizer;
+    case OpKind::ForwardBackward: return trace::SpanKind::ForwardBackward;
   }
   return trace::SpanKind::Forward;
 }

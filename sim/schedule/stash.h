@@ -4,7 +4,7 @@
 
 namespace mpsim::schedule {
 
-/// How a compute op changes what its chunk holds between passes, counted in one microbatch's
+/// How a compute pass changes what its chunk holds between passes, counted in one microbatch's
 /// stashes: `full` stashes (held from the start of F until the backward starts: B, or I in a split
 /// backward) and `after_input` ones (what a split backward keeps from I until W). The backward's own
 /// working memory is not modelled.
@@ -19,6 +19,7 @@ struct StashChange {
     case OpKind::Backward: return {-1, 0};
     case OpKind::BackwardInput: return {-1, +1};
     case OpKind::BackwardWeight: return {0, -1};
+    case OpKind::ForwardBackward:  // its parts change the stash one after the other (compute_parts)
     case OpKind::SendActivation:
     case OpKind::RecvActivation:
     case OpKind::SendGrad:

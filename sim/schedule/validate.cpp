@@ -79,8 +79,10 @@ std::vector<int> peak_in_flight(const Program& program) {
     int now = 0;
     int peak = 0;
     for (const Op& op : stream) {
-      if (op.kind == OpKind::Forward) peak = std::max(peak, ++now);
-      if (op.kind == OpKind::Backward || op.kind == OpKind::BackwardInput) --now;
+      for (const Op& pass : compute_parts(op)) {  // an F&B pair holds its forward's before its backward frees
+        if (pass.kind == OpKind::Forward) peak = std::max(peak, ++now);
+        if (pass.kind == OpKind::Backward || pass.kind == OpKind::BackwardInput) --now;
+      }
     }
     peaks.push_back(peak);
   }

@@ -21,9 +21,10 @@ enum class SpanKind : std::uint8_t {
   AllToAll,
   Optimizer,
   Transfer,  ///< traffic on a link
+  ForwardBackward,  ///< DualPipe's overlapped forward-backward pair, one span
 };
 /// The `cat` word of the Chrome trace: forward, backward, backward-input, backward-weight, send, recv,
-/// allreduce, reducescatter, allgather, optimizer, transfer.
+/// allreduce, reducescatter, allgather, optimizer, transfer, forward-backward.
 [[nodiscard]] std::string_view to_string(SpanKind k) noexcept;
 
 struct Lane {

@@ -20,6 +20,7 @@ std::string_view to_string(SpanKind k) noexcept {
     case SpanKind::AllToAll: return "alltoall";
     case SpanKind::Optimizer: return "optimizer";
     case SpanKind::Transfer: return "transfer";
+    case SpanKind::ForwardBackward: return "forward-backward";
   }
   return "?";
 }
@@ -87,6 +88,7 @@ std::string span_name(const Span& s) {
     case SpanKind::AllToAll: return "alltoall";
     case SpanKind::Optimizer: return "optimizer";
     case SpanKind::Transfer: return "transfer";
+    case SpanKind::ForwardBackward: name = "F&B"; break;  // the forward's microbatch and chunk follow
   }
   if (s.microbatch >= 0) name += fmt::format("{}", s.microbatch);
   if (s.chunk >= 0) name += fmt::format(".{}", s.chunk);

@@ -63,6 +63,7 @@ std::optional<SpanKind> kind_from_cat(std::string_view cat) {
       {"alltoall", SpanKind::AllToAll},
       {"optimizer", SpanKind::Optimizer},
       {"transfer", SpanKind::Transfer},
+      {"forward-backward", SpanKind::ForwardBackward},
   };
   for (const auto& [word, kind] : kTable) {
     if (word == cat) return kind;

@@ -99,8 +99,8 @@ int check_bounds(const topology::Cluster& cluster, const model::Model& model, in
     for (int r = 0; r < plan.pipeline; ++r) {
       for (int c = 0; c < plan.virtual_stages; ++c) {
         const auto& cc = costs.chunk(r, c);
-        stages[static_cast<std::size_t>(plan::virtual_stage_of(plan.schedule, plan.pipeline, r, c))] = {cc.forward, cc.backward, cc.backward_input,
-                                                                   cc.backward_weight};
+        const auto vs = static_cast<std::size_t>(plan::virtual_stage_of(plan.schedule, plan.pipeline, r, c));
+        stages[vs] = {cc.forward, cc.backward, cc.backward_input, cc.backward_weight};
       }
     }
     // The bound of the exact chunk times alone (no gradient reduction): below the simulation, and

@@ -2,11 +2,12 @@
 // forward, input-gradient and weight-gradient times T per chunk and no communication:
 // - ZB-V (Zero Bubble, arXiv 2401.10241, section 6): bubble 0 (the paper's rate, from each rank's
 //   first pass to its last); the step is that work plus the p - 1 forwards by which the last rank starts later.
-// - DualPipeV (github.com/deepseek-ai/DualPipe): the README gives the bubble as (PP/2 - 1)(F&B + B - 3W)
-//   for PP = 2p stages on p ranks, B = I + W a whole backward and F&B = F + B a forward-backward pair
-//   that nothing overlaps here. The published order, replayed, idles less with equal times: (p - 1)T, half
-//   of the README's 2(p - 1)T; with W = 2F = 2I it meets the README's expression, and with other times
-//   it falls on either side of it (the expression is linear, the replay's waits are not).
+// - DualPipeV (github.com/deepseek-ai/DualPipe, README): bubble (PP/2 - 1)(F&B + B - 3W) for PP = 2p
+//   stages on p ranks, B = I + W a whole backward and F&B = F + B a forward-backward pair that nothing
+//   overlaps here (one op: it starts when both its forward's input and its backward's gradient are in).
+//   Exact for equal times, 2(p - 1)T; other mixes wait otherwise (on 2 ranks F = 2, I = 1, W = 3 idles 3
+//   units where the expression says 1, F = 1, I = 2, W = 1 idles 3 against 4), the expression being a
+//   count of the README figure's slots.
 #include <gtest/gtest.h>
 
 #include "engine_test_support.h"
@@ -60,8 +61,9 @@ double readme_bubble(int p, int forward, int input, int weight) {
 TEST(VSchedules, DualPipeVBubble) {
   for (const int p : {2, 3, 4, 8}) {
     for (const int m : {2 * p, 2 * p + 1, 3 * p, 5 * p}) {
-      EXPECT_NEAR(dualpipe_v_bubble(p, m, 1, 1, 1), p - 1, 1e-6) << "p=" << p << " m=" << m;
-      EXPECT_NEAR(dualpipe_v_bubble(p, m, 1, 1, 2), readme_bubble(p, 1, 1, 2), 1e-6) << "p=" << p << " m=" << m;
+      for (const int t : {1, 3}) {
+        EXPECT_NEAR(dualpipe_v_bubble(p, m, t, t, t), readme_bubble(p, t, t, t), 1e-6) << "p=" << p << " m=" << m;
+      }
     }
   }
 }

@@ -1,0 +1,59 @@
+#include "cli/report_text.h"
+
+#include <algorithm>
+#include <iostream>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "cli/table.h"
+#include "sim/core/units.h"
+
+namespace mpsim::cli {
+
+void print_report(const Inputs& in, const trace::Report& r) {
+  const plan::Plan& p = *in.plan;
+  std::cout << fmt::format("{} on {}: TP {} x PP {} x DP {}{}, {}, {} microbatches of {}\n\n", in.model.name,
+                           in.cluster.name.empty() ? "the cluster" : in.cluster.name, p.tensor, p.pipeline, p.data,
+                           p.virtual_stages > 1 ? fmt::format(" (x{} virtual)", p.virtual_stages) : "",
+                           plan::to_string(p.schedule), p.microbatches, p.micro_batch);
+  std::cout << fmt::format("  step time     {}\n", to_string(TimeNs::seconds(r.step_time_s)));
+  std::cout << fmt::format("  throughput    {:.1f} TFLOP/s per GPU, MFU {} ({:.1f} TFLOP/s executed, recomputation included)\n",
+                           r.tflops_per_gpu, percent(r.mfu), r.hardware_tflops_per_gpu);
+  std::cout << fmt::format("  idle          {} of all GPU time; pipeline bubble rate {}\n", percent(r.bubble_fraction),
+                           percent(r.bubble_rate));
+  const auto worst = std::max_element(r.devices.begin(), r.devices.end(), [](const auto& a, const auto& b) {
+    return a.peak_memory_bytes < b.peak_memory_bytes;
+  });
+  if (worst != r.devices.end()) {
+    std::cout << fmt::format("  peak memory   {} of {} on {}{}\n", to_string(Bytes::bytes(worst->peak_memory_bytes)),
+                             to_string(Bytes::bytes(worst->memory_capacity_bytes)), worst->id,
+                             r.oom ? "  OUT OF MEMORY" : "");
+  }
+  std::cout << "\n";
+  Table stages;
+  stages.add_row({"stage", "first GPU", "GPUs", "busy", "idle", "bubble", "peak memory"});
+  for (int s = 0; s < p.pipeline; ++s) {
+    const auto it = std::find_if(r.devices.begin(), r.devices.end(), [s](const auto& d) { return d.stage == s; });
+    if (it == r.devices.end()) continue;
+    stages.add_row({std::to_string(s), it->id, std::to_string(p.tensor * p.data), to_string(TimeNs::seconds(it->busy_s)),
+                    to_string(TimeNs::seconds(it->idle_s)), percent(it->bubble_fraction),
+                    to_string(Bytes::bytes(it->peak_memory_bytes)) + (it->oom ? " OOM" : "")});
+  }
+  std::cout << stages.render();
+  if (!r.links.empty()) {
+    std::vector<trace::LinkReport> links = r.links;
+    std::stable_sort(links.begin(), links.end(), [](const auto& a, const auto& b) {
+      return a.busy_s != b.busy_s ? a.busy_s > b.busy_s : a.bytes > b.bytes;
+    });
+    std::cout << "\nBusiest links:\n";
+    Table table;
+    table.add_row({"link", "busy", "traffic"});
+    for (std::size_t i = 0; i < std::min<std::size_t>(5, links.size()); ++i) {
+      table.add_row({links[i].id, to_string(TimeNs::seconds(links[i].busy_s)), to_string(Bytes::bytes(links[i].bytes))});
+    }
+    std::cout << table.render();
+  }
+}
+
+}  // namespace mpsim::cli
