@@ -17,7 +17,9 @@ UnitCostKey unit_cost_key(const plan::PlanSpec& spec) {
 std::vector<std::int64_t> partition_weights(const std::vector<UnitCost>& units) {
   std::vector<std::int64_t> out;
   out.reserve(units.size());
-  for (const UnitCost& u : units) out.push_back((u.forward + u.backward).base());
+  for (const UnitCost& u : units) {
+    out.push_back((std::max(u.forward, u.forward_overlapped) + std::max(u.backward, u.backward_overlapped)).base());
+  }
   return out;
 }
 
@@ -26,7 +28,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
   const auto lower = [](TimeNs sum, TimeNs slack) { return sum > slack ? sum - slack : TimeNs{}; };
   for (std::size_t s = 0; s + 1 < partition.size(); ++s) {
     StageTimes t;
-    TimeNs comm;
+    TimeNs comm, forward_overlapped, backward_overlapped, input_overlapped;
     Bytes stashed, scores;
     std::int64_t parameters = 0, fp8_parameters = 0, largest = 0, experts = 0;
     for (int u = partition[s]; u < partition[s + 1]; ++u) {
@@ -35,6 +37,9 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
       t.backward += c.backward;
       t.backward_input += c.backward_input;
       t.backward_weight += c.backward_weight;
+      forward_overlapped += c.forward_overlapped;
+      backward_overlapped += c.backward_overlapped;
+      input_overlapped += c.backward_input_overlapped;
       comm += c.in_layer_comm;
       stashed += c.stashed;
       scores += c.attention_scores;
@@ -43,6 +48,9 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
       largest = std::max(largest, c.largest_layer_parameters);
       experts += c.expert_parameters;
     }
+    t.forward = std::max(t.forward, forward_overlapped);
+    t.backward = std::max(t.backward, backward_overlapped);
+    t.backward_input = std::max(t.backward_input, input_overlapped);
     const TimeNs slack = kUnitRoundingSlack * (partition[s + 1] - partition[s]);
     t.forward = lower(t.forward, slack);
     t.backward = lower(t.backward, slack * 2);  // input and weight parts each round

@@ -13,12 +13,6 @@
 namespace mpsim::planner {
 namespace {
 
-using ShapeKey = std::tuple<int, int, int, plan::ScheduleKind, int, int>;
-
-ShapeKey shape_key(const schedule::PipelineShape& s) {
-  return {s.stages, s.microbatches, s.chunks, s.kind, s.microbatch_group_size, s.active_microbatches};
-}
-
 /// Distinct values of `key(item)` over `items`, in first-appearance order, and each item's index into them.
 template <typename Key, typename Item, typename Fn>
 std::pair<std::vector<Key>, std::vector<std::size_t>> distinct(const std::vector<Item>& items, Fn key) {
@@ -107,20 +101,10 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   for (std::size_t i = 0; i < drafts.size(); ++i) {
     if (drafts[i].static_peak <= usable) fitting.push_back(i);
   }
-  const auto [shapes, shape_of_fitting] = distinct<ShapeKey>(
-      fitting, [&](std::size_t i) { return shape_key(schedule::shape_of(space.candidates[drafts[i].spec])); });
+  const auto [shapes, shape_of_fitting] = distinct<schedule::PipelineShape>(
+      fitting, [&](std::size_t i) { return schedule::shape_of(space.candidates[drafts[i].spec]); });
   std::vector<std::vector<CountVectors>> in_flight(shapes.size());
-  parallel_for(shapes.size(), threads, [&](std::size_t i) {
-    const auto& [p, m, v, kind, group, active] = shapes[i];
-    schedule::PipelineShape shape;
-    shape.stages = p;
-    shape.microbatches = m;
-    shape.chunks = v;
-    shape.kind = kind;
-    shape.microbatch_group_size = group;
-    shape.active_microbatches = active;
-    in_flight[i] = in_flight_vectors(shape);
-  });
+  parallel_for(shapes.size(), threads, [&](std::size_t i) { in_flight[i] = in_flight_vectors(shapes[i]); });
 
   // Lower bounds on the data-parallel collectives, once per layout: the gradient sync after the last
   // backward (without overlap) and ZeRO 3's per-layer gathers.

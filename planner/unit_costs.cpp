@@ -143,11 +143,22 @@ std::vector<UnitCost> UnitCostModel::costs(const UnitCostKey& key) const {
     // exchanges outside the tensor group (the experts' all-to-alls), at their bound.
     const ChunkExchanges& x = exchanges.at(static_cast<std::size_t>(distinct_of_[u]));
     const bool beside = key.overlap_tensor_comm;
-    const bool hidden = key.pairs_hide_comm;
-    uc.forward = hidden ? c.forward : TimeNs(engine::pass_time(c.forward, c.forward_comm, beside) + x.forward);
-    uc.backward = hidden ? c.backward : TimeNs(engine::pass_time(c.backward, c.backward_comm, beside) + x.backward);
-    uc.backward_input =
-        hidden ? c.backward_input : TimeNs(engine::pass_time(c.backward_input, c.backward_comm, beside) + x.backward);
+    if (key.pairs_hide_comm) {
+      uc.forward = c.forward;
+      uc.backward = c.backward;
+      uc.backward_input = c.backward_input;
+    } else if (beside) {
+      uc.forward = c.forward + x.forward;
+      uc.backward = c.backward + x.backward;
+      uc.backward_input = c.backward_input + x.backward;
+      uc.forward_overlapped = c.forward_comm + x.forward;
+      uc.backward_overlapped = c.backward_comm + x.backward;
+      uc.backward_input_overlapped = c.backward_comm + x.backward;
+    } else {
+      uc.forward = c.forward + c.forward_comm + x.forward;
+      uc.backward = c.backward + c.backward_comm + x.backward;
+      uc.backward_input = c.backward_input + c.backward_comm + x.backward;
+    }
     uc.backward_weight = c.backward_weight;
     uc.in_layer_comm = x.all;
     uc.stashed = c.stashed;

@@ -22,10 +22,18 @@ namespace mpsim::planner {
 
 /// The cost model's ChunkCost of one unit on one tensor-parallel rank, per microbatch.
 struct UnitCost {
+  /// A pass's compute and the exchanges the compute stream waits for (its tensor collectives too,
+  /// unless they overlap). With --tp-comm-overlap the tensor collectives run beside the whole chunk's
+  /// compute, so a chunk's pass lasts at least the longer of the two sums, never the sum of the units'
+  /// longer ones: `*_overlapped` hold the other sum's terms (tensor collectives plus what blocks), zero
+  /// without overlap, and a stage takes max(sum of passes, sum of overlapped).
   TimeNs forward;
   TimeNs backward;         ///< fused, recomputation included
   TimeNs backward_input;   ///< recomputation included
   TimeNs backward_weight;
+  TimeNs forward_overlapped;
+  TimeNs backward_overlapped;
+  TimeNs backward_input_overlapped;
   TimeNs in_layer_comm;    ///< bound on all its in-layer collectives (forward and backward), run one at a time
   Bytes stashed;           ///< activations held from F to the backward
   Bytes attention_scores;  ///< of the model's attention scores: what a split backward frees at I

@@ -28,6 +28,9 @@ enum class ScheduleKind : std::uint8_t {
   SageMakerInterleaved,  ///< SageMaker `interleaved`: backward-first with a cap on active microbatches
   ZbV,                   ///< Zero Bubble V: two chunks per rank in a V, zero bubble at 1F1B's memory
   DualPipeV,             ///< DeepSeek's DualPipeV: the V with overlapped forward-backward pairs
+  ZbAuto,                ///< Zero Bubble's automatic schedule under a memory limit (ZB-1p at p, ZB-2p at 2p)
+  VHalf,                 ///< the V at about half of 1F1B's activations (Qi et al. 2024, controllable memory)
+  VMin,                  ///< the V at about a third of 1F1B's activations
 };
 [[nodiscard]] std::string_view to_string(ScheduleKind k) noexcept;
 /// Whether the schedule runs several model chunks (virtual stages) per pipeline rank.
@@ -38,13 +41,16 @@ enum class ScheduleKind : std::uint8_t {
 [[nodiscard]] constexpr bool is_v_shaped(ScheduleKind k) noexcept {
   switch (k) {
     case ScheduleKind::ZbV:
+    case ScheduleKind::VHalf:
+    case ScheduleKind::VMin:
     case ScheduleKind::DualPipeV: return true;
     case ScheduleKind::GPipe:
     case ScheduleKind::OneFOneB:
     case ScheduleKind::Interleaved1F1B:
     case ScheduleKind::ZbH1:
     case ScheduleKind::ZbH2:
-    case ScheduleKind::SageMakerInterleaved: return false;
+    case ScheduleKind::SageMakerInterleaved:
+    case ScheduleKind::ZbAuto: return false;
   }
   return false;
 }
@@ -71,6 +77,9 @@ inline constexpr std::pair<std::string_view, ScheduleKind> kScheduleNames[] = {
     {"pipedream-flush", ScheduleKind::OneFOneB},
     {"zb-v", ScheduleKind::ZbV},
     {"dualpipev", ScheduleKind::DualPipeV},
+    {"zb-auto", ScheduleKind::ZbAuto},
+    {"v-half", ScheduleKind::VHalf},
+    {"v-min", ScheduleKind::VMin},
 };
 
 enum class Objective : std::uint8_t { Speed, Memory };
@@ -159,6 +168,7 @@ struct PlanSpec {
   Placement placement = kMegatronPlacement;
   std::optional<int> active_microbatches;         ///< SageMaker interleaved cap; default pipeline + 2
   std::optional<int> microbatch_group_size;       ///< Megatron microbatch_group_size_per_vp_stage; default pipeline
+  std::optional<int> zb_memory_limit;             ///< zb-auto: activations held at most, in microbatches; default pipeline
   Objective optimize = Objective::Speed;
   bool allow_tensor_across_nodes = false;
   /// Where each field was written (by its dotted name), so that checks against the cluster and the
@@ -202,6 +212,7 @@ struct Plan {
   Placement placement = kMegatronPlacement;
   int active_microbatches = 3;
   int microbatch_group_size = 1;
+  int zb_memory_limit = 1;
   Objective optimize = Objective::Speed;
   bool allow_tensor_across_nodes = false;
 

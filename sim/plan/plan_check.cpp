@@ -137,13 +137,18 @@ std::optional<std::string> stage_count_error(int layers, int pipeline, int virtu
 }
 
 int microbatch_group_size_of(const PlanSpec& spec) noexcept {
-  if (!has_virtual_stages(spec.schedule)) return 1;
+  if (spec.schedule != ScheduleKind::Interleaved1F1B) return 1;
   return spec.microbatch_group_size.value_or(spec.pipeline);
 }
 
 int active_microbatches_of(const PlanSpec& spec) noexcept {
   if (spec.schedule != ScheduleKind::SageMakerInterleaved) return 3;
   return spec.active_microbatches.value_or(spec.pipeline + 2);  // SageMaker's default
+}
+
+int zb_memory_limit_of(const PlanSpec& spec) noexcept {
+  if (spec.schedule != ScheduleKind::ZbAuto) return 1;
+  return spec.zb_memory_limit.value_or(spec.pipeline);  // ZB-1p: 1F1B's peak
 }
 
 Precision model_precision(int dtype_bytes) noexcept {
@@ -392,6 +397,13 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
     p.active_microbatches = active_microbatches_of(spec);
   } else if (spec.active_microbatches) {
     check.fail("active_microbatches", "active_microbatches applies to sagemaker-interleaved only");
+  }
+  if (p.schedule == ScheduleKind::ZbAuto) {
+    p.zb_memory_limit = zb_memory_limit_of(spec);
+    check.require(p.zb_memory_limit >= 1, "zb_memory_limit",
+                  fmt::format("zb-auto holds at least one microbatch's activations, not {}", p.zb_memory_limit));
+  } else if (spec.zb_memory_limit) {
+    check.fail("zb_memory_limit", "zb_memory_limit applies to zb-auto only");
   }
   return p;
 }

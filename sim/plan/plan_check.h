@@ -37,6 +37,8 @@ namespace mpsim::plan {
 /// active microbatches (default: pipeline + 2; 3 for other schedules, where it is unused).
 [[nodiscard]] int microbatch_group_size_of(const PlanSpec& spec) noexcept;
 [[nodiscard]] int active_microbatches_of(const PlanSpec& spec) noexcept;
+/// zb-auto's memory limit, in microbatches' activations: the spec's, or the pipeline size (ZB-1p).
+[[nodiscard]] int zb_memory_limit_of(const PlanSpec& spec) noexcept;
 
 /// The layers a partition cuts: transformer blocks when the model has them, else every layer.
 [[nodiscard]] int partitionable_layer_count(const model::Model& model);

@@ -17,6 +17,9 @@ std::string_view to_string(ScheduleKind k) noexcept {
     case ScheduleKind::SageMakerInterleaved: return "sagemaker-interleaved";
     case ScheduleKind::ZbV: return "zb-v";
     case ScheduleKind::DualPipeV: return "dualpipev";
+    case ScheduleKind::ZbAuto: return "zb-auto";
+    case ScheduleKind::VHalf: return "v-half";
+    case ScheduleKind::VMin: return "v-min";
   }
   return "?";
 }
@@ -117,7 +120,7 @@ PlanSpec load_plan_spec(const Field& root) {
   spec.file = root.file();
   root.expect_keys({// mpsim
                     "parallelism", "batch", "schedule", "partition", "recompute", "sequence_parallel", "zero",
-                    "placement", "active_microbatches", "microbatch_group_size_per_vp_stage", "optimize",
+                    "placement", "active_microbatches", "microbatch_group_size_per_vp_stage", "zb_memory_limit", "optimize",
                     "allow_tensor_across_nodes", "overlap", "precision", "attention", "grad_reduce_in_fp32",
                     "fp8_param_gather", "recompute_modules", "routing_imbalance", "moe_expert_capacity_factor",
                     "moe_pad_expert_input_to_capacity", "optimizer", "activation_offload_layers",
@@ -264,6 +267,7 @@ PlanSpec load_plan_spec(const Field& root) {
   if (auto f = r.get(root, "placement", "placement")) spec.placement = parse_placement(*f, false);
   r.count(root, "active_microbatches", "active_microbatches", spec.active_microbatches);
   r.count(root, "microbatch_group_size_per_vp_stage", "microbatch_group_size", spec.microbatch_group_size);
+  r.count(root, "zb_memory_limit", "zb_memory_limit", spec.zb_memory_limit);
   if (auto f = r.get(root, "optimize", "optimize")) spec.optimize = f->as_enum(kObjective);
   if (auto f = r.get(root, "allow_tensor_across_nodes", "allow_tensor_across_nodes")) {
     spec.allow_tensor_across_nodes = f->as_bool();
@@ -320,6 +324,7 @@ std::string write_plan_yaml(const Plan& p) {
   if (p.activation_offload_layers > 0) out += fmt::format("activation_offload_layers: {}\n", p.activation_offload_layers);
   out += fmt::format("placement: {}\n", to_string(p.placement));
   if (p.schedule == ScheduleKind::SageMakerInterleaved) out += fmt::format("active_microbatches: {}\n", p.active_microbatches);
+  if (p.schedule == ScheduleKind::ZbAuto) out += fmt::format("zb_memory_limit: {}\n", p.zb_memory_limit);
   if (p.schedule == ScheduleKind::Interleaved1F1B) {
     out += fmt::format("microbatch_group_size_per_vp_stage: {}\n", p.microbatch_group_size);
   }

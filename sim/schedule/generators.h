@@ -87,6 +87,26 @@ struct VirtualMicrobatch {
 /// a fused backward), except the last rank's first, whose backward needs that very forward.
 [[nodiscard]] Program make_dualpipe_v(const PipelineShape& shape);
 
+/// Zero Bubble's automatic schedule (arXiv 2401.10241, section 3.1; the reference repository's
+/// heuristic), one chunk per rank, split backward, at most shape.memory_limit microbatches' activations
+/// held per rank (from a microbatch's F until its W). Greedy, round by round: warm-up forwards as
+/// memory allows before the first backward comes back, then per round a forward (skipped where it would
+/// delay the next stage's backward) and an input gradient on every stage, weight passes filling the gaps
+/// and freeing memory; the best of the heuristic's 8 switch settings. Unit times (F = I = W, no
+/// communication), so the order is a function of the shape: with limit p it is ZB-1p (1F1B's memory),
+/// with 2p ZB-2p, bubble 0.
+[[nodiscard]] Program make_zb_auto(const PipelineShape& shape);
+
+/// V-Half and V-Min ("Pipeline Parallelism with Controllable Memory", Qi et al., arXiv 2405.15362; the
+/// repository's zbv_greedy.py): two chunks per rank in a V, split backward, each microbatch's F0, F1,
+/// I1, I0 at fixed slots of a building block repeated every 6 slots (v_memory.cpp gives them), the
+/// weight passes in the free slots (chunk 1's first) and the rest at the end; a rank's order is its
+/// passes by slot. The block's lifespan holds about (p + 2) / 2 (V-Half) or (p + 4) / 3 (V-Min)
+/// microbatches' activations. The repository then reorders warm-up and cool-down greedily; mpsim keeps
+/// the blocks as laid out.
+[[nodiscard]] Program make_v_half(const PipelineShape& shape);
+[[nodiscard]] Program make_v_min(const PipelineShape& shape);
+
 /// Whether the schedule splits the backward into BackwardInput and BackwardWeight (the zero-bubble
 /// family) rather than running it fused. One switch over every kind, so a new schedule must answer.
 [[nodiscard]] bool splits_backward(plan::ScheduleKind kind) noexcept;

@@ -14,6 +14,9 @@ Program make_program(const PipelineShape& shape) {
     case plan::ScheduleKind::SageMakerInterleaved: return make_sagemaker_interleaved(shape);
     case plan::ScheduleKind::ZbV: return make_zb_v(shape);
     case plan::ScheduleKind::DualPipeV: return make_dualpipe_v(shape);
+    case plan::ScheduleKind::ZbAuto: return make_zb_auto(shape);
+    case plan::ScheduleKind::VHalf: return make_v_half(shape);
+    case plan::ScheduleKind::VMin: return make_v_min(shape);
   }
   throw std::invalid_argument("not a schedule kind");  // only a value cast from outside the enum gets here
 }
@@ -23,7 +26,10 @@ bool splits_backward(plan::ScheduleKind kind) noexcept {
     case plan::ScheduleKind::ZbH1:
     case plan::ScheduleKind::ZbH2:
     case plan::ScheduleKind::ZbV:
-    case plan::ScheduleKind::DualPipeV: return true;  // DualPipeV splits some of its backwards
+    case plan::ScheduleKind::DualPipeV:  // DualPipeV splits some of its backwards
+    case plan::ScheduleKind::ZbAuto:
+    case plan::ScheduleKind::VHalf:
+    case plan::ScheduleKind::VMin: return true;
     case plan::ScheduleKind::GPipe:
     case plan::ScheduleKind::OneFOneB:
     case plan::ScheduleKind::Interleaved1F1B:

@@ -43,6 +43,7 @@ PipelineShape shape_of(const plan::Plan& plan) noexcept {
   shape.kind = plan.schedule;
   shape.microbatch_group_size = plan.microbatch_group_size;
   shape.active_microbatches = plan.active_microbatches;
+  shape.memory_limit = plan.zb_memory_limit;
   return shape;
 }
 
@@ -54,6 +55,7 @@ PipelineShape shape_of(const plan::PlanSpec& spec) noexcept {
   shape.kind = spec.schedule;
   shape.microbatch_group_size = plan::microbatch_group_size_of(spec);
   shape.active_microbatches = plan::active_microbatches_of(spec);
+  shape.memory_limit = plan::zb_memory_limit_of(spec);
   return shape;
 }
 

@@ -127,7 +127,8 @@ struct PipelineShape {
   plan::ScheduleKind kind = plan::ScheduleKind::OneFOneB;
   int microbatch_group_size = 1;        ///< interleaved-1f1b: Megatron's microbatch_group_size_per_vp_stage
   int active_microbatches = 3;          ///< sagemaker-interleaved: in-flight cap
-  friend bool operator==(const PipelineShape&, const PipelineShape&) = default;
+  int memory_limit = 1;                 ///< zb-auto: activations held at most, in microbatches
+  friend auto operator<=>(const PipelineShape&, const PipelineShape&) = default;
 };
 
 /// The shape a complete plan implies.

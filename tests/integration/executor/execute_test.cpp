@@ -106,6 +106,9 @@ INSTANTIATE_TEST_SUITE_P(
         // The V schedules: chunk 1 of rank 0 holds the last stage (the loss), and the forward turns on rank 1.
         Split{"zb_v", 2, "--set plan.pipeline=2 --set plan.schedule=zb-v"},
         Split{"dualpipev", 2, "--set plan.pipeline=2 --set plan.schedule=dualpipev"},
+        Split{"v_half", 2, "--set plan.pipeline=2 --set plan.schedule=v-half"},
+        Split{"v_min", 2, "--set plan.pipeline=2 --set plan.schedule=v-min"},
+        Split{"zb_auto", 2, "--set plan.pipeline=2 --set plan.schedule=zb-auto --set plan.zb_memory_limit=3"},
         Split{"zb_v_data", 4, "--set plan.pipeline=2 --set plan.data=2 --set plan.schedule=zb-v --grad-bucket 4000"},
         Split{"data", 2, "--set plan.data=2 --grad-bucket 4000"},
         Split{"data_zero1", 2, "--set plan.data=2 --set plan.zero=1 --grad-bucket 4000"},

@@ -184,7 +184,7 @@ TEST(SearchSpace, ExpertContextSequenceParallelAndOverlapAxes) {
 }
 
 TEST(SearchSpace, EverySchedulePresent) {
-  EXPECT_EQ(all_schedule_kinds().size(), 8u);
+  EXPECT_EQ(all_schedule_kinds().size(), 11u);
 }
 
 }  // namespace

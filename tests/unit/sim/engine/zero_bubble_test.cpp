@@ -70,3 +70,35 @@ TEST(ZeroBubble, InterleavedWithEqualThirds) {
 
 }  // namespace
 }  // namespace mpsim::engine
+
+namespace mpsim::engine {
+namespace {
+
+using namespace testing;
+
+/// zb-auto with equal F, I and W of 1 ms and no communication, at a memory limit of `limit`
+/// microbatches' activations.
+trace::Report zb_auto(int p, int m, int limit) {
+  const auto cluster = pcie_box(p);
+  const auto model = timed_layers(p, "1 ms", "1 ms", "1 ms");
+  const auto plan = plan_yaml(fmt::format("parallelism: {{ pipeline: {} }}\nbatch: {{ microbatches: {} }}\n"
+                                          "schedule: zb-auto\nzb_memory_limit: {}\n",
+                                          p, m, limit),
+                              cluster, model);
+  return simulate(cluster, model, plan).report;
+}
+
+// The paper's automatic schedules at the handcrafted design point: ZB-1p (1F1B's memory, p) idles as
+// ZB-H1, (p - 1)(F + I - W) = (p - 1) ms per rank; ZB-2p (twice it) has no bubble once m >= 2p.
+TEST(ZeroBubble, AutomaticSchedulesAtEqualTimes) {
+  for (const int p : {2, 3, 4, 8}) {
+    for (const int m : {2 * p, 3 * p + 1, 4 * p}) {
+      const double zb_h1 = (p - 1) / (3.0 * m + p - 1);
+      EXPECT_NEAR(zb_auto(p, m, p).bubble_rate, zb_h1, 1e-9) << "p=" << p << " m=" << m;
+      EXPECT_NEAR(zb_auto(p, m, 2 * p).bubble_rate, 0.0, 1e-12) << "p=" << p << " m=" << m;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mpsim::engine

@@ -32,6 +32,11 @@ bool updating() {
   return flag != nullptr && std::string(flag) == "1";
 }
 
+PipelineShape limited(PipelineShape s, int memory_limit) {
+  s.memory_limit = memory_limit;
+  return s;
+}
+
 class Golden : public ::testing::TestWithParam<GoldenCase> {};
 
 TEST_P(Golden, MatchesTheFile) {
@@ -63,6 +68,10 @@ INSTANTIATE_TEST_SUITE_P(
         GoldenCase{"zb-v_p4_m8.txt", shape(ScheduleKind::ZbV, 4, 8, 2)},
         GoldenCase{"dualpipev_p4_m10.txt", shape(ScheduleKind::DualPipeV, 4, 10, 2)},
         GoldenCase{"zb-v_p2_m4_comm.txt", shape(ScheduleKind::ZbV, 2, 4, 2), true},
+        GoldenCase{"v-half_p4_m8.txt", shape(ScheduleKind::VHalf, 4, 8, 2)},
+        GoldenCase{"v-min_p4_m8.txt", shape(ScheduleKind::VMin, 4, 8, 2)},
+        GoldenCase{"zb-auto_p4_m8_l4.txt", limited(shape(ScheduleKind::ZbAuto, 4, 8), 4)},
+        GoldenCase{"zb-auto_p4_m8_l8.txt", limited(shape(ScheduleKind::ZbAuto, 4, 8), 8)},
         GoldenCase{"1f1b_p4_m8_comm.txt", shape(ScheduleKind::OneFOneB, 4, 8), true},
         GoldenCase{"interleaved-1f1b_p2_m4_v2_n2_comm.txt", shape(ScheduleKind::Interleaved1F1B, 2, 4, 2, 2), true}),
     [](const ::testing::TestParamInfo<GoldenCase>& info) {

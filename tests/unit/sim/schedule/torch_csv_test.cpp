@@ -49,6 +49,9 @@ TEST(TorchCsv, EveryGeneratorRoundTripsByteForByte) {
       shape(ScheduleKind::SageMakerInterleaved, 4, 8, 1, 0, 3),
       shape(ScheduleKind::ZbV, 4, 8, 2),
       shape(ScheduleKind::ZbV, 3, 2, 2),
+      shape(ScheduleKind::VHalf, 4, 8, 2),
+      shape(ScheduleKind::VMin, 3, 5, 2),
+      testing::shape(ScheduleKind::ZbAuto, 4, 8),
       shape(ScheduleKind::DualPipeV, 4, 10, 2),
       shape(ScheduleKind::DualPipeV, 1, 2, 2),
   };

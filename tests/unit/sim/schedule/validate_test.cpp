@@ -38,6 +38,13 @@ std::vector<PipelineShape> shape_table() {
       out.push_back(shape(ScheduleKind::SageMakerInterleaved, p, m, 1, 0, active));
     }
     out.push_back(shape(ScheduleKind::ZbV, p, m, 2));
+    out.push_back(shape(ScheduleKind::VHalf, p, m, 2));
+    out.push_back(shape(ScheduleKind::VMin, p, m, 2));
+    for (const int limit : distinct({1, p, 2 * p})) {
+      PipelineShape s = shape(ScheduleKind::ZbAuto, p, m);
+      s.memory_limit = limit;
+      out.push_back(s);
+    }
     if (m >= 2 * p) out.push_back(shape(ScheduleKind::DualPipeV, p, m, 2));
     for (const int v : {1, 2, 3}) {
       for (const int n : distinct({1, 2, p, m, 2 * m + 1})) {
@@ -59,6 +66,7 @@ std::string shape_name(const ::testing::TestParamInfo<PipelineShape>& info) {
     name += "_v" + std::to_string(s.chunks) + "_n" + std::to_string(s.microbatch_group_size);
   }
   if (s.kind == ScheduleKind::SageMakerInterleaved) name += "_a" + std::to_string(s.active_microbatches);
+  if (s.kind == ScheduleKind::ZbAuto) name += "_l" + std::to_string(s.memory_limit);
   return name;
 }
 
@@ -141,6 +149,10 @@ TEST_P(EveryGenerator, HoldsTheReferencePeakOfActivations) {
         }
         break;
       case ScheduleKind::DualPipeV: EXPECT_EQ(got, 2 * p + 1) << "rank " << i; break;
+      // Its limit counts a microbatch from F to W, which covers F to I.
+      case ScheduleKind::ZbAuto: EXPECT_LE(got, s.memory_limit) << "rank " << i; break;
+      case ScheduleKind::VHalf:
+      case ScheduleKind::VMin: break;  // VSchedules.ControllableMemory measures them
       case ScheduleKind::SageMakerInterleaved:
         EXPECT_LE(got, s.active_microbatches) << "rank " << i;
         // Unit costs bring B0 back to rank 0 at t = 3p - 2; a cap it can fill by then is reached.
