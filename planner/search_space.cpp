@@ -53,7 +53,7 @@ class Enumerator {
         options_(options),
         gpus_(static_cast<int>(cluster.gpus().size())),
         layers_(plan::partitionable_layer_count(model)),
-        schedules_(options.schedules.empty() ? all_schedule_kinds() : options.schedules) {
+        schedules_(options.schedules.empty() ? default_schedule_kinds() : options.schedules) {
     // The precisions the GPU runs GEMMs in (resolve_plan() refuses the others); unset: the model's.
     const topology::GpuKind* gpu = cluster.gpus().empty() ? nullptr : &cluster.gpu_kind_of(cluster.gpus().front());
     for (const plan::Precision p : options.precisions) {
@@ -259,6 +259,12 @@ std::vector<plan::ScheduleKind> all_schedule_kinds() {
   for (const auto& [word, kind] : plan::kScheduleNames) {
     if (std::find(out.begin(), out.end(), kind) == out.end()) out.push_back(kind);
   }
+  return out;
+}
+
+std::vector<plan::ScheduleKind> default_schedule_kinds() {
+  std::vector<ScheduleKind> out = all_schedule_kinds();
+  std::erase(out, ScheduleKind::ZbAuto);
   return out;
 }
 

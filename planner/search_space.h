@@ -79,6 +79,10 @@ struct SearchSpace {
 /// Every schedule kind the simulator has, in kScheduleNames order, once each.
 [[nodiscard]] std::vector<plan::ScheduleKind> all_schedule_kinds();
 
+/// The schedules searched when none are named: all but zb-auto, which at the memory limit a plan
+/// leaves it (the pipeline size) lays out ZB-H1's order, searched already (--schedules names it).
+[[nodiscard]] std::vector<plan::ScheduleKind> default_schedule_kinds();
+
 /// Enumerates the candidates. O(size of the space); with Mirror rules it calls resolve_plan() once per
 /// tensor degree. An empty cluster, a model without layers or a global batch < 1 give an empty space.
 [[nodiscard]] SearchSpace enumerate_search_space(const topology::Cluster& cluster, const model::Model& model,

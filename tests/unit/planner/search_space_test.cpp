@@ -185,6 +185,7 @@ TEST(SearchSpace, ExpertContextSequenceParallelAndOverlapAxes) {
 
 TEST(SearchSpace, EverySchedulePresent) {
   EXPECT_EQ(all_schedule_kinds().size(), 11u);
+  EXPECT_EQ(default_schedule_kinds().size(), 10u);
 }
 
 }  // namespace

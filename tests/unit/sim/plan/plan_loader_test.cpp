@@ -178,5 +178,25 @@ TEST(PlanLoader, WrittenPlanReadsBack) {
   EXPECT_EQ(back.microbatch_group_size, p.microbatch_group_size);
 }
 
+TEST(PlanLoader, WrittenScheduleKnobsReadBack) {
+  Plan p;
+  p.pipeline = 4;
+  p.schedule = ScheduleKind::ZbAuto;
+  p.zb_memory_limit = 8;
+  p.partition = {0, 1, 2, 3, 4};
+  const PlanSpec back = spec_from(write_plan_yaml(p));
+  EXPECT_EQ(back.schedule, ScheduleKind::ZbAuto);
+  EXPECT_EQ(back.zb_memory_limit, 8);
+  for (const ScheduleKind kind : {ScheduleKind::ZbV, ScheduleKind::DualPipeV, ScheduleKind::VHalf, ScheduleKind::VMin}) {
+    p.schedule = kind;
+    p.virtual_stages = 2;
+    p.partition = {0, 1, 2, 3, 4, 5, 6, 7, 8};
+    const PlanSpec v = spec_from(write_plan_yaml(p));
+    EXPECT_EQ(v.schedule, kind);
+    EXPECT_EQ(v.virtual_stages, 2);
+    EXPECT_FALSE(v.zb_memory_limit.has_value());
+  }
+}
+
 }  // namespace
 }  // namespace mpsim::plan
