@@ -12,12 +12,13 @@ int main(int argc, char** argv) {
   using namespace mpsim::cli;
   CLI::App app{"mpsim: simulate, plan and run model-parallel training steps", "mpsim"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "mpsim " MPSIM_VERSION, "Print the version and exit");
   app.footer(
       "Examples:\n"
       "  mpsim topo show topologies/dgx-a100.yaml\n"
       "  mpsim topo route topologies/4x-p4d.yaml node0/gpu0 node1/gpu0 --json\n"
       "  mpsim model show configs/models/gpt3-13b.yaml\n"
-      "  mpsim plan check configs/plans/gpt3-13b-tp8-pp2.yaml --topology topologies/4x-p4d.yaml "
+      "  mpsim plan check configs/plans/gpt3-13b-4x-p4d.yaml --topology topologies/4x-p4d.yaml "
       "--model configs/models/gpt3-13b.yaml\n"
       "  mpsim simulate --topology topologies/4x-p4d.yaml --model configs/models/gpt3-13b.yaml \\\n"
       "      --plan configs/plans/gpt3-13b-4x-p4d.yaml --sweep plan.microbatches=16,32,64");

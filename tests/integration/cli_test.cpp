@@ -6,7 +6,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -165,6 +167,46 @@ TEST(Cli, BadFlagsAreBadInput) {
   EXPECT_EQ(mpsim("nonsense").exit_code, 2);
   EXPECT_EQ(mpsim("topo show /no/such/file.yaml").exit_code, 2);
   EXPECT_EQ(mpsim("--help").exit_code, 0);
+}
+
+TEST(Cli, VersionNamesTheProject) {
+  const CommandResult r = mpsim("--version");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_EQ(r.out.rfind("mpsim ", 0), 0u) << r.out;
+  EXPECT_NE(r.out.find('.'), std::string::npos) << r.out;
+}
+
+/// The command lines of a help text's examples: lines starting "  mpsim ", with their "\" continuations.
+std::vector<std::string> example_commands(const std::string& help) {
+  std::vector<std::string> out;
+  std::istringstream lines(help);
+  std::string line;
+  bool continued = false;
+  while (std::getline(lines, line)) {
+    const bool starts = line.rfind("  mpsim ", 0) == 0;
+    if (!starts && !continued) continue;
+    std::string text = starts ? line.substr(std::string("  mpsim ").size()) : line;
+    continued = !text.empty() && text.back() == '\\';
+    if (continued) text.pop_back();
+    if (starts) {
+      out.push_back(text);
+    } else {
+      out.back() += " " + text;
+    }
+  }
+  return out;
+}
+
+// Every example `mpsim --help` shows runs as written from the repository root.
+TEST(Cli, HelpExamplesRun) {
+  const CommandResult help = mpsim("--help");
+  ASSERT_EQ(help.exit_code, 0);
+  const std::vector<std::string> examples = example_commands(help.out);
+  EXPECT_GE(examples.size(), 5u) << help.out;
+  for (const std::string& example : examples) {
+    const CommandResult run = mpsim::testing::run_mpsim(example, repo(""));
+    EXPECT_EQ(run.exit_code, 0) << "mpsim " << example << "\n" << run.err;
+  }
 }
 
 }  // namespace
