@@ -301,6 +301,10 @@ Cluster build_cluster(const TopologySpec& spec) {
     }
   }
   cluster.node_count = node;
+  // A name may count the nodes ("{nodes}x DGX H100"), so that --set topology.nodes=N and --gpus keep it true.
+  for (std::size_t at = cluster.name.find("{nodes}"); at != std::string::npos; at = cluster.name.find("{nodes}")) {
+    cluster.name.replace(at, std::string_view("{nodes}").size(), std::to_string(node));
+  }
   if (spec.fabric) {
     if (nics.empty()) fail_at(spec.fabric->origin, "a fabric needs NICs in the nodes ('nics' of the node template)");
     // One node sends nothing over the network: its file may name the fabric its nodes join when scaled

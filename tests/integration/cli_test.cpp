@@ -209,4 +209,14 @@ TEST(Cli, HelpExamplesRun) {
   }
 }
 
+// A topology name that counts its nodes follows --set topology.nodes.
+TEST(Cli, NodeCountInTheNameFollowsTheOverride) {
+  const CommandResult run = mpsim("simulate --topology " + repo("topologies/512x-dgx-h100.yaml") + " --model " +
+                                  repo("configs/models/gpt3-175b.yaml") + " --plan " +
+                                  repo("configs/plans/gpt3-175b-h100-weak-scaling.yaml") + " --set topology.nodes=128");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("on 128x DGX H100:"), std::string::npos) << run.out;
+  EXPECT_EQ(run.out.find("512x"), std::string::npos) << run.out;
+}
+
 }  // namespace
