@@ -52,20 +52,17 @@ int to_int(std::int64_t value, const char* what) {
   return static_cast<int>(value);
 }
 
-/// The node-local rank: from the launcher's environment, else from MPI (collective over the world).
-int local_rank() {
-  if (const auto from_launcher =
-          cuda::local_rank_from_launcher(std::getenv("OMPI_COMM_WORLD_LOCAL_RANK"), std::getenv("SLURM_LOCALID"))) {
-    return *from_launcher;
-  }
+/// This rank's place among the ranks MPI runs on its node (collective over the world).
+cuda::NodePlacement node_placement() {
   int world_rank = 0;
   MPSIM_MPI_TRY(MPI_Comm_rank(MPI_COMM_WORLD, &world_rank));
   MPI_Comm node = MPI_COMM_NULL;
   MPSIM_MPI_TRY(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank, MPI_INFO_NULL, &node));
-  int rank = 0;
-  MPSIM_MPI_TRY(MPI_Comm_rank(node, &rank));
+  cuda::NodePlacement placement;
+  MPSIM_MPI_TRY(MPI_Comm_rank(node, &placement.local_rank));
+  MPSIM_MPI_TRY(MPI_Comm_size(node, &placement.local_ranks));
   MPSIM_MPI_TRY(MPI_Comm_free(&node));
-  return rank;
+  return placement;
 }
 
 class CudaGroup final : public Group {
@@ -612,7 +609,9 @@ class CudaBackend final : public Backend {
       MPSIM_CUDA_FAIL(fmt::format("no CUDA device visible to this process ({})",
                                   status != cudaSuccess ? cudaGetErrorString(status) : "cudaGetDeviceCount = 0"));
     }
-    device_ = cuda::device_for_local_rank(local_rank(), count);
+    const cuda::DeviceChoice choice = cuda::device_for_rank(node_placement(), count);
+    if (!choice.error.empty()) MPSIM_CUDA_FAIL(choice.error);
+    device_ = choice.device;
     MPSIM_CUDA_TRY(cudaSetDevice(device_));
   }
 

@@ -2,8 +2,8 @@
 /// The CUDA backend: device memory, cuBLAS for matrix products, small kernels for the rest, NCCL
 /// for messages and collectives, CUDA events for marks. Plain C++: includable without nvcc.
 ///
-/// - Device: the rank's node-local rank (OMPI_COMM_WORLD_LOCAL_RANK, else SLURM_LOCALID, else
-///   MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)) modulo cudaGetDeviceCount().
+/// - Device: the rank's place among its node's ranks (MPI_Comm_split_type, MPI_COMM_TYPE_SHARED); a node
+///   with more ranks than visible devices is a one-line error (device_rules.h).
 /// - All math, copies, receives and collectives run in issue order on one stream. Sends run on a
 ///   stream per peer, after the work issued before them, so a send never holds up what follows.
 /// - NCCL is bootstrapped over MPI: MPI must be initialised (MPI_THREAD_FUNNELED or more) before

@@ -11,26 +11,31 @@
 
 namespace mpsim::executor::cuda {
 
-/// The node-local rank the launcher exported: Open MPI's OMPI_COMM_WORLD_LOCAL_RANK first, then
-/// Slurm's SLURM_LOCALID (srun). Either argument may be null (unset); a value that is not a
-/// non-negative integer counts as unset. Empty when neither is usable: the backend then asks MPI
-/// (MPI_Comm_split_type with MPI_COMM_TYPE_SHARED).
-[[nodiscard]] inline std::optional<int> local_rank_from_launcher(const char* ompi_local_rank,
-                                                                 const char* slurm_local_id) noexcept {
-  for (const char* text : {ompi_local_rank, slurm_local_id}) {
-    if (text == nullptr) continue;
-    const std::string_view view(text);
-    int value = -1;
-    const auto [end, error] = std::from_chars(view.data(), view.data() + view.size(), value);
-    if (error == std::errc() && end == view.data() + view.size() && value >= 0) return value;
-  }
-  return std::nullopt;
-}
+/// Where a rank sits on its node, as MPI says (MPI_Comm_split_type with MPI_COMM_TYPE_SHARED): its
+/// rank among the node's ranks and their number. Launcher variables (SLURM_LOCALID and the like) are
+/// not trusted: under srun with some MPIs they disagree with the ranks MPI groups on a node.
+struct NodePlacement {
+  int local_rank = 0;
+  int local_ranks = 1;
+};
 
-/// Device of a rank: its node-local rank modulo the devices it sees (so 8 ranks on a node with 8
-/// GPUs use one each, and more ranks than GPUs share them round-robin). device_count > 0.
-[[nodiscard]] constexpr int device_for_local_rank(int local_rank, int device_count) noexcept {
-  return local_rank % device_count;
+/// The device of a rank, or why it has none. NCCL takes one GPU per rank (two ranks on one device fail
+/// with "Duplicate GPU detected"), so rank i of a node uses device i, and a node with more ranks than
+/// visible devices is an error naming both counts and the fix.
+struct DeviceChoice {
+  int device = -1;
+  std::string error;  ///< empty when `device` is set
+};
+[[nodiscard]] inline DeviceChoice device_for_rank(NodePlacement on_node, int device_count) {
+  if (device_count <= 0) return {-1, "no CUDA device visible to this process"};
+  if (on_node.local_ranks > device_count) {
+    return {-1, "this node runs " + std::to_string(on_node.local_ranks) + " ranks but sees " +
+                    std::to_string(device_count) + " CUDA device" + (device_count == 1 ? "" : "s") +
+                    ": NCCL needs one GPU per rank; start at most " + std::to_string(device_count) +
+                    " ranks per node (mpirun --map-by ppr:" + std::to_string(device_count) +
+                    ":node) or make more GPUs visible (CUDA_VISIBLE_DEVICES)"};
+  }
+  return {on_node.local_rank, {}};
 }
 
 /// One cublasSgemm call in column-major terms. A row-major r x c matrix with leading dimension ld

@@ -4,6 +4,7 @@
 #include <mpi.h>
 
 #include <array>
+#include <cstdio>
 #include <cstdint>
 #include <memory>
 #include <numeric>
@@ -215,12 +216,18 @@ int main(int argc, char** argv) {
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int size = 0;
   MPI_Comm_size(MPI_COMM_WORLD, &size);
-  // Every rank decides alike (the same machine answers), so either all make the backend or none.
-  int have_device = mpsim::executor::cuda_test::has_cuda_device() ? 1 : 0;
-  MPI_Allreduce(MPI_IN_PLACE, &have_device, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-  if (have_device != 0 && size == 2) {
-    mpsim::executor::shared_backend() = mpsim::executor::make_cuda_backend(mpsim::executor::BackendOptions{});
+  // Every rank decides alike, so either all make the backend or none; without a GPU for each of the
+  // two ranks the program says so and exits with the skip code (the CTest entry is then Skipped).
+  int devices = mpsim::executor::cuda_test::cuda_device_count();
+  MPI_Allreduce(MPI_IN_PLACE, &devices, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  if (size != 2 || devices < 2) {
+    int rank = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+    if (rank == 0) std::printf("skipped: needs exactly 2 ranks (mpirun -np 2) and a GPU each; %d ranks, %d GPUs\n", size, devices);
+    MPI_Finalize();
+    return mpsim::executor::cuda_test::kSkipExitCode;
   }
+  mpsim::executor::shared_backend() = mpsim::executor::make_cuda_backend(mpsim::executor::BackendOptions{});
   ::testing::InitGoogleTest(&argc, argv);
   const int result = RUN_ALL_TESTS();
   mpsim::executor::shared_backend().reset();

@@ -78,22 +78,6 @@ HostMatrix reference_gemm(Transpose ta, Transpose tb, float alpha, const HostMat
 
 // --- pure rules (no device needed) ---------------------------------------------------------------
 
-TEST(CudaDeviceRules, LocalRankComesFromOpenMpiThenSlurm) {
-  EXPECT_EQ(cuda::local_rank_from_launcher("3", "5"), 3);
-  EXPECT_EQ(cuda::local_rank_from_launcher(nullptr, "5"), 5);
-  EXPECT_EQ(cuda::local_rank_from_launcher("", "2"), 2);
-  EXPECT_EQ(cuda::local_rank_from_launcher("x1", nullptr), std::nullopt);
-  EXPECT_EQ(cuda::local_rank_from_launcher("-1", nullptr), std::nullopt);
-  EXPECT_EQ(cuda::local_rank_from_launcher(nullptr, nullptr), std::nullopt);
-}
-
-TEST(CudaDeviceRules, DeviceIsLocalRankModuloDeviceCount) {
-  EXPECT_EQ(cuda::device_for_local_rank(0, 8), 0);
-  EXPECT_EQ(cuda::device_for_local_rank(7, 8), 7);
-  EXPECT_EQ(cuda::device_for_local_rank(9, 8), 1);
-  EXPECT_EQ(cuda::device_for_local_rank(3, 1), 0);
-}
-
 /// A naive column-major sgemm, as cuBLAS defines it: C(m x n) = alpha op(A) op(B) + beta C, with
 /// element (i, j) of a column-major matrix at p[i + j * ld].
 void column_major_sgemm(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, float alpha, const float* a,

@@ -12,11 +12,17 @@
 
 namespace mpsim::executor::cuda_test {
 
-/// True when the CUDA runtime reports at least one device (false on any error: no driver, no GPU).
-inline bool has_cuda_device() {
+/// The devices the CUDA runtime reports (0 on any error: no driver, no GPU).
+inline int cuda_device_count() {
   int count = 0;
-  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess ? count : 0;
 }
+/// True when the CUDA runtime reports at least one device.
+inline bool has_cuda_device() { return cuda_device_count() > 0; }
+
+/// The exit code with which a test program says it did not run (CTest's SKIP_RETURN_CODE): a skip
+/// can then never hide a failure the way a matched "SKIPPED" message could.
+inline constexpr int kSkipExitCode = 77;
 
 /// A row-major host matrix whose rows are `ld` floats apart (ld > cols exercises strided views).
 struct HostMatrix {
