@@ -48,4 +48,13 @@ inline model::Model timed_layers(int layers, const std::string& forward, const s
       layers, forward, backward_input, backward_weight, activation_bytes, output_bytes));
 }
 
+/// A plan of `schedule` on `stages` pipeline ranks running `microbatches` per step, with `extra` plan
+/// lines (e.g. "zb_memory_limit: 8\n").
+inline plan::Plan pipeline_plan(int stages, int microbatches, const std::string& schedule, const topology::Cluster& c,
+                                const model::Model& m, const std::string& extra = "") {
+  return plan_yaml(fmt::format("parallelism: {{ pipeline: {} }}\nbatch: {{ microbatches: {} }}\nschedule: {}\n{}", stages,
+                               microbatches, schedule, extra),
+                   c, m);
+}
+
 }  // namespace mpsim::engine::testing

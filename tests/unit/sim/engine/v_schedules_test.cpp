@@ -23,11 +23,7 @@ constexpr double kT = 1e-3;  // seconds per pass of one chunk
 trace::Report simulate_v(const std::string& schedule, int p, int m) {
   const auto cluster = pcie_box(p);
   const auto model = timed_layers(2 * p, "1 ms", "1 ms", "1 ms");  // one layer per chunk
-  const auto plan = plan_yaml(fmt::format("parallelism: {{ pipeline: {} }}\nbatch: {{ microbatches: {} }}\n"
-                                          "schedule: {}\n",
-                                          p, m, schedule),
-                              cluster, model);
-  return simulate(cluster, model, plan).report;
+  return simulate(cluster, model, pipeline_plan(p, m, schedule, cluster, model)).report;
 }
 
 TEST(VSchedules, ZbVHasNoBubble) {
@@ -45,11 +41,7 @@ double dualpipe_v_bubble(int p, int m, int forward, int input, int weight) {
   const auto cluster = pcie_box(p);
   const auto model = timed_layers(2 * p, fmt::format("{} ms", forward), fmt::format("{} ms", input),
                                   fmt::format("{} ms", weight));
-  const auto plan = plan_yaml(fmt::format("parallelism: {{ pipeline: {} }}\nbatch: {{ microbatches: {} }}\n"
-                                          "schedule: dualpipev\n",
-                                          p, m),
-                              cluster, model);
-  const trace::Report r = simulate(cluster, model, plan).report;
+  const trace::Report r = simulate(cluster, model, pipeline_plan(p, m, "dualpipev", cluster, model)).report;
   return (r.step_time_s - 2.0 * m * (forward + input + weight) * kT) / kT;
 }
 
@@ -102,10 +94,7 @@ TEST(VSchedules, ControllableMemory) {
       for (const auto& [schedule, microbatches] : {std::pair{"v-half", (p + 2) / 2}, std::pair{"v-min", (p + 4) / 3}}) {
         const auto cluster = pcie_box(p);
         const auto model = timed_layers(2 * p, "1 ms", "1 ms", "1 ms");
-        const auto plan = plan_yaml(fmt::format("parallelism: {{ pipeline: {} }}\nbatch: {{ microbatches: {} }}\n"
-                                                "schedule: {}\n",
-                                                p, m, schedule),
-                                    cluster, model);
+        const auto plan = pipeline_plan(p, m, schedule, cluster, model);
         EXPECT_EQ(peak_microbatches(schedule::make_program(schedule::shape_of(plan))), microbatches)
             << schedule << " p=" << p << " m=" << m;
         EXPECT_LT(simulate(cluster, model, plan).report.bubble_rate, one_f_one_b) << schedule << " p=" << p << " m=" << m;
@@ -141,7 +130,7 @@ TEST(VSchedules, ForwardBackwardPairHidesCommunication) {
   {
     const auto cluster = pcie_box(4);
     const auto model = timed_layers(8, "1 ms", "1 ms", "1 ms");  // B = I + W = 2 ms per chunk
-    const auto plan = plan_yaml("parallelism: { pipeline: 4 }\nbatch: { microbatches: 8 }\nschedule: dualpipev\n", cluster, model);
+    const auto plan = pipeline_plan(4, 8, "dualpipev", cluster, model);
     EngineOptions options;
     options.record_timeline = true;
     const auto prediction = simulate(cluster, model, plan, options);

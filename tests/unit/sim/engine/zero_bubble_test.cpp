@@ -81,11 +81,8 @@ using namespace testing;
 trace::Report zb_auto(int p, int m, int limit) {
   const auto cluster = pcie_box(p);
   const auto model = timed_layers(p, "1 ms", "1 ms", "1 ms");
-  const auto plan = plan_yaml(fmt::format("parallelism: {{ pipeline: {} }}\nbatch: {{ microbatches: {} }}\n"
-                                          "schedule: zb-auto\nzb_memory_limit: {}\n",
-                                          p, m, limit),
-                              cluster, model);
-  return simulate(cluster, model, plan).report;
+  return simulate(cluster, model, pipeline_plan(p, m, "zb-auto", cluster, model, fmt::format("zb_memory_limit: {}\n", limit)))
+      .report;
 }
 
 // The paper's automatic schedules at the handcrafted design point: ZB-1p (1F1B's memory, p) idles as
