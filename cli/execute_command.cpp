@@ -12,6 +12,7 @@
 #include "cli/inputs.h"
 #include "cli/table.h"
 #include "executor/backend/make_backend.h"
+#include "executor/interpreter/peers.h"
 #include "executor/interpreter/interpreter.h"
 #include "executor/interpreter/mpi_runtime.h"
 #include "executor/launch/mpirun_launch.h"
@@ -112,6 +113,7 @@ int run_rank(const ExecuteArgs& args, const std::vector<Override>& overrides, in
     executor::BackendOptions backend_options;
     backend_options.peer_timeout_s = args.timeout_s;
     backend_options.seed = args.seed;
+    backend_options.peers = executor::point_to_point_peers(*in->plan, mpi.rank());
     const auto backend = executor::make_backend(args.backend, backend_options);
     result = executor::execute(*backend, in->cluster, in->model, *in->plan, options);
     if (result.root) {

@@ -64,6 +64,9 @@ class SendHandle {
 struct BackendOptions {
   double peer_timeout_s = 60;  ///< a recv or collective waiting longer throws BackendError naming the peer
   std::uint64_t seed = 0;      ///< for anything the backend randomises (nothing numeric: data are seeded by the caller)
+  /// The world ranks this rank sends to or receives from with send()/recv() (its pipeline neighbours,
+  /// point_to_point_peers()); empty: every other rank. A backend may open channels to these only.
+  std::vector<int> peers;
 };
 
 struct AdamHyper {
@@ -145,6 +148,12 @@ class Backend {
   /// Blocks until the matching message from `peer` has arrived, or throws BackendError naming the
   /// peer after the backend's timeout.
   virtual void recv(float* data, std::size_t count, int peer, int tag) = 0;
+  /// Messages in host memory, with any rank (the executor gathering measured spans and parameters on
+  /// rank 0): over MPI, never through the channels of send()/recv(), so those join only the
+  /// BackendOptions::peers. host_send returns when `data` may be reused; both wait at most the
+  /// backend's timeout and then throw BackendError naming the peer.
+  virtual void host_send(std::span<const float> data, int peer, int tag) = 0;
+  virtual void host_recv(std::span<float> data, int peer, int tag) = 0;
   /// Sum over the group, in place. reduce_scatter leaves this rank's 1/size slice (count/size floats,
   /// count divisible by size) at data + rank * count / size; all_gather fills data from every rank's
   /// slice at the same place.

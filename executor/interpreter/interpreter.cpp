@@ -497,32 +497,24 @@ class Interpreter {
   }
 
   /// Every rank's record of the step, on rank 0 (empty elsewhere).
+  /// Every rank's record on rank 0, as host messages (the device channels join pipeline neighbours only).
   std::vector<StepRecord> gather(const StepRecord& mine) {
     const int ranks = layout_.ranks();
     const std::vector<float> packed = pack(mine);
     if (backend_.world_rank() != 0) {
-      Buffer header(backend_, meter_, 1, 1);
       const float count = static_cast<float>(mine.spans.size());
-      backend_.upload({&count, 1}, header.data());
-      Buffer body(backend_, meter_, 1, static_cast<std::int64_t>(packed.size()));
-      backend_.upload(packed, body.data());
-      backend_.send(header.data(), 1, 0, gather_tag_)->wait();
-      backend_.send(body.data(), packed.size(), 0, gather_tag_)->wait();
+      backend_.host_send({&count, 1}, 0, gather_tag_);
+      backend_.host_send(packed, 0, gather_tag_);
       return {};
     }
     std::vector<StepRecord> all(static_cast<std::size_t>(ranks));
     all[0] = mine;
     for (int r = 1; r < ranks; ++r) {
-      Buffer header(backend_, meter_, 1, 1);
-      backend_.recv(header.data(), 1, r, gather_tag_);
       float count = 0;
-      backend_.download(header.data(), {&count, 1});
+      backend_.host_recv({&count, 1}, r, gather_tag_);
       const auto spans = static_cast<std::size_t>(count);
-      const std::size_t floats = packed_floats(spans);
-      Buffer body(backend_, meter_, 1, static_cast<std::int64_t>(floats));
-      backend_.recv(body.data(), floats, r, gather_tag_);
-      std::vector<float> host(floats);
-      backend_.download(body.data(), host);
+      std::vector<float> host(packed_floats(spans));
+      backend_.host_recv(host, r, gather_tag_);
       all[static_cast<std::size_t>(r)] = unpack(host, spans);
     }
     return all;
@@ -554,7 +546,9 @@ class Interpreter {
     const std::vector<int> sources = parameter_sources();
     if (backend_.world_rank() != 0) {
       if (std::binary_search(sources.begin(), sources.end(), me_)) {
-        backend_.send(network_->parameters(), network_->parameter_count(), 0, parameter_tag_)->wait();
+        std::vector<float> host(network_->parameter_count());
+        backend_.download(network_->parameters(), host);
+        backend_.host_send(host, 0, parameter_tag_);
       }
       return {};
     }
@@ -577,9 +571,7 @@ class Interpreter {
       if (from == 0) {
         backend_.download(network_->parameters(), host);
       } else {
-        Buffer incoming(backend_, meter_, 1, static_cast<std::int64_t>(std::max<std::size_t>(count, 1)));
-        backend_.recv(incoming.data(), count, from, parameter_tag_);
-        backend_.download(incoming.data(), host);
+        backend_.host_recv(host, from, parameter_tag_);
       }
       for (const Param& q : params) {
         if (q.expert ? !expert_replica : !dense_replica) continue;

@@ -325,6 +325,11 @@ class CpuBackend final : public Backend {
               rank_);
     wait(request, [&] { return fmt::format("no message from rank {}", peer); }, tag);
   }
+  // Host memory is this backend's memory: the same messages.
+  void host_send(std::span<const float> data, int peer, int tag) override {
+    send(data.data(), data.size(), peer, tag)->wait();
+  }
+  void host_recv(std::span<float> data, int peer, int tag) override { recv(data.data(), data.size(), peer, tag); }
   void all_reduce_sum(Group& group, float* data, std::size_t count) override {
     auto& g = member(group, "all-reduce");
     MPI_Request request = MPI_REQUEST_NULL;

@@ -401,6 +401,19 @@ class CudaBackend final : public Backend {
     MPSIM_CUDA_TRY(cudaEventRecord(done, stream));
     return handle;
   }
+  void host_send(std::span<const float> data, int peer, int tag) override {
+    check_peer("send to", peer);
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPSIM_MPI_TRY(MPI_Isend(data.data(), static_cast<int>(data.size()), MPI_FLOAT, peer, tag, MPI_COMM_WORLD, &request));
+    wait_host(request, peer, "no receive at", data.size(), tag);
+  }
+  void host_recv(std::span<float> data, int peer, int tag) override {
+    check_peer("recv from", peer);
+    MPI_Request request = MPI_REQUEST_NULL;
+    MPSIM_MPI_TRY(MPI_Irecv(data.data(), static_cast<int>(data.size()), MPI_FLOAT, peer, tag, MPI_COMM_WORLD, &request));
+    wait_host(request, peer, "no message from", data.size(), tag);
+  }
+
   void recv(float* data, std::size_t count, int peer, int tag) override {
     check_peer("recv from", peer);
     const auto describe = [&] { return fmt::format("no message from rank {} ({} floats, tag {})", peer, count, tag); };
@@ -615,8 +628,9 @@ class CudaBackend final : public Backend {
     MPSIM_CUDA_TRY(cudaSetDevice(device_));
   }
 
-  /// The world communicator (parent of the groups), then one two-rank communicator per ordered
-  /// pair of ranks for point-to-point, all connected before the first step.
+  /// The world communicator (parent of the groups), then one two-rank communicator per direction
+  /// between this rank and each of its peers (BackendOptions::peers; all other ranks when empty) for
+  /// point-to-point, all connected before the first step.
   ///
   /// Why a communicator per direction and pair: NCCL runs the operations of one communicator in
   /// issue order, and a send completes only once its receiver takes it. Sharing one communicator
@@ -634,39 +648,54 @@ class CudaBackend final : public Backend {
     from_peer_.assign(n, nullptr);
     send_streams_.assign(n, nullptr);
     parked_.assign(n, {});
+    is_peer_.assign(n, false);
+    for (const int peer : options_.peers) {
+      if (peer < 0 || peer >= size_ || peer == rank_) {
+        MPSIM_CUDA_FAIL(fmt::format("peer {} is not another rank of a world of {}", peer, size_));
+      }
+      is_peer_[static_cast<std::size_t>(peer)] = true;
+    }
+    if (options_.peers.empty()) {
+      for (std::size_t peer = 0; peer < n; ++peer) is_peer_[peer] = static_cast<int>(peer) != rank_;
+    }
+    for (std::size_t peer = 0; peer < n; ++peer) {
+      if (is_peer_[peer]) peers_.push_back(static_cast<int>(peer));
+    }
     void* header = nullptr;
     MPSIM_CUDA_TRY(cudaMallocAsync(&header, kHeaderWords * sizeof(std::int64_t), stream_));
     header_device_ = static_cast<std::int64_t*>(header);
     if (size_ == 1) return;
     constexpr int kIdBytes = static_cast<int>(sizeof(ncclUniqueId));
-    // Each rank makes the ids of the communicators it sends on and hands each to its receiver.
+    // Each rank makes the ids of the communicators it sends on and hands each to its receiver, peer
+    // by peer in ascending order: every pair meets at the same point of one global order of pairs,
+    // so no rank waits on another that is busy with a different pair.
     std::vector<ncclUniqueId> outgoing(n);
     std::vector<ncclUniqueId> incoming(n);
-    for (std::size_t peer = 0; peer < n; ++peer) {
-      if (static_cast<int>(peer) != rank_) MPSIM_NCCL_TRY(ncclGetUniqueId(&outgoing[peer]));
+    for (const int peer : peers_) {
+      const auto p = static_cast<std::size_t>(peer);
+      MPSIM_NCCL_TRY(ncclGetUniqueId(&outgoing[p]));
+      MPSIM_MPI_TRY(MPI_Sendrecv(&outgoing[p], kIdBytes, MPI_BYTE, peer, 0, &incoming[p], kIdBytes, MPI_BYTE, peer, 0,
+                                 MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     }
-    MPSIM_MPI_TRY(
-        MPI_Alltoall(outgoing.data(), kIdBytes, MPI_BYTE, incoming.data(), kIdBytes, MPI_BYTE, MPI_COMM_WORLD));
-    // One group: NCCL initialises the communicators concurrently, so no rank waits on another
-    // that is busy with a different pair.
+    // One group: NCCL initialises the communicators concurrently.
     MPSIM_NCCL_TRY(ncclGroupStart());
-    for (std::size_t peer = 0; peer < n; ++peer) {
-      if (static_cast<int>(peer) == rank_) continue;
-      MPSIM_NCCL_TRY(ncclCommInitRank(&to_peer_[peer], 2, outgoing[peer], kSenderRank));
-      MPSIM_NCCL_TRY(ncclCommInitRank(&from_peer_[peer], 2, incoming[peer], kReceiverRank));
+    for (const int peer : peers_) {
+      const auto p = static_cast<std::size_t>(peer);
+      MPSIM_NCCL_TRY(ncclCommInitRank(&to_peer_[p], 2, outgoing[p], kSenderRank));
+      MPSIM_NCCL_TRY(ncclCommInitRank(&from_peer_[p], 2, incoming[p], kReceiverRank));
     }
     MPSIM_NCCL_TRY(ncclGroupEnd());
     connect_pairs();
   }
 
   /// NCCL connects a pair at its first message, and that handshake blocks until both sides reach
-  /// it. One float each way per pair, in rounds (round k: send to rank + k, receive from
-  /// rank - k, both in one NCCL group), connects every pair now, so no send of a step can block.
+  /// it. One float each way per pair (both in one NCCL group), peer by peer in ascending order (one
+  /// global order of pairs, as above), connects every pair now, so no send of a step can block.
   void connect_pairs() {
     float* scratch = allocate(2);
-    for (int k = 1; k < size_; ++k) {
-      const int to = (rank_ + k) % size_;
-      const int from = (rank_ - k + size_) % size_;
+    for (const int peer : peers_) {
+      const int to = peer;
+      const int from = peer;
       cudaStream_t stream = send_stream(to);
       MPSIM_CUDA_TRY(cudaEventRecord(ready_, stream_));
       MPSIM_CUDA_TRY(cudaStreamWaitEvent(stream, ready_, 0));
@@ -729,10 +758,25 @@ class CudaBackend final : public Backend {
   }
 
   ncclComm_t& pair_comm(std::vector<ncclComm_t>& comms, int peer, const char* what) {
+    if (!is_peer_[static_cast<std::size_t>(peer)]) {
+      MPSIM_CUDA_FAIL(fmt::format("{} rank {}: not one of this rank's peers (BackendOptions::peers), so no channel", what,
+                                  peer));
+    }
     ncclComm_t& comm = comms[static_cast<std::size_t>(peer)];
     if (comm == nullptr)
       MPSIM_CUDA_FAIL(fmt::format("{} rank {}: its communicator was aborted after an error", what, peer));
     return comm;
+  }
+
+  /// An MPI request on host memory, waited for against the peer timeout.
+  void wait_host(MPI_Request& request, int peer, const char* what, std::size_t count, int tag) {
+    poll_until(
+        [&] {
+          int done = 0;
+          MPSIM_MPI_TRY(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+          return done != 0;
+        },
+        nullptr, [&] { return fmt::format("{} rank {} ({} floats, tag {}, host)", what, peer, count, tag); });
   }
 
   CudaGroup& member(Group& group, const char* what) const {
@@ -849,6 +893,8 @@ class CudaBackend final : public Backend {
   cublasHandle_t blas_ = nullptr;
   void* blas_workspace_ = nullptr;
   ncclComm_t world_ = nullptr;
+  std::vector<bool> is_peer_;                ///< [rank]: a pair of communicators joins this rank and it
+  std::vector<int> peers_;                   ///< those ranks, ascending
   std::vector<ncclComm_t> to_peer_;          ///< [peer]: this rank -> peer (this rank is kSenderRank)
   std::vector<ncclComm_t> from_peer_;        ///< [peer]: peer -> this rank (this rank is kReceiverRank)
   std::vector<cudaStream_t> send_streams_;   ///< [peer], made when the pairs are connected

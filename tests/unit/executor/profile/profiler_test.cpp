@@ -69,6 +69,8 @@ class SyntheticBackend : public Backend {
     throw BackendError("no peers");
   }
   void recv(float*, std::size_t, int, int) override { throw BackendError("no peers"); }
+  void host_send(std::span<const float>, int, int) override { throw BackendError("no peers"); }
+  void host_recv(std::span<float>, int, int) override { throw BackendError("no peers"); }
   void all_reduce_sum(Group&, float*, std::size_t) override {}
   void reduce_scatter_sum(Group&, float*, std::size_t) override {}
   void all_gather(Group&, float*, std::size_t) override {}

@@ -1,0 +1,25 @@
+#include "executor/interpreter/peers.h"
+
+#include <algorithm>
+
+#include "sim/plan/layout.h"
+#include "sim/schedule/generators.h"
+#include "sim/schedule/passes.h"
+
+namespace mpsim::executor {
+
+std::vector<int> point_to_point_peers(const plan::Plan& plan, int world_rank) {
+  const plan::Layout layout(plan);
+  const schedule::Program program = schedule::lower_comm(schedule::make_program(schedule::shape_of(plan)));
+  const int stage = layout.coordinate(world_rank, plan::Axis::Pipeline);
+  std::vector<int> peers;
+  for (const schedule::Op& op : program.streams.at(static_cast<std::size_t>(stage))) {
+    if (!schedule::is_send(op.kind) && !schedule::is_recv(op.kind)) continue;
+    peers.push_back(layout.with(world_rank, plan::Axis::Pipeline, static_cast<int>(op.peer)));
+  }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  return peers;
+}
+
+}  // namespace mpsim::executor
