@@ -11,6 +11,8 @@
 #include <unordered_map>
 
 #include <Eigen/Dense>
+
+#include "executor/backend/teardown.h"
 #include <fmt/format.h>
 
 namespace mpsim::executor {
@@ -71,7 +73,7 @@ class CpuSend final : public SendHandle {
   int tag_;
 };
 
-class CpuBackend final : public Backend {
+class CpuBackend final : public Backend, private TeardownSteps {
  public:
   explicit CpuBackend(const BackendOptions& options) : options_(options) {
     int initialized = 0;
@@ -82,9 +84,7 @@ class CpuBackend final : public Backend {
       MPI_Comm_size(MPI_COMM_WORLD, &size_);
     }
   }
-  ~CpuBackend() override {
-    for (auto& [data, buffer] : buffers_) std::free(buffer);
-  }
+  ~CpuBackend() override { tear_down(*this, failing(failed_)); }
 
   [[nodiscard]] std::string name() const override { return "cpu"; }
   [[nodiscard]] int world_rank() const noexcept override { return rank_; }
@@ -410,6 +410,7 @@ class CpuBackend final : public Backend {
       mpi_check(MPI_Test(&request, &done, MPI_STATUS_IGNORE), "MPI_Test", rank_);
       if (done != 0) return;
       if (std::chrono::steady_clock::now() > deadline) {
+        failed_ = true;
         throw BackendError(fmt::format("rank {}: {} within {:g} s{}", rank_, describe(), options_.peer_timeout_s,
                                        tag >= 0 ? fmt::format(" (tag {})", tag) : std::string()));
       }
@@ -453,7 +454,17 @@ class CpuBackend final : public Backend {
   }
 
   BackendOptions options_;
+  // Teardown (teardown.h). MPI requests need no stopping: MPI_Abort ends them with the job.
+  void abort_channels() noexcept override {}
+  void drain() noexcept override {}
+  void release_memory() noexcept override {
+    for (auto& [data, buffer] : buffers_) std::free(buffer);
+    buffers_.clear();
+  }
+  void close_channels() noexcept override {}
+
   bool mpi_ = false;  // false: math only (unit tests), a world of one rank
+  bool failed_ = false;  // a wait timed out, or abandon(): tear down as failed
   int rank_ = 0;
   int size_ = 1;
   std::unordered_map<float*, void*> buffers_;

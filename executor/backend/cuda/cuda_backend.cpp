@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "executor/backend/cuda/cuda_check.h"
+#include "executor/backend/teardown.h"
 #include "executor/backend/cuda/device_rules.h"
 #include "executor/backend/cuda/kernels.h"
 
@@ -70,7 +71,8 @@ class CudaGroup final : public Group {
   /// comm is null on ranks outside the group (rank -1), as in the CPU backend.
   CudaGroup(ncclComm_t comm, int size, int rank) : comm_(comm), size_(size), rank_(rank) {}
   ~CudaGroup() override {
-    if (comm_ != nullptr) (void)ncclCommDestroy(comm_);
+    // Destroying needs every member; while an error unwinds the stack, a member may be gone.
+    if (comm_ != nullptr) (void)(failing(false) ? ncclCommAbort(comm_) : ncclCommDestroy(comm_));
   }
   CudaGroup(const CudaGroup&) = delete;
   CudaGroup& operator=(const CudaGroup&) = delete;
@@ -108,7 +110,7 @@ class CudaSend final : public SendHandle {
   std::size_t count_;
 };
 
-class CudaBackend final : public Backend {
+class CudaBackend final : public Backend, private TeardownSteps {
  public:
   explicit CudaBackend(const BackendOptions& options) : options_(options) {
     MPSIM_MPI_TRY(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
@@ -140,34 +142,9 @@ class CudaBackend final : public Backend {
     init_nccl();
   }
 
-  ~CudaBackend() override {
-    // After a failed wait, abort the communicators first: that stops NCCL kernels still waiting
-    // on a peer, which would otherwise hold up the synchronising calls below.
-    if (failed_) close_communicators();
-    if (!failed_) (void)cudaStreamSynchronize(stream_);
-    for (float* data : allocations_) (void)cudaFreeAsync(data, stream_);
-    if (staging_device_ != nullptr) (void)cudaFreeAsync(staging_device_, stream_);
-    if (row_loss_ != nullptr) (void)cudaFreeAsync(row_loss_, stream_);
-    if (header_device_ != nullptr) (void)cudaFreeAsync(header_device_, stream_);
-    for (const auto& messages : parked_) {
-      for (const Parked& message : messages) {
-        if (message.data != nullptr) (void)cudaFreeAsync(message.data, stream_);
-      }
-    }
-    if (!failed_) (void)cudaStreamSynchronize(stream_);
-    if (staging_host_ != nullptr) (void)cudaFreeHost(staging_host_);
-    if (header_host_ != nullptr) (void)cudaFreeHost(header_host_);
-    for (cudaEvent_t event : marks_) (void)cudaEventDestroy(event);
-    if (blas_ != nullptr) (void)cublasDestroy(blas_);
-    if (blas_workspace_ != nullptr) (void)cudaFree(blas_workspace_);
-    close_communicators();
-    for (cudaStream_t stream : send_streams_) {
-      if (stream != nullptr) (void)cudaStreamDestroy(stream);
-    }
-    if (ready_ != nullptr) (void)cudaEventDestroy(ready_);
-    if (staging_done_ != nullptr) (void)cudaEventDestroy(staging_done_);
-    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
-  }
+  // After a failure only the communicators are aborted (teardown.h): every other step can wait on a
+  // peer that is gone, and the process ends next.
+  ~CudaBackend() override { tear_down(*this, failing(failed_)); }
 
   // --- identity -------------------------------------------------------------------------------
   [[nodiscard]] std::string name() const override { return "cuda"; }
@@ -190,6 +167,12 @@ class CudaBackend final : public Backend {
   void release(float* data) noexcept override {
     // Pointers this backend did not allocate are ignored, as in the CPU backend.
     if (allocations_.erase(data) == 0) return;
+    // A send reading `data` may still run on its peer's stream: the free waits for the sends issued so far.
+    for (cudaStream_t stream : send_streams_) {
+      if (stream == nullptr) continue;
+      (void)cudaEventRecord(ready_, stream);
+      (void)cudaStreamWaitEvent(stream_, ready_, 0);
+    }
     (void)cudaFreeAsync(data, stream_);
   }
   void upload(std::span<const float> host, float* device) override {
@@ -712,13 +695,56 @@ class CudaBackend final : public Backend {
     release(scratch);
   }
 
+  // --- teardown (teardown.h) ---------------------------------------------------------------
+  void abort_channels() noexcept override {
+    const auto abort = [](ncclComm_t& comm) {
+      if (comm != nullptr) (void)ncclCommAbort(comm);
+      comm = nullptr;
+    };
+    for (ncclComm_t& comm : to_peer_) abort(comm);
+    for (ncclComm_t& comm : from_peer_) abort(comm);
+    abort(world_);
+  }
+  void drain() noexcept override {
+    // Sends first: a buffer is freed only after the sends reading it are done.
+    for (cudaStream_t stream : send_streams_) {
+      if (stream != nullptr) (void)cudaStreamSynchronize(stream);
+    }
+    if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+  }
+  void release_memory() noexcept override {
+    for (float* data : allocations_) (void)cudaFreeAsync(data, stream_);
+    if (staging_device_ != nullptr) (void)cudaFreeAsync(staging_device_, stream_);
+    if (row_loss_ != nullptr) (void)cudaFreeAsync(row_loss_, stream_);
+    if (header_device_ != nullptr) (void)cudaFreeAsync(header_device_, stream_);
+    for (const auto& messages : parked_) {
+      for (const Parked& message : messages) {
+        if (message.data != nullptr) (void)cudaFreeAsync(message.data, stream_);
+      }
+    }
+    if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+    if (staging_host_ != nullptr) (void)cudaFreeHost(staging_host_);
+    if (header_host_ != nullptr) (void)cudaFreeHost(header_host_);
+    for (cudaEvent_t event : marks_) (void)cudaEventDestroy(event);
+    if (blas_ != nullptr) (void)cublasDestroy(blas_);
+    if (blas_workspace_ != nullptr) (void)cudaFree(blas_workspace_);
+  }
+  void close_channels() noexcept override {
+    close_communicators();
+    for (cudaStream_t stream : send_streams_) {
+      if (stream != nullptr) (void)cudaStreamDestroy(stream);
+    }
+    if (ready_ != nullptr) (void)cudaEventDestroy(ready_);
+    if (staging_done_ != nullptr) (void)cudaEventDestroy(staging_done_);
+    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+  }
+
   void close_communicators() noexcept {
-    // A failed backend aborts (nothing waits on a peer that may be gone); otherwise pairs are
-    // destroyed in one global order (lower rank's direction first) so no two ranks wait on each
-    // other in opposite orders.
-    const auto close = [this](ncclComm_t& comm) {
+    // Pairs are destroyed in one global order (lower rank's direction first) so no two ranks wait
+    // on each other in opposite orders.
+    const auto close = [](ncclComm_t& comm) {
       if (comm == nullptr) return;
-      (void)(failed_ ? ncclCommAbort(comm) : ncclCommDestroy(comm));
+      (void)ncclCommDestroy(comm);
       comm = nullptr;
     };
     for (int lo = 0; lo < size_; ++lo) {
