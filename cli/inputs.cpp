@@ -126,6 +126,21 @@ topology::Cluster load_cluster(const std::string& topology, const std::vector<Ov
 
 namespace {
 
+/// A plan whose degrees name fewer GPUs than the cluster has was most likely written for a smaller
+/// job: the error says how to run it on that many (the first N GPUs, or a cluster of that many nodes).
+InputError with_job_size_hint(const InputError& e, const plan::PlanSpec& spec, const topology::Cluster& cluster) {
+  const int have = static_cast<int>(cluster.gpus().size());
+  if (e.field() != "data" || !spec.data) return e;
+  const int needed = spec.tensor * spec.context * spec.pipeline * *spec.data;
+  if (needed <= 0 || needed >= have) return e;
+  std::string hint = fmt::format("; to run it on {} GPUs of this cluster: --gpus {}", needed, needed);
+  const int per_node = cluster.node_count > 0 ? have / cluster.node_count : 0;
+  if (per_node > 0 && have % cluster.node_count == 0 && needed % per_node == 0) {
+    hint += fmt::format(", or a cluster of {} nodes: --set topology.nodes={}", needed / per_node, needed / per_node);
+  }
+  return InputError(e.where(), e.field(), e.message() + hint);
+}
+
 /// The model and plan on a cluster already loaded (with `applied`, the overrides it took).
 Inputs load_inputs_on(const InputFiles& files, const std::vector<Override>& overrides, std::vector<Override>& applied,
                       topology::Cluster cluster) {
@@ -135,7 +150,12 @@ Inputs load_inputs_on(const InputFiles& files, const std::vector<Override>& over
   if (!files.plan.empty()) {
     const YamlDocument plan_doc = load_with(files.plan, "plan", overrides, applied);
     inputs.plan = blame_overrides(applied, [&] {
-      return plan::resolve_plan(plan::load_plan_spec(plan_doc.root()), inputs.cluster, inputs.model);
+      const plan::PlanSpec spec = plan::load_plan_spec(plan_doc.root());
+      try {
+        return plan::resolve_plan(spec, inputs.cluster, inputs.model);
+      } catch (const InputError& e) {
+        throw with_job_size_hint(e, spec, inputs.cluster);
+      }
     });
   } else {
     for (const Override& o : overrides) {

@@ -219,4 +219,18 @@ TEST(Cli, NodeCountInTheNameFollowsTheOverride) {
   EXPECT_EQ(run.out.find("512x"), std::string::npos) << run.out;
 }
 
+// A plan written for a smaller job says how to run it on the large cluster, and both ways work.
+TEST(Cli, SmallPlanOnALargeClusterSuggestsTheFix) {
+  const std::string inputs = " --topology " + repo("topologies/selene.yaml") + " --model " +
+                             repo("configs/models/gpt3-13b.yaml") + " --plan " + repo("configs/plans/gpt3-13b-4x-p4d.yaml");
+  const CommandResult refused = mpsim("simulate" + inputs);
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("32 GPUs, but the cluster has 4480; to run it on 32 GPUs of this cluster: --gpus 32, or a "
+                             "cluster of 4 nodes: --set topology.nodes=4 (field 'data')"),
+            std::string::npos)
+      << refused.err;
+  EXPECT_EQ(mpsim("simulate" + inputs + " --gpus 32").exit_code, 0);
+  EXPECT_EQ(mpsim("simulate" + inputs + " --set topology.nodes=4").exit_code, 0);
+}
+
 }  // namespace
