@@ -101,6 +101,19 @@ std::vector<LayerRange> virtual_stage_layers(const Plan& plan, const model::Mode
   return out;
 }
 
+std::optional<ShapeRuleError> v_schedule_error(ScheduleKind kind, int pipeline, int virtual_stages, int microbatches) {
+  if (virtual_stages != 2) {
+    return ShapeRuleError{"virtual_stages", fmt::format("{} holds two chunks per rank (virtual_stages 2), not {}",
+                                                        to_string(kind), virtual_stages)};
+  }
+  const int least = minimum_microbatches(kind, pipeline);
+  if (microbatches < least) {
+    return ShapeRuleError{"microbatches", fmt::format("{} on pipeline {} needs at least {} microbatches, not {}",
+                                                      to_string(kind), pipeline, least, microbatches)};
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> interleaved_group_error(int microbatches, int pipeline, int group_size) {
   const int n = group_size;
   const int m = microbatches;
@@ -372,13 +385,9 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
                 fmt::format("virtual stages need schedule interleaved-1f1b or a V schedule, not {}",
                             to_string(p.schedule)));
   if (is_v_shaped(p.schedule)) {
-    check.require(p.virtual_stages == 2, "virtual_stages",
-                  fmt::format("{} holds two chunks per rank (virtual_stages 2), not {}", to_string(p.schedule),
-                              p.virtual_stages));
-    const int least = minimum_microbatches(p.schedule, p.pipeline);
-    check.require(p.microbatches >= least, "microbatches",
-                  fmt::format("{} on pipeline {} needs at least {} microbatches, not {}", to_string(p.schedule),
-                              p.pipeline, least, p.microbatches));
+    if (const auto error = v_schedule_error(p.schedule, p.pipeline, p.virtual_stages, p.microbatches)) {
+      check.fail(error->field, error->message);
+    }
   }
   if (interleaved) {
     check.require(p.virtual_stages > 1, "schedule", "interleaved-1f1b needs virtual_stages > 1");

@@ -27,6 +27,15 @@ namespace mpsim::plan {
 /// (or last groups) make the warm-up deadlock. Why not, or nothing. The plan check, the schedule
 /// generator and the planner all ask this.
 [[nodiscard]] std::optional<std::string> interleaved_group_error(int microbatches, int pipeline, int group_size);
+/// A rule a schedule's shape breaks: the plan field at fault and why.
+struct ShapeRuleError {
+  std::string field;
+  std::string message;
+};
+/// The V schedules' rules (is_v_shaped): two chunks per rank, and at least minimum_microbatches. The
+/// plan check and the schedule generators both ask this.
+[[nodiscard]] std::optional<ShapeRuleError> v_schedule_error(ScheduleKind kind, int pipeline, int virtual_stages,
+                                                             int microbatches);
 /// Whether `pipeline` x `virtual_stages` stages fit `layers` partitionable layers: at most one stage
 /// per layer (plus `end_stages`, the stages an explicit partition may leave without one), and with
 /// virtual stages and no explicit partition an even split. Why not, or nothing.

@@ -20,18 +20,10 @@ std::optional<std::string> interleaved_group_error(const PipelineShape& shape) {
   return plan::interleaved_group_error(shape.microbatches, shape.stages, shape.microbatch_group_size);
 }
 
-/// The V schedules hold exactly two chunks per rank; plan::minimum_microbatches says how many
-/// microbatches they need.
+/// The V schedules' rules, as the plan check states them.
 std::optional<std::string> v_shape_error(const PipelineShape& shape) {
-  if (shape.chunks != 2) {
-    return fmt::format("{} holds two chunks per rank (virtual_stages 2), not {}", plan::to_string(shape.kind),
-                       shape.chunks);
-  }
-  if (shape.microbatches < plan::minimum_microbatches(shape.kind, shape.stages)) {
-    return fmt::format("{} on {} ranks needs at least {} microbatches, not {}", plan::to_string(shape.kind),
-                       shape.stages, plan::minimum_microbatches(shape.kind, shape.stages), shape.microbatches);
-  }
-  return std::nullopt;
+  const auto error = plan::v_schedule_error(shape.kind, shape.stages, shape.chunks, shape.microbatches);
+  return error ? std::optional<std::string>(error->message) : std::nullopt;
 }
 
 }  // namespace

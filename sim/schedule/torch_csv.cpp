@@ -20,12 +20,9 @@ constexpr std::string_view kOverlap = "OVERLAP_F_B";
 constexpr std::string_view kLoweredTypes[] = {"SEND_F", "RECV_F", "SEND_B", "RECV_B", "UNSHARD", "RESHARD",
                                               "REDUCE_GRAD"};
 
+/// `{stage}F3`: the IR's own text of a pass ("F3", PyTorch's letters) after its global stage.
 std::string action(const PipelineShape& shape, int rank, const Op& pass) {
-  const char* letter = pass.kind == OpKind::Forward         ? "F"
-                       : pass.kind == OpKind::Backward      ? "B"
-                       : pass.kind == OpKind::BackwardInput ? "I"
-                                                            : "W";
-  return fmt::format("{}{}{}", virtual_stage(shape, rank, pass.chunk), letter, pass.microbatch);
+  return fmt::format("{}{}", virtual_stage(shape, rank, pass.chunk), to_text(pass, false));
 }
 
 /// One cell's place in the file, for errors and for naming a program op.

@@ -677,20 +677,17 @@ class CudaBackend final : public Backend, private TeardownSteps {
   void connect_pairs() {
     float* scratch = allocate(2);
     for (const int peer : peers_) {
-      const int to = peer;
-      const int from = peer;
-      cudaStream_t stream = send_stream(to);
+      const auto p = static_cast<std::size_t>(peer);
+      cudaStream_t stream = send_stream(peer);
       MPSIM_CUDA_TRY(cudaEventRecord(ready_, stream_));
       MPSIM_CUDA_TRY(cudaStreamWaitEvent(stream, ready_, 0));
       MPSIM_NCCL_TRY(ncclGroupStart());
-      MPSIM_NCCL_TRY(ncclSend(scratch, 1, ncclFloat, kReceiverRank, to_peer_[static_cast<std::size_t>(to)], stream));
-      MPSIM_NCCL_TRY(
-          ncclRecv(scratch + 1, 1, ncclFloat, kSenderRank, from_peer_[static_cast<std::size_t>(from)], stream_));
+      MPSIM_NCCL_TRY(ncclSend(scratch, 1, ncclFloat, kReceiverRank, to_peer_[p], stream));
+      MPSIM_NCCL_TRY(ncclRecv(scratch + 1, 1, ncclFloat, kSenderRank, from_peer_[p], stream_));
       MPSIM_NCCL_TRY(ncclGroupEnd());
       MPSIM_CUDA_TRY(cudaEventRecord(ready_, stream));
       MPSIM_CUDA_TRY(cudaStreamWaitEvent(stream_, ready_, 0));
-      await_stream(from_peer_[static_cast<std::size_t>(from)],
-                   [&] { return fmt::format("connecting to rank {} and rank {} did not complete", to, from); });
+      await_stream(from_peer_[p], [&] { return fmt::format("connecting with rank {} did not complete", peer); });
     }
     release(scratch);
   }
