@@ -62,17 +62,21 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   const Bytes usable = gpu_capacity(cluster) - options.memory_reserve;
 
   // Unit costs, once per (tensor, micro batch, recomputation).
-  const auto [keys, key_of] = distinct<UnitCostKey>(space.candidates, unit_cost_key);
+  const auto keys_and_key_of = distinct<UnitCostKey>(space.candidates, unit_cost_key);
+  const auto& keys = keys_and_key_of.first;
+  const auto& key_of = keys_and_key_of.second;
   std::vector<std::vector<UnitCost>> costs(keys.size());
   parallel_for(keys.size(), threads, [&](std::size_t i) { costs[i] = units.costs(keys[i]); });
 
   // Balanced partitions, once per (unit costs, stage count).
   std::vector<std::size_t> spec_ids(space.candidates.size());
   for (std::size_t i = 0; i < spec_ids.size(); ++i) spec_ids[i] = i;
-  const auto [cuts, cut_of] = distinct<std::pair<std::size_t, int>>(spec_ids, [&](std::size_t i) {
+  const auto cuts_and_cut_of = distinct<std::pair<std::size_t, int>>(spec_ids, [&](std::size_t i) {
     const plan::PlanSpec& s = space.candidates[i];
     return std::make_pair(key_of[i], s.pipeline * s.virtual_stages);
   });
+  const auto& cuts = cuts_and_cut_of.first;
+  const auto& cut_of = cuts_and_cut_of.second;
   std::vector<std::vector<int>> balanced(cuts.size());
   parallel_for(cuts.size(), threads, [&](std::size_t i) {
     balanced[i] = balanced_partition(partition_weights(costs[cuts[i].first]), cuts[i].second);
@@ -101,18 +105,22 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   for (std::size_t i = 0; i < drafts.size(); ++i) {
     if (drafts[i].static_peak <= usable) fitting.push_back(i);
   }
-  const auto [shapes, shape_of_fitting] = distinct<schedule::PipelineShape>(
+  const auto shapes_and_shape_of_fitting = distinct<schedule::PipelineShape>(
       fitting, [&](std::size_t i) { return schedule::shape_of(space.candidates[drafts[i].spec]); });
+  const auto& shapes = shapes_and_shape_of_fitting.first;
+  const auto& shape_of_fitting = shapes_and_shape_of_fitting.second;
   std::vector<std::vector<CountVectors>> in_flight(shapes.size());
   parallel_for(shapes.size(), threads, [&](std::size_t i) { in_flight[i] = in_flight_vectors(shapes[i]); });
 
   // Lower bounds on the data-parallel collectives, once per layout: the gradient sync after the last
   // backward (without overlap) and ZeRO 3's per-layer gathers.
-  const auto [layouts, layout_of_fitting] = distinct<SyncLayout>(fitting, [&](std::size_t i) {
+  const auto layouts_and_layout_of_fitting = distinct<SyncLayout>(fitting, [&](std::size_t i) {
     const plan::PlanSpec& s = space.candidates[drafts[i].spec];
     return SyncLayout{s.tensor,  s.context, s.pipeline, s.data.value_or(1),
                       s.expert, s.expert_tensor.value_or(s.tensor), s.placement};
   });
+  const auto& layouts = layouts_and_layout_of_fitting.first;
+  const auto& layout_of_fitting = layouts_and_layout_of_fitting.second;
   std::vector<LayoutSyncBounds> sync(layouts.size());
   parallel_for(layouts.size(), threads, [&](std::size_t i) {
     sync[i] = layout_sync_bounds(cluster, layouts[i], options.engine.collective);

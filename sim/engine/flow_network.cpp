@@ -34,7 +34,7 @@ double FlowNetwork::rate_alone(std::span<const Usage> usage, double cap) const n
   return rate;
 }
 
-FlowNetwork::FlowNetwork(const topology::Cluster& cluster) : cluster_(&cluster) {
+FlowNetwork::FlowNetwork(const topology::Cluster& cluster) {
   const std::size_t links = cluster.links().size();
   capacity_.resize(links * 2);
   for (std::size_t l = 0; l < links; ++l) {

@@ -83,7 +83,6 @@ class FlowNetwork {
   const std::vector<FlowId>& reallocate(std::int64_t now);
   void link_activity(ResourceId r, int delta, std::int64_t now);
 
-  const topology::Cluster* cluster_;
   std::vector<double> capacity_;                 // bytes per ns, by resource
   std::vector<std::vector<FlowId>> on_resource_; // active flows per resource
   std::vector<Flow> flows_;

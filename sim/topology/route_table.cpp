@@ -25,8 +25,6 @@ namespace {
 
 /// The search levels: each admits more link kinds than the one before (NCCL's PATH_* order).
 enum class Level : std::uint8_t { NvLinkOnly, PcieSwitches, HostBridge, InterSocket, Network };
-constexpr Level kLevels[] = {Level::NvLinkOnly, Level::PcieSwitches, Level::HostBridge, Level::InterSocket,
-                             Level::Network};
 
 bool link_allowed(LinkKind kind, Level level) {
   switch (kind) {

@@ -88,7 +88,9 @@ std::vector<std::vector<Op>> stage_orders(int m, int limit) {
 TEST(ZbAuto, MatchesTheExhaustiveOptimumOnSmallShapes) {
   // (stages, microbatches): 2 x 2..4 and 3 x 3, every memory limit from 1 to 4 (up to 462 orders per
   // stage, 213,444 schedules for 2 x 4).
-  for (const auto& [p, m] : {std::pair{2, 2}, std::pair{2, 3}, std::pair{2, 4}, std::pair{3, 3}}) {
+  for (const auto& shape : {std::pair{2, 2}, std::pair{2, 3}, std::pair{2, 4}, std::pair{3, 3}}) {
+    const int p = shape.first;  // variables, not bindings: the lambda below captures them
+    const int m = shape.second;
     for (const int limit : {1, 2, 3, 4}) {
       const auto orders = stage_orders(m, limit);
       std::int64_t best = std::numeric_limits<std::int64_t>::max();
