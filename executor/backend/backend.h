@@ -77,6 +77,16 @@ struct AdamHyper {
   int step = 1;  ///< 1-based, for bias correction
 };
 
+/// Point-to-point order: from one rank to another, the messages of one channel are received in the
+/// order they are sent. Channels are the tag's low bit, which in the interpreter's tags
+/// (schedule::message_number) tells activations from gradients: in every schedule the activations
+/// a rank sends its neighbour arrive in the order the neighbour consumes them, and so do the
+/// gradients, but the two interleave differently on each side in the V schedules (ZB-V, DualPipeV),
+/// so one channel for both would not do (tests/unit/executor/message_order_test.cpp checks every
+/// generator).
+inline constexpr int kOrderedChannels = 2;
+[[nodiscard]] constexpr int ordered_channel(int tag) noexcept { return tag & 1; }
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -140,7 +150,9 @@ class Backend {
   /// Collective over the world: every rank calls it with the same list, in the same order.
   [[nodiscard]] virtual std::unique_ptr<Group> make_group(std::span<const int> world_ranks) = 0;
   /// Starts sending `count` floats to world rank `peer`; messages between a pair are matched by
-  /// `tag` (the interpreter derives it from the op: kind, microbatch, chunk).
+  /// `tag` (the interpreter's schedule::message_number). A backend may rely on the order rule of
+  /// ordered_channel() and deliver in order instead (CUDA: NCCL delivers a communicator's messages in
+  /// issue order).
   [[nodiscard]] virtual std::unique_ptr<SendHandle> send(const float* data, std::size_t count, int peer,
                                                           int tag) = 0;
   /// The largest tag send() and recv() accept (MPI: the MPI_TAG_UB attribute, at least 32767).

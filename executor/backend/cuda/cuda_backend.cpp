@@ -8,12 +8,16 @@
 #include <nccl.h>
 
 #include <algorithm>
-#include <limits>
 #include <chrono>
 #include <climits>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -24,6 +28,7 @@
 #include "executor/backend/teardown.h"
 #include "executor/backend/cuda/device_rules.h"
 #include "executor/backend/cuda/kernels.h"
+#include "executor/backend/cuda/message_rules.h"
 
 namespace mpsim::executor {
 namespace {
@@ -66,14 +71,26 @@ cuda::NodePlacement node_placement() {
   return placement;
 }
 
+/// Every communicator is non-blocking: its creation, and the enqueue of its operations, return at
+/// once (possibly with ncclInProgress) and the backend polls ncclCommGetAsyncError against the peer
+/// timeout, so no NCCL call can hold the host past it.
+ncclConfig_t nonblocking_config() {
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  return config;
+}
+
+class CudaBackend;
+
+/// A group's communicator; it must not outlive the backend that made it (its destructor asks the
+/// backend to close it).
 class CudaGroup final : public Group {
  public:
   /// comm is null on ranks outside the group (rank -1), as in the CPU backend.
-  CudaGroup(ncclComm_t comm, int size, int rank) : comm_(comm), size_(size), rank_(rank) {}
-  ~CudaGroup() override {
-    // Destroying needs every member; while an error unwinds the stack, a member may be gone.
-    if (comm_ != nullptr) (void)(failing(false) ? ncclCommAbort(comm_) : ncclCommDestroy(comm_));
-  }
+  CudaGroup(CudaBackend& backend, ncclComm_t comm, int size, int rank)
+      : backend_(backend), comm_(comm), size_(size), rank_(rank) {}
+  /// Closing needs every member; while an error unwinds the stack, a member may be gone (teardown.h).
+  ~CudaGroup() override;
   CudaGroup(const CudaGroup&) = delete;
   CudaGroup& operator=(const CudaGroup&) = delete;
   [[nodiscard]] int size() const noexcept override { return size_; }
@@ -82,12 +99,11 @@ class CudaGroup final : public Group {
   [[nodiscard]] ncclComm_t& comm() noexcept { return comm_; }
 
  private:
+  CudaBackend& backend_;
   ncclComm_t comm_;
   int size_;
   int rank_;
 };
-
-class CudaBackend;
 
 class CudaSend final : public SendHandle {
  public:
@@ -113,6 +129,8 @@ class CudaSend final : public SendHandle {
 class CudaBackend final : public Backend, private TeardownSteps {
  public:
   explicit CudaBackend(const BackendOptions& options) : options_(options) {
+    // Before the first CUDA and NCCL call of this module (message_rules.h says why each is needed).
+    cuda::apply_environment_defaults(cuda::kStartupEnvironment);
     MPSIM_MPI_TRY(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
     MPSIM_MPI_TRY(MPI_Comm_size(MPI_COMM_WORLD, &size_));
     select_device();
@@ -122,8 +140,8 @@ class CudaBackend final : public Backend, private TeardownSteps {
     void* pinned = nullptr;
     MPSIM_CUDA_TRY(cudaMallocHost(&pinned, kPinnedIndices * sizeof(std::int32_t)));
     staging_host_ = static_cast<std::int32_t*>(pinned);
-    MPSIM_CUDA_TRY(cudaMallocHost(&pinned, kHeaderWords * sizeof(std::int64_t)));
-    header_host_ = static_cast<std::int64_t*>(pinned);
+    MPSIM_CUDA_TRY(cudaMallocHost(&pinned, kEnvelopesPerBlock * cuda::kEnvelopeWords * sizeof(std::int64_t)));
+    envelopes_host_ = static_cast<std::int64_t*>(pinned);
     // Freed memory stays in the stream-ordered pool instead of going back to the driver at each
     // synchronisation: layers allocate and release per microbatch.
     cudaMemPool_t pool = nullptr;
@@ -139,6 +157,7 @@ class CudaBackend final : public Backend, private TeardownSteps {
     MPSIM_CUBLAS_TRY(cublasSetWorkspace(blas_, blas_workspace_, kBlasWorkspaceBytes));
     // Plain fp32 products (no TF32), like the CPU backend's.
     MPSIM_CUBLAS_TRY(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));
+    warm_up_gemms();
     init_nccl();
   }
 
@@ -150,7 +169,7 @@ class CudaBackend final : public Backend, private TeardownSteps {
   [[nodiscard]] std::string name() const override { return "cuda"; }
   [[nodiscard]] int world_rank() const noexcept override { return rank_; }
   [[nodiscard]] int world_size() const noexcept override { return size_; }
-  /// Tags travel in the message header as 32-bit integers.
+  /// Tags are checked against the message envelope; the interpreter's tags fit 32 bits.
   [[nodiscard]] std::int64_t max_tag() const override { return std::numeric_limits<std::int32_t>::max(); }
 
   // --- memory ---------------------------------------------------------------------------------
@@ -182,6 +201,9 @@ class CudaBackend final : public Backend, private TeardownSteps {
   }
   void download(const float* device, std::span<float> host) override {
     if (host.empty()) return;
+    // A copy to pageable memory holds the host until the stream reaches it: the stream is drained
+    // first, under the peer timeout, so the copy itself waits for no peer.
+    await_drain();
     MPSIM_CUDA_TRY(cudaMemcpyAsync(host.data(), device, host.size_bytes(), cudaMemcpyDeviceToHost, stream_));
     MPSIM_CUDA_TRY(cudaStreamSynchronize(stream_));
   }
@@ -338,50 +360,58 @@ class CudaBackend final : public Backend, private TeardownSteps {
     const auto it = std::find(world_ranks.begin(), world_ranks.end(), rank_);
     const int index = it == world_ranks.end() ? -1 : static_cast<int>(it - world_ranks.begin());
     // Collective over the world: members share one colour and are ranked by their place in the
-    // list; the others take no part in the new communicator.
+    // list; the others take no part in the new communicator (theirs stays null).
     ncclComm_t comm = nullptr;
-    MPSIM_NCCL_TRY(ncclCommSplit(world_, index >= 0 ? 0 : NCCL_SPLIT_NOCOLOR, std::max(index, 0), &comm, nullptr));
-    auto group = std::make_unique<CudaGroup>(index >= 0 ? comm : nullptr, static_cast<int>(world_ranks.size()), index);
+    ncclConfig_t config = nonblocking_config();
+    MPSIM_NCCL_TRY_ASYNC(
+        ncclCommSplit(world_, index >= 0 ? 0 : NCCL_SPLIT_NOCOLOR, std::max(index, 0), &comm, &config));
+    // A split in progress may report on the parent or on the new communicator: both are polled.
+    settle({&world_, &comm},
+           [&] { return fmt::format("making a group of {} ranks did not complete", world_ranks.size()); });
+    auto group =
+        std::make_unique<CudaGroup>(*this, index >= 0 ? comm : nullptr, static_cast<int>(world_ranks.size()), index);
     if (index >= 0) {
-      // One small all-reduce now: NCCL sets up the group's connections (and allocates for them)
-      // here, at start-up, rather than in the middle of a step while sends are in flight.
+      // One small all-reduce now, waited for under the peer timeout: NCCL loads its kernels and
+      // allocates for the group here, at start-up (with NCCL_RUNTIME_CONNECT=0 the split has already
+      // connected every algorithm's channels), and a member that cannot be reached is an error now
+      // rather than in the middle of a step.
       float* scratch = allocate(1);
       all_reduce_sum(*group, scratch, 1);
       release(scratch);
+      await_drain();
     }
     return group;
   }
 
-  /// Each message is an envelope (tag, count: two int64) followed, when count > 0, by the floats.
-  /// The envelope lets recv() match by tag like MPI does, although NCCL delivers a pair's
-  /// messages strictly in order: a message whose tag is not the one awaited is parked on the
-  /// device until a recv() asks for it.
+  /// One NCCL group on the pair's communicator: the envelope (tag, count) and the floats, which NCCL
+  /// delivers in order (point-to-point calls to one peer within a group run in issue order). The
+  /// receiver posts both at once with the tag and count it expects and checks the envelope later
+  /// (message_rules.h), so neither side waits on the host.
   [[nodiscard]] std::unique_ptr<SendHandle> send(const float* data, std::size_t count, int peer, int tag) override {
     check_peer("send to", peer);
-    ncclComm_t comm = pair_comm(to_peer_, peer, "send to");
+    const std::size_t channel = channel_of(peer, tag);
+    ncclComm_t& comm = pair_comm(to_peer_, peer, channel, "send to");
     // The peer's send stream starts once the work issued so far (which produced `data`) is done;
     // the main stream goes on without waiting for the receiver. Everything below is ordered on
     // the send stream, the envelope's memory included, so the host never waits here.
-    cudaStream_t stream = send_stream(peer);
+    cudaStream_t stream = send_stream(channel);
     MPSIM_CUDA_TRY(cudaEventRecord(ready_, stream_));
     MPSIM_CUDA_TRY(cudaStreamWaitEvent(stream, ready_, 0));
-    void* header = nullptr;
-    MPSIM_CUDA_TRY(cudaMallocAsync(&header, kHeaderWords * sizeof(std::int64_t), stream));
-    cuda::launch_write_header(stream, static_cast<std::int64_t*>(header), tag, static_cast<std::int64_t>(count));
+    void* envelope = nullptr;
+    MPSIM_CUDA_TRY(cudaMallocAsync(&envelope, cuda::kEnvelopeWords * sizeof(std::int64_t), stream));
+    cuda::launch_write_header(stream, static_cast<std::int64_t*>(envelope), tag, static_cast<std::int64_t>(count));
     MPSIM_CUDA_TRY_LAUNCH();
     MPSIM_NCCL_TRY(ncclGroupStart());
-    MPSIM_NCCL_TRY(ncclSend(header, kHeaderWords, ncclInt64, kReceiverRank, comm, stream));
-    MPSIM_NCCL_TRY(ncclGroupEnd());
-    if (count > 0) {
-      MPSIM_NCCL_TRY(ncclGroupStart());
-      MPSIM_NCCL_TRY(ncclSend(data, count, ncclFloat, kReceiverRank, comm, stream));
-      MPSIM_NCCL_TRY(ncclGroupEnd());
-    }
-    MPSIM_CUDA_TRY(cudaFreeAsync(header, stream));
+    MPSIM_NCCL_TRY(ncclSend(envelope, cuda::kEnvelopeWords, ncclInt64, kReceiverRank, comm, stream));
+    if (count > 0) MPSIM_NCCL_TRY(ncclSend(data, count, ncclFloat, kReceiverRank, comm, stream));
+    MPSIM_NCCL_TRY_ASYNC(ncclGroupEnd());
+    settle({&comm}, [&] { return fmt::format("enqueueing a send to rank {} ({} floats, tag {})", peer, count, tag); });
+    MPSIM_CUDA_TRY(cudaFreeAsync(envelope, stream));
     cudaEvent_t done = nullptr;
     MPSIM_CUDA_TRY(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
     auto handle = std::make_unique<CudaSend>(*this, done, peer, tag, count);  // owns `done` from here
     MPSIM_CUDA_TRY(cudaEventRecord(done, stream));
+    sends_since_mark_.on_send(static_cast<int>(channel));
     return handle;
   }
   void host_send(std::span<const float> data, int peer, int tag) override {
@@ -397,61 +427,29 @@ class CudaBackend final : public Backend, private TeardownSteps {
     wait_host(request, peer, "no message from", data.size(), tag);
   }
 
+  /// Issues the receive on the main stream and returns: the floats are there for the work issued
+  /// after it (stream order), and the host waits only when it must (download, synchronize), under the
+  /// peer timeout, where an envelope that is not the one expected is a one-line error.
   void recv(float* data, std::size_t count, int peer, int tag) override {
     check_peer("recv from", peer);
-    const auto describe = [&] { return fmt::format("no message from rank {} ({} floats, tag {})", peer, count, tag); };
-    std::vector<Parked>& parked = parked_[static_cast<std::size_t>(peer)];
-    // Among a pair's messages with one tag the first sent is the first received (as in MPI).
-    const auto match = std::find_if(parked.begin(), parked.end(), [&](const Parked& p) { return p.tag == tag; });
-    if (match != parked.end()) {
-      const Parked message = *match;
-      parked.erase(match);
-      take(message.count, count, peer, tag);
-      if (message.count > 0) {
-        MPSIM_CUDA_TRY(
-            cudaMemcpyAsync(data, message.data, message.count * sizeof(float), cudaMemcpyDeviceToDevice, stream_));
-        MPSIM_CUDA_TRY(cudaFreeAsync(message.data, stream_));
-      }
-      return;
-    }
-    for (;;) {
-      ncclComm_t& comm = pair_comm(from_peer_, peer, "recv from");
-      MPSIM_NCCL_TRY(ncclGroupStart());
-      MPSIM_NCCL_TRY(ncclRecv(header_device_, kHeaderWords, ncclInt64, kSenderRank, comm, stream_));
-      MPSIM_NCCL_TRY(ncclGroupEnd());
-      MPSIM_CUDA_TRY(cudaMemcpyAsync(header_host_, header_device_, kHeaderWords * sizeof(std::int64_t),
-                                     cudaMemcpyDeviceToHost, stream_));
-      await_stream(comm, describe);
-      const auto arrived_tag = static_cast<int>(header_host_[0]);
-      const auto arrived_count = static_cast<std::size_t>(header_host_[1]);
-      float* target = data;
-      if (arrived_tag == tag) {
-        take(arrived_count, count, peer, tag);
-      } else {
-        target = nullptr;  // an empty message is parked without memory
-        if (arrived_count > 0) {
-          void* p = nullptr;
-          MPSIM_CUDA_TRY(cudaMallocAsync(&p, arrived_count * sizeof(float), stream_));
-          target = static_cast<float*>(p);
-        }
-        parked.push_back({arrived_tag, arrived_count, target});
-      }
-      if (arrived_count > 0) {
-        MPSIM_NCCL_TRY(ncclGroupStart());
-        MPSIM_NCCL_TRY(ncclRecv(target, arrived_count, ncclFloat, kSenderRank, comm, stream_));
-        MPSIM_NCCL_TRY(ncclGroupEnd());
-      }
-      if (arrived_tag == tag) {
-        if (arrived_count > 0) await_stream(comm, describe);
-        return;
-      }
-    }
+    ncclComm_t& comm = pair_comm(from_peer_, peer, channel_of(peer, tag), "recv from");
+    limit_run_ahead();
+    std::int64_t* envelope = envelope_slot();
+    MPSIM_NCCL_TRY(ncclGroupStart());
+    MPSIM_NCCL_TRY(ncclRecv(envelope, cuda::kEnvelopeWords, ncclInt64, kSenderRank, comm, stream_));
+    if (count > 0) MPSIM_NCCL_TRY(ncclRecv(data, count, ncclFloat, kSenderRank, comm, stream_));
+    MPSIM_NCCL_TRY_ASYNC(ncclGroupEnd());
+    std::string text = fmt::format("no message from rank {} ({} floats, tag {})", peer, count, tag);
+    settle({&comm}, [&] { return text; });
+    expected_.push_back({peer, tag, count});
+    push_pending(comm, std::move(text));
   }
   void all_reduce_sum(Group& group, float* data, std::size_t count) override {
     CudaGroup& g = member(group, "all-reduce");
     if (count == 0) return;
-    MPSIM_NCCL_TRY(ncclAllReduce(data, data, count, ncclFloat, ncclSum, g.comm(), stream_));
-    await_stream(g.comm(), [&] { return collective_text("all-reduce", g, count); });
+    limit_run_ahead();
+    MPSIM_NCCL_TRY_ASYNC(ncclAllReduce(data, data, count, ncclFloat, ncclSum, g.comm(), stream_));
+    enqueued(g.comm(), collective_text("all-reduce", g, count));
   }
   void reduce_scatter_sum(Group& group, float* data, std::size_t count) override {
     CudaGroup& g = member(group, "reduce-scatter");
@@ -460,11 +458,12 @@ class CudaBackend final : public Backend, private TeardownSteps {
       MPSIM_CUDA_FAIL(fmt::format("reduce-scatter of {} floats over {} ranks: not divisible", count, parts));
     }
     if (count == 0) return;
+    limit_run_ahead();
     const std::size_t slice = count / parts;
     // NCCL's in-place form: this rank's slice lands at data + rank * slice.
-    MPSIM_NCCL_TRY(ncclReduceScatter(data, data + static_cast<std::size_t>(g.rank()) * slice, slice, ncclFloat, ncclSum,
-                                     g.comm(), stream_));
-    await_stream(g.comm(), [&] { return collective_text("reduce-scatter", g, count); });
+    MPSIM_NCCL_TRY_ASYNC(ncclReduceScatter(data, data + static_cast<std::size_t>(g.rank()) * slice, slice, ncclFloat,
+                                           ncclSum, g.comm(), stream_));
+    enqueued(g.comm(), collective_text("reduce-scatter", g, count));
   }
   void all_gather(Group& group, float* data, std::size_t count) override {
     CudaGroup& g = member(group, "all-gather");
@@ -473,11 +472,12 @@ class CudaBackend final : public Backend, private TeardownSteps {
       MPSIM_CUDA_FAIL(fmt::format("all-gather of {} floats over {} ranks: not divisible", count, parts));
     }
     if (count == 0) return;
+    limit_run_ahead();
     const std::size_t slice = count / parts;
     // NCCL's in-place form: this rank's slice is read from data + rank * slice.
-    MPSIM_NCCL_TRY(
+    MPSIM_NCCL_TRY_ASYNC(
         ncclAllGather(data + static_cast<std::size_t>(g.rank()) * slice, data, slice, ncclFloat, g.comm(), stream_));
-    await_stream(g.comm(), [&] { return collective_text("all-gather", g, count); });
+    enqueued(g.comm(), collective_text("all-gather", g, count));
   }
   void all_to_all(Group& group, const float* send, std::span<const std::size_t> send_counts, float* recv,
                   std::span<const std::size_t> recv_counts) override {
@@ -487,6 +487,7 @@ class CudaBackend final : public Backend, private TeardownSteps {
       MPSIM_CUDA_FAIL(fmt::format("all-to-all with {} and {} counts over {} ranks", send_counts.size(),
                                   recv_counts.size(), parts));
     }
+    limit_run_ahead();
     // One NCCL group of a send and a receive per peer: NCCL starts them together, so no pair of
     // ranks waits on the other's order (its own block is a send to itself, which NCCL allows).
     std::size_t sent = 0, received = 0;
@@ -501,8 +502,8 @@ class CudaBackend final : public Backend, private TeardownSteps {
       sent += send_counts[j];
       received += recv_counts[j];
     }
-    MPSIM_NCCL_TRY(ncclGroupEnd());
-    await_stream(g.comm(), [&] { return collective_text("all-to-all", g, sent); });
+    MPSIM_NCCL_TRY_ASYNC(ncclGroupEnd());
+    enqueued(g.comm(), collective_text("all-to-all", g, sent));
   }
   void all_to_all_counts(Group& group, std::span<const std::int64_t> send, std::span<std::int64_t> recv) override {
     CudaGroup& g = member(group, "all-to-all of counts");
@@ -511,6 +512,7 @@ class CudaBackend final : public Backend, private TeardownSteps {
       MPSIM_CUDA_FAIL(fmt::format("all-to-all of {} counts into {} over {} ranks", send.size(), recv.size(), parts));
     }
     if (send.empty()) return;
+    limit_run_ahead();
     // NCCL moves device memory only: the counts go through a staging buffer, as int64.
     const std::size_t block = send.size() / parts;
     void* staging = nullptr;
@@ -523,8 +525,10 @@ class CudaBackend final : public Backend, private TeardownSteps {
       MPSIM_NCCL_TRY(ncclSend(out + j * block, block, ncclInt64, static_cast<int>(j), g.comm(), stream_));
       MPSIM_NCCL_TRY(ncclRecv(in + j * block, block, ncclInt64, static_cast<int>(j), g.comm(), stream_));
     }
-    MPSIM_NCCL_TRY(ncclGroupEnd());
-    await_stream(g.comm(), [&] { return collective_text("all-to-all of counts", g, send.size()); });
+    MPSIM_NCCL_TRY_ASYNC(ncclGroupEnd());
+    enqueued(g.comm(), collective_text("all-to-all of counts", g, send.size()));
+    // The host needs the counts: it waits here, under the peer timeout, and then copies.
+    await_drain();
     MPSIM_CUDA_TRY(cudaMemcpyAsync(recv.data(), in, recv.size_bytes(), cudaMemcpyDeviceToHost, stream_));
     MPSIM_CUDA_TRY(cudaFreeAsync(staging, stream_));
     MPSIM_CUDA_TRY(cudaStreamSynchronize(stream_));
@@ -541,43 +545,82 @@ class CudaBackend final : public Backend, private TeardownSteps {
           MPSIM_MPI_TRY(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
           return done != 0;
         },
-        nullptr, [&] { return fmt::format("barrier over {} ranks did not complete", size_); });
+        {}, [&] { return fmt::format("barrier over {} ranks did not complete", size_); });
   }
 
   // --- time -----------------------------------------------------------------------------------
   [[nodiscard]] int record_mark() override {
+    std::optional<int> send_channel = sends_since_mark_.take();
     if (mark_count_ == 0) {
       // The first mark anchors the device's clock to the host's: with the stream drained (it is,
       // right after a barrier) the event is reached at once, so host time now is its time.
-      MPSIM_CUDA_TRY(cudaStreamSynchronize(stream_));
+      await_drain();
       anchor_ns_ = steady_now_ns();
+      send_channel.reset();
     }
     if (mark_count_ == marks_.size()) {
       cudaEvent_t event = nullptr;
       MPSIM_CUDA_TRY(cudaEventCreate(&event));
       marks_.push_back(event);
+      mark_channels_.push_back(-1);
     }
-    MPSIM_CUDA_TRY(cudaEventRecord(marks_[mark_count_], stream_));
+    cudaEvent_t mark = marks_[mark_count_];
+    mark_channels_[mark_count_] = send_channel.value_or(-1);
+    if (send_channel) {
+      // Right after one send: on its stream, once the send and the work issued so far are done, so
+      // the send's span covers its transfer (SendsSinceMark). The send stream waits for nothing a
+      // later send on it would not wait for anyway.
+      cudaStream_t stream = send_streams_[static_cast<std::size_t>(*send_channel)];
+      MPSIM_CUDA_TRY(cudaEventRecord(ready_, stream_));
+      MPSIM_CUDA_TRY(cudaStreamWaitEvent(stream, ready_, 0));
+      MPSIM_CUDA_TRY(cudaEventRecord(mark, stream));
+    } else {
+      MPSIM_CUDA_TRY(cudaEventRecord(mark, stream_));
+    }
     return static_cast<int>(mark_count_++);
   }
-  void synchronize() override { MPSIM_CUDA_TRY(cudaStreamSynchronize(stream_)); }
+  /// Waits for the main stream under the peer timeout, then checks the envelopes of the receives
+  /// issued since the last check.
+  void synchronize() override { await_drain(); }
   [[nodiscard]] std::vector<std::int64_t> mark_times_ns() override {
     synchronize();
     std::vector<std::int64_t> times;
     times.reserve(mark_count_);
     for (std::size_t i = 0; i < mark_count_; ++i) {
+      // A mark on a send stream is reached when its send is received.
+      if (const int channel = mark_channels_[i]; channel >= 0) {
+        poll_until([&] { return query(marks_[i]); }, {&to_peer_[static_cast<std::size_t>(channel)]},
+                   [&] { return fmt::format("send to rank {} was not received", channel / kOrderedChannels); });
+      }
       float ms = 0;
       MPSIM_CUDA_TRY(cudaEventElapsedTime(&ms, marks_[0], marks_[i]));
       times.push_back(anchor_ns_ + std::llround(static_cast<double>(ms) * 1e6));
     }
     return times;
   }
-  void reset_marks() override { mark_count_ = 0; }
+  void reset_marks() override {
+    mark_count_ = 0;
+    (void)sends_since_mark_.take();
+  }
 
   /// Waits, under the peer timeout, for the send whose completion `done` records.
   void await_send(cudaEvent_t done, int peer, int tag, std::size_t count) {
-    poll_until([&] { return query(done); }, &to_peer_[static_cast<std::size_t>(peer)],
+    poll_until([&] { return query(done); }, {&to_peer_[channel_of(peer, tag)]},
                [&] { return fmt::format("send to rank {} ({} floats, tag {}) was not received", peer, count, tag); });
+  }
+
+  /// A group's communicator is closing: operations still listed as pending on it stop naming it,
+  /// and it is finalised (clean run) or aborted (failure), as teardown.h decides.
+  void close_group(ncclComm_t& comm) noexcept {
+    for (PendingOp& op : pending_) {
+      if (op.comm == &comm) op.comm = nullptr;
+    }
+    if (failing(failed_)) {
+      (void)ncclCommAbort(comm);
+      comm = nullptr;
+      return;
+    }
+    finalize_and_destroy({&comm});
   }
 
  private:
@@ -588,14 +631,19 @@ class CudaBackend final : public Backend, private TeardownSteps {
   static constexpr std::size_t kPinnedIndices = std::size_t{1} << 20;
   /// What cuBLAS asks for on Hopper (32 MiB); more than enough before it.
   static constexpr std::size_t kBlasWorkspaceBytes = std::size_t{32} << 20;
-  /// A point-to-point envelope: tag, count.
-  static constexpr std::size_t kHeaderWords = 2;
+  /// Envelopes of receives are kept on the device in blocks of this many until they are checked.
+  static constexpr std::size_t kEnvelopesPerBlock = 1024;
+  /// How many receives and collectives may be issued ahead of the device. The host then waits,
+  /// polled under the peer timeout, for the oldest: the device always has two communication steps
+  /// and the work between them queued, and a peer that stops answering is named within the timeout
+  /// instead of the host blocking on a full CUDA launch queue behind a stalled NCCL kernel.
+  static constexpr std::size_t kCommOpsAhead = 2;
 
-  /// A message that arrived before the recv() that wants it, kept in device memory.
-  struct Parked {
-    int tag = 0;
-    std::size_t count = 0;
-    float* data = nullptr;
+  /// A receive or collective issued on the main stream and not yet known to be done.
+  struct PendingOp {
+    cudaEvent_t done = nullptr;  ///< recorded right after it
+    ncclComm_t* comm = nullptr;  ///< its communicator (aborted on a timeout); null once closed
+    std::string text;            ///< what a timeout says, before " within N s"
   };
 
   void select_device() {
@@ -611,9 +659,33 @@ class CudaBackend final : public Backend, private TeardownSteps {
     MPSIM_CUDA_TRY(cudaSetDevice(device_));
   }
 
-  /// The world communicator (parent of the groups), then one two-rank communicator per direction
-  /// between this rank and each of its peers (BackendOptions::peers; all other ranks when empty) for
-  /// point-to-point, all connected before the first step.
+  /// One small product of each transpose combination the layers use, now: cuBLAS initialises its
+  /// kernels and heuristics at start-up rather than at a first product in mid-step, where loading
+  /// could wait for the whole device (message_rules.h). Products of other shapes may pick other
+  /// kernels; CUDA_MODULE_LOADING=EAGER loads those too when it applies.
+  void warm_up_gemms() {
+    constexpr std::int64_t kSide = 64;
+    constexpr auto kFloats = static_cast<std::size_t>(kSide * kSide);
+    float* a = allocate(kFloats);
+    float* b = allocate(kFloats);
+    float* c = allocate(kFloats);
+    const auto square = [&](float* data) { return MatrixView{data, kSide, kSide, kSide}; };
+    for (const Transpose ta : {Transpose::No, Transpose::Yes}) {
+      for (const Transpose tb : {Transpose::No, Transpose::Yes}) {
+        gemm(ta, tb, 1.0f, square(a), square(b), 0.0f, square(c));
+      }
+    }
+    release(a);
+    release(b);
+    release(c);
+    MPSIM_CUDA_TRY(cudaStreamSynchronize(stream_));  // nothing of NCCL's runs yet
+  }
+
+  /// The world communicator (parent of the groups), then one two-rank communicator per direction and
+  /// ordered channel (backend.h: activations, gradients) between this rank and each of its peers
+  /// (BackendOptions::peers; all other ranks when empty) for point-to-point, all connected before the
+  /// first step. Every one is non-blocking
+  /// (nonblocking_config()) and waited for under the peer timeout.
   ///
   /// Why a communicator per direction and pair: NCCL runs the operations of one communicator in
   /// issue order, and a send completes only once its receiver takes it. Sharing one communicator
@@ -624,13 +696,14 @@ class CudaBackend final : public Backend, private TeardownSteps {
     ncclUniqueId world_id{};
     if (rank_ == 0) MPSIM_NCCL_TRY(ncclGetUniqueId(&world_id));
     MPSIM_MPI_TRY(MPI_Bcast(&world_id, static_cast<int>(sizeof world_id), MPI_BYTE, 0, MPI_COMM_WORLD));
-    MPSIM_NCCL_TRY(ncclCommInitRank(&world_, size_, world_id, rank_));
+    ncclConfig_t config = nonblocking_config();
+    MPSIM_NCCL_TRY_ASYNC(ncclCommInitRankConfig(&world_, size_, world_id, rank_, &config));
+    settle({&world_}, [&] { return fmt::format("initialising NCCL over {} ranks did not complete", size_); });
 
     const auto n = static_cast<std::size_t>(size_);
-    to_peer_.assign(n, nullptr);
-    from_peer_.assign(n, nullptr);
-    send_streams_.assign(n, nullptr);
-    parked_.assign(n, {});
+    to_peer_.assign(n * kOrderedChannels, nullptr);
+    from_peer_.assign(n * kOrderedChannels, nullptr);
+    send_streams_.assign(n * kOrderedChannels, nullptr);
     is_peer_.assign(n, false);
     for (const int peer : options_.peers) {
       if (peer < 0 || peer >= size_ || peer == rank_) {
@@ -644,50 +717,61 @@ class CudaBackend final : public Backend, private TeardownSteps {
     for (std::size_t peer = 0; peer < n; ++peer) {
       if (is_peer_[peer]) peers_.push_back(static_cast<int>(peer));
     }
-    void* header = nullptr;
-    MPSIM_CUDA_TRY(cudaMallocAsync(&header, kHeaderWords * sizeof(std::int64_t), stream_));
-    header_device_ = static_cast<std::int64_t*>(header);
+    (void)envelope_block(0);
     if (size_ == 1) return;
     constexpr int kIdBytes = static_cast<int>(sizeof(ncclUniqueId));
     // Each rank makes the ids of the communicators it sends on and hands each to its receiver, peer
     // by peer in ascending order: every pair meets at the same point of one global order of pairs,
     // so no rank waits on another that is busy with a different pair.
-    std::vector<ncclUniqueId> outgoing(n);
-    std::vector<ncclUniqueId> incoming(n);
+    std::vector<ncclUniqueId> outgoing(n * kOrderedChannels);
+    std::vector<ncclUniqueId> incoming(n * kOrderedChannels);
     for (const int peer : peers_) {
-      const auto p = static_cast<std::size_t>(peer);
-      MPSIM_NCCL_TRY(ncclGetUniqueId(&outgoing[p]));
-      MPSIM_MPI_TRY(MPI_Sendrecv(&outgoing[p], kIdBytes, MPI_BYTE, peer, 0, &incoming[p], kIdBytes, MPI_BYTE, peer, 0,
-                                 MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      const std::size_t first = channel_of(peer, 0);
+      for (int c = 0; c < kOrderedChannels; ++c) MPSIM_NCCL_TRY(ncclGetUniqueId(&outgoing[first + static_cast<std::size_t>(c)]));
+      MPSIM_MPI_TRY(MPI_Sendrecv(&outgoing[first], kIdBytes * kOrderedChannels, MPI_BYTE, peer, 0, &incoming[first],
+                                 kIdBytes * kOrderedChannels, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     }
-    // One group: NCCL initialises the communicators concurrently.
+    // One group: NCCL initialises the communicators concurrently, in the background (non-blocking).
+    std::vector<ncclComm_t*> pairs;
     MPSIM_NCCL_TRY(ncclGroupStart());
     for (const int peer : peers_) {
-      const auto p = static_cast<std::size_t>(peer);
-      MPSIM_NCCL_TRY(ncclCommInitRank(&to_peer_[p], 2, outgoing[p], kSenderRank));
-      MPSIM_NCCL_TRY(ncclCommInitRank(&from_peer_[p], 2, incoming[p], kReceiverRank));
+      for (int c = 0; c < kOrderedChannels; ++c) {
+        const std::size_t p = channel_of(peer, c);
+        MPSIM_NCCL_TRY(ncclCommInitRankConfig(&to_peer_[p], 2, outgoing[p], kSenderRank, &config));
+        MPSIM_NCCL_TRY(ncclCommInitRankConfig(&from_peer_[p], 2, incoming[p], kReceiverRank, &config));
+        pairs.push_back(&to_peer_[p]);
+        pairs.push_back(&from_peer_[p]);
+      }
     }
-    MPSIM_NCCL_TRY(ncclGroupEnd());
+    MPSIM_NCCL_TRY_ASYNC(ncclGroupEnd());
+    settle(pairs, [&] {
+      return fmt::format("initialising the point-to-point communicators with ranks [{}] did not complete",
+                         fmt::join(peers_, ", "));
+    });
     connect_pairs();
   }
 
-  /// NCCL connects a pair at its first message, and that handshake blocks until both sides reach
-  /// it. One float each way per pair (both in one NCCL group), peer by peer in ascending order (one
-  /// global order of pairs, as above), connects every pair now, so no send of a step can block.
+  /// NCCL connects a pair at its first message, and that handshake needs both sides. One float each
+  /// way per pair (both in one NCCL group), peer by peer in ascending order (one global order of
+  /// pairs, as above), waited for under the peer timeout, connects every pair now, so no send or
+  /// receive of a step waits for a handshake.
   void connect_pairs() {
     float* scratch = allocate(2);
-    for (const int peer : peers_) {
-      const auto p = static_cast<std::size_t>(peer);
-      cudaStream_t stream = send_stream(peer);
+    for (const std::size_t p : channels()) {
+      const int peer = static_cast<int>(p / kOrderedChannels);
+      cudaStream_t stream = send_stream(p);
       MPSIM_CUDA_TRY(cudaEventRecord(ready_, stream_));
       MPSIM_CUDA_TRY(cudaStreamWaitEvent(stream, ready_, 0));
       MPSIM_NCCL_TRY(ncclGroupStart());
       MPSIM_NCCL_TRY(ncclSend(scratch, 1, ncclFloat, kReceiverRank, to_peer_[p], stream));
       MPSIM_NCCL_TRY(ncclRecv(scratch + 1, 1, ncclFloat, kSenderRank, from_peer_[p], stream_));
-      MPSIM_NCCL_TRY(ncclGroupEnd());
+      MPSIM_NCCL_TRY_ASYNC(ncclGroupEnd());
+      const auto text = [&] { return fmt::format("connecting with rank {} did not complete", peer); };
+      settle({&to_peer_[p], &from_peer_[p]}, text);
       MPSIM_CUDA_TRY(cudaEventRecord(ready_, stream));
       MPSIM_CUDA_TRY(cudaStreamWaitEvent(stream_, ready_, 0));
-      await_stream(from_peer_[p], [&] { return fmt::format("connecting with rank {} did not complete", peer); });
+      push_pending(from_peer_[p], text());
+      await_drain();
     }
     release(scratch);
   }
@@ -713,16 +797,13 @@ class CudaBackend final : public Backend, private TeardownSteps {
     for (float* data : allocations_) (void)cudaFreeAsync(data, stream_);
     if (staging_device_ != nullptr) (void)cudaFreeAsync(staging_device_, stream_);
     if (row_loss_ != nullptr) (void)cudaFreeAsync(row_loss_, stream_);
-    if (header_device_ != nullptr) (void)cudaFreeAsync(header_device_, stream_);
-    for (const auto& messages : parked_) {
-      for (const Parked& message : messages) {
-        if (message.data != nullptr) (void)cudaFreeAsync(message.data, stream_);
-      }
-    }
+    for (std::int64_t* block : envelope_blocks_) (void)cudaFreeAsync(block, stream_);
     if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
     if (staging_host_ != nullptr) (void)cudaFreeHost(staging_host_);
-    if (header_host_ != nullptr) (void)cudaFreeHost(header_host_);
+    if (envelopes_host_ != nullptr) (void)cudaFreeHost(envelopes_host_);
     for (cudaEvent_t event : marks_) (void)cudaEventDestroy(event);
+    for (const PendingOp& op : pending_) (void)cudaEventDestroy(op.done);
+    for (cudaEvent_t event : spare_events_) (void)cudaEventDestroy(event);
     if (blas_ != nullptr) (void)cublasDestroy(blas_);
     if (blas_workspace_ != nullptr) (void)cudaFree(blas_workspace_);
   }
@@ -736,42 +817,75 @@ class CudaBackend final : public Backend, private TeardownSteps {
     if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
   }
 
+  /// Every communicator is finalised at once (non-blocking: each makes progress in the background,
+  /// so no two ranks can wait on each other in opposite orders), then destroyed.
   void close_communicators() noexcept {
-    // Pairs are destroyed in one global order (lower rank's direction first) so no two ranks wait
-    // on each other in opposite orders.
-    const auto close = [](ncclComm_t& comm) {
-      if (comm == nullptr) return;
-      (void)ncclCommDestroy(comm);
+    std::vector<ncclComm_t*> comms;
+    for (ncclComm_t& comm : to_peer_) comms.push_back(&comm);
+    for (ncclComm_t& comm : from_peer_) comms.push_back(&comm);
+    comms.push_back(&world_);
+    finalize_and_destroy(comms);
+  }
+
+  /// ncclCommFinalize flushes a communicator's operations and, for a non-blocking one, returns
+  /// ncclInProgress until every member has finalised; ncclCommDestroy then frees it without waiting.
+  /// One that has not finished within the peer timeout, or reports an error, is aborted instead.
+  void finalize_and_destroy(const std::vector<ncclComm_t*>& comms) noexcept {
+    const auto abort = [](ncclComm_t& comm) {
+      (void)ncclCommAbort(comm);
       comm = nullptr;
     };
-    for (int lo = 0; lo < size_; ++lo) {
-      for (int hi = lo + 1; hi < size_; ++hi) {
-        if (lo != rank_ && hi != rank_) continue;
-        const auto other = static_cast<std::size_t>(lo == rank_ ? hi : lo);
-        if (lo == rank_) {
-          close(to_peer_[other]);
-          close(from_peer_[other]);
-        } else {
-          close(from_peer_[other]);
-          close(to_peer_[other]);
+    for (ncclComm_t* comm : comms) {
+      if (*comm == nullptr) continue;
+      const ncclResult_t started = ncclCommFinalize(*comm);
+      if (started != ncclSuccess && started != ncclInProgress) abort(*comm);
+    }
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.peer_timeout_s);
+    for (;;) {
+      bool busy = false;
+      for (ncclComm_t* comm : comms) {
+        if (*comm == nullptr) continue;
+        ncclResult_t state = ncclSuccess;
+        if (ncclCommGetAsyncError(*comm, &state) != ncclSuccess || (state != ncclSuccess && state != ncclInProgress)) {
+          abort(*comm);
+        } else if (state == ncclInProgress) {
+          busy = true;
         }
       }
+      if (!busy) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        for (ncclComm_t* comm : comms) {
+          if (*comm != nullptr) abort(*comm);
+        }
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
-    close(world_);
+    for (ncclComm_t* comm : comms) {
+      if (*comm == nullptr) continue;
+      (void)ncclCommDestroy(*comm);
+      *comm = nullptr;
+    }
   }
 
-  cudaStream_t send_stream(int peer) {
-    cudaStream_t& stream = send_streams_[static_cast<std::size_t>(peer)];
+  /// Where the ordered channel (backend.h) of `tag` to or from `peer` sits in to_peer_, from_peer_ and
+  /// send_streams_.
+  [[nodiscard]] static std::size_t channel_of(int peer, int tag) noexcept {
+    return static_cast<std::size_t>(peer) * kOrderedChannels + static_cast<std::size_t>(ordered_channel(tag));
+  }
+  /// Every channel of every peer, ascending (peer by peer: one global order of pairs).
+  [[nodiscard]] std::vector<std::size_t> channels() const {
+    std::vector<std::size_t> out;
+    for (const int peer : peers_) {
+      for (int c = 0; c < kOrderedChannels; ++c) out.push_back(channel_of(peer, c));
+    }
+    return out;
+  }
+
+  cudaStream_t send_stream(std::size_t channel) {
+    cudaStream_t& stream = send_streams_[channel];
     if (stream == nullptr) MPSIM_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     return stream;
-  }
-
-  /// A message of `arrived` floats fits a recv of `room` (fewer fill its start, as with MPI).
-  static void take(std::size_t arrived, std::size_t room, int peer, int tag) {
-    if (arrived > room) {
-      MPSIM_CUDA_FAIL(
-          fmt::format("message from rank {} with tag {} has {} floats, the recv takes {}", peer, tag, arrived, room));
-    }
   }
 
   void check_peer(const char* what, int peer) const {
@@ -780,12 +894,12 @@ class CudaBackend final : public Backend, private TeardownSteps {
     }
   }
 
-  ncclComm_t& pair_comm(std::vector<ncclComm_t>& comms, int peer, const char* what) {
+  ncclComm_t& pair_comm(std::vector<ncclComm_t>& comms, int peer, std::size_t channel, const char* what) {
     if (!is_peer_[static_cast<std::size_t>(peer)]) {
       MPSIM_CUDA_FAIL(fmt::format("{} rank {}: not one of this rank's peers (BackendOptions::peers), so no channel", what,
                                   peer));
     }
-    ncclComm_t& comm = comms[static_cast<std::size_t>(peer)];
+    ncclComm_t& comm = comms[channel];
     if (comm == nullptr)
       MPSIM_CUDA_FAIL(fmt::format("{} rank {}: its communicator was aborted after an error", what, peer));
     return comm;
@@ -799,7 +913,7 @@ class CudaBackend final : public Backend, private TeardownSteps {
           MPSIM_MPI_TRY(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
           return done != 0;
         },
-        nullptr, [&] { return fmt::format("{} rank {} ({} floats, tag {}, host)", what, peer, count, tag); });
+        {}, [&] { return fmt::format("{} rank {} ({} floats, tag {}, host)", what, peer, count, tag); });
   }
 
   CudaGroup& member(Group& group, const char* what) const {
@@ -846,8 +960,9 @@ class CudaBackend final : public Backend, private TeardownSteps {
     }
     const void* source = indices.data();
     if (indices.size() <= kPinnedIndices) {
-      // The previous copy out of the pinned buffer must be done before it is overwritten.
-      MPSIM_CUDA_TRY(cudaEventSynchronize(staging_done_));
+      // The previous copy out of the pinned buffer must be done before it is overwritten; it may sit
+      // behind a receive, so the wait is polled under the peer timeout.
+      await_point(staging_done_);
       std::memcpy(staging_host_, indices.data(), indices.size_bytes());
       source = staging_host_;
     }
@@ -866,40 +981,164 @@ class CudaBackend final : public Backend, private TeardownSteps {
     return false;
   }
 
-  /// Waits, under the peer timeout, for everything issued so far on the main stream; `comm` is the
-  /// communicator whose operation it waits on.
+  /// Waits until NCCL has finished what was last asked of `comms` (creating them, splitting, or
+  /// enqueueing a group): on a non-blocking communicator such a call may return ncclInProgress, and
+  /// until its state (ncclCommGetAsyncError) leaves ncclInProgress nothing else may be issued to it
+  /// or to the streams it uses. Usually done at once; polled under the peer timeout.
   template <class Describe>
-  void await_stream(ncclComm_t& comm, Describe describe) {
+  void settle(const std::vector<ncclComm_t*>& comms, Describe describe) {
+    poll_until(
+        [&] {
+          for (ncclComm_t* comm : comms) {
+            if (*comm == nullptr) continue;
+            ncclResult_t state = ncclSuccess;
+            MPSIM_NCCL_TRY(ncclCommGetAsyncError(*comm, &state));
+            if (state == ncclInProgress) return false;
+          }
+          return true;
+        },
+        comms, describe);
+  }
+
+  /// After a collective's call: waits for NCCL to have enqueued it, then lists it as pending.
+  void enqueued(ncclComm_t& comm, std::string text) {
+    settle({&comm}, [&] { return text; });
+    push_pending(comm, std::move(text));
+  }
+
+  /// Records an event after the operation just issued on the main stream, for the waits that follow.
+  void push_pending(ncclComm_t& comm, std::string text) {
+    cudaEvent_t done = nullptr;
+    if (spare_events_.empty()) {
+      MPSIM_CUDA_TRY(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+    } else {
+      done = spare_events_.back();
+      spare_events_.pop_back();
+    }
+    pending_.push_back({done, &comm, std::move(text)});
+    MPSIM_CUDA_TRY(cudaEventRecord(done, stream_));
+  }
+
+  /// Drops the pending operations the device has finished (in stream order, oldest first).
+  void retire_reached() {
+    while (!pending_.empty() && query(pending_.front().done)) {
+      spare_events_.push_back(pending_.front().done);
+      pending_.pop_front();
+    }
+  }
+
+  /// Keeps at most kCommOpsAhead receives and collectives pending before issuing another.
+  void limit_run_ahead() {
+    retire_reached();
+    while (pending_.size() >= kCommOpsAhead) {
+      await_point(pending_.front().done);
+      retire_reached();
+    }
+  }
+
+  /// Waits, under the peer timeout, until the main stream reaches `point`. A timeout names the
+  /// oldest pending receive or collective (what the stream waits on) and aborts the communicators
+  /// of those pending; without one, the sends the stream waits for (release()).
+  void await_point(cudaEvent_t point) {
+    std::vector<ncclComm_t*> comms;
+    for (const PendingOp& op : pending_) {
+      if (op.comm != nullptr) comms.push_back(op.comm);
+    }
+    poll_until([&] { return query(point); }, comms, [&] { return stall_text(); });
+  }
+
+  /// Waits for everything issued on the main stream, then checks the envelopes that arrived.
+  void await_drain() {
     MPSIM_CUDA_TRY(cudaEventRecord(ready_, stream_));
-    poll_until([&] { return query(ready_); }, &comm, describe);
+    await_point(ready_);
+    retire_reached();
+    check_envelopes();
+  }
+
+  [[nodiscard]] std::string stall_text() {
+    for (const PendingOp& op : pending_) {
+      if (!query(op.done)) return op.text;
+    }
+    std::vector<int> sending;
+    for (std::size_t channel = 0; channel < send_streams_.size(); ++channel) {
+      const int peer = static_cast<int>(channel / kOrderedChannels);
+      if (send_streams_[channel] != nullptr && cudaStreamQuery(send_streams_[channel]) == cudaErrorNotReady &&
+          (sending.empty() || sending.back() != peer)) {
+        sending.push_back(peer);
+      }
+    }
+    if (sending.empty()) return "this rank's stream did not finish its work";
+    return fmt::format("this rank's stream waits for its sends to ranks [{}], which were not received",
+                       fmt::join(sending, ", "));
+  }
+
+  /// Block `index` of the receives' envelope slots, made when first needed (stream-ordered memory,
+  /// so no device-wide synchronisation) and kept.
+  std::int64_t* envelope_block(std::size_t index) {
+    while (envelope_blocks_.size() <= index) {
+      void* block = nullptr;
+      MPSIM_CUDA_TRY(
+          cudaMallocAsync(&block, kEnvelopesPerBlock * cuda::kEnvelopeWords * sizeof(std::int64_t), stream_));
+      envelope_blocks_.push_back(static_cast<std::int64_t*>(block));
+    }
+    return envelope_blocks_[index];
+  }
+
+  /// Where the next receive's envelope lands: slots in receive order since the last check.
+  std::int64_t* envelope_slot() {
+    const std::size_t i = expected_.size();
+    return envelope_block(i / kEnvelopesPerBlock) + (i % kEnvelopesPerBlock) * cuda::kEnvelopeWords;
+  }
+
+  /// Compares each receive's envelope with what it asked for. Runs with the main stream drained, so
+  /// the copies wait for no peer. A mismatch is a one-line error; the pair's channel itself is
+  /// intact (every message was taken), so nothing is aborted here.
+  void check_envelopes() {
+    const std::size_t total = expected_.size();
+    for (std::size_t first = 0; first < total; first += kEnvelopesPerBlock) {
+      const std::size_t n = std::min(kEnvelopesPerBlock, total - first);
+      MPSIM_CUDA_TRY(cudaMemcpyAsync(envelopes_host_, envelope_block(first / kEnvelopesPerBlock),
+                                     n * cuda::kEnvelopeWords * sizeof(std::int64_t), cudaMemcpyDeviceToHost, stream_));
+      MPSIM_CUDA_TRY(cudaStreamSynchronize(stream_));
+      const std::string error =
+          cuda::first_envelope_mismatch(std::span(expected_).subspan(first, n),
+                                        std::span<const std::int64_t>(envelopes_host_, n * cuda::kEnvelopeWords));
+      if (!error.empty()) {
+        expected_.clear();
+        MPSIM_CUDA_FAIL(error);
+      }
+    }
+    expected_.clear();
   }
 
   /// Polls `done` until it returns true. Past the peer timeout, or when NCCL reports an
-  /// asynchronous error on *comm, aborts *comm (so its kernels stop) and throws BackendError with
-  /// describe(). Sleeps between polls once the wait is not short, like the CPU backend, so ranks
-  /// sharing cores leave them to the ones computing.
+  /// asynchronous error on one of `comms`, aborts them all (so their kernels stop) and throws
+  /// BackendError with describe(). Sleeps between polls once the wait is not short, like the CPU
+  /// backend, so ranks sharing cores leave them to the ones computing.
   template <class Done, class Describe>
-  void poll_until(Done done, ncclComm_t* comm, Describe describe) {
+  void poll_until(Done done, const std::vector<ncclComm_t*>& comms, Describe describe) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(options_.peer_timeout_s);
     for (int polls = 0;; ++polls) {
       if (done()) return;
-      if (comm != nullptr && *comm != nullptr) {
+      for (ncclComm_t* comm : comms) {
+        if (*comm == nullptr) continue;
         ncclResult_t async = ncclSuccess;
         MPSIM_NCCL_TRY(ncclCommGetAsyncError(*comm, &async));
         if (async != ncclSuccess && async != ncclInProgress) {
-          fail(comm, fmt::format("{}: NCCL reported {}", describe(), ncclGetErrorString(async)));
+          fail(comms, fmt::format("{}: NCCL reported {}", describe(), ncclGetErrorString(async)));
         }
       }
       if (std::chrono::steady_clock::now() > deadline) {
-        fail(comm, fmt::format("{} within {:g} s", describe(), options_.peer_timeout_s));
+        fail(comms, fmt::format("{} within {:g} s", describe(), options_.peer_timeout_s));
       }
       if (polls > 64) std::this_thread::sleep_for(std::chrono::microseconds(polls > 4096 ? 200 : 20));
     }
   }
 
-  [[noreturn]] void fail(ncclComm_t* comm, const std::string& what) {
+  [[noreturn]] void fail(const std::vector<ncclComm_t*>& comms, const std::string& what) {
     failed_ = true;
-    if (comm != nullptr && *comm != nullptr) {
+    for (ncclComm_t* comm : comms) {
+      if (*comm == nullptr) continue;
       (void)ncclCommAbort(*comm);
       *comm = nullptr;
     }
@@ -916,14 +1155,16 @@ class CudaBackend final : public Backend, private TeardownSteps {
   cublasHandle_t blas_ = nullptr;
   void* blas_workspace_ = nullptr;
   ncclComm_t world_ = nullptr;
-  std::vector<bool> is_peer_;                ///< [rank]: a pair of communicators joins this rank and it
-  std::vector<int> peers_;                   ///< those ranks, ascending
-  std::vector<ncclComm_t> to_peer_;          ///< [peer]: this rank -> peer (this rank is kSenderRank)
-  std::vector<ncclComm_t> from_peer_;        ///< [peer]: peer -> this rank (this rank is kReceiverRank)
-  std::vector<cudaStream_t> send_streams_;   ///< [peer], made when the pairs are connected
-  std::vector<std::vector<Parked>> parked_;  ///< [peer], in arrival order
-  std::int64_t* header_device_ = nullptr;    ///< where a recv's envelope lands
-  std::int64_t* header_host_ = nullptr;      ///< pinned; the envelope read on the host
+  std::vector<bool> is_peer_;               ///< [rank]: a pair of communicators joins this rank and it
+  std::vector<int> peers_;                  ///< those ranks, ascending
+  std::vector<ncclComm_t> to_peer_;         ///< [channel_of]: this rank -> peer (this rank is kSenderRank)
+  std::vector<ncclComm_t> from_peer_;       ///< [channel_of]: peer -> this rank (this rank is kReceiverRank)
+  std::vector<cudaStream_t> send_streams_;  ///< [channel_of], made when the pairs are connected
+  std::deque<PendingOp> pending_;           ///< receives and collectives issued, oldest first
+  std::vector<cudaEvent_t> spare_events_;   ///< for pending_, reused
+  std::vector<cuda::ExpectedMessage> expected_;  ///< receives since the last envelope check, in order
+  std::vector<std::int64_t*> envelope_blocks_;   ///< device; their envelopes, kEnvelopesPerBlock a block
+  std::int64_t* envelopes_host_ = nullptr;       ///< pinned, one block: where envelopes are checked
   std::unordered_set<float*> allocations_;
   std::int32_t* staging_host_ = nullptr;  ///< pinned, kPinnedIndices ints
   std::int32_t* staging_device_ = nullptr;
@@ -932,9 +1173,15 @@ class CudaBackend final : public Backend, private TeardownSteps {
   float* row_loss_ = nullptr;
   std::size_t row_loss_capacity_ = 0;
   std::vector<cudaEvent_t> marks_;  ///< pool; the first mark_count_ are this step's
+  std::vector<int> mark_channels_;  ///< [mark]: the channel (channel_of) whose send stream holds it, or -1
   std::size_t mark_count_ = 0;
   std::int64_t anchor_ns_ = 0;  ///< host steady clock at the first mark
+  cuda::SendsSinceMark sends_since_mark_;
 };
+
+CudaGroup::~CudaGroup() {
+  if (comm_ != nullptr) backend_.close_group(comm_);
+}
 
 void CudaSend::wait() {
   if (done_ == nullptr) return;

@@ -46,6 +46,18 @@ namespace mpsim::executor::cuda {
     }                                                                                         \
   } while (false)
 
+/// For calls on non-blocking communicators (ncclConfig_t::blocking = 0): ncclInProgress means NCCL
+/// goes on with the call in the background and is not an error. The caller then waits for the
+/// communicators involved to leave ncclInProgress (ncclCommGetAsyncError) before it issues anything
+/// else to them or to the streams they use.
+#define MPSIM_NCCL_TRY_ASYNC(call)                                                            \
+  do {                                                                                        \
+    const ncclResult_t mpsim_nccl_code_ = (call);                                             \
+    if (mpsim_nccl_code_ != ncclSuccess && mpsim_nccl_code_ != ncclInProgress) {              \
+      ::mpsim::executor::cuda::throw_nccl_error(mpsim_nccl_code_, #call, __FILE__, __LINE__); \
+    }                                                                                         \
+  } while (false)
+
 #define MPSIM_MPI_TRY(call)                                                                 \
   do {                                                                                      \
     const int mpsim_mpi_code_ = (call);                                                     \

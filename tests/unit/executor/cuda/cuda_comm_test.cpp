@@ -4,10 +4,13 @@
 #include <mpi.h>
 
 #include <array>
+#include <chrono>
 #include <cstdio>
 #include <cstdint>
 #include <memory>
 #include <numeric>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "executor/backend/cuda/cuda_backend.h"
@@ -78,35 +81,89 @@ TEST_F(CudaComm, MessagesBetweenAPairArriveInIssueOrder) {
   backend().release(b);
 }
 
-TEST_F(CudaComm, MessagesAreMatchedByTagLikeMpi) {
-  // Rank 0 sends tags 5, 6, 7 (7 empty); rank 1 receives 7, then 6, then 5.
+TEST_F(CudaComm, AMessageReceivedOutOfOrderIsAOneLineErrorAtTheNextWait) {
+  // A channel's messages (backend.h: tags of one parity) are received in the order they were sent;
+  // each receive's envelope is checked when the host next waits for the stream. Rank 0 sends tags 5
+  // then 7; rank 1 asks for 7 first.
   float* a = backend().allocate(3);
-  float* b = backend().allocate(2);
+  float* b = backend().allocate(3);
   if (rank() == 0) {
     const std::array<float, 3> five = {5, 5, 5};
-    const std::array<float, 2> six = {6, 6};
+    const std::array<float, 3> seven = {7, 7, 7};
     backend().upload(five, a);
-    backend().upload(six, b);
+    backend().upload(seven, b);
     auto h5 = backend().send(a, 3, 1, 5);
-    auto h6 = backend().send(b, 2, 1, 6);
-    auto h7 = backend().send(a, 0, 1, 7);
+    auto h7 = backend().send(b, 3, 1, 7);
     h5->wait();
-    h6->wait();
     h7->wait();
   } else {
-    backend().recv(a, 0, 0, 7);
-    backend().recv(b, 2, 0, 6);
+    backend().recv(b, 3, 0, 7);
     backend().recv(a, 3, 0, 5);
-    std::array<float, 3> got_a{};
-    std::array<float, 2> got_b{};
-    backend().download(a, got_a);
-    backend().download(b, got_b);
-    EXPECT_EQ(got_a, (std::array<float, 3>{5, 5, 5}));
-    EXPECT_EQ(got_b, (std::array<float, 2>{6, 6}));
+    try {
+      backend().synchronize();
+      ADD_FAILURE() << "an out-of-order message went unnoticed";
+    } catch (const BackendError& error) {
+      const std::string what = error.what();
+      EXPECT_NE(what.find("message from rank 0 out of order: the recv for tag 7 (3 floats) got tag 5"),
+                std::string::npos)
+          << what;
+      EXPECT_EQ(what.find('\n'), std::string::npos);
+    }
+    backend().synchronize();  // reported once; the channel itself is intact
   }
   backend().barrier();
   backend().release(a);
   backend().release(b);
+}
+
+TEST_F(CudaComm, AnActivationAndAGradientMayBeTakenInEitherOrder) {
+  // Different channels (tags 4 and 5): the V schedules interleave them differently on each side.
+  float* a = backend().allocate(2);
+  float* b = backend().allocate(2);
+  if (rank() == 0) {
+    const std::array<float, 2> four = {4, 4};
+    const std::array<float, 2> five = {5, 5};
+    backend().upload(four, a);
+    backend().upload(five, b);
+    auto h4 = backend().send(a, 2, 1, 4);
+    auto h5 = backend().send(b, 2, 1, 5);
+    h4->wait();
+    h5->wait();
+  } else {
+    backend().recv(b, 2, 0, 5);
+    backend().recv(a, 2, 0, 4);
+    std::array<float, 2> got{};
+    backend().download(b, got);
+    EXPECT_EQ(got[0], 5);
+    backend().download(a, got);
+    EXPECT_EQ(got[0], 4);
+  }
+  backend().barrier();
+  backend().release(a);
+  backend().release(b);
+}
+
+TEST_F(CudaComm, ASendsSpanLastsUntilItsReceiverTakesIt) {
+  const std::size_t n = 1 << 20;  // past NCCL's buffers, so the send needs its receiver
+  float* data = backend().allocate(n);
+  backend().barrier();
+  if (rank() == 0) {
+    backend().reset_marks();
+    (void)backend().record_mark();
+    auto handle = backend().send(data, n, 1, 40);
+    (void)backend().record_mark();
+    handle->wait();
+    const auto times = backend().mark_times_ns();
+    ASSERT_EQ(times.size(), 2u);
+    // Rank 1 receives 50 ms after the barrier: the mark after the send is reached only then.
+    EXPECT_GE(times[1] - times[0], 20'000'000) << "the send's span is " << times[1] - times[0] << " ns";
+  } else {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    backend().recv(data, n, 0, 40);
+    backend().synchronize();
+  }
+  backend().barrier();
+  backend().release(data);
 }
 
 TEST_F(CudaComm, AllReduceReduceScatterAllGather) {
