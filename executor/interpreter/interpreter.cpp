@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "executor/interpreter/program_for_plan.h"
+#include "executor/interpreter/step_record.h"
 #include "sim/plan/layout.h"
 #include "sim/schedule/message.h"
 #include "sim/schedule/passes.h"
@@ -30,67 +31,11 @@ using schedule::Op;
 using schedule::OpKind;
 
 
-enum class Role : std::uint8_t { Compute, Send, Recv, Collective };
-
 Role role_of(OpKind k) noexcept {
   if (schedule::is_send(k)) return Role::Send;
   if (schedule::is_recv(k)) return Role::Recv;
   if (schedule::is_collective(k)) return Role::Collective;
   return Role::Compute;
-}
-
-/// One op's span as a rank measured it, in ns from the step's start on that rank.
-struct RankSpan {
-  std::int64_t start = 0;
-  std::int64_t end = 0;
-  std::int32_t kind = 0;  // trace::SpanKind
-  std::int32_t role = 0;
-  std::int32_t microbatch = -1;
-  std::int32_t chunk = -1;
-  std::int32_t stage = -1;
-  std::int64_t bytes = 0;
-  std::int64_t op = -1;  // index in the rank's stream: the op's identity in the Program
-};
-
-/// What every rank sends rank 0 after a step.
-struct StepRecord {
-  double loss_sum = 0;
-  std::int64_t loss_count = 0;
-  std::int64_t peak_memory = 0;
-  std::vector<RankSpan> spans;
-};
-
-// Records travel as floats through the backend; their bytes are copied, never converted.
-std::vector<float> pack(const StepRecord& r) {
-  const std::size_t bytes = sizeof(double) + 2 * sizeof(std::int64_t) + r.spans.size() * sizeof(RankSpan);
-  std::vector<float> out((bytes + sizeof(float) - 1) / sizeof(float));
-  auto* p = reinterpret_cast<unsigned char*>(out.data());
-  std::memcpy(p, &r.loss_sum, sizeof(double));
-  p += sizeof(double);
-  std::memcpy(p, &r.loss_count, sizeof(std::int64_t));
-  p += sizeof(std::int64_t);
-  std::memcpy(p, &r.peak_memory, sizeof(std::int64_t));
-  p += sizeof(std::int64_t);
-  if (!r.spans.empty()) std::memcpy(p, r.spans.data(), r.spans.size() * sizeof(RankSpan));
-  return out;
-}
-
-StepRecord unpack(const std::vector<float>& in, std::size_t spans) {
-  StepRecord r;
-  const auto* p = reinterpret_cast<const unsigned char*>(in.data());
-  std::memcpy(&r.loss_sum, p, sizeof(double));
-  p += sizeof(double);
-  std::memcpy(&r.loss_count, p, sizeof(std::int64_t));
-  p += sizeof(std::int64_t);
-  std::memcpy(&r.peak_memory, p, sizeof(std::int64_t));
-  p += sizeof(std::int64_t);
-  r.spans.resize(spans);
-  if (spans > 0) std::memcpy(r.spans.data(), p, spans * sizeof(RankSpan));
-  return r;
-}
-
-std::size_t packed_floats(std::size_t spans) {
-  return (sizeof(double) + 2 * sizeof(std::int64_t) + spans * sizeof(RankSpan) + sizeof(float) - 1) / sizeof(float);
 }
 
 class Interpreter {
@@ -500,22 +445,21 @@ class Interpreter {
   /// Every rank's record on rank 0, as host messages (the device channels join pipeline neighbours only).
   std::vector<StepRecord> gather(const StepRecord& mine) {
     const int ranks = layout_.ranks();
-    const std::vector<float> packed = pack(mine);
+    const std::vector<float> packed = encode_step_record(mine);
     if (backend_.world_rank() != 0) {
-      const float count = static_cast<float>(mine.spans.size());
-      backend_.host_send({&count, 1}, 0, gather_tag_);
+      backend_.host_send(encode_span_count(mine.spans.size()), 0, gather_tag_);
       backend_.host_send(packed, 0, gather_tag_);
       return {};
     }
     std::vector<StepRecord> all(static_cast<std::size_t>(ranks));
     all[0] = mine;
     for (int r = 1; r < ranks; ++r) {
-      float count = 0;
-      backend_.host_recv({&count, 1}, r, gather_tag_);
-      const auto spans = static_cast<std::size_t>(count);
-      std::vector<float> host(packed_floats(spans));
+      std::array<float, 2> count{};
+      backend_.host_recv(count, r, gather_tag_);
+      const std::size_t spans = decode_span_count(count, r);
+      std::vector<float> host(step_record_words(spans));
       backend_.host_recv(host, r, gather_tag_);
-      all[static_cast<std::size_t>(r)] = unpack(host, spans);
+      all[static_cast<std::size_t>(r)] = decode_step_record(host, spans, r);
     }
     return all;
   }
