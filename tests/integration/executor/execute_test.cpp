@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "tests/support/run_mpsim.h"
@@ -133,6 +135,40 @@ INSTANTIATE_TEST_SUITE_P(
         Split{"pipeline_tensor", 4, "--set plan.pipeline=2 --set plan.tensor=2"},
         Split{"pipeline_data", 4, "--set plan.pipeline=2 --set plan.data=2 --grad-bucket 4000"}),
     [](const ::testing::TestParamInfo<Split>& info) { return std::string(info.param.name); });
+
+/// Random small shapes (seeded, so a failure reruns as it failed): the model's depth, width, heads,
+/// sequence and vocabulary, the batch, and the split are drawn; every split must still give the
+/// single-rank weights of the same model and batch.
+TEST(ExecuteRandomShapes, ParametersAfterOneStepMatchASingleRank) {
+  std::mt19937_64 engine(20261126);
+  const auto in = [&](int lo, int hi) { return lo + static_cast<int>(engine() % static_cast<std::uint64_t>(hi - lo + 1)); };
+  const std::vector<Split> splits{
+      {"one_f_one_b", 2, "--set plan.pipeline=2 --set plan.schedule=1f1b"},
+      {"zb_h1", 2, "--set plan.pipeline=2 --set plan.schedule=zb-h1"},
+      {"zb_v", 2, "--set plan.pipeline=2 --set plan.schedule=zb-v"},
+      {"tensor", 2, "--set plan.tensor=2"},
+      {"data", 2, "--set plan.data=2 --grad-bucket 4000"},
+      {"pipeline_data", 4, "--set plan.pipeline=2 --set plan.data=2 --set plan.schedule=zb-h1 --grad-bucket 4000"},
+      {"context", 2, "--set plan.parallelism.context=2 --set plan.cp_comm_type=all_gather"},
+      {"pipeline_tensor", 4, "--set plan.pipeline=2 --set plan.tensor=2"},
+  };
+  for (int draw = 0; draw < 4; ++draw) {
+    const int heads = 2 * in(1, 2);
+    const int hidden = heads * 4 * in(1, 3);
+    const int micro = in(1, 2);
+    const int global = micro * 2 * in(2, 4);  // whole microbatches for one rank and for two replicas
+    const std::string shape = fmt::format(
+        " --set model.model.layers={} --set model.model.hidden={} --set model.model.heads={} --set model.model.seq_len={}"
+        " --set model.model.vocab={} --set plan.micro_batch={} --set plan.global_batch={}",
+        2 * in(2, 3), hidden, heads, 4 * in(1, 4), 16 * in(2, 5), micro, global);
+    const Split& split = splits[static_cast<std::size_t>(in(0, static_cast<int>(splits.size()) - 1))];
+    SCOPED_TRACE(split.name + shape);
+    const std::string tag = "random" + std::to_string(draw);
+    const Parameters ref = one_step(1, shape, tag + "_reference");
+    ASSERT_FALSE(ref.empty());
+    expect_same_parameters(ref, one_step(split.ranks, split.sets + shape, tag + "_" + split.name));
+  }
+}
 
 /// The same check for the mixture-of-experts model: expert parallelism moves each token to the
 /// rank of its experts and back, so every split must still give the single-rank weights.
