@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "cli/table.h"
+#include "cli/training_report.h"
 #include "planner/explain.h"
 #include "planner/search.h"
 #include "sim/core/input_error.h"
@@ -106,6 +107,7 @@ struct PlanArgs {
   bool json = false;
   bool explain = false;
   int threads = 0;
+  TrainingFlags training;
 };
 
 
@@ -269,7 +271,8 @@ nlohmann::ordered_json breakdown_json(const planner::TimeBreakdown& b) {
 
 /// "plan + report": the report of interface.md with the complete plan under "plan". `full` keeps the
 /// per-device and per-link lists.
-nlohmann::ordered_json evaluated_json(const planner::Evaluated& e, bool full) {
+nlohmann::ordered_json evaluated_json(const planner::Evaluated& e, bool full,
+                                      const std::optional<training::TrainingEstimate>& estimate) {
   nlohmann::ordered_json out = trace::report_json(e.report);
   if (!full) {
     out.erase("devices");
@@ -277,6 +280,7 @@ nlohmann::ordered_json evaluated_json(const planner::Evaluated& e, bool full) {
   }
   out["plan"] = plan_json(e.plan);
   out["lower_bound_s"] = e.estimate.lower_bound.to_seconds();
+  if (estimate) out["training"] = training_json(*estimate);
   return out;
 }
 
@@ -316,13 +320,17 @@ void run_planner_command(const PlanArgs& args) {
   const int gpus = static_cast<int>(in.cluster.gpus().size());
   const std::string cluster_name = in.cluster.name.empty() ? "the cluster" : in.cluster.name;
 
+  const auto estimate = [&](const planner::Evaluated& e) {
+    return training_for(args.training, in.cluster, in.model, e.plan, e.report);
+  };
   nlohmann::ordered_json json;
   if (args.json) {
-    json["best"] = result.ranked.empty() ? nlohmann::ordered_json() : evaluated_json(result.ranked.front(), true);
+    json["best"] = result.ranked.empty() ? nlohmann::ordered_json()
+                                         : evaluated_json(result.ranked.front(), true, estimate(result.ranked.front()));
     json["candidates"] = nlohmann::ordered_json::array();
-    for (const auto& e : result.ranked) json["candidates"].push_back(evaluated_json(e, false));
+    for (const auto& e : result.ranked) json["candidates"].push_back(evaluated_json(e, false, estimate(e)));
     json["pareto"] = nlohmann::ordered_json::array();
-    for (const auto& e : result.pareto) json["pareto"].push_back(evaluated_json(e, false));
+    for (const auto& e : result.pareto) json["pareto"].push_back(evaluated_json(e, false, estimate(e)));
     json["evaluated"] = stats.evaluated;
     json["pruned"] = stats.pruned();
     json["search"] = {{"candidates", stats.candidates},
@@ -384,6 +392,7 @@ void run_planner_command(const PlanArgs& args) {
       stats.pruned_bound, stats.pruned_invalid > 0 ? fmt::format(", {} invalid", stats.pruned_invalid) : "");
   std::cout << ranked_table(result.ranked);
   std::cout << "\nSpeed/memory Pareto front:\n" << pareto_table(result.pareto);
+  if (const auto best_run = estimate(best)) std::cout << "\n#1: " << training_text(*best_run);
   if (comparison || alone) {
     const planner::TimeBreakdown& b = comparison ? comparison->winner : *alone;
     std::cout << fmt::format("\nWhy #1: step {} on its busiest stage ({}): {}\n", seconds(b.step_s), b.stage,
@@ -445,6 +454,7 @@ void add_plan_commands(CLI::App& app) {
   plan_cmd->add_option("--trace", args->trace, "Write the best plan's Chrome trace");
   plan_cmd->add_flag("--json", args->json, "Print the result as JSON");
   plan_cmd->add_flag("--explain", args->explain, "Where the best plan's time goes, and why the runner-up lost");
+  add_training_options(*plan_cmd, args->training);
   plan_cmd->add_option("--threads", args->threads, "Simulation threads (default: all cores)")->check(CLI::PositiveNumber);
   plan_cmd->callback([plan_cmd, args] {
     if (plan_cmd->get_subcommands().empty()) run_planner_command(*args);

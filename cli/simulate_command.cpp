@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "cli/report_text.h"
+#include "cli/training_report.h"
 #include "cli/table.h"
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
@@ -31,6 +32,7 @@ struct SimulateArgs {
   bool overlap_grad_reduce = false;
   bool unfold = false;
   bool json = false;
+  TrainingFlags training;
 };
 
 
@@ -51,10 +53,14 @@ void run_one(const SimulateArgs& args, const std::vector<Override>& overrides) {
   const Inputs in = load_inputs_on_gpus(args.files, overrides, args.gpus);
   const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, engine_options(args));
   if (!args.trace.empty()) write_file_atomically(args.trace, trace::chrome_trace(prediction.timeline, prediction.report));
+  const auto estimate = training_for(args.training, in.cluster, in.model, *in.plan, prediction.report);
   if (args.json) {
-    std::cout << trace::report_json(prediction.report).dump(2) << "\n";
+    nlohmann::ordered_json json = trace::report_json(prediction.report);
+    if (estimate) json["training"] = training_json(*estimate);
+    std::cout << json.dump(2) << "\n";
   } else {
     print_report(in, prediction.report);
+    if (estimate) std::cout << "\n" << training_text(*estimate);
   }
 }
 
@@ -81,17 +87,27 @@ void run_sweep(const SimulateArgs& args, std::vector<Override> overrides) {
   const std::string key = args.sweep.substr(0, eq);
   nlohmann::ordered_json runs = nlohmann::ordered_json::array();
   Table table;
-  table.add_row({key, "step time", "TFLOP/s/GPU", "MFU", "idle", "bubble rate", "peak memory", "OOM"});
+  std::vector<std::string> header{key, "step time", "TFLOP/s/GPU", "MFU", "idle", "bubble rate", "peak memory", "OOM"};
+  if (!args.training.tokens.empty()) header.insert(header.end(), {"run (days)", "GPU-hours"});
+  table.add_row(header);
   for (const std::string& v : values) {
     std::vector<Override> with = overrides;
     with.push_back(parse_override(key + "=" + v, "--sweep"));
     const Inputs in = load_inputs_on_gpus(args.files, with, args.gpus);
     const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, engine_options(args));
     const trace::Report& r = prediction.report;
-    runs.push_back({{"value", v}, {"report", trace::report_json(r)}});
-    table.add_row({v, to_string(TimeNs::seconds(r.step_time_s)), fmt::format("{:.1f}", r.tflops_per_gpu), percent(r.mfu),
-                   percent(r.bubble_fraction), percent(r.bubble_rate), to_string(Bytes::bytes(r.peak_memory_bytes)),
-                   r.oom ? "yes" : "no"});
+    const auto estimate = training_for(args.training, in.cluster, in.model, *in.plan, r);
+    nlohmann::ordered_json run{{"value", v}, {"report", trace::report_json(r)}};
+    if (estimate) run["training"] = training_json(*estimate);
+    runs.push_back(std::move(run));
+    std::vector<std::string> row{v, to_string(TimeNs::seconds(r.step_time_s)), fmt::format("{:.1f}", r.tflops_per_gpu),
+                                 percent(r.mfu), percent(r.bubble_fraction), percent(r.bubble_rate),
+                                 to_string(Bytes::bytes(r.peak_memory_bytes)), r.oom ? "yes" : "no"};
+    if (estimate) {
+      row.push_back(fmt::format("{:.1f}", estimate->wall_time.to_seconds() / 86400));
+      row.push_back(fmt::format("{:.0f}", estimate->gpu_hours));
+    }
+    table.add_row(std::move(row));
   }
   if (args.json) {
     std::cout << nlohmann::ordered_json{{"sweep", key}, {"runs", runs}}.dump(2) << "\n";
@@ -117,6 +133,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_flag("--overlap-grad-reduce", args->overlap_grad_reduce, "Overlap gradient all-reduce with backward");
   cmd->add_flag("--unfold", args->unfold, "Simulate every data-parallel replica instead of one for all");
   cmd->add_flag("--json", args->json, "Print the report as JSON");
+  add_training_options(*cmd, args->training);
   cmd->callback([args] {
     std::vector<Override> overrides;
     for (const auto& s : args->sets) overrides.push_back(parse_override(s, "--set"));

@@ -40,6 +40,8 @@ endfunction()
 mpsim_forbid_link(mpsim_core mpsim_topology mpsim_model mpsim_plan mpsim_schedule mpsim_trace mpsim_engine)
 mpsim_forbid_link(mpsim_topology mpsim_model mpsim_plan mpsim_engine mpsim_planner mpsim_executor)
 mpsim_forbid_link(mpsim_model mpsim_topology mpsim_plan mpsim_engine mpsim_planner mpsim_executor)
+# The training estimate works from numbers a step gives it: core alone.
+mpsim_forbid_link(mpsim_training mpsim_topology mpsim_model mpsim_plan mpsim_engine mpsim_planner mpsim_executor)
 mpsim_forbid_link(mpsim_executor mpsim_engine mpsim_planner)
 mpsim_forbid_link(mpsim_executor_cuda mpsim_engine mpsim_planner)
 mpsim_forbid_link(mpsim_executor_profile mpsim_engine mpsim_planner)

@@ -145,7 +145,22 @@ constexpr std::array kFlopsUnits{
     UnitSpelling{"PFLOP", 1e15}, UnitSpelling{"EFLOP", 1e18},
 };
 
+constexpr std::array kPowerUnits{
+    UnitSpelling{"W", 1.0}, UnitSpelling{"kW", 1e3}, UnitSpelling{"MW", 1e6},
+};
+
 }  // namespace
+
+ParseResult<Watts> parse_power(std::string_view text) {
+  ParseResult<Watts> out;
+  const auto r = parse_scaled(text, kPowerUnits, "power", "700 W");
+  if (!r.ok()) {
+    out.error = r.error;
+    return out;
+  }
+  out.value = Watts::watts(r.value);
+  return out;
+}
 
 ParseResult<Bytes> parse_bytes(std::string_view text) {
   ParseResult<Bytes> out;
@@ -272,6 +287,11 @@ std::string to_string(Flops v) {
                               UnitSpelling{"GFLOP", 1e9}, UnitSpelling{"MFLOP", 1e6}, UnitSpelling{"KFLOP", 1e3},
                               UnitSpelling{"FLOP", 1.0}};
   return scaled_string(v.count(), ladder);
+}
+
+std::string to_string(Watts v) {
+  constexpr std::array ladder{UnitSpelling{"MW", 1e6}, UnitSpelling{"kW", 1e3}, UnitSpelling{"W", 1.0}};
+  return scaled_string(v.in_watts(), ladder);
 }
 
 }  // namespace mpsim

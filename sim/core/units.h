@@ -5,7 +5,7 @@
 /// (`Bytes::gib(80)`, `80_GiB`, `BytesPerSec::gigabits_per_sec(400)`), so a GB/GiB or a
 /// bits/bytes mix-up cannot compile: there is no constructor from a bare number.
 /// Internal representation: bytes (int64), bytes per second (double), nanoseconds (int64),
-/// FLOP (double), FLOP per second (double).
+/// FLOP (double), FLOP per second (double), watts (double).
 #include <compare>
 #include <cstdint>
 #include <string>
@@ -45,6 +45,7 @@ struct BytesPerSecTag;
 struct TimeNsTag;
 struct FlopsTag;
 struct FlopsPerSecTag;
+struct WattsTag;
 
 /// A byte count (memory, message sizes).
 class Bytes : public Quantity<BytesTag, std::int64_t> {
@@ -111,6 +112,16 @@ class FlopsPerSec : public Quantity<FlopsPerSecTag, double> {
   [[nodiscard]] constexpr double in_flop_per_sec() const noexcept { return base(); }
 };
 
+/// Electrical power (a GPU's TDP, a node's overhead).
+class Watts : public Quantity<WattsTag, double> {
+ public:
+  using Quantity::Quantity;
+  constexpr Watts(Quantity q) noexcept : Quantity(q) {}  // NOLINT: arithmetic results
+  [[nodiscard]] static constexpr Watts watts(double v) noexcept { return Watts(from_base(v)); }
+  [[nodiscard]] static constexpr Watts kilowatts(double v) noexcept { return watts(v * 1e3); }
+  [[nodiscard]] constexpr double in_watts() const noexcept { return base(); }
+};
+
 /// Time to move `size` at `rate`, rounded up to the next nanosecond (a transfer is never free).
 [[nodiscard]] TimeNs transfer_time(Bytes size, BytesPerSec rate) noexcept;
 /// Time to compute `work` at `rate`, rounded up to the next nanosecond.
@@ -155,9 +166,12 @@ struct ParseResult {
 [[nodiscard]] ParseResult<FlopsPerSec> parse_flops_rate(std::string_view text);
 /// "1.2 TFLOP", "3.5e12 FLOP", or a bare number.
 [[nodiscard]] ParseResult<Flops> parse_flops(std::string_view text);
+/// "700 W", "1.2 kW", "10.2 kW".
+[[nodiscard]] ParseResult<Watts> parse_power(std::string_view text);
 
 /// Readable forms for tables: "38.5 GiB", "412 GB/s", "1.82 s", "156 TFLOP/s".
 [[nodiscard]] std::string to_string(Bytes v);
+[[nodiscard]] std::string to_string(Watts v);
 [[nodiscard]] std::string to_string(BytesPerSec v);
 [[nodiscard]] std::string to_string(TimeNs v);
 [[nodiscard]] std::string to_string(FlopsPerSec v);

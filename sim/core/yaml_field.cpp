@@ -176,6 +176,7 @@ BytesPerSec Field::as_bandwidth() const { return parse_unit(*this, "bandwidth su
 TimeNs Field::as_time() const { return parse_unit(*this, "time such as '2 us'", parse_time); }
 FlopsPerSec Field::as_flops_rate() const { return parse_unit(*this, "compute rate such as '989 TFLOP/s'", parse_flops_rate); }
 Flops Field::as_flops() const { return parse_unit(*this, "FLOP count", parse_flops); }
+Watts Field::as_power() const { return parse_unit(*this, "power", parse_power); }
 
 YamlDocument::YamlDocument(std::shared_ptr<const std::string> source, YAML::Node root)
     : source_(std::move(source)), root_(std::move(root)) {}

@@ -63,6 +63,7 @@ class Field {
   [[nodiscard]] TimeNs as_time() const;
   [[nodiscard]] FlopsPerSec as_flops_rate() const;
   [[nodiscard]] Flops as_flops() const;
+  [[nodiscard]] Watts as_power() const;
 
   /// One of a fixed set of words; the message lists them.
   template <typename Enum, std::size_t N>

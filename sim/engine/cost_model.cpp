@@ -359,4 +359,8 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
   return out;
 }
 
+Bytes checkpoint_bytes(const model::Model& model, const plan::Plan& plan) noexcept {
+  return model.parameter_bytes() + Bytes::bytes(model.parameters() * optimizer_bytes_per_parameter(plan.optimizer));
+}
+
 }  // namespace mpsim::engine

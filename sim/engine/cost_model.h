@@ -76,6 +76,10 @@ using schedule::kGradientBytesPerParameter;
 [[nodiscard]] constexpr int optimizer_bytes_per_parameter(plan::Optimizer o) noexcept {
   return o == plan::Optimizer::Muon ? 8 : 12;
 }
+/// What one checkpoint writes: every parameter once (data-parallel replicas share it), in the model's
+/// dtype, and its optimizer state (fp32 master weights and moments, as above). Megatron's distributed
+/// checkpoint and PyTorch DCP both write the model and the optimizer state.
+[[nodiscard]] Bytes checkpoint_bytes(const model::Model& model, const plan::Plan& plan) noexcept;
 /// HBM traffic of one optimizer step per parameter: read the fp32 gradient (4), read and write the
 /// master weights and moments (Adam 24, Muon 16), write the 16-bit weights (2). Muon's Newton-Schulz
 /// iterations (5 of them, about 4m²n + 2m³ FLOPs each for an m x n matrix, m <= n) are not timed: for

@@ -35,7 +35,7 @@ std::optional<FlopsPerSec> GpuKind::peak_for(DType d) const {
 
 GpuKind load_gpu_kind(const Field& field, std::string id) {
   field.expect_keys({"aliases", "name", "peak", "memory", "memory_bandwidth", "nvlink", "pcie", "matmul_efficiency",
-                     "fp8_matmul_efficiency", "attention_efficiency", "sms", "source"});
+                     "fp8_matmul_efficiency", "attention_efficiency", "sms", "tdp", "source"});
   GpuKind kind;
   kind.id = std::move(id);
   kind.name = field.has("name") ? field.require("name").as_string() : kind.id;
@@ -75,6 +75,10 @@ GpuKind load_gpu_kind(const Field& field, std::string id) {
                             n));
     }
     kind.sm_count = static_cast<int>(n);
+  }
+  if (auto tdp = field.get("tdp")) {
+    kind.tdp = tdp->as_power();
+    if (kind.tdp.in_watts() <= 0) tdp->fail("tdp must be positive");
   }
   if (auto s = field.get("source")) kind.source = s->as_string();
   return kind;

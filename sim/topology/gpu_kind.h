@@ -29,6 +29,7 @@ struct GpuKind {
   /// FlashAttention's forward + backward throughput / the 16-bit peak, its FLOPs counted as the
   /// FlashAttention papers count them (causal masks halve them).
   double attention_efficiency = 1.0;
+  Watts tdp;                      ///< maximum board power; zero = unknown (no energy estimate)
   std::string source;             ///< where the numbers come from
 
   /// Peak for `d`, or nothing when the GPU lacks that dtype (V100 has no bf16).

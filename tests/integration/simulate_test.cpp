@@ -662,6 +662,41 @@ TEST(Simulate, SweepWithABadValueNamesIt) {
   expect_bad_input("--sweep banana.x=1,2", "--sweep banana.x=1: ", "unknown target");
 }
 
+// --tokens: the run follows from the step (GPT-3 13B: 2048-token samples, the plan's global batch).
+TEST(Simulate, TrainingFiguresFollowFromTheStep) {
+  const json r = report("--tokens 300B --gpu-hour-price 2");
+  ASSERT_TRUE(r.contains("training")) << r.dump();
+  const json& t = r["training"];
+  const double tokens_per_step = r["plan"]["global_batch"].get<double>() * 2048;
+  EXPECT_EQ(t["tokens"].get<double>(), 300e9);
+  EXPECT_EQ(t["steps"].get<std::int64_t>(), static_cast<std::int64_t>(std::ceil(300e9 / tokens_per_step)));
+  EXPECT_NEAR(t["compute_s"].get<double>(), t["steps"].get<double>() * step_time(r), 1e-3);
+  EXPECT_GT(t["wall_time_s"].get<double>(), t["compute_s"].get<double>());
+  EXPECT_NEAR(t["effective_time_fraction"].get<double>(), t["compute_s"].get<double>() / t["wall_time_s"].get<double>(),
+              1e-9);
+  const double gpus = 32;  // 4 p4d nodes of 8 A100
+  EXPECT_NEAR(t["gpu_hours"].get<double>(), t["wall_time_s"].get<double>() / 3600 * gpus, 1e-6 * t["gpu_hours"].get<double>());
+  EXPECT_NEAR(t["cost"].get<double>(), 2 * t["gpu_hours"].get<double>(), 1e-6 * t["cost"].get<double>());
+  // A100's 400 W: at least the GPUs' idle draw and at most their TDP plus the hosts, over the run.
+  const double wall = t["wall_time_s"].get<double>();
+  EXPECT_GT(t["energy_joules"].get<double>(), 32 * 40 * wall);
+  EXPECT_LT(t["energy_joules"].get<double>(), 32 * (400 + 575) * wall);
+  // Twice the tokens: twice the steps, the same effective share.
+  const json twice = report("--tokens 600B");
+  EXPECT_NEAR(twice["training"]["steps"].get<double>() / t["steps"].get<double>(), 2, 1e-5);
+  EXPECT_NEAR(twice["training"]["effective_time_fraction"].get<double>(), t["effective_time_fraction"].get<double>(), 1e-4);
+  EXPECT_TRUE(twice["training"]["cost"].is_null());
+  const CommandResult text = mpsim(simulate("--tokens 300B"));
+  EXPECT_NE(text.out.find("Training on 300 B tokens: "), std::string::npos) << text.out;
+}
+
+TEST(Simulate, BadTrainingFlagsNameTheFlag) {
+  expect_bad_input("--tokens lots", "--tokens lots: ", "expected a token count");
+  expect_bad_input("--tokens -5T", "--tokens -5T: ", "must be positive");
+  expect_bad_input("--tokens 15T --restart-time soon", "--restart-time soon: ", "is not a time");
+  expect_bad_input("--gpu-hour-price 2", "--gpu-hour-price: ", "needs --tokens");
+}
+
 TEST(Simulate, TraceDoesNotCombineWithSweep) {
   const fs::path trace = scratch() / "sweep-trace.json";
   fs::remove(trace);
