@@ -108,6 +108,7 @@ struct PlanArgs {
   bool explain = false;
   int threads = 0;
   TrainingFlags training;
+  std::string deadline;  ///< --deadline, with --optimize cost
 };
 
 
@@ -173,6 +174,8 @@ planner::PlannerOptions planner_options(const PlanArgs& args) {
   o.space.max_context = args.max_context;
   o.space.max_expert = args.max_expert;
   o.space.max_micro_batch = args.max_micro_batch;
+  // Cost: at one job size the fastest plan is the cheapest (GPU-hours grow with the step), so each
+  // size is searched for speed (run_cost_search).
   o.space.objective = args.optimize == "memory" ? plan::Objective::Memory : plan::Objective::Speed;
   if (!args.schedules.empty()) o.space.schedules = parse_schedules(args.schedules);
   if (!args.recompute.empty()) o.space.recompute = parse_recompute(args.recompute);
@@ -309,7 +312,138 @@ class Progress {
   bool shown_ = false;
 };
 
+/// "90d", "90 days", "2000h", "2000 hours": the run's deadline. Throws InputError naming --deadline.
+TimeNs parse_deadline(const std::string& text) {
+  std::size_t end = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  std::string unit = text.substr(end);
+  unit.erase(0, unit.find_first_not_of(' '));
+  const double scale = unit == "d" || unit == "days" || unit == "day"     ? 86400
+                       : unit == "h" || unit == "hours" || unit == "hour" ? 3600
+                                                                          : 0;
+  if (end == 0 || scale == 0 || !(value > 0)) {
+    throw InputError({"--deadline " + text, 0, 0}, "", "expected a positive number of days or hours: 90d, 2000h");
+  }
+  return TimeNs::seconds(value * scale);
+}
+
+/// The job sizes --optimize cost tries: with --gpus, that one; else whole nodes in powers of two up
+/// to the topology's (and all of them), or on one node powers of two up to its GPUs.
+std::vector<int> job_sizes(const PlanArgs& args, const topology::Cluster& whole) {
+  if (args.gpus.gpus) return {*args.gpus.gpus};
+  const int gpus = static_cast<int>(whole.gpus().size());
+  const int nodes = std::max(1, whole.node_count);
+  const int per_node = gpus / nodes;
+  std::vector<int> sizes;
+  if (nodes == 1) {
+    for (int n = 1; n < gpus; n *= 2) sizes.push_back(n);
+  } else {
+    for (int k = 1; k < nodes; k *= 2) sizes.push_back(k * per_node);
+  }
+  sizes.push_back(gpus);
+  return sizes;
+}
+
+/// --optimize cost: the best (fastest) plan of each job size, its --tokens run, and the size with the
+/// fewest GPU-hours whose run ends by --deadline.
+void run_cost_search(const PlanArgs& args) {
+  if (args.training.tokens.empty()) {
+    throw InputError({"--optimize cost", 0, 0}, "", "cost is the GPU-hours of a run: give its length with --tokens");
+  }
+  const bool has_deadline = !args.deadline.empty();
+  const TimeNs deadline = has_deadline ? parse_deadline(args.deadline) : TimeNs::ns(0);
+  const Inputs whole = load_planner_inputs(args);
+  struct Size {
+    int gpus = 0;
+    std::optional<planner::Evaluated> best;
+    std::optional<training::TrainingEstimate> run;
+    std::string infeasible;
+  };
+  std::vector<Size> sizes;
+  for (const int n : job_sizes(args, whole.cluster)) {
+    PlanArgs at = args;
+    at.gpus.gpus = n;
+    at.gpus.gpus_per_node.reset();
+    const Inputs in = load_planner_inputs(at);
+    const planner::PlannerResult result = planner::run_planner(in.cluster, in.model, planner_options(at));
+    Size size{n, {}, {}, result.infeasible};
+    if (!result.ranked.empty()) {
+      size.best = result.ranked.front();
+      size.run = training_for(args.training, in.cluster, in.model, size.best->plan, size.best->report);
+    }
+    sizes.push_back(std::move(size));
+  }
+  const Size* chosen = nullptr;
+  for (const Size& s : sizes) {
+    if (!s.run || (has_deadline && s.run->wall_time > deadline)) continue;
+    if (chosen == nullptr || s.run->gpu_hours < chosen->run->gpu_hours) chosen = &s;
+  }
+
+  if (args.json) {
+    nlohmann::ordered_json json;
+    json["objective"] = "cost";
+    json["deadline_s"] = has_deadline ? nlohmann::ordered_json(deadline.to_seconds()) : nlohmann::ordered_json();
+    json["job_sizes"] = nlohmann::ordered_json::array();
+    for (const Size& s : sizes) {
+      nlohmann::ordered_json entry{{"gpus", s.gpus}};
+      if (s.best) {
+        entry["best"] = evaluated_json(*s.best, false, s.run);
+      } else {
+        entry["error"] = s.infeasible;
+      }
+      json["job_sizes"].push_back(std::move(entry));
+    }
+    json["chosen_gpus"] = chosen != nullptr ? nlohmann::ordered_json(chosen->gpus) : nlohmann::ordered_json();
+    std::cout << json.dump(2) << "\n";
+  } else {
+    std::cout << fmt::format("{}: the cheapest job size for {} tokens{}\n\n", whole.model.name, args.training.tokens,
+                             has_deadline ? fmt::format(" within {:.1f} days", deadline.to_seconds() / 86400) : "");
+    Table t;
+    std::vector<std::string> header{"GPUs", "step time", "run (days)", "effective", "GPU-hours", "cost"};
+    header.insert(header.end(), kPlanHeader.begin(), kPlanHeader.end());
+    t.add_row(header);
+    for (const Size& s : sizes) {
+      std::vector<std::string> row{std::to_string(s.gpus) + (&s == chosen ? " *" : "")};
+      if (!s.best) {
+        row.push_back("no plan");
+        t.add_row(row);
+        continue;
+      }
+      row.insert(row.end(), {to_string(TimeNs::seconds(s.best->report.step_time_s)),
+                             fmt::format("{:.1f}", s.run->wall_time.to_seconds() / 86400),
+                             percent(s.run->effective_time_fraction), fmt::format("{:.0f}", s.run->gpu_hours),
+                             s.run->cost ? fmt::format("{:.0f}", *s.run->cost) : "-"});
+      const auto cells = plan_cells(s.best->plan);
+      row.insert(row.end(), cells.begin(), cells.end());
+      t.add_row(row);
+    }
+    std::cout << t.render();
+    for (const Size& s : sizes) {
+      if (!s.best) std::cout << fmt::format("{} GPUs: no plan: {}\n", s.gpus, s.infeasible);
+    }
+  }
+  if (chosen == nullptr) {
+    std::cerr << fmt::format("mpsim: error: --deadline {}: no job size finishes the run in time\n", args.deadline);
+    throw ExitWith{kExitRunFailed};
+  }
+  if (!args.output.empty()) write_file_atomically(args.output, plan::write_plan_yaml(chosen->best->plan));
+  if (!args.json) {
+    std::cout << fmt::format("\n* {} GPUs: ", chosen->gpus) << training_text(*chosen->run);
+    if (!args.output.empty()) std::cout << fmt::format("\nIts plan written to {} (run it with --gpus {})\n", args.output, chosen->gpus);
+  }
+}
+
 void run_planner_command(const PlanArgs& args) {
+  if (args.optimize == "cost") {
+    run_cost_search(args);
+    return;
+  }
+  if (!args.deadline.empty()) throw InputError({"--deadline", 0, 0}, "", "a deadline applies to --optimize cost");
   const Inputs in = load_planner_inputs(args);
   planner::PlannerOptions options = planner_options(args);
   Progress progress(!args.json && isatty(STDERR_FILENO) != 0);
@@ -431,8 +565,10 @@ void add_plan_commands(CLI::App& app) {
   plan_cmd->add_option("--global-batch", args->global_batch, "Samples per step (default 256)")
       ->check(CLI::PositiveNumber);
   add_gpu_selection_options(*plan_cmd, args->gpus);
-  plan_cmd->add_option("--optimize", args->optimize, "speed (step time) or memory (peak memory, then step time)")
-      ->check(CLI::IsMember({"speed", "memory"}));
+  plan_cmd->add_option("--optimize", args->optimize, "speed (step time), memory (peak memory, then step time) or cost (GPU-hours of the --tokens run over job sizes)")
+      ->check(CLI::IsMember({"speed", "memory", "cost"}));
+  plan_cmd->add_option("--deadline", args->deadline,
+                       "With --optimize cost: the run (--tokens) must end within this: 90d, 2000h");
   plan_cmd->add_option("--schedules", args->schedules, "Only these schedules, comma-separated (1f1b,zb-h1,...)");
   plan_cmd->add_option("--recompute", args->recompute, "Only these recomputation policies: none,selective,full");
   plan_cmd->add_option("--precisions", args->precisions,

@@ -233,4 +233,45 @@ TEST(Cli, SmallPlanOnALargeClusterSuggestsTheFix) {
   EXPECT_EQ(mpsim("simulate" + inputs + " --set topology.nodes=4").exit_code, 0);
 }
 
+// --optimize cost: the fastest plan of each job size (1, 2 and 4 p4d nodes), its --tokens run, and the
+// size with the fewest GPU-hours among those that end by --deadline.
+TEST(Cli, PlanOptimizeCostPicksTheFewestGpuHoursWithinTheDeadline) {
+  const auto run = [](const std::string& extra) {
+    const CommandResult r = mpsim("plan --tokens 20B --optimize cost --json" + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto cheapest = [](const nlohmann::json& sizes, double deadline_s) {
+    int gpus = -1;
+    double best = 1e300;
+    for (const auto& s : sizes) {
+      const auto& t = s["best"]["training"];
+      if (t["wall_time_s"].get<double>() <= deadline_s && t["gpu_hours"].get<double>() < best) {
+        best = t["gpu_hours"].get<double>();
+        gpus = s["gpus"].get<int>();
+      }
+    }
+    return gpus;
+  };
+  const nlohmann::json any = run("");
+  ASSERT_EQ(any["job_sizes"].size(), 3u);
+  EXPECT_EQ(any["job_sizes"][0]["gpus"], 8);
+  EXPECT_EQ(any["job_sizes"][2]["gpus"], 32);
+  EXPECT_EQ(any["chosen_gpus"].get<int>(), cheapest(any["job_sizes"], 1e300));
+  // A deadline between the largest size's run and the others': only the largest is in time.
+  const double fastest = any["job_sizes"][2]["best"]["training"]["wall_time_s"].get<double>();
+  const nlohmann::json tight = run(" --deadline " + std::to_string(fastest / 3600 * 1.01) + "h");
+  EXPECT_EQ(tight["chosen_gpus"].get<int>(), cheapest(tight["job_sizes"], fastest * 1.01));
+  EXPECT_EQ(tight["chosen_gpus"].get<int>(), 32);
+
+  const CommandResult late = mpsim("plan --tokens 20B --optimize cost --deadline 1d");
+  EXPECT_EQ(late.exit_code, 1);
+  EXPECT_NE(late.err.find("--deadline 1d: no job size finishes the run in time"), std::string::npos) << late.err;
+  const CommandResult no_tokens = mpsim("plan --optimize cost");
+  EXPECT_EQ(no_tokens.exit_code, 2);
+  EXPECT_NE(no_tokens.err.find("--optimize cost: cost is the GPU-hours of a run: give its length with --tokens"),
+            std::string::npos)
+      << no_tokens.err;
+}
+
 }  // namespace
