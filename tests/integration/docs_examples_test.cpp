@@ -5,6 +5,7 @@
 // with other programs, such as nvidia-smi writing the file mpsim reads). The commands of one file run in
 // order in one scratch folder that links the repository's topologies/, configs/ and tests/, so one
 // command may read what an earlier one wrote (`plan -o plan.yaml`, then `simulate --plan plan.yaml`).
+// And every file they name exists: relative links, and repository paths in backquotes.
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -86,6 +87,36 @@ std::vector<fs::path> documents() {
   }
   std::sort(out.begin(), out.end());
   return out;
+}
+
+/// The repository files `markdown` (at `doc`) names: relative link targets, and backquoted paths under
+/// the repository's top-level folders, except ones with an upper-case placeholder (`HARNESS/`).
+std::vector<fs::path> named_files(const fs::path& doc, const std::string& markdown) {
+  std::vector<fs::path> out;
+  static const std::regex link(R"(\]\(([^)#\s]+)(#[^)]*)?\))");
+  for (std::sregex_iterator it(markdown.begin(), markdown.end(), link), end; it != end; ++it) {
+    const std::string target = (*it)[1];
+    if (target.rfind("http", 0) != 0) out.push_back(doc.parent_path() / target);
+  }
+  static const std::regex path(
+      R"(`((docs|configs|topologies|tests|sim|planner|executor|cli|gui|bench|tools|cmake)/[A-Za-z0-9_./-]+)`)");
+  static const std::regex placeholder("/[A-Z][A-Z_]*(/|$)");
+  for (std::sregex_iterator it(markdown.begin(), markdown.end(), path), end; it != end; ++it) {
+    const std::string named = (*it)[1];
+    if (!std::regex_search(named, placeholder)) out.push_back(repo(named));
+  }
+  return out;
+}
+
+TEST(DocsExamples, EveryFileNamedExists) {
+  int checked = 0;
+  for (const fs::path& doc : documents()) {
+    for (const fs::path& file : named_files(doc, read(doc))) {
+      EXPECT_TRUE(fs::exists(file)) << doc.filename().string() << " names " << file.string();
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 50);
 }
 
 TEST(DocsExamples, EveryCommandRunsAsWritten) {
