@@ -203,15 +203,24 @@ void run_route(const std::string& file, const std::vector<std::string>& sets, co
   }
 }
 
-void run_import(const std::string& file, const std::string& gpu, const std::string& nic_bandwidth,
-                const std::string& output) {
+struct ImportArgs {
+  std::string file, gpu, nic_bandwidth, output;
+  std::vector<std::string> exclude_nics;
+  bool all_nics = false;
+};
+
+void run_import(const ImportArgs& args) {
+  const std::string& output = args.output;
   topology::import::ImportOptions options;
-  options.gpu_kind = gpu;
-  if (!nic_bandwidth.empty()) {
-    const auto parsed = parse_bandwidth(nic_bandwidth);
+  options.gpu_kind = args.gpu;
+  if (!args.nic_bandwidth.empty()) {
+    const auto parsed = parse_bandwidth(args.nic_bandwidth);
     if (!parsed.ok()) throw InputError({"--nic-bandwidth", 0, 0}, "", parsed.error);
     options.nic_bandwidth = parsed.value;
   }
+  options.exclude_nics = args.exclude_nics;
+  options.all_nics = args.all_nics;
+  const std::string& file = args.file;
   const topology::TopologySpec spec = topology::import::import_topology_file(file, options);
   (void)topology::build_cluster(spec);  // refuse to write a topology that would not load
   const std::string yaml = topology::write_topology_yaml(spec);
@@ -262,18 +271,17 @@ void add_topo_commands(CLI::App& app) {
     run_route(route_args->file, route_args->sets, route_args->src, route_args->dst, route_args->json);
   });
 
-  struct ImportArgs {
-    std::string file, gpu, nic_bandwidth, output;
-  };
   auto import_args = std::make_shared<ImportArgs>();
   auto* import = topo->add_subcommand("import", "Write a topology YAML from `nvidia-smi topo -m` text or NCCL's topology XML");
   import->add_option("file", import_args->file, "nvidia-smi topo -m output, or NCCL_TOPO_DUMP_FILE XML")->required();
   import->add_option("--gpu", import_args->gpu, "GPU kind (nvidia-smi does not print the model), e.g. a100-80gb");
   import->add_option("--nic-bandwidth", import_args->nic_bandwidth, "NIC port speed, e.g. \"200 Gb/s\"");
+  import->add_option("--exclude-nic", import_args->exclude_nics,
+                     "Leave out this NIC (its name in the input, NIC8, or its device, mlx5_8); repeatable");
+  import->add_flag("--all-nics", import_args->all_nics,
+                   "Keep NICs that share no PCIe switch with a GPU (by default: storage or front-end, left out)");
   import->add_option("-o,--output", import_args->output, "Output YAML file ('-' for standard output)")->required();
-  import->callback([import_args] {
-    run_import(import_args->file, import_args->gpu, import_args->nic_bandwidth, import_args->output);
-  });
+  import->callback([import_args] { run_import(*import_args); });
 }
 
 }  // namespace mpsim::cli

@@ -1,6 +1,7 @@
 #pragma once
 /// What the importers need that their inputs do not say. Documented in docs/formats/import.md.
 #include <string>
+#include <vector>
 
 #include "sim/core/units.h"
 
@@ -26,6 +27,11 @@ struct ImportOptions {
   BytesPerSec smp_bandwidth;
   /// The topology's `name`. Empty: the source file name without its extensions (`dgx-a100`).
   std::string name;
+  /// NICs to leave out, by the input's name for them (`NIC8`, a `<net name>`) or their device name
+  /// (`mlx5_8`): nic_choice.h.
+  std::vector<std::string> exclude_nics;
+  /// Keep NICs that share no PCIe switch with a GPU (by default they are storage or front-end NICs).
+  bool all_nics = false;
 };
 
 }  // namespace mpsim::topology::import

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "sim/topology/import/nccl_model.h"
+#include "sim/topology/import/nic_choice.h"
 #include "sim/topology/import/node_builder.h"
 #include "sim/topology/import/xml_reader.h"
 
@@ -218,7 +219,7 @@ class XmlImporter {
   void prune_empty_switches() {
     std::vector<bool> used(found_.size(), false);
     for (std::size_t i = 0; i < found_.size(); ++i) {
-      if (found_[i].kind != Found::Kind::Gpu && found_[i].kind != Found::Kind::Nic) continue;
+      if ((found_[i].kind != Found::Kind::Gpu && found_[i].kind != Found::Kind::Nic) || !found_[i].keep) continue;
       for (std::size_t p = found_[i].parent; p != kNone && !used[p]; p = found_[p].parent) used[p] = true;
     }
     for (std::size_t i = 0; i < found_.size(); ++i) {
@@ -235,6 +236,33 @@ class XmlImporter {
   }
 
   /// By `dev` when those are exactly 0..n-1 (CUDA/NCCL device order), else in file order.
+  /// The PCIe switches above `i`.
+  std::set<std::size_t> switches_above(std::size_t i) const {
+    std::set<std::size_t> out;
+    for (std::size_t p = found_[i].parent; p != kNone; p = found_[p].parent) {
+      if (found_[p].kind == Found::Kind::Switch) out.insert(p);
+    }
+    return out;
+  }
+
+  /// Leaves out the NICs that are not training rails (nic_choice.h), and the switches only they used.
+  NicChoice choose_training_nics(const std::vector<std::size_t>& gpus) {
+    std::vector<std::size_t> nics = of_kind(Found::Kind::Nic);
+    std::vector<FoundNic> found;
+    // Sharing a switch at any level is NCCL's PIX or PXB: the path stays below the host bridge.
+    std::set<std::size_t> above_gpus;
+    for (const std::size_t g : gpus) above_gpus.merge(switches_above(g));
+    for (const std::size_t n : nics) {
+      const std::set<std::size_t> above = switches_above(n);
+      const bool shares = std::any_of(above.begin(), above.end(), [&](std::size_t s) { return above_gpus.contains(s); });
+      found.push_back({found_[n].net_name, found_[n].net_name, shares});
+    }
+    NicChoice choice = choose_nics(found, options_);
+    for (std::size_t i = 0; i < nics.size(); ++i) found_[nics[i]].keep = choice.keep[i];
+    prune_empty_switches();
+    return choice;
+  }
+
   std::vector<std::size_t> numbered(std::vector<std::size_t> items) const {
     std::vector<bool> seen(items.size(), false);
     for (const std::size_t i : items) {
@@ -352,6 +380,7 @@ class XmlImporter {
   TopologySpec build(const XmlElement& root) {
     const auto cpus = of_kind(Found::Kind::Cpu);
     const auto gpus = numbered(of_kind(Found::Kind::Gpu));
+    const NicChoice choice = choose_training_nics(gpus);
     const auto nics = numbered(of_kind(Found::Kind::Nic));
     if (cpus.empty()) fail_at(root, "system", "no <cpu> element: this file describes no machine");
     if (gpus.empty()) fail_at(root, "system", "no <pci> element with a <gpu> in it: there are no GPUs to import");
@@ -411,6 +440,7 @@ class XmlImporter {
                                                           : "the fastest <net speed>; the file lists several",
                                   nic_names));
     }
+    if (!choice.note.empty()) notes.push_back(choice.note);
     notes.push_back("Latencies are not in the input and are left at 0.");
     std::string source;
     for (const auto& n : notes) source += (source.empty() ? "" : " ") + n;

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "sim/topology/import/node_builder.h"
+#include "sim/topology/import/nic_choice.h"
 #include "sim/topology/import/nvidia_smi_matrix.h"
 
 namespace mpsim::topology::import {
@@ -210,14 +211,19 @@ void add_pcie(const TopoMatrix& m, const std::vector<int>& cpu_of, const std::ve
   const std::size_t n = m.devices.size();
   UnionFind pix(n);
   UnionFind pxb(n);
-  for (std::size_t r = 0; r < n; ++r) {
-    for (std::size_t c = r + 1; c < n; ++c) {
+  std::vector<std::size_t> kept;  // devices with a name: every GPU, the NICs nic_choice kept
+  for (std::size_t d = 0; d < n; ++d) {
+    if (!device_names[d].empty()) kept.push_back(d);
+  }
+  for (const std::size_t r : kept) {
+    for (const std::size_t c : kept) {
+      if (c <= r) continue;
       const PciePath p = pcie_path(m.cells[r][c]);
       if (p == PciePath::Pix) pix.unite(r, c);
       if (p == PciePath::Pix || p == PciePath::Pxb) pxb.unite(r, c);
     }
   }
-  for (const auto& cluster : pxb.sets(all_devices(m))) {
+  for (const auto& cluster : pxb.sets(kept)) {
     const std::string cpu = fmt::format("cpu{}", cpu_of[cluster.front()]);
     const SpecOrigin origin = row_origin(m, cluster.front());
     const auto groups = pix.sets(cluster);
@@ -257,11 +263,30 @@ TopologySpec import_nvidia_smi_topo(std::string_view text, std::string_view sour
     const TopoDevice& dev = m.devices[d];
     if (dev.kind == TopoDeviceKind::Gpu) device_names[d] = NodeBuilder::gpu(dev.index);
   }
-  for (std::size_t d = 0; d < m.devices.size(); ++d) {  // NICs are numbered in column order
+  // A NIC shares a PCIe switch with a GPU when the matrix says PIX or PXB between them.
+  std::vector<std::size_t> nic_columns;
+  std::vector<FoundNic> found;
+  for (std::size_t d = 0; d < m.devices.size(); ++d) {
     const TopoDevice& dev = m.devices[d];
     if (dev.kind != TopoDeviceKind::Nic) continue;
+    FoundNic nic{dev.label, dev.os_name, false};
+    for (std::size_t g = 0; g < m.devices.size(); ++g) {
+      const TopoEntry e = m.cells[d][g].entry;
+      if (m.devices[g].kind == TopoDeviceKind::Gpu && (e == TopoEntry::Pix || e == TopoEntry::Pxb)) {
+        nic.shares_switch_with_gpu = true;
+      }
+    }
+    nic_columns.push_back(d);
+    found.push_back(std::move(nic));
+  }
+  const NicChoice choice = choose_nics(found, options);
+  int nic_count = 0;
+  for (std::size_t i = 0; i < nic_columns.size(); ++i) {  // NICs are numbered in column order
+    if (!choice.keep[i]) continue;
+    const std::size_t d = nic_columns[i];
     device_names[d] = builder.add_nic();
-    nic_names += fmt::format("{}{} = {}", nic_names.empty() ? "" : ", ", device_names[d], dev.os_name);
+    ++nic_count;
+    nic_names += fmt::format("{}{} = {}", nic_names.empty() ? "" : ", ", device_names[d], m.devices[d].os_name);
   }
 
   std::vector<std::string> notes;
@@ -285,10 +310,11 @@ TopologySpec import_nvidia_smi_topo(std::string_view text, std::string_view sour
 
   const bool nic_given = options.nic_bandwidth.in_bytes_per_sec() > 0;
   const BytesPerSec nic = nic_given ? options.nic_bandwidth : kDefaultNicBandwidth;
-  if (m.nics > 0) {
+  if (nic_count > 0) {
     notes.push_back(fmt::format("NICs: {} each{}; {}.", port_speed_text(nic),
                                 nic_given ? " (given)" : " (default: the matrix gives no NIC speed)", nic_names));
   }
+  if (!choice.note.empty()) notes.push_back(choice.note);
   notes.push_back("Latencies are not in the input and are left at 0.");
 
   std::string source;

@@ -14,9 +14,11 @@ inline std::string data_path(const std::string& name) {
   return std::string(MPSIM_SOURCE_DIR) + "/tests/data/import/" + name;
 }
 
-inline TopologySpec import_sample(const std::string& name, const std::string& gpu_kind = {}) {
+/// `all_nics`: keep the storage and front-end NICs too (nic_choice.h).
+inline TopologySpec import_sample(const std::string& name, const std::string& gpu_kind = {}, bool all_nics = false) {
   ImportOptions options;
   options.gpu_kind = gpu_kind;
+  options.all_nics = all_nics;
   return import_topology_file(data_path(name), options);
 }
 

@@ -21,7 +21,7 @@ std::string gpu(int i) { return fmt::format("node0/gpu{}", i); }
 std::string nic(int i) { return fmt::format("node0/nic{}", i); }
 
 TEST(NcclXmlImport, DgxA100) {
-  const TopologySpec spec = import_sample("dgx-a100.nccl.xml", "a100-80gb");
+  const TopologySpec spec = import_sample("dgx-a100.nccl.xml", "a100-80gb", true);
   EXPECT_EQ(spec.name, "dgx-a100");
   const NodeSpec& node = only_node(spec);
   EXPECT_EQ(node.gpus, 8);
@@ -53,6 +53,7 @@ TEST(NcclXmlImport, DgxA100AgreesWithNvidiaSmi) {
   ImportOptions options;
   options.gpu_kind = "a100-80gb";
   options.smp_bandwidth = BytesPerSec::gigabytes_per_sec(16);  // what the XML's CPU model gives
+  options.all_nics = true;
   const Cluster xml = build_cluster(import_topology_file(data_path("dgx-a100.nccl.xml"), options));
   const Cluster smi = build_cluster(import_topology_file(data_path("dgx-a100.topo.txt"), options));
   for (int a = 0; a < 8; ++a) {

@@ -51,11 +51,11 @@ struct Sample {
 
 class MatrixSamples : public ::testing::TestWithParam<Sample> {};
 
-// The imported cluster reproduces every entry of the matrix it came from, GPU and NIC alike.
+// The imported cluster (every NIC kept) reproduces every entry of the matrix it came from, GPU and NIC alike.
 TEST_P(MatrixSamples, RoutesReproduceTheMatrix) {
   const Sample s = GetParam();
   const TopoMatrix m = parse_topo_matrix(read(data_path(s.file)), s.file);
-  const Cluster cluster = build_cluster(import_sample(s.file, s.gpu));
+  const Cluster cluster = build_cluster(import_sample(s.file, s.gpu, true));
   for (std::size_t r = 0; r < m.devices.size(); ++r) {
     for (std::size_t c = 0; c < m.devices.size(); ++c) {
       if (r == c) continue;
@@ -80,7 +80,7 @@ INSTANTIATE_TEST_SUITE_P(Samples, MatrixSamples,
                          });
 
 TEST(NvidiaSmiImport, DgxA100IsAnNvSwitchSystem) {
-  const TopologySpec spec = import_sample("dgx-a100.topo.txt", "a100-80gb");
+  const TopologySpec spec = import_sample("dgx-a100.topo.txt", "a100-80gb", true);
   EXPECT_EQ(spec.name, "dgx-a100");
   const NodeSpec& node = only_node(spec);
   EXPECT_EQ(node.gpu_kind, "a100-80gb");
@@ -120,7 +120,8 @@ TEST(NvidiaSmiImport, DgxA100IsAnNvSwitchSystem) {
 }
 
 TEST(NvidiaSmiImport, DgxH100MapsRailNicsThroughTheLegend) {
-  const TopologySpec spec = import_sample("dgx-h100.topo.txt", "h100");
+  EXPECT_EQ(only_node(import_sample("dgx-h100.topo.txt", "h100")).nics.count, 8);  // the 8 rails by default
+  const TopologySpec spec = import_sample("dgx-h100.topo.txt", "h100", true);
   const NodeSpec& node = only_node(spec);
   EXPECT_EQ(node.gpu_kind, "h100-sxm");  // the alias resolves to the catalog id
   EXPECT_EQ(node.nvswitches, 1);
@@ -162,7 +163,7 @@ TEST(NvidiaSmiImport, P3CubeMeshHasDirectNvLinksAndGpusDoNotForward) {
 }
 
 TEST(NvidiaSmiImport, PcieBoxWithoutNvLink) {
-  const TopologySpec spec = import_sample("pcie-box.topo.txt", "a100-40gb");
+  const TopologySpec spec = import_sample("pcie-box.topo.txt", "a100-40gb", true);
   const NodeSpec& node = only_node(spec);
   EXPECT_EQ(node.nvswitches, 0);
   EXPECT_EQ(node.cpus, 2);

@@ -141,10 +141,10 @@ fabric: { kind: fat-tree, network: roce, levels: 3, leaf_ports: 4, pod_leaves: 2
 TEST(TopologyWriter, WritesUnitsAsPeopleDo) {
   const std::string text = write_topology_yaml(import_sample("dgx-a100.topo.txt", "a100-80gb"));
   EXPECT_EQ(text.rfind("# dgx-a100: mpsim topology, full form", 0), 0u) << text;
-  EXPECT_NE(text.find("# 1 node: 8 GPUs (a100-80gb), 1 NVSwitch, 21 PCIe switches, 2 CPUs, 10 NICs each."),
+  EXPECT_NE(text.find("# 1 node: 8 GPUs (a100-80gb), 1 NVSwitch, 20 PCIe switches, 2 CPUs, 8 NICs each."),
             std::string::npos)
       << text;
-  EXPECT_NE(text.find("nics: {count: 10, bandwidth: \"200 Gb/s\"}"), std::string::npos) << text;
+  EXPECT_NE(text.find("nics: {count: 8, bandwidth: \"200 Gb/s\"}"), std::string::npos) << text;
   EXPECT_NE(text.find("- {kind: nvlink, from: \"gpu*\", to: nvswitch0, count: 12, bandwidth: \"25 GB/s\"}"),
             std::string::npos)
       << text;
