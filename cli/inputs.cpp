@@ -9,6 +9,7 @@
 #include "sim/core/input_error.h"
 #include "sim/core/yaml_field.h"
 #include "sim/model/model_loader.h"
+#include "sim/plan/plan.h"
 #include "sim/plan/plan_check.h"
 #include "sim/plan/plan_loader.h"
 #include "sim/topology/topology_loader.h"
@@ -22,29 +23,68 @@ struct PlanAlias {
   std::vector<std::string_view> conflicting;  ///< other spellings of the same decision, dropped
 };
 
+/// One field of a plan under each of its spellings (mpsim's, Megatron's, SageMaker's): setting it by
+/// any of them drops the others from the file, so a what-if never finds a field "given twice".
 const std::vector<PlanAlias>& plan_aliases() {
   static const std::vector<PlanAlias> aliases = {
       {"tensor", "parallelism.tensor", {"tensor_model_parallel_size", "tensor_parallel_degree"}},
       {"pipeline", "parallelism.pipeline", {"pipeline_model_parallel_size", "partitions", "pipeline_parallel_degree"}},
       {"data", "parallelism.data", {"data_parallel_size"}},
+      {"context", "parallelism.context", {"context_parallel_size"}},
+      {"expert", "parallelism.expert", {"expert_model_parallel_size"}},
+      {"expert_tensor", "parallelism.expert_tensor", {"expert_tensor_parallel_size"}},
       {"virtual_stages", "parallelism.virtual_stages", {"virtual_pipeline_model_parallel_size"}},
       {"microbatches", "batch.microbatches", {"microbatches", "batch.global", "global_batch_size"}},
       {"global_batch", "batch.global", {"global_batch_size", "batch.microbatches", "microbatches"}},
       {"micro_batch", "batch.micro", {"micro_batch_size"}},
+      {"recompute", "recompute", {"recompute_granularity"}},
+      {"zero", "zero", {"use_distributed_optimizer"}},
+      {"schedule", "schedule", {"pipeline"}},  // SageMaker's `pipeline: interleaved|simple`
+      {"placement", "placement", {"placement_strategy"}},
+      {"attention", "attention", {"attention_backend", "use_flash_attn"}},
+      {"precision", "precision", {"fp8", "fp8_recipe", "bf16", "fp16"}},
+      {"grad_reduce_in_fp32", "grad_reduce_in_fp32", {"accumulate_allreduce_grads_in_fp32"}},
+      {"fp8_param_gather", "fp8_param_gather", {"fp8_params"}},
+      {"shard_groups", "shard_groups", {"num_distributed_optimizer_instances", "data_parallel_replicate_degree"}},
+      {"overlap.tensor_comm", "overlap.tensor_comm", {"tp_comm_overlap"}},
+      {"overlap.grad_reduce", "overlap.grad_reduce", {"overlap_grad_reduce"}},
+      {"overlap.param_gather", "overlap.param_gather", {"overlap_param_gather"}},
   };
   return aliases;
 }
 
-/// The override as it applies to this document, plus the keys it makes obsolete.
-Override resolve(const Override& o, const YamlDocument& doc, std::vector<Override>& erasures) {
+/// The fields a written plan derives from `resolved` (a plan override on its canonical path): they
+/// follow it unless the same command sets them too. The partition's boundaries follow the stage count;
+/// with a schedule that runs one chunk per rank, the virtual stages and their group size go as well.
+std::vector<std::string_view> derived_from(const Override& resolved) {
+  if (resolved.path == "parallelism.pipeline" || resolved.path == "parallelism.virtual_stages") return {"partition"};
+  if (resolved.path != "schedule") return {};
+  const auto* kind = std::find_if(std::begin(plan::kScheduleNames), std::end(plan::kScheduleNames),
+                                  [&](const auto& entry) { return entry.first == resolved.value; });
+  if (kind != std::end(plan::kScheduleNames) && plan::has_virtual_stages(kind->second)) return {"partition"};
+  return {"partition", "parallelism.virtual_stages", "virtual_pipeline_model_parallel_size",
+          "microbatch_group_size_per_vp_stage"};
+}
+
+/// The override as it applies to this document, plus the keys it makes obsolete (other spellings of
+/// the same field, and the fields derived from it that no override in `all` sets).
+Override resolve(const Override& o, const YamlDocument& doc, const std::vector<Override>& all,
+                 std::vector<Override>& erasures) {
   Override r = o;
   if (o.target == "plan") {
     for (const PlanAlias& a : plan_aliases()) {
-      if (o.path != a.shorthand) continue;
+      if (o.path != a.shorthand && o.path != a.path) continue;
       r.path = std::string(a.path);
       for (const auto conflict : a.conflicting) {
         if (conflict != a.path) erasures.push_back({o.target, std::string(conflict), "~", o.origin});
       }
+    }
+    for (const auto derived : derived_from(r)) {
+      const bool set_too = std::any_of(all.begin(), all.end(), [&](const Override& other) {
+        return other.target == "plan" && (other.path == derived || (derived == "parallelism.virtual_stages" &&
+                                                                    other.path == "virtual_stages"));
+      });
+      if (!set_too) erasures.push_back({o.target, std::string(derived), "~", o.origin});
     }
   }
   const bool names_cluster = o.path == "cluster" || o.path.rfind("cluster.", 0) == 0 || o.path.rfind("cluster[", 0) == 0;
@@ -91,7 +131,7 @@ YamlDocument load_with(const std::string& file, const std::string& target, const
     if (o.target != target) continue;
     if (target == "topology" && doc.has_top_level("node_from") && o.path.rfind("node.", 0) == 0) continue;
     std::vector<Override> erasures;
-    const Override r = resolve(o, doc, erasures);
+    const Override r = resolve(o, doc, overrides, erasures);
     for (const Override& e : erasures) erase_if_present(doc, e);
     doc.apply(r);
     applied.push_back(r);
@@ -148,7 +188,22 @@ Inputs load_inputs_on(const InputFiles& files, const std::vector<Override>& over
   const YamlDocument model_doc = load_with(files.model, "model", overrides, applied);
   inputs.model = blame_overrides(applied, [&] { return model::load_model(model_doc.root()); });
   if (!files.plan.empty()) {
-    const YamlDocument plan_doc = load_with(files.plan, "plan", overrides, applied);
+    YamlDocument plan_doc = load_with(files.plan, "plan", overrides, applied);
+    // A what-if on the cluster's size lets the plan's data-parallel degree follow (it fills the
+    // cluster), unless the same command sets it.
+    const auto sizes_cluster = [](const Override& o) {
+      return o.target == "topology" && (o.path == "nodes" || o.path == "cluster.nodes" || o.path == "gpus_per_node" ||
+                                        o.path == "cluster.gpus_per_node");
+    };
+    const auto sets_data = [](const Override& o) {
+      return o.target == "plan" && (o.path == "data" || o.path == "parallelism.data" || o.path == "data_parallel_size");
+    };
+    if (std::any_of(overrides.begin(), overrides.end(), sizes_cluster) &&
+        std::none_of(overrides.begin(), overrides.end(), sets_data)) {
+      for (const char* data : {"parallelism.data", "data_parallel_size"}) {
+        erase_if_present(plan_doc, {"plan", data, "~", "--set topology.nodes"});
+      }
+    }
     inputs.plan = blame_overrides(applied, [&] {
       const plan::PlanSpec spec = plan::load_plan_spec(plan_doc.root());
       try {

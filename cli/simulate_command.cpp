@@ -26,7 +26,7 @@ struct SimulateArgs {
   InputFiles files;
   std::vector<std::string> sets;
   GpuSelection gpus;  ///< --gpus N [--gpus-per-node K]
-  std::string sweep;
+  std::vector<std::string> sweeps;  ///< --sweep, repeatable: a grid
   std::string trace;
   std::string collective = "auto";
   bool overlap_grad_reduce = false;
@@ -64,55 +64,107 @@ void run_one(const SimulateArgs& args, const std::vector<Override>& overrides) {
   }
 }
 
-void run_sweep(const SimulateArgs& args, std::vector<Override> overrides) {
-  if (!args.trace.empty()) throw InputError({"--trace", 0, 0}, "", "--trace writes one run; it does not combine with --sweep");
-  const auto eq = args.sweep.find('=');
-  if (eq == std::string::npos) {
-    throw InputError({"--sweep " + args.sweep, 0, 0}, "", "expected KEY=V1,V2,... e.g. plan.microbatches=8,16,32");
-  }
+/// One --sweep KEY=V1,V2,...: commas inside [...] or {...} belong to the value.
+struct Sweep {
+  std::string key;
   std::vector<std::string> values;
+};
+
+Sweep parse_sweep(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos) {
+    throw InputError({"--sweep " + text, 0, 0}, "", "expected KEY=V1,V2,... e.g. plan.microbatches=8,16,32");
+  }
+  Sweep sweep{text.substr(0, eq), {}};
   std::string value;
-  int depth = 0;  // commas inside [...] or "..." belong to the value
-  for (const char c : args.sweep.substr(eq + 1)) {
+  int depth = 0;
+  for (const char c : text.substr(eq + 1)) {
     if (c == '[' || c == '{') ++depth;
     if (c == ']' || c == '}') --depth;
     if (c == ',' && depth == 0) {
-      values.push_back(value);
+      sweep.values.push_back(value);
       value.clear();
     } else {
       value += c;
     }
   }
-  values.push_back(value);
-  const std::string key = args.sweep.substr(0, eq);
+  sweep.values.push_back(value);
+  return sweep;
+}
+
+/// Every --sweep's values in turn, the first sweep outermost: one run per point of the grid. A point
+/// that fails (a value the inputs refuse) is reported in its row, naming the flag and value, and the
+/// others run; when every point fails, the first failure is the error.
+void run_sweep(const SimulateArgs& args, std::vector<Override> overrides) {
+  if (!args.trace.empty()) throw InputError({"--trace", 0, 0}, "", "--trace writes one run; it does not combine with --sweep");
+  std::vector<Sweep> sweeps;
+  for (const std::string& text : args.sweeps) sweeps.push_back(parse_sweep(text));
+  std::vector<std::vector<std::string>> points{{}};
+  for (const Sweep& sweep : sweeps) {
+    std::vector<std::vector<std::string>> grown;
+    for (const auto& point : points) {
+      for (const std::string& v : sweep.values) {
+        grown.push_back(point);
+        grown.back().push_back(v);
+      }
+    }
+    points = std::move(grown);
+  }
   nlohmann::ordered_json runs = nlohmann::ordered_json::array();
   Table table;
-  std::vector<std::string> header{key, "step time", "TFLOP/s/GPU", "MFU", "idle", "bubble rate", "peak memory", "OOM"};
+  std::vector<std::string> header;
+  for (const Sweep& sweep : sweeps) header.push_back(sweep.key);
+  header.insert(header.end(), {"step time", "TFLOP/s/GPU", "MFU", "idle", "bubble rate", "peak memory", "OOM"});
   if (!args.training.tokens.empty()) header.insert(header.end(), {"run (days)", "GPU-hours"});
   table.add_row(header);
-  for (const std::string& v : values) {
-    std::vector<Override> with = overrides;
-    with.push_back(parse_override(key + "=" + v, "--sweep"));
-    const Inputs in = load_inputs_on_gpus(args.files, with, args.gpus);
-    const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, engine_options(args));
-    const trace::Report& r = prediction.report;
-    const auto estimate = training_for(args.training, in.cluster, in.model, *in.plan, r);
-    nlohmann::ordered_json run{{"value", v}, {"report", trace::report_json(r)}};
-    if (estimate) run["training"] = training_json(*estimate);
-    runs.push_back(std::move(run));
-    std::vector<std::string> row{v, to_string(TimeNs::seconds(r.step_time_s)), fmt::format("{:.1f}", r.tflops_per_gpu),
-                                 percent(r.mfu), percent(r.bubble_fraction), percent(r.bubble_rate),
-                                 to_string(Bytes::bytes(r.peak_memory_bytes)), r.oom ? "yes" : "no"};
-    if (estimate) {
-      row.push_back(fmt::format("{:.1f}", estimate->wall_time.to_seconds() / 86400));
-      row.push_back(fmt::format("{:.0f}", estimate->gpu_hours));
+  std::optional<InputError> first_failure;
+  std::vector<std::string> failures;  ///< listed under the table
+  int ran = 0;
+  for (const auto& point : points) {
+    nlohmann::ordered_json run;
+    if (sweeps.size() == 1) {
+      run["value"] = point.front();
+    } else {
+      run["values"] = point;
     }
+    std::vector<std::string> row = point;
+    try {
+      std::vector<Override> with = overrides;
+      for (std::size_t i = 0; i < sweeps.size(); ++i) {
+        with.push_back(parse_override(sweeps[i].key + "=" + point[i], "--sweep"));
+      }
+      const Inputs in = load_inputs_on_gpus(args.files, with, args.gpus);
+      const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, engine_options(args));
+      const trace::Report& r = prediction.report;
+      const auto estimate = training_for(args.training, in.cluster, in.model, *in.plan, r);
+      run["report"] = trace::report_json(r);
+      if (estimate) run["training"] = training_json(*estimate);
+      row.insert(row.end(), {to_string(TimeNs::seconds(r.step_time_s)), fmt::format("{:.1f}", r.tflops_per_gpu),
+                             percent(r.mfu), percent(r.bubble_fraction), percent(r.bubble_rate),
+                             to_string(Bytes::bytes(r.peak_memory_bytes)), r.oom ? "yes" : "no"});
+      if (estimate) {
+        row.push_back(fmt::format("{:.1f}", estimate->wall_time.to_seconds() / 86400));
+        row.push_back(fmt::format("{:.0f}", estimate->gpu_hours));
+      }
+      ++ran;
+    } catch (const InputError& e) {
+      if (!first_failure) first_failure = e;
+      run["error"] = e.what();
+      failures.push_back(e.what());
+      row.push_back(fmt::format("failed [{}]", failures.size()));
+    }
+    runs.push_back(std::move(run));
     table.add_row(std::move(row));
   }
+  if (ran == 0 && first_failure) throw *first_failure;
   if (args.json) {
-    std::cout << nlohmann::ordered_json{{"sweep", key}, {"runs", runs}}.dump(2) << "\n";
+    nlohmann::ordered_json keys = nlohmann::ordered_json::array();
+    for (const Sweep& sweep : sweeps) keys.push_back(sweep.key);
+    std::cout << nlohmann::ordered_json{{"sweep", sweeps.size() == 1 ? keys.front() : keys}, {"runs", runs}}.dump(2)
+              << "\n";
   } else {
     std::cout << table.render();
+    for (std::size_t i = 0; i < failures.size(); ++i) std::cout << fmt::format("[{}] {}\n", i + 1, failures[i]);
   }
 }
 
@@ -126,7 +178,8 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--plan", args->files.plan, "Plan YAML")->required();
   cmd->add_option("--set", args->sets, "Override a field: plan.microbatches=32, topology.node.nics.bandwidth=\"100 Gb/s\"");
   add_gpu_selection_options(*cmd, args->gpus);
-  cmd->add_option("--sweep", args->sweep, "One run per value: KEY=V1,V2,... (a table, or JSON with --json)");
+  cmd->add_option("--sweep", args->sweeps,
+                  "One run per value: KEY=V1,V2,... (a table, or JSON with --json); several make a grid");
   cmd->add_option("--trace", args->trace, "Write the Chrome trace (opens in Perfetto)");
   cmd->add_option("--collective", args->collective, "Collective algorithm: auto (NCCL's choice), ring, tree, hierarchical, nvls")
       ->check(CLI::IsMember({"auto", "ring", "tree", "hierarchical", "nvls"}));
@@ -137,7 +190,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->callback([args] {
     std::vector<Override> overrides;
     for (const auto& s : args->sets) overrides.push_back(parse_override(s, "--set"));
-    if (args->sweep.empty()) {
+    if (args->sweeps.empty()) {
       run_one(*args, overrides);
     } else {
       run_sweep(*args, overrides);

@@ -272,6 +272,8 @@ PlanSpec load_plan_spec(const Field& root) {
   if (auto f = r.get(root, "allow_tensor_across_nodes", "allow_tensor_across_nodes")) {
     spec.allow_tensor_across_nodes = f->as_bool();
   }
+  // Virtual stages without a schedule mean Megatron's interleaved one, as virtual_pipeline_model_parallel_size does there.
+  if (spec.virtual_stages > 1 && !spec.origins.contains("schedule")) spec.schedule = ScheduleKind::Interleaved1F1B;
   return spec;
 }
 

@@ -651,15 +651,85 @@ TEST(Simulate, ClusterPathOnAFullTopologyNamesTheFlag) {
   expect_bad_input("--set topology.cluster.nodes=2", "--set topology.cluster.nodes=2: ", "cluster");
 }
 
-TEST(Simulate, SweepWithABadValueNamesIt) {
-  const CommandResult r = mpsim(simulate("--sweep plan.microbatches=16,abc,64"));
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(r.out.empty()) << r.out;
-  EXPECT_EQ(lines(r.err), 1) << r.err;
-  EXPECT_EQ(r.err.rfind("mpsim: error: --sweep plan.microbatches=abc: ", 0), 0u) << r.err;
+// A bad point of a sweep is reported in its row, naming the flag and the value; the others run.
+TEST(Simulate, SweepWithABadValueNamesItAndRunsTheRest) {
+  const CommandResult r = mpsim(simulate("--sweep plan.microbatches=16,abc,64 --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  ASSERT_EQ(j["runs"].size(), 3u);
+  EXPECT_TRUE(j["runs"][0]["report"].is_object());
+  EXPECT_FALSE(j["runs"][1].contains("report"));
+  EXPECT_EQ(j["runs"][1]["error"].get<std::string>().rfind("--sweep plan.microbatches=abc: ", 0), 0u) << j["runs"][1];
+  EXPECT_TRUE(j["runs"][2]["report"].is_object());
+  const CommandResult table = mpsim(simulate("--sweep plan.microbatches=0,16"));
+  ASSERT_EQ(table.exit_code, 0) << table.err;
+  EXPECT_NE(table.out.find("failed [1]"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("[1] --sweep plan.microbatches=0: "), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find("must be at least 1"), std::string::npos) << table.out;
+  // Every point failing is the error of the first.
   expect_bad_input("--sweep plan.microbatches", "--sweep plan.microbatches: ");
-  expect_bad_input("--sweep plan.microbatches=0,16", "--sweep plan.microbatches=0: ", "must be at least 1");
   expect_bad_input("--sweep banana.x=1,2", "--sweep banana.x=1: ", "unknown target");
+}
+
+// Two sweeps make a grid, the first outermost; each point is the single run with both --set.
+TEST(Simulate, TwoSweepsMakeAGrid) {
+  const CommandResult r = mpsim(simulate("--sweep plan.microbatches=16,32 --sweep plan.schedule=1f1b,zb-h1 --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json j = json::parse(r.out);
+  EXPECT_EQ(j["sweep"], json({"plan.microbatches", "plan.schedule"}));
+  ASSERT_EQ(j["runs"].size(), 4u);
+  EXPECT_EQ(j["runs"][1]["values"], json({"16", "zb-h1"}));
+  EXPECT_EQ(j["runs"][2]["values"], json({"32", "1f1b"}));
+  std::string where;
+  EXPECT_TRUE(near_equal(j["runs"][3]["report"], report("--set plan.microbatches=32 --set plan.schedule=zb-h1"), where))
+      << where;
+}
+
+// A plan written by `plan -o` keeps what was decided and lets what follows from a --set follow:
+// the partition's boundaries (virtual stages), the virtual stages (a schedule with one chunk per
+// rank) and the data-parallel degree (the cluster's size).
+TEST(Simulate, WrittenPlansTakeWhatIfs) {
+  const fs::path written = scratch() / "written.yaml";
+  const CommandResult planned = mpsim("plan --topology " + repo("topologies/4x-p4d.yaml") + " --model " +
+                                      repo("configs/models/gpt3-13b.yaml") + " --schedules interleaved-1f1b -o " +
+                                      written.string());
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  const std::string inputs = "simulate --topology " + repo("topologies/4x-p4d.yaml") + " --model " +
+                             repo("configs/models/gpt3-13b.yaml") + " --plan " + written.string() + " --json";
+  const auto plan_after = [&](const std::string& what_if) {
+    const CommandResult r = mpsim(inputs + " " + what_if);
+    EXPECT_EQ(r.exit_code, 0) << what_if << "\n" << r.err;
+    return r.exit_code == 0 ? json::parse(r.out)["plan"] : json::object();
+  };
+  EXPECT_EQ(plan_after("--set plan.virtual_stages=4")["virtual_stages"], 4);
+  EXPECT_EQ(plan_after("--set plan.parallelism.virtual_stages=5")["virtual_stages"], 5);
+  const json one_chunk = plan_after("--set plan.schedule=1f1b");
+  EXPECT_EQ(one_chunk["schedule"], "1f1b");
+  EXPECT_EQ(one_chunk["virtual_stages"], 1);
+  const json half = plan_after("--set topology.nodes=2");
+  EXPECT_EQ(half["tensor"].get<int>() * half["pipeline"].get<int>() * half["data"].get<int>(), 16);
+  const CommandResult grid = mpsim(inputs + " --sweep topology.nodes=2,4");
+  ASSERT_EQ(grid.exit_code, 0) << grid.err;
+  for (const json& run : json::parse(grid.out)["runs"]) EXPECT_TRUE(run.contains("report")) << run;
+}
+
+// A Megatron-named plan takes mpsim's names in a sweep (one field under two spellings), and
+// virtual_pipeline_model_parallel_size alone means the interleaved schedule.
+TEST(Simulate, MegatronNamesAndMpsimNamesAreOneField) {
+  const std::string inputs = "simulate --topology " + repo("topologies/512x-dgx-h100.yaml") + " --model " +
+                             repo("configs/models/gpt3-175b.yaml") + " --plan " +
+                             repo("configs/plans/megatron-175b-interleaved.yaml") + " --set topology.nodes=16 --json";
+  const CommandResult r = mpsim(inputs + " --sweep plan.recompute=none,full --sweep plan.zero=0,1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const json& run : json::parse(r.out)["runs"]) EXPECT_TRUE(run.contains("report")) << run;
+  const fs::path megatron = scratch() / "megatron.yaml";
+  std::ofstream(megatron) << "tensor_model_parallel_size: 8\npipeline_model_parallel_size: 8\n"
+                             "virtual_pipeline_model_parallel_size: 2\nmicro_batch_size: 1\nglobal_batch_size: 512\n";
+  const CommandResult implied = mpsim("simulate --topology " + repo("topologies/512x-dgx-h100.yaml") + " --model " +
+                                      repo("configs/models/gpt3-175b.yaml") + " --plan " + megatron.string() +
+                                      " --set topology.nodes=16 --json");
+  ASSERT_EQ(implied.exit_code, 0) << implied.err;
+  EXPECT_EQ(json::parse(implied.out)["plan"]["schedule"], "interleaved-1f1b");
 }
 
 // --tokens: the run follows from the step (GPT-3 13B: 2048-token samples, the plan's global batch).

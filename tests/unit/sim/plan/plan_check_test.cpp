@@ -68,7 +68,7 @@ TEST(PlanCheck, ErrorsPointAtTheField) {
                         kP4d4, kGpt13b)
                 .find("40 layers do not split evenly into pipeline 4 x virtual stages 3"),
             std::string::npos);
-  EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 4, virtual_stages: 2 }\n", kP4d4, kGpt13b)
+  EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 4, virtual_stages: 2 }\nschedule: 1f1b\n", kP4d4, kGpt13b)
                 .find("virtual stages need schedule interleaved-1f1b"),
             std::string::npos);
   EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 4, virtual_stages: 2 }\nschedule: interleaved-1f1b\n"
