@@ -8,6 +8,7 @@ packages=(
   libopenmpi-dev openmpi-bin
   jq                          # bench/closed_loop.sh
   qt6-base-dev
+  clang libclang-rt-14-dev    # the sanitizer build and the libFuzzer harnesses (tests/fuzz)
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -18,7 +18,9 @@ namespace {
 
 // Upper bounds far beyond any published model; they keep every product the generator forms
 // (5·heads·seq²·micro_batch bytes, vocab·hidden parameters) well inside 64-bit integers.
-constexpr std::int64_t kMaxLayers = 100'000;
+// Far above any model's depth (Llama 3 405B: 126 blocks) and any hand-listed model's layer count; a
+// bound keeps a typo (or a fuzzed input) from expanding millions of layers.
+constexpr std::int64_t kMaxLayers = 10'000;
 constexpr std::int64_t kMaxMtpLayers = 16;  // DeepSeek-V3 trains one depth; more than a handful is a typo
 constexpr std::int64_t kMaxWidth = std::int64_t{1} << 20;  // hidden, ffn, head_dim
 constexpr std::int64_t kMaxHeads = std::int64_t{1} << 12;
@@ -26,7 +28,7 @@ constexpr std::int64_t kMaxSeqLen = std::int64_t{1} << 20;
 constexpr std::int64_t kMaxVocab = std::int64_t{1} << 24;
 constexpr std::int64_t kMaxTokenTypes = 1024;
 constexpr std::int64_t kMaxParams = std::int64_t{1} << 50;
-constexpr std::int64_t kMaxRepeat = 100'000;
+constexpr std::int64_t kMaxRepeat = kMaxLayers;
 constexpr std::int64_t kMaxAllreduces = 64;
 constexpr std::int64_t kMaxExperts = 1 << 16;
 
@@ -346,6 +348,10 @@ Model parse_layer_list(const Field& m, const Field& list, std::string_view defau
     const std::string base_name = name_field ? name_field->as_string() : std::string();
     if (name_field && base_name.empty()) name_field->fail("must not be empty");
     const std::int64_t repeat = item.has("repeat") ? bounded_int(item.require("repeat"), 1, kMaxRepeat) : 1;
+    if (static_cast<std::int64_t>(model.layers.size()) + repeat > kMaxLayers) {
+      (item.has("repeat") ? item.require("repeat") : item)
+          .fail(fmt::format("the model would have more than {} layers", kMaxLayers));
+    }
     for (std::int64_t i = 0; i < repeat; ++i) {
       Layer copy = layer;
       if (base_name.empty()) {
