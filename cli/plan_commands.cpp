@@ -17,6 +17,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/report_text.h"
 #include "cli/table.h"
 #include "cli/training_report.h"
 #include "planner/explain.h"
@@ -256,21 +257,6 @@ std::string pareto_table(const std::vector<planner::Evaluated>& front) {
 }
 
 std::string seconds(double s) { return to_string(TimeNs::seconds(s)); }
-
-std::string breakdown_line(const planner::TimeBreakdown& b) {
-  const auto share = [&](double x) { return b.step_s > 0 ? percent(x / b.step_s) : percent(0); };
-  return fmt::format("compute {} ({}), bubble {} ({}), exposed communication {} ({})", seconds(b.compute_s),
-                     share(b.compute_s), seconds(b.bubble_s), share(b.bubble_s), seconds(b.exposed_communication_s),
-                     share(b.exposed_communication_s));
-}
-
-nlohmann::ordered_json breakdown_json(const planner::TimeBreakdown& b) {
-  return {{"stage", b.stage},
-          {"step_time_s", b.step_s},
-          {"compute_s", b.compute_s},
-          {"bubble_s", b.bubble_s},
-          {"exposed_communication_s", b.exposed_communication_s}};
-}
 
 /// "plan + report": the report of interface.md with the complete plan under "plan". `full` keeps the
 /// per-device and per-link lists.

@@ -56,4 +56,20 @@ void print_report(const Inputs& in, const trace::Report& r) {
   }
 }
 
+std::string breakdown_line(const planner::TimeBreakdown& b) {
+  const auto share = [&](double x) { return b.step_s > 0 ? percent(x / b.step_s) : percent(0); };
+  const auto seconds = [](double v) { return to_string(TimeNs::seconds(v)); };
+  return fmt::format("compute {} ({}), bubble {} ({}), exposed communication {} ({})", seconds(b.compute_s),
+                     share(b.compute_s), seconds(b.bubble_s), share(b.bubble_s), seconds(b.exposed_communication_s),
+                     share(b.exposed_communication_s));
+}
+
+nlohmann::ordered_json breakdown_json(const planner::TimeBreakdown& b) {
+  return {{"stage", b.stage},
+          {"step_time_s", b.step_s},
+          {"compute_s", b.compute_s},
+          {"bubble_s", b.bubble_s},
+          {"exposed_communication_s", b.exposed_communication_s}};
+}
+
 }  // namespace mpsim::cli

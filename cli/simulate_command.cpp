@@ -16,6 +16,7 @@
 #include "cli/table.h"
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
+#include "planner/explain.h"
 #include "sim/engine/simulator.h"
 #include "sim/trace/trace_json.h"
 
@@ -33,6 +34,7 @@ struct SimulateArgs {
   bool unfold = false;
   bool json = false;
   TrainingFlags training;
+  bool explain = false;
 };
 
 
@@ -54,12 +56,19 @@ void run_one(const SimulateArgs& args, const std::vector<Override>& overrides) {
   const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, engine_options(args));
   if (!args.trace.empty()) write_file_atomically(args.trace, trace::chrome_trace(prediction.timeline, prediction.report));
   const auto estimate = training_for(args.training, in.cluster, in.model, *in.plan, prediction.report);
+  std::optional<planner::TimeBreakdown> explained;
+  if (args.explain) explained = planner::breakdown(in.cluster, in.model, {0, *in.plan, prediction.report, {}});
   if (args.json) {
     nlohmann::ordered_json json = trace::report_json(prediction.report);
     if (estimate) json["training"] = training_json(*estimate);
+    if (explained) json["explain"] = breakdown_json(*explained);
     std::cout << json.dump(2) << "\n";
   } else {
     print_report(in, prediction.report);
+    if (explained) {
+      std::cout << fmt::format("\nWhere the step goes, on its busiest stage ({}): {}\n", explained->stage,
+                               breakdown_line(*explained));
+    }
     if (estimate) std::cout << "\n" << training_text(*estimate);
   }
 }
@@ -186,6 +195,8 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_flag("--overlap-grad-reduce", args->overlap_grad_reduce, "Overlap gradient all-reduce with backward");
   cmd->add_flag("--unfold", args->unfold, "Simulate every data-parallel replica instead of one for all");
   cmd->add_flag("--json", args->json, "Print the report as JSON");
+  cmd->add_flag("--explain", args->explain,
+                "Where the step goes on the busiest stage: compute, bubble (the schedule's), exposed communication");
   add_training_options(*cmd, args->training);
   cmd->callback([args] {
     std::vector<Override> overrides;

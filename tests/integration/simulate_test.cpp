@@ -732,6 +732,20 @@ TEST(Simulate, MegatronNamesAndMpsimNamesAreOneField) {
   EXPECT_EQ(json::parse(implied.out)["plan"]["schedule"], "interleaved-1f1b");
 }
 
+// --explain on any plan: the busiest stage's step split into compute, bubble and exposed
+// communication, which add up to the step.
+TEST(Simulate, ExplainSplitsTheStep) {
+  const json r = report("--explain");
+  ASSERT_TRUE(r.contains("explain")) << r.dump();
+  const json& e = r["explain"];
+  EXPECT_NEAR(e["compute_s"].get<double>() + e["bubble_s"].get<double>() + e["exposed_communication_s"].get<double>(),
+              e["step_time_s"].get<double>(), 1e-9);
+  EXPECT_NEAR(e["step_time_s"].get<double>(), step_time(r), 1e-12);
+  EXPECT_GT(e["compute_s"].get<double>(), 0);
+  const CommandResult text = mpsim(simulate("--explain"));
+  EXPECT_NE(text.out.find("Where the step goes, on its busiest stage"), std::string::npos) << text.out;
+}
+
 // --tokens: the run follows from the step (GPT-3 13B: 2048-token samples, the plan's global batch).
 TEST(Simulate, TrainingFiguresFollowFromTheStep) {
   const json r = report("--tokens 300B --gpu-hour-price 2");
