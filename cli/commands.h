@@ -18,6 +18,9 @@ struct GpuSelection;
 /// `--gpus N` and `--gpus-per-node K` of plan and simulate, filling `selection` (kept alive by the caller).
 void add_gpu_selection_options(CLI::App& command, GpuSelection& selection);
 
+/// `--trace-links none|busiest|all` of simulate and plan (sim/trace/link_lanes.h), filling `value`.
+void add_trace_links_option(CLI::App& command, std::string& value);
+
 /// Exit codes of interface.md.
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRunFailed = 1;

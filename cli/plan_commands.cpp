@@ -110,6 +110,7 @@ struct PlanArgs {
   int threads = 0;
   TrainingFlags training;
   std::string deadline;  ///< --deadline, with --optimize cost
+  std::string trace_links = "busiest";
 };
 
 
@@ -478,7 +479,9 @@ void run_planner_command(const PlanArgs& args) {
     engine::EngineOptions engine = options.engine;
     engine.record_timeline = true;
     const auto prediction = engine::simulate(in.cluster, in.model, best.plan, engine);
-    write_file_atomically(args.trace, trace::chrome_trace(prediction.timeline, prediction.report));
+    write_file_atomically(args.trace, trace::chrome_trace(trace::select_link_lanes(prediction.timeline,
+                                                                                   link_lanes(args.trace_links)),
+                                                          prediction.report));
   }
   std::optional<planner::Comparison> comparison;
   std::optional<planner::TimeBreakdown> alone;
@@ -574,6 +577,7 @@ void add_plan_commands(CLI::App& app) {
   plan_cmd->add_option("--set", args->sets, "Override a topology or model field: topology.node.nics.bandwidth=\"100 Gb/s\", topology.nodes=16");
   plan_cmd->add_option("-o,--output", args->output, "Write the best plan as a plan YAML");
   plan_cmd->add_option("--trace", args->trace, "Write the best plan's Chrome trace");
+  add_trace_links_option(*plan_cmd, args->trace_links);
   plan_cmd->add_flag("--json", args->json, "Print the result as JSON");
   plan_cmd->add_flag("--explain", args->explain, "Where the best plan's time goes, and why the runner-up lost");
   add_training_options(*plan_cmd, args->training);

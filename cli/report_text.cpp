@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/commands.h"
 #include "cli/table.h"
 #include "sim/core/units.h"
 
@@ -70,6 +71,21 @@ nlohmann::ordered_json breakdown_json(const planner::TimeBreakdown& b) {
           {"compute_s", b.compute_s},
           {"bubble_s", b.bubble_s},
           {"exposed_communication_s", b.exposed_communication_s}};
+}
+
+trace::LinkLanes link_lanes(const std::string& value) {
+  for (const auto& [name, lanes] : trace::kLinkLanesNames) {
+    if (name == value) return lanes;
+  }
+  return trace::LinkLanes::Busiest;
+}
+
+void add_trace_links_option(CLI::App& command, std::string& value) {
+  command
+      .add_option("--trace-links", value,
+                  fmt::format("Link lanes in the trace: none, busiest (the {} with the most busy time; default) or all",
+                              trace::kBusiestLinks))
+      ->check(CLI::IsMember({"none", "busiest", "all"}));
 }
 
 }  // namespace mpsim::cli

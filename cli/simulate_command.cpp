@@ -18,6 +18,7 @@
 #include "sim/core/text_file.h"
 #include "planner/explain.h"
 #include "sim/engine/simulator.h"
+#include "sim/trace/link_lanes.h"
 #include "sim/trace/trace_json.h"
 
 namespace mpsim::cli {
@@ -35,6 +36,7 @@ struct SimulateArgs {
   bool json = false;
   TrainingFlags training;
   bool explain = false;
+  std::string trace_links = "busiest";
 };
 
 
@@ -54,7 +56,10 @@ engine::EngineOptions engine_options(const SimulateArgs& args) {
 void run_one(const SimulateArgs& args, const std::vector<Override>& overrides) {
   const Inputs in = load_inputs_on_gpus(args.files, overrides, args.gpus);
   const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, engine_options(args));
-  if (!args.trace.empty()) write_file_atomically(args.trace, trace::chrome_trace(prediction.timeline, prediction.report));
+  if (!args.trace.empty()) {
+    const trace::Timeline timeline = trace::select_link_lanes(prediction.timeline, link_lanes(args.trace_links));
+    write_file_atomically(args.trace, trace::chrome_trace(timeline, prediction.report));
+  }
   const auto estimate = training_for(args.training, in.cluster, in.model, *in.plan, prediction.report);
   std::optional<planner::TimeBreakdown> explained;
   if (args.explain) explained = planner::breakdown(in.cluster, in.model, {0, *in.plan, prediction.report, {}});
@@ -190,6 +195,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--sweep", args->sweeps,
                   "One run per value: KEY=V1,V2,... (a table, or JSON with --json); several make a grid");
   cmd->add_option("--trace", args->trace, "Write the Chrome trace (opens in Perfetto)");
+  add_trace_links_option(*cmd, args->trace_links);
   cmd->add_option("--collective", args->collective, "Collective algorithm: auto (NCCL's choice), ring, tree, hierarchical, nvls")
       ->check(CLI::IsMember({"auto", "ring", "tree", "hierarchical", "nvls"}));
   cmd->add_flag("--overlap-grad-reduce", args->overlap_grad_reduce, "Overlap gradient all-reduce with backward");

@@ -1,0 +1,44 @@
+#include "sim/trace/link_lanes.h"
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+namespace mpsim::trace {
+
+Timeline select_link_lanes(Timeline timeline, LinkLanes which) {
+  if (which == LinkLanes::All) return timeline;
+  const std::size_t lanes = timeline.lanes.size();
+  std::vector<bool> is_link(lanes, false);
+  std::vector<std::int64_t> busy(lanes, 0);
+  for (const Span& s : timeline.spans) {
+    if (s.kind != SpanKind::Transfer || s.lane >= lanes) continue;
+    is_link[s.lane] = true;
+    busy[s.lane] += s.end_ns - s.start_ns;
+  }
+  std::vector<bool> keep(lanes, true);
+  std::vector<std::size_t> links;
+  for (std::size_t l = 0; l < lanes; ++l) {
+    if (is_link[l]) links.push_back(l);
+  }
+  std::stable_sort(links.begin(), links.end(), [&](std::size_t a, std::size_t b) { return busy[a] > busy[b]; });
+  const std::size_t kept_links = which == LinkLanes::None ? 0 : std::min(kBusiestLinks, links.size());
+  for (std::size_t i = kept_links; i < links.size(); ++i) keep[links[i]] = false;
+
+  std::vector<std::uint32_t> renumbered(lanes, 0);
+  Timeline out;
+  for (std::size_t l = 0; l < lanes; ++l) {
+    if (!keep[l]) continue;
+    renumbered[l] = static_cast<std::uint32_t>(out.lanes.size());
+    out.lanes.push_back(std::move(timeline.lanes[l]));
+  }
+  out.spans.reserve(timeline.spans.size());
+  for (Span& s : timeline.spans) {
+    if (s.lane >= lanes || !keep[s.lane]) continue;
+    s.lane = renumbered[s.lane];
+    out.spans.push_back(s);
+  }
+  return out;
+}
+
+}  // namespace mpsim::trace
