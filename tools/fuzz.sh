@@ -4,7 +4,8 @@
 # Each harness starts from its seed corpus (shipped files, the malformed-input cases, and
 # tests/fuzz/regressions/HARNESS: every crasher found so far) and runs for SECONDS. Any crash,
 # sanitizer report, leak, uncaught exception other than the reader's own error, or input slower
-# than 1 s fails the run; the input is left in $MPSIM_FUZZ_OUT (default BUILD_DIR/fuzz-out).
+# than 1 s fails the run; the input is left in $MPSIM_FUZZ_OUT (default BUILD_DIR/fuzz-out). The
+# corpus each harness grows there is kept, so a later run in the same place goes on from it.
 # Harnesses run $(nproc) at a time.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -16,7 +17,6 @@ all=(topology_fuzz model_fuzz plan_fuzz override_fuzz nvidia_smi_fuzz nccl_xml_f
 harnesses=("$@")
 [[ ${#harnesses[@]} -eq 0 ]] && harnesses=("${all[@]}")
 out=${MPSIM_FUZZ_OUT:-$build/fuzz-out}
-rm -rf "$out"
 mkdir -p "$out"
 
 # seeds HARNESS DIR: fills DIR with the harness's seed inputs; prints the dictionary to use.
@@ -42,14 +42,16 @@ seeds() {
 
 run_one() {
   local name=$1 work=$out/$1
+  rm -rf "$work/seeds" "$work/artifacts" "$work/log.txt"
   mkdir -p "$work/corpus" "$work/seeds" "$work/artifacts"
   local dict
   dict=$(seeds "$name" "$work/seeds")
   local regressions=$repo/tests/fuzz/regressions/$name
   local inputs=("$work/corpus" "$work/seeds")
   [[ -d $regressions ]] && inputs+=("$regressions")
+  # A fixed seed: the same inputs in the same order on every run (MPSIM_FUZZ_SEED changes it).
   local args=(-max_total_time="$seconds" -timeout=1 -rss_limit_mb=2048 -max_len=65536 -print_final_stats=1
-    -artifact_prefix="$work/artifacts/")
+    -seed="${MPSIM_FUZZ_SEED:-1}" -artifact_prefix="$work/artifacts/")
   [[ -n $dict ]] && args+=(-dict="$repo/tests/fuzz/dict/$dict.dict")
   if ASAN_OPTIONS=detect_leaks=1:allocator_may_return_null=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     "$build/tests/fuzz/$name" "${args[@]}" "${inputs[@]}" > "$work/log.txt" 2>&1; then

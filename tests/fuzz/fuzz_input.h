@@ -22,6 +22,11 @@ void expect_only(Read&& read) {
   }
 }
 
+/// Clusters are built in time linear in their size (about 0.2 ms per 8-GPU node in a release build,
+/// ten times that here): past this many nodes a 1 s limit would find large clusters rather than
+/// slow code, so the harnesses leave bigger ones unbuilt.
+inline constexpr long long kMaxFuzzNodes = 512;
+
 /// Where the shipped files are (the override harness loads them).
 inline std::string source_path(std::string_view relative) { return std::string(MPSIM_SOURCE_DIR) + "/" + std::string(relative); }
 
