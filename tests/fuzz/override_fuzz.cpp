@@ -7,8 +7,18 @@
 
 namespace {
 
-/// Whether `value` is YAML for an integer above kMaxFuzzNodes (any spelling yaml-cpp reads: 03106, 0xC22).
+/// Whether `value` may be read as an integer above kMaxFuzzNodes: a run of decimal digits (leading
+/// zeros dropped: 08135) or whatever else yaml-cpp reads as an integer (0xC22).
 bool large_count(const std::string& value) {
+  std::string digits;
+  for (std::size_t i = 0; i <= value.size(); ++i) {
+    if (i < value.size() && value[i] >= '0' && value[i] <= '9') {
+      if (!digits.empty() || value[i] != '0') digits += value[i];
+      continue;
+    }
+    if (digits.size() > 3 || (!digits.empty() && std::stoll(digits) > mpsim::fuzz::kMaxFuzzNodes)) return true;
+    digits.clear();
+  }
   try {
     return YAML::Load(value).as<long long>() > mpsim::fuzz::kMaxFuzzNodes;
   } catch (const YAML::Exception&) {
