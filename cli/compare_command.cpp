@@ -67,8 +67,7 @@ trace::StepRecord load_step(const std::string& path) {
   return step;
 }
 
-std::string seconds(double s) { return to_string(TimeNs::seconds(s)); }
-std::string seconds(const std::optional<double>& s) { return s ? seconds(*s) : "-"; }
+std::string seconds(const std::optional<double>& s) { return s ? cli::seconds(*s) : "-"; }
 std::string percent(const std::optional<double>& fraction) { return fraction ? cli::percent(*fraction) : "-"; }
 std::string ratio(const std::optional<double>& r) { return r ? fmt::format("{:.2f}", *r) : "-"; }
 

@@ -53,17 +53,43 @@ const std::vector<PlanAlias>& plan_aliases() {
   return aliases;
 }
 
-/// The fields a written plan derives from `resolved` (a plan override on its canonical path): they
-/// follow it unless the same command sets them too. The partition's boundaries follow the stage count;
-/// with a schedule that runs one chunk per rank, the virtual stages and their group size go as well.
+/// The plan_aliases entry of the field at canonical `path`, or null when it has one spelling.
+const PlanAlias* alias_of(std::string_view path) {
+  for (const PlanAlias& a : plan_aliases()) {
+    if (a.path == path) return &a;
+  }
+  return nullptr;
+}
+
+/// Whether `o` sets the plan field at canonical `path` under any of its spellings.
+bool sets_field(const Override& o, std::string_view path) {
+  if (o.target != "plan") return false;
+  if (o.path == path) return true;
+  const PlanAlias* a = alias_of(path);
+  return a != nullptr && (o.path == a->shorthand ||
+                          std::find(a->conflicting.begin(), a->conflicting.end(), o.path) != a->conflicting.end());
+}
+
+/// Erasures of the plan field at canonical `path` under each of its spellings (for the fields below,
+/// whose plan_aliases entries list only other spellings).
+void erase_field(std::string_view path, const std::string& origin, std::vector<Override>& erasures) {
+  erasures.push_back({"plan", std::string(path), "~", origin});
+  if (const PlanAlias* a = alias_of(path)) {
+    for (const auto spelling : a->conflicting) erasures.push_back({"plan", std::string(spelling), "~", origin});
+  }
+}
+
+/// The fields a written plan derives from `resolved` (a plan override on its canonical path), by
+/// canonical path: they follow it unless the same command sets them too. The partition's boundaries
+/// follow the stage count; with a schedule that runs one chunk per rank, the virtual stages and their
+/// group size go as well.
 std::vector<std::string_view> derived_from(const Override& resolved) {
   if (resolved.path == "parallelism.pipeline" || resolved.path == "parallelism.virtual_stages") return {"partition"};
   if (resolved.path != "schedule") return {};
   const auto* kind = std::find_if(std::begin(plan::kScheduleNames), std::end(plan::kScheduleNames),
                                   [&](const auto& entry) { return entry.first == resolved.value; });
   if (kind != std::end(plan::kScheduleNames) && plan::has_virtual_stages(kind->second)) return {"partition"};
-  return {"partition", "parallelism.virtual_stages", "virtual_pipeline_model_parallel_size",
-          "microbatch_group_size_per_vp_stage"};
+  return {"partition", "parallelism.virtual_stages", "microbatch_group_size_per_vp_stage"};
 }
 
 /// The override as it applies to this document, plus the keys it makes obsolete (other spellings of
@@ -80,11 +106,9 @@ Override resolve(const Override& o, const YamlDocument& doc, const std::vector<O
       }
     }
     for (const auto derived : derived_from(r)) {
-      const bool set_too = std::any_of(all.begin(), all.end(), [&](const Override& other) {
-        return other.target == "plan" && (other.path == derived || (derived == "parallelism.virtual_stages" &&
-                                                                    other.path == "virtual_stages"));
-      });
-      if (!set_too) erasures.push_back({o.target, std::string(derived), "~", o.origin});
+      const bool set_too =
+          std::any_of(all.begin(), all.end(), [&](const Override& other) { return sets_field(other, derived); });
+      if (!set_too) erase_field(derived, o.origin, erasures);
     }
   }
   const bool names_cluster = o.path == "cluster" || o.path.rfind("cluster.", 0) == 0 || o.path.rfind("cluster[", 0) == 0;
@@ -195,14 +219,12 @@ Inputs load_inputs_on(const InputFiles& files, const std::vector<Override>& over
       return o.target == "topology" && (o.path == "nodes" || o.path == "cluster.nodes" || o.path == "gpus_per_node" ||
                                         o.path == "cluster.gpus_per_node");
     };
-    const auto sets_data = [](const Override& o) {
-      return o.target == "plan" && (o.path == "data" || o.path == "parallelism.data" || o.path == "data_parallel_size");
-    };
+    const auto sets_data = [](const Override& o) { return sets_field(o, "parallelism.data"); };
     if (std::any_of(overrides.begin(), overrides.end(), sizes_cluster) &&
         std::none_of(overrides.begin(), overrides.end(), sets_data)) {
-      for (const char* data : {"parallelism.data", "data_parallel_size"}) {
-        erase_if_present(plan_doc, {"plan", data, "~", "--set topology.nodes"});
-      }
+      std::vector<Override> erasures;
+      erase_field("parallelism.data", "--set topology.nodes", erasures);
+      for (const Override& e : erasures) erase_if_present(plan_doc, e);
     }
     inputs.plan = blame_overrides(applied, [&] {
       const plan::PlanSpec spec = plan::load_plan_spec(plan_doc.root());

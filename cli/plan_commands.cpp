@@ -257,7 +257,6 @@ std::string pareto_table(const std::vector<planner::Evaluated>& front) {
   return t.render();
 }
 
-std::string seconds(double s) { return to_string(TimeNs::seconds(s)); }
 
 /// "plan + report": the report of interface.md with the complete plan under "plan". `full` keeps the
 /// per-device and per-link lists.
@@ -479,9 +478,7 @@ void run_planner_command(const PlanArgs& args) {
     engine::EngineOptions engine = options.engine;
     engine.record_timeline = true;
     const auto prediction = engine::simulate(in.cluster, in.model, best.plan, engine);
-    write_file_atomically(args.trace, trace::chrome_trace(trace::select_link_lanes(prediction.timeline,
-                                                                                   link_lanes(args.trace_links)),
-                                                          prediction.report));
+    write_file_atomically(args.trace, chrome_trace_text(prediction.timeline, prediction.report, args.trace_links));
   }
   std::optional<planner::Comparison> comparison;
   std::optional<planner::TimeBreakdown> alone;

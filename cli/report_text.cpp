@@ -9,6 +9,8 @@
 #include "cli/commands.h"
 #include "cli/table.h"
 #include "sim/core/units.h"
+#include "sim/trace/link_lanes.h"
+#include "sim/trace/trace_json.h"
 
 namespace mpsim::cli {
 
@@ -59,7 +61,6 @@ void print_report(const Inputs& in, const trace::Report& r) {
 
 std::string breakdown_line(const planner::TimeBreakdown& b) {
   const auto share = [&](double x) { return b.step_s > 0 ? percent(x / b.step_s) : percent(0); };
-  const auto seconds = [](double v) { return to_string(TimeNs::seconds(v)); };
   return fmt::format("compute {} ({}), bubble {} ({}), exposed communication {} ({})", seconds(b.compute_s),
                      share(b.compute_s), seconds(b.bubble_s), share(b.bubble_s), seconds(b.exposed_communication_s),
                      share(b.exposed_communication_s));
@@ -73,11 +74,13 @@ nlohmann::ordered_json breakdown_json(const planner::TimeBreakdown& b) {
           {"exposed_communication_s", b.exposed_communication_s}};
 }
 
-trace::LinkLanes link_lanes(const std::string& value) {
-  for (const auto& [name, lanes] : trace::kLinkLanesNames) {
-    if (name == value) return lanes;
+std::string chrome_trace_text(const trace::Timeline& timeline, const trace::Report& report,
+                              const std::string& trace_links) {
+  trace::LinkLanes lanes = trace::LinkLanes::Busiest;
+  for (const auto& [name, value] : trace::kLinkLanesNames) {
+    if (name == trace_links) lanes = value;
   }
-  return trace::LinkLanes::Busiest;
+  return trace::chrome_trace(trace::select_link_lanes(timeline, lanes), report);
 }
 
 void add_trace_links_option(CLI::App& command, std::string& value) {

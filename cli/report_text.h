@@ -6,8 +6,8 @@
 
 #include "cli/inputs.h"
 #include "planner/explain.h"
-#include "sim/trace/link_lanes.h"
 #include "sim/trace/report.h"
+#include "sim/trace/timeline.h"
 
 namespace mpsim::cli {
 
@@ -19,7 +19,9 @@ void print_report(const Inputs& in, const trace::Report& r);
 [[nodiscard]] std::string breakdown_line(const planner::TimeBreakdown& b);
 [[nodiscard]] nlohmann::ordered_json breakdown_json(const planner::TimeBreakdown& b);
 
-/// The value of --trace-links (checked by add_trace_links_option).
-[[nodiscard]] trace::LinkLanes link_lanes(const std::string& value);
+/// The Chrome trace of a prediction with the link lanes --trace-links keeps (`trace_links`: its value,
+/// checked by add_trace_links_option).
+[[nodiscard]] std::string chrome_trace_text(const trace::Timeline& timeline, const trace::Report& report,
+                                            const std::string& trace_links);
 
 }  // namespace mpsim::cli

@@ -18,7 +18,6 @@
 #include "sim/core/text_file.h"
 #include "planner/explain.h"
 #include "sim/engine/simulator.h"
-#include "sim/trace/link_lanes.h"
 #include "sim/trace/trace_json.h"
 
 namespace mpsim::cli {
@@ -57,8 +56,7 @@ void run_one(const SimulateArgs& args, const std::vector<Override>& overrides) {
   const Inputs in = load_inputs_on_gpus(args.files, overrides, args.gpus);
   const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, engine_options(args));
   if (!args.trace.empty()) {
-    const trace::Timeline timeline = trace::select_link_lanes(prediction.timeline, link_lanes(args.trace_links));
-    write_file_atomically(args.trace, trace::chrome_trace(timeline, prediction.report));
+    write_file_atomically(args.trace, chrome_trace_text(prediction.timeline, prediction.report, args.trace_links));
   }
   const auto estimate = training_for(args.training, in.cluster, in.model, *in.plan, prediction.report);
   std::optional<planner::TimeBreakdown> explained;

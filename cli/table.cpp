@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/units.h"
+
 namespace mpsim::cli {
 namespace {
 
@@ -33,6 +35,8 @@ bool looks_numeric(const std::string& s) {
 }  // namespace
 
 std::string percent(double fraction) { return fmt::format("{:.1f}%", fraction * 100); }
+
+std::string seconds(double s) { return to_string(TimeNs::seconds(s)); }
 
 std::string Table::render() const {
   std::vector<std::size_t> widths;

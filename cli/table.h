@@ -7,6 +7,8 @@ namespace mpsim::cli {
 
 /// A fraction as a percentage with one decimal: 0.123 -> "12.3%".
 [[nodiscard]] std::string percent(double fraction);
+/// Seconds in the unit that reads best: 0.0123 -> "12.3 ms".
+[[nodiscard]] std::string seconds(double s);
 
 class Table {
  public:

@@ -104,11 +104,7 @@ std::optional<training::TrainingEstimate> training_for(const TrainingFlags& flag
   job.tokens_per_step = static_cast<std::int64_t>(plan.global_batch) * model.shape->seq_len;
   job.step_time = TimeNs::seconds(report.step_time_s);
   job.gpus = static_cast<int>(cluster.gpus().size());
-  double busy = 0;
-  for (const trace::DeviceReport& d : report.devices) busy += d.busy_s;
-  if (!report.devices.empty() && report.step_time_s > 0) {
-    job.busy_fraction = std::min(1.0, busy / static_cast<double>(report.devices.size()) / report.step_time_s);
-  }
+  job.busy_fraction = 1 - report.bubble_fraction;  // the idle share of all devices' time, complemented
   for (const topology::DeviceId gpu : cluster.gpus()) {
     const Watts tdp = cluster.gpu_kind_of(gpu).tdp;
     if (tdp.in_watts() <= 0) {

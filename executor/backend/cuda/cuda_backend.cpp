@@ -726,7 +726,7 @@ class CudaBackend final : public Backend, private TeardownSteps {
     std::vector<ncclUniqueId> outgoing(n * kOrderedChannels);
     std::vector<ncclUniqueId> incoming(n * kOrderedChannels);
     for (const int peer : peers_) {
-      const std::size_t first = channel_of(peer, 0);
+      const std::size_t first = slot(peer, 0);
       for (int c = 0; c < kOrderedChannels; ++c) MPSIM_NCCL_TRY(ncclGetUniqueId(&outgoing[first + static_cast<std::size_t>(c)]));
       MPSIM_MPI_TRY(MPI_Sendrecv(&outgoing[first], kIdBytes * kOrderedChannels, MPI_BYTE, peer, 0, &incoming[first],
                                  kIdBytes * kOrderedChannels, MPI_BYTE, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
@@ -736,7 +736,7 @@ class CudaBackend final : public Backend, private TeardownSteps {
     MPSIM_NCCL_TRY(ncclGroupStart());
     for (const int peer : peers_) {
       for (int c = 0; c < kOrderedChannels; ++c) {
-        const std::size_t p = channel_of(peer, c);
+        const std::size_t p = slot(peer, c);
         MPSIM_NCCL_TRY(ncclCommInitRankConfig(&to_peer_[p], 2, outgoing[p], kSenderRank, &config));
         MPSIM_NCCL_TRY(ncclCommInitRankConfig(&from_peer_[p], 2, incoming[p], kReceiverRank, &config));
         pairs.push_back(&to_peer_[p]);
@@ -868,16 +868,18 @@ class CudaBackend final : public Backend, private TeardownSteps {
     }
   }
 
-  /// Where the ordered channel (backend.h) of `tag` to or from `peer` sits in to_peer_, from_peer_ and
+  /// Where ordered channel `channel` (backend.h) to or from `peer` sits in to_peer_, from_peer_ and
   /// send_streams_.
-  [[nodiscard]] static std::size_t channel_of(int peer, int tag) noexcept {
-    return static_cast<std::size_t>(peer) * kOrderedChannels + static_cast<std::size_t>(ordered_channel(tag));
+  [[nodiscard]] static std::size_t slot(int peer, int channel) noexcept {
+    return static_cast<std::size_t>(peer) * kOrderedChannels + static_cast<std::size_t>(channel);
   }
+  /// The slot of the channel a message with `tag` travels on.
+  [[nodiscard]] static std::size_t channel_of(int peer, int tag) noexcept { return slot(peer, ordered_channel(tag)); }
   /// Every channel of every peer, ascending (peer by peer: one global order of pairs).
   [[nodiscard]] std::vector<std::size_t> channels() const {
     std::vector<std::size_t> out;
     for (const int peer : peers_) {
-      for (int c = 0; c < kOrderedChannels; ++c) out.push_back(channel_of(peer, c));
+      for (int c = 0; c < kOrderedChannels; ++c) out.push_back(slot(peer, c));
     }
     return out;
   }
