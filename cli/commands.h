@@ -8,6 +8,8 @@ namespace mpsim::cli {
 void add_topo_commands(CLI::App& app);
 void add_model_commands(CLI::App& app);
 void add_plan_commands(CLI::App& app);
+/// `plan export` and `plan import`, on the `plan` command.
+void add_plan_launch_commands(CLI::App& plan_cmd);
 void add_simulate_command(CLI::App& app);
 void add_schedule_commands(CLI::App& app);
 void add_execute_command(CLI::App& app);

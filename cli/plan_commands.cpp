@@ -544,6 +544,7 @@ void add_plan_commands(CLI::App& app) {
   check->add_option("--model", check_args->model_file, "Model YAML file")->required();
   check->add_flag("--json", check_args->json, "Print the completed plan as JSON");
   check->callback([check_args] { run_check(*check_args); });
+  add_plan_launch_commands(*plan_cmd);
 
   auto args = std::make_shared<PlanArgs>();
   plan_cmd->add_option("--topology", args->files.topology, "Topology YAML (default topologies/4x-p4d.yaml)");

@@ -100,6 +100,19 @@ enum class Precision : std::uint8_t {
 inline constexpr std::pair<std::string_view, Precision> kPrecisionNames[] = {
     {"bf16", Precision::Bf16}, {"fp16", Precision::Fp16}, {"fp32", Precision::Fp32},
     {"fp8", Precision::Fp8},   {"mxfp8", Precision::Mxfp8}, {"fp8-blockwise", Precision::Fp8Blockwise}};
+/// Megatron-Core's `fp8_recipe` words; the first of a precision is the one exports write (tensorwise:
+/// current scaling, Megatron-Bridge's FP8 recipes; delayed is Megatron-LM's default).
+inline constexpr std::pair<std::string_view, Precision> kMegatronFp8Recipes[] = {
+    {"tensorwise", Precision::Fp8}, {"delayed", Precision::Fp8}, {"mxfp8", Precision::Mxfp8},
+    {"blockwise", Precision::Fp8Blockwise}};
+/// The word of `value` in a (word, value) table such as kScheduleNames: the first that names it.
+template <typename Enum, std::size_t N>
+[[nodiscard]] constexpr std::string_view name_of(const std::pair<std::string_view, Enum> (&names)[N], Enum value) noexcept {
+  for (const auto& [name, v] : names) {
+    if (v == value) return name;
+  }
+  return "?";
+}
 /// Whether GEMMs in `p` quantize their inputs to 8 bits.
 [[nodiscard]] inline bool is_fp8(Precision p) noexcept {
   return p == Precision::Fp8 || p == Precision::Mxfp8 || p == Precision::Fp8Blockwise;

@@ -53,10 +53,6 @@ constexpr std::pair<std::string_view, AttentionKernel> kMegatronAttention[] = {
     {"fused", AttentionKernel::Flash},
     {"unfused", AttentionKernel::Standard},
     {"local", AttentionKernel::Standard}};
-/// Megatron-Core's `fp8_recipe`.
-constexpr std::pair<std::string_view, Precision> kMegatronFp8Recipe[] = {
-    {"delayed", Precision::Fp8}, {"tensorwise", Precision::Fp8}, {"mxfp8", Precision::Mxfp8},
-    {"blockwise", Precision::Fp8Blockwise}};
 
 /// "tp-dp-pp" or "tp-cp-ep-dp-pp" (fastest first), or SageMaker's "cluster", "spread" or a D/P/T
 /// permutation (rightmost fastest).
@@ -209,7 +205,7 @@ PlanSpec load_plan_spec(const Field& root) {
     if (format != "hybrid" && format != "e4m3") f->fail("expected 'hybrid' or 'e4m3' (Megatron's --fp8-format)");
     spec.precision = Precision::Fp8;
   }
-  if (auto f = r.get(root, "fp8_recipe", "fp8_recipe")) spec.precision = f->as_enum(kMegatronFp8Recipe);
+  if (auto f = r.get(root, "fp8_recipe", "fp8_recipe")) spec.precision = f->as_enum(kMegatronFp8Recipes);
   if (!spec.precision) spec.precision = sixteen_bit;
   if (auto f = r.get(root, "accumulate_allreduce_grads_in_fp32", "grad_reduce_in_fp32")) {
     spec.grad_reduce_in_fp32 = f->as_bool();
@@ -318,11 +314,7 @@ std::string write_plan_yaml(const Plan& p) {
   if (p.fp8_param_gather) out += "fp8_param_gather: true\n";
   if (p.optimizer == Optimizer::Muon) out += "optimizer: muon\n";
   if (p.shard_groups > 1) out += fmt::format("shard_groups: {}\n", p.shard_groups);
-  if (p.context_comm != ContextComm::P2p) {
-    for (const auto& [name, kind] : kContextCommNames) {
-      if (kind == p.context_comm) out += fmt::format("cp_comm_type: {}\n", name);
-    }
-  }
+  if (p.context_comm != ContextComm::P2p) out += fmt::format("cp_comm_type: {}\n", name_of(kContextCommNames, p.context_comm));
   if (p.activation_offload_layers > 0) out += fmt::format("activation_offload_layers: {}\n", p.activation_offload_layers);
   out += fmt::format("placement: {}\n", to_string(p.placement));
   if (p.schedule == ScheduleKind::SageMakerInterleaved) out += fmt::format("active_microbatches: {}\n", p.active_microbatches);

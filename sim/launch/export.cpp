@@ -1,0 +1,45 @@
+#include "sim/launch/export.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "sim/core/input_error.h"
+
+namespace mpsim::launch {
+
+std::string export_plan(Framework target, const ExportInput& input) {
+  switch (target) {
+    case Framework::Megatron: return export_megatron(input);
+    case Framework::Nemo: return export_nemo(input);
+    case Framework::DeepSpeed: return export_deepspeed(input);
+    case Framework::TorchTitan: return export_torchtitan(input);
+    case Framework::SageMaker: return export_sagemaker(input);
+  }
+  return {};
+}
+
+void cannot_express(const ExportInput& input, std::string_view target, std::string_view field, const std::string& why) {
+  const auto origin = input.spec.origins.find(std::string(field));
+  const SourceLocation where = origin != input.spec.origins.end() ? origin->second : SourceLocation{input.spec.file, 0, 0};
+  throw InputError(where, std::string(field), fmt::format("{} cannot express this: {}", target, why));
+}
+
+void cannot_express_model(const ExportInput& input, std::string_view target, std::string_view field,
+                          const std::string& why) {
+  throw InputError(SourceLocation{input.model_file, 0, 0}, fmt::format("model.{}", field),
+                   fmt::format("{} cannot express this: {}", target, why));
+}
+
+std::vector<int> blocks_per_stage(const plan::Plan& plan) {
+  std::vector<int> blocks;
+  for (std::size_t s = 0; s + 1 < plan.partition.size(); ++s) blocks.push_back(plan.partition[s + 1] - plan.partition[s]);
+  return blocks;
+}
+
+bool is_uniform_split(const plan::Plan& plan) {
+  const std::vector<int> blocks = blocks_per_stage(plan);
+  return std::adjacent_find(blocks.begin(), blocks.end(), std::not_equal_to<>()) == blocks.end();
+}
+
+}  // namespace mpsim::launch

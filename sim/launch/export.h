@@ -1,0 +1,63 @@
+#pragma once
+/// Exporting a plan as the launch configuration of the framework people run it with: Megatron-LM
+/// arguments (a torchrun script), a Megatron-Bridge / NeMo recipe override, a DeepSpeed config JSON,
+/// a TorchTitan job TOML and SageMaker model parallelism's `parameters`. Names are each project's
+/// own (docs/export.md lists them with their sources). A setting a target cannot express is an
+/// InputError at the plan field that holds it, never a silent drop.
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "sim/model/model.h"
+#include "sim/plan/plan.h"
+
+namespace mpsim::launch {
+
+enum class Framework : std::uint8_t { Megatron, Nemo, DeepSpeed, TorchTitan, SageMaker };
+inline constexpr std::pair<std::string_view, Framework> kFrameworkNames[] = {
+    {"megatron", Framework::Megatron},     {"nemo", Framework::Nemo},
+    {"deepspeed", Framework::DeepSpeed},   {"torchtitan", Framework::TorchTitan},
+    {"sagemaker", Framework::SageMaker}};
+
+/// The nodes the plan's GPUs span, as the launcher is told them (torchrun's --nnodes and --nproc_per_node).
+struct LaunchShape {
+  int nodes = 1;
+  int gpus_per_node = 1;
+};
+
+/// What an export reads: the resolved plan, the spec it came from (where each field was written,
+/// and whether the partition was left balanced), the model and the job's shape.
+struct ExportInput {
+  const plan::Plan& plan;
+  const plan::PlanSpec& spec;
+  const model::Model& model;
+  std::string model_file;  ///< where the model was read, for errors about it
+  LaunchShape shape;
+};
+
+/// The launch configuration's text. Throws InputError naming the plan (or model) field a target cannot express.
+[[nodiscard]] std::string export_plan(Framework target, const ExportInput& input);
+
+[[nodiscard]] std::string export_megatron(const ExportInput& input);
+[[nodiscard]] std::string export_nemo(const ExportInput& input);
+[[nodiscard]] std::string export_deepspeed(const ExportInput& input);
+[[nodiscard]] std::string export_torchtitan(const ExportInput& input);
+[[nodiscard]] std::string export_sagemaker(const ExportInput& input);
+
+/// Throws the InputError for `field` (a plan field's canonical name: "schedule", "zero", "context",
+/// ...) that `target` cannot express, located where the plan wrote it (or at the plan file when the
+/// value was derived or defaulted).
+[[noreturn]] void cannot_express(const ExportInput& input, std::string_view target, std::string_view field,
+                                 const std::string& why);
+/// The same for a field of the model (`moe`, `family`, ...), located at the model file.
+[[noreturn]] void cannot_express_model(const ExportInput& input, std::string_view target, std::string_view field,
+                                       const std::string& why);
+
+/// Megatron's layer split of the plan, as its arguments say it: how many transformer blocks each
+/// virtual stage holds, in virtual-stage order (the plan's partition, over blocks).
+[[nodiscard]] std::vector<int> blocks_per_stage(const plan::Plan& plan);
+/// Whether every stage holds the same number of blocks (Megatron's default split; no flag needed).
+[[nodiscard]] bool is_uniform_split(const plan::Plan& plan);
+
+}  // namespace mpsim::launch

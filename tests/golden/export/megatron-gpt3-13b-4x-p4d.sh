@@ -1,0 +1,55 @@
+#!/bin/bash
+# Megatron-LM launch of gpt3-13b (/work/main/configs/plans/gpt3-13b-4x-p4d.yaml), written by `mpsim plan export --to megatron`.
+# TP 8 x CP 1 x PP 2 x DP 2 = 32 GPUs on 4 node(s) of 8; 128 microbatches of 1 per step.
+# Run it on every node with NODE_RANK and MASTER_ADDR set; the data, tokenizer, optimizer and
+# checkpoint arguments follow it on the command line ("$@").
+set -euo pipefail
+
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+GPUS_PER_NODE=8
+NUM_NODES=4
+
+DISTRIBUTED_ARGS=(
+    --nproc_per_node $GPUS_PER_NODE
+    --nnodes $NUM_NODES
+    --node_rank ${NODE_RANK:-0}
+    --master_addr ${MASTER_ADDR:-localhost}
+    --master_port ${MASTER_PORT:-6000}
+)
+
+MODEL_ARGS=(
+    --num-layers 40
+    --hidden-size 5120
+    --ffn-hidden-size 20480
+    --num-attention-heads 40
+    --seq-length 2048
+    --max-position-embeddings 2048
+    --position-embedding-type learned_absolute
+    --normalization LayerNorm
+    --vocab-size 51200
+    --make-vocab-size-divisible-by 1
+)
+
+MODEL_PARALLEL_ARGS=(
+    --tensor-model-parallel-size 8
+    --pipeline-model-parallel-size 2
+    --sequence-parallel
+)
+
+BATCH_ARGS=(
+    --micro-batch-size 1
+    --global-batch-size 256
+)
+
+TRAINING_ARGS=(
+    --bf16
+    --recompute-granularity selective
+    --use-distributed-optimizer
+)
+
+torchrun "${DISTRIBUTED_ARGS[@]}" pretrain_gpt.py \
+    "${MODEL_ARGS[@]}" \
+    "${MODEL_PARALLEL_ARGS[@]}" \
+    "${BATCH_ARGS[@]}" \
+    "${TRAINING_ARGS[@]}" \
+    "$@"

@@ -1,0 +1,66 @@
+// Golden files pin each target's export of shipped plans; every name in them was checked against the
+// framework's own argument parser or config docs (docs/export.md cites them). Regenerate after a
+// deliberate change with
+//   MPSIM_UPDATE_GOLDEN=1 ./launch_test --gtest_filter='Golden*'
+// and review the diff.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "launch_test_support.h"
+
+namespace mpsim::launch {
+namespace {
+
+using testing::ResolvedPlan;
+
+struct GoldenCase {
+  std::string file;  ///< under tests/golden/export/
+  Framework target;
+  std::string topology;
+  std::string model;
+  std::string plan;
+};
+
+void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.file; }
+
+bool updating() {
+  const char* flag = std::getenv("MPSIM_UPDATE_GOLDEN");
+  return flag != nullptr && std::string(flag) == "1";
+}
+
+class Golden : public ::testing::TestWithParam<GoldenCase> {};
+
+TEST_P(Golden, MatchesTheFile) {
+  const GoldenCase& c = GetParam();
+  const std::string text = ResolvedPlan(c.topology, c.model, c.plan).exported(c.target);
+  const std::string path = testing::repo_path("tests/golden/export/" + c.file);
+  if (updating()) {
+    std::ofstream(path) << text;
+    GTEST_SKIP() << "wrote " << path;
+  }
+  std::ifstream in(path);
+  ASSERT_TRUE(in) << "missing golden file " << path << " (MPSIM_UPDATE_GOLDEN=1 writes it)";
+  std::stringstream want;
+  want << in.rdbuf();
+  EXPECT_EQ(text, want.str()) << "differs from " << path;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Targets, Golden,
+    ::testing::Values(
+        GoldenCase{"megatron-gpt3-13b-4x-p4d.sh", Framework::Megatron, "topologies/4x-p4d.yaml",
+                   "configs/models/gpt3-13b.yaml", "configs/plans/gpt3-13b-4x-p4d.yaml"},
+        GoldenCase{"megatron-gpt3-175b-interleaved.sh", Framework::Megatron, "topologies/16x-dgx-h100.yaml",
+                   "configs/models/gpt3-175b.yaml", "configs/plans/megatron-175b-interleaved.yaml"}),
+    [](const ::testing::TestParamInfo<GoldenCase>& info) {
+      std::string name;
+      for (const char ch : info.param.file) name += std::isalnum(static_cast<unsigned char>(ch)) ? ch : '_';
+      return name;
+    });
+
+}  // namespace
+}  // namespace mpsim::launch
