@@ -3,16 +3,19 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
 #include "sim/launch/export.h"
+#include "sim/launch/megatron_import.h"
 #include "sim/plan/plan_loader.h"
 
 namespace mpsim::cli {
@@ -26,15 +29,6 @@ struct ExportArgs {
   std::string output;
 };
 
-/// The nodes the job's GPUs sit on, and the most GPUs it uses on one of them.
-launch::LaunchShape launch_shape(const topology::Cluster& cluster) {
-  std::map<int, int> per_node;
-  for (const topology::DeviceId gpu : cluster.gpus()) ++per_node[cluster.device(gpu).node];
-  launch::LaunchShape shape{static_cast<int>(per_node.size()), 0};
-  for (const auto& [node, gpus] : per_node) shape.gpus_per_node = std::max(shape.gpus_per_node, gpus);
-  return shape;
-}
-
 void run_export(const ExportArgs& args) {
   std::vector<Override> overrides;
   for (const auto& s : args.sets) overrides.push_back(parse_override(s, "--set"));
@@ -45,11 +39,38 @@ void run_export(const ExportArgs& args) {
     if (name == args.target) target = framework;
   }
   const std::string text =
-      launch::export_plan(target, {*in.plan, spec, in.model, args.files.model, launch_shape(in.cluster)});
+      launch::export_plan(target, {*in.plan, spec, in.model, args.files.model, launch::launch_shape(in.cluster)});
   if (args.output.empty()) {
     std::cout << text;
   } else {
     write_file_atomically(args.output, text);
+  }
+}
+
+struct ImportArgs {
+  std::string from;
+  std::string script;
+  std::optional<int> gpus;
+  std::string output;
+  std::string model_output;
+};
+
+void run_import(const ImportArgs& args) {
+  const std::string text = read_text_file(args.script);
+  const launch::ImportedLaunch imported = launch::import_megatron(text, args.script, args.gpus, !args.model_output.empty());
+  if (!args.model_output.empty()) write_file_atomically(args.model_output, imported.model_yaml);
+  if (args.output.empty()) {
+    std::cout << imported.plan_yaml;
+  } else {
+    write_file_atomically(args.output, imported.plan_yaml);
+  }
+  if (!imported.gpus) {
+    std::cerr << "mpsim: note: the script does not say how many GPUs it runs on (torchrun's --nnodes and "
+                 "--nproc_per_node): the plan leaves the data-parallel size to the cluster; --gpus sets it\n";
+  }
+  if (!imported.ignored.empty()) {
+    std::cerr << fmt::format("mpsim: note: {} arguments set neither the plan nor the model: {}\n",
+                             imported.ignored.size(), fmt::join(imported.ignored, " "));
   }
 }
 
@@ -75,6 +96,20 @@ void add_plan_launch_commands(CLI::App& plan_cmd) {
   cmd->add_option("--set", args->sets, "Override a field first: plan.micro_batch=2, topology.nodes=16");
   cmd->add_option("-o,--output", args->output, "Write the configuration to this file instead of printing it");
   cmd->callback([args] { run_export(*args); });
+
+  auto import_args = std::make_shared<ImportArgs>();
+  auto* import_cmd = plan_cmd.add_subcommand(
+      "import", "Read a framework's launch script into a plan (and, with --model-out, a model)");
+  import_cmd->add_option("script", import_args->script, "The launch script (bash)")->required();
+  import_cmd->add_option("--from", import_args->from, "The framework the script launches: megatron")
+      ->required()
+      ->check(CLI::IsMember({"megatron"}));
+  import_cmd->add_option("--gpus", import_args->gpus,
+                         "The GPUs the job runs on, when the script does not say (torchrun's --nnodes x --nproc_per_node)")
+      ->check(CLI::PositiveNumber);
+  import_cmd->add_option("-o,--output", import_args->output, "Write the plan YAML here instead of printing it");
+  import_cmd->add_option("--model-out", import_args->model_output, "Write the model the shape arguments describe");
+  import_cmd->callback([import_args] { run_import(*import_args); });
 }
 
 }  // namespace mpsim::cli

@@ -1,6 +1,7 @@
 #include "sim/launch/export.h"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -29,6 +30,14 @@ void cannot_express_model(const ExportInput& input, std::string_view target, std
                           const std::string& why) {
   throw InputError(SourceLocation{input.model_file, 0, 0}, fmt::format("model.{}", field),
                    fmt::format("{} cannot express this: {}", target, why));
+}
+
+LaunchShape launch_shape(const topology::Cluster& cluster) {
+  std::map<int, int> per_node;
+  for (const topology::DeviceId gpu : cluster.gpus()) ++per_node[cluster.device(gpu).node];
+  LaunchShape shape{static_cast<int>(per_node.size()), 0};
+  for (const auto& [node, gpus] : per_node) shape.gpus_per_node = std::max(shape.gpus_per_node, gpus);
+  return shape;
 }
 
 std::vector<int> blocks_per_stage(const plan::Plan& plan) {

@@ -11,6 +11,7 @@
 
 #include "sim/model/model.h"
 #include "sim/plan/plan.h"
+#include "sim/topology/cluster.h"
 
 namespace mpsim::launch {
 
@@ -25,6 +26,10 @@ struct LaunchShape {
   int nodes = 1;
   int gpus_per_node = 1;
 };
+
+/// The nodes a cluster's GPUs sit on (those a job keeps, topology::Cluster::keep_job_gpus), and the
+/// most GPUs on one of them.
+[[nodiscard]] LaunchShape launch_shape(const topology::Cluster& cluster);
 
 /// What an export reads: the resolved plan, the spec it came from (where each field was written,
 /// and whether the partition was left balanced), the model and the job's shape.

@@ -191,7 +191,7 @@ void training_args(const ExportInput& in, ArgGroup& g) {
       g.arg("--fp8-recipe", plan::name_of(plan::kMegatronFp8Recipes, p.precision));
   }
   if (p.fp8_param_gather) g.flag("--fp8-param-gather");
-  const bool megatron_fp32_default = p.precision != plan::Precision::Fp16 && p.precision != plan::Precision::Fp32;
+  const bool megatron_fp32_default = p.precision != plan::Precision::Fp16;  // fp16: Megatron reduces in fp16
   if (p.grad_reduce_in_fp32 && !megatron_fp32_default) g.flag("--accumulate-allreduce-grads-in-fp32");
   if (!p.grad_reduce_in_fp32 && megatron_fp32_default) g.flag("--grad-reduce-in-bf16");
   if (p.attention == plan::AttentionKernel::Standard) g.arg("--attention-backend", "unfused");

@@ -19,22 +19,23 @@ struct ResolvedPlan {
   plan::Plan plan;
   std::string model_file;
 
-  ResolvedPlan(const std::string& topology, const std::string& model_path, const plan::PlanSpec& plan_spec)
-      : cluster(topology::load_topology_file(repo_path(topology))),
+  /// `gpus`: the job's first GPUs (as --gpus takes them); 0: the whole topology.
+  ResolvedPlan(const std::string& topology, const std::string& model_path, const plan::PlanSpec& plan_spec, int gpus = 0)
+      : cluster(job_cluster(topology, gpus)),
         model(model::load_model_file(repo_path(model_path))),
         spec(plan_spec),
         plan(plan::resolve_plan(spec, cluster, model)),
         model_file(model_path) {}
-  ResolvedPlan(const std::string& topology, const std::string& model_path, const std::string& plan_path)
-      : ResolvedPlan(topology, model_path, plan::load_plan_file(repo_path(plan_path))) {}
+  ResolvedPlan(const std::string& topology, const std::string& model_path, const std::string& plan_path, int gpus = 0)
+      : ResolvedPlan(topology, model_path, plan::load_plan_file(repo_path(plan_path)), gpus) {}
 
-  /// The job's nodes: every node of the topology, all its GPUs.
-  [[nodiscard]] LaunchShape shape() const {
-    const int gpus = static_cast<int>(cluster.gpus().size());
-    return {cluster.node_count, gpus / cluster.node_count};
+  static topology::Cluster job_cluster(const std::string& topology, int gpus) {
+    topology::Cluster c = topology::load_topology_file(repo_path(topology));
+    if (gpus > 0) c.keep_job_gpus(topology::job_shape(gpus, static_cast<int>(c.gpus_of_node(0).size())));
+    return c;
   }
   [[nodiscard]] std::string exported(Framework target) const {
-    return export_plan(target, {plan, spec, model, model_file, shape()});
+    return export_plan(target, {plan, spec, model, model_file, launch_shape(cluster)});
   }
 };
 
