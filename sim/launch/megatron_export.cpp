@@ -1,6 +1,7 @@
 // Megatron-LM's pretrain_gpt.py arguments (megatron/training/arguments.py), written as the torchrun
 // scripts of Megatron's examples/ write them: bash arrays of arguments, sizes in variables at the top.
 #include <algorithm>
+#include <filesystem>
 #include <numeric>
 
 #include <fmt/format.h>
@@ -274,7 +275,7 @@ std::string export_megatron(const ExportInput& in) {
 
   std::string out = "#!/bin/bash\n";
   out += fmt::format("# Megatron-LM launch of {} ({}), written by `mpsim plan export --to megatron`.\n", in.model.name,
-                     in.spec.file.empty() ? "a plan" : in.spec.file);
+                     in.spec.file.empty() ? "a plan" : std::filesystem::path(in.spec.file).filename().string());
   out += fmt::format("# TP {} x CP {} x PP {} x DP {} = {} GPUs on {} node(s) of {}; {} microbatches of {} per step.\n",
                      p.tensor, p.context, p.pipeline, p.data, p.gpus(), in.shape.nodes, in.shape.gpus_per_node,
                      p.microbatches, p.micro_batch);

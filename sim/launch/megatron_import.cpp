@@ -144,6 +144,7 @@ std::vector<int> layout_blocks(const ShellWord& layout) {
       const char c = text[i];
       std::string unit;
       if (c == '(') {
+        if (depth >= 64) bad("parentheses nest too deep");
         ++i;
         unit = expand(i, depth + 1);
         if (i >= text.size() || text[i] != ')') bad("a '(' is never closed");
@@ -166,6 +167,7 @@ std::vector<int> layout_blocks(const ShellWord& layout) {
         const std::size_t from = i;
         while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i])) && n < 100000) n = n * 10 + (text[i++] - '0');
         if (i == from) bad("'*' needs a count");
+        if (unit.size() * static_cast<std::size_t>(n) > 1'000'000) bad("it repeats to more than a million layers");
         std::string repeated;
         for (int k = 0; k < n; ++k) repeated += unit;
         unit = repeated;

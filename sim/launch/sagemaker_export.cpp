@@ -1,9 +1,122 @@
+// SageMaker model parallelism v1 (smdistributed.modelparallel): the `distribution` argument of the
+// PyTorch estimator, with the `parameters` of the SDK's smd_model_parallel_general.rst. Only v1 has
+// pipeline parallelism (v2 is FSDP with tensor, context and expert parallelism).
+#include <nlohmann/json.hpp>
+
+#include <fmt/format.h>
+
 #include "sim/launch/export.h"
 
 namespace mpsim::launch {
 
-std::string export_sagemaker(const ExportInput& input) {
-  cannot_express(input, "sagemaker", "schedule", "not written yet");
+namespace {
+
+constexpr std::string_view kTarget = "SageMaker model parallelism";
+using Json = nlohmann::ordered_json;
+
+bool selective_is_flash_attention(const plan::Plan& p) {
+  return p.recompute == plan::Recompute::Selective && p.recompute_modules == model::RecomputeModules{} &&
+         p.attention == plan::AttentionKernel::Flash;
+}
+
+/// placement_strategy: the D, P, T letters slowest first (the right-most letter's ranks are
+/// adjacent), "cluster" for DPT and "spread" for TPD, as the plan loader reads them back.
+std::string placement_strategy(const plan::Plan& p) {
+  std::string letters;
+  for (const plan::Axis a : plan::complete_order(p.placement)) {
+    if (a == plan::Axis::Tensor) letters.insert(letters.begin(), 'T');
+    if (a == plan::Axis::Pipeline) letters.insert(letters.begin(), 'P');
+    if (a == plan::Axis::Data) letters.insert(letters.begin(), 'D');
+  }
+  if (letters == "DPT") return "cluster";
+  if (letters == "TPD") return "spread";
+  return letters;
+}
+
+void check(const ExportInput& in) {
+  const plan::Plan& p = in.plan;
+  if (p.context > 1) {
+    cannot_express(in, kTarget, "context", "SMP v1 has no context parallelism (SMP v2 has, without a pipeline)");
+  }
+  if (p.expert > 1) {
+    cannot_express(in, kTarget, "expert", "SMP v1 has no expert parallelism (SMP v2 has, without a pipeline)");
+  }
+  if (p.virtual_stages > 1) {
+    cannot_express(in, kTarget, "virtual_stages",
+                   "SMP v1 places one partition per pipeline rank; its `interleaved` pipeline is a schedule, not "
+                   "virtual stages");
+  }
+  if (p.pipeline > 1 && p.schedule != plan::ScheduleKind::GPipe &&
+      p.schedule != plan::ScheduleKind::SageMakerInterleaved) {
+    cannot_express(in, kTarget, "schedule",
+                   fmt::format("SMP v1's pipeline is \"simple\" (gpipe) or \"interleaved\" "
+                               "(sagemaker-interleaved), not {}",
+                               plan::to_string(p.schedule)));
+  }
+  if (plan::is_fp8(p.precision)) {
+    cannot_express(in, kTarget, "precision",
+                   fmt::format("SMP v1 has no FP8 parameter ({}); use bf16 or fp16", plan::to_string(p.precision)));
+  }
+  if (p.sequence_parallel) {
+    cannot_express(in, kTarget, "sequence_parallel", "SMP v1's tensor parallelism has no sequence parallelism");
+  }
+  if (p.overlap_tensor_comm) {
+    cannot_express(in, kTarget, "overlap.tensor_comm",
+                   "SMP v1 has no tensor-parallel communication/GEMM overlap parameter");
+  }
+  if (p.zero == 2) {
+    cannot_express(in, kTarget, "zero",
+                   "SMP v1 shards the optimizer state (shard_optimizer_state, zero 1) or everything "
+                   "(sharded_data_parallel_degree, zero 3), not gradients alone; use zero 1 or 3");
+  }
+  if (p.shard_groups > 1 && p.zero != 3) {
+    cannot_express(in, kTarget, "shard_groups",
+                   "SMP v1 splits the data-parallel ranks into groups only for sharded data parallelism (zero 3)");
+  }
+  if (p.recompute == plan::Recompute::Full ||
+      (p.recompute == plan::Recompute::Selective && !selective_is_flash_attention(p))) {
+    cannot_express(in, kTarget, "recompute",
+                   "SMP v1 checkpoints activations through smp.set_activation_checkpointing(module) in the training "
+                   "script, not a parameter; recompute there and export with recompute: none");
+  }
+  if (p.activation_offload_layers > 0) {
+    cannot_express(in, kTarget, "activation_offload_layers",
+                   "SMP v1's offload_activations moves checkpointed activations only (with activation "
+                   "checkpointing), not the stashed activations of the first blocks");
+  }
+  if (p.expert_capacity_factor || p.pad_expert_input_to_capacity) {
+    cannot_express(in, kTarget, "moe_expert_capacity_factor", "SMP v1 has no MoE parameters");
+  }
+}
+
+}  // namespace
+
+std::string export_sagemaker(const ExportInput& in) {
+  const plan::Plan& p = in.plan;
+  check(in);
+  Json parameters;
+  parameters["pipeline_parallel_degree"] = p.pipeline;
+  parameters["microbatches"] = p.microbatches;
+  if (p.pipeline > 1) {
+    const bool interleaved = p.schedule == plan::ScheduleKind::SageMakerInterleaved;
+    parameters["pipeline"] = interleaved ? "interleaved" : "simple";
+    if (interleaved) parameters["active_microbatches"] = p.active_microbatches;
+  }
+  parameters["tensor_parallel_degree"] = p.tensor;
+  parameters["ddp"] = p.data > 1 || p.tensor > 1;
+  parameters["placement_strategy"] = placement_strategy(p);
+  parameters["optimize"] = std::string(plan::to_string(p.optimize));
+  if (p.zero == 1) parameters["shard_optimizer_state"] = true;
+  if (p.zero == 3) parameters["sharded_data_parallel_degree"] = p.data / p.shard_groups;
+  if (p.precision == plan::Precision::Fp16) parameters["fp16"] = true;
+  if (p.precision == plan::Precision::Bf16) parameters["bf16"] = true;
+
+  Json distribution;
+  distribution["smdistributed"]["modelparallel"] = Json{{"enabled", true}, {"parameters", parameters}};
+  distribution["mpi"] = Json{{"enabled", true},
+                             {"processes_per_host", in.shape.gpus_per_node},
+                             {"custom_mpi_options", "--mca btl_vader_single_copy_mechanism none "}};
+  return distribution.dump(2) + "\n";
 }
 
 }  // namespace mpsim::launch

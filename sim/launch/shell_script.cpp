@@ -15,10 +15,16 @@ bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) 
 bool is_name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
 
+/// How deep expansions may nest (defaults inside defaults, parentheses, variables naming
+/// expressions): far past what scripts write, well short of the stack.
+constexpr int kMaxNesting = 64;
+
 /// Integer arithmetic of $((...)): + - * / % and parentheses over numbers and variables.
 class Arithmetic {
  public:
-  Arithmetic(std::string_view text, const std::map<std::string, Value>& vars) : text_(text), vars_(vars) {}
+  /// `depth`: variables whose values are themselves expressions nest, as in bash, up to kMaxNesting.
+  Arithmetic(std::string_view text, const std::map<std::string, Value>& vars, int depth = 0)
+      : text_(text), vars_(vars), depth_(depth) {}
   /// The value, or the name of what is missing (a variable unset or not a number, or syntax).
   std::optional<long long> evaluate(std::string& missing) {
     const auto v = sum();
@@ -64,11 +70,13 @@ class Arithmetic {
     if (pos_ >= text_.size()) return std::nullopt;
     const char c = text_[pos_];
     if (c == '(') {
+      if (++depth_ > kMaxNesting) return std::nullopt;
       ++pos_;
       const auto v = sum();
       skip();
       if (pos_ >= text_.size() || text_[pos_] != ')') return std::nullopt;
       ++pos_;
+      --depth_;
       return v;
     }
     if (c == '-') {
@@ -96,7 +104,11 @@ class Arithmetic {
       missing_ = it != vars_.end() && !it->second.empty() && it->second.front().missing ? *it->second.front().missing : name;
       return std::nullopt;
     }
-    Arithmetic inner(it->second.front().text, vars_);
+    if (depth_ >= kMaxNesting) {
+      missing_ = name;  // bash: "expression recursion level exceeded"
+      return std::nullopt;
+    }
+    Arithmetic inner(it->second.front().text, vars_, depth_ + 1);
     std::string inner_missing;
     const auto v = inner.evaluate(inner_missing);
     if (!v) missing_ = name;
@@ -107,6 +119,7 @@ class Arithmetic {
   const std::map<std::string, Value>& vars_;
   std::size_t pos_ = 0;
   std::string missing_;
+  int depth_ = 0;
 };
 
 class Reader {
@@ -173,7 +186,9 @@ class Reader {
       if (at_separator() || peek() == ')') break;
       if (assignments_allowed && assignment()) continue;
       const SourceLocation start = here();
+      const std::size_t before = pos_;
       std::vector<ShellWord> words = word(true);
+      if (pos_ == before) advance();  // a '(' of a function or subshell: not part of any word
       if (!cmd.words.empty() || words.empty() ||
           (words.front().text != "export" && words.front().text != "declare" && words.front().text != "local" &&
            words.front().text != "readonly")) {
@@ -215,10 +230,12 @@ class Reader {
           break;
         }
         const SourceLocation start = here();
+        const std::size_t before = pos_;
         for (ShellWord& w : word(true)) {
           if (w.where.line == 0) w.where = start;
           value.push_back(std::move(w));
         }
+        if (pos_ == before) advance();  // an operator inside the array: not an element
       }
     } else {
       const SourceLocation start = here();
@@ -462,7 +479,9 @@ class Reader {
     for (const char c : raw) {
       if (c != '"' && c != '\'') unquoted += c;
     }
+    if (depth_ >= kMaxNesting) return {{"", start, "${...} nested too deep"}};
     Reader inner(unquoted, file_);
+    inner.depth_ = depth_ + 1;
     inner.vars_ = vars_;
     inner.line_ = start.line;
     inner.column_ = start.column;
@@ -493,6 +512,7 @@ class Reader {
   int column_ = 1;
   std::map<std::string, Value> vars_;
   std::vector<ShellCommand> commands_;
+  int depth_ = 0;  ///< of defaults expanded inside defaults
 };
 
 }  // namespace

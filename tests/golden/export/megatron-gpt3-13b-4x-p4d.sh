@@ -1,5 +1,5 @@
 #!/bin/bash
-# Megatron-LM launch of gpt3-13b (/work/main/configs/plans/gpt3-13b-4x-p4d.yaml), written by `mpsim plan export --to megatron`.
+# Megatron-LM launch of gpt3-13b (gpt3-13b-4x-p4d.yaml), written by `mpsim plan export --to megatron`.
 # TP 8 x CP 1 x PP 2 x DP 2 = 32 GPUs on 4 node(s) of 8; 128 microbatches of 1 per step.
 # Run it on every node with NODE_RANK and MASTER_ADDR set; the data, tokenizer, optimizer and
 # checkpoint arguments follow it on the command line ("$@").

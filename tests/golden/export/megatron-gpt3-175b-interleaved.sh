@@ -1,5 +1,5 @@
 #!/bin/bash
-# Megatron-LM launch of gpt3-175b (/work/main/configs/plans/megatron-175b-interleaved.yaml), written by `mpsim plan export --to megatron`.
+# Megatron-LM launch of gpt3-175b (megatron-175b-interleaved.yaml), written by `mpsim plan export --to megatron`.
 # TP 8 x CP 1 x PP 8 x DP 2 = 128 GPUs on 16 node(s) of 8; 256 microbatches of 1 per step.
 # Run it on every node with NODE_RANK and MASTER_ADDR set; the data, tokenizer, optimizer and
 # checkpoint arguments follow it on the command line ("$@").
