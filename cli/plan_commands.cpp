@@ -20,6 +20,7 @@
 #include "cli/report_text.h"
 #include "cli/table.h"
 #include "cli/training_report.h"
+#include "cli/verify_top.h"
 #include "planner/explain.h"
 #include "planner/search.h"
 #include "sim/core/input_error.h"
@@ -111,6 +112,9 @@ struct PlanArgs {
   TrainingFlags training;
   std::string deadline;  ///< --deadline, with --optimize cost
   std::string trace_links = "busiest";
+  int verify_top = 0;         ///< --verify-top K
+  std::string verify_backend = "cpu";
+  std::optional<int> verify_ranks;
 };
 
 
@@ -240,6 +244,31 @@ std::string ranked_table(const std::vector<planner::Evaluated>& ranked) {
     t.add_row(row);
   }
   return t.render();
+}
+
+/// The verified plans, fastest measured first, beside their predictions.
+std::string verified_table(const std::vector<VerifiedPlan>& verified) {
+  Table t;
+  std::vector<std::string> header{"measured #", "predicted #", "predicted", "measured", "error"};
+  header.insert(header.end(), kPlanHeader.begin(), kPlanHeader.end());
+  t.add_row(header);
+  for (std::size_t i = 0; i < verified.size(); ++i) {
+    const VerifiedPlan& v = verified[i];
+    const double predicted = v.evaluated.report.step_time_s;
+    std::vector<std::string> row{v.measured_step_s ? std::to_string(i + 1) : "-", std::to_string(v.predicted_rank),
+                                 to_string(TimeNs::seconds(predicted)),
+                                 v.measured_step_s ? to_string(TimeNs::seconds(*v.measured_step_s)) : "failed",
+                                 v.measured_step_s ? fmt::format("{:+.1f}%", 100.0 * (predicted / *v.measured_step_s - 1.0))
+                                                   : "-"};
+    const auto cells = plan_cells(v.evaluated.plan);
+    row.insert(row.end(), cells.begin(), cells.end());
+    t.add_row(row);
+  }
+  std::string out = t.render();
+  for (const VerifiedPlan& v : verified) {
+    if (!v.measured_step_s) out += fmt::format("predicted #{} did not run: {}\n", v.predicted_rank, v.failure);
+  }
+  return out;
 }
 
 std::string pareto_table(const std::vector<planner::Evaluated>& front) {
@@ -472,7 +501,19 @@ void run_planner_command(const PlanArgs& args) {
     throw ExitWith{kExitRunFailed};
   }
 
-  const planner::Evaluated& best = result.ranked.front();
+  std::vector<VerifiedPlan> verified;
+  if (args.verify_top > 0) {
+    if (args.gpus.gpus) {
+      throw InputError({"--verify-top", 0, 0}, "",
+                       "the verified plans run on the topology's GPUs: leave out --gpus (set the topology's size "
+                       "with --set instead)");
+    }
+    VerifyOptions verify{args.verify_top, args.verify_backend, args.verify_ranks, 3, 1, args.files, args.sets};
+    verified = verify_top(result.ranked, verify);
+  }
+  // With --verify-top, the best plan is the fastest measured one.
+  const bool measured_best = !verified.empty() && verified.front().measured_step_s.has_value();
+  const planner::Evaluated& best = measured_best ? verified.front().evaluated : result.ranked.front();
   if (!args.output.empty()) write_file_atomically(args.output, plan::write_plan_yaml(best.plan));
   if (!args.trace.empty()) {
     engine::EngineOptions engine = options.engine;
@@ -499,6 +540,18 @@ void run_planner_command(const PlanArgs& args) {
     } else if (alone) {
       json["explain"] = {{"best", breakdown_json(*alone)}};
     }
+    if (args.verify_top > 0) {
+      json["verified"] = nlohmann::ordered_json::array();
+      for (const VerifiedPlan& v : verified) {
+        nlohmann::ordered_json entry = evaluated_json(v.evaluated, false, std::nullopt);
+        entry["predicted_rank"] = v.predicted_rank;
+        entry["predicted_step_time_s"] = v.evaluated.report.step_time_s;
+        entry["measured_step_time_s"] = v.measured_step_s ? nlohmann::ordered_json(*v.measured_step_s) : nlohmann::ordered_json();
+        if (!v.measured_step_s) entry["failure"] = v.failure;
+        json["verified"].push_back(entry);
+      }
+      json["verify_backend"] = args.verify_backend;
+    }
     std::cout << json.dump(2) << "\n";
     return;
   }
@@ -512,6 +565,12 @@ void run_planner_command(const PlanArgs& args) {
       stats.pruned_bound, stats.pruned_invalid > 0 ? fmt::format(", {} invalid", stats.pruned_invalid) : "");
   std::cout << ranked_table(result.ranked);
   std::cout << "\nSpeed/memory Pareto front:\n" << pareto_table(result.pareto);
+  if (!verified.empty()) {
+    std::cout << fmt::format("\nVerified: the {} best plans run with the {} backend on {} ranks (median of {} steps after "
+                             "{} warm-up), fastest measured first:\n",
+                             verified.size(), args.verify_backend, best.plan.gpus(), 3, 1)
+              << verified_table(verified);
+  }
   if (const auto best_run = estimate(best)) std::cout << "\n#1: " << training_text(*best_run);
   if (comparison || alone) {
     const planner::TimeBreakdown& b = comparison ? comparison->winner : *alone;
@@ -579,6 +638,14 @@ void add_plan_commands(CLI::App& app) {
   plan_cmd->add_flag("--json", args->json, "Print the result as JSON");
   plan_cmd->add_flag("--explain", args->explain, "Where the best plan's time goes, and why the runner-up lost");
   add_training_options(*plan_cmd, args->training);
+  plan_cmd->add_option("--verify-top", args->verify_top,
+                       "Run the K best plans a few steps with the executor (mpirun), show predicted beside measured, "
+                       "and rank them again by measurement; -o then writes the fastest measured")
+      ->check(CLI::PositiveNumber);
+  plan_cmd->add_option("--backend", args->verify_backend, "With --verify-top: cpu (Eigen + MPI) or cuda")
+      ->check(CLI::IsMember({"cpu", "cuda"}));
+  plan_cmd->add_option("--ranks", args->verify_ranks, "With --verify-top: the ranks (default: the plans' GPUs)")
+      ->check(CLI::PositiveNumber);
   plan_cmd->add_option("--threads", args->threads, "Simulation threads (default: all cores)")->check(CLI::PositiveNumber);
   plan_cmd->callback([plan_cmd, args] {
     if (plan_cmd->get_subcommands().empty()) run_planner_command(*args);

@@ -300,3 +300,50 @@ TEST(ExecuteFaultTest, APlanThatDoesNotFitTheJobIsRefusedInOneLine) {
 
 }  // namespace
 }  // namespace mpsim::testing
+
+namespace mpsim::testing {
+namespace {
+
+// mpsim plan --verify-top: the best plans of the tiny GPT on 2 CPU ranks run through the executor,
+// each with a measured step time, fastest measured first, and -o writes the fastest measured.
+TEST(VerifyTop, RunsTheBestPlansAndRanksThemByMeasurement) {
+  const auto dir = scratch("verify-top");
+  const std::string best = (dir / "best.yaml").string();
+  const CommandResult r = run_mpsim(
+      "plan --topology " + repo("tests/integration/executor/loopback.yaml") +
+      " --set topology.cluster.gpus_per_node=2 --model " + repo("configs/models/cpu-gpt-tiny.yaml") +
+      " --global-batch 8 --top 4 --verify-top 3 --backend cpu --json -o " + best);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto json = nlohmann::json::parse(r.out);
+  const auto& verified = json.at("verified");
+  ASSERT_EQ(verified.size(), 3u) << r.out;
+  std::vector<int> predicted_ranks;
+  double previous = 0;
+  for (const auto& v : verified) {
+    ASSERT_TRUE(v.at("measured_step_time_s").is_number()) << v.dump();
+    const double measured = v.at("measured_step_time_s").get<double>();
+    EXPECT_GT(measured, 0);
+    EXPECT_GE(measured, previous);  // fastest measured first
+    previous = measured;
+    EXPECT_DOUBLE_EQ(v.at("predicted_step_time_s").get<double>(), v.at("step_time_s").get<double>());
+    predicted_ranks.push_back(v.at("predicted_rank").get<int>());
+  }
+  std::sort(predicted_ranks.begin(), predicted_ranks.end());
+  EXPECT_EQ(predicted_ranks, (std::vector<int>{1, 2, 3}));
+  // The written plan is the fastest measured one.
+  std::ifstream in(best);
+  std::stringstream written;
+  written << in.rdbuf();
+  const auto& first = verified.front().at("plan");
+  EXPECT_NE(written.str().find(fmt::format("schedule: {}\n", first.at("schedule").get<std::string>())), std::string::npos)
+      << written.str();
+
+  const CommandResult wrong = run_mpsim("plan --topology " + repo("tests/integration/executor/loopback.yaml") +
+                                        " --set topology.cluster.gpus_per_node=2 --model " +
+                                        repo("configs/models/cpu-gpt-tiny.yaml") + " --global-batch 8 --verify-top 1 --ranks 3");
+  EXPECT_EQ(wrong.exit_code, 2);
+  EXPECT_NE(wrong.err.find("--ranks"), std::string::npos) << wrong.err;
+}
+
+}  // namespace
+}  // namespace mpsim::testing
