@@ -21,6 +21,7 @@
 #include "cli/table.h"
 #include "cli/training_report.h"
 #include "cli/verify_top.h"
+#include "planner/equivalent_plans.h"
 #include "planner/explain.h"
 #include "planner/search.h"
 #include "sim/core/input_error.h"
@@ -229,21 +230,30 @@ const std::vector<std::string> kPlanHeader{"tp",   "cp",   "pp",      "dp",     
                                            "mb",   "m",    "schedule", "recompute", "sp",       "zero",
                                            "overlap", "precision", "placement"};
 
+/// The ranking with equivalent plans (planner/equivalent_plans.h) in one row, their placements listed.
 std::string ranked_table(const std::vector<planner::Evaluated>& ranked) {
+  const std::vector<planner::EquivalentPlans> merged = planner::merge_equivalent(ranked);
   Table t;
-  std::vector<std::string> header{"#", "step time", "bubble", "TFLOP/s/GPU", "MFU", "peak memory"};
+  std::vector<std::string> header{"#", "step time", "idle", "TFLOP/s/GPU", "MFU", "peak memory"};
   header.insert(header.end(), kPlanHeader.begin(), kPlanHeader.end());
   t.add_row(header);
-  for (std::size_t i = 0; i < ranked.size(); ++i) {
-    const trace::Report& r = ranked[i].report;
+  for (std::size_t i = 0; i < merged.size(); ++i) {
+    const trace::Report& r = merged[i].plan.report;
     std::vector<std::string> row{std::to_string(i + 1), to_string(TimeNs::seconds(r.step_time_s)),
                                  percent(r.bubble_fraction), fmt::format("{:.1f}", r.tflops_per_gpu), percent(r.mfu),
                                  to_string(Bytes::bytes(r.peak_memory_bytes))};
-    const auto cells = plan_cells(ranked[i].plan);
+    auto cells = plan_cells(merged[i].plan.plan);
+    cells.back() = planner::placements_text(merged[i]);
     row.insert(row.end(), cells.begin(), cells.end());
     t.add_row(row);
   }
-  return t.render();
+  std::string out = t.render();
+  if (merged.size() < ranked.size()) {
+    out += fmt::format("({} of the {} ranked plans differ from one above only in placement and simulate to the same "
+                       "step: listed in its row)\n",
+                       ranked.size() - merged.size(), ranked.size());
+  }
+  return out;
 }
 
 /// The verified plans, fastest measured first, beside their predictions.
@@ -276,10 +286,12 @@ std::string pareto_table(const std::vector<planner::Evaluated>& front) {
   std::vector<std::string> header{"peak memory", "step time"};
   header.insert(header.end(), kPlanHeader.begin(), kPlanHeader.end());
   t.add_row(header);
-  for (const auto& e : front) {
+  for (const auto& group : planner::merge_equivalent(front)) {
+    const planner::Evaluated& e = group.plan;
     std::vector<std::string> row{to_string(Bytes::bytes(e.report.peak_memory_bytes)),
                                  to_string(TimeNs::seconds(e.report.step_time_s))};
-    const auto cells = plan_cells(e.plan);
+    auto cells = plan_cells(e.plan);
+    cells.back() = planner::placements_text(group);
     row.insert(row.end(), cells.begin(), cells.end());
     t.add_row(row);
   }
@@ -509,7 +521,9 @@ void run_planner_command(const PlanArgs& args) {
                        "with --set instead)");
     }
     VerifyOptions verify{args.verify_top, args.verify_backend, args.verify_ranks, 3, 1, args.files, args.sets};
-    verified = verify_top(result.ranked, verify);
+    std::vector<planner::Evaluated> distinct;  // a plan's twins under other placements would run the same step
+    for (const auto& group : planner::merge_equivalent(result.ranked)) distinct.push_back(group.plan);
+    verified = verify_top(distinct, verify);
   }
   // With --verify-top, the best plan is the fastest measured one.
   const bool measured_best = !verified.empty() && verified.front().measured_step_s.has_value();
@@ -524,8 +538,12 @@ void run_planner_command(const PlanArgs& args) {
   std::optional<planner::Comparison> comparison;
   std::optional<planner::TimeBreakdown> alone;
   if (args.explain) {
-    if (result.ranked.size() > 1) {
-      comparison = planner::compare(in.cluster, in.model, best, result.ranked[1]);
+    // The runner-up is the best plan that is not the winner under another placement.
+    const auto runner_up = std::find_if(result.ranked.begin(), result.ranked.end(), [&](const planner::Evaluated& e) {
+      return e.plan != best.plan && !planner::equivalent(best, e);
+    });
+    if (runner_up != result.ranked.end()) {
+      comparison = planner::compare(in.cluster, in.model, best, *runner_up);
     } else {
       alone = planner::breakdown(in.cluster, in.model, best);
     }

@@ -35,7 +35,7 @@ void print_report(const Inputs& in, const trace::Report& r) {
   }
   std::cout << "\n";
   Table stages;
-  stages.add_row({"stage", "first GPU", "GPUs", "busy", "idle", "bubble", "peak memory"});
+  stages.add_row({"stage", "first GPU", "GPUs", "busy", "idle", "idle share", "peak memory"});
   for (int s = 0; s < p.pipeline; ++s) {
     const auto it = std::find_if(r.devices.begin(), r.devices.end(), [s](const auto& d) { return d.stage == s; });
     if (it == r.devices.end()) continue;

@@ -1,0 +1,44 @@
+// Plans that differ only in placement and simulate to the same step are one row of a ranking.
+#include <gtest/gtest.h>
+
+#include "planner/equivalent_plans.h"
+
+namespace mpsim::planner {
+namespace {
+
+Evaluated evaluated(plan::Placement placement, double step_s, std::int64_t peak = 1000, int zero = 1) {
+  Evaluated e;
+  e.plan.tensor = 8;
+  e.plan.pipeline = 2;
+  e.plan.data = 64;
+  e.plan.zero = zero;
+  e.plan.placement = std::move(placement);
+  e.report.step_time_s = step_s;
+  e.report.peak_memory_bytes = peak;
+  e.report.bubble_fraction = 0.02;
+  return e;
+}
+
+const plan::Placement kTpDpPp{plan::Axis::Tensor, plan::Axis::Data, plan::Axis::Pipeline};
+const plan::Placement kTpPpDp{plan::Axis::Tensor, plan::Axis::Pipeline, plan::Axis::Data};
+
+TEST(EquivalentPlans, OnlyAnotherPlacementWithTheSameSimulatedStepIsTheSamePlan) {
+  EXPECT_TRUE(equivalent(evaluated(kTpDpPp, 17.4), evaluated(kTpPpDp, 17.4)));
+  EXPECT_FALSE(equivalent(evaluated(kTpDpPp, 17.4), evaluated(kTpPpDp, 17.4 + 1e-9)));   // another step
+  EXPECT_FALSE(equivalent(evaluated(kTpDpPp, 17.4), evaluated(kTpPpDp, 17.4, 1001)));    // another peak
+  EXPECT_FALSE(equivalent(evaluated(kTpDpPp, 17.4), evaluated(kTpPpDp, 17.4, 1000, 2)));  // another plan
+}
+
+TEST(EquivalentPlans, MergingKeepsTheRankingOrderAndListsThePlacements) {
+  const std::vector<Evaluated> ranked{evaluated(kTpPpDp, 17.4), evaluated(kTpDpPp, 17.4), evaluated(kTpPpDp, 17.5, 1000, 2),
+                                      evaluated(kTpDpPp, 17.6, 1000, 2)};
+  const std::vector<EquivalentPlans> merged = merge_equivalent(ranked);
+  ASSERT_EQ(merged.size(), 3u);
+  EXPECT_EQ(placements_text(merged[0]), "tp-pp-dp / tp-dp-pp");
+  EXPECT_EQ(merged[0].plan.report.step_time_s, 17.4);
+  EXPECT_EQ(placements_text(merged[1]), "tp-pp-dp");
+  EXPECT_EQ(merged[2].plan.report.step_time_s, 17.6);
+}
+
+}  // namespace
+}  // namespace mpsim::planner
