@@ -1,12 +1,15 @@
 // mpsim compare: a predicted step against a measured one (step time, devices, instruction kinds).
+#include <algorithm>
 #include <fstream>
 #include <iostream>
 #include <iterator>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -14,6 +17,7 @@
 #include "sim/core/input_error.h"
 #include "sim/core/units.h"
 #include "sim/trace/compare.h"
+#include "sim/trace/framework_trace.h"
 #include "sim/trace/trace_reader.h"
 
 namespace mpsim::cli {
@@ -21,7 +25,8 @@ namespace {
 
 struct CompareArgs {
   std::string predicted;
-  std::string measured;
+  std::vector<std::string> measured;  ///< one mpsim trace or report, a step-time log, or a Kineto trace per rank
+  std::optional<int> gpus_per_node;
   bool json = false;
 };
 
@@ -35,6 +40,42 @@ std::string read_whole_file(const std::string& path) {
 
 /// A trace (Chrome trace with the report under "mpsim", as `simulate --trace` and `execute --trace`
 /// write), or a bare report (`simulate --json`), which has no timeline. Throws InputError naming the file.
+trace::StepRecord load_step(const std::string& path);
+
+/// The GPUs per node of the predicted devices' names (node0/gpu0, node0/gpu1, ...): 8 when it names none.
+int predicted_gpus_per_node(const trace::Report& predicted) {
+  const auto on_node0 = std::count_if(predicted.devices.begin(), predicted.devices.end(),
+                                      [](const trace::DeviceReport& d) { return d.id.rfind("node0/", 0) == 0; });
+  return on_node0 > 0 ? static_cast<int>(on_node0) : 8;
+}
+
+/// The measured side: a framework's run (a PyTorch profiler trace per rank, or a step-time log), or
+/// what load_step() reads. Throws InputError naming the file.
+trace::StepRecord load_measured(const CompareArgs& args, const trace::Report& predicted) {
+  const std::string first = read_whole_file(args.measured.front());
+  const bool kineto = trace::is_kineto_trace(first);
+  if (!kineto && args.measured.size() > 1) {
+    throw InputError({args.measured[1], 0, 0}, "",
+                     "several measured files are the ranks of one PyTorch profiler (Kineto) run; " + args.measured.front() +
+                         " is not one");
+  }
+  try {
+    if (kineto) {
+      std::vector<trace::KinetoFile> ranks;
+      for (const std::string& path : args.measured) ranks.push_back({path, path == args.measured.front() ? first : read_whole_file(path)});
+      const trace::PlanSummary& p = predicted.plan;
+      // Megatron's rank order puts a stage's tensor x context x data ranks together.
+      const int ranks_per_stage = p.pipeline > 1 ? p.tensor * p.context * p.data : 0;
+      return trace::read_kineto_step(ranks, args.gpus_per_node.value_or(predicted_gpus_per_node(predicted)),
+                                     ranks_per_stage);
+    }
+    if (trace::is_step_time_log(first)) return trace::read_step_time_log(first, args.measured.front());
+  } catch (const trace::TraceReadError& e) {
+    throw InputError({args.measured.front(), 0, 0}, "", e.what());
+  }
+  return load_step(args.measured.front());
+}
+
 trace::StepRecord load_step(const std::string& path) {
   const std::string text = read_whole_file(path);
   trace::StepRecord step;
@@ -72,7 +113,7 @@ std::string percent(const std::optional<double>& fraction) { return fraction ? c
 std::string ratio(const std::optional<double>& r) { return r ? fmt::format("{:.2f}", *r) : "-"; }
 
 void print_comparison(const CompareArgs& args, const trace::Comparison& c) {
-  std::cout << fmt::format("predicted {}\nmeasured  {}\n\n", args.predicted, args.measured);
+  std::cout << fmt::format("predicted {}\nmeasured  {}\n\n", args.predicted, fmt::join(args.measured, " "));
   Table summary;
   summary.add_row({"", "predicted", "measured", "error"});
   summary.add_row({"step time", seconds(c.predicted_step_time_s), seconds(c.measured_step_time_s),
@@ -82,12 +123,23 @@ void print_comparison(const CompareArgs& args, const trace::Comparison& c) {
   if (!c.devices.empty()) {
     std::cout << "\n";
     Table devices;
-    devices.add_row({"device", "stage", "busy pred", "busy meas", "bubble pred", "bubble meas"});
+    devices.add_row({"device", "stage", "busy pred", "busy meas", "idle pred", "idle meas"});
     for (const auto& d : c.devices) {
       devices.add_row({d.id, std::to_string(d.stage), seconds(d.predicted_busy_s), seconds(d.measured_busy_s),
                        percent(d.predicted_bubble_fraction), percent(d.measured_bubble_fraction)});
     }
     std::cout << devices.render();
+  }
+  if (!c.stages.empty()) {
+    std::cout << "\nper stage (the mean over its devices):\n";
+    Table stages;
+    stages.add_row({"stage", "devices pred", "devices meas", "busy pred", "busy meas", "idle pred", "idle meas"});
+    for (const auto& st : c.stages) {
+      stages.add_row({std::to_string(st.stage), std::to_string(st.predicted_devices), std::to_string(st.measured_devices),
+                      seconds(st.predicted_busy_s), seconds(st.measured_busy_s), percent(st.predicted_idle_fraction),
+                      percent(st.measured_idle_fraction)});
+    }
+    std::cout << stages.render();
   }
   if (!c.per_kind.empty()) {
     std::cout << "\nper instruction kind (ratio = predicted / measured):\n";
@@ -124,8 +176,13 @@ void add_compare_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("compare", "Hold a prediction to account: a predicted step against a measured one");
   cmd->add_option("PREDICTED", args->predicted, "Predicted trace (simulate --trace) or report (simulate --json)")
       ->required();
-  cmd->add_option("MEASURED", args->measured, "Measured trace (execute --trace) or report (execute --json)")
+  cmd->add_option("MEASURED", args->measured,
+                  "Measured trace (execute --trace) or report (execute --json); a PyTorch profiler (Kineto) trace "
+                  "per rank of a Megatron-LM / NeMo / TorchTitan run; or a Megatron-LM / NeMo step-time log")
       ->required();
+  cmd->add_option("--gpus-per-node", args->gpus_per_node,
+                  "With Kineto traces: GPUs per node, to name rank r's GPU (default: as the prediction names them)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "Print the comparison as JSON");
   cmd->footer(
       "The step time error is |predicted - measured| / measured. Per instruction kind, the ratio is\n"
@@ -133,10 +190,12 @@ void add_compare_command(CLI::App& app) {
       "Example:\n"
       "  mpsim simulate --topology T --model M --plan P --trace pred.json\n"
       "  mpsim execute --topology T --model M --plan P --ranks 2 --trace meas.json\n"
-      "  mpsim compare pred.json meas.json");
+      "  mpsim compare pred.json meas.json\n"
+      "  mpsim compare pred.json rank0.pt.trace.json rank1.pt.trace.json   (PyTorch profiler traces of a real run)\n"
+      "  mpsim compare pred.json train.log                                  (Megatron-LM or NeMo step times)");
   cmd->callback([args] {
     const trace::StepRecord predicted = load_step(args->predicted);
-    const trace::StepRecord measured = load_step(args->measured);
+    const trace::StepRecord measured = load_measured(*args, predicted.report);
     const trace::Comparison c = trace::compare(predicted, measured);
     if (args->json) {
       std::cout << trace::comparison_json(c).dump(2) << "\n";

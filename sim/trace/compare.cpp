@@ -116,6 +116,47 @@ double timeline_extent_s(const Timeline& timeline) noexcept {
   return static_cast<double>(last - first) * 1e-9;
 }
 
+namespace {
+
+/// Means per stage of the devices' figures, each side over the devices it has.
+std::vector<StageComparison> stage_comparisons(const std::vector<DeviceComparison>& devices) {
+  struct Sums {
+    int predicted = 0, measured = 0;
+    double predicted_busy = 0, measured_busy = 0, predicted_idle = 0, measured_idle = 0;
+  };
+  std::map<int, Sums> by_stage;
+  for (const DeviceComparison& d : devices) {
+    if (d.stage < 0) continue;
+    Sums& s = by_stage[d.stage];
+    if (d.predicted_busy_s) {
+      ++s.predicted;
+      s.predicted_busy += *d.predicted_busy_s;
+      s.predicted_idle += d.predicted_bubble_fraction.value_or(0);
+    }
+    if (d.measured_busy_s) {
+      ++s.measured;
+      s.measured_busy += *d.measured_busy_s;
+      s.measured_idle += d.measured_bubble_fraction.value_or(0);
+    }
+  }
+  std::vector<StageComparison> out;
+  for (const auto& [stage, s] : by_stage) {
+    StageComparison sc{stage, s.predicted, s.measured, {}, {}, {}, {}};
+    if (s.predicted > 0) {
+      sc.predicted_busy_s = s.predicted_busy / s.predicted;
+      sc.predicted_idle_fraction = s.predicted_idle / s.predicted;
+    }
+    if (s.measured > 0) {
+      sc.measured_busy_s = s.measured_busy / s.measured;
+      sc.measured_idle_fraction = s.measured_idle / s.measured;
+    }
+    out.push_back(sc);
+  }
+  return out;
+}
+
+}  // namespace
+
 Comparison compare(const StepRecord& predicted, const StepRecord& measured) {
   Comparison c;
   c.predicted_step_time_s = predicted.report.step_time_s;
@@ -182,6 +223,7 @@ Comparison compare(const StepRecord& predicted, const StepRecord& measured) {
     dc.measured_bubble_fraction = md[j].bubble_fraction;
     c.devices.push_back(dc);
   }
+  c.stages = stage_comparisons(c.devices);
   return c;
 }
 
@@ -213,6 +255,17 @@ nlohmann::ordered_json comparison_json(const Comparison& c) {
                        {"measured_bubble_fraction", optional_json(d.measured_bubble_fraction)}});
   }
   out["devices"] = devices;
+  ordered_json stages = ordered_json::array();
+  for (const StageComparison& st : c.stages) {
+    stages.push_back({{"stage", st.stage},
+                      {"predicted_devices", st.predicted_devices},
+                      {"measured_devices", st.measured_devices},
+                      {"predicted_busy_s", optional_json(st.predicted_busy_s)},
+                      {"measured_busy_s", optional_json(st.measured_busy_s)},
+                      {"predicted_idle_fraction", optional_json(st.predicted_idle_fraction)},
+                      {"measured_idle_fraction", optional_json(st.measured_idle_fraction)}});
+  }
+  out["stages"] = stages;
   ordered_json worst = ordered_json::array();
   for (const OpComparison& o : c.worst_ops) {
     worst.push_back({{"device", o.device},

@@ -64,6 +64,17 @@ struct DeviceComparison {
   std::optional<double> measured_bubble_fraction;
 };
 
+/// One pipeline stage: the mean over its devices on each side (absent when a side has none there).
+struct StageComparison {
+  int stage = 0;
+  int predicted_devices = 0;
+  int measured_devices = 0;
+  std::optional<double> predicted_busy_s;
+  std::optional<double> measured_busy_s;
+  std::optional<double> predicted_idle_fraction;
+  std::optional<double> measured_idle_fraction;
+};
+
 /// One side of a comparison: a report, and the timeline when the input was a trace (a bare report
 /// has none, and then contributes no per-kind statistics).
 struct StepRecord {
@@ -82,6 +93,8 @@ struct Comparison {
   /// timeline.
   std::vector<KindComparison> per_kind;
   std::vector<DeviceComparison> devices;
+  /// Per pipeline stage, from `devices` (those of a known stage), by stage.
+  std::vector<StageComparison> stages;
   /// Ops both timelines show (0 when either has no op identities), the median of predicted / measured
   /// over those with a positive measured time, and the ones off by the most seconds, largest first
   /// (at most kWorstOps; ties by device, then op).

@@ -157,4 +157,76 @@ TEST_F(CompareCommand, BadInputNamesTheFile) {
   EXPECT_EQ(r.exit_code, 2);
 }
 
+
+// A framework's run against the prediction: PyTorch profiler (Kineto) traces of two ranks, written for
+// this test in Kineto's format (tests/data/kineto), for a two-stage pipeline of the tiny GPT.
+class CompareFrameworkRun : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    predicted_ = scratch() / "pp2.json";
+    const CommandResult r = mpsim("simulate --topology " + repo("tests/integration/executor/loopback.yaml") +
+                                  " --set topology.cluster.gpus_per_node=2 --model " +
+                                  repo("configs/models/cpu-gpt-tiny.yaml") + " --plan " +
+                                  repo("configs/plans/cpu-tiny-1f1b-pp2.yaml") + " --trace " + predicted_.string());
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  static inline fs::path predicted_;
+};
+
+TEST_F(CompareFrameworkRun, KinetoTracesGiveTheStepAndEachStagesBusyTime) {
+  const CommandResult r = mpsim("compare " + predicted_.string() + " " + repo("tests/data/kineto/rank0.pt.trace.json") +
+                                " " + repo("tests/data/kineto/rank1.pt.trace.json") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json c = json::parse(r.out);
+  // The steps: 10 and 12 ms on each rank; their median is 11 ms.
+  EXPECT_NEAR(c.at("measured_step_time_s").get<double>(), 0.011, 1e-12);
+  // By hand, the union of each rank's kernels inside its two steps, per step: rank 0 (stage 0)
+  // [1.5, 4.0] + [4.0, 4.5] + [12, 16] + [20, 21] ms = 8 ms / 2; rank 1 (stage 1) 2 + 1 + 6 = 9 ms / 2.
+  const json& stages = c.at("stages");
+  ASSERT_EQ(stages.size(), 2u) << c.dump(2);
+  EXPECT_EQ(stages[0].at("stage"), 0);
+  EXPECT_EQ(stages[0].at("measured_devices"), 1);
+  EXPECT_NEAR(stages[0].at("measured_busy_s").get<double>(), 0.004, 1e-12);
+  EXPECT_NEAR(stages[0].at("measured_idle_fraction").get<double>(), 7.0 / 11.0, 1e-9);
+  EXPECT_NEAR(stages[1].at("measured_busy_s").get<double>(), 0.0045, 1e-12);
+  EXPECT_NEAR(stages[1].at("measured_idle_fraction").get<double>(), 6.5 / 11.0, 1e-9);
+  EXPECT_TRUE(stages[0].at("predicted_busy_s").is_number());
+  // The ranks are the prediction's GPUs: node0/gpu0 and node0/gpu1, matched by name.
+  for (const json& d : c.at("devices")) EXPECT_TRUE(d.at("predicted_busy_s").is_number()) << d.dump();
+  // Per kind: the NCCL kernels by name, and the ranges the run recorded.
+  const json& kinds = c.at("per_kind");
+  EXPECT_EQ(kinds.at("send").at("measured_count"), 2);
+  EXPECT_NEAR(kinds.at("send").at("measured_total_s").get<double>(), 0.0015, 1e-12);
+  EXPECT_EQ(kinds.at("allreduce").at("measured_count"), 1);
+  EXPECT_EQ(kinds.at("forward").at("measured_count"), 1);
+  EXPECT_EQ(kinds.at("backward").at("measured_count"), 1);
+  EXPECT_EQ(kinds.at("optimizer").at("measured_count"), 1);
+
+  const CommandResult text = mpsim("compare " + predicted_.string() + " " + repo("tests/data/kineto/rank0.pt.trace.json") +
+                                   " " + repo("tests/data/kineto/rank1.pt.trace.json"));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("per stage"), std::string::npos) << text.out;
+}
+
+TEST_F(CompareFrameworkRun, AStepTimeLogGivesTheMedianStep) {
+  const CommandResult r =
+      mpsim("compare " + predicted_.string() + " " + repo("tests/data/kineto/megatron-train.log") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // 4120.5, 1012.0 and 1008.4 ms: the median leaves the first (warm-up) step out.
+  EXPECT_NEAR(json::parse(r.out).at("measured_step_time_s").get<double>(), 1.012, 1e-12);
+}
+
+TEST_F(CompareFrameworkRun, BadFrameworkInputIsOneLineNamingTheFile) {
+  const fs::path no_steps = scratch() / "no-steps.pt.trace.json";
+  std::ofstream(no_steps) << R"({"schemaVersion": 1, "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2}]})";
+  const CommandResult r = mpsim("compare " + predicted_.string() + " " + no_steps.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(no_steps.string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("ProfilerStep"), std::string::npos) << r.err;
+  const CommandResult twice = mpsim("compare " + predicted_.string() + " " + repo("tests/data/kineto/rank0.pt.trace.json") +
+                                    " " + repo("tests/data/kineto/rank0.pt.trace.json"));
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_NE(twice.err.find("rank 0"), std::string::npos) << twice.err;
+}
+
 }  // namespace
