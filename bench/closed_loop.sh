@@ -204,8 +204,9 @@ for name in "${names[@]}"; do
   schedule="$(jq -r '.plan.schedule' "$work/pred-$name.report.json")"
   micro="$(jq -r '.plan.microbatches' "$work/pred-$name.report.json")"
   predicted="$(jq -r '.step_time_s' "$work/pred-$name.report.json")"
+  spread="$(jq -r '.profile_spread // 0' "$work/pred-$name.report.json")"
   if [[ "$have_execute" == 0 ]]; then
-    printf '%s\t%s\t%s\t%s\t-\t-\n' "$name" "$schedule" "$micro" "$predicted" >>"$work/results.tsv"
+    printf '%s\t%s\t%s\t%s\t-\t-\t%s\n' "$name" "$schedule" "$micro" "$predicted" "$spread" >>"$work/results.tsv"
     continue
   fi
   if ! "$mpsim" execute --topology "$work/profiled.yaml" --model "$model" --plan "$plan" --ranks "$ranks" \
@@ -216,8 +217,9 @@ for name in "${names[@]}"; do
   "$mpsim" compare "$work/pred-$name.json" "$work/meas-$name.json" --json >"$work/compare-$name.json"
   measured="$(jq -r '.measured_step_time_s' "$work/compare-$name.json")"
   error="$(jq -r '.step_time_error' "$work/compare-$name.json")"
-  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$schedule" "$micro" "$predicted" "$measured" "$error" >>"$work/results.tsv"
-  echo "  $name: predicted $predicted s, measured $measured s"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$name" "$schedule" "$micro" "$predicted" "$measured" "$error" "$spread" \
+    >>"$work/results.tsv"
+  echo "  $name: predicted $predicted s (profile spread $spread), measured $measured s"
 done
 
 section "closed loop: $(basename "$model"), $ranks ranks, global batch $batch"
@@ -233,15 +235,17 @@ awk -F'\t' '
     }
   }
   {
-    n++; name[n] = $1; sched[n] = $2; mb[n] = $3; p[n] = $4; m[n] = $5; e[n] = $6
+    n++; name[n] = $1; sched[n] = $2; mb[n] = $3; p[n] = $4; m[n] = $5; e[n] = $6; sp_of[n] = $7
   }
   END {
     if (n == 0) { print "no plan ran"; exit 1 }
-    printf "%-26s %-17s %12s %12s %12s %8s\n", "plan", "schedule", "microbatches", "predicted", "measured", "error"
+    printf "%-26s %-17s %12s %12s %21s %12s %8s\n", "plan", "schedule", "microbatches", "predicted", "band (profile spread)",
+           "measured", "error"
     k = 0
     for (i = 1; i <= n; i++) {
-      printf "%-26s %-17s %12s %12s %12s %8s\n", name[i], sched[i], mb[i], ms(p[i]), ms(m[i]), pct(e[i])
-      if (e[i] != "-") { k++; errs[k] = e[i]; pp[k] = p[i]; mm[k] = m[i]; nn[k] = name[i] }
+      band = sprintf("%.1f-%.1f ms", p[i] * (1 - sp_of[i] / 2) * 1000, p[i] * (1 + sp_of[i] / 2) * 1000)
+      printf "%-26s %-17s %12s %12s %21s %12s %8s\n", name[i], sched[i], mb[i], ms(p[i]), band, ms(m[i]), pct(e[i])
+      if (e[i] != "-") { k++; errs[k] = e[i]; pp[k] = p[i]; mm[k] = m[i]; nn[k] = name[i]; ss[k] = sp_of[i] }
     }
     if (k == 0) { print "\nno measurement: the loop stopped at the prediction"; exit 0 }
     # Median error.
@@ -261,6 +265,20 @@ awk -F'\t' '
     }
     rho = (spp > 0 && smm > 0) ? spm / sqrt(spp * smm) : 1
     printf "ranking by prediction vs by measurement: Spearman rho %.2f; same order: %s\n", rho, same ? "yes" : "no"
+    # Within 10%, and the order where the predictions differ by more than the profile spread says a
+    # prediction can be trusted to (the larger spread of the two plans).
+    within = 0; resolved = 0; agree = 0
+    for (i = 1; i <= k; i++) if (errs[i] <= 0.10) within++
+    for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) {
+      s2 = ss[i] > ss[j] ? ss[i] : ss[j]
+      lo = pp[i] < pp[j] ? pp[i] : pp[j]
+      if ((pp[i] - pp[j] > s2 * lo) || (pp[j] - pp[i] > s2 * lo)) {
+        resolved++
+        if ((pp[i] < pp[j]) == (mm[i] < mm[j])) agree++
+      }
+    }
+    printf "within 10%%: %d of %d plans; pairs whose predictions differ by more than the spread: %d, measured in the predicted order: %d\n",
+           within, k, resolved, agree
     # The fastest plan each way.
     bp = 1; bm = 1
     for (i = 2; i <= k; i++) { if (pp[i] < pp[bp]) bp = i; if (mm[i] < mm[bm]) bm = i }

@@ -40,7 +40,7 @@ struct ProfileArgs {
   int micro_batch = 1;
   std::string output;
   std::string model_output;  ///< --model-out: the profiled model
-  int layer_repetitions = 10;
+  int layer_repetitions = 20;
   std::string max_message = "64 MiB";
   std::string fit_from = "4 KiB";
   std::string time_per_measurement = "200 ms";
@@ -213,16 +213,20 @@ nlohmann::ordered_json layers_json(const model::Model& m, const prof::LayerProfi
   }
   return {{"micro_batch", p.micro_batch},
           {"repetitions", p.repetitions},
+          {"rounds", p.rounds},
           {"ranks", p.ranks},
-          {"statistic", "mean"},
+          {"statistic", "median of the rounds' means"},
+          {"spread", p.spread},
           {"adam_s_per_parameter", p.adam_s_per_parameter},
           {"layers", layers},
           {"model", output}};
 }
 
 void print_layers(const model::Model& m, const prof::LayerProfile& p, const std::string& output) {
-  std::cout << fmt::format("\nlayers of {} (micro batch {}, mean of {} repetitions{})\n\n", m.name, p.micro_batch,
-                           p.repetitions, p.ranks > 1 ? fmt::format(", mean over {} ranks", p.ranks) : "");
+  std::cout << fmt::format("\nlayers of {} (micro batch {}, {} repetitions in {} rounds, the median round's mean{}); "
+                           "the rounds spread {}\n\n",
+                           m.name, p.micro_batch, p.repetitions, p.rounds,
+                           p.ranks > 1 ? fmt::format(", mean over {} ranks", p.ranks) : "", percent(p.spread));
   Table t;
   t.add_row({"layer", "kind", "forward", "backward-input", "backward-weight"});
   const auto time = [](double seconds) { return to_string(TimeNs::seconds(seconds)); };
@@ -335,7 +339,7 @@ void add_profile_command(CLI::App& app) {
   cmd->add_option("--model-out", args->model_output,
                   "Time every layer of --model (micro batch --micro-batch) and write it as a profiled model YAML");
   cmd->add_option("--layer-repetitions", args->layer_repetitions,
-                  "Timed repetitions of each layer for --model-out (default 10; their mean is kept)")
+                  "Timed repetitions of each layer for --model-out (default 20, in 5 rounds: the median round's mean is kept)")
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--max-message", args->max_message, "Largest ping-pong and all-reduce message (default 64 MiB)");
   cmd->add_option("--fit-from", args->fit_from,

@@ -20,7 +20,14 @@ void print_report(const Inputs& in, const trace::Report& r) {
                            in.cluster.name.empty() ? "the cluster" : in.cluster.name, p.tensor, p.pipeline, p.data,
                            p.virtual_stages > 1 ? fmt::format(" (x{} virtual)", p.virtual_stages) : "",
                            plan::to_string(p.schedule), p.microbatches, p.micro_batch);
-  std::cout << fmt::format("  step time     {}\n", to_string(TimeNs::seconds(r.step_time_s)));
+  std::cout << fmt::format("  step time     {}", to_string(TimeNs::seconds(r.step_time_s)));
+  if (const auto spread = in.model.profile_spread) {
+    // The band the profile's own rounds span, centred on the prediction.
+    std::cout << fmt::format(" ({} to {}: the profile's rounds spread {})",
+                             to_string(TimeNs::seconds(r.step_time_s * (1 - *spread / 2))),
+                             to_string(TimeNs::seconds(r.step_time_s * (1 + *spread / 2))), percent(*spread));
+  }
+  std::cout << "\n";
   std::cout << fmt::format("  throughput    {:.1f} TFLOP/s per GPU, MFU {} ({:.1f} TFLOP/s executed, recomputation included)\n",
                            r.tflops_per_gpu, percent(r.mfu), r.hardware_tflops_per_gpu);
   std::cout << fmt::format("  idle          {} of all GPU time; pipeline bubble rate {}\n", percent(r.bubble_fraction),

@@ -65,6 +65,7 @@ void run_one(const SimulateArgs& args, const std::vector<Override>& overrides) {
     nlohmann::ordered_json json = trace::report_json(prediction.report);
     if (estimate) json["training"] = training_json(*estimate);
     if (explained) json["explain"] = breakdown_json(*explained);
+    if (in.model.profile_spread) json["profile_spread"] = *in.model.profile_spread;
     std::cout << json.dump(2) << "\n";
   } else {
     print_report(in, prediction.report);

@@ -96,6 +96,7 @@ std::string_view dtype_word(int bytes) noexcept {
 LayerProfile profile_layers(Backend& backend, const model::Model& model, const LayerProfileOptions& options) {
   if (options.micro_batch < 1) throw std::invalid_argument("the micro batch must be at least 1");
   if (options.repetitions < 1) throw std::invalid_argument("at least one timed repetition is needed");
+  if (options.rounds < 1) throw std::invalid_argument("at least one round is needed");
   if (model.layers.empty()) throw std::invalid_argument("the model has no layers");
   const plan::Plan plan = whole_model_plan(model, options.micro_batch);
   const NetDims dims = net_dims(model, 1);
@@ -144,7 +145,12 @@ LayerProfile profile_layers(Backend& backend, const model::Model& model, const L
   out.backend = backend.name();
   out.micro_batch = options.micro_batch;
   out.repetitions = options.repetitions;
+  out.rounds = std::min(options.rounds, options.repetitions);
   out.layers.assign(model.layers.size(), LayerTiming{});
+  // Per round: the sums of each layer's passes, and how many repetitions it holds.
+  std::vector<std::vector<LayerTiming>> round_sums(static_cast<std::size_t>(out.rounds),
+                                                   std::vector<LayerTiming>(model.layers.size()));
+  std::vector<int> round_repetitions(static_cast<std::size_t>(out.rounds), 0);
   out.executor_parameters = static_cast<std::int64_t>(count);
 
   for (int rep = 0; rep < options.warmup + options.repetitions; ++rep) {
@@ -172,19 +178,43 @@ LayerProfile profile_layers(Backend& backend, const model::Model& model, const L
     backend.reset_marks();
     if (marks.size() != 3 * n + 1) throw std::logic_error("the backend lost a time mark");
     if (rep < options.warmup) continue;
+    const auto round = static_cast<std::size_t>((rep - options.warmup) * out.rounds / options.repetitions);
+    ++round_repetitions[round];
     for (std::size_t i = 0; i < n; ++i) {
-      LayerTiming& t = out.layers[owner[i]];
+      LayerTiming& t = round_sums[round][owner[i]];
       t.forward_s += seconds_between(marks, i);
       t.backward_input_s += seconds_between(marks, n + (n - 1 - i));
       t.backward_weight_s += seconds_between(marks, 2 * n + (n - 1 - i));
     }
   }
-  const double reps = options.repetitions;
-  for (LayerTiming& t : out.layers) {
-    t.forward_s /= reps;
-    t.backward_input_s /= reps;
-    t.backward_weight_s /= reps;
+  const auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const std::size_t k = v.size();
+    return k % 2 == 1 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+  };
+  std::vector<double> round_totals(round_sums.size(), 0.0);
+  for (std::size_t r = 0; r < round_sums.size(); ++r) {
+    for (LayerTiming& t : round_sums[r]) {
+      const double reps = round_repetitions[r];
+      t.forward_s /= reps;
+      t.backward_input_s /= reps;
+      t.backward_weight_s /= reps;
+      round_totals[r] += t.forward_s + t.backward_input_s + t.backward_weight_s;
+    }
   }
+  for (std::size_t l = 0; l < out.layers.size(); ++l) {
+    std::vector<double> forward, input, weight;
+    for (const auto& round : round_sums) {
+      forward.push_back(round[l].forward_s);
+      input.push_back(round[l].backward_input_s);
+      weight.push_back(round[l].backward_weight_s);
+    }
+    out.layers[l] = {median(forward), median(input), median(weight)};
+  }
+  const double middle = median(round_totals);
+  const auto [fastest, slowest] = std::minmax_element(round_totals.begin(), round_totals.end());
+  out.spread = middle > 0 ? (*slowest - *fastest) / middle : 0;
+  const double reps = options.repetitions;
 
   // The optimizer: Adam over every parameter, timed like the passes (mean after a warm-up).
   if (count > 0) {
@@ -224,6 +254,7 @@ LayerProfile profile_layers_on_all_ranks(Backend& backend, const model::Model& m
     values.push_back(static_cast<float>(t.backward_weight_s));
   }
   values.push_back(static_cast<float>(p.adam_s_per_parameter * 1e9));  // ns: fp32 keeps it well
+  values.push_back(static_cast<float>(p.spread));
   const Flat buffer(backend, values.size());
   backend.upload(values, buffer.data());
   backend.all_reduce_sum(*world, buffer.data(), values.size());
@@ -234,7 +265,8 @@ LayerProfile profile_layers_on_all_ranks(Backend& backend, const model::Model& m
     p.layers[i].backward_input_s = values[3 * i + 1] / n;
     p.layers[i].backward_weight_s = values[3 * i + 2] / n;
   }
-  p.adam_s_per_parameter = values.back() / n * 1e-9;
+  p.spread = values.back() / n;
+  p.adam_s_per_parameter = values[values.size() - 2] / n * 1e-9;
   return p;
 }
 
@@ -245,8 +277,9 @@ std::string profiled_model_yaml(const model::Model& original, const LayerProfile
                                             original.layers.size()));
   }
   std::string out;
-  out += fmt::format("# {} profiled layer by layer: {} backend, micro batch {}, mean of {} repetitions",
-                     original.name, profile.backend, profile.micro_batch, profile.repetitions);
+  out += fmt::format("# {} profiled layer by layer: {} backend, micro batch {}, {} repetitions in {} rounds (the "
+                     "median round's mean)",
+                     original.name, profile.backend, profile.micro_batch, profile.repetitions, profile.rounds);
   out += profile.ranks > 1 ? fmt::format(", mean over {} ranks\n", profile.ranks) : "\n";
   if (!header.command.empty()) out += fmt::format("# measured by: {}\n", header.command);
   if (!header.host.empty() || !header.utc_time.empty()) {
@@ -266,6 +299,8 @@ std::string profiled_model_yaml(const model::Model& original, const LayerProfile
   out += fmt::format("  name: {}\n", quoted(fmt::format("{}-profiled-mb{}", original.name, profile.micro_batch)));
   out += fmt::format("  family: {}\n", quoted(original.family.empty() ? std::string("custom") : original.family));
   out += fmt::format("  dtype: {}\n", dtype_word(original.dtype_bytes));
+  // (slowest - fastest) / median of the rounds' whole-model times: the band a prediction carries.
+  out += fmt::format("  profile_spread: {:.4f}\n", profile.spread);
   out += "  layers:\n";
   for (std::size_t i = 0; i < original.layers.size(); ++i) {
     const model::Layer& l = original.layers[i];

@@ -16,7 +16,8 @@ namespace mpsim::executor::profile {
 struct LayerProfileOptions {
   int micro_batch = 1;   ///< samples per microbatch
   int warmup = 2;        ///< untimed repetitions first (allocator, caches, page faults)
-  int repetitions = 10;  ///< timed repetitions, each one forward and one backward of every layer
+  int repetitions = 20;  ///< timed repetitions, each one forward and one backward of every layer
+  int rounds = 5;        ///< the repetitions fall into this many rounds (at most one per repetition)
   std::uint64_t seed = 1;
 };
 
@@ -31,7 +32,11 @@ struct LayerProfile {
   std::string backend;
   int micro_batch = 1;
   int repetitions = 0;
+  int rounds = 1;
   int ranks = 1;  ///< ranks whose measurements were averaged
+  /// How far the rounds' whole-model times lie apart: (slowest - fastest) / median round, the mean over
+  /// ranks. A prediction from this profile is no closer than that to a step measured on this machine.
+  double spread = 0;
   /// One entry per model layer, in model order. The executor's stand-ins for models listed by hand
   /// (the input layer before the first, the squared loss after the last) are counted in the first and
   /// the last layer, as they run in those layers' stages.
@@ -43,10 +48,13 @@ struct LayerProfile {
 
 /// Times every layer of `model` on this rank. Each repetition runs the forward pass of every layer in
 /// order, then backward-input in reverse order, then backward-weight in reverse order (as Network runs a
-/// chunk), with a backend mark after each pass; the time of a pass is the mean over the timed
-/// repetitions. The mean rather than the median: on a shared machine the time the OS gives to other
-/// processes is part of every step the executor measures, and the mean keeps it where the median would
-/// drop it. Throws std::invalid_argument for bad options or a model the executor cannot build.
+/// chunk), with a backend mark after each pass. The timed repetitions fall into rounds in order; a
+/// pass's time is the median over the rounds of its mean within each round. Within a round the mean:
+/// on a shared machine the time the OS gives to other processes is part of every step the executor
+/// measures, and the mean keeps it. Over the rounds the median: a round that another process took over
+/// (the machine's speed changed by a factor of two within a minute here) does not move the profile, and
+/// the rounds' spread says how much the machine moved. Throws std::invalid_argument for bad options or
+/// a model the executor cannot build.
 [[nodiscard]] LayerProfile profile_layers(Backend& backend, const model::Model& model,
                                           const LayerProfileOptions& options);
 

@@ -197,6 +197,9 @@ struct Model {
   std::optional<TransformerShape> shape;  ///< present when generated from hyperparameters
   int dtype_bytes = 2;  ///< bytes per parameter and activation element (bf16/fp16: 2, fp32: 4)
   std::vector<Layer> layers;
+  /// A profiled model's: how far apart its profile's rounds were, (slowest - fastest) / median; the
+  /// band around a prediction made from it (mpsim profile writes it).
+  std::optional<double> profile_spread;
 
   /// Sum of the layers' parameters (a tied output head, and a layer's tied copy, are counted once).
   [[nodiscard]] std::int64_t parameters() const noexcept;

@@ -300,10 +300,11 @@ int default_allreduces(LayerKind kind) {
 }
 
 Model parse_layer_list(const Field& m, const Field& list, std::string_view default_name) {
-  m.expect_keys({"name", "family", "dtype", "layers"});
+  m.expect_keys({"name", "family", "dtype", "layers", "profile_spread"});
   Model model;
   model.name = name_of(m, default_name);
   model.family = "custom";
+  if (const auto f = m.get("profile_spread")) model.profile_spread = f->as_double_in(0.0, 100.0);
   if (const auto f = m.get("family")) {
     model.family = f->as_string();
     if (model.family.empty()) f->fail("must not be empty");

@@ -127,6 +127,11 @@ TEST(ProfileCommand, TwoRanksWriteAProfiledModelThatSimulateAndPlanLoad) {
   EXPECT_EQ(layer_profile.at("micro_batch").get<int>(), 1);
   EXPECT_EQ(layer_profile.at("ranks").get<int>(), 2);
   EXPECT_GT(layer_profile.at("adam_s_per_parameter").get<double>(), 0);
+  // Three repetitions fall into three rounds (never more rounds than repetitions); their spread is
+  // what the prediction's band will be.
+  EXPECT_EQ(layer_profile.at("rounds").get<int>(), 3);
+  const double spread = layer_profile.at("spread").get<double>();
+  EXPECT_GE(spread, 0);
 
   const json original = model_layers(dir / "model.yaml");
   const json layers = model_layers(profiled);
@@ -148,6 +153,7 @@ TEST(ProfileCommand, TwoRanksWriteAProfiledModelThatSimulateAndPlanLoad) {
                                 " --plan " + (dir / "plan.yaml").string() + " --json");
   ASSERT_EQ(s.exit_code, 0) << s.err;
   EXPECT_GT(json::parse(s.out).at("step_time_s").get<double>(), 0);
+  EXPECT_NEAR(json::parse(s.out).at("profile_spread").get<double>(), spread, 1e-4);  // the file keeps 4 digits
   const CommandResult planned = mpsim("plan --topology " + topology.string() + " --model " + profiled.string() +
                                       " --global-batch 8 --gpus 2 --max-micro-batch 1 --max-tensor 1 --top 3 --json");
   ASSERT_EQ(planned.exit_code, 0) << planned.err;

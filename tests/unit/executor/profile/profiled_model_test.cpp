@@ -50,6 +50,7 @@ LayerProfile timings_for(const model::Model& m) {
   }
   p.adam_s_per_parameter = 2.5e-9;
   p.executor_parameters = m.parameters();
+  p.spread = 0.0625;
   return p;
 }
 
@@ -86,6 +87,9 @@ TEST(ProfiledModel, RoundTripsThroughTheModelLoader) {
     EXPECT_NEAR(b.backward_weight_time->to_seconds(), t.backward_weight_s, 1e-9);
   }
   EXPECT_EQ(loaded.parameters(), original.parameters());
+  // The band a prediction from it carries.
+  ASSERT_TRUE(loaded.profile_spread);
+  EXPECT_DOUBLE_EQ(*loaded.profile_spread, 0.0625);
 }
 
 TEST(ProfiledModel, KeepsHandListedLayers) {
