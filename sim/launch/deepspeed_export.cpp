@@ -16,28 +16,6 @@ namespace {
 constexpr std::string_view kTarget = "DeepSpeed";
 using Json = nlohmann::ordered_json;
 
-/// The plan's rank order over the axes it splits (degree > 1), fastest first.
-std::vector<plan::Axis> split_order(const plan::Plan& p, const plan::Placement& placement) {
-  std::vector<plan::Axis> order;
-  for (const plan::Axis a : plan::complete_order(placement)) {
-    const int degree = a == plan::Axis::Tensor     ? p.tensor
-                       : a == plan::Axis::Context  ? p.context
-                       : a == plan::Axis::Expert   ? p.expert
-                       : a == plan::Axis::Data     ? p.data
-                       : a == plan::Axis::Pipeline ? p.pipeline
-                                                   : 1;
-    if (degree > 1) order.push_back(a);
-  }
-  return order;
-}
-
-/// Selective recomputation of the attention scores alone, under FlashAttention: the kernel's own
-/// backward recomputes them, so nothing is left to configure.
-bool selective_is_flash_attention(const plan::Plan& p) {
-  return p.recompute == plan::Recompute::Selective && p.recompute_modules == model::RecomputeModules{} &&
-         p.attention == plan::AttentionKernel::Flash;
-}
-
 void check(const ExportInput& in) {
   const plan::Plan& p = in.plan;
   if (p.virtual_stages > 1) {

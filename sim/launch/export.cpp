@@ -51,4 +51,36 @@ bool is_uniform_split(const plan::Plan& plan) {
   return std::adjacent_find(blocks.begin(), blocks.end(), std::not_equal_to<>()) == blocks.end();
 }
 
+std::string pipeline_layout(const plan::Plan& p) {
+  const std::vector<int> blocks = blocks_per_stage(p);
+  std::string out;
+  for (std::size_t s = 0; s < blocks.size(); ++s) {
+    if (s > 0) out += "|";
+    if (s == 0) out += "E";
+    if (blocks[s] == 1) out += "t";
+    if (blocks[s] > 1) out += fmt::format("t*{}", blocks[s]);
+    if (s + 1 == blocks.size()) out += "L";
+  }
+  return out;
+}
+
+std::vector<plan::Axis> split_order(const plan::Plan& p, const plan::Placement& placement) {
+  std::vector<plan::Axis> order;
+  for (const plan::Axis a : plan::complete_order(placement)) {
+    const int degree = a == plan::Axis::Tensor     ? p.tensor
+                       : a == plan::Axis::Context  ? p.context
+                       : a == plan::Axis::Expert   ? p.expert
+                       : a == plan::Axis::Data     ? p.data
+                       : a == plan::Axis::Pipeline ? p.pipeline
+                                                   : 1;
+    if (degree > 1) order.push_back(a);
+  }
+  return order;
+}
+
+bool selective_is_flash_attention(const plan::Plan& p) {
+  return p.recompute == plan::Recompute::Selective && p.recompute_modules == model::RecomputeModules{} &&
+         p.attention == plan::AttentionKernel::Flash;
+}
+
 }  // namespace mpsim::launch

@@ -64,5 +64,13 @@ struct ExportInput {
 [[nodiscard]] std::vector<int> blocks_per_stage(const plan::Plan& plan);
 /// Whether every stage holds the same number of blocks (Megatron's default split; no flag needed).
 [[nodiscard]] bool is_uniform_split(const plan::Plan& plan);
+/// Megatron-Core's pipeline_model_parallel_layout of the plan's split: the stages in virtual-stage
+/// order separated by |, E the embedding, t a block (t*N for N), L the loss: "Et*10|t*6|t*8|t*8L".
+[[nodiscard]] std::string pipeline_layout(const plan::Plan& plan);
+/// The plan's rank order over the axes it splits (degree above 1), fastest first, under `placement`.
+[[nodiscard]] std::vector<plan::Axis> split_order(const plan::Plan& plan, const plan::Placement& placement);
+/// Selective recomputation of the attention scores alone, under FlashAttention: the kernel's own
+/// backward recomputes them, so a target has nothing to configure for it.
+[[nodiscard]] bool selective_is_flash_attention(const plan::Plan& plan);
 
 }  // namespace mpsim::launch

@@ -118,21 +118,6 @@ void model_args(const ExportInput& in, ArgGroup& g) {
   if (s.mtp_layers > 0) g.arg("--mtp-num-layers", s.mtp_layers);
 }
 
-/// Megatron's --pipeline-model-parallel-layout: the stages in virtual-stage order, separated by |,
-/// E the embedding, t a block, L the loss.
-std::string pipeline_layout(const plan::Plan& p) {
-  const std::vector<int> blocks = blocks_per_stage(p);
-  std::vector<std::string> stages;
-  for (std::size_t s = 0; s < blocks.size(); ++s) {
-    std::string stage = s == 0 ? "E" : "";
-    if (blocks[s] == 1) stage += "t";
-    if (blocks[s] > 1) stage += fmt::format("t*{}", blocks[s]);
-    if (s + 1 == blocks.size()) stage += "L";
-    stages.push_back(stage);
-  }
-  return fmt::format("\"{}\"", fmt::join(stages, "|"));
-}
-
 void parallel_args(const ExportInput& in, ArgGroup& g) {
   const plan::Plan& p = in.plan;
   switch (p.schedule) {
@@ -154,7 +139,7 @@ void parallel_args(const ExportInput& in, ArgGroup& g) {
       if (blocks.front() != blocks[1]) g.arg("--decoder-first-pipeline-num-layers", blocks.front());
       if (blocks.back() != blocks[1]) g.arg("--decoder-last-pipeline-num-layers", blocks.back());
     } else {
-      g.arg("--pipeline-model-parallel-layout", pipeline_layout(p));
+      g.arg("--pipeline-model-parallel-layout", fmt::format("\"{}\"", pipeline_layout(p)));
     }
   } else if (p.virtual_stages > 1) {
     g.arg("--num-layers-per-virtual-pipeline-stage", blocks.front());

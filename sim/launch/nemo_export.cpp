@@ -113,21 +113,6 @@ void model_shape(const ExportInput& in, Section& m) {
   if (s.mtp_layers > 0) m.set("mtp_num_layers", s.mtp_layers);
 }
 
-/// Megatron-Core's pipeline_model_parallel_layout: the stages in virtual-stage order, separated by |,
-/// E the embedding, t a block, L the loss.
-std::string pipeline_layout(const plan::Plan& p) {
-  const std::vector<int> blocks = blocks_per_stage(p);
-  std::vector<std::string> stages;
-  for (std::size_t s = 0; s < blocks.size(); ++s) {
-    std::string stage = s == 0 ? "E" : "";
-    if (blocks[s] == 1) stage += "t";
-    if (blocks[s] > 1) stage += fmt::format("t*{}", blocks[s]);
-    if (s + 1 == blocks.size()) stage += "L";
-    stages.push_back(stage);
-  }
-  return fmt::format("{}", fmt::join(stages, "|"));
-}
-
 /// The parallel sizes and the layer split. Every field is written, 1 and null included, so that
 /// what the recipe set does not survive the merge.
 void model_parallel(const ExportInput& in, Section& m) {

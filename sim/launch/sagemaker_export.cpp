@@ -14,11 +14,6 @@ namespace {
 constexpr std::string_view kTarget = "SageMaker model parallelism";
 using Json = nlohmann::ordered_json;
 
-bool selective_is_flash_attention(const plan::Plan& p) {
-  return p.recompute == plan::Recompute::Selective && p.recompute_modules == model::RecomputeModules{} &&
-         p.attention == plan::AttentionKernel::Flash;
-}
-
 /// placement_strategy: the D, P, T letters slowest first (the right-most letter's ranks are
 /// adjacent), "cluster" for DPT and "spread" for TPD, as the plan loader reads them back.
 std::string placement_strategy(const plan::Plan& p) {

@@ -26,24 +26,6 @@ struct Table {
   void comment(std::string_view text) { lines.push_back(fmt::format("# {}", text)); }
 };
 
-std::vector<plan::Axis> split_order(const plan::Plan& p, const plan::Placement& placement) {
-  std::vector<plan::Axis> order;
-  for (const plan::Axis a : plan::complete_order(placement)) {
-    const int degree = a == plan::Axis::Tensor     ? p.tensor
-                       : a == plan::Axis::Context  ? p.context
-                       : a == plan::Axis::Data     ? p.data
-                       : a == plan::Axis::Pipeline ? p.pipeline
-                                                   : 1;
-    if (degree > 1) order.push_back(a);
-  }
-  return order;
-}
-
-bool selective_is_flash_attention(const plan::Plan& p) {
-  return p.recompute == plan::Recompute::Selective && p.recompute_modules == model::RecomputeModules{} &&
-         p.attention == plan::AttentionKernel::Flash;
-}
-
 /// torch.distributed.pipelining's schedule class name for the plan's schedule.
 std::string_view schedule_name(const ExportInput& in) {
   const plan::Plan& p = in.plan;
