@@ -152,7 +152,11 @@ void parallel_args(const ExportInput& in, ArgGroup& g) {
     g.arg("--context-parallel-size", p.context);
     g.arg("--cp-comm-type", plan::name_of(plan::kContextCommNames, p.context_comm));
   }
-  if (p.expert > 1) g.arg("--expert-model-parallel-size", p.expert);
+  if (p.expert > 1) {
+    g.arg("--expert-model-parallel-size", p.expert);
+    // The simulator's expert layers exchange tokens all-to-all; Megatron's default dispatcher all-gathers.
+    g.arg("--moe-token-dispatcher-type", "alltoall");
+  }
   if (p.expert_tensor != p.tensor) g.arg("--expert-tensor-parallel-size", p.expert_tensor);
   const plan::Placement order = plan::complete_order(p.placement);
   if (order == plan::complete_order({plan::Axis::Tensor, plan::Axis::Pipeline, plan::Axis::Data})) {

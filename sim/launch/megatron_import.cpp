@@ -357,6 +357,9 @@ void plan_fields(const Arguments& args, YamlOut& plan, std::optional<int> gpus, 
     if (args.has(flag)) plan.put(key, "true", where(flag));
   }
   if (args.has("--use-tp-pp-dp-mapping")) plan.put("placement", "tp-pp-dp", where("--use-tp-pp-dp-mapping"));
+  // mpsim's expert layers always exchange tokens all-to-all (what Megatron recommends with expert
+  // parallelism): the dispatcher is read, and not represented.
+  (void)args.has("--moe-token-dispatcher-type");
   if (const auto factor = args.number("--moe-expert-capacity-factor")) {
     plan.put("moe_expert_capacity_factor", *factor, where("--moe-expert-capacity-factor"));
   }
@@ -430,6 +433,9 @@ void model_fields(const Arguments& args, YamlOut& model, const std::string& name
   const std::int64_t divisible_by = args.integer("--make-vocab-size-divisible-by").value_or(128);
   const std::int64_t tensor = args.integer("--tensor-model-parallel-size").value_or(1);
   model.put("  vocab", padded_vocab(*vocab, divisible_by, tensor), where("--vocab-size"));
+  // Read either way: rotary positions have no table, and mpsim times routed experts as one grouped GEMM.
+  (void)args.has("--max-position-embeddings");
+  (void)args.has("--moe-grouped-gemm");
   if (positions == "learned_absolute") {
     model.put("  max_positions", args.integer("--max-position-embeddings").value_or(seq),
               args.has("--max-position-embeddings") ? where("--max-position-embeddings") : SourceLocation{});

@@ -96,6 +96,17 @@ TEST(MegatronRoundTrip, EverySettingComesBack) {
     EXPECT_EQ(plan::resolve_plan(imported_spec(imported), original.cluster, original.model), original.plan)
         << yaml << "\n" << script << "\n" << imported.plan_yaml;
   }
+  // Mixture of experts: expert parallelism (with its all-to-all dispatcher), expert tensor size, capacity.
+  {
+    const ResolvedPlan original("topologies/dgx-h100.yaml", "configs/models/mixtral-8x7b.yaml",
+                                testing::spec_from("parallelism: { tensor: 2, expert: 4, expert_tensor: 1 }\n"
+                                                   "moe_expert_capacity_factor: 1.25\nmoe_pad_expert_input_to_capacity: true\n"));
+    const std::string script = original.exported(Framework::Megatron);
+    const ImportedLaunch imported = import_megatron(script, "launch.sh", std::nullopt, false);
+    EXPECT_EQ(plan::resolve_plan(imported_spec(imported), original.cluster, original.model), original.plan)
+        << script << "\n" << imported.plan_yaml;
+    EXPECT_TRUE(imported.ignored.empty()) << ::testing::PrintToString(imported.ignored);
+  }
 }
 
 double total_parameters(const model::Model& m) {
