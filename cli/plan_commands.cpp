@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <iostream>
@@ -17,10 +18,13 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/plan_shards.h"
 #include "cli/report_text.h"
 #include "cli/table.h"
 #include "cli/training_report.h"
 #include "cli/verify_top.h"
+#include "executor/interpreter/mpi_runtime.h"
+#include "executor/launch/mpirun_launch.h"
 #include "planner/equivalent_plans.h"
 #include "planner/explain.h"
 #include "planner/search.h"
@@ -466,6 +470,13 @@ void run_cost_search(const PlanArgs& args) {
 }
 
 void run_planner_command(const PlanArgs& args) {
+  // Under mpirun the processes divide the search; rank 0 gathers it and prints.
+  std::optional<executor::MpiSession> mpi;
+  if (executor::started_by_mpi_launcher()) mpi.emplace(nullptr, nullptr);
+  const bool divided = mpi && mpi->size() > 1;
+  if (divided && args.optimize == "cost") {
+    throw InputError({"--optimize", 0, 0}, "", "--optimize cost runs in one process: leave out mpirun");
+  }
   if (args.optimize == "cost") {
     run_cost_search(args);
     return;
@@ -473,10 +484,22 @@ void run_planner_command(const PlanArgs& args) {
   if (!args.deadline.empty()) throw InputError({"--deadline", 0, 0}, "", "a deadline applies to --optimize cost");
   const Inputs in = load_planner_inputs(args);
   planner::PlannerOptions options = planner_options(args);
-  Progress progress(!args.json && isatty(STDERR_FILENO) != 0);
+  if (divided) {
+    if (args.verify_top > 0) throw InputError({"--verify-top", 0, 0}, "", "run the verification outside mpirun: it starts its own");
+    options.shard = mpi->rank();
+    options.shards = mpi->size();
+  }
+  Progress progress(!args.json && !divided && isatty(STDERR_FILENO) != 0);
   options.on_progress = [&progress](const planner::SearchProgress& p) { progress.update(p); };
-  const planner::PlannerResult result = planner::run_planner(in.cluster, in.model, options);
+  planner::PlannerResult result = planner::run_planner(in.cluster, in.model, options);
   progress.finish();
+  if (divided) {
+    const auto started = std::chrono::steady_clock::now();
+    const double searched_s = result.stats.search_time_s;
+    result = gather_shards(result, options, in.cluster, in.model, mpi->rank(), mpi->size());
+    if (mpi->rank() != 0) return;
+    result.stats.search_time_s = searched_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
   const planner::SearchStats& stats = result.stats;
   const int gpus = static_cast<int>(in.cluster.gpus().size());
   const std::string cluster_name = in.cluster.name.empty() ? "the cluster" : in.cluster.name;

@@ -94,6 +94,9 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
     if (p.estimate.peak_memory <= usable) feasible.push_back(p.id);
   }
   stats.pruned_memory = prepared.size() - feasible.size();
+  if (options.shards > 1) {  // this process's share of a divided search
+    std::erase_if(feasible, [&](std::size_t id) { return static_cast<int>(id % static_cast<std::size_t>(options.shards)) != options.shard; });
+  }
   std::sort(feasible.begin(), feasible.end(), [&](std::size_t a, std::size_t b) {
     return std::make_pair(bound_key(objective, prepared[a].estimate), a) <
            std::make_pair(bound_key(objective, prepared[b].estimate), b);
@@ -211,6 +214,31 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
                                           first_invalid);
   }
   stats.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return result;
+}
+
+PlannerResult merge_shards(std::vector<Evaluated> candidates, const SearchStats& stats, const PlannerOptions& options) {
+  PlannerResult result;
+  result.stats = stats;
+  std::sort(candidates.begin(), candidates.end(), [](const Evaluated& a, const Evaluated& b) { return a.id < b.id; });
+  candidates.erase(std::unique(candidates.begin(), candidates.end(),
+                               [](const Evaluated& a, const Evaluated& b) { return a.id == b.id; }),
+                   candidates.end());
+  std::vector<std::pair<Key, std::size_t>> keyed;
+  for (std::size_t i = 0; i < candidates.size(); ++i) {
+    keyed.emplace_back(objective_key(options.space.objective, candidates[i].report), i);
+  }
+  std::sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
+    return std::make_pair(a.first, candidates[a.second].id) < std::make_pair(b.first, candidates[b.second].id);
+  });
+  const std::size_t top = static_cast<std::size_t>(std::max(1, options.top));
+  for (std::size_t k = 0; k < keyed.size() && k < top; ++k) result.ranked.push_back(candidates[keyed[k].second]);
+  std::vector<ParetoPoint> points;
+  for (const Evaluated& e : candidates) {
+    points.push_back({TimeNs::seconds(e.report.step_time_s).base(), e.report.peak_memory_bytes, e.id});
+  }
+  for (const std::size_t i : pareto_front(points)) result.pareto.push_back(candidates[i]);
+  result.evaluated = std::move(candidates);
   return result;
 }
 

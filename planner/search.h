@@ -42,6 +42,10 @@ struct PlannerOptions {
   engine::EngineOptions engine;  ///< how candidates are simulated (record_timeline is ignored)
   /// Called after each committed simulation, one call at a time, from a worker thread.
   std::function<void(const SearchProgress&)> on_progress;
+  /// A search divided over processes (`mpirun -n N mpsim plan`): this one searches the candidates whose
+  /// id is `shard` modulo `shards`; merge_shards() joins the parts.
+  int shard = 0;
+  int shards = 1;
 };
 
 /// A candidate ready to simulate: a complete spec (partition included) and its estimates. When its
@@ -87,6 +91,13 @@ struct PlannerResult {
 /// on a bug (std::logic_error).
 [[nodiscard]] PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& model,
                                         const PlannerOptions& options);
+
+/// The result of the whole search from its shards' results: `candidates` are every shard's ranked and
+/// Pareto plans (duplicates allowed), `stats` their summed counts. Each shard's top K and Pareto front
+/// are exact for its candidates, so their union holds the whole space's, and ranking it as run_planner()
+/// ranks (objective, then id) gives the one-process result.
+[[nodiscard]] PlannerResult merge_shards(std::vector<Evaluated> candidates, const SearchStats& stats,
+                                         const PlannerOptions& options);
 
 /// GPU memory a plan may use: the largest GPU kind's capacity.
 [[nodiscard]] Bytes gpu_capacity(const topology::Cluster& cluster);

@@ -27,10 +27,12 @@ inline std::filesystem::path scratch(const std::string& purpose) {
   return dir;
 }
 
-/// Runs `mpsim ARGS` (already shell-quoted where needed) in the folder `cwd`.
-inline CommandResult run_mpsim(const std::string& args, const std::string& cwd = ".") {
+/// Runs `LAUNCHER mpsim ARGS` (already shell-quoted where needed) in the folder `cwd`; the launcher
+/// (`mpirun -n 2 ...`) may be empty.
+inline CommandResult run_mpsim_with(const std::string& launcher, const std::string& args, const std::string& cwd = ".") {
   const std::string err_file = (scratch("run") / "stderr").string();
-  const std::string command = "cd '" + cwd + "' && " + std::string(MPSIM_BINARY) + " " + args + " 2>" + err_file;
+  const std::string command =
+      "cd '" + cwd + "' && " + launcher + (launcher.empty() ? "" : " ") + std::string(MPSIM_BINARY) + " " + args + " 2>" + err_file;
   CommandResult run;
   FILE* pipe = ::popen(command.c_str(), "r");
   if (pipe == nullptr) return run;
@@ -42,6 +44,16 @@ inline CommandResult run_mpsim(const std::string& args, const std::string& cwd =
   std::ifstream err(err_file);
   run.err.assign(std::istreambuf_iterator<char>(err), {});
   return run;
+}
+
+/// Runs `mpsim ARGS` (already shell-quoted where needed) in the folder `cwd`.
+inline CommandResult run_mpsim(const std::string& args, const std::string& cwd = ".") {
+  return run_mpsim_with("", args, cwd);
+}
+
+/// `mpirun -n N --oversubscribe` (with --allow-run-as-root when root), to launch mpsim on N ranks.
+inline std::string mpirun(int ranks) {
+  return "mpirun -n " + std::to_string(ranks) + " --oversubscribe" + (::geteuid() == 0 ? " --allow-run-as-root" : "");
 }
 
 }  // namespace mpsim::testing

@@ -347,3 +347,27 @@ TEST(VerifyTop, RunsTheBestPlansAndRanksThemByMeasurement) {
 
 }  // namespace
 }  // namespace mpsim::testing
+
+namespace mpsim::testing {
+namespace {
+
+// mpirun -n N mpsim plan: the processes divide the search and rank 0 prints what one process finds,
+// the ranking, the Pareto front and the best plan's whole report alike.
+TEST(DividedSearch, EqualsTheOneProcessResult) {
+  const std::string plan = "plan --json --threads 1 --global-batch 128";
+  const CommandResult one = run_mpsim(plan);
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const auto alone = nlohmann::json::parse(one.out);
+  ASSERT_FALSE(alone.at("candidates").empty());
+  for (const int ranks : {2, 3}) {
+    const CommandResult divided = run_mpsim_with(mpirun(ranks), plan);
+    ASSERT_EQ(divided.exit_code, 0) << divided.err;
+    const auto merged = nlohmann::json::parse(divided.out);  // rank 0 alone prints
+    EXPECT_EQ(merged.at("candidates"), alone.at("candidates")) << ranks << " ranks";
+    EXPECT_EQ(merged.at("pareto"), alone.at("pareto")) << ranks << " ranks";
+    EXPECT_EQ(merged.at("best"), alone.at("best")) << ranks << " ranks";
+  }
+}
+
+}  // namespace
+}  // namespace mpsim::testing
