@@ -281,9 +281,18 @@ void paintTimeline(Canvas& canvas, const TimelineScene& scene, QSize size) {
           arrow << QPointF(10, cy - 3) << QPointF(20, cy - 3) << QPointF(15, cy + 3);
         }
         canvas.polygon(arrow, palette::kMutedText);
-        canvas.text(QPointF(26, baselineFor(kGroupText, top, v.height)), group.name, kGroupText);
-        const QString count = QStringLiteral("%1 rows").arg(group.rows.size());
-        canvas.text(QPointF(30 + Canvas::textWidth(group.name, kGroupText), baselineFor(kSmall, top, v.height)), count,
+        QString name = group.name;
+        std::size_t rows_in_run = group.rows.size();
+        if (v.last_group > v.group) {  // a folded run of collapsed groups
+          const auto& last = model.groups()[static_cast<std::size_t>(v.last_group)];
+          name = QStringLiteral("%1 \u2026 %2").arg(group.name, last.name);
+          for (int g = v.group + 1; g <= v.last_group; ++g) rows_in_run += model.groups()[static_cast<std::size_t>(g)].rows.size();
+        }
+        canvas.text(QPointF(26, baselineFor(kGroupText, top, v.height)), name, kGroupText);
+        const QString count = v.last_group > v.group
+                                  ? QStringLiteral("%1 groups, %2 rows").arg(v.last_group - v.group + 1).arg(rows_in_run)
+                                  : QStringLiteral("%1 rows").arg(rows_in_run);
+        canvas.text(QPointF(30 + Canvas::textWidth(name, kGroupText), baselineFor(kSmall, top, v.height)), count,
                     kSmall);
         break;
       }

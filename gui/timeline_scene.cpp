@@ -17,16 +17,25 @@ void TimelineScene::relayout() {
   int y = 0;
   for (int t = 0; t < static_cast<int>(m_traces.size()); ++t) {
     const TraceModel& model = *m_traces[static_cast<std::size_t>(t)];
-    m_rows.push_back({RowType::TraceHeader, t, -1, -1, y, m_metrics.traceHeaderHeight});
+    m_rows.push_back({RowType::TraceHeader, t, -1, -1, -1, y, m_metrics.traceHeaderHeight});
     y += m_metrics.traceHeaderHeight;
-    for (int g = 0; g < static_cast<int>(model.groups().size()); ++g) {
-      m_rows.push_back({RowType::GroupHeader, t, g, -1, y, m_metrics.groupHeaderHeight});
+    const int groups = static_cast<int>(model.groups().size());
+    for (int g = 0; g < groups; ++g) {
+      // Consecutive collapsed groups share one header row.
+      int last = g;
+      if (isCollapsed(t, g)) {
+        while (last + 1 < groups && isCollapsed(t, last + 1)) ++last;
+      }
+      m_rows.push_back({RowType::GroupHeader, t, g, last, -1, y, m_metrics.groupHeaderHeight});
       y += m_metrics.groupHeaderHeight;
-      if (isCollapsed(t, g)) continue;
+      if (isCollapsed(t, g)) {
+        g = last;
+        continue;
+      }
       for (const int r : model.groups()[static_cast<std::size_t>(g)].rows) {
         const int h =
             model.rows()[static_cast<std::size_t>(r)].showsBubbles ? m_metrics.computeLaneHeight : m_metrics.laneHeight;
-        m_rows.push_back({RowType::Lane, t, g, r, y, h});
+        m_rows.push_back({RowType::Lane, t, g, g, r, y, h});
         y += h;
       }
     }
@@ -109,6 +118,7 @@ Hit TimelineScene::hitTest(QPointF point, QSize viewSize) const {
   hit.type = row.type;
   hit.trace = row.trace;
   hit.group = row.group;
+  hit.last_group = row.last_group;
   hit.row = row.row;
   if (row.type == RowType::Lane && point.x() >= rows.left() + m_metrics.labelWidth) {
     const double x = point.x() - rows.left() - m_metrics.labelWidth;

@@ -36,6 +36,9 @@ struct VisualRow {
   RowType type = RowType::Lane;
   int trace = 0;
   int group = -1;  ///< index into the trace's groups()
+  /// A group header for a run of consecutive collapsed groups (`group` .. `last_group`) takes one row
+  /// for all of them: 128 collapsed link groups cost one row, not 128. Equal to `group` otherwise.
+  int last_group = -1;
   int row = -1;    ///< index into the trace's rows() (lanes only)
   int y = 0;       ///< top, in content coordinates (0 = first row below the axis)
   int height = 0;
@@ -46,6 +49,7 @@ struct Hit {
   bool valid = false;
   int trace = -1;
   int group = -1;
+  int last_group = -1;  ///< a folded run of collapsed groups: its last (see VisualRow)
   int row = -1;
   std::optional<std::uint32_t> span;
   std::optional<Bubble> bubble;  ///< when no span is hit on a compute row

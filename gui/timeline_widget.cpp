@@ -9,6 +9,7 @@
 #include <QToolTip>
 #include <QWheelEvent>
 
+#include <algorithm>
 #include <cmath>
 
 #include "gui/canvas.h"
@@ -169,7 +170,9 @@ void TimelineWidget::mouseReleaseEvent(QMouseEvent* event) {
     m_scene.setSelection(std::nullopt);
     const Hit hit = m_scene.hitTest(pos, viewSize());
     if (hit.valid && hit.type == RowType::GroupHeader) {
-      m_scene.setCollapsed(hit.trace, hit.group, !m_scene.isCollapsed(hit.trace, hit.group));
+      // A folded run of collapsed groups opens all of them.
+      const bool collapse = !m_scene.isCollapsed(hit.trace, hit.group);
+      for (int g = hit.group; g <= std::max(hit.group, hit.last_group); ++g) m_scene.setCollapsed(hit.trace, g, collapse);
       updateScrollBar();
       m_scene.setScrollY(m_scene.scrollY(), viewSize());
       update();

@@ -241,6 +241,25 @@ class ViewModelTest : public QObject {
     QCOMPARE(scene.rows().size(), before);
   }
 
+  void consecutiveCollapsedGroupsShareOneRow() {
+    QTemporaryDir dir;
+    const auto model = loadKnown(dir);
+    TimelineScene scene;
+    scene.setTraces({model.get()});
+    const int height = scene.contentHeight();
+    const int header = scene.metrics().groupHeaderHeight;
+    // All three groups collapsed: one header row for the run, after the trace header.
+    for (int g = 0; g < 3; ++g) scene.setCollapsed(0, g, true);
+    QCOMPARE(scene.rows().size(), std::size_t{1 + 1});
+    QCOMPARE(scene.rows()[1].group, 0);
+    QCOMPARE(scene.rows()[1].last_group, 2);
+    QCOMPARE(scene.contentHeight(), scene.metrics().traceHeaderHeight + header + scene.metrics().gap);
+    // The first and the last collapsed are not consecutive: a header each, and the middle group's lanes.
+    scene.setCollapsed(0, 1, false);
+    QCOMPARE(scene.rows()[1].last_group, 0);
+    QVERIFY(scene.contentHeight() < height);
+  }
+
   void reportPanelShowsDevicesAndLinks() {
     QTemporaryDir dir;
     const auto model = loadKnown(dir);
