@@ -108,6 +108,7 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
   std::vector<bool> done(prepared.size(), false);
   std::string first_invalid;
   std::size_t simulated = 0;
+  engine::SharedRoutes routes(cluster);  // every candidate runs on this cluster
 
   struct Outcome {
     std::optional<Evaluated> ok;
@@ -125,6 +126,7 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
     }
     engine::EngineOptions engine = options.engine;
     engine.record_timeline = false;
+    if (engine.routes == nullptr) engine.routes = &routes;
     engine::Prediction prediction = engine::simulate(cluster, model, resolved, engine);
     out.ok = Evaluated{id, std::move(resolved), std::move(prediction.report), p.estimate};
     return out;

@@ -1,8 +1,12 @@
 #include "sim/engine/flow_network.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
 
 namespace mpsim::engine {
 
@@ -34,6 +38,14 @@ double FlowNetwork::rate_alone(std::span<const Usage> usage, double cap) const n
   return rate;
 }
 
+double FlowNetwork::state_rate_alone(std::span<const Usage> usage, double cap) const noexcept {
+  double rate = cap;
+  for (const Usage& u : usage) {
+    rate = std::min(rate, std::max(state_capacity_[u.resource], 0.0) / static_cast<double>(u.count));
+  }
+  return rate;
+}
+
 FlowNetwork::FlowNetwork(const topology::Cluster& cluster) {
   const std::size_t links = cluster.links().size();
   capacity_.resize(links * 2);
@@ -42,6 +54,7 @@ FlowNetwork::FlowNetwork(const topology::Cluster& cluster) {
     capacity_[2 * l] = bytes_per_ns;
     capacity_[2 * l + 1] = bytes_per_ns;
   }
+  state_capacity_ = capacity_;
   on_resource_.resize(links * 2);
   resource_mark_.resize(links * 2, 0);
   local_index_.resize(links * 2, 0);
@@ -64,12 +77,14 @@ void FlowNetwork::link_activity(ResourceId r, int delta, std::int64_t now) {
 }
 
 const std::vector<FlowNetwork::FlowId>& FlowNetwork::start(TimeNs now, std::vector<Usage>&& usage, Bytes bytes) {
+  if (!sets_.empty()) throw std::logic_error("flow network: flows start by declared set");
   owned_usage_.push_back(std::move(usage));
   return start(now, std::span<const Usage>(owned_usage_.back()), bytes);
 }
 
 const std::vector<FlowNetwork::FlowId>& FlowNetwork::start(TimeNs now, std::span<const Usage> usage, Bytes bytes,
                                                            BytesPerSec rate_cap) {
+  if (!sets_.empty()) throw std::logic_error("flow network: flows start by declared set");
   const FlowId id = static_cast<FlowId>(flows_.size());
   Flow flow;
   flow.usage = usage;
@@ -98,6 +113,23 @@ const std::vector<FlowNetwork::FlowId>& FlowNetwork::finish(TimeNs now, FlowId i
   Flow& flow = flows_[id];
   flow.active = false;
   seeds_.clear();
+  if (!sets_.empty()) {
+    for (const Usage& u : flow.usage) {
+      auto& list = on_resource_[u.resource];
+      list.erase(std::find(list.begin(), list.end(), id));
+      if (!list.empty()) seeds_.push_back(u.resource);
+    }
+    // Per link, as below: direction 0's traffic, then direction 1's; busy until no flow crosses it.
+    for (const GroupUse& g : sets_[flow.set].groups) {
+      if (g.crosses[0]) group_bytes_[g.group] += flow.bytes * g.count[0];
+      if (g.crosses[1]) group_bytes_[g.group] += flow.bytes * g.count[1];
+      group_active_[g.group] -= static_cast<int>(g.crosses[0]) + static_cast<int>(g.crosses[1]);
+      if (group_active_[g.group] == 0) group_busy_ns_[g.group] += now.base() - group_busy_since_[g.group];
+    }
+    changed_.clear();
+    if (seeds_.empty()) return changed_;
+    return reallocate(now.base());
+  }
   for (const Usage& u : flow.usage) {
     auto& list = on_resource_[u.resource];
     list.erase(std::find(list.begin(), list.end(), id));
@@ -108,6 +140,133 @@ const std::vector<FlowNetwork::FlowId>& FlowNetwork::finish(TimeNs now, FlowId i
   changed_.clear();
   if (seeds_.empty()) return changed_;
   return reallocate(now.base());
+}
+
+void FlowNetwork::use_usage_sets(std::span<const std::span<const Usage>> sets) {
+  if (!flows_.empty() || !sets_.empty()) throw std::logic_error("flow network: usage sets are declared once, first");
+  constexpr std::uint32_t kNone = std::numeric_limits<std::uint32_t>::max();
+  const std::size_t resources = capacity_.size();
+  // Classes: start from equal capacities, then split every class by each set's count on it (a
+  // direction a set does not cross keeps its class, which no direction the set crosses keeps).
+  std::vector<std::uint32_t> of(resources, kNone);
+  std::uint32_t next = 0;
+  std::map<std::uint64_t, std::uint32_t> by_capacity;
+  for (const std::span<const Usage> set : sets) {
+    for (std::size_t i = 0; i < set.size(); ++i) {
+      if (set[i].resource >= resources || (i > 0 && set[i].resource <= set[i - 1].resource)) {
+        throw std::logic_error("flow network: a usage set must be merged (merge_usage)");
+      }
+      std::uint32_t& c = of[set[i].resource];
+      if (c != kNone) continue;
+      const auto [it, added] = by_capacity.emplace(std::bit_cast<std::uint64_t>(capacity_[set[i].resource]), next);
+      if (added) ++next;
+      c = it->second;
+    }
+  }
+  std::unordered_map<std::uint64_t, std::uint32_t> split;
+  for (const std::span<const Usage> set : sets) {
+    split.clear();
+    for (const Usage& u : set) {
+      const std::uint64_t key = (static_cast<std::uint64_t>(of[u.resource]) << 32) | u.count;
+      const auto [it, added] = split.emplace(key, next);
+      if (added) ++next;
+      of[u.resource] = it->second;
+    }
+  }
+  // Number the classes by their first member; note each one's last (highest) member.
+  std::vector<std::uint32_t> renumber(next, kNone);
+  std::vector<std::uint32_t> highest;
+  state_capacity_.clear();
+  for (std::size_t r = 0; r < resources; ++r) {
+    if (of[r] == kNone) continue;
+    std::uint32_t& c = renumber[of[r]];
+    if (c == kNone) {
+      c = static_cast<std::uint32_t>(highest.size());
+      highest.push_back(0);
+      state_capacity_.push_back(capacity_[r]);
+    }
+    of[r] = c;
+    highest[c] = static_cast<std::uint32_t>(r);
+  }
+  const std::size_t classes = highest.size();
+  on_resource_.assign(classes, {});
+  resource_mark_.assign(classes, 0);
+  local_index_.assign(classes, 0);
+  // Link groups: links whose directions are in the same classes.
+  const std::size_t links = resources / 2;
+  link_group_.assign(links, kNone);
+  std::map<std::pair<std::uint32_t, std::uint32_t>, std::uint32_t> groups;
+  for (std::size_t l = 0; l < links; ++l) {
+    const std::uint32_t a = of[2 * l];
+    const std::uint32_t b = of[2 * l + 1];
+    if (a == kNone && b == kNone) continue;
+    link_group_[l] = groups.emplace(std::make_pair(a, b), static_cast<std::uint32_t>(groups.size())).first->second;
+  }
+  group_active_.assign(groups.size(), 0);
+  group_busy_since_.assign(groups.size(), 0);
+  group_busy_ns_.assign(groups.size(), 0);
+  group_bytes_.assign(groups.size(), 0.0);
+  // Each set over classes (a set crosses every member of a class it crosses, the same number of times),
+  // by the classes' highest members, and over link groups.
+  std::vector<std::uint32_t> slot(groups.size(), kNone);
+  sets_.resize(sets.size());
+  for (std::size_t s = 0; s < sets.size(); ++s) {
+    DeclaredSet& d = sets_[s];
+    for (const Usage& u : sets[s]) {
+      const std::uint32_t c = of[u.resource];
+      if (highest[c] == u.resource) d.classes.push_back({c, u.count});
+      const std::uint32_t g = link_group_[u.resource / 2];
+      if (slot[g] == kNone) {
+        slot[g] = static_cast<std::uint32_t>(d.groups.size());
+        d.groups.push_back({g, {0, 0}, {false, false}});
+      }
+      GroupUse& use = d.groups[slot[g]];
+      use.crosses[u.resource & 1] = true;
+      use.count[u.resource & 1] = u.count;
+    }
+    for (const GroupUse& g : d.groups) slot[g.group] = kNone;
+  }
+}
+
+const std::vector<FlowNetwork::FlowId>& FlowNetwork::start(TimeNs now, std::uint32_t set, Bytes bytes,
+                                                           BytesPerSec rate_cap) {
+  const DeclaredSet& d = sets_.at(set);
+  const FlowId id = static_cast<FlowId>(flows_.size());
+  Flow flow;
+  flow.usage = d.classes;
+  flow.cap = rate_cap.in_bytes_per_sec() * 1e-9;
+  flow.remaining = static_cast<double>(bytes.count());
+  flow.bytes = flow.remaining;
+  flow.updated = now.base();
+  flow.active = true;
+  flow.set = set;
+  flows_.push_back(flow);
+  flow_mark_.push_back(0);
+  seeds_.clear();
+  for (const Usage& u : d.classes) {
+    on_resource_[u.resource].push_back(id);
+    seeds_.push_back(u.resource);
+  }
+  for (const GroupUse& g : d.groups) {
+    if (group_active_[g.group] == 0) group_busy_since_[g.group] = now.base();
+    group_active_[g.group] += static_cast<int>(g.crosses[0]) + static_cast<int>(g.crosses[1]);
+  }
+  if (seeds_.empty()) {  // a transfer that crosses no link (same device): instantaneous
+    flows_[id].rate = std::numeric_limits<double>::infinity();
+    changed_.assign(1, id);
+    return changed_;
+  }
+  return reallocate(now.base());
+}
+
+void FlowNetwork::expand_link_groups() const noexcept {
+  if (sets_.empty()) return;
+  for (std::size_t l = 0; l < link_group_.size(); ++l) {
+    const std::uint32_t g = link_group_[l];
+    if (g == std::numeric_limits<std::uint32_t>::max()) continue;
+    link_bytes_[l] = group_bytes_[g];
+    link_busy_ns_[l] = group_busy_ns_[g];
+  }
 }
 
 TimeNs FlowNetwork::completion(FlowId id) const {
@@ -147,7 +306,7 @@ const std::vector<FlowNetwork::FlowId>& FlowNetwork::reallocate(std::int64_t now
     // A flow alone on its links (a tensor-parallel ring inside an idle node, say): its rate is its
     // tightest link's capacity over its count there, what progressive filling below would give.
     Flow& flow = flows_[flows.front()];
-    const double share = rate_alone(flow.usage, flow.cap);
+    const double share = state_rate_alone(flow.usage, flow.cap);
     if (flow.rate != share) {
       ++flow.version;
       changed_.push_back(flows.front());
@@ -165,7 +324,7 @@ const std::vector<FlowNetwork::FlowId>& FlowNetwork::reallocate(std::int64_t now
   remaining_capacity_.resize(n);
   weight_.assign(n, 0.0);
   flows_on_offset_.assign(n + 1, 0);
-  for (std::size_t i = 0; i < n; ++i) remaining_capacity_[i] = capacity_[resources[i]];
+  for (std::size_t i = 0; i < n; ++i) remaining_capacity_[i] = state_capacity_[resources[i]];
   for (const FlowId f : flows) {
     for (const Usage& u : flows_[f].usage) {
       const std::uint32_t i = local_index_[u.resource];

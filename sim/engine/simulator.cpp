@@ -55,8 +55,8 @@ class Simulation {
         costs_(costs),
         options_(options),
         layout_(plan),
-        network_(cluster),
-        routes_finder_(cluster) {
+        network_(cluster) {
+    if (options.routes != nullptr && &options.routes->cluster() == &cluster) shared_routes_ = options.routes;
     // A layer's data-parallel collective runs inside one actor's pass; with replicas unfolded no
     // actor stands for the whole data-parallel group.
     if (!options.fold_replicas && plan.zero >= 3 && plan.data > 1) {
@@ -90,6 +90,7 @@ class Simulation {
   struct TransferSet {
     std::vector<Usage> usage;
     TimeNs latency;
+    std::uint32_t id = 0;  ///< its set in the flow network (FlowNetwork::use_usage_sets)
   };
   /// A collective's phases and the transfer set of each.
   struct Phases {
@@ -152,6 +153,14 @@ class Simulation {
   DeviceId gpu(int global_rank) const { return cluster_.gpus().at(static_cast<std::size_t>(global_rank)); }
   const topology::Route& route(DeviceId a, DeviceId b);
   const TransferSet& transfer_set(const std::vector<std::pair<DeviceId, DeviceId>>& pairs);
+  /// The transfers of `actor`'s sends to pipeline rank `to_rank`.
+  const TransferSet& p2p_set(int actor, int to_rank);
+  /// The phases of collective op `op_index` of rank `rank`'s stream, run by `actor` (in-layer) or by
+  /// every actor of the rank (gradient stream, `actor` < 0).
+  const Phases& phases_of(int rank, int actor, std::size_t op_index);
+  /// Builds every transfer set the program can use, so that the flow network knows them all before
+  /// the first flow (FlowNetwork::use_usage_sets). The sets are those the run would build as it goes.
+  void declare_transfer_sets();
   /// Starts a transfer set: after `rounds` x its largest route latency, one flow carries `rounds` x `bytes`.
   void start_transfer(const TransferSet& transfers, Bytes bytes, Payload payload, int rounds = 1,
                       BytesPerSec cap = FlowNetwork::kUncapped);
@@ -206,9 +215,13 @@ class Simulation {
   std::vector<PendingFlow> pending_flows_;
   std::vector<std::size_t> free_pending_;  // slots of pending_flows_ whose flow has started
   std::unordered_map<FlowNetwork::FlowId, LiveFlow> live_flows_;
-  topology::RouteFinder routes_finder_;
-  std::map<std::pair<std::uint32_t, std::uint32_t>, topology::Route> routes_;
+  std::optional<topology::RouteFinder> routes_finder_;  // made on first use, unless routes are shared
+  SharedRoutes* shared_routes_ = nullptr;
+  std::deque<topology::Route> own_routes_;
+  std::map<std::pair<std::uint32_t, std::uint32_t>, const topology::Route*> routes_;
   std::map<std::vector<std::pair<DeviceId, DeviceId>>, TransferSet> transfer_sets_;
+  std::vector<const TransferSet*> transfer_set_by_id_;
+  bool sets_declared_ = false;
   std::map<std::pair<int, int>, const TransferSet*> p2p_sets_;  // (from actor, to rank)
   // Collective phases by (members, kind, axes, bytes, count); members: an actor (in-layer, >= 0) or
   // every GPU of pipeline rank r (gradient stream, -1 - r).
@@ -222,11 +235,19 @@ const topology::Route& Simulation::route(DeviceId a, DeviceId b) {
   const auto key = std::make_pair(a.value, b.value);
   auto it = routes_.find(key);
   if (it == routes_.end()) {
-    auto found = routes_finder_.route(a, b);
-    if (!found) throw std::logic_error(fmt::format("no route {} -> {}", cluster_.device(a).name, cluster_.device(b).name));
-    it = routes_.emplace(key, std::move(*found)).first;
+    const topology::Route* found = nullptr;
+    if (shared_routes_ != nullptr) {
+      found = shared_routes_->route(a, b);
+    } else {
+      if (!routes_finder_) routes_finder_.emplace(cluster_);
+      if (auto r = routes_finder_->route(a, b)) found = &own_routes_.emplace_back(std::move(*r));
+    }
+    if (found == nullptr) {
+      throw std::logic_error(fmt::format("no route {} -> {}", cluster_.device(a).name, cluster_.device(b).name));
+    }
+    it = routes_.emplace(key, found).first;
   }
-  return it->second;
+  return *it->second;
 }
 
 OpEvent Simulation::event_of(int actor, std::size_t op_index, std::int64_t start, int stage, std::int64_t bytes) const {
@@ -245,7 +266,10 @@ const Simulation::TransferSet& Simulation::transfer_set(const std::vector<std::p
       add_route_usage(cluster_, r, set.usage);
     }
     merge_usage(set.usage);
+    if (sets_declared_) throw std::logic_error("simulator: a transfer set the program did not declare");
+    set.id = static_cast<std::uint32_t>(transfer_set_by_id_.size());
     cached = transfer_sets_.emplace(pairs, std::move(set)).first;
+    transfer_set_by_id_.push_back(&cached->second);
   }
   return cached->second;
 }
@@ -353,14 +377,7 @@ void Simulation::advance(int index) {
         ++actor.cursor;
         const auto to_rank = static_cast<int>(op.peer);
         const ChunkCost& cc = costs_.chunk(actor.rank, op.chunk);
-        // Every GPU the actor stands for sends to its peer with the same coordinates on the next rank.
-        auto& set = p2p_sets_[{index, to_rank}];
-        if (set == nullptr) {
-          std::vector<std::pair<DeviceId, DeviceId>> pairs;
-          for (const int m : actor.members) pairs.emplace_back(gpu(m), gpu(layout_.with(m, plan::Axis::Pipeline, to_rank)));
-          set = &transfer_set(pairs);
-        }
-        start_transfer(*set, cc.activation_send,
+        start_transfer(p2p_set(index, to_rank), cc.activation_send,
                        PointToPoint{actor_index(to_rank, actor.replica), message_number(actor.rank, op), now_, index,
                                     actor.cursor - 1});
         break;
@@ -423,18 +440,59 @@ void Simulation::advance(int index) {
   if (actor.cursor >= stream.size() && !actor.computing) notify([&](Observer& o) { o.actor_idle(index, now_); });
 }
 
+const Simulation::TransferSet& Simulation::p2p_set(int index, int to_rank) {
+  auto& set = p2p_sets_[{index, to_rank}];
+  if (set == nullptr) {
+    // Every GPU the actor stands for sends to its peer with the same coordinates on the next rank.
+    const Actor& actor = actors_[static_cast<std::size_t>(index)];
+    std::vector<std::pair<DeviceId, DeviceId>> pairs;
+    for (const int m : actor.members) pairs.emplace_back(gpu(m), gpu(layout_.with(m, plan::Axis::Pipeline, to_rank)));
+    set = &transfer_set(pairs);
+  }
+  return *set;
+}
+
+void Simulation::declare_transfer_sets() {
+  for (std::size_t index = 0; index < actors_.size(); ++index) {
+    const int rank = actors_[index].rank;
+    const auto& stream = program_.streams[static_cast<std::size_t>(rank)];
+    for (std::size_t i = 0; i < stream.size(); ++i) {
+      const Op& op = stream[i];
+      if (op.kind == OpKind::SendActivation || op.kind == OpKind::SendGrad) {
+        (void)p2p_set(static_cast<int>(index), static_cast<int>(op.peer));
+      } else if (schedule::is_collective(op.kind)) {
+        (void)phases_of(rank, schedule::is_in_layer(op.stream) ? static_cast<int>(index) : -1, i);
+      }
+    }
+  }
+  std::vector<std::span<const Usage>> sets;
+  sets.reserve(transfer_set_by_id_.size());
+  for (const TransferSet* t : transfer_set_by_id_) sets.emplace_back(t->usage);
+  network_.use_usage_sets(sets);
+  sets_declared_ = true;
+}
+
 bool Simulation::start_collective(std::size_t id) {
   Collective& c = collectives_[id];
-  const Op& op = program_.streams[static_cast<std::size_t>(c.rank)][c.op_index];
   c.start_ns = now_;
+  c.phases = &phases_of(c.rank, c.actor, c.op_index);
+  c.round = 0;
+  if (c.phases->rounds.empty()) return false;
+  const CollectiveRound& first = c.phases->rounds.front();
+  start_transfer(*c.phases->transfers.front(), first.bytes, CollectivePayload{id}, first.rounds, c.phases->caps.front());
+  return true;
+}
+
+const Simulation::Phases& Simulation::phases_of(int rank, int actor, std::size_t op_index) {
+  const Op& op = program_.streams[static_cast<std::size_t>(rank)][op_index];
   // Every group of the GPUs the collective's actors stand for runs it at once (one per tensor rank
   // for a data-parallel reduction, one per replica for a tensor all-reduce of folded replicas).
-  const int scope = c.actor < 0 ? -1 - c.rank : c.actor;
+  const int scope = actor < 0 ? -1 - rank : actor;
   const auto key = std::make_tuple(scope, op.kind, op.group.bits(), op.bytes.count(), static_cast<int>(op.count));
   auto found = phases_.find(key);
   if (found == phases_.end()) {
     const std::vector<int>& members =
-        c.actor < 0 ? rank_members_[static_cast<std::size_t>(c.rank)] : actors_[static_cast<std::size_t>(c.actor)].members;
+        actor < 0 ? rank_members_[static_cast<std::size_t>(rank)] : actors_[static_cast<std::size_t>(actor)].members;
     const DeviceGroups groups = device_groups(cluster_, layout_, members, op.group);
     const CollectiveKind kind = collective_kind(op.kind);
     const int count = static_cast<int>(op.count);
@@ -455,12 +513,7 @@ bool Simulation::start_collective(std::size_t id) {
     }
     found = phases_.emplace(key, std::move(phases)).first;
   }
-  c.phases = &found->second;
-  c.round = 0;
-  if (c.phases->rounds.empty()) return false;
-  const CollectiveRound& first = c.phases->rounds.front();
-  start_transfer(*c.phases->transfers.front(), first.bytes, CollectivePayload{id}, first.rounds, c.phases->caps.front());
-  return true;
+  return found->second;
 }
 
 Simulation::Phases Simulation::build_phases(CollectiveKind kind, CollectiveAlgorithm algorithm, const DeviceGroups& groups,
@@ -602,6 +655,7 @@ Prediction Simulation::run() {
       });
     }
   }
+  declare_transfer_sets();
   queue_.reserve(1024);
   for (std::size_t i = 0; i < actors_.size(); ++i) advance(static_cast<int>(i));
 
@@ -616,7 +670,7 @@ Prediction Simulation::run() {
       if (actor.layer_outstanding == 0) release(actor);
     } else if (const auto* activate = std::get_if<FlowActivate>(&event)) {
       PendingFlow& pending = pending_flows_[activate->pending];
-      const auto& changed = network_.start(TimeNs::ns(now_), pending.transfers->usage, pending.bytes, pending.cap);
+      const auto& changed = network_.start(TimeNs::ns(now_), pending.transfers->id, pending.bytes, pending.cap);
       const FlowNetwork::FlowId id = static_cast<FlowNetwork::FlowId>(network_.flows_started() - 1);
       live_flows_.emplace(id, LiveFlow{std::move(pending.payload), now_, &pending.transfers->usage, pending.bytes});
       free_pending_.push_back(activate->pending);

@@ -17,6 +17,7 @@
 #include "sim/engine/collectives.h"
 #include "sim/engine/cost_model.h"
 #include "sim/engine/observer.h"
+#include "sim/engine/route_cache.h"
 #include "sim/model/model.h"
 #include "sim/plan/plan.h"
 #include "sim/schedule/program.h"
@@ -37,6 +38,9 @@ struct EngineOptions {
   /// The compute order to run instead of the schedule's generator: an imported schedule (torch_csv.h)
   /// of the plan's shape; not owned. The program built from it is validated before it runs.
   const schedule::Program* compute_program = nullptr;
+  /// Routes shared with other simulations of the same cluster (route_cache.h); not owned. Ignored when
+  /// it is for another cluster object.
+  SharedRoutes* routes = nullptr;
 };
 
 struct Prediction {
