@@ -253,9 +253,9 @@ std::string ranked_table(const std::vector<planner::Evaluated>& ranked) {
   }
   std::string out = t.render();
   if (merged.size() < ranked.size()) {
-    out += fmt::format("({} of the {} ranked plans differ from one above only in placement and simulate to the same "
-                       "step: listed in its row)\n",
-                       ranked.size() - merged.size(), ranked.size());
+    out += fmt::format("({} of the {} ranked plans differ from one above only in placement, with the same peak memory "
+                       "and a step within {}: listed in its row)\n",
+                       ranked.size() - merged.size(), ranked.size(), percent(planner::kEquivalentStepShare));
   }
   return out;
 }

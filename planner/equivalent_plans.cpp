@@ -1,13 +1,16 @@
 #include "planner/equivalent_plans.h"
 
+#include <algorithm>
+#include <cmath>
+
 namespace mpsim::planner {
 
 bool equivalent(const Evaluated& a, const Evaluated& b) {
   plan::Plan a_plan = a.plan;
   a_plan.placement = b.plan.placement;
-  return a_plan == b.plan && a.report.step_time_s == b.report.step_time_s &&
-         a.report.peak_memory_bytes == b.report.peak_memory_bytes &&
-         a.report.bubble_fraction == b.report.bubble_fraction;
+  const double slower = std::max(a.report.step_time_s, b.report.step_time_s);
+  return a_plan == b.plan && a.report.peak_memory_bytes == b.report.peak_memory_bytes &&
+         std::abs(a.report.step_time_s - b.report.step_time_s) <= kEquivalentStepShare * slower;
 }
 
 std::vector<EquivalentPlans> merge_equivalent(const std::vector<Evaluated>& ranked) {
