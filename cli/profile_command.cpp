@@ -215,7 +215,7 @@ nlohmann::ordered_json layers_json(const model::Model& m, const prof::LayerProfi
           {"repetitions", p.repetitions},
           {"rounds", p.rounds},
           {"ranks", p.ranks},
-          {"statistic", "median of the rounds' means"},
+          {"statistic", "median of the repetitions"},
           {"spread", p.spread},
           {"adam_s_per_parameter", p.adam_s_per_parameter},
           {"layers", layers},
@@ -223,10 +223,10 @@ nlohmann::ordered_json layers_json(const model::Model& m, const prof::LayerProfi
 }
 
 void print_layers(const model::Model& m, const prof::LayerProfile& p, const std::string& output) {
-  std::cout << fmt::format("\nlayers of {} (micro batch {}, {} repetitions in {} rounds, the median round's mean{}); "
-                           "the rounds spread {}\n\n",
-                           m.name, p.micro_batch, p.repetitions, p.rounds,
-                           p.ranks > 1 ? fmt::format(", mean over {} ranks", p.ranks) : "", percent(p.spread));
+  std::cout << fmt::format("\nlayers of {} (micro batch {}, the median of {} repetitions{}); their {} rounds "
+                           "spread {}\n\n",
+                           m.name, p.micro_batch, p.repetitions,
+                           p.ranks > 1 ? fmt::format(", mean over {} ranks", p.ranks) : "", p.rounds, percent(p.spread));
   Table t;
   t.add_row({"layer", "kind", "forward", "backward-input", "backward-weight"});
   const auto time = [](double seconds) { return to_string(TimeNs::seconds(seconds)); };
@@ -339,7 +339,7 @@ void add_profile_command(CLI::App& app) {
   cmd->add_option("--model-out", args->model_output,
                   "Time every layer of --model (micro batch --micro-batch) and write it as a profiled model YAML");
   cmd->add_option("--layer-repetitions", args->layer_repetitions,
-                  "Timed repetitions of each layer for --model-out (default 20, in 5 rounds: the median round's mean is kept)")
+                  "Timed repetitions of each layer for --model-out (default 20: their median is kept; 5 rounds of them give the spread)")
       ->check(CLI::Range(1, 100000));
   cmd->add_option("--max-message", args->max_message, "Largest ping-pong and all-reduce message (default 64 MiB)");
   cmd->add_option("--fit-from", args->fit_from,

@@ -147,10 +147,8 @@ LayerProfile profile_layers(Backend& backend, const model::Model& model, const L
   out.repetitions = options.repetitions;
   out.rounds = std::min(options.rounds, options.repetitions);
   out.layers.assign(model.layers.size(), LayerTiming{});
-  // Per round: the sums of each layer's passes, and how many repetitions it holds.
-  std::vector<std::vector<LayerTiming>> round_sums(static_cast<std::size_t>(out.rounds),
-                                                   std::vector<LayerTiming>(model.layers.size()));
-  std::vector<int> round_repetitions(static_cast<std::size_t>(out.rounds), 0);
+  // Every timed repetition's passes, per layer.
+  std::vector<std::vector<LayerTiming>> timed;
   out.executor_parameters = static_cast<std::int64_t>(count);
 
   for (int rep = 0; rep < options.warmup + options.repetitions; ++rep) {
@@ -178,10 +176,9 @@ LayerProfile profile_layers(Backend& backend, const model::Model& model, const L
     backend.reset_marks();
     if (marks.size() != 3 * n + 1) throw std::logic_error("the backend lost a time mark");
     if (rep < options.warmup) continue;
-    const auto round = static_cast<std::size_t>((rep - options.warmup) * out.rounds / options.repetitions);
-    ++round_repetitions[round];
+    std::vector<LayerTiming>& passes = timed.emplace_back(model.layers.size());
     for (std::size_t i = 0; i < n; ++i) {
-      LayerTiming& t = round_sums[round][owner[i]];
+      LayerTiming& t = passes[owner[i]];
       t.forward_s += seconds_between(marks, i);
       t.backward_input_s += seconds_between(marks, n + (n - 1 - i));
       t.backward_weight_s += seconds_between(marks, 2 * n + (n - 1 - i));
@@ -192,27 +189,30 @@ LayerProfile profile_layers(Backend& backend, const model::Model& model, const L
     const std::size_t k = v.size();
     return k % 2 == 1 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
   };
-  std::vector<double> round_totals(round_sums.size(), 0.0);
-  for (std::size_t r = 0; r < round_sums.size(); ++r) {
-    for (LayerTiming& t : round_sums[r]) {
-      const double reps = round_repetitions[r];
-      t.forward_s /= reps;
-      t.backward_input_s /= reps;
-      t.backward_weight_s /= reps;
-      round_totals[r] += t.forward_s + t.backward_input_s + t.backward_weight_s;
-    }
-  }
+  // Each pass: the median over the repetitions, as execute reports its median step.
   for (std::size_t l = 0; l < out.layers.size(); ++l) {
     std::vector<double> forward, input, weight;
-    for (const auto& round : round_sums) {
-      forward.push_back(round[l].forward_s);
-      input.push_back(round[l].backward_input_s);
-      weight.push_back(round[l].backward_weight_s);
+    for (const auto& passes : timed) {
+      forward.push_back(passes[l].forward_s);
+      input.push_back(passes[l].backward_input_s);
+      weight.push_back(passes[l].backward_weight_s);
     }
     out.layers[l] = {median(forward), median(input), median(weight)};
   }
-  const double middle = median(round_totals);
-  const auto [fastest, slowest] = std::minmax_element(round_totals.begin(), round_totals.end());
+  // The spread: the repetitions in rounds, in order; each round's median whole-model time.
+  std::vector<double> round_medians;
+  for (int r = 0; r < out.rounds; ++r) {
+    std::vector<double> totals;
+    for (std::size_t k = 0; k < timed.size(); ++k) {
+      if (static_cast<int>(k * static_cast<std::size_t>(out.rounds) / timed.size()) != r) continue;
+      double total = 0;
+      for (const LayerTiming& t : timed[k]) total += t.forward_s + t.backward_input_s + t.backward_weight_s;
+      totals.push_back(total);
+    }
+    round_medians.push_back(median(totals));
+  }
+  const double middle = median(round_medians);
+  const auto [fastest, slowest] = std::minmax_element(round_medians.begin(), round_medians.end());
   out.spread = middle > 0 ? (*slowest - *fastest) / middle : 0;
   const double reps = options.repetitions;
 
@@ -277,8 +277,8 @@ std::string profiled_model_yaml(const model::Model& original, const LayerProfile
                                             original.layers.size()));
   }
   std::string out;
-  out += fmt::format("# {} profiled layer by layer: {} backend, micro batch {}, {} repetitions in {} rounds (the "
-                     "median round's mean)",
+  out += fmt::format("# {} profiled layer by layer: {} backend, micro batch {}, the median of {} repetitions "
+                     "(spread over {} rounds)",
                      original.name, profile.backend, profile.micro_batch, profile.repetitions, profile.rounds);
   out += profile.ranks > 1 ? fmt::format(", mean over {} ranks\n", profile.ranks) : "\n";
   if (!header.command.empty()) out += fmt::format("# measured by: {}\n", header.command);
@@ -299,7 +299,7 @@ std::string profiled_model_yaml(const model::Model& original, const LayerProfile
   out += fmt::format("  name: {}\n", quoted(fmt::format("{}-profiled-mb{}", original.name, profile.micro_batch)));
   out += fmt::format("  family: {}\n", quoted(original.family.empty() ? std::string("custom") : original.family));
   out += fmt::format("  dtype: {}\n", dtype_word(original.dtype_bytes));
-  // (slowest - fastest) / median of the rounds' whole-model times: the band a prediction carries.
+  // (slowest - fastest) / median of the rounds' median whole-model times: the band a prediction carries.
   out += fmt::format("  profile_spread: {:.4f}\n", profile.spread);
   out += "  layers:\n";
   for (std::size_t i = 0; i < original.layers.size(); ++i) {

@@ -34,8 +34,8 @@ struct LayerProfile {
   int repetitions = 0;
   int rounds = 1;
   int ranks = 1;  ///< ranks whose measurements were averaged
-  /// How far the rounds' whole-model times lie apart: (slowest - fastest) / median round, the mean over
-  /// ranks. A prediction from this profile is no closer than that to a step measured on this machine.
+  /// How far the rounds' median whole-model times lie apart: (slowest - fastest) / median round, the
+  /// mean over ranks. A prediction from this profile is no closer than that to a step measured on this machine.
   double spread = 0;
   /// One entry per model layer, in model order. The executor's stand-ins for models listed by hand
   /// (the input layer before the first, the squared loss after the last) are counted in the first and
@@ -48,12 +48,11 @@ struct LayerProfile {
 
 /// Times every layer of `model` on this rank. Each repetition runs the forward pass of every layer in
 /// order, then backward-input in reverse order, then backward-weight in reverse order (as Network runs a
-/// chunk), with a backend mark after each pass. The timed repetitions fall into rounds in order; a
-/// pass's time is the median over the rounds of its mean within each round. Within a round the mean:
-/// on a shared machine the time the OS gives to other processes is part of every step the executor
-/// measures, and the mean keeps it. Over the rounds the median: a round that another process took over
-/// (the machine's speed changed by a factor of two within a minute here) does not move the profile, and
-/// the rounds' spread says how much the machine moved. Throws std::invalid_argument for bad options or
+/// chunk), with a backend mark after each pass. A pass's time is the median over the timed
+/// repetitions, as `execute` reports its median step: a repetition another process took over (the
+/// machine's speed changed by a factor of two within a minute here) does not move the profile. The
+/// repetitions fall into rounds in order, and the rounds' median whole-model times give the spread,
+/// how much the machine moved while it was profiled. Throws std::invalid_argument for bad options or
 /// a model the executor cannot build.
 [[nodiscard]] LayerProfile profile_layers(Backend& backend, const model::Model& model,
                                           const LayerProfileOptions& options);
