@@ -32,6 +32,28 @@ void cannot_express_model(const ExportInput& input, std::string_view target, std
                    fmt::format("{} cannot express this: {}", target, why));
 }
 
+const model::TransformerShape& decoder_shape(const ExportInput& in, std::string_view target) {
+  if (!in.model.shape) {
+    cannot_express_model(in, target, "layers",
+                         "the model is a list of layers; Megatron builds its blocks from shape fields (give the "
+                         "model as family, layers, hidden, heads, ...)");
+  }
+  const model::TransformerShape& s = *in.model.shape;
+  if (s.family == model::Family::T5 || s.family == model::Family::Bert) {
+    cannot_express_model(in, target, "family",
+                         fmt::format("{} runs through Megatron's T5 / BERT scripts and providers; the export writes "
+                                     "the decoder-only GPT model's settings",
+                                     model::to_string(s.family)));
+  }
+  if (s.positions == model::PositionKind::Relative) {
+    cannot_express_model(in, target, "positions", "GPT models take learned_absolute or rope positions");
+  }
+  if (s.attention_sinks) {
+    cannot_express_model(in, target, "attention_sinks", "Megatron's GPT model has no learned attention-sink setting");
+  }
+  return s;
+}
+
 LaunchShape launch_shape(const topology::Cluster& cluster) {
   std::map<int, int> per_node;
   for (const topology::DeviceId gpu : cluster.gpus()) ++per_node[cluster.device(gpu).node];

@@ -59,6 +59,11 @@ struct ExportInput {
 [[noreturn]] void cannot_express_model(const ExportInput& input, std::string_view target, std::string_view field,
                                        const std::string& why);
 
+/// The shape of a decoder-only GPT / Llama-style model, which Megatron-LM's pretrain_gpt.py and
+/// Megatron-Bridge's GPT providers build; otherwise the error at the model field: a model given as a
+/// list of layers, T5 and BERT (other scripts and providers), relative positions, attention sinks.
+[[nodiscard]] const model::TransformerShape& decoder_shape(const ExportInput& input, std::string_view target);
+
 /// Megatron's layer split of the plan, as its arguments say it: how many transformer blocks each
 /// virtual stage holds, in virtual-stage order (the plan's partition, over blocks).
 [[nodiscard]] std::vector<int> blocks_per_stage(const plan::Plan& plan);

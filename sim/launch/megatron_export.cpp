@@ -45,27 +45,9 @@ std::string moe_layer_pattern(const model::TransformerShape& s) {
 }
 
 void model_args(const ExportInput& in, ArgGroup& g) {
-  const model::Model& m = in.model;
-  if (!m.shape) {
-    cannot_express_model(in, kTarget, "layers",
-                         "the model is a list of layers; Megatron builds its blocks from shape arguments "
-                         "(give the model as family, layers, hidden, heads, ...)");
-  }
-  const model::TransformerShape& s = *m.shape;
-  if (s.family == model::Family::T5 || s.family == model::Family::Bert) {
-    cannot_express_model(in, kTarget, "family",
-                         fmt::format("{} runs through pretrain_t5.py / pretrain_bert.py; the export writes "
-                                     "pretrain_gpt.py's decoder-only arguments",
-                                     model::to_string(s.family)));
-  }
+  const model::TransformerShape& s = decoder_shape(in, kTarget);
   if (s.activation == model::Activation::Relu || (s.gated_mlp && s.activation != model::Activation::Swiglu)) {
     cannot_express_model(in, kTarget, "activation", "Megatron's flags give GELU, SwiGLU (--swiglu) or squared ReLU (--squared-relu)");
-  }
-  if (s.positions == model::PositionKind::Relative) {
-    cannot_express_model(in, kTarget, "positions", "GPT models take learned_absolute or rope positions");
-  }
-  if (s.attention_sinks) {
-    cannot_express_model(in, kTarget, "attention_sinks", "pretrain_gpt.py has no learned attention-sink argument");
   }
   g.arg("--num-layers", s.layers);
   g.arg("--hidden-size", s.hidden);

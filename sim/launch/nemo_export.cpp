@@ -41,18 +41,7 @@ std::string moe_layer_freq(const model::TransformerShape& s) {
 }
 
 void model_shape(const ExportInput& in, Section& m) {
-  if (!in.model.shape) {
-    cannot_express_model(in, kTarget, "layers",
-                         "the model is a list of layers; Megatron-Bridge's model providers take shape fields "
-                         "(give the model as family, layers, hidden, heads, ...)");
-  }
-  const model::TransformerShape& s = *in.model.shape;
-  if (s.family == model::Family::T5 || s.family == model::Family::Bert) {
-    cannot_express_model(in, kTarget, "family",
-                         fmt::format("{} needs another model provider; the export writes GPTModelProvider's "
-                                     "decoder-only fields",
-                                     model::to_string(s.family)));
-  }
+  const model::TransformerShape& s = decoder_shape(in, kTarget);
   if (s.activation != model::Activation::Gelu && s.activation != model::Activation::Swiglu) {
     cannot_express_model(in, kTarget, "activation",
                          fmt::format("the export writes GELU or SwiGLU models (gated_linear_unit), not {}",
@@ -60,12 +49,6 @@ void model_shape(const ExportInput& in, Section& m) {
   }
   if (s.gated_mlp != (s.activation == model::Activation::Swiglu)) {
     cannot_express_model(in, kTarget, "activation", "the export writes GELU or SwiGLU models (gated_linear_unit)");
-  }
-  if (s.positions == model::PositionKind::Relative) {
-    cannot_express_model(in, kTarget, "positions", "GPT models take learned_absolute or rope positions");
-  }
-  if (s.attention_sinks) {
-    cannot_express_model(in, kTarget, "attention_sinks", "GPTModelProvider has no learned attention-sink field");
   }
   m.comment("The model's shape (TransformerConfig). Start from a recipe of the same architecture: the");
   m.comment("MLP's activation_func is the recipe provider's (a Python callable, not overridden here).");

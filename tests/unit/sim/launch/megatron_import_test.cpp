@@ -8,6 +8,7 @@
 
 #include "launch_test_support.h"
 #include "sim/core/input_error.h"
+#include "sim/core/text_file.h"
 #include "sim/launch/megatron_import.h"
 
 namespace mpsim::launch {
@@ -133,50 +134,13 @@ TEST(MegatronRoundTrip, TheShapeArgumentsGiveBackTheModel) {
   }
 }
 
-// A script as Megatron-LM's examples write it (examples/gpt3/train_gpt3_175b_distributed.sh): sizes in
-// variables, unquoted arrays, arguments the plan does not need, and a variable set only at run time.
-constexpr const char* kExampleScript = R"(#!/bin/bash
-export CUDA_DEVICE_MAX_CONNECTIONS=1
-GPUS_PER_NODE=8
-NUM_NODES=${NUM_NODES:-16}
-WORLD_SIZE=$(($GPUS_PER_NODE*$NUM_NODES))
-TP=8
-PP=16
-DATA_PATH=$1
-
-DISTRIBUTED_ARGS=(
-    --nproc_per_node $GPUS_PER_NODE
-    --nnodes $NUM_NODES
-    --master_addr $MASTER_ADDR
-)
-GPT_MODEL_ARGS=(
-    --num-layers 96
-    --hidden-size 12288
-    --num-attention-heads 96
-    --seq-length 2048
-    --max-position-embeddings 2048
-    --attention-backend auto
-)
-TRAINING_ARGS=(
-    --micro-batch-size 1
-    --global-batch-size 1536
-    --rampup-batch-size 16 16 5859375
-    --fp16
-    --lr 6.0e-5
-)
-MODEL_PARALLEL_ARGS=(
-	--tensor-model-parallel-size $TP
-	--pipeline-model-parallel-size $PP
-)
-torchrun ${DISTRIBUTED_ARGS[@]} pretrain_gpt.py \
-    ${GPT_MODEL_ARGS[@]} \
-    ${TRAINING_ARGS[@]} \
-    ${MODEL_PARALLEL_ARGS[@]} \
-    --data-path $DATA_PATH --vocab-size 50257
-)";
+// tests/data/launch/train_gpt3_175b.sh, a script as Megatron-LM's examples write it
+// (examples/gpt3/train_gpt3_175b_distributed.sh): sizes in variables, unquoted arrays, arguments the
+// plan does not need, and a variable set only at run time.
+std::string example_script() { return read_text_file(repo_path("tests/data/launch/train_gpt3_175b.sh")); }
 
 TEST(MegatronImport, ReadsAScriptAsPeopleWriteIt) {
-  const ImportedLaunch imported = import_megatron(kExampleScript, "train.sh", std::nullopt, true);
+  const ImportedLaunch imported = import_megatron(example_script(), "train.sh", std::nullopt, true);
   ASSERT_TRUE(imported.gpus);
   EXPECT_EQ(*imported.gpus, 128);
   const plan::PlanSpec spec = imported_spec(imported);
@@ -193,7 +157,7 @@ TEST(MegatronImport, ReadsAScriptAsPeopleWriteIt) {
   // GPT-2's 50257 tokens, padded by Megatron to a multiple of 128 x 8.
   EXPECT_NE(imported.model_yaml.find("vocab: 51200"), std::string::npos) << imported.model_yaml;
   // The GPU count from the caller replaces the script's.
-  EXPECT_EQ(imported_spec(import_megatron(kExampleScript, "train.sh", 256, false)).data, 2);
+  EXPECT_EQ(imported_spec(import_megatron(example_script(), "train.sh", 256, false)).data, 2);
 }
 
 std::string import_error(const std::string& script) {
