@@ -48,7 +48,11 @@ int main(int argc, char* argv[]) {
       QStringLiteral("collapse"),
       QStringLiteral("Collapse the group NAME in the screenshot (\"links\": every group of links). Repeatable."),
       QStringLiteral("NAME"));
-  parser.addOptions({screenshotOption, widthOption, heightOption, highlightOption, collapseOption});
+  const QCommandLineOption rangeOption(
+      QStringLiteral("range"),
+      QStringLiteral("Show only START:END of the screenshot's time axis, from the traces' start (10ms:25ms)."),
+      QStringLiteral("START:END"));
+  parser.addOptions({screenshotOption, widthOption, heightOption, highlightOption, collapseOption, rangeOption});
   parser.process(app);
 
   const QStringList traces = parser.positionalArguments();
@@ -66,6 +70,15 @@ int main(int argc, char* argv[]) {
     if (!ok || !okHeight || !okHighlight) {
       err << "mpsim-view: --width, --height and --highlight take integers\n";
       return 2;
+    }
+    if (parser.isSet(rangeOption)) {
+      std::pair<double, double> range;
+      QString error;
+      if (!mpsim::view::parseTimeRange(parser.value(rangeOption), &range, &error)) {
+        err << "mpsim-view: " << error << "\n";
+        return 2;
+      }
+      options.rangeNs = range;
     }
     return mpsim::view::renderScreenshot(traces, options, err);
   }

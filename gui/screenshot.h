@@ -7,6 +7,8 @@
 #include <QTextStream>
 
 #include <cstdint>
+#include <optional>
+#include <utility>
 
 namespace mpsim::view {
 
@@ -16,7 +18,13 @@ struct ScreenshotOptions {
   int height = 0;  ///< 0: tall enough for every row
   std::int32_t highlightMicrobatch = -1;
   QStringList collapse;  ///< groups to collapse, by name ("node0 links") or "links" for all link groups
+  /// The time range shown, in ns from the traces' start (`--range 10ms:25ms`); unset: all of it.
+  std::optional<std::pair<double, double>> rangeNs;
 };
+
+/// `START:END` of `--range`: two times from the traces' start, each a number with a unit (ns, us, µs,
+/// ms, s; 0 may go without one), END after START. False with the reason in `error` otherwise.
+bool parseTimeRange(const QString& text, std::pair<double, double>* rangeNs, QString* error);
 
 /// Returns the process exit status: 0 on success, 1 when a trace cannot be read or the image
 /// cannot be written, 2 when no trace was given.

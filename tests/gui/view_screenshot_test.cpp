@@ -12,6 +12,7 @@
 
 #include "gui/export.h"
 #include "gui/kind_style.h"
+#include "gui/screenshot.h"
 #include "gui/timeline_scene.h"
 #include "gui/trace_model.h"
 #include "known_trace.h"
@@ -179,6 +180,50 @@ class ViewScreenshotTest : public QObject {
     QFile svg(svgPath);
     QVERIFY(svg.open(QIODevice::ReadOnly));
     QVERIFY(svg.readAll().startsWith("<?xml"));
+  }
+
+  void timeRanges() {
+    std::pair<double, double> range;
+    QString error;
+    QVERIFY(parseTimeRange(QStringLiteral("10ms:25ms"), &range, &error));
+    QCOMPARE(range.first, 1e7);
+    QCOMPARE(range.second, 2.5e7);
+    QVERIFY(parseTimeRange(QStringLiteral("0:1.5s"), &range, &error));
+    QCOMPARE(range.second, 1.5e9);
+    QVERIFY(parseTimeRange(QStringLiteral("100us:200us"), &range, &error));
+    QCOMPARE(range.first, 1e5);
+    QVERIFY(!parseTimeRange(QStringLiteral("10:20"), &range, &error));      // units are needed
+    QVERIFY(!parseTimeRange(QStringLiteral("25ms:10ms"), &range, &error));  // the end comes after the start
+    QVERIFY(error.contains(QStringLiteral("after")));
+    QVERIFY(!parseTimeRange(QStringLiteral("10ms"), &range, &error));
+  }
+
+  void commandLineScreenshotOfATimeRange() {
+    // gpu0 computes F0 [0, 100) and F1 [100, 200) us, then B0 and B1 from 400 us: of its four bars only
+    // the two forwards are in 0:200us, and they fill the plot.
+    Fixture f;
+    const QString png = f.dir.filePath(QStringLiteral("range.png"));
+    QProcess process;
+    process.start(QStringLiteral(MPSIM_VIEW_BINARY),
+                  {f.model->sourcePath(), QStringLiteral("--screenshot"), png, QStringLiteral("--width"),
+                   QString::number(kSize.width()), QStringLiteral("--height"), QString::number(kSize.height()),
+                   QStringLiteral("--range"), QStringLiteral("0:200us")});
+    QVERIFY(process.waitForFinished(60000));
+    QCOMPARE(process.exitCode(), 0);
+    const QImage image(png);
+    const QRectF plot = f.scene.plotRect(kSize);
+    const int y = f.laneTop(QStringLiteral("gpu0 compute")) + 6;
+    QCOMPARE(barsOnLine(image, plot, y), 2);
+    QCOMPARE(QColor(image.pixel(static_cast<int>(plot.left()) + 2, y)),
+             kindColor(mpsim::trace::SpanKind::Forward));
+    QCOMPARE(QColor(image.pixel(static_cast<int>(plot.right()) - 3, y)),
+             kindColor(mpsim::trace::SpanKind::Forward));
+
+    process.start(QStringLiteral(MPSIM_VIEW_BINARY), {f.model->sourcePath(), QStringLiteral("--screenshot"), png,
+                                                      QStringLiteral("--range"), QStringLiteral("5ms")});
+    QVERIFY(process.waitForFinished(60000));
+    QCOMPARE(process.exitCode(), 2);
+    QVERIFY(QString::fromUtf8(process.readAllStandardError()).contains(QStringLiteral("--range")));
   }
 
   void commandLineReportsBrokenFiles() {
