@@ -6,12 +6,13 @@
 # partition, so both sides split the layers the same way.
 #
 # Usage: bench/closed_loop.sh [--mpsim PATH] [--model FILE] [--ranks N] [--steps S] [--global-batch B]
-#                             [--keep DIR] [--reprofile]
+#                             [--backend cpu|cuda] [--keep DIR] [--reprofile]
 #   --mpsim         the mpsim binary (default: $MPSIM, else build/cli/mpsim)
 #   --model         a model the CPU backend trains in about a second (default configs/models/cpu-gpt-small.yaml)
 #   --ranks         pipeline ranks (default 2)
 #   --steps         steps execute measures (default 9; the report is the median one)
 #   --global-batch  samples per step, the same for every plan (default 8)
+#   --backend       the executor backend that profiles and measures (default cpu; cuda needs a GPU per rank)
 #   --keep          keep the profile, plans, traces and comparisons in DIR
 #   --reprofile     time the layers again right before each plan is predicted and measured (for a machine
 #                   whose load changes within the loop; the prediction still comes before the measurement)
@@ -25,6 +26,7 @@ steps=9
 batch=8
 keep=""
 reprofile=0
+backend=cpu
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --mpsim) mpsim="$2"; shift 2 ;;
@@ -33,6 +35,7 @@ while [[ $# -gt 0 ]]; do
     --steps) steps="$2"; shift 2 ;;
     --global-batch) batch="$2"; shift 2 ;;
     --keep) keep="$2"; shift 2 ;;
+    --backend) backend="$2"; shift 2 ;;
     --reprofile) reprofile=1; shift ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
     *) echo "closed_loop.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
@@ -73,9 +76,9 @@ fi
 # The machine and the layers are profiled by separate runs: timed right after the machine's
 # measurements (64 MiB ping-pongs, 128 MiB bandwidth buffers, all-reduces), the layers ran 8-20%
 # slower than alone, and their rounds spread 13-30% instead of 2-10%.
-section "profile ($ranks ranks): the machine"
+section "profile ($ranks $backend ranks): the machine"
 profile_first() {
-  "$mpsim" profile --ranks "$ranks" --model "$model" -o "$work/profiled.yaml" >"$work/profile.txt"
+  "$mpsim" profile --backend "$backend" --ranks "$ranks" --model "$model" -o "$work/profiled.yaml" >"$work/profile.txt"
 }
 if ! profile_first; then
   [[ "$set_single_copy" == 1 ]] || exit 1
@@ -87,7 +90,7 @@ cat "$work/profile.txt"
 echo "Open MPI shared-memory single copy: $OMPI_MCA_btl_vader_single_copy_mechanism"
 for micro in "${micros[@]}"; do
   section "profile ($ranks ranks): the model's layers at micro batch $micro"
-  "$mpsim" profile --ranks "$ranks" --model "$model" --micro-batch "$micro" \
+  "$mpsim" profile --backend "$backend" --ranks "$ranks" --model "$model" --micro-batch "$micro" \
     --model-out "$work/model-mb$micro.yaml" | tee "$work/profile-mb$micro.txt"
 done
 for micro in "${micros[@]}"; do
@@ -190,7 +193,7 @@ for name in "${names[@]}"; do
   profiled="$work/model-mb$plan_micro.yaml"
   if [[ "$reprofile" == 1 ]]; then
     profiled="$work/model-$name.yaml"
-    "$mpsim" profile --ranks "$ranks" --model "$model" --micro-batch "$plan_micro" --model-out "$profiled" \
+    "$mpsim" profile --backend "$backend" --ranks "$ranks" --model "$model" --micro-batch "$plan_micro" --model-out "$profiled" \
       >"$work/profile-$name.txt" || { echo "  $name: profile failed"; continue; }
     optimizer_bandwidth "$profiled" >/dev/null
   fi
@@ -211,7 +214,7 @@ for name in "${names[@]}"; do
     printf '%s\t%s\t%s\t%s\t-\t-\t%s\n' "$name" "$schedule" "$micro" "$predicted" "$spread" >>"$work/results.tsv"
     continue
   fi
-  if ! "$mpsim" execute --topology "$work/profiled.yaml" --model "$model" --plan "$plan" --ranks "$ranks" \
+  if ! "$mpsim" execute --backend "$backend" --topology "$work/profiled.yaml" --model "$model" --plan "$plan" --ranks "$ranks" \
       --steps "$steps" --optimizer adam --trace "$work/meas-$name.json" >"$work/meas-$name.out" 2>"$work/meas-$name.err"; then
     echo "  $name: execute failed: $(grep -m1 'error' "$work/meas-$name.err" || head -1 "$work/meas-$name.err")"
     continue

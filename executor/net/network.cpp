@@ -39,6 +39,11 @@ ElementRange place_chunk(std::vector<std::unique_ptr<Layer>>& layers, std::size_
   return experts;
 }
 
+/// A model that does not start with an embedding is fed seeded inputs (rows x hidden values).
+bool takes_seeded_inputs(const model::Model& model) {
+  return model.layers.empty() || model.layers.front().kind != LayerKind::Embedding;
+}
+
 }  // namespace
 
 NetDims net_dims(const model::Model& model, int tensor) {
@@ -98,7 +103,7 @@ std::vector<std::unique_ptr<Layer>> build_chunk_layers(const model::Model& model
   const int vs = plan::virtual_stage_of(plan.schedule, plan.pipeline, pipeline_rank, chunk);
   const plan::LayerRange range = ranges.at(static_cast<std::size_t>(vs));
   std::vector<std::unique_ptr<Layer>> layers;
-  if (vs == 0 && (model.layers.empty() || model.layers.front().kind != LayerKind::Embedding)) {
+  if (vs == 0 && takes_seeded_inputs(model)) {
     layers.push_back(make_input_layer(dims));
   }
   for (int i = range.first; i < range.last; ++i) {
@@ -235,13 +240,16 @@ Batch Network::make_batch(int step, int microbatch) const {
       for (std::int64_t p = part * chunk; p < (part + 1) * chunk; ++p) held.push_back(p);
     }
   }
+  // The seeded inputs cost a hash per value (seq x hidden per sample): made only where they are read,
+  // or a GPU would idle while the host made them for every microbatch of a model with an embedding.
+  const bool seeded_inputs = takes_seeded_inputs(model_);
   for (std::int64_t s = 0; s < b.samples; ++s) {
     const auto tokens = sample_tokens(options_.seed, step, first + s, dims_.seq, dims_.vocab);
     for (const std::int64_t p : held) {
       b.tokens.push_back(tokens[static_cast<std::size_t>(p)]);
       b.labels.push_back(tokens[static_cast<std::size_t>(p + 1)]);
       b.positions.push_back(static_cast<std::int32_t>(p));
-      for (std::int64_t e = 0; e < dims_.hidden; ++e) {
+      for (std::int64_t e = 0; seeded_inputs && e < dims_.hidden; ++e) {
         b.inputs.push_back(seeded_uniform(options_.seed, 0xDA7A, static_cast<std::uint64_t>(step),
                                           static_cast<std::uint64_t>(((first + s) * dims_.seq + p) * dims_.hidden + e)));
       }
