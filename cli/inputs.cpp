@@ -12,6 +12,7 @@
 #include "sim/plan/plan.h"
 #include "sim/plan/plan_check.h"
 #include "sim/plan/plan_loader.h"
+#include "sim/topology/instance_override.h"
 #include "sim/topology/topology_loader.h"
 
 namespace mpsim::cli {
@@ -154,6 +155,7 @@ YamlDocument load_with(const std::string& file, const std::string& target, const
   for (const Override& o : overrides) {
     if (o.target != target) continue;
     if (target == "topology" && doc.has_top_level("node_from") && o.path.rfind("node.", 0) == 0) continue;
+    if (target == "topology" && topology::is_instance_path(o.path)) continue;  // applied to the cluster
     std::vector<Override> erasures;
     const Override r = resolve(o, doc, overrides, erasures);
     for (const Override& e : erasures) erase_if_present(doc, e);
@@ -176,9 +178,11 @@ topology::Cluster load_cluster_with(const std::string& file, const std::vector<O
       }
     }
   };
-  return blame_overrides(applied, [&] {
+  topology::Cluster cluster = blame_overrides(applied, [&] {
     return topology::build_cluster(topology::load_topology_spec(topology_doc.root(), 0, patch_node));
   });
+  topology::apply_instance_overrides(cluster, overrides);
+  return cluster;
 }
 
 }  // namespace

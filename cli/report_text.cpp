@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iostream>
+#include <unordered_map>
 #include <vector>
 
 #include <fmt/format.h>
@@ -41,20 +42,43 @@ void print_report(const Inputs& in, const trace::Report& r) {
                              r.oom ? "  OUT OF MEMORY" : "");
   }
   std::cout << "\n";
+  // With a slowdown what-if the stage row names its slowest GPU (the one the stage waits for, also
+  // when replicas are folded), else its first.
+  const auto slowdown_of = [&](const std::string& id) {
+    const auto device = in.cluster.find(id);
+    return device ? in.cluster.device(*device).slowdown : 1.0;
+  };
+  const bool slowed = std::any_of(r.devices.begin(), r.devices.end(), [&](const auto& d) { return slowdown_of(d.id) != 1.0; });
   Table stages;
-  stages.add_row({"stage", "first GPU", "GPUs", "busy", "idle", "idle share", "peak memory"});
+  stages.add_row({"stage", slowed ? "slowest GPU" : "first GPU", "GPUs", "busy", "idle", "idle share", "peak memory"});
   for (int s = 0; s < p.pipeline; ++s) {
-    const auto it = std::find_if(r.devices.begin(), r.devices.end(), [s](const auto& d) { return d.stage == s; });
+    auto it = std::find_if(r.devices.begin(), r.devices.end(), [s](const auto& d) { return d.stage == s; });
     if (it == r.devices.end()) continue;
-    stages.add_row({std::to_string(s), it->id, std::to_string(p.tensor * p.data), to_string(TimeNs::seconds(it->busy_s)),
+    for (auto d = it; d != r.devices.end(); ++d) {
+      if (d->stage == s && slowdown_of(d->id) > slowdown_of(it->id)) it = d;
+    }
+    const double slowdown = slowdown_of(it->id);
+    const std::string shown = slowdown != 1.0 ? fmt::format("{} ({:g}x slow)", it->id, slowdown) : it->id;
+    stages.add_row({std::to_string(s), shown, std::to_string(p.tensor * p.data), to_string(TimeNs::seconds(it->busy_s)),
                     to_string(TimeNs::seconds(it->idle_s)), percent(it->bubble_fraction),
                     to_string(Bytes::bytes(it->peak_memory_bytes)) + (it->oom ? " OOM" : "")});
   }
   std::cout << stages.render();
   if (!r.links.empty()) {
     std::vector<trace::LinkReport> links = r.links;
-    std::stable_sort(links.begin(), links.end(), [](const auto& a, const auto& b) {
-      return a.busy_s != b.busy_s ? a.busy_s > b.busy_s : a.bytes > b.bytes;
+    // Ties in busy time are common: a flow keeps every link of its route busy as long as its slowest link
+    // makes it last, and folded replicas share flows. The link that sets the pace carries the most time's
+    // worth of traffic at its own bandwidth: it comes first (a slow NIC rather than the PCIe links before it).
+    std::unordered_map<std::string, double> bandwidth_of;
+    for (const topology::Link& l : in.cluster.links()) bandwidth_of.emplace(l.name, l.bandwidth.in_bytes_per_sec());
+    const auto load_s = [&](const trace::LinkReport& l) {
+      const auto it = bandwidth_of.find(l.id);
+      return it == bandwidth_of.end() || it->second <= 0 ? 0.0 : static_cast<double>(l.bytes) / it->second;
+    };
+    std::stable_sort(links.begin(), links.end(), [&](const auto& a, const auto& b) {
+      if (a.busy_s != b.busy_s) return a.busy_s > b.busy_s;
+      if (load_s(a) != load_s(b)) return load_s(a) > load_s(b);
+      return a.bytes > b.bytes;
     });
     std::cout << "\nBusiest links:\n";
     Table table;

@@ -115,7 +115,10 @@ void run_show(const std::string& file, const std::vector<std::string>& sets, boo
     }
     out["gpu_kinds"] = kinds;
     ordered_json devices = ordered_json::array();
-    for (const auto& d : cluster.devices()) devices.push_back({{"id", d.name}, {"kind", to_string(d.kind)}});
+    for (const auto& d : cluster.devices()) {
+      devices.push_back({{"id", d.name}, {"kind", to_string(d.kind)}});
+      if (d.slowdown != 1.0) devices.back()["slowdown"] = d.slowdown;  // a what-if
+    }
     out["devices"] = devices;
     ordered_json links = ordered_json::array();
     for (const auto& l : cluster.links()) {
@@ -123,6 +126,7 @@ void run_show(const std::string& file, const std::vector<std::string>& sets, boo
                        {"b", cluster.device(l.b).name}, {"bandwidth_bytes_per_s", l.bandwidth.in_bytes_per_sec()},
                        {"latency_s", l.latency.to_seconds()},
                        {"duplex", l.duplex == topology::Duplex::Full ? "full" : "half"}});
+      if (l.down) links.back()["down"] = true;  // a what-if
     }
     out["links"] = links;
     ordered_json names = ordered_json::array();
@@ -164,6 +168,13 @@ void run_show(const std::string& file, const std::vector<std::string>& sets, boo
   std::cout << "  links:\n";
   for (const auto& [key, n] : link_counts) {
     std::cout << fmt::format("    {:>6} x {:<6} {}\n", n, key.first, to_string(BytesPerSec::bytes_per_sec(key.second)));
+  }
+  // What-ifs on single devices and links (instance_override.h).
+  for (const auto& d : cluster.devices()) {
+    if (d.slowdown != 1.0) std::cout << fmt::format("  {} is {:g}x slow\n", d.name, d.slowdown);
+  }
+  for (const auto& l : cluster.links()) {
+    if (l.down) std::cout << fmt::format("  {} is down\n", l.name);
   }
   std::cout << "\nBandwidth between GPUs (one direction) and path class:\n";
   Table table;

@@ -25,6 +25,7 @@ Egress egress_of(const topology::Cluster& cluster) {
   out.device.assign(cluster.devices().size(), 0.0);
   out.node.assign(static_cast<std::size_t>(std::max(cluster.node_count, 0)), 0.0);
   for (const topology::Link& l : cluster.links()) {
+    if (l.down) continue;
     const double bw = l.bandwidth.in_bytes_per_sec() * 1e-9;
     out.device[l.a.value] += bw;
     out.device[l.b.value] += bw;

@@ -85,6 +85,10 @@ class Simulation {
     bool layer_busy = false;
     std::int64_t memory = 0;
     bool pipeline_op = false;          // the op holding the stream is F, B, I or W
+    // The slowest member's slowdown (a what-if): the lockstep group, and folded replicas waiting at the
+    // gradient sync, go at its pace. The report names that member for the actor.
+    double slowdown = 1.0;
+    int shown_member = 0;  // global rank of the member the report names
   };
   /// The links a set of concurrent transfers loads, and the largest latency of their routes.
   struct TransferSet {
@@ -325,6 +329,9 @@ void Simulation::start_compute(Actor& actor, const Op& op, std::size_t op_index)
   const bool shared = actor.collectives_issued > actor.collectives_done;
   if (shared && op.kind != OpKind::OptimizerStep) {
     duration = contended_compute(duration, cluster_.gpu_kind_of(gpu(actor.members.front())));
+  }
+  if (actor.slowdown != 1.0) {
+    duration = TimeNs::seconds(duration.to_seconds() * actor.slowdown);
   }
   // Memory: the stashes a pass adds or frees (schedule/stash.h), at the pass's start; an F&B pair
   // holds its forward's stash before its backward frees the other one.
@@ -648,9 +655,17 @@ Prediction Simulation::run() {
       a.members = options_.fold_replicas ? rank_members_[static_cast<std::size_t>(r)]
                                          : layout_.group(layout_.with(first, Axis::Data, d), stage_axes);
       a.memory = costs_.ranks[static_cast<std::size_t>(r)].static_memory.total().count();
+      a.shown_member = a.members.front();
+      for (const int m : a.members) {
+        const double slowdown = cluster_.device(gpu(m)).slowdown;
+        if (slowdown > a.slowdown) {
+          a.slowdown = slowdown;
+          a.shown_member = m;
+        }
+      }
       const int index = actor_index(r, d);
       notify([&](Observer& o) {
-        o.actor_added(index, r, d, gpu(a.members.front()), a.members);
+        o.actor_added(index, r, d, gpu(a.shown_member), a.members);
         o.memory_changed(index, 0, a.memory);
       });
     }
@@ -762,7 +777,7 @@ trace::Report Simulation::build_report() const {
     d.memory = {cost.static_memory.weights.count(), cost.static_memory.gradients.count(),
                 cost.static_memory.optimizer.count(), a.peak_memory_bytes - cost.static_memory.total().count(),
                 cost.static_memory.reserved.count()};
-    d.represents_stage = actor.replica == 0 && g == actor.members.front();
+    d.represents_stage = actor.replica == 0 && g == actor.shown_member;
     devices.push_back(std::move(d));
   }
   // Links that carried traffic, in link order.

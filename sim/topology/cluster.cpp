@@ -89,4 +89,27 @@ void Cluster::keep_job_gpus(const JobShape& shape) {
   gpus_ = std::move(kept);
 }
 
+void Cluster::set_slowdown(DeviceId gpu, double slowdown) {
+  Device& d = devices_.at(gpu.value);
+  if (d.kind != DeviceKind::Gpu) throw std::logic_error(fmt::format("'{}' is not a GPU", d.name));
+  d.slowdown = slowdown;
+}
+
+void Cluster::set_link_rate(LinkId link, BytesPerSec bandwidth, TimeNs latency) {
+  Link& l = links_.at(link.value);
+  l.bandwidth = bandwidth;
+  l.latency = latency;
+}
+
+void Cluster::take_link_down(LinkId link) {
+  links_.at(link.value).down = true;
+  // The graph again without the links that are down; an edge's index stays its link id.
+  Graph rebuilt(devices_.size());
+  for (std::size_t i = 0; i < links_.size(); ++i) {
+    if (links_[i].down) continue;
+    boost::add_edge(links_[i].a.value, links_[i].b.value, static_cast<std::uint32_t>(i), rebuilt);
+  }
+  graph_ = std::move(rebuilt);
+}
+
 }  // namespace mpsim::topology

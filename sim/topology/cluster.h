@@ -41,6 +41,8 @@ struct Device {
   int node = -1;           ///< node index; -1 for fabric switches
   int local_index = 0;     ///< j in `gpu<j>`
   int gpu_kind = -1;       ///< index into Cluster::gpu_kinds for GPUs
+  /// GPUs: how much longer its passes take than its kind says (a what-if: 1.25 for a GPU 25% slow).
+  double slowdown = 1.0;
 };
 
 struct Link {
@@ -51,6 +53,7 @@ struct Link {
   BytesPerSec bandwidth;   ///< per direction (for a half-duplex link: shared by both)
   TimeNs latency;
   Duplex duplex = Duplex::Full;
+  bool down = false;       ///< a what-if: the link carries nothing and no route uses it
 };
 
 class Cluster {
@@ -83,6 +86,12 @@ class Cluster {
   /// each node, shape.gpus in all (8 GPUs of an NVL72 rack; 4 racks of 64). The rest stay in the
   /// graph, idle. Throws std::invalid_argument when the cluster has fewer such GPUs.
   void keep_job_gpus(const JobShape& shape);
+
+  /// What-ifs on one device or link (instance_override.h). A slowdown applies to a GPU's passes.
+  void set_slowdown(DeviceId gpu, double slowdown);
+  void set_link_rate(LinkId link, BytesPerSec bandwidth, TimeNs latency);
+  /// Takes the link out of the graph, so no route uses it; it stays in links() marked down.
+  void take_link_down(LinkId link);
 
  private:
   std::vector<Device> devices_;

@@ -202,7 +202,7 @@ RouteFinder::RouteFinder(const Cluster& cluster) : cluster_(&cluster), caches_(s
   }
   for (std::uint32_t l = 0; l < cluster.links().size(); ++l) {
     const Link& link = cluster.links()[l];
-    if (link.kind != LinkKind::Net) continue;
+    if (link.kind != LinkKind::Net || link.down) continue;
     c.net_links[link.a.value].push_back(LinkId{l});
     c.net_links[link.b.value].push_back(LinkId{l});
     const DeviceKind ka = cluster.device(link.a).kind;
