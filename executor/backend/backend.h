@@ -133,6 +133,22 @@ class Backend {
   virtual void softmax_forward(MatrixView x, float scale, bool causal, MatrixView y) = 0;
   /// dx = scale * y * (dy - rowsum(dy * y)); dx may alias dy.
   virtual void softmax_backward(MatrixView y, MatrixView dy, float scale, MatrixView dx) = 0;
+  // Attention over key blocks one at a time (context parallelism's ring, Ulysses): each block's
+  // softmax is normalised on its own and the partial outputs are merged by their log-sum-exps; the
+  // backward rebuilds a block's probabilities from the whole row's log-sum-exp.
+  /// softmax_forward, also storing lse[r] = log of the row's sum of exp(scale * x) over the kept columns.
+  virtual void softmax_forward_lse(MatrixView x, float scale, bool causal, MatrixView y, float* lse) = 0;
+  /// y = exp(scale * x - lse[r]) on the kept columns (the causal rule of softmax_forward), 0 elsewhere;
+  /// y may alias x.
+  virtual void softmax_from_lse(MatrixView x, float scale, bool causal, const float* lse, MatrixView y) = 0;
+  /// Merges a block's normalised output `part` (log-sum-exp part_lse) into `out` (log-sum-exp lse),
+  /// row by row: out = w * out + (1 - w) * part with w = exp(lse - new lse), lse = log(exp(lse) +
+  /// exp(part_lse)). An lse of -infinity is an empty row (out is then replaced by part).
+  virtual void merge_attention(MatrixView out, float* lse, MatrixView part, const float* part_lse) = 0;
+  /// out[r] = sum over columns of a[r, c] * b[r, c].
+  virtual void row_dot(MatrixView a, MatrixView b, float* out) = 0;
+  /// softmax_backward with the row sums given: dx = scale * y * (dy - row_sum[r]); dx may alias dy.
+  virtual void softmax_backward_rows(MatrixView y, MatrixView dy, float scale, const float* row_sum, MatrixView dx) = 0;
   /// out[r] = table[tokens[r]] (+=, so positions can be added to the same output).
   virtual void embedding_forward(MatrixView table, std::span<const std::int32_t> tokens, MatrixView out) = 0;
   /// dtable[tokens[r]] += dout[r].

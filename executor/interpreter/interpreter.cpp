@@ -64,9 +64,10 @@ class Interpreter {
     if (const auto error = schedule::validate(program_)) {
       throw std::invalid_argument(fmt::format("invalid program: {}", error->message));
     }
-    // Point-to-point messages are tagged with their number; the gathers to rank 0 use the two after.
+    // Point-to-point messages are tagged with their number; the gathers to rank 0 use the two after,
+    // the context ring the one after those.
     const std::int64_t messages = schedule::message_count(program_.shape);
-    if (messages + 2 > backend.max_tag()) {
+    if (messages + 3 > backend.max_tag()) {
       throw std::invalid_argument(fmt::format("{} microbatches x {} virtual stages make {} messages, more than the "
                                               "backend's largest tag ({})",
                                               plan.microbatches, plan.stages(), messages, backend.max_tag()));
@@ -96,7 +97,12 @@ class Interpreter {
     place.data = layout_.coordinate(me_, plan::Axis::Data);
     place.expert = layout_.coordinate(me_, plan::Axis::Expert);
     place.context = layout_.coordinate(me_, plan::Axis::Context);
-    if (plan.context > 1) place.context_group = groups_.at(plan::Axis::Context).get();
+    if (plan.context > 1) {
+      place.context_group = groups_.at(plan::Axis::Context).get();
+      place.context_next = layout_.with(me_, plan::Axis::Context, (place.context + 1) % plan.context);
+      place.context_previous = layout_.with(me_, plan::Axis::Context, (place.context + plan.context - 1) % plan.context);
+      place.context_tag = parameter_tag_ + 1;
+    }
     place.tensor_group = groups_.at(plan::Axis::Tensor).get();
     if (plan.expert > 1) place.expert_group = groups_.at(plan::Axis::Expert).get();
     network_ = std::make_unique<Network>(backend, meter_, model, plan, place, options.net);

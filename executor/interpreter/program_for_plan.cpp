@@ -24,11 +24,12 @@ schedule::Program program_for_plan(const model::Model& model, const plan::Plan& 
   if (plan.zero >= 3 && plan.data > 1 && has_experts && schedule::splits_expert_gradients(plan)) {
     throw std::invalid_argument("the executor's ZeRO 3 shards dense weights; with expert parallelism it is simulated only");
   }
-  // The executor's context parallelism gathers keys and values (cp_comm_type all_gather) in its
-  // dense blocks; the ring and Ulysses exchanges, and context-split expert blocks, are simulated only.
-  if (plan.context > 1 && plan.context_comm != plan::ContextComm::AllGather) {
-    throw std::invalid_argument("the executor's context parallelism gathers keys and values: set cp_comm_type all_gather "
-                                "(p2p and a2a are simulated only)");
+  // Ulysses gives each context rank whole heads of its tensor rank's share.
+  if (plan.context > 1 && plan.context_comm == plan::ContextComm::AllToAll && model.shape &&
+      model.shape->heads % (plan.context * plan.tensor) != 0) {
+    throw std::invalid_argument(fmt::format("cp_comm_type a2a splits heads over context x tensor: {} x {} must divide "
+                                            "the model's {} heads",
+                                            plan.context, plan.tensor, model.shape->heads));
   }
   // The executor's blocks recompute the attention scores (selective) or everything (full), not modules.
   if (plan.recompute == model::Recompute::Selective && plan.recompute_modules != model::RecomputeModules{}) {

@@ -141,11 +141,66 @@ class EmbeddingLayer final : public Layer {
   }
 };
 
+// --- blockwise attention (context parallelism's ring and Ulysses) ----------------------------------
+
+/// Working space of one (query block, key block) pair, sized for the largest pair.
+struct PairScratch {
+  Buffer scores, dscores, part, part_lse;
+  PairScratch(const LayerContext& ctx, std::int64_t queries, std::int64_t keys, std::int64_t width, bool backward) {
+    scores = ctx.buffer(queries, keys);
+    if (backward) {
+      dscores = ctx.buffer(queries, keys);
+    } else {
+      part = ctx.buffer(queries, width);
+      part_lse = ctx.buffer(queries, 1);
+    }
+  }
+};
+
+/// out, lse: the attention of queries q over the keys seen so far, merged with that over (k, v) by
+/// their log-sum-exps, so the key blocks may come in any order. `causal`: a diagonal block.
+void attend_pair(Backend& be, float scale, MatrixView q, MatrixView k, MatrixView v, bool causal, MatrixView out,
+                 float* lse, const PairScratch& scratch) {
+  const MatrixView scores = scratch.scores.view().row_range(0, q.rows).columns(0, k.rows);
+  const MatrixView part = scratch.part.view().row_range(0, q.rows).columns(0, v.cols);
+  be.gemm(Transpose::No, Transpose::Yes, 1.0f, q, k, 0.0f, scores);
+  be.softmax_forward_lse(scores, scale, causal, scores, scratch.part_lse.data());
+  be.gemm(Transpose::No, Transpose::No, 1.0f, scores, v, 0.0f, part);
+  be.merge_attention(out, lse, part, scratch.part_lse.data());
+}
+
+/// dq, dk, dv += attend_pair's gradients given the output's gradient dout, the rows' final lse and
+/// row_sum = rowsum(dout * out) (the softmax backward's row sum over every key block).
+void attend_pair_backward(Backend& be, float scale, MatrixView q, MatrixView k, MatrixView v, bool causal,
+                          const float* lse, const float* row_sum, MatrixView dout, MatrixView dq, MatrixView dk,
+                          MatrixView dv, const PairScratch& scratch) {
+  const MatrixView probs = scratch.scores.view().row_range(0, q.rows).columns(0, k.rows);
+  const MatrixView dprobs = scratch.dscores.view().row_range(0, q.rows).columns(0, k.rows);
+  be.gemm(Transpose::No, Transpose::Yes, 1.0f, q, k, 0.0f, probs);
+  be.softmax_from_lse(probs, scale, causal, lse, probs);
+  be.gemm(Transpose::Yes, Transpose::No, 1.0f, probs, dout, 1.0f, dv);
+  be.gemm(Transpose::No, Transpose::Yes, 1.0f, dout, v, 0.0f, dprobs);
+  be.softmax_backward_rows(probs, dprobs, scale, row_sum, dprobs);
+  be.gemm(Transpose::No, Transpose::No, 1.0f, dprobs, k, 1.0f, dq);
+  be.gemm(Transpose::Yes, Transpose::No, 1.0f, dprobs, q, 1.0f, dk);
+}
+
+/// Sends `m` to the next context rank and returns what the previous one sent (the same shape).
+Buffer ring_shift(const LayerContext& ctx, const Buffer& m) {
+  Buffer incoming = ctx.buffer(m.view().rows, m.view().cols);
+  const auto sending = ctx.backend->send(m.data(), m.count(), ctx.context_next, ctx.context_tag);
+  ctx.backend->recv(incoming.data(), incoming.count(), ctx.context_previous, ctx.context_tag);
+  sending->wait();
+  return incoming;
+}
+
 struct BlockStash final : Stash {
   // attention half
   MatrixView x;
   Buffer normed, mean, rstd, q, k, v, probs, context;
   Buffer k_full, v_full;  // context parallelism: every rank's keys and values, in sequence order
+  Buffer lse;             // ring and Ulysses: log-sum-exp of each head's attention rows
+  Buffer q_seq, k_seq, v_seq, context_seq;  // Ulysses: this rank's heads over whole sequences
   MatrixView dy1;  // gradient of the attention half's output (= of y1)
   Buffer dq, dk, dv, dcontext;
   // MLP half (dense or mixture of experts); its output is Stash::output
@@ -197,18 +252,14 @@ class TransformerBlock final : public Layer {
     linear(ctx, s->normed.view(), params_[2], &params_[3], s->q.view());
     linear(ctx, s->normed.view(), params_[4], &params_[5], s->k.view());
     linear(ctx, s->normed.view(), params_[6], &params_[7], s->v.view());
-    if (ctx.context_size > 1) {
-      s->k_full = gather_sequence(ctx, b, s->k.view());
-      s->v_full = gather_sequence(ctx, b, s->v.view());
-    }
-    s->probs = ctx.buffer(b.samples * local_heads_ * local_seq(ctx), dims_.seq);
     s->context = ctx.buffer(rows, aw);
-    scores(ctx, b, *s);
-    for_each_part(ctx, b, [&](const Part& part) {
-      be.gemm(Transpose::No, Transpose::No, 1.0f, probs_of(ctx, *s, part), keys(ctx, values_of(*s), part), 0.0f,
-              queries(ctx, s->context.view(), part));
-    });
-    if (!ctx.keep_attention_scores) s->probs.reset();
+    if (exchanges(ctx, ContextExchange::Ring)) {
+      ring_attention_forward(ctx, b, *s);
+    } else if (exchanges(ctx, ContextExchange::AllToAll)) {
+      ulysses_attention_forward(ctx, b, *s);
+    } else {
+      gathered_attention_forward(ctx, b, *s);
+    }
     s->y1 = ctx.buffer(rows, x.cols);
     linear(ctx, s->context.view(), params_[8], nullptr, s->y1.view());
     ctx.tensor_all_reduce(s->y1.view());  // row-parallel projection
@@ -235,34 +286,15 @@ class TransformerBlock final : public Layer {
     s.dy1 = s.dy1_buffer.view();
     const std::int64_t rows = dy.rows;
     const std::int64_t aw = local_heads_ * dims_.head_dim;
-    if (s.probs.empty()) {  // selective recomputation: rebuild the attention probabilities
-      s.probs = ctx.buffer(b.samples * local_heads_ * local_seq(ctx), dims_.seq);
-      scores(ctx, b, s);
-    }
     s.dcontext = ctx.buffer(rows, aw);
     be.gemm(Transpose::No, Transpose::Yes, 1.0f, s.dy1, params_[8].value(), 0.0f, s.dcontext.view());
-    s.dq = ctx.buffer(rows, aw);
-    // The keys' and values' gradients, of every rank's keys under context parallelism (accumulated
-    // over the query parts, then summed back to their ranks).
-    const bool split = ctx.context_size > 1;
-    Buffer dk = ctx.buffer(split ? b.samples * dims_.seq : rows, aw);
-    Buffer dv = ctx.buffer(split ? b.samples * dims_.seq : rows, aw);
-    Buffer dprobs = ctx.buffer(dims_.seq, dims_.seq);
-    const float scale = 1.0f / std::sqrt(static_cast<float>(dims_.head_dim));
-    for_each_part(ctx, b, [&](const Part& part) {
-      const MatrixView p = probs_of(ctx, s, part);
-      const MatrixView dp = dprobs.view().row_range(0, p.rows).columns(0, p.cols);
-      const MatrixView dctx = queries(ctx, s.dcontext.view(), part);
-      be.gemm(Transpose::No, Transpose::Yes, 1.0f, dctx, keys(ctx, values_of(s), part), 0.0f, dp);
-      be.gemm(Transpose::Yes, Transpose::No, 1.0f, p, dctx, 1.0f, keys(ctx, dv.view(), part));
-      be.softmax_backward(p, dp, scale, dp);
-      be.gemm(Transpose::No, Transpose::No, 1.0f, dp, keys(ctx, keys_of(s), part), 0.0f, queries(ctx, s.dq.view(), part));
-      be.gemm(Transpose::Yes, Transpose::No, 1.0f, dp, queries(ctx, s.q.view(), part), 1.0f, keys(ctx, dk.view(), part));
-    });
-    dprobs.reset();
-    s.dk = split ? scatter_sequence(ctx, b, dk.view()) : std::move(dk);
-    s.dv = split ? scatter_sequence(ctx, b, dv.view()) : std::move(dv);
-    if (!ctx.keep_attention_scores) s.probs.reset();
+    if (exchanges(ctx, ContextExchange::Ring)) {
+      ring_attention_backward(ctx, b, s);
+    } else if (exchanges(ctx, ContextExchange::AllToAll)) {
+      ulysses_attention_backward(ctx, b, s);
+    } else {
+      gathered_attention_backward(ctx, b, s);
+    }
     Buffer dnormed = ctx.buffer(rows, dy.cols);
     be.gemm(Transpose::No, Transpose::Yes, 1.0f, s.dq.view(), params_[2].value(), 0.0f, dnormed.view());
     be.gemm(Transpose::No, Transpose::Yes, 1.0f, s.dk.view(), params_[4].value(), 1.0f, dnormed.view());
@@ -383,6 +415,286 @@ class TransformerBlock final : public Layer {
     Buffer mine = ctx.buffer(rows, whole.cols);
     ctx.backend->copy(by_rank.view().row_range(ctx.context_rank * rows, rows), mine.view());
     return mine;
+  }
+
+  [[nodiscard]] static bool exchanges(const LayerContext& ctx, ContextExchange e) {
+    return ctx.context_size > 1 && ctx.context_exchange == e;
+  }
+  [[nodiscard]] float attention_scale() const { return 1.0f / std::sqrt(static_cast<float>(dims_.head_dim)); }
+
+  // --- all_gather (and no context parallelism): every key in hand, probabilities kept or rebuilt ---
+
+  void gathered_attention_forward(const LayerContext& ctx, const Batch& b, BlockStash& s) const {
+    if (ctx.context_size > 1) {
+      s.k_full = gather_sequence(ctx, b, s.k.view());
+      s.v_full = gather_sequence(ctx, b, s.v.view());
+    }
+    s.probs = ctx.buffer(b.samples * local_heads_ * local_seq(ctx), dims_.seq);
+    scores(ctx, b, s);
+    for_each_part(ctx, b, [&](const Part& part) {
+      ctx.backend->gemm(Transpose::No, Transpose::No, 1.0f, probs_of(ctx, s, part), keys(ctx, values_of(s), part), 0.0f,
+                        queries(ctx, s.context.view(), part));
+    });
+    if (!ctx.keep_attention_scores) s.probs.reset();
+  }
+
+  void gathered_attention_backward(const LayerContext& ctx, const Batch& b, BlockStash& s) const {
+    Backend& be = *ctx.backend;
+    const std::int64_t rows = s.q.view().rows;
+    const std::int64_t aw = s.q.view().cols;
+    if (s.probs.empty()) {  // selective recomputation: rebuild the attention probabilities
+      s.probs = ctx.buffer(b.samples * local_heads_ * local_seq(ctx), dims_.seq);
+      scores(ctx, b, s);
+    }
+    s.dq = ctx.buffer(rows, aw);
+    // The keys' and values' gradients, of every rank's keys under context parallelism (accumulated
+    // over the query parts, then summed back to their ranks).
+    const bool split = ctx.context_size > 1;
+    Buffer dk = ctx.buffer(split ? b.samples * dims_.seq : rows, aw);
+    Buffer dv = ctx.buffer(split ? b.samples * dims_.seq : rows, aw);
+    Buffer dprobs = ctx.buffer(dims_.seq, dims_.seq);
+    const float scale = attention_scale();
+    for_each_part(ctx, b, [&](const Part& part) {
+      const MatrixView p = probs_of(ctx, s, part);
+      const MatrixView dp = dprobs.view().row_range(0, p.rows).columns(0, p.cols);
+      const MatrixView dctx = queries(ctx, s.dcontext.view(), part);
+      be.gemm(Transpose::No, Transpose::Yes, 1.0f, dctx, keys(ctx, values_of(s), part), 0.0f, dp);
+      be.gemm(Transpose::Yes, Transpose::No, 1.0f, p, dctx, 1.0f, keys(ctx, dv.view(), part));
+      be.softmax_backward(p, dp, scale, dp);
+      be.gemm(Transpose::No, Transpose::No, 1.0f, dp, keys(ctx, keys_of(s), part), 0.0f, queries(ctx, s.dq.view(), part));
+      be.gemm(Transpose::Yes, Transpose::No, 1.0f, dp, queries(ctx, s.q.view(), part), 1.0f, keys(ctx, dk.view(), part));
+    });
+    dprobs.reset();
+    s.dk = split ? scatter_sequence(ctx, b, dk.view()) : std::move(dk);
+    s.dv = split ? scatter_sequence(ctx, b, dv.view()) : std::move(dv);
+    if (!ctx.keep_attention_scores) s.probs.reset();
+  }
+
+  // --- ring (p2p): key/value chunks travel, queries stay --------------------------------------------
+
+  /// One pair of the ring: a local query chunk and a chunk of the keys and values in hand, both
+  /// of one sample and head. Causal load balancing gives rank j chunks j and 2C - 1 - j of 2C; a
+  /// query chunk sees earlier key chunks whole, its own under the causal mask, later ones not at all.
+  struct RingPair {
+    std::int64_t head = 0;
+    std::int64_t query_row = 0;  ///< first row among the local rows
+    std::int64_t key_row = 0;    ///< first row among the rows in hand (the owner's local rows)
+    bool diagonal = false;
+  };
+  template <class F>
+  void for_each_ring_pair(const LayerContext& ctx, const Batch& b, int owner, F f) const {
+    const std::int64_t c = ctx.context_size;
+    const std::int64_t chunk = local_seq(ctx) / 2;
+    const auto global_chunk = [&](std::int64_t rank, std::int64_t i) { return i == 0 ? rank : 2 * c - 1 - rank; };
+    for (std::int64_t sample = 0; sample < b.samples; ++sample) {
+      for (std::int64_t head = 0; head < local_heads_; ++head) {
+        for (std::int64_t i = 0; i < 2; ++i) {
+          for (std::int64_t j = 0; j < 2; ++j) {
+            const std::int64_t query_chunk = global_chunk(ctx.context_rank, i);
+            const std::int64_t key_chunk = global_chunk(owner, j);
+            if (key_chunk > query_chunk) continue;
+            const std::int64_t first = sample * local_seq(ctx);
+            f(RingPair{head, first + i * chunk, first + j * chunk, key_chunk == query_chunk});
+          }
+        }
+      }
+    }
+  }
+  /// Keys (columns [0, aw)) and values (columns [aw, 2 aw)) side by side: one message per ring step.
+  [[nodiscard]] Buffer keys_and_values(const LayerContext& ctx, const BlockStash& s) const {
+    const MatrixView k = s.k.view();
+    Buffer kv = ctx.buffer(k.rows, 2 * k.cols);
+    ctx.backend->copy(k, kv.view().columns(0, k.cols));
+    ctx.backend->copy(s.v.view(), kv.view().columns(k.cols, k.cols));
+    return kv;
+  }
+  /// The context rank whose keys and values are in hand at ring step `step`.
+  [[nodiscard]] static int ring_owner(const LayerContext& ctx, int step) {
+    return (ctx.context_rank - step + ctx.context_size) % ctx.context_size;
+  }
+
+  /// Step t attends the local queries to rank r - t's keys and values while sending them on to
+  /// rank r + 1 (C - 1 exchanges); the partial outputs are merged by log-sum-exp.
+  void ring_attention_forward(const LayerContext& ctx, const Batch& b, BlockStash& s) const {
+    Backend& be = *ctx.backend;
+    const std::int64_t rows = s.q.view().rows;
+    const std::int64_t aw = s.q.view().cols;
+    const std::int64_t hd = dims_.head_dim;
+    const std::int64_t chunk = local_seq(ctx) / 2;
+    s.lse = ctx.buffer(local_heads_, rows);
+    be.fill(s.lse.view(), -INFINITY);  // no keys yet: the first merge takes the block as it is
+    const PairScratch scratch(ctx, chunk, chunk, hd, false);
+    Buffer kv = keys_and_values(ctx, s);
+    for (int step = 0; step < ctx.context_size; ++step) {
+      const bool last = step + 1 == ctx.context_size;
+      Buffer incoming;
+      std::unique_ptr<SendHandle> sending;
+      if (!last) {  // the next chunk travels while this one is attended to
+        incoming = ctx.buffer(rows, 2 * aw);
+        sending = be.send(kv.data(), kv.count(), ctx.context_next, ctx.context_tag);
+      }
+      for_each_ring_pair(ctx, b, ring_owner(ctx, step), [&](const RingPair& p) {
+        const MatrixView held = kv.view().row_range(p.key_row, chunk);
+        attend_pair(be, attention_scale(), s.q.view().row_range(p.query_row, chunk).columns(p.head * hd, hd),
+                    held.columns(p.head * hd, hd), held.columns(aw + p.head * hd, hd), p.diagonal,
+                    s.context.view().row_range(p.query_row, chunk).columns(p.head * hd, hd),
+                    s.lse.data() + p.head * rows + p.query_row, scratch);
+      });
+      if (!last) {
+        be.recv(incoming.data(), incoming.count(), ctx.context_previous, ctx.context_tag);
+        sending->wait();
+        kv = std::move(incoming);
+      }
+    }
+  }
+
+  /// The forward's ring again, the probabilities rebuilt per pair from the saved log-sum-exp; the
+  /// keys' and values' gradients travel with them and take one more step home.
+  void ring_attention_backward(const LayerContext& ctx, const Batch& b, BlockStash& s) const {
+    Backend& be = *ctx.backend;
+    const std::int64_t rows = s.q.view().rows;
+    const std::int64_t aw = s.q.view().cols;
+    const std::int64_t hd = dims_.head_dim;
+    const std::int64_t chunk = local_seq(ctx) / 2;
+    Buffer row_sums = ctx.buffer(local_heads_, rows);
+    for (std::int64_t head = 0; head < local_heads_; ++head) {
+      be.row_dot(s.dcontext.view().columns(head * hd, hd), s.context.view().columns(head * hd, hd),
+                 row_sums.data() + head * rows);
+    }
+    const PairScratch scratch(ctx, chunk, chunk, hd, true);
+    s.dq = ctx.buffer(rows, aw);
+    Buffer kv = keys_and_values(ctx, s);
+    Buffer dkv = ctx.buffer(rows, 2 * aw);  // the gradients of the keys and values in hand
+    for (int step = 0; step < ctx.context_size; ++step) {
+      const bool last = step + 1 == ctx.context_size;
+      Buffer incoming;
+      std::unique_ptr<SendHandle> sending;
+      if (!last) {
+        incoming = ctx.buffer(rows, 2 * aw);
+        sending = be.send(kv.data(), kv.count(), ctx.context_next, ctx.context_tag);
+      }
+      for_each_ring_pair(ctx, b, ring_owner(ctx, step), [&](const RingPair& p) {
+        const MatrixView held = kv.view().row_range(p.key_row, chunk);
+        const MatrixView dheld = dkv.view().row_range(p.key_row, chunk);
+        const auto head_of = [&](MatrixView m) { return m.row_range(p.query_row, chunk).columns(p.head * hd, hd); };
+        attend_pair_backward(be, attention_scale(), head_of(s.q.view()), held.columns(p.head * hd, hd),
+                             held.columns(aw + p.head * hd, hd), p.diagonal, s.lse.data() + p.head * rows + p.query_row,
+                             row_sums.data() + p.head * rows + p.query_row, head_of(s.dcontext.view()),
+                             head_of(s.dq.view()), dheld.columns(p.head * hd, hd), dheld.columns(aw + p.head * hd, hd),
+                             scratch);
+      });
+      if (!last) {
+        be.recv(incoming.data(), incoming.count(), ctx.context_previous, ctx.context_tag);
+        sending->wait();
+        kv = std::move(incoming);
+      }
+      dkv = ring_shift(ctx, dkv);  // after the last step this brings each rank its own
+    }
+    s.dk = ctx.buffer(rows, aw);
+    s.dv = ctx.buffer(rows, aw);
+    be.copy(dkv.view().columns(0, aw), s.dk.view());
+    be.copy(dkv.view().columns(aw, aw), s.dv.view());
+    s.lse.reset();
+  }
+
+  // --- Ulysses (a2a): sequence chunks traded for heads ------------------------------------------------
+
+  /// Local rows of every head -> whole sequences (samples x seq rows, in order) of this rank's
+  /// local_heads / C heads, by one all-to-all over the context group.
+  [[nodiscard]] Buffer heads_to_sequence(const LayerContext& ctx, const Batch& b, MatrixView local) const {
+    const std::int64_t c = ctx.context_size;
+    const std::int64_t rows = local.rows;
+    const std::int64_t width = local.cols / c;
+    const std::int64_t chunk = dims_.seq / (2 * c);
+    Buffer outgoing = ctx.buffer(c * rows, width);  // block j: the heads of rank j
+    for (std::int64_t j = 0; j < c; ++j) {
+      ctx.backend->copy(local.columns(j * width, width), outgoing.view().row_range(j * rows, rows));
+    }
+    Buffer incoming = ctx.buffer(c * rows, width);  // block j: rank j's rows of this rank's heads
+    const std::vector<std::size_t> counts(static_cast<std::size_t>(c), static_cast<std::size_t>(rows * width));
+    ctx.backend->all_to_all(*ctx.context, outgoing.data(), counts, incoming.data(), counts);
+    Buffer ordered = ctx.buffer(b.samples * dims_.seq, width);
+    for_each_chunk(ctx, b, [&](std::int64_t by_rank_row, std::int64_t sequence_row) {
+      ctx.backend->copy(incoming.view().row_range(by_rank_row, chunk), ordered.view().row_range(sequence_row, chunk));
+    });
+    return ordered;
+  }
+  /// The inverse: whole sequences of this rank's heads -> its local rows of every head.
+  [[nodiscard]] Buffer sequence_to_heads(const LayerContext& ctx, const Batch& b, MatrixView whole) const {
+    const std::int64_t c = ctx.context_size;
+    const std::int64_t rows = b.samples * local_seq(ctx);
+    const std::int64_t width = whole.cols;
+    const std::int64_t chunk = dims_.seq / (2 * c);
+    Buffer outgoing = ctx.buffer(c * rows, width);  // block j: rank j's rows
+    for_each_chunk(ctx, b, [&](std::int64_t by_rank_row, std::int64_t sequence_row) {
+      ctx.backend->copy(whole.row_range(sequence_row, chunk), outgoing.view().row_range(by_rank_row, chunk));
+    });
+    Buffer incoming = ctx.buffer(c * rows, width);  // block j: the heads of rank j
+    const std::vector<std::size_t> counts(static_cast<std::size_t>(c), static_cast<std::size_t>(rows * width));
+    ctx.backend->all_to_all(*ctx.context, outgoing.data(), counts, incoming.data(), counts);
+    Buffer local = ctx.buffer(rows, c * width);
+    for (std::int64_t j = 0; j < c; ++j) {
+      ctx.backend->copy(incoming.view().row_range(j * rows, rows), local.view().columns(j * width, width));
+    }
+    return local;
+  }
+  /// Causal attention of each of this rank's heads over whole sequences (rows samples x seq).
+  template <class F>
+  void for_each_sequence_head(const LayerContext& ctx, const Batch& b, F f) const {
+    for (std::int64_t sample = 0; sample < b.samples; ++sample) {
+      for (std::int64_t head = 0; head < local_heads_ / ctx.context_size; ++head) f(sample, head);
+    }
+  }
+
+  void ulysses_attention_forward(const LayerContext& ctx, const Batch& b, BlockStash& s) const {
+    Backend& be = *ctx.backend;
+    const std::int64_t hd = dims_.head_dim;
+    const std::int64_t seq = dims_.seq;
+    const std::int64_t total = b.samples * seq;
+    s.q_seq = heads_to_sequence(ctx, b, s.q.view());
+    s.k_seq = heads_to_sequence(ctx, b, s.k.view());
+    s.v_seq = heads_to_sequence(ctx, b, s.v.view());
+    const MatrixView q = s.q_seq.view(), k = s.k_seq.view(), v = s.v_seq.view();
+    s.context_seq = ctx.buffer(total, q.cols);
+    s.lse = ctx.buffer(local_heads_ / ctx.context_size, total);
+    be.fill(s.lse.view(), -INFINITY);
+    const PairScratch scratch(ctx, seq, seq, hd, false);
+    for_each_sequence_head(ctx, b, [&](std::int64_t sample, std::int64_t head) {
+      const auto block = [&](MatrixView m) { return m.row_range(sample * seq, seq).columns(head * hd, hd); };
+      attend_pair(be, attention_scale(), block(q), block(k), block(v), true,
+                  block(s.context_seq.view()), s.lse.data() + head * total + sample * seq, scratch);
+    });
+    s.context = sequence_to_heads(ctx, b, s.context_seq.view());
+  }
+
+  void ulysses_attention_backward(const LayerContext& ctx, const Batch& b, BlockStash& s) const {
+    Backend& be = *ctx.backend;
+    const std::int64_t hd = dims_.head_dim;
+    const std::int64_t seq = dims_.seq;
+    const std::int64_t total = b.samples * seq;
+    const MatrixView q = s.q_seq.view(), k = s.k_seq.view(), v = s.v_seq.view();
+    const Buffer dout = heads_to_sequence(ctx, b, s.dcontext.view());
+    const std::int64_t width = q.cols;
+    Buffer row_sums = ctx.buffer(width / hd, total);
+    for (std::int64_t head = 0; head < width / hd; ++head) {
+      be.row_dot(dout.view().columns(head * hd, hd), s.context_seq.view().columns(head * hd, hd),
+                 row_sums.data() + head * total);
+    }
+    Buffer dq = ctx.buffer(total, width);
+    Buffer dk = ctx.buffer(total, width);
+    Buffer dv = ctx.buffer(total, width);
+    const PairScratch scratch(ctx, seq, seq, hd, true);
+    for_each_sequence_head(ctx, b, [&](std::int64_t sample, std::int64_t head) {
+      const auto block = [&](MatrixView m) { return m.row_range(sample * seq, seq).columns(head * hd, hd); };
+      const std::int64_t at = head * total + sample * seq;
+      attend_pair_backward(be, attention_scale(), block(q), block(k), block(v), true,
+                           s.lse.data() + at, row_sums.data() + at, block(dout.view()), block(dq.view()),
+                           block(dk.view()), block(dv.view()), scratch);
+    });
+    s.dq = sequence_to_heads(ctx, b, dq.view());
+    s.dk = sequence_to_heads(ctx, b, dk.view());
+    s.dv = sequence_to_heads(ctx, b, dv.view());
+    for (Buffer* kept : {&s.lse, &s.q_seq, &s.k_seq, &s.v_seq, &s.context_seq}) kept->reset();
   }
 
   NetDims dims_;

@@ -80,6 +80,13 @@ struct Batch {
   float loss_scale = 1;
 };
 
+/// How context-parallel attention meets the keys and values of the sequence's other chunks.
+enum class ContextExchange : std::uint8_t {
+  AllGather,  ///< gather every rank's keys and values, sum their gradients back (cp_comm_type all_gather)
+  Ring,       ///< pass key/value chunks around the group, merging partial outputs (p2p)
+  AllToAll,   ///< Ulysses: trade sequence chunks for heads, attend over whole sequences (a2a)
+};
+
 /// What the backend, the tensor group and the memory meter a layer works with.
 struct LayerContext {
   Backend* backend = nullptr;
@@ -91,11 +98,17 @@ struct LayerContext {
   int expert_size = 1;
   int expert_rank = 0;
   /// Context parallelism: the group over which the sequence is split; rank r of C holds chunks r and
-  /// 2C - 1 - r of its 2C (Megatron's causal load balancing); attention gathers every rank's keys and
-  /// values (Megatron's cp_comm_type all_gather) and sums their gradients back.
+  /// 2C - 1 - r of its 2C (Megatron's causal load balancing). How attention meets the other ranks'
+  /// keys and values is context_exchange (Megatron's cp_comm_type).
   Group* context = nullptr;
   int context_size = 1;
   int context_rank = 0;
+  ContextExchange context_exchange = ContextExchange::AllGather;
+  /// The ring's neighbours (world ranks): keys and values go to the next rank and come from the
+  /// previous one; their gradients travel the same way home. Messages carry context_tag.
+  int context_next = -1;
+  int context_previous = -1;
+  int context_tag = 0;
   float layer_norm_epsilon = 1e-5f;
   bool keep_attention_scores = true;  ///< false: selective recomputation (scores rebuilt in backward)
 

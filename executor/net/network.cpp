@@ -160,6 +160,19 @@ float initial_value(std::uint64_t seed, int model_index, const Param& p, std::in
   return 0;
 }
 
+namespace {
+
+ContextExchange context_exchange(plan::ContextComm comm) {
+  switch (comm) {
+    case plan::ContextComm::P2p: return ContextExchange::Ring;
+    case plan::ContextComm::AllToAll: return ContextExchange::AllToAll;
+    case plan::ContextComm::AllGather: return ContextExchange::AllGather;
+  }
+  return ContextExchange::AllGather;
+}
+
+}  // namespace
+
 Network::Network(Backend& backend, MemoryMeter& meter, const model::Model& model, const plan::Plan& plan,
                  const RankPlace& place, const NetOptions& options)
     : backend_(backend),
@@ -180,6 +193,10 @@ Network::Network(Backend& backend, MemoryMeter& meter, const model::Model& model
   ctx_.context = place.context_group;
   ctx_.context_size = plan.context;
   ctx_.context_rank = place.context;
+  ctx_.context_exchange = context_exchange(plan.context_comm);
+  ctx_.context_next = place.context_next;
+  ctx_.context_previous = place.context_previous;
+  ctx_.context_tag = place.context_tag;
   ctx_.meter = &meter;
   ctx_.keep_attention_scores = plan.recompute != model::Recompute::Selective;
   rows_ = static_cast<std::int64_t>(plan.micro_batch) * dims_.seq / plan.context;

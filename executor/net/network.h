@@ -76,6 +76,9 @@ struct RankPlace {
   Group* tensor_group = nullptr;  ///< nullptr: no tensor parallelism
   Group* expert_group = nullptr;  ///< nullptr: no expert parallelism
   Group* context_group = nullptr;  ///< nullptr: no context parallelism
+  int context_next = -1;      ///< world ranks of the context ring's neighbours (cp_comm_type p2p)
+  int context_previous = -1;
+  int context_tag = 0;        ///< the tag of the ring's messages
 };
 
 class Network {

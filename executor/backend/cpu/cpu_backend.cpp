@@ -25,6 +25,11 @@ MatMap map(MatrixView m) { return {m.data, m.rows, m.cols, Eigen::OuterStride<>(
 
 float* row(MatrixView m, std::int64_t r) { return m.data + r * m.ld; }
 
+/// Columns row r of `x` keeps under softmax_forward's causal rule (backend.h).
+std::int64_t kept_columns(MatrixView x, std::int64_t r, bool causal) {
+  return causal ? std::min(r + 1 + std::max<std::int64_t>(0, x.cols - x.rows), x.cols) : x.cols;
+}
+
 /// Throws BackendError naming the call and its MPI error string.
 void mpi_check(int code, const char* what, int rank) {
   if (code == MPI_SUCCESS) return;
@@ -242,6 +247,55 @@ class CpuBackend final : public Backend, private TeardownSteps {
       double dot = 0;
       for (std::int64_t c = 0; c < y.cols; ++c) dot += static_cast<double>(dyr[c]) * yr[c];
       for (std::int64_t c = 0; c < y.cols; ++c) dxr[c] = scale * yr[c] * (dyr[c] - static_cast<float>(dot));
+    }
+  }
+  void softmax_forward_lse(MatrixView x, float scale, bool causal, MatrixView y, float* lse) override {
+    for (std::int64_t r = 0; r < x.rows; ++r) {
+      const float* xr = row(x, r);
+      const std::int64_t keep = kept_columns(x, r, causal);
+      float top = -INFINITY;
+      for (std::int64_t c = 0; c < keep; ++c) top = std::max(top, scale * xr[c]);
+      double sum = 0;
+      for (std::int64_t c = 0; c < keep; ++c) sum += std::exp(scale * xr[c] - top);
+      lse[r] = top + static_cast<float>(std::log(sum));
+    }
+    softmax_from_lse(x, scale, causal, lse, y);
+  }
+  void softmax_from_lse(MatrixView x, float scale, bool causal, const float* lse, MatrixView y) override {
+    for (std::int64_t r = 0; r < x.rows; ++r) {
+      const float* xr = row(x, r);
+      float* yr = row(y, r);
+      const std::int64_t keep = kept_columns(x, r, causal);
+      for (std::int64_t c = 0; c < x.cols; ++c) yr[c] = c < keep ? std::exp(scale * xr[c] - lse[r]) : 0.0f;
+    }
+  }
+  void merge_attention(MatrixView out, float* lse, MatrixView part, const float* part_lse) override {
+    for (std::int64_t r = 0; r < out.rows; ++r) {
+      const float top = std::max(lse[r], part_lse[r]);
+      const float merged = top + std::log(std::exp(lse[r] - top) + std::exp(part_lse[r] - top));
+      const float keep = std::exp(lse[r] - merged);
+      const float take = std::exp(part_lse[r] - merged);
+      float* o = row(out, r);
+      const float* p = row(part, r);
+      for (std::int64_t c = 0; c < out.cols; ++c) o[c] = keep * o[c] + take * p[c];
+      lse[r] = merged;
+    }
+  }
+  void row_dot(MatrixView a, MatrixView b, float* out) override {
+    for (std::int64_t r = 0; r < a.rows; ++r) {
+      const float* ar = row(a, r);
+      const float* br = row(b, r);
+      double dot = 0;
+      for (std::int64_t c = 0; c < a.cols; ++c) dot += static_cast<double>(ar[c]) * br[c];
+      out[r] = static_cast<float>(dot);
+    }
+  }
+  void softmax_backward_rows(MatrixView y, MatrixView dy, float scale, const float* row_sum, MatrixView dx) override {
+    for (std::int64_t r = 0; r < y.rows; ++r) {
+      const float* yr = row(y, r);
+      const float* dyr = row(dy, r);
+      float* dxr = row(dx, r);
+      for (std::int64_t c = 0; c < y.cols; ++c) dxr[c] = scale * yr[c] * (dyr[c] - row_sum[r]);
     }
   }
   void embedding_forward(MatrixView table, std::span<const std::int32_t> tokens, MatrixView out) override {

@@ -292,6 +292,37 @@ class CudaBackend final : public Backend, private TeardownSteps {
     cuda::launch_softmax_backward(stream_, y, dy, scale, dx);
     MPSIM_CUDA_TRY_LAUNCH();
   }
+  void softmax_forward_lse(MatrixView x, float scale, bool causal, MatrixView y, float* lse) override {
+    require_same_shape("softmax_forward_lse", x, y);
+    if (is_empty(x)) return;
+    cuda::launch_softmax_forward_lse(stream_, x, scale, causal, y, lse);
+    MPSIM_CUDA_TRY_LAUNCH();
+  }
+  void softmax_from_lse(MatrixView x, float scale, bool causal, const float* lse, MatrixView y) override {
+    require_same_shape("softmax_from_lse", x, y);
+    if (is_empty(x)) return;
+    cuda::launch_softmax_from_lse(stream_, x, scale, causal, lse, y);
+    MPSIM_CUDA_TRY_LAUNCH();
+  }
+  void merge_attention(MatrixView out, float* lse, MatrixView part, const float* part_lse) override {
+    require_same_shape("merge_attention", out, part);
+    if (is_empty(out)) return;
+    cuda::launch_merge_attention(stream_, out, lse, part, part_lse);
+    MPSIM_CUDA_TRY_LAUNCH();
+  }
+  void row_dot(MatrixView a, MatrixView b, float* out) override {
+    require_same_shape("row_dot", a, b);
+    if (a.rows == 0) return;
+    cuda::launch_row_dot(stream_, a, b, out);
+    MPSIM_CUDA_TRY_LAUNCH();
+  }
+  void softmax_backward_rows(MatrixView y, MatrixView dy, float scale, const float* row_sum, MatrixView dx) override {
+    require_same_shape("softmax_backward_rows", y, dy);
+    require_same_shape("softmax_backward_rows", y, dx);
+    if (is_empty(y)) return;
+    cuda::launch_softmax_backward_rows(stream_, y, dy, scale, row_sum, dx);
+    MPSIM_CUDA_TRY_LAUNCH();
+  }
   void embedding_forward(MatrixView table, std::span<const std::int32_t> tokens, MatrixView out) override {
     check_rows_per_index("embedding_forward", out, tokens.size(), table.cols);
     check_indices("embedding_forward: token", tokens, table.rows);

@@ -200,6 +200,64 @@ __global__ void softmax_backward_kernel(MatrixView y, MatrixView dy, float scale
   }
 }
 
+/// Columns row r keeps under softmax_forward's causal rule (backend.h).
+__device__ std::int64_t kept_columns(MatrixView x, std::int64_t r, bool causal) {
+  const std::int64_t last = r + 1 + (x.cols > x.rows ? x.cols - x.rows : 0);
+  return causal && last < x.cols ? last : x.cols;
+}
+
+__global__ void softmax_forward_lse_kernel(MatrixView x, float scale, bool causal, MatrixView y, float* lse) {
+  const std::int64_t r = blockIdx.x;
+  const std::int64_t keep = kept_columns(x, r, causal);
+  float top = -INFINITY;
+  for (std::int64_t c = threadIdx.x; c < keep; c += kThreads) top = fmaxf(top, scale * at(x, r, c));
+  top = block_reduce<Reduce::Max>(top);
+  float sum = 0.0f;
+  for (std::int64_t c = threadIdx.x; c < keep; c += kThreads) sum += expf(scale * at(x, r, c) - top);
+  const float log_sum = top + logf(block_reduce<Reduce::Sum>(sum));
+  if (threadIdx.x == 0) lse[r] = log_sum;
+  for (std::int64_t c = threadIdx.x; c < x.cols; c += kThreads) {
+    at(y, r, c) = c < keep ? expf(scale * at(x, r, c) - log_sum) : 0.0f;
+  }
+}
+
+__global__ void softmax_from_lse_kernel(MatrixView x, float scale, bool causal, const float* lse, MatrixView y) {
+  const std::int64_t r = blockIdx.x;
+  const std::int64_t keep = kept_columns(x, r, causal);
+  for (std::int64_t c = threadIdx.x; c < x.cols; c += kThreads) {
+    at(y, r, c) = c < keep ? expf(scale * at(x, r, c) - lse[r]) : 0.0f;
+  }
+}
+
+__global__ void merge_attention_kernel(MatrixView out, float* lse, MatrixView part, const float* part_lse) {
+  const std::int64_t r = blockIdx.x;
+  const float top = fmaxf(lse[r], part_lse[r]);
+  const float merged = top + logf(expf(lse[r] - top) + expf(part_lse[r] - top));
+  const float keep = expf(lse[r] - merged);
+  const float take = expf(part_lse[r] - merged);
+  for (std::int64_t c = threadIdx.x; c < out.cols; c += kThreads) {
+    at(out, r, c) = keep * at(out, r, c) + take * at(part, r, c);
+  }
+  __syncthreads();  // every thread has read lse[r] before it changes
+  if (threadIdx.x == 0) lse[r] = merged;
+}
+
+__global__ void row_dot_kernel(MatrixView a, MatrixView b, float* out) {
+  const std::int64_t r = blockIdx.x;
+  float dot = 0.0f;
+  for (std::int64_t c = threadIdx.x; c < a.cols; c += kThreads) dot += at(a, r, c) * at(b, r, c);
+  dot = block_reduce<Reduce::Sum>(dot);
+  if (threadIdx.x == 0) out[r] = dot;
+}
+
+__global__ void softmax_backward_rows_kernel(MatrixView y, MatrixView dy, float scale, const float* row_sum,
+                                             MatrixView dx) {
+  const std::int64_t r = blockIdx.x;
+  for (std::int64_t c = threadIdx.x; c < y.cols; c += kThreads) {
+    at(dx, r, c) = scale * at(y, r, c) * (at(dy, r, c) - row_sum[r]);
+  }
+}
+
 __global__ void embedding_forward_kernel(MatrixView table, const std::int32_t* tokens, MatrixView out) {
   for_each_element(out.rows, out.cols,
                    [&](std::int64_t r, std::int64_t c) { at(out, r, c) += at(table, tokens[r], c); });
@@ -275,6 +333,11 @@ void preload_kernels() {
   load(layer_norm_dx_kernel);
   load(softmax_forward_kernel);
   load(softmax_backward_kernel);
+  load(softmax_forward_lse_kernel);
+  load(softmax_from_lse_kernel);
+  load(merge_attention_kernel);
+  load(row_dot_kernel);
+  load(softmax_backward_rows_kernel);
   load(embedding_forward_kernel);
   load(embedding_backward_kernel);
   load(cross_entropy_kernel);
@@ -324,6 +387,28 @@ void launch_softmax_forward(cudaStream_t stream, MatrixView x, float scale, bool
 
 void launch_softmax_backward(cudaStream_t stream, MatrixView y, MatrixView dy, float scale, MatrixView dx) {
   softmax_backward_kernel<<<row_grid(y.rows), kThreads, 0, stream>>>(y, dy, scale, dx);
+}
+
+void launch_softmax_forward_lse(cudaStream_t stream, MatrixView x, float scale, bool causal, MatrixView y, float* lse) {
+  softmax_forward_lse_kernel<<<row_grid(x.rows), kThreads, 0, stream>>>(x, scale, causal, y, lse);
+}
+
+void launch_softmax_from_lse(cudaStream_t stream, MatrixView x, float scale, bool causal, const float* lse,
+                             MatrixView y) {
+  softmax_from_lse_kernel<<<row_grid(x.rows), kThreads, 0, stream>>>(x, scale, causal, lse, y);
+}
+
+void launch_merge_attention(cudaStream_t stream, MatrixView out, float* lse, MatrixView part, const float* part_lse) {
+  merge_attention_kernel<<<row_grid(out.rows), kThreads, 0, stream>>>(out, lse, part, part_lse);
+}
+
+void launch_row_dot(cudaStream_t stream, MatrixView a, MatrixView b, float* out) {
+  row_dot_kernel<<<row_grid(a.rows), kThreads, 0, stream>>>(a, b, out);
+}
+
+void launch_softmax_backward_rows(cudaStream_t stream, MatrixView y, MatrixView dy, float scale, const float* row_sum,
+                                  MatrixView dx) {
+  softmax_backward_rows_kernel<<<row_grid(y.rows), kThreads, 0, stream>>>(y, dy, scale, row_sum, dx);
 }
 
 void launch_embedding_forward(cudaStream_t stream, MatrixView table, const std::int32_t* tokens, MatrixView out) {

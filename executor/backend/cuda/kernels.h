@@ -31,6 +31,13 @@ void launch_layer_norm_backward(cudaStream_t stream, MatrixView dy, MatrixView x
                                 const float* rstd, MatrixView dx, float* dgamma, float* dbeta);
 void launch_softmax_forward(cudaStream_t stream, MatrixView x, float scale, bool causal, MatrixView y);
 void launch_softmax_backward(cudaStream_t stream, MatrixView y, MatrixView dy, float scale, MatrixView dx);
+void launch_softmax_forward_lse(cudaStream_t stream, MatrixView x, float scale, bool causal, MatrixView y, float* lse);
+void launch_softmax_from_lse(cudaStream_t stream, MatrixView x, float scale, bool causal, const float* lse,
+                             MatrixView y);
+void launch_merge_attention(cudaStream_t stream, MatrixView out, float* lse, MatrixView part, const float* part_lse);
+void launch_row_dot(cudaStream_t stream, MatrixView a, MatrixView b, float* out);
+void launch_softmax_backward_rows(cudaStream_t stream, MatrixView y, MatrixView dy, float scale, const float* row_sum,
+                                  MatrixView dx);
 /// tokens: out.rows device ints, each in [0, table.rows).
 void launch_embedding_forward(cudaStream_t stream, MatrixView table, const std::int32_t* tokens, MatrixView out);
 void launch_embedding_backward(cudaStream_t stream, MatrixView dout, const std::int32_t* tokens, MatrixView dtable);

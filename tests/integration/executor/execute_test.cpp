@@ -129,6 +129,18 @@ INSTANTIATE_TEST_SUITE_P(
               "--set plan.parallelism.context=2 --set plan.pipeline=2 --set plan.cp_comm_type=all_gather"},
         Split{"context_tensor", 4,
               "--set plan.parallelism.context=2 --set plan.tensor=2 --set plan.cp_comm_type=all_gather"},
+        // The ring (p2p): key/value chunks pass around the context group, partial outputs merged by
+        // log-sum-exp; their gradients travel back to their owners.
+        Split{"context_ring", 2, "--set plan.parallelism.context=2 --set plan.cp_comm_type=p2p"},
+        Split{"context_ring_four", 4, "--set plan.parallelism.context=4 --set plan.cp_comm_type=p2p"},
+        Split{"context_ring_pipeline", 4,
+              "--set plan.parallelism.context=2 --set plan.pipeline=2 --set plan.cp_comm_type=p2p"},
+        Split{"context_ring_selective", 2,
+              "--set plan.parallelism.context=2 --set plan.cp_comm_type=p2p --set plan.recompute=selective"},
+        // Ulysses (a2a): all-to-alls trade sequence chunks for heads, attention runs on whole sequences.
+        Split{"context_ulysses", 2, "--set plan.parallelism.context=2 --set plan.cp_comm_type=a2a"},
+        Split{"context_ulysses_tensor", 4,
+              "--set plan.parallelism.context=2 --set plan.tensor=2 --set plan.cp_comm_type=a2a"},
         Split{"tensor", 2, "--set plan.tensor=2"},
         Split{"recompute_full", 2, "--set plan.pipeline=2 --set plan.recompute=full"},
         Split{"recompute_selective", 2, "--set plan.pipeline=2 --set plan.schedule=zb-h1 --set plan.recompute=selective"},
@@ -150,6 +162,8 @@ TEST(ExecuteRandomShapes, ParametersAfterOneStepMatchASingleRank) {
       {"data", 2, "--set plan.data=2 --grad-bucket 4000"},
       {"pipeline_data", 4, "--set plan.pipeline=2 --set plan.data=2 --set plan.schedule=zb-h1 --grad-bucket 4000"},
       {"context", 2, "--set plan.parallelism.context=2 --set plan.cp_comm_type=all_gather"},
+      {"context_ring", 2, "--set plan.parallelism.context=2 --set plan.cp_comm_type=p2p"},
+      {"context_ulysses", 2, "--set plan.parallelism.context=2 --set plan.cp_comm_type=a2a"},
       {"pipeline_tensor", 4, "--set plan.pipeline=2 --set plan.tensor=2"},
   };
   for (int draw = 0; draw < 4; ++draw) {

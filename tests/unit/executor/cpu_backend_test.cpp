@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "executor/backend/cpu/cpu_backend.h"
@@ -184,6 +185,51 @@ TEST_F(CpuBackendTest, CausalSoftmaxMasksAndBackwardIsTheGradient) {
   std::vector<float> dx = w;  // in place, as the layers use it
   be->softmax_backward(yv, {dx.data(), n, n, n}, scale, {dx.data(), n, n, n});
   expect_gradient(x, dx, loss);
+}
+
+/// Attention over two key blocks merged by log-sum-exp is attention over the whole row, and the
+/// backward from the row's log-sum-exp and row sums is softmax_backward.
+TEST_F(CpuBackendTest, BlockwiseSoftmaxMergesToTheWholeRowsAttention) {
+  const std::int64_t queries = 3, keys = 6, width = 2, split = 4;
+  const float scale = 0.7f;
+  auto x = strided(queries, keys, 1, 11);
+  auto v = strided(keys, width, 2, 12);
+  std::vector<float> y(queries * keys), whole(queries * width), whole_lse(queries);
+  const MatrixView yv{y.data(), queries, keys, keys};
+  be->softmax_forward_lse(x.view, scale, false, yv, whole_lse.data());
+  be->gemm(Transpose::No, Transpose::No, 1.0f, yv, v.view, 0.0f, {whole.data(), queries, width, width});
+  std::vector<float> plain(queries * keys);
+  be->softmax_forward(x.view, scale, false, {plain.data(), queries, keys, keys});
+  for (std::size_t i = 0; i < y.size(); ++i) EXPECT_NEAR(y[i], plain[i], 1e-6f) << i;
+
+  std::vector<float> out(queries * width), lse(queries, -INFINITY);
+  const MatrixView out_view{out.data(), queries, width, width};
+  for (const auto& [first, count] : {std::pair<std::int64_t, std::int64_t>{split, keys - split}, {0, split}}) {
+    std::vector<float> probs(queries * count), part(queries * width), part_lse(queries);
+    const MatrixView pv{probs.data(), queries, count, count};
+    be->softmax_forward_lse(x.view.columns(first, count), scale, false, pv, part_lse.data());
+    be->gemm(Transpose::No, Transpose::No, 1.0f, pv, v.view.row_range(first, count), 0.0f,
+             {part.data(), queries, width, width});
+    be->merge_attention(out_view, lse.data(), {part.data(), queries, width, width}, part_lse.data());
+  }
+  for (std::size_t i = 0; i < out.size(); ++i) EXPECT_NEAR(out[i], whole[i], 1e-6f) << i;
+  for (std::size_t i = 0; i < lse.size(); ++i) EXPECT_NEAR(lse[i], whole_lse[i], 1e-6f) << i;
+
+  std::vector<float> rebuilt(queries * keys);
+  be->softmax_from_lse(x.view, scale, true, lse.data(), {rebuilt.data(), queries, keys, keys});
+  for (std::int64_t r = 0; r < queries; ++r) {
+    for (std::int64_t c = 0; c < keys; ++c) {
+      const std::size_t i = static_cast<std::size_t>(r * keys + c);
+      const bool masked = c > r + keys - queries;
+      EXPECT_NEAR(rebuilt[i], masked ? 0.0f : y[i], 1e-6f) << r << ", " << c;
+    }
+  }
+  auto dy = strided(queries, keys, 0, 13);
+  std::vector<float> sums(queries), want(queries * keys), got(queries * keys);
+  be->row_dot(dy.view, yv, sums.data());
+  be->softmax_backward(yv, dy.view, scale, {want.data(), queries, keys, keys});
+  be->softmax_backward_rows(yv, dy.view, scale, sums.data(), {got.data(), queries, keys, keys});
+  for (std::size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-6f) << i;
 }
 
 TEST_F(CpuBackendTest, CrossEntropyLossAndGradient) {

@@ -72,5 +72,24 @@ TEST(Peers, PipelineNeighboursOnly) {
   }
 }
 
+TEST(Peers, TheContextRingAddsItsNeighboursUnderP2pOnly) {
+  plan::Plan p = plan_of(1, 2, 1, plan::ScheduleKind::OneFOneB);
+  p.context = 4;
+  const plan::Layout layout(p);
+  for (const plan::ContextComm comm : {plan::ContextComm::P2p, plan::ContextComm::AllGather}) {
+    p.context_comm = comm;
+    for (int r = 0; r < p.gpus(); ++r) {
+      const int me = layout.coordinate(r, plan::Axis::Context);
+      std::set<int> want{layout.with(r, plan::Axis::Pipeline, 1 - layout.coordinate(r, plan::Axis::Pipeline))};
+      if (comm == plan::ContextComm::P2p) {
+        want.insert(layout.with(r, plan::Axis::Context, (me + 1) % 4));
+        want.insert(layout.with(r, plan::Axis::Context, (me + 3) % 4));
+      }
+      const std::vector<int> peers = point_to_point_peers(p, r);
+      EXPECT_EQ(std::set<int>(peers.begin(), peers.end()), want) << "rank " << r;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mpsim::executor

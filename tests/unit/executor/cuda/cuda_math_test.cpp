@@ -490,6 +490,113 @@ TEST_F(CudaMath, SoftmaxBackwardInPlace) {
   expect_near(want, pool().download(dyv), 1e-5f);
 }
 
+/// log of each row's sum of exp(scale * x) over the columns the causal rule keeps, in double.
+std::vector<float> reference_lse(const HostMatrix& x, float scale, bool causal) {
+  std::vector<float> lse(static_cast<std::size_t>(x.rows));
+  for (std::int64_t r = 0; r < x.rows; ++r) {
+    const std::int64_t keep = causal ? std::min(r + 1 + std::max<std::int64_t>(0, x.cols - x.rows), x.cols) : x.cols;
+    double sum = 0;
+    for (std::int64_t c = 0; c < keep; ++c) sum += std::exp(scale * static_cast<double>(x(r, c)));
+    lse[static_cast<std::size_t>(r)] = static_cast<float>(std::log(sum));
+  }
+  return lse;
+}
+
+HostMatrix columns_of(const HostMatrix& m, std::int64_t first, std::int64_t count) {
+  HostMatrix out(m.rows, count);
+  for (std::int64_t r = 0; r < m.rows; ++r) {
+    for (std::int64_t c = 0; c < count; ++c) out(r, c) = m(r, first + c);
+  }
+  return out;
+}
+
+TEST_F(CudaMath, SoftmaxWithLogSumExpAndRebuiltFromIt) {
+  for (const bool causal : {false, true}) {
+    HostMatrix x(6, 9, 2);  // more keys than queries: the causal mask aligns to the last key
+    x.randomize(rng_, -3.0f, 3.0f);
+    const MatrixView xv = pool().upload(x);
+    const MatrixView yv = pool().upload(HostMatrix(6, 9, 1));
+    float* lse = pool().raw(std::vector<float>(6, 0.0f));
+    backend().softmax_forward_lse(xv, 0.35f, causal, yv, lse);
+    expect_near(reference_softmax(x, 0.35f, causal), pool().download(yv), 1e-5f);
+    expect_near(reference_lse(x, 0.35f, causal), pool().download(lse, 6), 1e-5f);
+    backend().softmax_from_lse(xv, 0.35f, causal, lse, xv);  // y aliases x
+    const HostMatrix rebuilt = pool().download(xv);
+    expect_near(reference_softmax(x, 0.35f, causal), rebuilt, 1e-5f);
+    expect_padding_kept(x, rebuilt);
+  }
+  HostMatrix wide(3, 700, 0);  // rows longer than a block's threads
+  wide.randomize(rng_, -5.0f, 5.0f);
+  const MatrixView wv = pool().upload(wide);
+  float* lse = pool().raw(std::vector<float>(3, 0.0f));
+  backend().softmax_forward_lse(wv, 1.0f, false, wv, lse);
+  expect_near(reference_softmax(wide, 1.0f, false), pool().download(wv), 1e-5f);
+  expect_near(reference_lse(wide, 1.0f, false), pool().download(lse, 3), 1e-5f);
+}
+
+TEST_F(CudaMath, MergingTwoKeyBlocksGivesTheWholeRowsAttention) {
+  const std::int64_t queries = 5, keys = 10, width = 4, split = 6;
+  HostMatrix scores(queries, keys);
+  scores.randomize(rng_, -3.0f, 3.0f);
+  HostMatrix values(keys, width);
+  values.randomize(rng_);
+  const auto attention = [&](std::int64_t first, std::int64_t count) {
+    const HostMatrix block = columns_of(scores, first, count);
+    HostMatrix block_values(count, width);
+    for (std::int64_t k = 0; k < count; ++k) {
+      for (std::int64_t c = 0; c < width; ++c) block_values(k, c) = values(first + k, c);
+    }
+    return reference_gemm(Transpose::No, Transpose::No, 1.0f, reference_softmax(block, 1.0f, false), block_values, 0.0f,
+                          HostMatrix(queries, width));
+  };
+  HostMatrix out(queries, width, 3);
+  out.randomize(rng_);  // an lse of -infinity: whatever is there is replaced by the block
+  const MatrixView outv = pool().upload(out);
+  float* lse = pool().raw(std::vector<float>(queries, -std::numeric_limits<float>::infinity()));
+  const HostMatrix first = attention(0, split);
+  const HostMatrix second = attention(split, keys - split);
+  backend().merge_attention(outv, lse, pool().upload(first), pool().raw(reference_lse(columns_of(scores, 0, split), 1.0f, false)));
+  expect_near(first, columns_of(pool().download(outv), 0, width), 1e-5f);
+  backend().merge_attention(outv, lse, pool().upload(second),
+                            pool().raw(reference_lse(columns_of(scores, split, keys - split), 1.0f, false)));
+  const HostMatrix merged = pool().download(outv);
+  expect_near(attention(0, keys), columns_of(merged, 0, width), 1e-5f);
+  expect_near(reference_lse(scores, 1.0f, false), pool().download(lse, queries), 1e-5f);
+  expect_padding_kept(out, merged);
+}
+
+TEST_F(CudaMath, RowDotAndSoftmaxBackwardWithGivenRowSums) {
+  HostMatrix a(7, 300, 2);  // rows longer than a block's threads
+  a.randomize(rng_);
+  HostMatrix b(7, 300, 1);
+  b.randomize(rng_);
+  std::vector<float> want_dots(7);
+  for (std::int64_t r = 0; r < 7; ++r) {
+    double dot = 0;
+    for (std::int64_t c = 0; c < 300; ++c) dot += static_cast<double>(a(r, c)) * b(r, c);
+    want_dots[static_cast<std::size_t>(r)] = static_cast<float>(dot);
+  }
+  float* dots = pool().raw(std::vector<float>(7, 0.0f));
+  backend().row_dot(pool().upload(a), pool().upload(b), dots);
+  expect_near(want_dots, pool().download(dots, 7), 1e-4f);
+
+  HostMatrix y(7, 5, 1);
+  y.randomize(rng_, 0.0f, 1.0f);
+  HostMatrix dy(7, 5, 2);
+  dy.randomize(rng_);
+  std::vector<float> sums(7);
+  for (float& v : sums) v = std::uniform_real_distribution<float>(-1.0f, 1.0f)(rng_);
+  HostMatrix want(7, 5);
+  for (std::int64_t r = 0; r < 7; ++r) {
+    for (std::int64_t c = 0; c < 5; ++c) want(r, c) = 0.125f * y(r, c) * (dy(r, c) - sums[static_cast<std::size_t>(r)]);
+  }
+  const MatrixView dyv = pool().upload(dy);
+  backend().softmax_backward_rows(pool().upload(y), dyv, 0.125f, pool().raw(sums), dyv);  // dx aliases dy
+  const HostMatrix got = pool().download(dyv);
+  expect_near(want, got, 1e-5f);
+  expect_padding_kept(dy, got);
+}
+
 TEST_F(CudaMath, EmbeddingForwardAccumulatesAndBackwardScatters) {
   HostMatrix table(10, 6, 2);
   table.randomize(rng_);

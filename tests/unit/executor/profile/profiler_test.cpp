@@ -57,6 +57,11 @@ class SyntheticBackend : public Backend {
                            float*) override {}
   void softmax_forward(MatrixView, float, bool, MatrixView) override {}
   void softmax_backward(MatrixView, MatrixView, float, MatrixView) override {}
+  void softmax_forward_lse(MatrixView, float, bool, MatrixView, float*) override {}
+  void softmax_from_lse(MatrixView, float, bool, const float*, MatrixView) override {}
+  void merge_attention(MatrixView, float*, MatrixView, const float*) override {}
+  void row_dot(MatrixView, MatrixView, float*) override {}
+  void softmax_backward_rows(MatrixView, MatrixView, float, const float*, MatrixView) override {}
   void embedding_forward(MatrixView, std::span<const std::int32_t>, MatrixView) override {}
   void embedding_backward(MatrixView, std::span<const std::int32_t>, MatrixView) override {}
   double cross_entropy(MatrixView, std::span<const std::int32_t>, float, MatrixView) override { return 0; }
