@@ -1,11 +1,14 @@
 // mpsim-view at scale: opening a trace of one million spans (read + parse + rows and bubbles) and
 // painting one frame of it at several zoom levels, on the offscreen platform. Frames are painted
 // into a 1600x900 image with the same code the window uses; each zoom level is centred on the
-// middle of the step.
+// middle of the step. Also: opening the default trace of GPT-3 175B on 1024 A100 as `simulate
+// --trace` writes it (run that one alone for its peak memory: --benchmark_filter=175B).
 #include <QGuiApplication>
 #include <QImage>
 #include <QPainter>
 #include <QTemporaryDir>
+
+#include <sys/resource.h>
 
 #include <cstdint>
 #include <fstream>
@@ -18,6 +21,13 @@
 #include "gui/timeline_painter.h"
 #include "gui/timeline_scene.h"
 #include "gui/trace_model.h"
+#include "sim/core/yaml_field.h"
+#include "sim/engine/simulator.h"
+#include "sim/model/model_loader.h"
+#include "sim/plan/plan_check.h"
+#include "sim/plan/plan_loader.h"
+#include "sim/topology/topology_loader.h"
+#include "sim/trace/link_lanes.h"
 #include "sim/trace/report.h"
 #include "sim/trace/trace_json.h"
 
@@ -94,6 +104,54 @@ void BM_OpenTrace1M(benchmark::State& state) {
   state.counters["MB"] = static_cast<double>(bytes) / 1e6;
 }
 BENCHMARK(BM_OpenTrace1M)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+
+std::string repoPath(const std::string& relative) { return std::string(MPSIM_SOURCE_DIR) + "/" + relative; }
+
+/// GPT-3 175B on Selene cut to 128 nodes (1024 A100), configs/plans/megatron-175b-interleaved.yaml
+/// (TP 8 x PP 8 x DP 16, interleaved 1F1B): the trace `mpsim simulate --trace` writes by default (one
+/// data-parallel replica, the busiest links), written once per process.
+const std::string& gpt3On1024Path() {
+  static QTemporaryDir dir;
+  static const std::string path = [] {
+    YamlDocument topology = YamlDocument::load(repoPath("topologies/selene.yaml"));
+    topology.apply(Override{"topology", "nodes", "128", "bench"});
+    const auto cluster = topology::build_cluster(topology::load_topology_spec(topology.root()));
+    const auto model = model::load_model_file(repoPath("configs/models/gpt3-175b.yaml"));
+    const auto plan =
+        plan::resolve_plan(plan::load_plan_file(repoPath("configs/plans/megatron-175b-interleaved.yaml")), cluster, model);
+    engine::EngineOptions options;
+    options.record_timeline = true;
+    const auto prediction = engine::simulate(cluster, model, plan, options);
+    const std::string p = dir.filePath(QStringLiteral("gpt3-175b-1024.json")).toStdString();
+    std::ofstream(p, std::ios::binary)
+        << trace::chrome_trace(trace::select_link_lanes(prediction.timeline, trace::LinkLanes::Busiest), prediction.report);
+    return p;
+  }();
+  return path;
+}
+
+void BM_OpenTrace175B1024(benchmark::State& state) {
+  const std::string& path = gpt3On1024Path();
+  std::int64_t bytes = 0;
+  {
+    std::ifstream in(path, std::ios::binary | std::ios::ate);
+    bytes = static_cast<std::int64_t>(in.tellg());
+  }
+  std::size_t rows = 0;
+  for (auto _ : state) {
+    QString error;
+    auto model = view::TraceModel::load(QString::fromStdString(path), &error);
+    if (!model) state.SkipWithError(error.toStdString().c_str());
+    else rows = model->rows().size();
+    benchmark::DoNotOptimize(model.get());
+  }
+  rusage usage{};
+  ::getrusage(RUSAGE_SELF, &usage);
+  state.counters["MB"] = static_cast<double>(bytes) / 1e6;
+  state.counters["rows"] = static_cast<double>(rows);
+  state.counters["peak_rss_MB"] = static_cast<double>(usage.ru_maxrss) / 1e3;  // of the process so far
+}
+BENCHMARK(BM_OpenTrace175B1024)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
 
 /// One frame at zoom `state.range(0)` (1 = whole step, 1000 = a thousandth of it).
 void BM_PaintFrame1M(benchmark::State& state) {

@@ -52,7 +52,11 @@ int main(int argc, char* argv[]) {
       QStringLiteral("range"),
       QStringLiteral("Show only START:END of the screenshot's time axis, from the traces' start (10ms:25ms)."),
       QStringLiteral("START:END"));
-  parser.addOptions({screenshotOption, widthOption, heightOption, highlightOption, collapseOption, rangeOption});
+  const QCommandLineOption reportOption(
+      QStringLiteral("report"),
+      QStringLiteral("Draw the report panel (step, idle per device, memory, busiest links) beside the screenshot (.png)."));
+  parser.addOptions(
+      {screenshotOption, widthOption, heightOption, highlightOption, collapseOption, rangeOption, reportOption});
   parser.process(app);
 
   const QStringList traces = parser.positionalArguments();
@@ -61,6 +65,7 @@ int main(int argc, char* argv[]) {
     mpsim::view::ScreenshotOptions options;
     options.output = parser.value(screenshotOption);
     options.collapse = parser.values(collapseOption);
+    options.report = parser.isSet(reportOption);
     bool ok = true;
     options.width = parser.value(widthOption).toInt(&ok);
     bool okHeight = true;

@@ -20,6 +20,7 @@ struct ScreenshotOptions {
   QStringList collapse;  ///< groups to collapse, by name ("node0 links") or "links" for all link groups
   /// The time range shown, in ns from the traces' start (`--range 10ms:25ms`); unset: all of it.
   std::optional<std::pair<double, double>> rangeNs;
+  bool report = false;  ///< the report panel beside the timeline (PNG only), as the window shows it
 };
 
 /// `START:END` of `--range`: two times from the traces' start, each a number with a unit (ns, us, µs,
@@ -27,7 +28,7 @@ struct ScreenshotOptions {
 bool parseTimeRange(const QString& text, std::pair<double, double>* rangeNs, QString* error);
 
 /// Returns the process exit status: 0 on success, 1 when a trace cannot be read or the image
-/// cannot be written, 2 when no trace was given.
+/// cannot be written, 2 when no trace was given or --report asks for an SVG.
 int renderScreenshot(const QStringList& traces, const ScreenshotOptions& options, QTextStream& err);
 
 }  // namespace mpsim::view

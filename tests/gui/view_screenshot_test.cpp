@@ -226,6 +226,40 @@ class ViewScreenshotTest : public QObject {
     QVERIFY(QString::fromUtf8(process.readAllStandardError()).contains(QStringLiteral("--range")));
   }
 
+  void commandLineScreenshotWithTheReportPanel() {
+    // --report puts the window's report panel to the right of the same timeline pixels.
+    Fixture f;
+    const QString plain = f.dir.filePath(QStringLiteral("plain.png"));
+    const QString withReport = f.dir.filePath(QStringLiteral("report.png"));
+    const QStringList size = {QStringLiteral("--width"), QString::number(kSize.width()), QStringLiteral("--height"),
+                              QString::number(kSize.height())};
+    QProcess process;
+    process.start(QStringLiteral(MPSIM_VIEW_BINARY), QStringList{f.model->sourcePath(), QStringLiteral("--screenshot"), plain} + size);
+    QVERIFY(process.waitForFinished(60000));
+    QCOMPARE(process.exitCode(), 0);
+    process.start(QStringLiteral(MPSIM_VIEW_BINARY),
+                  QStringList{f.model->sourcePath(), QStringLiteral("--screenshot"), withReport, QStringLiteral("--report")} + size);
+    QVERIFY(process.waitForFinished(60000));
+    QCOMPARE(process.exitCode(), 0);
+    const QImage timeline(plain);
+    const QImage image(withReport);
+    QCOMPARE(image.width(), kSize.width() + 420);
+    QVERIFY(image.height() >= kSize.height());
+    QCOMPARE(image.copy(0, 0, kSize.width(), kSize.height()), timeline.convertToFormat(image.format()));
+    // The panel holds text: dark pixels right of the timeline.
+    int dark = 0;
+    for (int y = 0; y < image.height(); ++y) {
+      for (int x = kSize.width(); x < image.width(); ++x) dark += qGray(image.pixel(x, y)) < 100 ? 1 : 0;
+    }
+    QVERIFY2(dark > 200, qPrintable(QString::number(dark)));
+
+    process.start(QStringLiteral(MPSIM_VIEW_BINARY), {f.model->sourcePath(), QStringLiteral("--screenshot"),
+                                                      f.dir.filePath(QStringLiteral("x.svg")), QStringLiteral("--report")});
+    QVERIFY(process.waitForFinished(60000));
+    QCOMPARE(process.exitCode(), 2);
+    QVERIFY(QString::fromUtf8(process.readAllStandardError()).contains(QStringLiteral("--report")));
+  }
+
   void commandLineReportsBrokenFiles() {
     QTemporaryDir dir;
     const QString broken = testing::writeFile(dir, QStringLiteral("broken.json"), "{\"traceEvents\":[{\"ph\":");
