@@ -102,8 +102,8 @@ struct VirtualMicrobatch {
 /// I1, I0 at fixed slots of a building block repeated every 6 slots (v_memory.cpp gives them), the
 /// weight passes in the free slots (chunk 1's first) and the rest at the end; a rank's order is its
 /// passes by slot. The block's lifespan holds about (p + 2) / 2 (V-Half) or (p + 4) / 3 (V-Min)
-/// microbatches' activations. The repository then reorders warm-up and cool-down greedily; mpsim keeps
-/// the blocks as laid out.
+/// microbatches' activations. As the repository, warm-up and cool-down are then squeezed greedily
+/// into earlier free slots within that peak.
 [[nodiscard]] Program make_v_half(const PipelineShape& shape);
 [[nodiscard]] Program make_v_min(const PipelineShape& shape);
 

@@ -79,7 +79,7 @@ TEST(MessageOrder, EachChannelIsReceivedInTheOrderItIsSent) {
   }
   EXPECT_EQ(checked, 595);
   // Only the V schedules need the second channel, and they do need it.
-  EXPECT_EQ(one_channel_would_break, 62);
+  EXPECT_EQ(one_channel_would_break, 158);
 }
 
 }  // namespace

@@ -84,9 +84,8 @@ double peak_microbatches(const schedule::Program& program) {
 }
 
 // V-Half and V-Min (Qi et al. 2024, "Pipeline Parallelism with Controllable Memory"): the building
-// blocks hold the paper's (p + 2) / 2 and (p + 4) / 3 microbatches (rounded down), against 1F1B's p,
-// and with equal times idle less than 1F1B does, (p - 1) / (m + p - 1). (The paper's B/2 and 2B/3 come
-// after its greedy reordering of warm-up and cool-down, which mpsim does not run.)
+// blocks, squeezed, hold the paper's (p + 2) / 2 and (p + 4) / 3 microbatches (rounded down), against
+// 1F1B's p, and with equal times idle less than 1F1B does, (p - 1) / (m + p - 1).
 TEST(VSchedules, ControllableMemory) {
   for (const int p : {2, 3, 4, 5, 6, 8}) {
     for (const int m : {2 * p, 4 * p, 8 * p}) {
@@ -99,6 +98,29 @@ TEST(VSchedules, ControllableMemory) {
             << schedule << " p=" << p << " m=" << m;
         EXPECT_LT(simulate(cluster, model, plan).report.bubble_rate, one_f_one_b) << schedule << " p=" << p << " m=" << m;
       }
+    }
+  }
+}
+
+/// The longest rank's idle time beyond its 6m passes, in passes, from the report's bubble rate
+/// 1 - 6m / span.
+double idle_passes(const trace::Report& r, int m) { return 6.0 * m * r.bubble_rate / (1.0 - r.bubble_rate); }
+
+// The bubbles after the repository's squeeze (zbv_greedy.py), with equal times T and m >= 2p: V-Half
+// idles 6 * ceil(p / 2) - 7 passes (1 on 2 ranks), V-Min 4p - 5 (4p - 7 when 3 divides p), whatever m.
+// The paper's closed forms, half and two thirds of 1F1B's (p - 1)(F + B + W) = 6(p - 1) passes, bound
+// them: the squeeze also fills part of the warm-up and cool-down. (The README's rates B / 2 and
+// 2B / 3 halve 1F1B's rate, not its bubble, a tighter figure that V-Half at odd p and V-Min at p = 7, 8
+// exceed slightly, e.g. V-Half p = 7, m = 28: 0.092 against 0.088; docs/schedules.md tabulates them.)
+TEST(VSchedules, SqueezedBubbles) {
+  for (int p = 2; p <= 8; ++p) {
+    const int v_half = p == 2 ? 1 : 6 * ((p + 1) / 2) - 7;
+    const int v_min = p % 3 == 0 ? 4 * p - 7 : 4 * p - 5;
+    EXPECT_LE(v_half, 3 * (p - 1));
+    EXPECT_LE(v_min, 4 * (p - 1));
+    for (const int m : {2 * p, 2 * p + 1, 3 * p, 4 * p, 8 * p}) {
+      EXPECT_NEAR(idle_passes(simulate_v("v-half", p, m), m), v_half, 1e-6) << "p=" << p << " m=" << m;
+      EXPECT_NEAR(idle_passes(simulate_v("v-min", p, m), m), v_min, 1e-6) << "p=" << p << " m=" << m;
     }
   }
 }
