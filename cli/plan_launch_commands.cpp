@@ -16,6 +16,7 @@
 #include "sim/core/text_file.h"
 #include "sim/launch/export.h"
 #include "sim/launch/megatron_import.h"
+#include "sim/launch/sagemaker_import.h"
 #include "sim/plan/plan_loader.h"
 
 namespace mpsim::cli {
@@ -57,20 +58,26 @@ struct ImportArgs {
 
 void run_import(const ImportArgs& args) {
   const std::string text = read_text_file(args.script);
-  const launch::ImportedLaunch imported = launch::import_megatron(text, args.script, args.gpus, !args.model_output.empty());
+  const bool sagemaker = args.from == "sagemaker";
+  if (sagemaker && !args.model_output.empty()) {
+    throw InputError({"--model-out", 0, 0}, "", "SageMaker's parameters hold no model shape: --model-out is for --from megatron");
+  }
+  const launch::ImportedLaunch imported =
+      sagemaker ? launch::import_sagemaker(text, args.script, args.gpus)
+                : launch::import_megatron(text, args.script, args.gpus, !args.model_output.empty());
   if (!args.model_output.empty()) write_file_atomically(args.model_output, imported.model_yaml);
   if (args.output.empty()) {
     std::cout << imported.plan_yaml;
   } else {
     write_file_atomically(args.output, imported.plan_yaml);
   }
-  if (!imported.gpus) {
+  if (!imported.gpus && !sagemaker) {
     std::cerr << "mpsim: note: the script does not say how many GPUs it runs on (torchrun's --nnodes and "
                  "--nproc_per_node): the plan leaves the data-parallel size to the cluster; --gpus sets it\n";
   }
   if (!imported.ignored.empty()) {
-    std::cerr << fmt::format("mpsim: note: {} arguments set neither the plan nor the model: {}\n",
-                             imported.ignored.size(), fmt::join(imported.ignored, " "));
+    std::cerr << fmt::format("mpsim: note: {} {} set neither the plan nor the model: {}\n", imported.ignored.size(),
+                             sagemaker ? "parameters" : "arguments", fmt::join(imported.ignored, " "));
   }
 }
 
@@ -100,10 +107,12 @@ void add_plan_launch_commands(CLI::App& plan_cmd) {
   auto import_args = std::make_shared<ImportArgs>();
   auto* import_cmd = plan_cmd.add_subcommand(
       "import", "Read a framework's launch script into a plan (and, with --model-out, a model)");
-  import_cmd->add_option("script", import_args->script, "The launch script (bash)")->required();
-  import_cmd->add_option("--from", import_args->from, "The framework the script launches: megatron")
+  import_cmd->add_option("script", import_args->script,
+                         "The launch script (bash) for megatron; the estimator's distribution JSON for sagemaker")
+      ->required();
+  import_cmd->add_option("--from", import_args->from, "The framework the file launches: megatron or sagemaker")
       ->required()
-      ->check(CLI::IsMember({"megatron"}));
+      ->check(CLI::IsMember({"megatron", "sagemaker"}));
   import_cmd->add_option("--gpus", import_args->gpus,
                          "The GPUs the job runs on, when the script does not say (torchrun's --nnodes x --nproc_per_node)")
       ->check(CLI::PositiveNumber);

@@ -1,4 +1,4 @@
-// Megatron-LM launch scripts into plans and models, and export -> import round trips.
+// Megatron-LM launch scripts and SageMaker's parameters into plans and models, and export -> import round trips.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -10,6 +10,7 @@
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
 #include "sim/launch/megatron_import.h"
+#include "sim/launch/sagemaker_import.h"
 
 namespace mpsim::launch {
 namespace {
@@ -31,26 +32,39 @@ void PrintTo(const RoundTripCase& c, std::ostream* os) { *os << c.plan; }
 
 class EveryShippedPlan : public ::testing::TestWithParam<RoundTripCase> {};
 
-// import(export(plan)) resolves to the same plan on the same cluster and model, for every shipped plan
-// Megatron-LM can run; the others name the schedule it cannot.
-TEST_P(EveryShippedPlan, RoundTripsThroughAMegatronScript) {
+// import(export(plan)) resolves to the same plan on the same cluster and model, for every shipped plan:
+// through a Megatron-LM script where Megatron-LM runs its schedule, else through SageMaker's parameters
+// (its simple and interleaved pipelines). A schedule neither runs (ZB-H1) is an error at `schedule` in both.
+TEST_P(EveryShippedPlan, RoundTripsThroughALaunchConfiguration) {
   const RoundTripCase& c = GetParam();
   const ResolvedPlan original(c.topology, c.model, "configs/plans/" + c.plan, c.gpus);
-  if (original.plan.schedule != plan::ScheduleKind::OneFOneB && original.plan.schedule != plan::ScheduleKind::Interleaved1F1B) {
+  const auto schedule = original.plan.schedule;
+  const bool megatron = schedule == plan::ScheduleKind::OneFOneB || schedule == plan::ScheduleKind::Interleaved1F1B;
+  const bool sagemaker = schedule == plan::ScheduleKind::GPipe || schedule == plan::ScheduleKind::SageMakerInterleaved;
+  if (!megatron) {
     try {
       (void)original.exported(Framework::Megatron);
-      FAIL() << "Megatron-LM cannot run " << plan::to_string(original.plan.schedule);
+      FAIL() << "Megatron-LM cannot run " << plan::to_string(schedule);
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.field(), "schedule");
+    }
+  }
+  if (!megatron && !sagemaker) {
+    try {
+      (void)original.exported(Framework::SageMaker);
+      FAIL() << "SageMaker cannot run " << plan::to_string(schedule);
     } catch (const InputError& e) {
       EXPECT_EQ(e.field(), "schedule");
     }
     return;
   }
-  const std::string script = original.exported(Framework::Megatron);
-  const ImportedLaunch imported = import_megatron(script, "launch.sh", std::nullopt, false);
+  const std::string exported = original.exported(megatron ? Framework::Megatron : Framework::SageMaker);
+  const ImportedLaunch imported = megatron ? import_megatron(exported, "launch.sh", std::nullopt, false)
+                                           : import_sagemaker(exported, "distribution.json", original.plan.gpus());
   ASSERT_TRUE(imported.gpus);
   EXPECT_EQ(*imported.gpus, original.plan.gpus());
   const plan::Plan back = plan::resolve_plan(imported_spec(imported), original.cluster, original.model);
-  EXPECT_EQ(back, original.plan) << script << "\n" << imported.plan_yaml;
+  EXPECT_EQ(back, original.plan) << exported << "\n" << imported.plan_yaml;
   // Every argument the script writes is one the import reads.
   EXPECT_TRUE(imported.ignored.empty()) << ::testing::PrintToString(imported.ignored);
 }
