@@ -68,37 +68,42 @@ std::vector<Case> small_cases() {
   return out;
 }
 
-TEST(Planner, BestIsTheExhaustiveBest) {
-  for (const Case& c : small_cases()) {
-    PlannerOptions options;
-    options.space.global_batch = c.global_batch;
-    options.space.recompute = c.recompute;
-    // Every axis, in part: ZeRO without and with per-layer gathers, sequence parallelism where it
-    // applies (the exhaustive pass simulates every feasible candidate, so the space stays small).
-    options.space.zero = {0, 3};
-    options.space.sequence_parallel = {true};
-    options.top = 5;
-    const auto all = exhaustive(c.cluster, c.model, options);
-    ASSERT_FALSE(all.empty()) << c.name;
-    const PlannerResult result = run_planner(c.cluster, c.model, options);
-    ASSERT_EQ(result.ranked.size(), std::min<std::size_t>(5, all.size())) << c.name;
-    for (std::size_t k = 0; k < result.ranked.size(); ++k) {
-      EXPECT_EQ(result.ranked[k].id, all[k].id) << c.name << " rank " << k;
-      EXPECT_EQ(TimeNs::seconds(result.ranked[k].report.step_time_s).base(), all[k].time_ns) << c.name;
-    }
-    // The Pareto front of every feasible plan.
-    std::vector<ParetoPoint> points;
-    for (const Simulated& s : all) points.push_back({s.time_ns, s.memory, s.id});
-    std::vector<std::size_t> front;
-    for (const std::size_t i : pareto_front(points)) front.push_back(all[i].id);
-    EXPECT_EQ(ids(result.pareto), front) << c.name;
-    // Branch and bound did prune.
-    EXPECT_LT(result.stats.evaluated, all.size()) << c.name;
-    EXPECT_EQ(result.stats.evaluated + result.stats.pruned(), result.stats.candidates) << c.name;
-    std::printf("%s: %zu candidates, %zu fit, %zu simulated, best %.4f s\n", c.name.c_str(), result.stats.candidates,
-                all.size(), result.stats.evaluated, result.ranked.front().report.step_time_s);
+/// One test per case of small_cases(), so that they run in parallel (each simulates every feasible plan).
+class BestIsTheExhaustiveBest : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(BestIsTheExhaustiveBest, TopKAndParetoFront) {
+  const Case c = std::move(small_cases().at(GetParam()));
+  PlannerOptions options;
+  options.space.global_batch = c.global_batch;
+  options.space.recompute = c.recompute;
+  // Every axis, in part: ZeRO without and with per-layer gathers, sequence parallelism where it
+  // applies (the exhaustive pass simulates every feasible candidate, so the space stays small).
+  options.space.zero = {0, 3};
+  options.space.sequence_parallel = {true};
+  options.top = 5;
+  const auto all = exhaustive(c.cluster, c.model, options);
+  ASSERT_FALSE(all.empty()) << c.name;
+  const PlannerResult result = run_planner(c.cluster, c.model, options);
+  ASSERT_EQ(result.ranked.size(), std::min<std::size_t>(5, all.size())) << c.name;
+  for (std::size_t k = 0; k < result.ranked.size(); ++k) {
+    EXPECT_EQ(result.ranked[k].id, all[k].id) << c.name << " rank " << k;
+    EXPECT_EQ(TimeNs::seconds(result.ranked[k].report.step_time_s).base(), all[k].time_ns) << c.name;
   }
+  // The Pareto front of every feasible plan.
+  std::vector<ParetoPoint> points;
+  for (const Simulated& s : all) points.push_back({s.time_ns, s.memory, s.id});
+  std::vector<std::size_t> front;
+  for (const std::size_t i : pareto_front(points)) front.push_back(all[i].id);
+  EXPECT_EQ(ids(result.pareto), front) << c.name;
+  // Branch and bound did prune.
+  EXPECT_LT(result.stats.evaluated, all.size()) << c.name;
+  EXPECT_EQ(result.stats.evaluated + result.stats.pruned(), result.stats.candidates) << c.name;
+  std::printf("%s: %zu candidates, %zu fit, %zu simulated, best %.4f s\n", c.name.c_str(), result.stats.candidates,
+              all.size(), result.stats.evaluated, result.ranked.front().report.step_time_s);
 }
+
+INSTANTIATE_TEST_SUITE_P(Planner, BestIsTheExhaustiveBest, ::testing::Range<std::size_t>(0, 4));
+TEST(Planner, EverySmallCaseHasItsExhaustiveTest) { EXPECT_EQ(small_cases().size(), 4U); }
 
 TEST(Planner, SameAnswerWhateverTheThreadCount) {
   const Case c = small_cases().front();
