@@ -86,13 +86,14 @@ const std::string& tracePath() {
   return path;
 }
 
+std::int64_t fileBytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  return static_cast<std::int64_t>(in.tellg());
+}
+
 void BM_OpenTrace1M(benchmark::State& state) {
   const std::string& path = tracePath();
-  std::int64_t bytes = 0;
-  {
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    bytes = static_cast<std::int64_t>(in.tellg());
-  }
+  const std::int64_t bytes = fileBytes(path);
   for (auto _ : state) {
     QString error;
     auto model = view::TraceModel::load(QString::fromStdString(path), &error);
@@ -132,11 +133,7 @@ const std::string& gpt3On1024Path() {
 
 void BM_OpenTrace175B1024(benchmark::State& state) {
   const std::string& path = gpt3On1024Path();
-  std::int64_t bytes = 0;
-  {
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    bytes = static_cast<std::int64_t>(in.tellg());
-  }
+  const std::int64_t bytes = fileBytes(path);
   std::size_t rows = 0;
   for (auto _ : state) {
     QString error;

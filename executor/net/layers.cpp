@@ -391,13 +391,17 @@ class TransformerBlock final : public Layer {
   [[nodiscard]] Buffer gather_sequence(const LayerContext& ctx, const Batch& b, MatrixView local) const {
     const std::int64_t c = ctx.context_size;
     const std::int64_t rows = local.rows;
-    const std::int64_t chunk = dims_.seq / (2 * c);
     Buffer gathered = ctx.buffer(c * rows, local.cols);
     ctx.backend->copy(local, gathered.view().row_range(ctx.context_rank * rows, rows));
     ctx.backend->all_gather(*ctx.context, gathered.data(), static_cast<std::size_t>(c * rows * local.cols));
-    Buffer ordered = ctx.buffer(b.samples * dims_.seq, local.cols);
+    return in_sequence_order(ctx, b, gathered.view());
+  }
+  /// Rows held rank by rank (rank j's local rows, its two chunks, block j) put in sequence order.
+  [[nodiscard]] Buffer in_sequence_order(const LayerContext& ctx, const Batch& b, MatrixView by_rank) const {
+    const std::int64_t chunk = dims_.seq / (2 * ctx.context_size);
+    Buffer ordered = ctx.buffer(b.samples * dims_.seq, by_rank.cols);
     for_each_chunk(ctx, b, [&](std::int64_t by_rank_row, std::int64_t sequence_row) {
-      ctx.backend->copy(gathered.view().row_range(by_rank_row, chunk), ordered.view().row_range(sequence_row, chunk));
+      ctx.backend->copy(by_rank.row_range(by_rank_row, chunk), ordered.view().row_range(sequence_row, chunk));
     });
     return ordered;
   }
@@ -605,7 +609,6 @@ class TransformerBlock final : public Layer {
     const std::int64_t c = ctx.context_size;
     const std::int64_t rows = local.rows;
     const std::int64_t width = local.cols / c;
-    const std::int64_t chunk = dims_.seq / (2 * c);
     Buffer outgoing = ctx.buffer(c * rows, width);  // block j: the heads of rank j
     for (std::int64_t j = 0; j < c; ++j) {
       ctx.backend->copy(local.columns(j * width, width), outgoing.view().row_range(j * rows, rows));
@@ -613,11 +616,7 @@ class TransformerBlock final : public Layer {
     Buffer incoming = ctx.buffer(c * rows, width);  // block j: rank j's rows of this rank's heads
     const std::vector<std::size_t> counts(static_cast<std::size_t>(c), static_cast<std::size_t>(rows * width));
     ctx.backend->all_to_all(*ctx.context, outgoing.data(), counts, incoming.data(), counts);
-    Buffer ordered = ctx.buffer(b.samples * dims_.seq, width);
-    for_each_chunk(ctx, b, [&](std::int64_t by_rank_row, std::int64_t sequence_row) {
-      ctx.backend->copy(incoming.view().row_range(by_rank_row, chunk), ordered.view().row_range(sequence_row, chunk));
-    });
-    return ordered;
+    return in_sequence_order(ctx, b, incoming.view());
   }
   /// The inverse: whole sequences of this rank's heads -> its local rows of every head.
   [[nodiscard]] Buffer sequence_to_heads(const LayerContext& ctx, const Batch& b, MatrixView whole) const {
