@@ -14,6 +14,7 @@
 
 #include "cli/commands.h"
 #include "cli/table.h"
+#include "sim/core/gzip.h"
 #include "sim/core/input_error.h"
 #include "sim/core/units.h"
 #include "sim/trace/compare.h"
@@ -35,7 +36,12 @@ std::string read_whole_file(const std::string& path) {
   if (!in) throw InputError({path, 0, 0}, "", "cannot open the file");
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   if (in.bad()) throw InputError({path, 0, 0}, "", "cannot read the file");
-  return text;
+  // Traces and PyTorch profiler traces are often gzipped (.json.gz): recognised by content, not name.
+  try {
+    return gunzip_if_gzip(std::move(text));
+  } catch (const GzipError& e) {
+    throw InputError({path, 0, 0}, "", e.what());
+  }
 }
 
 /// A trace (Chrome trace with the report under "mpsim", as `simulate --trace` and `execute --trace`

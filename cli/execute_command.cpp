@@ -118,7 +118,9 @@ int run_rank(const ExecuteArgs& args, const std::vector<Override>& overrides, in
     result = executor::execute(*backend, in->cluster, in->model, *in->plan, options);
     if (result.root) {
       // Written only now, after every step completed: a failed run leaves no trace behind.
-      if (!args.trace.empty()) write_file_atomically(args.trace, trace::chrome_trace(result.timeline, result.report));
+      if (!args.trace.empty()) {
+        write_file_atomically_gzip_by_name(args.trace, trace::chrome_trace(result.timeline, result.report));
+      }
       if (options.dump_parameters) write_file_atomically(args.dump_parameters, result.parameters);
       if (args.json) {
         std::cout << trace::report_json(result.report).dump(2) << "\n";
@@ -150,7 +152,8 @@ void add_execute_command(CLI::App& app) {
   cmd->add_option("--warmup", args->warmup, "Steps run first and not measured")->check(CLI::NonNegativeNumber);
   cmd->add_option("--timeout", args->timeout_s, "Seconds a rank waits for a peer before the job ends")
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--trace", args->trace, "Write the measured step as a Chrome/Perfetto trace JSON");
+  cmd->add_option("--trace", args->trace,
+                  "Write the measured step as a Chrome/Perfetto trace JSON (gzip when it ends in .gz)");
   cmd->add_flag("--json", args->json, "Print the report as JSON");
   cmd->add_option("--set", args->sets, "Override an input field: PATH=VALUE (repeatable)");
   cmd->add_option("--optimizer", args->optimizer, "sgd (default) or adam")->check(CLI::IsMember({"sgd", "adam"}));

@@ -556,7 +556,8 @@ void run_planner_command(const PlanArgs& args) {
     engine::EngineOptions engine = options.engine;
     engine.record_timeline = true;
     const auto prediction = engine::simulate(in.cluster, in.model, best.plan, engine);
-    write_file_atomically(args.trace, chrome_trace_text(prediction.timeline, prediction.report, args.trace_links));
+    write_file_atomically_gzip_by_name(args.trace,
+                                       chrome_trace_text(prediction.timeline, prediction.report, args.trace_links));
   }
   std::optional<planner::Comparison> comparison;
   std::optional<planner::TimeBreakdown> alone;
@@ -674,7 +675,7 @@ void add_plan_commands(CLI::App& app) {
   plan_cmd->add_option("--memory-reserve", args->memory_reserve, "Memory kept free on every GPU, e.g. \"2 GiB\"");
   plan_cmd->add_option("--set", args->sets, "Override a topology or model field: topology.node.nics.bandwidth=\"100 Gb/s\", topology.nodes=16");
   plan_cmd->add_option("-o,--output", args->output, "Write the best plan as a plan YAML");
-  plan_cmd->add_option("--trace", args->trace, "Write the best plan's Chrome trace");
+  plan_cmd->add_option("--trace", args->trace, "Write the best plan's Chrome trace (gzip when it ends in .gz)");
   add_trace_links_option(*plan_cmd, args->trace_links);
   plan_cmd->add_flag("--json", args->json, "Print the result as JSON");
   plan_cmd->add_flag("--explain", args->explain, "Where the best plan's time goes, and why the runner-up lost");

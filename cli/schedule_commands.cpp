@@ -80,7 +80,9 @@ void import_csv(const ScheduleArgs& args) {
   options.compute_program = &order;
   options.record_timeline = !args.trace.empty();
   const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, options);
-  if (!args.trace.empty()) write_file_atomically(args.trace, trace::chrome_trace(prediction.timeline, prediction.report));
+  if (!args.trace.empty()) {
+    write_file_atomically_gzip_by_name(args.trace, trace::chrome_trace(prediction.timeline, prediction.report));
+  }
   if (args.json) {
     std::cout << trace::report_json(prediction.report).dump(2) << "\n";
     return;
@@ -112,7 +114,8 @@ void add_schedule_commands(CLI::App& app) {
       "import", "Simulate the plan with the order of a PyTorch pipelining CSV (the plan's schedule places the stages)");
   import_cmd->add_option("csv", args->csv, "The CSV: one row per pipeline rank, e.g. 0F0,0F1,1B0")->required();
   add_inputs(*import_cmd, *args);
-  import_cmd->add_option("--trace", args->trace, "Write the Chrome trace (opens in Perfetto)");
+  import_cmd->add_option("--trace", args->trace,
+                         "Write the Chrome trace (opens in Perfetto; gzip when it ends in .gz)");
   import_cmd->add_flag("--json", args->json, "Print the report as JSON");
   import_cmd->callback([args] { import_csv(*args); });
 }

@@ -56,7 +56,8 @@ void run_one(const SimulateArgs& args, const std::vector<Override>& overrides) {
   const Inputs in = load_inputs_on_gpus(args.files, overrides, args.gpus);
   const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, engine_options(args));
   if (!args.trace.empty()) {
-    write_file_atomically(args.trace, chrome_trace_text(prediction.timeline, prediction.report, args.trace_links));
+    write_file_atomically_gzip_by_name(args.trace,
+                                       chrome_trace_text(prediction.timeline, prediction.report, args.trace_links));
   }
   const auto estimate = training_for(args.training, in.cluster, in.model, *in.plan, prediction.report);
   std::optional<planner::TimeBreakdown> explained;
@@ -193,7 +194,7 @@ void add_simulate_command(CLI::App& app) {
   add_gpu_selection_options(*cmd, args->gpus);
   cmd->add_option("--sweep", args->sweeps,
                   "One run per value: KEY=V1,V2,... (a table, or JSON with --json); several make a grid");
-  cmd->add_option("--trace", args->trace, "Write the Chrome trace (opens in Perfetto)");
+  cmd->add_option("--trace", args->trace, "Write the Chrome trace (opens in Perfetto; gzip when it ends in .gz)");
   add_trace_links_option(*cmd, args->trace_links);
   cmd->add_option("--collective", args->collective, "Collective algorithm: auto (NCCL's choice), ring, tree, hierarchical, nvls")
       ->check(CLI::IsMember({"auto", "ring", "tree", "hierarchical", "nvls"}));

@@ -3,6 +3,7 @@ find_package(yaml-cpp REQUIRED)
 find_package(fmt REQUIRED)
 find_package(Boost 1.74 REQUIRED COMPONENTS graph)
 find_package(nlohmann_json 3 REQUIRED)
+find_package(ZLIB REQUIRED)  # gzip-compressed traces (sim/core/gzip.h)
 find_package(Eigen3 3.3 REQUIRED NO_MODULE)
 find_package(MPI REQUIRED COMPONENTS CXX)  # the executor's processes talk over MPI
 find_package(CLI11 CONFIG QUIET)

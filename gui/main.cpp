@@ -31,7 +31,8 @@ int main(int argc, char* argv[]) {
       "axis for comparison."));
   parser.addHelpOption();
   parser.addVersionOption();
-  parser.addPositionalArgument(QStringLiteral("traces"), QStringLiteral("Trace JSON files (one, or two to compare)."),
+  parser.addPositionalArgument(QStringLiteral("traces"),
+                               QStringLiteral("Trace JSON files, plain or .json.gz (one, or two to compare)."),
                                QStringLiteral("[TRACE.json [TRACE2.json]]"));
   const QCommandLineOption screenshotOption(QStringLiteral("screenshot"),
                                             QStringLiteral("Render the view to FILE (.png or .svg) and exit."),

@@ -20,7 +20,7 @@
 namespace mpsim::view {
 
 namespace {
-const QString kTraceFilter = QStringLiteral("Trace files (*.json);;All files (*)");
+const QString kTraceFilter = QStringLiteral("Trace files (*.json *.json.gz);;All files (*)");
 }
 
 MainWindow::MainWindow(QWidget* parent) : QMainWindow(parent) {

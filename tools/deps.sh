@@ -6,6 +6,7 @@ packages=(
   libyaml-cpp-dev libfmt-dev libboost-graph-dev libeigen3-dev libcli11-dev nlohmann-json3-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
+  zlib1g-dev                  # gzip-compressed traces (--trace run.json.gz)
   jq                          # bench/closed_loop.sh
   qt6-base-dev
   clang libclang-rt-14-dev    # the sanitizer build and the libFuzzer harnesses (tests/fuzz)

@@ -13,7 +13,7 @@ build=${1:?usage: tools/fuzz.sh BUILD_DIR SECONDS [HARNESS ...]}
 seconds=${2:?usage: tools/fuzz.sh BUILD_DIR SECONDS [HARNESS ...]}
 shift 2
 all=(topology_fuzz model_fuzz plan_fuzz override_fuzz nvidia_smi_fuzz nccl_xml_fuzz trace_fuzz torch_csv_fuzz
-  step_record_fuzz launch_script_fuzz framework_trace_fuzz)
+  step_record_fuzz launch_script_fuzz framework_trace_fuzz gzip_fuzz)
 harnesses=("$@")
 [[ ${#harnesses[@]} -eq 0 ]] && harnesses=("${all[@]}")
 out=${MPSIM_FUZZ_OUT:-$build/fuzz-out}
@@ -37,6 +37,10 @@ seeds() {
       echo "" ;;
     step_record_fuzz) cp "$repo"/tests/fuzz/seeds/step_record/* "$dir"; echo "" ;;
     framework_trace_fuzz) cp "$repo"/tests/data/kineto/* "$dir"; echo json ;;
+    gzip_fuzz)
+      # .json.gz traces as `--trace x.json.gz` writes them.
+      for f in "$repo"/tests/fuzz/seeds/trace/*; do gzip -n -c "$f" > "$dir/$(basename "$f").gz"; done
+      echo "" ;;
     launch_script_fuzz) cp "$repo"/tests/data/launch/*.sh "$repo"/tests/golden/export/*.sh "$dir"; echo "" ;;
     *) echo "tools/fuzz.sh: unknown harness '$name' (known: $(tr "\n" " " < "$out/known"))" >&2; return 1 ;;
   esac

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "sim/core/gzip.h"
 #include "sim/core/input_error.h"
 
 namespace mpsim {
@@ -89,6 +90,14 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
   if (ec) {
     std::filesystem::remove(temporary, ec);
     throw InputError({path.string(), 0, 0}, "", fmt::format("cannot replace: {}", ec.message()));
+  }
+}
+
+void write_file_atomically_gzip_by_name(const std::filesystem::path& path, std::string_view contents) {
+  if (path.extension() == ".gz") {
+    write_file_atomically(path, gzip_compress(contents));
+  } else {
+    write_file_atomically(path, contents);
   }
 }
 

@@ -18,4 +18,8 @@ inline constexpr std::uintmax_t kMaxInputFileBytes = 16u * 1024u * 1024u;
 /// so a reader never sees a half-written file. Throws InputError when the folder is not writable.
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
 
+/// write_file_atomically, gzip-compressed (gzip_compress) when `path` ends in ".gz" and plain
+/// otherwise: how every `--trace FILE` is written.
+void write_file_atomically_gzip_by_name(const std::filesystem::path& path, std::string_view contents);
+
 }  // namespace mpsim

@@ -18,6 +18,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/gzip.h"
 #include "sim/core/utf8.h"
 
 namespace mpsim::trace {
@@ -725,6 +726,12 @@ TraceFile read_trace_file(const std::string& path) {
   in.seekg(0, std::ios::beg);
   std::string text(static_cast<std::size_t>(size), '\0');
   if (size > 0 && !in.read(text.data(), size)) throw TraceReadError(fmt::format("{}: cannot read the file", path));
+  // Told apart by content, not name: a renamed .json.gz still opens.
+  try {
+    text = gunzip_if_gzip(std::move(text));
+  } catch (const GzipError& e) {
+    throw TraceReadError(fmt::format("{}: {}", path, e.what()));
+  }
   return parse_trace(text, path);
 }
 

@@ -37,7 +37,8 @@ struct TraceFile {
 
 /// Parses the text of a trace; `source_name` prefixes error messages. Throws TraceReadError.
 [[nodiscard]] TraceFile parse_trace(std::string_view json_text, std::string_view source_name);
-/// Reads and parses a file. Throws TraceReadError (also when the file cannot be read).
+/// Reads and parses a file, plain or gzip-compressed (recognised by its magic bytes, whatever its
+/// name). Throws TraceReadError (also when the file cannot be read or its gzip is corrupt).
 [[nodiscard]] TraceFile read_trace_file(const std::string& path);
 /// The inverse of report_json(). Missing fields keep their defaults; a field of the wrong type, or
 /// a non-object, throws TraceReadError (message without a file name).

@@ -17,6 +17,7 @@
 #include "gui/time_mapping.h"
 #include "gui/timeline_widget.h"
 #include "gui/trace_model.h"
+#include "sim/core/gzip.h"
 #include "known_trace.h"
 
 using namespace mpsim::view;
@@ -280,6 +281,8 @@ class ViewModelTest : public QObject {
     QTest::newRow("foreign") << QByteArray(R"({"name":"not a trace"})") << QStringLiteral("no \"traceEvents\"");
     QTest::newRow("empty") << QByteArray() << QStringLiteral("empty file");
     QTest::newRow("binary") << QByteArray("\x89PNG\r\n\x1a\n", 8) << QStringLiteral("not a trace");
+    QTest::newRow("truncated gzip") << QByteArray::fromStdString(mpsim::gzip_compress(full).substr(0, 100))
+                                    << QStringLiteral("truncated gzip data");
   }
   void brokenFilesAreReported() {
     QFETCH(QByteArray, text);
@@ -303,6 +306,28 @@ class ViewModelTest : public QObject {
     window.openFiles({path});
     QCOMPARE(window.openPaths(), QStringList{good});
     QVERIFY(!window.errorText().isEmpty());
+  }
+
+  void opensGzipTracesByContent() {
+    QTemporaryDir dir;
+    const auto plain = loadKnown(dir);
+    QVERIFY(plain);
+    const std::string gz =
+        mpsim::gzip_compress(mpsim::trace::chrome_trace(testing::knownTimeline(), testing::knownReport()));
+    // A renamed file (no .gz) opens too: the magic bytes decide, not the name.
+    for (const QString& name : {QStringLiteral("known.json.gz"), QStringLiteral("renamed.json")}) {
+      QString error;
+      const auto model = TraceModel::load(testing::writeFile(dir, name, gz), &error);
+      QVERIFY2(model, qPrintable(error));
+      QCOMPARE(model->timeline().spans.size(), plain->timeline().spans.size());
+      QCOMPARE(model->rows().size(), plain->rows().size());
+      QCOMPARE(model->stepTimeNs(), plain->stepTimeNs());
+    }
+    MainWindow window;
+    const QString path = dir.filePath(QStringLiteral("known.json.gz"));
+    window.openFiles({path});
+    QCOMPARE(window.openPaths(), QStringList{path});
+    QVERIFY(window.errorText().isEmpty());
   }
 
   void comparisonAndReloadOnChange() {

@@ -138,6 +138,23 @@ void expect_bad_input(const std::string& args, const std::string& file) {
   EXPECT_EQ(r.err.rfind("mpsim: error: " + file + ": ", 0), 0u) << r.err;
 }
 
+TEST_F(CompareCommand, AcceptsAGzipPrediction) {
+  const fs::path gz = scratch() / "m8.json.gz";
+  const CommandResult w = mpsim(simulate("--set plan.microbatches=8 --trace " + gz.string()));
+  ASSERT_EQ(w.exit_code, 0) << w.err;
+  const CommandResult plain = mpsim("compare " + predicted_.string() + " " + measured_.string() + " --json");
+  const CommandResult zipped = mpsim("compare " + gz.string() + " " + measured_.string() + " --json");
+  ASSERT_EQ(zipped.exit_code, 0) << zipped.err;
+  EXPECT_TRUE(zipped.err.empty()) << zipped.err;
+  EXPECT_EQ(json::parse(zipped.out), json::parse(plain.out));
+  // Recognised by its bytes: the same file under a plain .json name reads the same.
+  const fs::path renamed = scratch() / "m8-gzipped.json";
+  fs::copy_file(gz, renamed, fs::copy_options::overwrite_existing);
+  const CommandResult r = mpsim("compare " + renamed.string() + " " + measured_.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(json::parse(r.out), json::parse(plain.out));
+}
+
 TEST_F(CompareCommand, BadInputNamesTheFile) {
   const fs::path missing = scratch() / "missing.json";
   expect_bad_input(missing.string() + " " + measured_.string(), missing.string());
@@ -150,6 +167,9 @@ TEST_F(CompareCommand, BadInputNamesTheFile) {
   const fs::path broken = scratch() / "broken-trace.json";
   std::ofstream(broken) << R"({"traceEvents": [{"ph": "X", "cat": "forward", "ts": 0, "dur": )";
   expect_bad_input(predicted_.string() + " " + broken.string(), broken.string());
+  const fs::path truncated = scratch() / "truncated.json.gz";
+  std::ofstream(truncated, std::ios::binary) << std::string("\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff", 10);
+  expect_bad_input(predicted_.string() + " " + truncated.string(), truncated.string());
   const fs::path bad_report = scratch() / "bad-report.json";
   std::ofstream(bad_report) << R"({"step_time_s": "fast"})";
   expect_bad_input(bad_report.string() + " " + measured_.string(), bad_report.string());

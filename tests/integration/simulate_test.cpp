@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/core/gzip.h"
 #include "tests/support/run_mpsim.h"
 
 namespace {
@@ -494,6 +495,29 @@ TEST(Simulate, Deterministic) {
   EXPECT_EQ(sweep1.out, sweep2.out);
   fs::remove(a);
   fs::remove(b);
+}
+
+TEST(Simulate, GzTraceIsTheSameTraceGzipped) {
+  const fs::path plain = scratch() / "same.json";
+  const fs::path gz = scratch() / "same.json.gz";
+  const CommandResult a = mpsim(simulate("--trace " + plain.string()));
+  const CommandResult b = mpsim(simulate("--trace " + gz.string()));
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  const std::string text = read_file(plain);
+  const std::string compressed = read_file(gz);
+  ASSERT_GE(compressed.size(), 2u);
+  EXPECT_EQ(static_cast<unsigned char>(compressed[0]), 0x1f);
+  EXPECT_EQ(static_cast<unsigned char>(compressed[1]), 0x8b);
+  EXPECT_TRUE(mpsim::gunzip(compressed) == text) << "the .gz trace decompresses to other bytes than the .json";
+  EXPECT_LT(compressed.size() * 3, text.size()) << compressed.size() << " vs " << text.size() << " bytes";
+  // Byte for byte the same on a second run: no time stamp or file name in the gzip header.
+  const fs::path again = scratch() / "again.json.gz";
+  ASSERT_EQ(mpsim(simulate("--trace " + again.string())).exit_code, 0);
+  EXPECT_TRUE(read_file(again) == compressed) << "gzip traces differ between runs";
+  fs::remove(plain);
+  fs::remove(gz);
+  fs::remove(again);
 }
 
 TEST(Simulate, UnfoldGivesTheSameReport) {

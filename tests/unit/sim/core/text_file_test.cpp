@@ -2,9 +2,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <string>
 
 #include <gtest/gtest.h>
 
+#include "sim/core/gzip.h"
 #include "sim/core/input_error.h"
 
 namespace mpsim {
@@ -51,6 +54,22 @@ TEST(TextFile, AtomicWriteReplacesWholeFile) {
     EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << "temporary left behind";
   }
   EXPECT_THROW(write_file_atomically(scratch("no/such/dir/out.yaml"), "x"), InputError);
+}
+
+std::string raw_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+TEST(TextFile, GzipByNameCompressesOnlyDotGz) {
+  const std::string text = "{\"traceEvents\":[]}\n";
+  write_file_atomically_gzip_by_name(scratch("t.json"), text);
+  write_file_atomically_gzip_by_name(scratch("t.json.gz"), text);
+  EXPECT_EQ(raw_bytes(scratch("t.json")), text);
+  const std::string gz = raw_bytes(scratch("t.json.gz"));
+  EXPECT_TRUE(is_gzip(gz));
+  EXPECT_EQ(gunzip(gz), text);
+  EXPECT_THROW(write_file_atomically_gzip_by_name(scratch("no/such/dir/t.json.gz"), text), InputError);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/core/gzip.h"
 #include "sim/trace/trace_json.h"
 
 namespace mpsim::trace {
@@ -200,6 +201,40 @@ TEST(TraceReader, ReadsTheFileFromDisk) {
   const TraceFile back = read_trace_file(path.string());
   std::filesystem::remove(path);
   expect_same(sample_timeline(), back.timeline);
+}
+
+/// Writes `bytes` to a fresh file in the temporary folder and returns its path.
+std::filesystem::path temporary_file(const std::string& name, const std::string& bytes) {
+  const auto path = std::filesystem::temp_directory_path() / name;
+  std::ofstream out(path, std::ios::binary);
+  out << bytes;
+  return path;
+}
+
+TEST(TraceReader, ReadsGzipByContentNotName) {
+  const std::string gz = mpsim::gzip_compress(chrome_trace(sample_timeline(), sample_report()));
+  for (const std::string name : {"mpsim_trace_reader_test.json.gz", "mpsim_trace_reader_test_renamed.json"}) {
+    const auto path = temporary_file(name, gz);
+    const TraceFile back = read_trace_file(path.string());
+    std::filesystem::remove(path);
+    expect_same(sample_timeline(), back.timeline);
+    ASSERT_TRUE(back.report.has_value());
+    expect_same(sample_report(), *back.report);
+  }
+}
+
+TEST(TraceReader, CorruptGzipIsOneLineNamingTheFile) {
+  const std::string gz = mpsim::gzip_compress(chrome_trace(sample_timeline(), sample_report()));
+  const auto path = temporary_file("mpsim_trace_reader_test_truncated.json.gz", gz.substr(0, gz.size() / 2));
+  try {
+    (void)read_trace_file(path.string());
+    FAIL() << "no error";
+  } catch (const TraceReadError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind(path.string() + ": truncated gzip data", 0), 0u) << what;
+    EXPECT_EQ(what.find('\n'), std::string::npos) << what;
+  }
+  std::filesystem::remove(path);
 }
 
 TEST(TraceReader, MissingFileNamesIt) {
