@@ -463,6 +463,7 @@ class CudaBackend final : public Backend, private TeardownSteps {
   /// peer timeout, where an envelope that is not the one expected is a one-line error.
   void recv(float* data, std::size_t count, int peer, int tag) override {
     check_peer("recv from", peer);
+    sends_since_mark_.on_receive();
     ncclComm_t& comm = pair_comm(from_peer_, peer, channel_of(peer, tag), "recv from");
     limit_run_ahead();
     std::int64_t* envelope = envelope_slot();

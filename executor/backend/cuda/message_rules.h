@@ -60,23 +60,28 @@ struct ExpectedMessage {
 /// issued since the previous mark, the mark is recorded on that send's stream (after the send and
 /// after the compute stream's work so far), so the send's span covers its transfer. With several
 /// sends between two marks the mark stays on the compute stream: joining several send streams
-/// would make one peer's sends wait for another's.
+/// would make one peer's sends wait for another's. So does a receive between the marks: then the
+/// span is not a send's but an op's that exchanges inside it (the context-parallel ring sends and
+/// receives within a forward pass), whose end is its compute's, not its send's.
 class SendsSinceMark {
  public:
   void on_send(int peer) noexcept {
     ++sends_;
     peer_ = peer;
   }
+  void on_receive() noexcept { received_ = true; }
   /// The peer whose send stream takes the next mark, if any; starts counting again.
   [[nodiscard]] std::optional<int> take() noexcept {
-    const std::optional<int> peer = sends_ == 1 ? std::optional<int>(peer_) : std::nullopt;
+    const std::optional<int> peer = sends_ == 1 && !received_ ? std::optional<int>(peer_) : std::nullopt;
     sends_ = 0;
+    received_ = false;
     return peer;
   }
 
  private:
   int sends_ = 0;
   int peer_ = -1;
+  bool received_ = false;
 };
 
 /// A process-wide setting the backend needs before CUDA or NCCL first read it.

@@ -48,6 +48,12 @@ TEST(MessageRules, TheMarkAfterExactlyOneSendGoesOnItsStream) {
   sends.on_send(4);
   sends.on_send(5);
   EXPECT_FALSE(sends.take().has_value());  // two sends: the compute stream
+  // One send and a receive (a ring step inside a pass): the compute stream, and only for that span.
+  sends.on_send(4);
+  sends.on_receive();
+  EXPECT_FALSE(sends.take().has_value());
+  sends.on_send(4);
+  EXPECT_EQ(sends.take(), 4);
 }
 
 TEST(MessageRules, StartupSettingsKeepWhatTheUserSet) {
