@@ -255,18 +255,14 @@ void add_fabric(Cluster& cluster, const FabricSpec& fabric, const std::vector<De
 /// Every GPU must be reachable from the first one under the routing rules (GPUs and NICs do not
 /// bridge), not merely connected in the graph.
 void check_connected(const Cluster& cluster, const TopologySpec& spec) {
-  const auto& gpus = cluster.gpus();
-  if (gpus.size() < 2) return;
-  const auto routes = routes_from(cluster, gpus.front());
-  for (const DeviceId g : gpus) {
-    if (routes[g.value]) continue;
-    const Device& d = cluster.device(g);
-    const bool same_node = d.node == cluster.device(gpus.front()).node;
-    const SpecOrigin& origin = spec.templates.begin()->second.origin;
-    fail_at(origin, fmt::format("{} is not connected to {}{}", d.name, cluster.device(gpus.front()).name,
-                                same_node ? " (add a link to it; GPUs and NICs do not bridge other devices)"
-                                          : " (the nodes need NICs and a 'fabric')"));
-  }
+  const auto cut = first_unreachable_gpu(cluster);
+  if (!cut) return;
+  const Device& d = cluster.device(*cut);
+  const Device& first = cluster.device(cluster.gpus().front());
+  const SpecOrigin& origin = spec.templates.begin()->second.origin;
+  fail_at(origin, fmt::format("{} is not connected to {}{}", d.name, first.name,
+                              d.node == first.node ? " (add a link to it; GPUs and NICs do not bridge other devices)"
+                                                   : " (the nodes need NICs and a 'fabric')"));
 }
 
 }  // namespace

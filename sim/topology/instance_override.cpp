@@ -133,14 +133,9 @@ LinkId link_named(const Cluster& cluster, const Override& o, const std::string& 
 
 /// A link down may cut a GPU off: every GPU must still reach the first one.
 void check_still_connected(const Cluster& cluster, const Override& o) {
-  const auto& gpus = cluster.gpus();
-  if (gpus.size() < 2) return;
-  const auto routes = routes_from(cluster, gpus.front());
-  for (const DeviceId g : gpus) {
-    if (!routes[g.value]) {
-      fail(o, fmt::format("with this link down {} cannot reach {}", cluster.device(g).name,
-                          cluster.device(gpus.front()).name));
-    }
+  if (const auto cut = first_unreachable_gpu(cluster)) {
+    fail(o, fmt::format("with this link down {} cannot reach {}", cluster.device(*cut).name,
+                        cluster.device(cluster.gpus().front()).name));
   }
 }
 

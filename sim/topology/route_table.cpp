@@ -418,6 +418,16 @@ std::vector<std::optional<Route>> routes_from(const Cluster& cluster, DeviceId s
   return out;
 }
 
+std::optional<DeviceId> first_unreachable_gpu(const Cluster& cluster) {
+  const auto& gpus = cluster.gpus();
+  if (gpus.size() < 2) return std::nullopt;
+  const auto routes = routes_from(cluster, gpus.front());
+  for (const DeviceId g : gpus) {
+    if (!routes[g.value]) return g;
+  }
+  return std::nullopt;
+}
+
 std::optional<Route> find_route(const Cluster& cluster, DeviceId src, DeviceId dst) {
   return RouteFinder(cluster).route(src, dst);
 }

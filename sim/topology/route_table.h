@@ -51,6 +51,9 @@ class RouteFinder {
 
 /// Routes from one device to every GPU (entries of other devices are empty).
 [[nodiscard]] std::vector<std::optional<Route>> routes_from(const Cluster& cluster, DeviceId src);
+/// The first GPU that cannot reach the cluster's first GPU under the routing rules, if any: a cluster
+/// every GPU of which can talk to every other has none.
+[[nodiscard]] std::optional<DeviceId> first_unreachable_gpu(const Cluster& cluster);
 /// One route, or nothing when dst is unreachable.
 [[nodiscard]] std::optional<Route> find_route(const Cluster& cluster, DeviceId src, DeviceId dst);
 
