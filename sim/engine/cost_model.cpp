@@ -214,11 +214,12 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
     std::vector<topology::DeviceId> tensor_devices;
     for (const int r : tensor_ranks) tensor_devices.push_back(cluster.gpus().at(static_cast<std::size_t>(r)));
     const topology::GpuKind& gpu = cluster.gpu_kind_of(tensor_devices.front());
-    const KernelRates rates = kernel_rates(gpu, plan.precision, m.dtype_bytes);
+    const KernelRates rates = kernel_rates(gpu, plan.precision, m.dtype_bytes, plan.attention_kernel);
     // Only the transformer blocks' linear layers run in FP8 (Transformer Engine modules); Megatron's
     // vocabulary projection is a plain 16-bit GEMM.
     const KernelRates block_only_fp8 =
-        rates.fp8 ? kernel_rates(gpu, plan::model_precision(m.dtype_bytes), m.dtype_bytes) : rates;
+        rates.fp8 ? kernel_rates(gpu, plan::model_precision(m.dtype_bytes), m.dtype_bytes, plan.attention_kernel)
+                  : rates;
     const RingProfile tensor_ring = ring_profile(routes, tensor_devices);
     RankCost rc;
     rc.memory_capacity = gpu.memory;

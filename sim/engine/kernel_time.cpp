@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
 
 #include "sim/plan/plan_check.h"
 
@@ -34,7 +37,8 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 
 }  // namespace
 
-KernelRates kernel_rates(const topology::GpuKind& gpu, plan::Precision precision, int dtype_bytes) {
+KernelRates kernel_rates(const topology::GpuKind& gpu, plan::Precision precision, int dtype_bytes,
+                         std::optional<topology::AttentionGeneration> attention_kernel) {
   KernelRates r;
   const FlopsPerSec sixteen_bit = gpu.training_peak(2).value_or(gpu.peak.begin()->second);
   const FlopsPerSec gemm_peak = gpu.peak_for(plan::gemm_dtype(precision)).value_or(sixteen_bit);
@@ -43,7 +47,12 @@ KernelRates kernel_rates(const topology::GpuKind& gpu, plan::Precision precision
   if (precision == plan::Precision::Mxfp8 || precision == plan::Precision::Fp8Blockwise) {
     r.gemm = r.gemm * kBlockScaledGemmRateVsFp8;
   }
-  r.attention = sixteen_bit * gpu.attention_efficiency;
+  const std::optional<double> attention_efficiency = gpu.attention_efficiency_of(attention_kernel);
+  if (!attention_efficiency) {
+    throw std::invalid_argument(fmt::format("{} has no attention rate for {} kernels", gpu.name,
+                                            topology::to_string(*attention_kernel)));
+  }
+  r.attention = sixteen_bit * *attention_efficiency;
   r.standard_scores = sixteen_bit * gpu.matmul_efficiency;
   r.memory = gpu.memory_bandwidth;
   r.sm_count = gpu.sm_count;

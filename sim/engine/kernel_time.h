@@ -9,6 +9,7 @@
 /// tiles run in waves of one tile per SM, and a partial last wave or a partial edge tile costs as
 /// much as a full one.
 #include <cstdint>
+#include <optional>
 
 #include "sim/core/units.h"
 #include "sim/model/model.h"
@@ -20,7 +21,7 @@ namespace mpsim::engine {
 /// What one GPU kind reaches in one precision.
 struct KernelRates {
   FlopsPerSec gemm;              ///< large GEMMs: peak at the precision x its efficiency
-  FlopsPerSec attention;         ///< FlashAttention: 16-bit peak x attention efficiency
+  FlopsPerSec attention;         ///< FlashAttention: 16-bit peak x the attention efficiency of its generation
   FlopsPerSec standard_scores;   ///< the score matmuls of standard attention: 16-bit GEMMs
   BytesPerSec memory;            ///< HBM
   int sm_count = 0;              ///< 0: unknown, no wave quantization
@@ -29,7 +30,11 @@ struct KernelRates {
   bool fp8 = false;
 };
 
-[[nodiscard]] KernelRates kernel_rates(const topology::GpuKind& gpu, plan::Precision precision, int dtype_bytes);
+/// `attention_kernel`: the FlashAttention generation the run's software ships (the plan's), whose rate
+/// the GPU kind gives (`attention_kernels`; a plan check requires it); unset: the kind's
+/// `attention_efficiency`. Throws std::invalid_argument when the kind has no rate for it.
+[[nodiscard]] KernelRates kernel_rates(const topology::GpuKind& gpu, plan::Precision precision, int dtype_bytes,
+                                       std::optional<topology::AttentionGeneration> attention_kernel = std::nullopt);
 
 /// [m x k] x [k x n], `groups` times in one grouped kernel (the routed experts).
 struct GemmShape {

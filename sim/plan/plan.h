@@ -14,6 +14,7 @@
 #include "sim/core/input_error.h"
 #include "sim/plan/axis.h"
 #include "sim/model/recompute.h"
+#include "sim/topology/attention_generation.h"
 
 namespace mpsim::plan {
 
@@ -177,6 +178,9 @@ struct PlanSpec {
   bool pad_expert_input_to_capacity = false;     ///< Megatron's moe_pad_expert_input_to_capacity
   std::optional<Precision> precision;  ///< unset: the model's dtype
   AttentionKernel attention = kDefaultAttention;
+  /// The generation of FlashAttention-class kernels the run's software ships (fa2, fa3, fa4), which
+  /// sets their rate (the GPU kind's `attention_kernels`); unset: the kind's `attention_efficiency`
+  std::optional<topology::AttentionGeneration> attention_kernel;
   int zero = 0;
   Placement placement = kMegatronPlacement;
   std::optional<int> active_microbatches;         ///< SageMaker interleaved cap; default pipeline + 2
@@ -221,6 +225,7 @@ struct Plan {
   bool pad_expert_input_to_capacity = false;
   Precision precision = Precision::Bf16;
   AttentionKernel attention = kDefaultAttention;
+  std::optional<topology::AttentionGeneration> attention_kernel;
   int zero = 0;
   Placement placement = kMegatronPlacement;
   int active_microbatches = 3;

@@ -228,6 +228,7 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
     p.precision = Precision::Fp16;  // Volta: 16-bit models train in FP16
   }
   p.attention = spec.attention;
+  p.attention_kernel = spec.attention_kernel;
   p.zero = spec.zero;
   p.placement = spec.placement;
   p.optimize = spec.optimize;
@@ -318,6 +319,20 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
     const topology::GpuKind& gpu = cluster.gpu_kind_of(cluster.gpus().front());
     check.require(gpu.peak_for(gemm_dtype(p.precision)).has_value(), "precision",
                   fmt::format("{} has no {} peak; choose a precision it supports", gpu.name, to_string(p.precision)));
+  }
+  // A kernel generation is FlashAttention's, and the GPU kind must have a rate measured for it.
+  if (p.attention_kernel) {
+    const std::string_view generation = topology::to_string(*p.attention_kernel);
+    check.require(p.attention == AttentionKernel::Flash, "attention_kernel",
+                  fmt::format("attention_kernel {} names FlashAttention kernels; attention is {}", generation,
+                              to_string(p.attention)));
+    if (!cluster.gpus().empty()) {
+      const topology::GpuKind& gpu = cluster.gpu_kind_of(cluster.gpus().front());
+      check.require(gpu.attention_efficiency_of(p.attention_kernel).has_value(), "attention_kernel",
+                    fmt::format("{} has no attention rate for {} kernels (its attention_kernels); leave "
+                                "attention_kernel out for its attention_efficiency",
+                                gpu.name, generation));
+    }
   }
   check.require(!p.fp8_param_gather || is_fp8(p.precision), "fp8_param_gather",
                 fmt::format("FP8 weights need an FP8 precision (fp8, mxfp8 or fp8-blockwise), not {}", to_string(p.precision)));

@@ -117,7 +117,7 @@ PlanSpec load_plan_spec(const Field& root) {
   root.expect_keys({// mpsim
                     "parallelism", "batch", "schedule", "partition", "recompute", "sequence_parallel", "zero",
                     "placement", "active_microbatches", "microbatch_group_size_per_vp_stage", "zb_memory_limit", "optimize",
-                    "allow_tensor_across_nodes", "overlap", "precision", "attention", "grad_reduce_in_fp32",
+                    "allow_tensor_across_nodes", "overlap", "precision", "attention", "attention_kernel", "grad_reduce_in_fp32",
                     "fp8_param_gather", "recompute_modules", "routing_imbalance", "moe_expert_capacity_factor",
                     "moe_pad_expert_input_to_capacity", "optimizer", "activation_offload_layers",
                     "shard_groups", "num_distributed_optimizer_instances", "data_parallel_replicate_degree",
@@ -250,6 +250,9 @@ PlanSpec load_plan_spec(const Field& root) {
   }
   if (auto f = r.get(root, "precision", "precision")) spec.precision = f->as_enum(kPrecisionNames);
   if (auto f = r.get(root, "attention", "attention")) spec.attention = f->as_enum(kAttention);
+  if (auto f = r.get(root, "attention_kernel", "attention_kernel")) {
+    spec.attention_kernel = f->as_enum(topology::kAttentionGenerationNames);
+  }
   if (auto f = r.get(root, "grad_reduce_in_fp32", "grad_reduce_in_fp32")) spec.grad_reduce_in_fp32 = f->as_bool();
   if (auto f = r.get(root, "fp8_param_gather", "fp8_param_gather")) spec.fp8_param_gather = f->as_bool();
   if (auto f = r.get(root, "optimizer", "optimizer")) spec.optimizer = f->as_enum(kOptimizerNames);
@@ -304,6 +307,7 @@ std::string write_plan_yaml(const Plan& p) {
   out += fmt::format("sequence_parallel: {}\n", p.sequence_parallel);
   out += fmt::format("precision: {}\n", to_string(p.precision));
   out += fmt::format("attention: {}\n", to_string(p.attention));
+  if (p.attention_kernel) out += fmt::format("attention_kernel: {}\n", topology::to_string(*p.attention_kernel));
   out += fmt::format("overlap: {{ grad_reduce: {}, param_gather: {}, tensor_comm: {} }}\n", p.overlap_grad_reduce,
                      p.overlap_param_gather, p.overlap_tensor_comm);
   out += fmt::format("zero: {}\n", p.zero);

@@ -1,5 +1,8 @@
 #include "sim/topology/gpu_kind.h"
 
+#include <algorithm>
+#include <iterator>
+
 #include <fmt/format.h>
 
 namespace mpsim::topology {
@@ -27,6 +30,13 @@ std::optional<FlopsPerSec> GpuKind::training_peak(int dtype_bytes) const {
   return peak_for(DType::Fp16);
 }
 
+std::optional<double> GpuKind::attention_efficiency_of(std::optional<AttentionGeneration> generation) const {
+  if (!generation) return attention_efficiency;
+  const auto it = attention_kernels.find(*generation);
+  if (it == attention_kernels.end()) return std::nullopt;
+  return it->second;
+}
+
 std::optional<FlopsPerSec> GpuKind::peak_for(DType d) const {
   const auto it = peak.find(d);
   if (it == peak.end()) return std::nullopt;
@@ -35,7 +45,7 @@ std::optional<FlopsPerSec> GpuKind::peak_for(DType d) const {
 
 GpuKind load_gpu_kind(const Field& field, std::string id) {
   field.expect_keys({"aliases", "name", "peak", "memory", "memory_bandwidth", "nvlink", "pcie", "matmul_efficiency",
-                     "fp8_matmul_efficiency", "attention_efficiency", "sms", "tdp", "source"});
+                     "fp8_matmul_efficiency", "attention_efficiency", "attention_kernels", "sms", "tdp", "source"});
   GpuKind kind;
   kind.id = std::move(id);
   kind.name = field.has("name") ? field.require("name").as_string() : kind.id;
@@ -68,6 +78,16 @@ GpuKind load_gpu_kind(const Field& field, std::string id) {
   }
   kind.attention_efficiency = kind.matmul_efficiency;
   if (auto e = field.get("attention_efficiency")) kind.attention_efficiency = e->as_double_in(0.01, 1.0);
+  if (auto kernels = field.get("attention_kernels")) {
+    for (const auto& [name, value] : kernels->entries()) {
+      const auto* known = std::find_if(std::begin(kAttentionGenerationNames), std::end(kAttentionGenerationNames),
+                                       [&](const auto& entry) { return entry.first == name; });
+      if (known == std::end(kAttentionGenerationNames)) {
+        value.fail(fmt::format("unknown attention kernel generation '{}' (fa2, fa3 or fa4)", name));
+      }
+      kind.attention_kernels[known->second] = value.as_double_in(0.01, 1.0);
+    }
+  }
   if (auto sms = field.get("sms")) {
     const std::int64_t n = sms->as_int();
     if (n < 1 || n > kMaxSmCount) {

@@ -7,6 +7,7 @@
 
 #include "sim/core/units.h"
 #include "sim/core/yaml_field.h"
+#include "sim/topology/attention_generation.h"
 
 namespace mpsim::topology {
 
@@ -29,6 +30,9 @@ struct GpuKind {
   /// FlashAttention's forward + backward throughput / the 16-bit peak, its FLOPs counted as the
   /// FlashAttention papers count them (causal masks halve them).
   double attention_efficiency = 1.0;
+  /// The same for each kernel generation measured on this kind (`attention_kernels`); a plan that
+  /// names a generation (its software release's) runs at that one's.
+  std::map<AttentionGeneration, double> attention_kernels;
   Watts tdp;                      ///< maximum board power; zero = unknown (no energy estimate)
   std::string source;             ///< where the numbers come from
 
@@ -37,6 +41,9 @@ struct GpuKind {
   /// The dense peak a model stored in `dtype_bytes` per element trains at: FP32 for 4-byte models, else
   /// BF16 (FP16 where the GPU has no BF16). The denominator of MFU.
   [[nodiscard]] std::optional<FlopsPerSec> training_peak(int dtype_bytes) const;
+  /// The attention efficiency of `generation`, or nothing when this kind has no rate for it; without
+  /// a generation, `attention_efficiency`.
+  [[nodiscard]] std::optional<double> attention_efficiency_of(std::optional<AttentionGeneration> generation) const;
   friend bool operator==(const GpuKind&, const GpuKind&) = default;
 };
 

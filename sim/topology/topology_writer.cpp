@@ -182,6 +182,13 @@ void emit_gpu_kind(YAML::Emitter& out, const GpuKind& kind) {
   if (kind.attention_efficiency != kind.matmul_efficiency) {
     out << YAML::Key << "attention_efficiency" << YAML::Value << fmt::format("{}", kind.attention_efficiency);
   }
+  if (!kind.attention_kernels.empty()) {
+    out << YAML::Key << "attention_kernels" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    for (const auto& [generation, efficiency] : kind.attention_kernels) {
+      out << YAML::Key << std::string(to_string(generation)) << YAML::Value << fmt::format("{}", efficiency);
+    }
+    out << YAML::EndMap;
+  }
   if (kind.sm_count > 0) out << YAML::Key << "sms" << YAML::Value << kind.sm_count;
   if (!kind.source.empty()) out << YAML::Key << "source" << YAML::Value << kind.source;
   out << YAML::EndMap;

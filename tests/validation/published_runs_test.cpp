@@ -8,7 +8,8 @@
 // way and held to a looser bound until their calibration rows are more numerous.
 //
 // Mixture-of-experts and context-parallel runs (moe_runs.yaml, context_runs.yaml) must simulate;
-// their errors are reported, not bounded, until those dimensions are calibrated.
+// their errors are reported, not bounded, until those dimensions are calibrated, except NeMo's
+// long-sequence rows on H100 (LongSequenceErrorsDoNotGrowWithTheSequence).
 //
 // With MPSIM_VALIDATION_TABLE=path the table of every row is written there as Markdown
 // (docs/validation.md is made from it by tools/validation_table.sh).
@@ -253,6 +254,32 @@ TEST(PublishedRuns, MixtureOfExpertsRunsSimulate) {
 // The context-parallel runs, sequences of 8k to 1M tokens (tests/validation/context_runs.yaml).
 TEST(PublishedRuns, ContextParallelRunsSimulate) {
   expect_rows_simulate("tests/validation/context_runs.yaml", "CP", 27, "MPSIM_VALIDATION_CP_TABLE");
+}
+
+// NeMo's long-sequence table on H100 (Llama 2 7B, 4k to 1M tokens, NeMo 24.03.01) runs the
+// FlashAttention-2 generation of attention kernels (`attention_kernel: fa2`): at FA3's rate the
+// predictions ran ahead by a share that grew with the attention's (+11.5 % at 4k, +37 % from 64k to
+// 1M). At its own generation's rate no row is off by more than 15 % and the errors no longer grow with
+// the sequence: they stay within 10 points of each other from 4k to 1M (7.4 when this was written).
+TEST(PublishedRuns, LongSequenceErrorsDoNotGrowWithTheSequence) {
+  std::vector<Outcome> rows;
+  for (const char* file : {"tests/validation/published_runs.yaml", "tests/validation/context_runs.yaml"}) {
+    for (Outcome& o : simulate_rows(file)) {
+      if (o.source == "nemo_long_sequence" && o.gpu == "H100-SXM5-80GB") rows.push_back(std::move(o));
+    }
+  }
+  if (std::getenv("MPSIM_VALIDATION_ROW") == nullptr) {
+    EXPECT_EQ(rows.size(), 9U);
+  }
+  if (rows.empty()) return;
+  double lowest = rows.front().error();
+  double highest = lowest;
+  for (const Outcome& o : rows) {
+    EXPECT_LE(std::fabs(o.error()), 0.15) << o.id;
+    lowest = std::min(lowest, o.error());
+    highest = std::max(highest, o.error());
+  }
+  EXPECT_LE(highest - lowest, 0.10);
 }
 
 }  // namespace

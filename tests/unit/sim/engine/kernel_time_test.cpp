@@ -3,6 +3,9 @@
 #include "sim/engine/kernel_time.h"
 #include "sim/engine/compute_contention.h"
 
+#include <optional>
+#include <stdexcept>
+
 #include <gtest/gtest.h>
 
 namespace mpsim::engine {
@@ -95,6 +98,38 @@ TEST(KernelTime, FlashAttentionHalvesCausalScoresAndBackwardIsTwoAndAHalf) {
   const AttentionTimes standard = attention_time(r, core, plan::AttentionKernel::Standard, 1, 2);
   EXPECT_NEAR(static_cast<double>(standard.forward.base()), 2 * forward / (989e12 * 0.6) * 1e9, 1.0);
   EXPECT_NEAR(static_cast<double>(standard.backward.base()), 4 * forward / (989e12 * 0.6) * 1e9, 1.0);
+}
+
+TEST(KernelTime, AttentionRateIsTheKernelGenerationsTheRunShips) {
+  // The built-in H100: FA3's rate by default (attention_efficiency 0.452), FA2's (0.346, 342 of 989
+  // TFLOP/s: FlashAttention-2 at 32k, kernels_and_collectives.yaml fa2_fa3_early_long_seq) for a
+  // release that ships FlashAttention-2-generation kernels (NeMo 24.03.01's long-sequence table).
+  const topology::GpuKind& h100_sxm = *topology::GpuCatalog::builtin().find("h100-sxm");
+  const auto rate = [&](std::optional<topology::AttentionGeneration> g) {
+    return kernel_rates(h100_sxm, plan::Precision::Fp8, 2, g).attention.in_flop_per_sec();
+  };
+  EXPECT_DOUBLE_EQ(rate(std::nullopt), 989e12 * 0.452);
+  EXPECT_DOUBLE_EQ(rate(topology::AttentionGeneration::Fa3), 989e12 * 0.452);
+  EXPECT_DOUBLE_EQ(rate(topology::AttentionGeneration::Fa2), 989e12 * 0.346);
+  // The GEMMs do not change with it.
+  EXPECT_DOUBLE_EQ(
+      kernel_rates(h100_sxm, plan::Precision::Fp8, 2, topology::AttentionGeneration::Fa2).gemm.in_flop_per_sec(),
+      kernel_rates(h100_sxm, plan::Precision::Fp8, 2).gemm.in_flop_per_sec());
+  // A flash core of the same shape takes 0.452 / 0.346 as long.
+  const model::AttentionCore core{32768, 32768, 32, 128, true};
+  const AttentionTimes fa3 =
+      attention_time(kernel_rates(h100_sxm, plan::Precision::Bf16, 2), core, plan::AttentionKernel::Flash, 1, 1);
+  const AttentionTimes fa2 =
+      attention_time(kernel_rates(h100_sxm, plan::Precision::Bf16, 2, topology::AttentionGeneration::Fa2), core,
+                     plan::AttentionKernel::Flash, 1, 1);
+  EXPECT_NEAR(static_cast<double>(fa2.backward.base()) / static_cast<double>(fa3.backward.base()), 0.452 / 0.346,
+              1e-6);
+  // No FA4 kernels run on Hopper: no rate to take.
+  EXPECT_THROW((void)rate(topology::AttentionGeneration::Fa4), std::invalid_argument);
+  // A kind without a table answers only for its default.
+  EXPECT_DOUBLE_EQ(kernel_rates(h100(), plan::Precision::Bf16, 2).attention.in_flop_per_sec(), 989e12 * 0.45);
+  EXPECT_THROW((void)kernel_rates(h100(), plan::Precision::Bf16, 2, topology::AttentionGeneration::Fa2),
+               std::invalid_argument);
 }
 
 }  // namespace

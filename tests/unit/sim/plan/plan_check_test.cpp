@@ -110,6 +110,26 @@ TEST(PlanCheck, ErrorsPointAtTheField) {
             "<no error>");
 }
 
+// attention_kernel picks a generation of FlashAttention kernels the GPU kind has a rate for
+// (configs/hardware/gpus.yaml attention_kernels): H100 lists fa2 and fa3, A100 fa2 only.
+TEST(PlanCheck, AttentionKernelNeedsARateOnTheGpuKind) {
+  constexpr const char* kDgxH100 = "topologies/dgx-h100.yaml";
+  const Plan h100 = resolve("parallelism: { tensor: 8 }\nattention_kernel: fa2\n", kDgxH100);
+  EXPECT_EQ(h100.attention_kernel, topology::AttentionGeneration::Fa2);
+  EXPECT_FALSE(resolve("parallelism: { tensor: 8 }\n", kDgxH100).attention_kernel.has_value());
+  EXPECT_EQ(check_error("parallelism: { tensor: 8 }\nattention_kernel: fa4\n", kDgxH100, kGpt13b),
+            "plan.yaml:2:19: NVIDIA H100 SXM 80GB has no attention rate for fa4 kernels (its attention_kernels); "
+            "leave attention_kernel out for its attention_efficiency (field 'attention_kernel')");
+  EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 4 }\nattention_kernel: fa3\n", kP4d4, kGpt13b)
+                .find("has no attention rate for fa3 kernels"),
+            std::string::npos);
+  EXPECT_EQ(check_error("parallelism: { tensor: 8, pipeline: 4 }\nattention_kernel: fa2\n", kP4d4, kGpt13b),
+            "<no error>");
+  EXPECT_NE(check_error("parallelism: { tensor: 8 }\nattention: standard\nattention_kernel: fa2\n", kDgxH100, kGpt13b)
+                .find("attention_kernel fa2 names FlashAttention kernels; attention is standard"),
+            std::string::npos);
+}
+
 TEST(PlanCheck, PcieBoxHasNoNvlinkDomain) {
   // Without NVLink every GPU is its own domain: tensor parallelism over PCIe must be asked for.
   EXPECT_NE(check_error("parallelism: { tensor: 2 }\n", "topologies/pcie-8gpu.yaml", kGpt13b).find("NVLink domain"),

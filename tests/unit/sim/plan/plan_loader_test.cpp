@@ -79,6 +79,11 @@ TEST(PlanLoader, PrecisionAttentionAndOverlap) {
   EXPECT_EQ(spec_from("use_flash_attn: false\n").attention, AttentionKernel::Standard);
   EXPECT_THROW((void)spec_from("precision: fp4\n"), InputError);
   EXPECT_THROW((void)spec_from("attention: sparse\n"), InputError);
+  // The generation of FlashAttention kernels the run's release ships; unset, the GPU kind's default.
+  EXPECT_FALSE(d.attention_kernel.has_value());
+  EXPECT_EQ(spec_from("attention_kernel: fa2\n").attention_kernel, topology::AttentionGeneration::Fa2);
+  EXPECT_EQ(spec_from("attention_kernel: fa4\n").attention_kernel, topology::AttentionGeneration::Fa4);
+  EXPECT_THROW((void)spec_from("attention_kernel: fa5\n"), InputError);
   EXPECT_THROW((void)spec_from("fp8: e5m2\n"), InputError);
   EXPECT_THROW((void)spec_from("overlap: { grad_reduce: maybe }\n"), InputError);
   EXPECT_THROW((void)spec_from("precision: fp8\nfp8: hybrid\n"), InputError);  // one field, two names
@@ -140,6 +145,7 @@ TEST(PlanLoader, WrittenPlanReadsBack) {
   p.microbatch_group_size = 2;
   p.precision = Precision::Fp8;
   p.attention = AttentionKernel::Standard;
+  p.attention_kernel = topology::AttentionGeneration::Fa2;
   p.overlap_grad_reduce = true;
   p.overlap_tensor_comm = true;
   p.grad_reduce_in_fp32 = false;
@@ -157,6 +163,7 @@ TEST(PlanLoader, WrittenPlanReadsBack) {
   EXPECT_EQ(back.fp8_param_gather, p.fp8_param_gather);
   EXPECT_EQ(back.precision, p.precision);
   EXPECT_EQ(back.attention, p.attention);
+  EXPECT_EQ(back.attention_kernel, p.attention_kernel);
   EXPECT_EQ(back.overlap_grad_reduce, p.overlap_grad_reduce);
   EXPECT_EQ(back.overlap_param_gather, p.overlap_param_gather);
   EXPECT_EQ(back.overlap_tensor_comm, p.overlap_tensor_comm);

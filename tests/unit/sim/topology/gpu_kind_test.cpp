@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include "sim/core/input_error.h"
+
+#include <optional>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -94,6 +97,49 @@ TEST(GpuCatalog, MatmulEfficiencyFollowsTheMamfTable) {
     const GpuKind* k = GpuCatalog::builtin().find(id);
     EXPECT_NEAR(k->fp8_matmul_efficiency, measured / peak * a100_ratio, 0.006) << id;
   }
+}
+
+// Attention rates per kernel generation (configs/hardware/gpus.yaml attention_kernels): H100's
+// FlashAttention-2 rate is its fwd 355 / bwd 337 TFLOP/s at 32k (shared/reference
+// kernels_and_collectives.yaml, fa2_fa3_early_long_seq) combined as FlashAttention counts a step
+// (backward 2.5 x the forward's FLOPs), over 989; its FA3 rate is the default attention_efficiency.
+TEST(GpuCatalog, AttentionRatesPerKernelGeneration) {
+  const auto& catalog = GpuCatalog::builtin();
+  const GpuKind* h100 = catalog.find("h100-sxm");
+  const double fa2_step = 3.5 / (1.0 / 355 + 2.5 / 337);
+  ASSERT_TRUE(h100->attention_efficiency_of(AttentionGeneration::Fa2).has_value());
+  EXPECT_NEAR(*h100->attention_efficiency_of(AttentionGeneration::Fa2), fa2_step / 989, 0.001);
+  EXPECT_DOUBLE_EQ(*h100->attention_efficiency_of(AttentionGeneration::Fa3), h100->attention_efficiency);
+  EXPECT_DOUBLE_EQ(*h100->attention_efficiency_of(std::nullopt), 0.452);
+  EXPECT_FALSE(h100->attention_efficiency_of(AttentionGeneration::Fa4).has_value());  // Blackwell's
+  EXPECT_EQ(catalog.find("h200")->attention_kernels, h100->attention_kernels);          // the same die
+  EXPECT_NEAR(*catalog.find("gb200")->attention_efficiency_of(AttentionGeneration::Fa2), 373.9 / 2500, 0.001);
+  // On every kind the default is its newest generation's rate, and no older generation is faster.
+  for (const std::string& name : catalog.names()) {
+    const GpuKind* k = catalog.find(name);
+    if (k->attention_kernels.empty()) continue;
+    EXPECT_DOUBLE_EQ(k->attention_kernels.rbegin()->second, k->attention_efficiency) << name;
+    double previous = 0;
+    for (const auto& [generation, efficiency] : k->attention_kernels) {
+      EXPECT_GE(efficiency, previous) << name << " " << to_string(generation);
+      previous = efficiency;
+    }
+  }
+}
+
+TEST(GpuKind, AttentionKernelsAreKnownGenerations) {
+  const auto load = [](const std::string& kernels) {
+    const YamlDocument doc = YamlDocument::parse(
+        "peak: { bf16: \"989 TFLOP/s\" }\nmemory: \"80 GiB\"\nmemory_bandwidth: \"3350 GB/s\"\n"
+        "attention_efficiency: 0.45\nattention_kernels: " + kernels + "\n",
+        "kind.yaml");
+    return load_gpu_kind(doc.root(), "test");
+  };
+  const GpuKind k = load("{ fa2: 0.3, fa3: 0.45 }");
+  EXPECT_DOUBLE_EQ(*k.attention_efficiency_of(AttentionGeneration::Fa2), 0.3);
+  EXPECT_DOUBLE_EQ(*k.attention_efficiency_of(AttentionGeneration::Fa3), 0.45);
+  EXPECT_THROW((void)load("{ fa5: 0.5 }"), InputError);
+  EXPECT_THROW((void)load("{ fa2: 1.5 }"), InputError);
 }
 
 TEST(GpuCatalog, AliasesResolve) {
