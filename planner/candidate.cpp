@@ -11,7 +11,7 @@ UnitCostKey unit_cost_key(const plan::PlanSpec& spec) {
   return {spec.tensor,    spec.micro_batch, spec.recompute, spec.sequence_parallel,
           spec.precision, spec.attention,   spec.context,   spec.expert,
           spec.expert_tensor.value_or(spec.tensor), spec.overlap_tensor_comm,
-          spec.schedule == plan::ScheduleKind::DualPipeV};
+          spec.schedule == plan::ScheduleKind::DualPipeV || spec.schedule == plan::ScheduleKind::DualPipe};
 }
 
 std::vector<std::int64_t> partition_weights(const std::vector<UnitCost>& units) {
@@ -66,6 +66,21 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
     out.expert_parameters.push_back(experts);
   }
   return out;
+}
+
+StageCosts repeated_for_second_direction(StageCosts costs) {
+  const auto twice = [](auto& v) {
+    const auto once = v;
+    v.insert(v.end(), once.begin(), once.end());
+  };
+  twice(costs.times);
+  twice(costs.in_layer_comm);
+  twice(costs.activations);
+  twice(costs.parameters);
+  twice(costs.fp8_parameters);
+  twice(costs.largest_layer_parameters);
+  twice(costs.expert_parameters);
+  return costs;
 }
 
 engine::RankParameters rank_parameters(const plan::PlanSpec& spec, const StageCosts& costs, int rank) {
@@ -158,7 +173,11 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
         dense_by_stage.push_back(costs.parameters[vs] - std::min(costs.expert_parameters[vs], costs.parameters[vs]));
       }
       const std::vector<std::int64_t> last_chunk_dense(dense_by_stage.begin(), dense_by_stage.begin() + p);
-      tails = rank_tails(*context.sync, rank_parameters, last_chunk_dense, shape, context.memory_bandwidth);
+      // DualPipe reduces over the data group and the mirrored rank (Axis::PipelineMirror), a group the
+      // layout's bounds do not cover and whose rings may use more NICs than the data group's: no tail.
+      if (!plan::is_bidirectional(spec.schedule)) {
+        tails = rank_tails(*context.sync, rank_parameters, last_chunk_dense, shape, context.memory_bandwidth);
+      }
       if (shape.overlap_grad_reduce && spec.schedule == plan::ScheduleKind::Interleaved1F1B) {
         out.lower_bound = overlapped_interleaved_bound(spec, costs, *context.sync, shape, rank_parameters,
                                                        dense_by_stage, context.memory_bandwidth);
@@ -191,7 +210,8 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
                         context.sync->of(schedule::OpKind::ReduceScatter, rank), dense);
         if (expert_gather != nullptr) comm += gathers(*expert_gather, *expert_scatter, experts);
       }
-      out.lower_bound = std::max(out.lower_bound, TimeNs(comm * m));
+      // A bidirectional schedule runs each chunk for half the microbatches.
+      out.lower_bound = std::max(out.lower_bound, TimeNs(comm * (plan::is_bidirectional(spec.schedule) ? m / 2 : m)));
     }
   }
   return out;

@@ -33,6 +33,9 @@ struct StageCosts {
 /// The model-state parameters of pipeline rank `rank` of `spec` (its virtual stages' sums).
 [[nodiscard]] engine::RankParameters rank_parameters(const plan::PlanSpec& spec, const StageCosts& costs, int rank);
 [[nodiscard]] StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int>& partition);
+/// A bidirectional schedule's costs by virtual stage: the partition's p stages, then the same p again
+/// (virtual stage p + k holds stage k; plan::is_bidirectional).
+[[nodiscard]] StageCosts repeated_for_second_direction(StageCosts costs);
 
 struct Estimate {
   Bytes peak_memory;      ///< the largest over pipeline ranks: what the simulator reports

@@ -12,9 +12,10 @@ TimeNs step_time_lower_bound(const schedule::PipelineShape& shape, std::span<con
   const int v = shape.chunks;
   const std::int64_t m = shape.microbatches;
   const bool split = schedule::splits_backward(shape.kind);
-  // DualPipeV runs some backwards fused and some split: count each as the cheaper of the two, and
-  // no weight pass after the drain (its last backward may be fused).
-  const bool mixed = shape.kind == plan::ScheduleKind::DualPipeV;
+  // DualPipeV and DualPipe run some backwards fused and some split: count each as the cheaper of the
+  // two, and no weight pass after the drain (its last backward may be fused).
+  TimeNs best;
+  const bool mixed = shape.kind == plan::ScheduleKind::DualPipeV || shape.kind == plan::ScheduleKind::DualPipe;
   const auto at = [&](int vs) -> const StageTimes& { return stages[static_cast<std::size_t>(vs)]; };
   const auto tail = [&](int r) { return tails.empty() ? TimeNs{} : tails[static_cast<std::size_t>(r)]; };
   const auto whole_backward = [&](const StageTimes& s) {
@@ -25,8 +26,20 @@ TimeNs step_time_lower_bound(const schedule::PipelineShape& shape, std::span<con
     return mixed ? std::min(s.backward, s.backward_input) : s.backward_input;
   };
   const TimeNs last_weight = mixed ? TimeNs{} : at(0).backward_weight;
+  if (plan::is_bidirectional(shape.kind)) {
+    // Each chunk runs half the microbatches, and a rank may start with either direction: its own
+    // passes, then its sync, are the bound.
+    for (int r = 0; r < p; ++r) {
+      TimeNs work;
+      for (int c = 0; c < v; ++c) {
+        const StageTimes& s = at(plan::virtual_stage_of(shape.kind, p, r, c));
+        work += s.forward + whole_backward(s);
+      }
+      best = std::max(best, TimeNs(work * (m / 2) + tail(r)));
+    }
+    return best;
+  }
 
-  TimeNs best;
   TimeNs fill, drain_fused, drain_input;  // over virtual stages 0..r-1
   for (int r = 0; r < p; ++r) {
     TimeNs forward, backward, input;

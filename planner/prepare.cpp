@@ -73,7 +73,7 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   for (std::size_t i = 0; i < spec_ids.size(); ++i) spec_ids[i] = i;
   const auto cuts_and_cut_of = distinct<std::pair<std::size_t, int>>(spec_ids, [&](std::size_t i) {
     const plan::PlanSpec& s = space.candidates[i];
-    return std::make_pair(key_of[i], s.pipeline * s.virtual_stages);
+    return std::make_pair(key_of[i], plan::partition_stage_count(s.schedule, s.pipeline, s.virtual_stages));
   });
   const auto& cuts = cuts_and_cut_of.first;
   const auto& cut_of = cuts_and_cut_of.second;
@@ -90,13 +90,15 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
     const std::vector<int>& mine = balanced[cut_of[i]];
     drafts.push_back({i, mine, {}, {}});
     if (options.even_partition) {
-      std::vector<int> even = plan::even_partition(layers, s.pipeline * s.virtual_stages);
+      std::vector<int> even =
+          plan::even_partition(layers, plan::partition_stage_count(s.schedule, s.pipeline, s.virtual_stages));
       if (even != mine) drafts.push_back({i, std::move(even), {}, {}});
     }
   }
   parallel_for(drafts.size(), threads, [&](std::size_t i) {
     Draft& d = drafts[i];
     d.costs = stage_costs(costs[key_of[d.spec]], d.partition);
+    if (plan::is_bidirectional(space.candidates[d.spec].schedule)) d.costs = repeated_for_second_direction(d.costs);
     d.static_peak = largest_static_memory(space.candidates[d.spec], d.costs, model.dtype_bytes);
   });
 

@@ -140,6 +140,13 @@ class Enumerator {
       add_rest(shape, b, m, kind, 1);
       return;
     }
+    if (plan::is_bidirectional(kind)) {
+      // DualPipe: an even pipeline and an even count of microbatches, at least 2p; each rank holds two
+      // of the p stages, which need no even split.
+      if (p < 2 || p % 2 != 0 || m % 2 != 0 || m < plan::minimum_microbatches(kind, p)) return;
+      if (!mirror() || !plan::stage_count_error(layers_, p, 1, false)) add_rest(shape, b, m, kind, 2);
+      return;
+    }
     if (plan::is_v_shaped(kind)) {
       // Two chunks per rank, the layers split evenly over the 2p stages (ZB-V's "even layers per stage").
       if (p < 2 || m < plan::minimum_microbatches(kind, p)) return;
@@ -164,6 +171,7 @@ class Enumerator {
       if (same_as_no_recompute(r)) continue;
       for (const int z : options_.zero) {
         if (z > 0 && replicas == 1) continue;  // sharding over one replica is no sharding
+        if (z > 1 && plan::is_bidirectional(kind)) continue;  // the plan check's rule for DualPipe's two copies
         for (std::size_t pl = 0; pl < options_.placements.size(); ++pl) {
           // Placements that order the same axes the same way once size-1 axes are dropped give one layout.
           if (pl > 0 && same_layout_as_earlier(pl, shape)) continue;

@@ -119,10 +119,14 @@ class Interpreter {
       if (!result.root) continue;
       double loss = 0;
       std::int64_t count = 0;
-      // The loss is where the last virtual stage lives: the last pipeline rank, or rank 0 in a V.
-      const int loss_rank = schedule::rank_of(program_.shape, schedule::virtual_stage_count(program_.shape) - 1);
+      // The loss is where the microbatches' routes end: the last pipeline rank, rank 0 in a V, both
+      // in a bidirectional schedule.
+      const schedule::PipelineShape& shape = program_.shape;
+      const int loss_rank = schedule::rank_of(shape, schedule::route_of(shape, 0).last);
+      const int other_loss_rank = schedule::rank_of(shape, schedule::route_of(shape, shape.microbatches - 1).last);
       for (int r = 0; r < layout_.ranks(); ++r) {
-        if (layout_.coordinate(r, plan::Axis::Pipeline) != loss_rank || layout_.coordinate(r, plan::Axis::Tensor) != 0) {
+        const int pipeline = layout_.coordinate(r, plan::Axis::Pipeline);
+        if ((pipeline != loss_rank && pipeline != other_loss_rank) || layout_.coordinate(r, plan::Axis::Tensor) != 0) {
           continue;
         }
         loss += all[static_cast<std::size_t>(r)].loss_sum;
@@ -241,11 +245,11 @@ class Interpreter {
     return b;
   }
 
-  /// The activation a Forward of (microbatch, chunk) reads: none on virtual stage 0, the previous
-  /// chunk's output when that stage is on this rank, else what RecvActivation received.
+  /// The activation a Forward of (microbatch, chunk) reads: none on the first stage of its route, the
+  /// previous chunk's output when that stage is on this rank, else what RecvActivation received.
   MatrixView forward_input(const Op& op) {
     const int vs = schedule::virtual_stage(program_.shape, pipeline_rank_, op.chunk);
-    if (vs == 0) return {};
+    if (!schedule::route_of(program_.shape, static_cast<int>(op.microbatch)).has_before(vs)) return {};
     if (schedule::rank_of(program_.shape, vs - 1) == pipeline_rank_) {
       return network_->output(static_cast<int>(op.microbatch), schedule::chunk_of(program_.shape, vs - 1));
     }
@@ -253,7 +257,7 @@ class Interpreter {
   }
   MatrixView backward_dy(const Op& op) {
     const int vs = schedule::virtual_stage(program_.shape, pipeline_rank_, op.chunk);
-    if (vs == schedule::virtual_stage_count(program_.shape) - 1) return {};
+    if (!schedule::route_of(program_.shape, static_cast<int>(op.microbatch)).has_after(vs)) return {};
     if (schedule::rank_of(program_.shape, vs + 1) == pipeline_rank_) {
       return network_->input_grad(static_cast<int>(op.microbatch), schedule::chunk_of(program_.shape, vs + 1));
     }
@@ -320,7 +324,7 @@ class Interpreter {
     const ElementRange chunk = network_->chunk_range(op.chunk);
     const ElementRange experts = network_->chunk_expert_range(op.chunk);
     const std::int64_t dense_bytes = gradient_bytes_[r][c].count();
-    if (op.group == plan::AxisSet(plan::Axis::ExpertData)) {
+    if (op.group == schedule::expert_replica_group(plan_)) {
       return {experts, expert_gradient_bytes_[r][c].count(), 2 * c + 1};
     }
     if (schedule::splits_expert_gradients(plan_)) return {{chunk.begin, experts.begin}, dense_bytes, 2 * c};

@@ -102,8 +102,9 @@ std::vector<std::unique_ptr<Layer>> build_chunk_layers(const model::Model& model
   const auto ranges = plan::virtual_stage_layers(plan, model);
   const int vs = plan::virtual_stage_of(plan.schedule, plan.pipeline, pipeline_rank, chunk);
   const plan::LayerRange range = ranges.at(static_cast<std::size_t>(vs));
+  const int stage = plan::partition_stage_of(plan.schedule, plan.pipeline, vs);
   std::vector<std::unique_ptr<Layer>> layers;
-  if (vs == 0 && takes_seeded_inputs(model)) {
+  if (stage == 0 && takes_seeded_inputs(model)) {
     layers.push_back(make_input_layer(dims));
   }
   for (int i = range.first; i < range.last; ++i) {
@@ -120,7 +121,7 @@ std::vector<std::unique_ptr<Layer>> build_chunk_layers(const model::Model& model
       case LayerKind::Generic: layers.push_back(make_mlp_block(i, dims, plan.tensor)); break;
     }
   }
-  if (vs == plan.stages() - 1 && (model.layers.empty() || model.layers.back().kind != LayerKind::OutputHead)) {
+  if (stage == plan.partition_stages() - 1 && (model.layers.empty() || model.layers.back().kind != LayerKind::OutputHead)) {
     layers.push_back(make_squared_loss());
   }
   for (auto& layer : layers) {

@@ -169,8 +169,9 @@ class Simulation {
   void start_transfer(const TransferSet& transfers, Bytes bytes, Payload payload, int rounds = 1,
                       BytesPerSec cap = FlowNetwork::kUncapped);
   /// The phases of a `kind` collective of `bytes` (`count` back to back) with `algorithm` over `groups`.
+  /// With `senders`, only the transfers from those GPUs (see phases_of).
   Phases build_phases(CollectiveKind kind, CollectiveAlgorithm algorithm, const DeviceGroups& groups, Bytes bytes,
-                      int count);
+                      int count, const std::vector<topology::DeviceId>* senders = nullptr);
   /// How long `phases` take on idle links: per phase, rounds x (latency + bytes / rate), the rate being
   /// the flow network's for a flow alone on its links (its cap, or its tightest link over its count).
   double idle_time_ns(const Phases& phases) const;
@@ -503,20 +504,35 @@ const Simulation::Phases& Simulation::phases_of(int rank, int actor, std::size_t
     const DeviceGroups groups = device_groups(cluster_, layout_, members, op.group);
     const CollectiveKind kind = collective_kind(op.kind);
     const int count = static_cast<int>(op.count);
+    // A reduction between mirrored pipeline ranks (DualPipe's two copies of a stage) spans two
+    // actors, and each runs it: each moves only its own GPUs' sends, so that the links carry the
+    // collective once. The mirrored ranks run the same order, so both halves start together.
+    std::vector<topology::DeviceId> own;
+    if (op.group.contains(plan::Axis::PipelineMirror)) {
+      for (const int m : members) own.push_back(cluster_.gpus().at(static_cast<std::size_t>(m)));
+      std::sort(own.begin(), own.end());
+    }
+    const std::vector<topology::DeviceId>* senders = own.empty() ? nullptr : &own;
+    CollectiveAlgorithm algorithm = options_.collective;
     Phases phases;
-    if (options_.collective != CollectiveAlgorithm::Auto) {
-      phases = build_phases(kind, options_.collective, groups, op.bytes, count);
+    if (algorithm != CollectiveAlgorithm::Auto) {
+      phases = build_phases(kind, algorithm, groups, op.bytes, count, senders);
     } else {
-      // NCCL's tuner: the candidate that is fastest on idle links; the first on a tie.
+      // NCCL's tuner: the candidate that is fastest on idle links; the first on a tie. It chooses for
+      // the whole collective, also where this actor moves only its share.
       double best = 0;
       for (const CollectiveAlgorithm a : auto_candidates(cluster_, kind, groups)) {
         Phases candidate = build_phases(kind, a, groups, op.bytes, count);
         const double t = idle_time_ns(candidate);
         if (phases.rounds.empty() || t < best) {
           best = t;
+          algorithm = a;
           phases = std::move(candidate);
         }
       }
+    }
+    if (senders != nullptr && options_.collective == CollectiveAlgorithm::Auto && algorithm != CollectiveAlgorithm::Auto) {
+      phases = build_phases(kind, algorithm, groups, op.bytes, count, senders);
     }
     found = phases_.emplace(key, std::move(phases)).first;
   }
@@ -524,9 +540,15 @@ const Simulation::Phases& Simulation::phases_of(int rank, int actor, std::size_t
 }
 
 Simulation::Phases Simulation::build_phases(CollectiveKind kind, CollectiveAlgorithm algorithm, const DeviceGroups& groups,
-                                           Bytes bytes, int count) {
+                                           Bytes bytes, int count, const std::vector<topology::DeviceId>* senders) {
   Phases phases;
   phases.rounds = collective_rounds(cluster_, kind, algorithm, groups, bytes);
+  if (senders != nullptr) {
+    for (CollectiveRound& r : phases.rounds) {
+      std::erase_if(r.transfers, [&](const auto& t) { return !std::binary_search(senders->begin(), senders->end(), t.first); });
+    }
+    std::erase_if(phases.rounds, [](const CollectiveRound& r) { return r.transfers.empty(); });
+  }
   for (CollectiveRound& r : phases.rounds) {
     r.rounds *= count;  // `count` collectives back to back
     phases.transfers.push_back(&transfer_set(r.transfers));

@@ -17,6 +17,7 @@ std::string_view short_name(Axis a) noexcept {
     case Axis::Pipeline: return "pp";
     case Axis::DataShard: return "dp_shard";
     case Axis::DataReplica: return "dp_replicate";
+    case Axis::PipelineMirror: return "pp_mirror";
   }
   return "?";
 }

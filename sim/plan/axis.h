@@ -16,12 +16,17 @@ namespace mpsim::plan {
 
 /// DataShard and DataReplica split the data axis for hybrid sharding (HSDP): the shards of the model
 /// states within a group of data / shard_groups ranks (the inner part of the data coordinate) and the
-/// groups that each hold a whole copy (the outer part). They are not words of an order string.
-enum class Axis : std::uint8_t { Tensor, Context, Expert, ExpertTensor, ExpertData, Data, Pipeline, DataShard, DataReplica };
-inline constexpr int kAxisCount = 9;
+/// groups that each hold a whole copy (the outer part). PipelineMirror pairs pipeline rank r with
+/// rank p - 1 - r, which hold the same two stages in a bidirectional schedule (DualPipe); a group over
+/// it and other axes is the two ranks' groups over those axes. None of these is a word of an order string.
+enum class Axis : std::uint8_t {
+  Tensor, Context, Expert, ExpertTensor, ExpertData, Data, Pipeline, DataShard, DataReplica, PipelineMirror
+};
+inline constexpr int kAxisCount = 10;
 inline constexpr std::array<Axis, kAxisCount> kAllAxes{Axis::Tensor,     Axis::Context,    Axis::Expert,
                                                        Axis::ExpertTensor, Axis::ExpertData, Axis::Data,
-                                                       Axis::DataShard,  Axis::DataReplica, Axis::Pipeline};
+                                                       Axis::DataShard,  Axis::DataReplica, Axis::Pipeline,
+                                                       Axis::PipelineMirror};
 
 /// Megatron's short words: tp, cp, ep, etp, edp, dp, pp; TorchTitan's dp_shard and dp_replicate.
 [[nodiscard]] std::string_view short_name(Axis a) noexcept;
@@ -36,6 +41,12 @@ class AxisSet {
   [[nodiscard]] constexpr bool contains(Axis a) const noexcept { return (bits_ & bit(a)) != 0; }
   [[nodiscard]] constexpr bool empty() const noexcept { return bits_ == 0; }
   [[nodiscard]] constexpr std::uint16_t bits() const noexcept { return bits_; }
+  /// The set without `a`.
+  [[nodiscard]] constexpr AxisSet without(Axis a) const noexcept {
+    AxisSet out = *this;
+    out.bits_ = static_cast<std::uint16_t>(bits_ & ~bit(a));
+    return out;
+  }
   constexpr AxisSet& operator|=(AxisSet o) noexcept {
     bits_ = static_cast<std::uint16_t>(bits_ | o.bits_);
     return *this;

@@ -1,5 +1,6 @@
 #include "sim/plan/layout.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -22,6 +23,7 @@ int Degrees::size(Axis a) const noexcept {
     case Axis::Pipeline: return pipeline;
     case Axis::DataShard: return shard_groups > 0 ? data / shard_groups : 0;
     case Axis::DataReplica: return shard_groups;
+    case Axis::PipelineMirror: return pipeline > 1 ? 2 : 1;
   }
   return 1;
 }
@@ -125,6 +127,18 @@ int Layout::with(int rank, Axis a, int value) const noexcept {
 }
 
 std::vector<int> Layout::group(int rank, AxisSet axes) const {
+  if (axes.contains(Axis::PipelineMirror)) {
+    // The group of the pipeline rank nearer rank 0, then its mirror's.
+    const AxisSet rest = axes.without(Axis::PipelineMirror);
+    const int r = coordinate(rank, Axis::Pipeline);
+    const int mirror = degrees_.pipeline - 1 - r;
+    std::vector<int> out = group(with(rank, Axis::Pipeline, std::min(r, mirror)), rest);
+    if (mirror != r) {
+      const std::vector<int> far = group(with(rank, Axis::Pipeline, std::max(r, mirror)), rest);
+      out.insert(out.end(), far.begin(), far.end());
+    }
+    return out;
+  }
   const Generator& g = generator_of(axes);
   // The rank with 0 on every axis of the set, then every combination of those axes, first fastest.
   int base = rank;
@@ -145,6 +159,15 @@ std::vector<int> Layout::group(int rank, AxisSet axes) const {
 }
 
 std::vector<std::vector<int>> Layout::groups(AxisSet axes) const {
+  if (axes.contains(Axis::PipelineMirror)) {
+    // Each pair of mirrored groups once: from the half of the pipeline nearer rank 0.
+    std::vector<std::vector<int>> out;
+    for (const std::vector<int>& g : groups(axes.without(Axis::Pipeline).without(Axis::PipelineMirror))) {
+      const int r = coordinate(g.front(), Axis::Pipeline);
+      if (r <= degrees_.pipeline - 1 - r) out.push_back(group(g.front(), axes));
+    }
+    return out;
+  }
   const Generator& g = generator_of(axes);
   // The data axis and its two parts cover the same coordinate: the other axes are data's other part
   // when the set holds one, data alone otherwise.

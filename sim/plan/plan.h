@@ -32,19 +32,22 @@ enum class ScheduleKind : std::uint8_t {
   ZbAuto,                ///< Zero Bubble's automatic schedule under a memory limit (ZB-1p at p, ZB-2p at 2p)
   VHalf,                 ///< the V at about half of 1F1B's activations (Qi et al. 2024, controllable memory)
   VMin,                  ///< the V at about a third of 1F1B's activations
+  DualPipe,              ///< DeepSeek's bidirectional DualPipe: half the microbatches enter at each end
 };
 [[nodiscard]] std::string_view to_string(ScheduleKind k) noexcept;
 /// Whether the schedule runs several model chunks (virtual stages) per pipeline rank.
 [[nodiscard]] bool has_virtual_stages(ScheduleKind k) noexcept;
-/// Whether the schedule places two chunks per rank as a V (the Zero Bubble V family, DualPipeV): chunk 0
-/// of rank r is stage r and chunk 1 is stage 2p - 1 - r, so a microbatch turns round on the last rank
-/// and both its forward and its backward end on rank 0.
+/// Whether the schedule places two chunks per rank as a V (the Zero Bubble V family, DualPipeV and
+/// DualPipe): chunk 0 of rank r is stage r and chunk 1 is stage 2p - 1 - r, so a microbatch turns round
+/// on the last rank and both its forward and its backward end on rank 0 (DualPipe's microbatches run
+/// one leg each: is_bidirectional).
 [[nodiscard]] constexpr bool is_v_shaped(ScheduleKind k) noexcept {
   switch (k) {
     case ScheduleKind::ZbV:
     case ScheduleKind::VHalf:
     case ScheduleKind::VMin:
-    case ScheduleKind::DualPipeV: return true;
+    case ScheduleKind::DualPipeV:
+    case ScheduleKind::DualPipe: return true;
     case ScheduleKind::GPipe:
     case ScheduleKind::OneFOneB:
     case ScheduleKind::Interleaved1F1B:
@@ -55,16 +58,33 @@ enum class ScheduleKind : std::uint8_t {
   }
   return false;
 }
+/// Whether microbatches run both ways (DeepSeek's DualPipe): the first half enters at pipeline rank 0
+/// and runs chunk 0 of every rank down to the last; the second half enters at the last rank and runs
+/// chunk 1 of every rank back to rank 0. Chunks are placed as the V places them (is_v_shaped), and
+/// virtual stages p + k and k hold the same layers, so every model stage lives on two ranks (r and
+/// p - 1 - r), whose gradients are summed (Axis::PipelineMirror).
+[[nodiscard]] constexpr bool is_bidirectional(ScheduleKind k) noexcept { return k == ScheduleKind::DualPipe; }
 /// The fewest microbatches a step of `kind` on `ranks` pipeline ranks runs: DualPipeV's steady phase
-/// needs 2 per rank (DeepSeek's assert); every other schedule takes 1.
+/// needs 2 per rank, and so does DualPipe's (one per rank in each direction; DeepSeek's asserts); every
+/// other schedule takes 1.
 [[nodiscard]] constexpr int minimum_microbatches(ScheduleKind kind, int ranks) noexcept {
-  return kind == ScheduleKind::DualPipeV ? 2 * ranks : 1;
+  return kind == ScheduleKind::DualPipeV || kind == ScheduleKind::DualPipe ? 2 * ranks : 1;
+}
+/// The stages a plan's partition cuts the layers into: one per virtual stage, or for a bidirectional
+/// schedule one per pipeline rank (each held twice).
+[[nodiscard]] constexpr int partition_stage_count(ScheduleKind k, int ranks, int virtual_stages) noexcept {
+  return is_bidirectional(k) ? ranks : ranks * virtual_stages;
 }
 /// The virtual stage that chunk `chunk` of pipeline rank `rank` holds, for `ranks` pipeline ranks:
 /// `chunk * ranks + rank` (Megatron's loop: rank 0 holds stages 0, p, 2p, ...), or the V of is_v_shaped().
 [[nodiscard]] constexpr int virtual_stage_of(ScheduleKind k, int ranks, int rank, int chunk) noexcept {
   if (is_v_shaped(k) && chunk == 1) return 2 * ranks - 1 - rank;
   return chunk * ranks + rank;
+}
+/// The stage of the partition that virtual stage `vs` holds (partition_stage_count): `vs`, or in a
+/// bidirectional schedule vs mod p.
+[[nodiscard]] constexpr int partition_stage_of(ScheduleKind k, int ranks, int vs) noexcept {
+  return is_bidirectional(k) ? vs % ranks : vs;
 }
 /// Every schedule with its plan-file word, in a fixed order.
 inline constexpr std::pair<std::string_view, ScheduleKind> kScheduleNames[] = {
@@ -81,6 +101,7 @@ inline constexpr std::pair<std::string_view, ScheduleKind> kScheduleNames[] = {
     {"zb-auto", ScheduleKind::ZbAuto},
     {"v-half", ScheduleKind::VHalf},
     {"v-min", ScheduleKind::VMin},
+    {"dualpipe", ScheduleKind::DualPipe},
 };
 
 enum class Objective : std::uint8_t { Speed, Memory };
@@ -238,7 +259,10 @@ struct Plan {
   /// Replicas of each expert: expert layers regroup tensor x context x data as expert_tensor x
   /// expert x expert_data (Megatron's parallel folding).
   [[nodiscard]] int expert_data() const noexcept { return tensor * context * data / (expert_tensor * expert); }
+  /// Virtual stages: the chunks of every pipeline rank.
   [[nodiscard]] int stages() const noexcept { return pipeline * virtual_stages; }
+  /// The stages the partition cuts (partition_stage_count).
+  [[nodiscard]] int partition_stages() const noexcept { return partition_stage_count(schedule, pipeline, virtual_stages); }
   /// The busiest expert rank's routed tokens over the uniform share, which sets the experts' GEMMs
   /// and the all-to-alls everyone waits for: the imbalance when dropless; with a capacity factor,
   /// the capacity when padded to it, else the smaller of the two (tokens past capacity are dropped).

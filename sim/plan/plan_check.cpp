@@ -98,6 +98,11 @@ std::vector<LayerRange> virtual_stage_layers(const Plan& plan, const model::Mode
     if (vs == stages - 1) r.last = static_cast<int>(m.layers.size());  // the output head and anything after
     out.push_back(r);
   }
+  // A bidirectional schedule's virtual stage p + k holds stage k's layers again (is_bidirectional).
+  if (is_bidirectional(plan.schedule)) {
+    const std::vector<LayerRange> once = out;
+    out.insert(out.end(), once.begin(), once.end());
+  }
   return out;
 }
 
@@ -105,6 +110,14 @@ std::optional<ShapeRuleError> v_schedule_error(ScheduleKind kind, int pipeline, 
   if (virtual_stages != 2) {
     return ShapeRuleError{"virtual_stages", fmt::format("{} holds two chunks per rank (virtual_stages 2), not {}",
                                                         to_string(kind), virtual_stages)};
+  }
+  if (is_bidirectional(kind) && pipeline % 2 != 0) {
+    return ShapeRuleError{"pipeline", fmt::format("{} pairs rank r with rank p - 1 - r: it needs an even pipeline, "
+                                                  "not {}", to_string(kind), pipeline)};
+  }
+  if (is_bidirectional(kind) && microbatches % 2 != 0) {
+    return ShapeRuleError{"microbatches", fmt::format("{} sends half the microbatches each way: it needs an even "
+                                                      "number, not {}", to_string(kind), microbatches)};
   }
   const int least = minimum_microbatches(kind, pipeline);
   if (microbatches < least) {
@@ -369,9 +382,11 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
 
   // Stages and the partition.
   const int layers = partitionable_layer_count(model);
-  const int stages = p.stages();
+  const int stages = p.partition_stages();
   const int end_stages = end_stages_without_blocks(model);
-  if (const auto error = stage_count_error(layers, p.pipeline, p.virtual_stages, !spec.partition.empty(), end_stages)) {
+  // A bidirectional schedule's two chunks per rank hold two of the pipeline's stages (partition_stage_count).
+  const int cut_chunks = is_bidirectional(p.schedule) ? 1 : p.virtual_stages;
+  if (const auto error = stage_count_error(layers, p.pipeline, cut_chunks, !spec.partition.empty(), end_stages)) {
     check.fail(stages > layers && !spec.origins.contains("virtual_stages") ? "pipeline" : "virtual_stages", *error);
   }
   if (spec.partition.empty()) {
@@ -405,6 +420,16 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
     if (const auto error = v_schedule_error(p.schedule, p.pipeline, p.virtual_stages, p.microbatches)) {
       check.fail(error->field, error->message);
     }
+  }
+  if (is_bidirectional(p.schedule)) {
+    // Each stage's two copies reduce their gradients together (Axis::PipelineMirror); sharding the
+    // weights or gradients across them is not modelled.
+    check.require(p.zero <= 1, "zero",
+                  fmt::format("{} keeps two copies of every stage; it runs with zero 0 or 1 (the distributed "
+                              "optimizer), not {}", to_string(p.schedule), p.zero));
+    check.require(p.shard_groups == 1, "shard_groups",
+                  fmt::format("{} keeps two copies of every stage; hybrid sharding is not modelled with it",
+                              to_string(p.schedule)));
   }
   if (interleaved) {
     check.require(p.virtual_stages > 1, "schedule", "interleaved-1f1b needs virtual_stages > 1");

@@ -64,7 +64,8 @@ struct LayerRange {
 };
 
 /// The layers of each virtual stage of a complete plan (plan.partition cuts the partitionable
-/// layers; the embedding joins the first virtual stage and the output head the last).
+/// layers; the embedding joins the first virtual stage and the output head the last). With a
+/// bidirectional schedule the partition cuts p stages and virtual stage p + k repeats stage k.
 [[nodiscard]] std::vector<LayerRange> virtual_stage_layers(const Plan& plan, const model::Model& model);
 
 /// Layer boundaries of `stages` stages over `layers` layers, as even as possible (the first

@@ -20,6 +20,7 @@ std::string_view to_string(ScheduleKind k) noexcept {
     case ScheduleKind::ZbAuto: return "zb-auto";
     case ScheduleKind::VHalf: return "v-half";
     case ScheduleKind::VMin: return "v-min";
+    case ScheduleKind::DualPipe: return "dualpipe";
   }
   return "?";
 }

@@ -76,7 +76,6 @@ std::optional<ProgramError> check_dependency_order(const Program& program, const
   enum Flag : std::uint8_t { kForwarded = 1, kBackwarded = 2, kActivationIn = 4, kGradIn = 8 };
   const PipelineShape& shape = program.shape;
   const int v = shape.chunks;
-  const int last = virtual_stage_count(shape) - 1;
   for (int rank = 0; rank < shape.stages; ++rank) {
     const std::vector<Op>& stream = program.streams[static_cast<std::size_t>(rank)];
     std::vector<std::uint8_t> flags(static_cast<std::size_t>(shape.microbatches) * static_cast<std::size_t>(v));
@@ -86,17 +85,18 @@ std::optional<ProgramError> check_dependency_order(const Program& program, const
     for (std::size_t i = 0; i < stream.size(); ++i) {
       for (const Op& op : compute_parts(stream[i])) {  // an F&B pair: its forward, then its backward
         const int vs = virtual_stage(shape, rank, op.chunk);
+        const Route route = route_of(shape, static_cast<int>(op.microbatch));
         const auto text = [&](OpKind k, int chunk) {
           return op_text(program, compute_op(k, static_cast<int>(op.microbatch), chunk));
         };
         switch (op.kind) {
           case OpKind::Forward:
-            if (vs > 0 && rank_of(shape, vs - 1) != rank && !(flag(op.microbatch, op.chunk) & kActivationIn)) {
+            if (route.has_before(vs) && rank_of(shape, vs - 1) != rank && !(flag(op.microbatch, op.chunk) & kActivationIn)) {
               return naming.error(
                   rank, i,
                   fmt::format("runs before its input arrives: no {} before it", text(OpKind::RecvActivation, op.chunk)));
             }
-            if (vs > 0 && rank_of(shape, vs - 1) == rank && !(flag(op.microbatch, chunk_of(shape, vs - 1)) & kForwarded)) {
+            if (route.has_before(vs) && rank_of(shape, vs - 1) == rank && !(flag(op.microbatch, chunk_of(shape, vs - 1)) & kForwarded)) {
               return naming.error(rank, i,
                                   fmt::format("runs before {}, which feeds it",
                                               text(OpKind::Forward, chunk_of(shape, vs - 1))));
@@ -105,12 +105,12 @@ std::optional<ProgramError> check_dependency_order(const Program& program, const
             break;
           case OpKind::Backward:
           case OpKind::BackwardInput:
-            if (vs < last && rank_of(shape, vs + 1) != rank && !(flag(op.microbatch, op.chunk) & kGradIn)) {
+            if (route.has_after(vs) && rank_of(shape, vs + 1) != rank && !(flag(op.microbatch, op.chunk) & kGradIn)) {
               return naming.error(
                   rank, i,
                   fmt::format("runs before its gradient arrives: no {} before it", text(OpKind::RecvGrad, op.chunk)));
             }
-            if (vs < last && rank_of(shape, vs + 1) == rank &&
+            if (route.has_after(vs) && rank_of(shape, vs + 1) == rank &&
                 !(flag(op.microbatch, chunk_of(shape, vs + 1)) & kBackwarded)) {
               return naming.error(rank, i,
                                   fmt::format("runs before the backward of {}, which feeds it",

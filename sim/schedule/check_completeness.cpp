@@ -4,6 +4,7 @@
 
 #include "sim/schedule/ops.h"
 #include "sim/schedule/validate_detail.h"
+#include "sim/schedule/virtual_stage.h"
 
 namespace mpsim::schedule::detail {
 
@@ -32,6 +33,11 @@ std::optional<ProgramError> check_completeness(const Program& program) {
     for (std::size_t i = 0; i < stream.size(); ++i) {
       if (!is_compute(stream[i].kind) || stream[i].kind == OpKind::OptimizerStep) continue;
       for (const Op& op : compute_parts(stream[i])) {
+        if (!route_of(program.shape, static_cast<int>(op.microbatch))
+                 .contains(virtual_stage(program.shape, rank, op.chunk))) {
+          return naming.error(rank, i, fmt::format("runs microbatch {} on chunk {}, which is not on its route",
+                                                   op.microbatch, op.chunk));
+        }
         Unit& u = units[op.microbatch * static_cast<std::size_t>(v) + op.chunk];
         switch (op.kind) {
           case OpKind::Forward:
@@ -76,6 +82,7 @@ std::optional<ProgramError> check_completeness(const Program& program) {
     }
     for (int mb = 0; mb < m; ++mb) {
       for (int chunk = 0; chunk < v; ++chunk) {
+        if (!route_of(program.shape, mb).contains(virtual_stage(program.shape, rank, chunk))) continue;
         const Unit& u =
             units[static_cast<std::size_t>(mb) * static_cast<std::size_t>(v) + static_cast<std::size_t>(chunk)];
         const auto missing = [&](const std::string& what) {

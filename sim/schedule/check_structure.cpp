@@ -48,7 +48,6 @@ std::optional<ProgramError> check_structure(const Program& program) {
                         fmt::format("the program has {} streams for {} stages", program.streams.size(), shape.stages)};
   }
   const Naming naming{&program, {}};
-  const int last = virtual_stage_count(shape) - 1;
   for (int rank = 0; rank < shape.stages; ++rank) {
     const std::vector<Op>& stream = program.streams[static_cast<std::size_t>(rank)];
     for (std::size_t i = 0; i < stream.size(); ++i) {
@@ -66,10 +65,11 @@ std::optional<ProgramError> check_structure(const Program& program) {
       if (!is_send(op.kind) && !is_recv(op.kind)) continue;
       const int vs = virtual_stage(shape, rank, op.chunk);
       const int other = other_end(op.kind, vs);
-      if (other < 0 || other > last) {
+      if (!route_of(shape, static_cast<int>(op.microbatch)).contains(other)) {
+        const bool exists = other >= 0 && other < virtual_stage_count(shape);
         return naming.error(rank, i,
-                            fmt::format("{} virtual stage {}, which does not exist",
-                                        is_send(op.kind) ? "sends to" : "receives from", other));
+                            fmt::format("{} virtual stage {}, which {}", is_send(op.kind) ? "sends to" : "receives from",
+                                        other, exists ? "is not on the microbatch's route" : "does not exist"));
       }
       if (rank_of(shape, other) == rank) {
         return naming.error(

@@ -87,6 +87,14 @@ struct VirtualMicrobatch {
 /// a fused backward), except the last rank's first, whose backward needs that very forward.
 [[nodiscard]] Program make_dualpipe_v(const PipelineShape& shape);
 
+/// DualPipe (DeepSeek-V3's bidirectional schedule; dualpipe.py), p even, m even and >= 2p. Microbatches
+/// 0 .. m/2 - 1 run chunk 0 of ranks 0 .. p - 1, microbatches m/2 .. m - 1 chunk 1 of ranks p - 1 .. 0
+/// (is_bidirectional). Rank r runs the order DualPipeV on p/2 ranks and m/2 microbatches gives its rank
+/// min(r, p - 1 - r), as the reference computes it from that half rank: the V's first leg is the
+/// direction that enters at the nearer end (chunk 0 on ranks below p/2, chunk 1 above), its second leg
+/// the other. With equal F, I, W and no communication its bubble is DualPipeV's on p/2 ranks.
+[[nodiscard]] Program make_dualpipe(const PipelineShape& shape);
+
 /// Zero Bubble's automatic schedule (arXiv 2401.10241, section 3.1; the reference repository's
 /// heuristic), one chunk per rank, split backward, at most shape.memory_limit microbatches' activations
 /// held per rank (from a microbatch's F until its W). Greedy, round by round: warm-up forwards as

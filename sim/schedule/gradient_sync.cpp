@@ -86,7 +86,7 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
       if (sync.expert_gradient_bytes.empty()) continue;
       const auto& experts = sync.expert_gradient_bytes.at(r);
       if (cs >= experts.size()) continue;
-      for (const Bytes b : buckets_of(experts[cs], sync.bucket_size)) buckets[cs].push_back({b, plan::Axis::ExpertData});
+      for (const Bytes b : buckets_of(experts[cs], sync.bucket_size)) buckets[cs].push_back({b, sync.expert_group});
     }
     const auto emit_reduce = [&](std::vector<Op>& out, int c) {
       for (const Bucket& b : buckets[static_cast<std::size_t>(c)]) {
@@ -111,20 +111,28 @@ Program add_gradient_sync(Program program, const GradientSync& sync) {
         }
       }
     }
+    // Chunks whose buckets fall at one place go latest stage first (chunk v - 1 down to 0 in Megatron's
+    // loop and the V). In a bidirectional schedule that is the stage the chunk holds, so that mirrored
+    // ranks, whose chunks 0 and 1 hold each other's stages, issue every bucket in the same order.
+    std::vector<int> latest_first(static_cast<std::size_t>(chunks));
+    for (int c = 0; c < chunks; ++c) latest_first[static_cast<std::size_t>(c)] = chunks - 1 - c;
+    if (plan::is_bidirectional(program.shape.kind) && static_cast<int>(r) >= program.shape.stages / 2) {
+      std::reverse(latest_first.begin(), latest_first.end());
+    }
     std::vector<Op> out;
     out.reserve(stream.size() + 8);
     const auto emit_gather = [&] {
-      for (int c = 0; c < chunks; ++c) {
-        for (const Bucket& b : buckets[static_cast<std::size_t>(c)]) {
+      for (auto c = latest_first.rbegin(); c != latest_first.rend(); ++c) {
+        for (const Bucket& b : buckets[static_cast<std::size_t>(*c)]) {
           const Bytes weights = Bytes::bytes(b.bytes.count() * sync.parameter_bytes / sync.gradient_bytes_per_parameter);
-          out.push_back(collective_op(*collectives.after_step, b.group, weights, c));
+          out.push_back(collective_op(*collectives.after_step, b.group, weights, *c));
         }
       }
     };
     const bool gather_first = collectives.after_step && sync.overlap_param_gather;
     if (gather_first) emit_gather();
     for (std::size_t i = 0; i <= stream.size(); ++i) {
-      for (int c = chunks - 1; c >= 0; --c) {
+      for (const int c : latest_first) {
         if (after[static_cast<std::size_t>(c)] == i) emit_reduce(out, c);
       }
       if (i < stream.size()) out.push_back(stream[i]);
@@ -167,8 +175,10 @@ Bytes default_gradient_bucket(const plan::Plan& plan, int dtype_bytes) noexcept 
 
 Program plan_program(const model::Model& model, const plan::Plan& plan, GradientSync sync, const Program* compute) {
   sync.zero = plan.zero;
-  sync.data_parallel = plan.data * plan.context > 1 || reduces_expert_gradients(plan);
+  sync.data_parallel = plan.data * plan.context > 1 || reduces_expert_gradients(plan) ||
+                       plan::is_bidirectional(plan.schedule);
   sync.data_group = dense_shard_group(plan);
+  sync.expert_group = expert_replica_group(plan);
   if (plan.shard_groups > 1) {
     sync.replica_group = plan::Axis::DataReplica;
     sync.shard_ranks = dense_shard_ranks(plan);

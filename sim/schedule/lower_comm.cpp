@@ -6,7 +6,6 @@ namespace mpsim::schedule {
 
 Program lower_comm(Program program) {
   const PipelineShape& shape = program.shape;
-  const int last = virtual_stage_count(shape) - 1;
   for (std::size_t r = 0; r < program.streams.size(); ++r) {
     const int rank = static_cast<int>(r);
     std::vector<Op> lowered;
@@ -15,12 +14,13 @@ Program lower_comm(Program program) {
     const auto receives = [&](const Op& pass) {
       const int mb = static_cast<int>(pass.microbatch);
       const int vs = virtual_stage(shape, rank, pass.chunk);
+      const Route route = route_of(shape, mb);
       // Neighbouring virtual stages share a rank when p = 1 and at the turn of a V; then the stream's
       // own order carries the data.
-      if (pass.kind == OpKind::Forward && vs > 0 && rank_of(shape, vs - 1) != rank) {
+      if (pass.kind == OpKind::Forward && route.has_before(vs) && rank_of(shape, vs - 1) != rank) {
         lowered.push_back(comm_op(OpKind::RecvActivation, mb, pass.chunk, rank_of(shape, vs - 1)));
       }
-      if ((pass.kind == OpKind::Backward || pass.kind == OpKind::BackwardInput) && vs < last &&
+      if ((pass.kind == OpKind::Backward || pass.kind == OpKind::BackwardInput) && route.has_after(vs) &&
           rank_of(shape, vs + 1) != rank) {
         lowered.push_back(comm_op(OpKind::RecvGrad, mb, pass.chunk, rank_of(shape, vs + 1)));
       }
@@ -28,10 +28,11 @@ Program lower_comm(Program program) {
     const auto sends = [&](const Op& pass) {
       const int mb = static_cast<int>(pass.microbatch);
       const int vs = virtual_stage(shape, rank, pass.chunk);
-      if (pass.kind == OpKind::Forward && vs < last && rank_of(shape, vs + 1) != rank) {
+      const Route route = route_of(shape, mb);
+      if (pass.kind == OpKind::Forward && route.has_after(vs) && rank_of(shape, vs + 1) != rank) {
         lowered.push_back(comm_op(OpKind::SendActivation, mb, pass.chunk, rank_of(shape, vs + 1)));
       }
-      if ((pass.kind == OpKind::Backward || pass.kind == OpKind::BackwardInput) && vs > 0 &&
+      if ((pass.kind == OpKind::Backward || pass.kind == OpKind::BackwardInput) && route.has_before(vs) &&
           rank_of(shape, vs - 1) != rank) {
         lowered.push_back(comm_op(OpKind::SendGrad, mb, pass.chunk, rank_of(shape, vs - 1)));
       }

@@ -17,6 +17,7 @@ Program make_program(const PipelineShape& shape) {
     case plan::ScheduleKind::ZbAuto: return make_zb_auto(shape);
     case plan::ScheduleKind::VHalf: return make_v_half(shape);
     case plan::ScheduleKind::VMin: return make_v_min(shape);
+    case plan::ScheduleKind::DualPipe: return make_dualpipe(shape);
   }
   throw std::invalid_argument("not a schedule kind");  // only a value cast from outside the enum gets here
 }
@@ -26,7 +27,8 @@ bool splits_backward(plan::ScheduleKind kind) noexcept {
     case plan::ScheduleKind::ZbH1:
     case plan::ScheduleKind::ZbH2:
     case plan::ScheduleKind::ZbV:
-    case plan::ScheduleKind::DualPipeV:  // DualPipeV splits some of its backwards
+    case plan::ScheduleKind::DualPipeV:  // DualPipeV and DualPipe split some of their backwards
+    case plan::ScheduleKind::DualPipe:
     case plan::ScheduleKind::ZbAuto:
     case plan::ScheduleKind::VHalf:
     case plan::ScheduleKind::VMin: return true;

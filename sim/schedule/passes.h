@@ -109,6 +109,7 @@ struct GradientSync {
   /// them, 1 / shard_ranks of a bucket. Empty: none.
   plan::AxisSet replica_group;
   int shard_ranks = 1;
+  plan::AxisSet expert_group = plan::Axis::ExpertData;  ///< the routed experts' replicas (expert_replica_group)
   bool data_parallel = false;  ///< false: no collectives, only the optimizer step
 };
 
@@ -147,12 +148,24 @@ struct SyncCollectives {
 }
 /// Whether those gradients need a reduction of their own: split, and with more than one replica.
 [[nodiscard]] inline bool reduces_expert_gradients(const plan::Plan& plan) noexcept {
-  return splits_expert_gradients(plan) && plan.expert_data() > 1;
+  return splits_expert_gradients(plan) && (plan.expert_data() > 1 || plan::is_bidirectional(plan.schedule));
+}
+/// The mirrored pipeline rank that holds the same stages in a bidirectional schedule, as a group axis
+/// (plan::Axis::PipelineMirror), or nothing.
+[[nodiscard]] inline plan::AxisSet mirror_axis(const plan::Plan& plan) noexcept {
+  return plan::is_bidirectional(plan.schedule) ? plan::AxisSet(plan::Axis::PipelineMirror) : plan::AxisSet{};
 }
 /// The group that holds replicas of the dense weights: data, and context when the plan splits the
-/// sequence (context-parallel ranks compute gradients of the same weights).
+/// sequence (context-parallel ranks compute gradients of the same weights), and the mirrored pipeline
+/// rank in a bidirectional schedule (DualPipe keeps two copies of every stage).
 [[nodiscard]] inline plan::AxisSet dense_replica_group(const plan::Plan& plan) noexcept {
-  return plan.context > 1 ? (plan::Axis::Data | plan::Axis::Context) : plan::AxisSet(plan::Axis::Data);
+  const plan::AxisSet data = plan.context > 1 ? (plan::Axis::Data | plan::Axis::Context) : plan::AxisSet(plan::Axis::Data);
+  return data | mirror_axis(plan);
+}
+/// The group that holds replicas of the routed experts when their gradients are split off
+/// (splits_expert_gradients): expert-data, and the mirrored pipeline rank in a bidirectional schedule.
+[[nodiscard]] inline plan::AxisSet expert_replica_group(const plan::Plan& plan) noexcept {
+  return plan::AxisSet(plan::Axis::ExpertData) | mirror_axis(plan);
 }
 
 /// The group ZeRO shards the dense states over: their replicas, or with HSDP (shard_groups > 1) the

@@ -46,7 +46,8 @@ std::optional<std::string> shape_error(const PipelineShape& shape) {
     case plan::ScheduleKind::ZbV:
     case plan::ScheduleKind::VHalf:
     case plan::ScheduleKind::VMin:
-    case plan::ScheduleKind::DualPipeV: return v_shape_error(shape);
+    case plan::ScheduleKind::DualPipeV:
+    case plan::ScheduleKind::DualPipe: return v_shape_error(shape);
     case plan::ScheduleKind::ZbAuto:
       if (shape.memory_limit < 1) {
         return fmt::format("zb-auto holds at least 1 microbatch's activations, not {}", shape.memory_limit);

@@ -22,4 +22,21 @@ namespace mpsim::schedule {
   return plan::is_v_shaped(shape.kind) && chunk_of(shape, vs) == 1 ? shape.stages - 1 - within : within;
 }
 
+/// The virtual stages microbatch `microbatch` runs through, first to last: all of them, or in a
+/// bidirectional schedule (plan::is_bidirectional) stages 0 .. p - 1 for the first half of the
+/// microbatches and p .. 2p - 1 for the second.
+struct Route {
+  int first = 0;
+  int last = 0;
+  [[nodiscard]] constexpr bool contains(int vs) const noexcept { return vs >= first && vs <= last; }
+  /// Whether stage `vs` of the route has one before / after it.
+  [[nodiscard]] constexpr bool has_before(int vs) const noexcept { return vs > first; }
+  [[nodiscard]] constexpr bool has_after(int vs) const noexcept { return vs < last; }
+};
+[[nodiscard]] constexpr Route route_of(const PipelineShape& shape, int microbatch) noexcept {
+  if (!plan::is_bidirectional(shape.kind)) return {0, virtual_stage_count(shape) - 1};
+  const int p = shape.stages;
+  return microbatch < shape.microbatches / 2 ? Route{0, p - 1} : Route{p, 2 * p - 1};
+}
+
 }  // namespace mpsim::schedule

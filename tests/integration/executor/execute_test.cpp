@@ -108,6 +108,16 @@ INSTANTIATE_TEST_SUITE_P(
         // The V schedules: chunk 1 of rank 0 holds the last stage (the loss), and the forward turns on rank 1.
         Split{"zb_v", 2, "--set plan.pipeline=2 --set plan.schedule=zb-v"},
         Split{"dualpipev", 2, "--set plan.pipeline=2 --set plan.schedule=dualpipev"},
+        // DualPipe: half the microbatches enter at each end; every stage is on two ranks, whose
+        // gradients are summed over the mirrored pair (with the data group when there is one).
+        Split{"dualpipe", 2, "--set plan.pipeline=2 --set plan.schedule=dualpipe"},
+        Split{"dualpipe_four", 4, "--set plan.pipeline=4 --set plan.micro_batch=1 --set plan.schedule=dualpipe"},
+        Split{"dualpipe_data", 4,
+              "--set plan.pipeline=2 --set plan.data=2 --set plan.micro_batch=1 --set plan.schedule=dualpipe "
+              "--grad-bucket 4000"},
+        Split{"dualpipe_data_zero1", 4,
+              "--set plan.pipeline=2 --set plan.data=2 --set plan.micro_batch=1 --set plan.schedule=dualpipe "
+              "--set plan.zero=1 --grad-bucket 4000"},
         Split{"v_half", 2, "--set plan.pipeline=2 --set plan.schedule=v-half"},
         Split{"v_min", 2, "--set plan.pipeline=2 --set plan.schedule=v-min"},
         Split{"zb_auto", 2, "--set plan.pipeline=2 --set plan.schedule=zb-auto --set plan.zb_memory_limit=3"},

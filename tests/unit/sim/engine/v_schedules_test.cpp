@@ -8,10 +8,14 @@
 //   Exact for equal times, 2(p - 1)T; other mixes wait otherwise (on 2 ranks F = 2, I = 1, W = 3 idles 3
 //   units where the expression says 1, F = 1, I = 2, W = 1 idles 3 against 4), the expression being a
 //   count of the README figure's slots.
+// - DualPipe (the same README): the same bubble for PP = p stages on p ranks, each rank holding two of
+//   them; half the microbatches run rank 0 -> p - 1, half p - 1 -> 0.
 #include <gtest/gtest.h>
 
 #include "engine_test_support.h"
+#include "sim/plan/layout.h"
 #include "sim/schedule/generators.h"
+#include "sim/schedule/passes.h"
 
 namespace mpsim::engine {
 namespace {
@@ -59,6 +63,45 @@ TEST(VSchedules, DualPipeVBubble) {
       }
     }
   }
+}
+
+/// DualPipe's idle time beyond its work, in units of T: p stages of one layer each, every rank
+/// running m/2 microbatches through each of its two.
+double dualpipe_bubble(int p, int m, int t) {
+  const auto cluster = pcie_box(p);
+  const std::string ms = fmt::format("{} ms", t);
+  const auto model = timed_layers(p, ms, ms, ms);
+  const trace::Report r = simulate(cluster, model, pipeline_plan(p, m, "dualpipe", cluster, model)).report;
+  return (r.step_time_s - 3.0 * m * t * kT) / kT;
+}
+
+TEST(VSchedules, DualPipeBubble) {
+  for (const int p : {2, 4, 6, 8}) {
+    for (const int m : {2 * p, 2 * p + 2, 4 * p}) {
+      for (const int t : {1, 3}) {
+        // (PP/2 - 1)(F&B + B - 3W) with PP = p: DualPipeV's expression on p/2 ranks.
+        EXPECT_NEAR(dualpipe_bubble(p, m, t), readme_bubble(p / 2, t, t, t), 1e-6) << "p=" << p << " m=" << m;
+      }
+    }
+  }
+}
+
+TEST(VSchedules, DualPipeHoldsEveryStageTwiceAndItsGradientsMeet) {
+  // On 4 ranks, virtual stage 4 + k holds stage k's layers, so rank r holds stages r and 3 - r, and
+  // its gradients meet those of its mirror, pipeline rank 3 - r.
+  const auto cluster = pcie_box(4);
+  const auto model = timed_layers(4, "1 ms", "1 ms", "1 ms");
+  const auto plan = pipeline_plan(4, 8, "dualpipe", cluster, model);
+  const auto ranges = plan::virtual_stage_layers(plan, model);
+  ASSERT_EQ(ranges.size(), 8u);
+  for (int k = 0; k < 4; ++k) {
+    EXPECT_EQ(ranges[static_cast<std::size_t>(k)].first, ranges[static_cast<std::size_t>(k + 4)].first);
+    EXPECT_EQ(ranges[static_cast<std::size_t>(k)].last, ranges[static_cast<std::size_t>(k + 4)].last);
+  }
+  const plan::Layout layout(plan);
+  EXPECT_EQ(layout.group(1, schedule::dense_replica_group(plan)), (std::vector<int>{1, 2}));
+  EXPECT_EQ(layout.group(3, schedule::dense_replica_group(plan)), (std::vector<int>{0, 3}));
+  EXPECT_EQ(layout.groups(schedule::dense_replica_group(plan)), (std::vector<std::vector<int>>{{0, 3}, {1, 2}}));
 }
 
 }  // namespace

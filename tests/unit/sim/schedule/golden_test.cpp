@@ -67,6 +67,7 @@ INSTANTIATE_TEST_SUITE_P(
         GoldenCase{"interleaved-1f1b_p2_m5_v2_n3.txt", shape(ScheduleKind::Interleaved1F1B, 2, 5, 2, 3)},
         GoldenCase{"zb-v_p4_m8.txt", shape(ScheduleKind::ZbV, 4, 8, 2)},
         GoldenCase{"dualpipev_p4_m10.txt", shape(ScheduleKind::DualPipeV, 4, 10, 2)},
+        GoldenCase{"dualpipe_p4_m8.txt", shape(ScheduleKind::DualPipe, 4, 8, 2)},
         GoldenCase{"zb-v_p2_m4_comm.txt", shape(ScheduleKind::ZbV, 2, 4, 2), true},
         GoldenCase{"v-half_p4_m8.txt", shape(ScheduleKind::VHalf, 4, 8, 2)},
         GoldenCase{"v-min_p4_m8.txt", shape(ScheduleKind::VMin, 4, 8, 2)},

@@ -54,6 +54,8 @@ TEST(TorchCsv, EveryGeneratorRoundTripsByteForByte) {
       testing::shape(ScheduleKind::ZbAuto, 4, 8),
       shape(ScheduleKind::DualPipeV, 4, 10, 2),
       shape(ScheduleKind::DualPipeV, 1, 2, 2),
+      shape(ScheduleKind::DualPipe, 4, 8, 2),
+      shape(ScheduleKind::DualPipe, 2, 6, 2),
   };
   for (const PipelineShape& s : shapes) {
     const Program program = make_program(s);

@@ -54,6 +54,10 @@ std::vector<PipelineShape> shape_table() {
       }
     }
   }
+  // DualPipe: p and m even, m >= 2p.
+  for (const auto& [p, m] : {std::pair{2, 4}, {2, 6}, {4, 8}, {4, 10}, {6, 12}, {8, 16}, {8, 18}}) {
+    out.push_back(shape(ScheduleKind::DualPipe, p, m, 2));
+  }
   return out;
 }
 
@@ -98,7 +102,8 @@ TEST_P(EveryGenerator, Validates) {
 TEST_P(EveryGenerator, RunsEachPassOncePerRank) {
   const PipelineShape& s = GetParam();
   const Program program = make_program(s);
-  const auto passes = static_cast<std::ptrdiff_t>(s.microbatches * s.chunks);
+  // A bidirectional schedule runs each microbatch on one chunk of every rank.
+  const auto passes = static_cast<std::ptrdiff_t>(s.microbatches * (plan::is_bidirectional(s.kind) ? 1 : s.chunks));
   for (const std::vector<Op>& stream : program.streams) {
     const auto count = [&](OpKind kind) {
       std::ptrdiff_t n = 0;
@@ -113,7 +118,7 @@ TEST_P(EveryGenerator, RunsEachPassOncePerRank) {
     if (!splits_backward(s.kind)) {
       EXPECT_EQ(count(OpKind::BackwardInput), 0);
     }
-    if (s.kind != ScheduleKind::DualPipeV) {
+    if (s.kind != ScheduleKind::DualPipeV && s.kind != ScheduleKind::DualPipe) {
       EXPECT_EQ(count(OpKind::Backward) == 0, splits_backward(s.kind));
       EXPECT_EQ(std::count_if(stream.begin(), stream.end(), [](const Op& op) { return op.kind == OpKind::ForwardBackward; }),
                 0);
@@ -149,6 +154,8 @@ TEST_P(EveryGenerator, HoldsTheReferencePeakOfActivations) {
         }
         break;
       case ScheduleKind::DualPipeV: EXPECT_EQ(got, 2 * p + 1) << "rank " << i; break;
+      // DualPipe: the README's PP + 1 stage-microbatches on every rank (DualPipeV's on p/2 ranks).
+      case ScheduleKind::DualPipe: EXPECT_EQ(got, p + 1) << "rank " << i; break;
       // Its limit counts a microbatch from F to W, which covers F to I.
       case ScheduleKind::ZbAuto: EXPECT_LE(got, s.memory_limit) << "rank " << i; break;
       case ScheduleKind::VHalf:
