@@ -27,15 +27,30 @@ TimeNs step_time_lower_bound(const schedule::PipelineShape& shape, std::span<con
   };
   const TimeNs last_weight = mixed ? TimeNs{} : at(0).backward_weight;
   if (plan::is_bidirectional(shape.kind)) {
-    // Each chunk runs half the microbatches, and a rank may start with either direction: its own
-    // passes, then its sync, are the bound.
+    // Each chunk runs half the microbatches. A rank's first pass waits for the nearer direction's
+    // forwards to reach it (the smaller fill), and the input gradient of its last backward still
+    // crosses the stages upstream in its direction (the smaller drain).
+    const auto sum = [&](int first, int last, auto time) {  // over virtual stages [first, last)
+      TimeNs t;
+      for (int vs = first; vs < last; ++vs) t += time(at(vs));
+      return t;
+    };
+    const auto forward_of = [](const StageTimes& s) { return s.forward; };
     for (int r = 0; r < p; ++r) {
-      TimeNs work;
+      const int far = plan::virtual_stage_of(shape.kind, p, r, 1);  // chunk 1: direction 1's stage
+      const TimeNs fill = std::min(sum(0, r, forward_of), sum(p, far, forward_of));
+      const TimeNs drain = std::min(sum(0, r, input_backward), sum(p, far, input_backward));
+      TimeNs forward, backward, input;
       for (int c = 0; c < v; ++c) {
         const StageTimes& s = at(plan::virtual_stage_of(shape.kind, p, r, c));
-        work += s.forward + whole_backward(s);
+        forward += s.forward;
+        backward += whole_backward(s);
+        input += input_backward(s);
       }
-      best = std::max(best, TimeNs(work * (m / 2) + tail(r)));
+      const std::int64_t half = m / 2;
+      const TimeNs own = fill + (forward + backward) * half + tail(r);
+      const TimeNs drained = fill + (forward + input) * half + drain;
+      best = std::max({best, own, drained});
     }
     return best;
   }

@@ -80,7 +80,8 @@ struct SearchSpace {
 [[nodiscard]] std::vector<plan::ScheduleKind> all_schedule_kinds();
 
 /// The schedules searched when none are named: all but zb-auto, which at the memory limit a plan
-/// leaves it (the pipeline size) lays out ZB-H1's order, searched already (--schedules names it).
+/// leaves it (the pipeline size) lays out ZB-H1's order, searched already, and dualpipe, whose loose
+/// bound makes large MoE searches many times slower (--schedules names them).
 [[nodiscard]] std::vector<plan::ScheduleKind> default_schedule_kinds();
 
 /// Enumerates the candidates. O(size of the space); with Mirror rules it calls resolve_plan() once per

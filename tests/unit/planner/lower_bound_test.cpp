@@ -72,9 +72,10 @@ TEST(LowerBound, TightWithoutCommunication) {
 
 /// Checks bound <= simulated for up to `samples` candidates of the space, spread over it.
 int check_bounds(const topology::Cluster& cluster, const model::Model& model, int global_batch, std::mt19937& rng,
-                 int samples) {
+                 int samples, const std::vector<plan::ScheduleKind>& schedules = {}) {
   PlannerOptions options;
   options.space.global_batch = global_batch;
+  options.space.schedules = schedules;
   const auto prepared = prepare_candidates(cluster, model, options);
   const Bytes capacity = gpu_capacity(cluster);
   std::vector<const Prepared*> usable;
@@ -165,6 +166,13 @@ TEST(LowerBound, NeverAboveTheSimulatedStepTime) {
   // Expert, context, ZeRO 3 and overlap candidates: all-to-alls, K/V and weight gathers in the bound.
   checked += check_bounds(testing::short_cluster(2, 4, "h100-sxm5-80gb", "400 Gb/s"), testing::small_moe(), 16, rng, 60);
   checked += check_bounds(testing::short_cluster(2, 4, "h100-sxm5-80gb", "400 Gb/s"), testing::long_sequence(), 8, rng, 40);
+  // DualPipe, searched only when named: both directions' fills and drains, the mirrored reductions.
+  const std::vector<plan::ScheduleKind> dualpipe{plan::ScheduleKind::DualPipe};
+  const int dualpipe_checked =
+      check_bounds(testing::short_cluster(2, 4), testing::shipped_model("gpt3-1.3b"), 32, rng, 30, dualpipe) +
+      check_bounds(testing::short_cluster(2, 4, "h100-sxm5-80gb", "400 Gb/s"), testing::small_moe(), 16, rng, 30, dualpipe);
+  EXPECT_GE(dualpipe_checked, 40);
+  checked += dualpipe_checked;
   EXPECT_GT(checked, 300);
 }
 

@@ -64,6 +64,31 @@ TEST(SearchSpace, MirroredRulesAreResolvePlansRules) {
   }
 }
 
+// DualPipe is searched only when named; its rules (even pipeline, even microbatches >= 2p, ZeRO 0-1)
+// are the plan check's too.
+TEST(SearchSpace, DualPipeWhenNamedFollowsResolvePlansRules) {
+  const auto all = cases();
+  for (const Case& c : {all[0], all[4]}) {
+    SearchSpaceOptions options;
+    options.global_batch = c.global_batch;
+    EXPECT_FALSE(std::ranges::any_of(enumerate_search_space(c.cluster, c.model, options).candidates,
+                                     [](const plan::PlanSpec& s) { return plan::is_bidirectional(s.schedule); }))
+        << c.name << ": not searched by default";
+    options.schedules = {plan::ScheduleKind::DualPipe};
+    const SearchSpace mirrored = enumerate_search_space(c.cluster, c.model, options);
+    options.rules = SpaceRules::Resolve;
+    const SearchSpace resolved = enumerate_search_space(c.cluster, c.model, options);
+    EXPECT_FALSE(mirrored.candidates.empty()) << c.name;
+    EXPECT_EQ(all_fields(mirrored), all_fields(resolved)) << c.name;
+    for (const auto& s : mirrored.candidates) {
+      EXPECT_EQ(s.pipeline % 2, 0) << c.name;
+      EXPECT_EQ(*s.microbatches % 2, 0) << c.name;
+      EXPECT_GE(*s.microbatches, 2 * s.pipeline) << c.name;
+      EXPECT_LE(s.zero, 1) << c.name;
+    }
+  }
+}
+
 TEST(SearchSpace, AxesFollowTheClusterAndTheModel) {
   const auto cluster = short_cluster(2, 4);
   const auto model = shipped_model("gpt3-1.3b");  // 16 heads, 24 layers
@@ -186,7 +211,7 @@ TEST(SearchSpace, ExpertContextSequenceParallelAndOverlapAxes) {
 
 TEST(SearchSpace, EverySchedulePresent) {
   EXPECT_EQ(all_schedule_kinds().size(), 12u);
-  EXPECT_EQ(default_schedule_kinds().size(), 11u);
+  EXPECT_EQ(default_schedule_kinds().size(), 10u);
 }
 
 }  // namespace
