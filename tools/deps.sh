@@ -4,6 +4,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config
   libyaml-cpp-dev libfmt-dev libboost-graph-dev libeigen3-dev libcli11-dev nlohmann-json3-dev
+  libtomlplusplus-dev         # TorchTitan job configs (plan import --from torchtitan), header-only use
   libgtest-dev libgmock-dev libbenchmark-dev
   libopenmpi-dev openmpi-bin
   zlib1g-dev                  # gzip-compressed traces (--trace run.json.gz)

@@ -39,6 +39,9 @@ struct ExportInput {
   const model::Model& model;
   std::string model_file;  ///< where the model was read, for errors about it
   LaunchShape shape;
+  /// TorchTitan: the name, beside the TOML, of the schedule CSV the TOML names for a schedule
+  /// TorchTitan has no class for (torchtitan_runs_from_csv); empty where no file is written (stdout).
+  std::string schedule_csv = {};
 };
 
 /// The launch configuration's text. Throws InputError naming the plan (or model) field a target cannot express.
@@ -49,6 +52,13 @@ struct ExportInput {
 [[nodiscard]] std::string export_deepspeed(const ExportInput& input);
 [[nodiscard]] std::string export_torchtitan(const ExportInput& input);
 [[nodiscard]] std::string export_sagemaker(const ExportInput& input);
+
+/// Whether TorchTitan runs the plan's pipeline schedule from a CSV (`pipeline_parallel_schedule_csv`,
+/// torch.distributed.pipelining's _PipelineScheduleRuntime) rather than by a schedule class's name:
+/// zb-h1, zb-h2, zb-auto, sagemaker-interleaved, v-half and v-min, with pipeline > 1.
+[[nodiscard]] bool torchtitan_runs_from_csv(const plan::Plan& plan);
+/// That CSV: the plan's per-rank compute order in PyTorch's format (sim/schedule/torch_csv.h).
+[[nodiscard]] std::string torchtitan_schedule_csv(const plan::Plan& plan);
 
 /// Throws the InputError for `field` (a plan field's canonical name: "schedule", "zero", "context",
 /// ...) that `target` cannot express, located where the plan wrote it (or at the plan file when the

@@ -15,6 +15,7 @@ struct ImportedLaunch {
   std::string model_yaml;  ///< the shape arguments as a model file (with_model only)
   std::optional<int> gpus;  ///< torchrun's --nnodes x --nproc_per_node, or the caller's; unset: the plan leaves data to the cluster
   std::vector<std::string> ignored;  ///< the arguments that set neither (data, optimizer, logging, ...)
+  std::vector<std::string> notes;    ///< what the user should know about the plan (one line each)
 };
 
 /// `gpus` overrides the script's GPU count; `with_model` asks for the model too (then the shape arguments

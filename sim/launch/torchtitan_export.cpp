@@ -1,5 +1,6 @@
 // TorchTitan's job config TOML (torchtitan/config/job_config.py): [parallelism], [training],
-// [activation_checkpoint] and the float8 / MX converters. ZeRO maps to FSDP2: zero 0 is DDP
+// [activation_checkpoint] and the float8 / MX converters; a schedule TorchTitan has no class for runs
+// from the plan's order as a CSV (pipeline_parallel_schedule_csv). ZeRO maps to FSDP2: zero 0 is DDP
 // (replicate only), zero 3 FSDP resharding after the forward, zero 2 FSDP keeping the gathered
 // parameters until the backward; FSDP2 has no optimizer-only sharding (zero 1).
 #include <algorithm>
@@ -8,6 +9,8 @@
 #include <fmt/format.h>
 
 #include "sim/launch/export.h"
+#include "sim/schedule/generators.h"
+#include "sim/schedule/torch_csv.h"
 
 namespace mpsim::launch {
 
@@ -26,7 +29,10 @@ struct Table {
   void comment(std::string_view text) { lines.push_back(fmt::format("# {}", text)); }
 };
 
-/// torch.distributed.pipelining's schedule class name for the plan's schedule.
+/// torch.distributed.pipelining's schedule class name for the plan's schedule. For a schedule run from
+/// a CSV, the name only tells TorchTitan how many stages each rank builds and where they sit
+/// (pipeline_llm, pipeline_module_split): PipelineScheduleSingle for one stage per rank in a line,
+/// ZBVZeroBubble for two in a V; the CSV's order then replaces the class's own.
 std::string_view schedule_name(const ExportInput& in) {
   const plan::Plan& p = in.plan;
   switch (p.schedule) {
@@ -35,11 +41,26 @@ std::string_view schedule_name(const ExportInput& in) {
     case plan::ScheduleKind::Interleaved1F1B: return "Interleaved1F1B";
     case plan::ScheduleKind::ZbV: return "ZBVZeroBubble";
     case plan::ScheduleKind::DualPipeV: return "DualPipeV";
+    case plan::ScheduleKind::ZbH1:
+    case plan::ScheduleKind::ZbH2:
+    case plan::ScheduleKind::ZbAuto:
+    case plan::ScheduleKind::SageMakerInterleaved:
+    case plan::ScheduleKind::VHalf:
+    case plan::ScheduleKind::VMin:
+      if (in.schedule_csv.empty()) {
+        cannot_express(in, kTarget, "schedule",
+                       fmt::format("TorchTitan runs {} from a schedule CSV written beside the TOML "
+                                   "(pipeline_parallel_schedule_csv); write the TOML to a file (-o FILE.toml)",
+                                   plan::to_string(p.schedule)));
+      }
+      return plan::is_v_shaped(p.schedule) ? "ZBVZeroBubble" : "PipelineScheduleSingle";
     default:
+      // DualPipe's microbatches enter at both ends, so each stage lives on two ranks; TorchTitan builds
+      // every stage once (its DualPipeV is the one-direction V).
       cannot_express(in, kTarget, "schedule",
-                     fmt::format("torch.distributed.pipelining has no {} schedule (TorchTitan runs 1F1B, GPipe, "
-                                 "Interleaved1F1B, ZBVZeroBubble and DualPipeV; InterleavedZeroBubble is "
-                                 "interleaved, not zb-h1)",
+                     fmt::format("TorchTitan builds each pipeline stage on one rank and has no {} schedule (it runs "
+                                 "1F1B, GPipe, Interleaved1F1B, ZBVZeroBubble and DualPipeV by name, and zb-h1, "
+                                 "zb-h2, zb-auto, sagemaker-interleaved, v-half and v-min from a schedule CSV)",
                                  plan::to_string(p.schedule)));
   }
 }
@@ -79,6 +100,7 @@ void parallelism(const ExportInput& in, Table& t, std::vector<std::string>& note
   t.set("pipeline_parallel_degree", p.pipeline);
   if (p.pipeline > 1) {
     t.text("pipeline_parallel_schedule", schedule_name(in));
+    if (torchtitan_runs_from_csv(p)) t.text("pipeline_parallel_schedule_csv", in.schedule_csv);
     if (p.schedule == plan::ScheduleKind::Interleaved1F1B && p.microbatch_group_size != p.pipeline) {
       cannot_express(in, kTarget, "microbatch_group_size",
                      "torch.distributed.pipelining's Interleaved1F1B runs microbatches in rounds of the pipeline "
@@ -153,6 +175,22 @@ void check_rest(const ExportInput& in) {
 }
 
 }  // namespace
+
+bool torchtitan_runs_from_csv(const plan::Plan& p) {
+  switch (p.schedule) {
+    case plan::ScheduleKind::ZbH1:
+    case plan::ScheduleKind::ZbH2:
+    case plan::ScheduleKind::ZbAuto:
+    case plan::ScheduleKind::SageMakerInterleaved:
+    case plan::ScheduleKind::VHalf:
+    case plan::ScheduleKind::VMin: return p.pipeline > 1;
+    default: return false;  // a schedule TorchTitan names, or none it can run
+  }
+}
+
+std::string torchtitan_schedule_csv(const plan::Plan& p) {
+  return schedule::to_torch_csv(schedule::make_program(schedule::shape_of(p)));
+}
 
 std::string export_torchtitan(const ExportInput& in) {
   const plan::Plan& p = in.plan;
@@ -247,6 +285,11 @@ std::string export_torchtitan(const ExportInput& in) {
                      p.microbatches, p.micro_batch);
   out += "# Run it with CONFIG_FILE=./this.toml ./run_train.sh (torchrun on every node), or pass\n"
          "# --job.config_file this.toml; --section.key value overrides a setting.\n";
+  if (torchtitan_runs_from_csv(p)) {
+    out += fmt::format("# The {} order runs from {}, beside this file. TorchTitan opens that path from\n"
+                       "# the folder it is launched in: launch there, or give --parallelism.pipeline_parallel_schedule_csv.\n",
+                       plan::to_string(p.schedule), in.schedule_csv);
+  }
   for (const std::string& note : notes) out += "# " + note + "\n";
   out += "\n[model]\n";
   if (in.model.shape) {

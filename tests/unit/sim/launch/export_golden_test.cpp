@@ -23,6 +23,8 @@ struct GoldenCase {
   std::string topology;
   std::string model;
   std::string plan;
+  int gpus = 0;     ///< the job's first GPUs (--gpus); 0: the whole topology
+  std::string csv = {};  ///< TorchTitan: the schedule CSV the TOML names, also under tests/golden/export/
 };
 
 void PrintTo(const GoldenCase& c, std::ostream* os) { *os << c.file; }
@@ -34,19 +36,26 @@ bool updating() {
 
 class Golden : public ::testing::TestWithParam<GoldenCase> {};
 
-TEST_P(Golden, MatchesTheFile) {
-  const GoldenCase& c = GetParam();
-  const std::string text = ResolvedPlan(c.topology, c.model, c.plan).exported(c.target);
-  const std::string path = testing::repo_path("tests/golden/export/" + c.file);
+/// Compares `text` with the golden file `name`, or writes it when updating.
+void expect_golden(const std::string& name, const std::string& text) {
+  const std::string path = testing::repo_path("tests/golden/export/" + name);
   if (updating()) {
-    std::ofstream(path) << text;
-    GTEST_SKIP() << "wrote " << path;
+    std::ofstream(path, std::ios::binary) << text;
+    return;
   }
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   ASSERT_TRUE(in) << "missing golden file " << path << " (MPSIM_UPDATE_GOLDEN=1 writes it)";
   std::stringstream want;
   want << in.rdbuf();
   EXPECT_EQ(text, want.str()) << "differs from " << path;
+}
+
+TEST_P(Golden, MatchesTheFile) {
+  const GoldenCase& c = GetParam();
+  const ResolvedPlan resolved(c.topology, c.model, c.plan, c.gpus);
+  expect_golden(c.file, resolved.exported(c.target, c.csv));
+  if (!c.csv.empty()) expect_golden(c.csv, torchtitan_schedule_csv(resolved.plan));
+  if (updating()) GTEST_SKIP() << "wrote " << c.file << " " << c.csv;
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -68,6 +77,9 @@ INSTANTIATE_TEST_SUITE_P(
                    "configs/models/megatron-1.7b.yaml", "configs/plans/megatron-sc21-1.7b.yaml"},
         GoldenCase{"torchtitan-llama3-8b.toml", Framework::TorchTitan, "topologies/dgx-h100.yaml",
                    "configs/models/llama3-8b.yaml", "configs/plans/megatron-sc21-1.7b.yaml"},
+        GoldenCase{"torchtitan-cpu-tiny-zb-h1-pp2.toml", Framework::TorchTitan, "topologies/dgx-a100.yaml",
+                   "configs/models/cpu-gpt-tiny.yaml", "configs/plans/cpu-tiny-zb-h1-pp2.yaml", 2,
+                   "torchtitan-cpu-tiny-zb-h1-pp2.csv"},
         GoldenCase{"sagemaker-gpt3-1.3b.json", Framework::SageMaker, "topologies/p4d.24xlarge.yaml",
                    "configs/models/gpt3-1.3b.yaml", "configs/plans/gpt3-1.3b-sagemaker.yaml"},
         GoldenCase{"sagemaker-gpt3-1.3b-p3.json", Framework::SageMaker, "topologies/p3.16xlarge.yaml",

@@ -34,8 +34,9 @@ struct ResolvedPlan {
     if (gpus > 0) c.keep_job_gpus(topology::job_shape(gpus, static_cast<int>(c.gpus_of_node(0).size())));
     return c;
   }
-  [[nodiscard]] std::string exported(Framework target) const {
-    return export_plan(target, {plan, spec, model, model_file, launch_shape(cluster)});
+  /// `schedule_csv`: the CSV file name a TorchTitan TOML gives a schedule it runs from a CSV.
+  [[nodiscard]] std::string exported(Framework target, const std::string& schedule_csv = {}) const {
+    return export_plan(target, {plan, spec, model, model_file, launch_shape(cluster), schedule_csv});
   }
 };
 

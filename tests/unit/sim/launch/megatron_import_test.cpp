@@ -1,4 +1,5 @@
-// Megatron-LM launch scripts and SageMaker's parameters into plans and models, and export -> import round trips.
+// Megatron-LM launch scripts and SageMaker's parameters into plans and models, and export -> import round
+// trips of every shipped plan (through TorchTitan's job TOML where neither runs the schedule).
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -11,6 +12,7 @@
 #include "sim/core/text_file.h"
 #include "sim/launch/megatron_import.h"
 #include "sim/launch/sagemaker_import.h"
+#include "sim/launch/torchtitan_import.h"
 
 namespace mpsim::launch {
 namespace {
@@ -32,9 +34,26 @@ void PrintTo(const RoundTripCase& c, std::ostream* os) { *os << c.plan; }
 
 class EveryShippedPlan : public ::testing::TestWithParam<RoundTripCase> {};
 
+/// A TorchTitan export read back: the TOML names the schedule CSV "job.csv" where it needs one, and the
+/// import reads that CSV from memory.
+ImportedLaunch through_torchtitan(const ResolvedPlan& original, std::string& exported) {
+  const bool with_csv = torchtitan_runs_from_csv(original.plan);
+  exported = original.exported(Framework::TorchTitan, with_csv ? "job.csv" : "");
+  const std::string csv = with_csv ? torchtitan_schedule_csv(original.plan) : "";
+  TorchTitanImportOptions options;
+  options.model = &original.model;
+  options.read_csv = [&](const std::string& written) {
+    EXPECT_EQ(written, "job.csv");
+    return ScheduleCsvFile{"job.csv", csv};
+  };
+  return import_torchtitan(exported, "job.toml", options);
+}
+
 // import(export(plan)) resolves to the same plan on the same cluster and model, for every shipped plan:
 // through a Megatron-LM script where Megatron-LM runs its schedule, else through SageMaker's parameters
-// (its simple and interleaved pipelines). A schedule neither runs (ZB-H1) is an error at `schedule` in both.
+// (its simple and interleaved pipelines), else through a TorchTitan job TOML whose schedule CSV carries
+// the order (ZB-H1: neither Megatron-LM nor SageMaker runs it, and the export to either is the error at
+// `schedule`).
 TEST_P(EveryShippedPlan, RoundTripsThroughALaunchConfiguration) {
   const RoundTripCase& c = GetParam();
   const ResolvedPlan original(c.topology, c.model, "configs/plans/" + c.plan, c.gpus);
@@ -56,17 +75,20 @@ TEST_P(EveryShippedPlan, RoundTripsThroughALaunchConfiguration) {
     } catch (const InputError& e) {
       EXPECT_EQ(e.field(), "schedule");
     }
-    return;
   }
-  const std::string exported = original.exported(megatron ? Framework::Megatron : Framework::SageMaker);
-  const ImportedLaunch imported = megatron ? import_megatron(exported, "launch.sh", std::nullopt, false)
-                                           : import_sagemaker(exported, "distribution.json", original.plan.gpus());
+  std::string exported;
+  const ImportedLaunch imported =
+      megatron    ? import_megatron(exported = original.exported(Framework::Megatron), "launch.sh", std::nullopt, false)
+      : sagemaker ? import_sagemaker(exported = original.exported(Framework::SageMaker), "distribution.json",
+                                     original.plan.gpus())
+                  : through_torchtitan(original, exported);
   ASSERT_TRUE(imported.gpus);
   EXPECT_EQ(*imported.gpus, original.plan.gpus());
   const plan::Plan back = plan::resolve_plan(imported_spec(imported), original.cluster, original.model);
   EXPECT_EQ(back, original.plan) << exported << "\n" << imported.plan_yaml;
   // Every argument the script writes is one the import reads.
   EXPECT_TRUE(imported.ignored.empty()) << ::testing::PrintToString(imported.ignored);
+  EXPECT_TRUE(imported.notes.empty()) << ::testing::PrintToString(imported.notes);
 }
 
 INSTANTIATE_TEST_SUITE_P(

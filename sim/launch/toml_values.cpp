@@ -1,0 +1,133 @@
+#include "sim/launch/toml_values.h"
+
+#include <algorithm>
+
+#include <toml++/toml.h>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace mpsim::launch {
+
+/// Walks the parsed document into dotted keys.
+class TomlFlattener {
+ public:
+  explicit TomlFlattener(TomlValues& out) : out_(out) {}
+
+  void table(const toml::table& t, const std::string& prefix) {
+    for (auto&& [key, node] : t) {
+      const std::string name = prefix.empty() ? std::string(key.str()) : prefix + "." + std::string(key.str());
+      if (const toml::table* inner = node.as_table()) {
+        out_.tables_[name] = at(inner->source().begin.line > 0 ? inner->source() : key.source());
+        table(*inner, name);
+      } else {
+        leaf(name, node, key.source());
+      }
+    }
+  }
+
+ private:
+  [[nodiscard]] SourceLocation at(const toml::source_region& region) const {
+    return {out_.file_, static_cast<int>(region.begin.line), static_cast<int>(region.begin.column)};
+  }
+
+  void leaf(const std::string& name, const toml::node& node, const toml::source_region& key_at) {
+    TomlValues::Entry entry{TomlValues::OtherType{"a value"}, "", at(node.source().begin.line > 0 ? node.source() : key_at)};
+    if (const auto* i = node.as_integer()) {
+      entry.value = i->get();
+      entry.shown = std::to_string(i->get());
+    } else if (const auto* b = node.as_boolean()) {
+      entry.value = b->get();
+      entry.shown = b->get() ? "true" : "false";
+    } else if (const auto* s = node.as_string()) {
+      entry.value = s->get();
+      entry.shown = fmt::format("\"{}\"", s->get());
+    } else if (const auto* f = node.as_floating_point()) {
+      entry.value = TomlValues::OtherType{"a float"};
+      entry.shown = fmt::format("{}", f->get());
+    } else if (const auto* a = node.as_array()) {
+      std::vector<std::string> words;
+      bool all_strings = true;
+      for (const toml::node& element : *a) {
+        if (const auto* s = element.as_string()) {
+          words.push_back(s->get());
+        } else {
+          all_strings = false;
+        }
+      }
+      entry.value = all_strings ? TomlValues::Value{words} : TomlValues::Value{TomlValues::OtherType{"an array"}};
+      entry.shown = all_strings ? fmt::format("[\"{}\"]", fmt::join(words, "\", \"")) : "an array";
+      if (words.empty() && all_strings) entry.shown = "[]";
+    } else {
+      entry.value = TomlValues::OtherType{"a date or time"};
+      entry.shown = "a date or time";
+    }
+    out_.order_.push_back(name);
+    out_.entries_.emplace(name, std::move(entry));
+  }
+
+  TomlValues& out_;
+};
+
+TomlValues TomlValues::parse(std::string_view text, const std::string& file) {
+  TomlValues values;
+  values.file_ = file;
+  try {
+    const toml::table root = toml::parse(text, file);
+    TomlFlattener(values).table(root, "");
+    // toml++ keeps keys sorted by name; notes list them as the file does.
+    std::sort(values.order_.begin(), values.order_.end(), [&](const std::string& a, const std::string& b) {
+      const SourceLocation& x = values.entries_.at(a).where;
+      const SourceLocation& y = values.entries_.at(b).where;
+      return std::pair(x.line, x.column) < std::pair(y.line, y.column);
+    });
+  } catch (const toml::parse_error& e) {
+    throw InputError({file, static_cast<int>(e.source().begin.line), static_cast<int>(e.source().begin.column)}, "",
+                     fmt::format("not TOML: {}", e.description()));
+  }
+  return values;
+}
+
+const TomlValues::Entry* TomlValues::find(std::string_view key) const {
+  read_.emplace(key);
+  const auto it = entries_.find(key);
+  return it == entries_.end() ? nullptr : &it->second;
+}
+
+bool TomlValues::has(std::string_view key) const { return find(key) != nullptr; }
+
+template <typename T>
+std::optional<T> TomlValues::read(std::string_view key, std::string_view expected) const {
+  const Entry* e = find(key);
+  if (e == nullptr) return std::nullopt;
+  if (const T* v = std::get_if<T>(&e->value)) return *v;
+  fail(key, fmt::format("{} is {}, not {}", key, expected, e->shown));
+}
+
+std::optional<std::int64_t> TomlValues::integer(std::string_view key) const { return read<std::int64_t>(key, "an integer"); }
+std::optional<bool> TomlValues::flag(std::string_view key) const { return read<bool>(key, "true or false"); }
+std::optional<std::string> TomlValues::text(std::string_view key) const { return read<std::string>(key, "a string"); }
+std::optional<std::vector<std::string>> TomlValues::texts(std::string_view key) const {
+  return read<std::vector<std::string>>(key, "a list of strings");
+}
+
+SourceLocation TomlValues::where(std::string_view key) const {
+  if (const auto it = entries_.find(key); it != entries_.end()) return it->second.where;
+  const std::string_view table = key.substr(0, key.rfind('.') == std::string_view::npos ? 0 : key.rfind('.'));
+  if (const auto it = tables_.find(table); it != tables_.end()) return it->second;
+  return {file_, 0, 0};
+}
+
+void TomlValues::fail(std::string_view key, const std::string& message) const {
+  throw InputError(where(key), std::string(key), message);
+}
+
+std::vector<std::string> TomlValues::unread() const {
+  std::vector<std::string> out;
+  for (const std::string& key : order_) {
+    if (!read_.contains(key)) out.push_back(key);
+  }
+  return out;
+}
+
+}  // namespace mpsim::launch
