@@ -26,6 +26,20 @@ TimeNs step_time_lower_bound(const schedule::PipelineShape& shape, std::span<con
     return mixed ? std::min(s.backward, s.backward_input) : s.backward_input;
   };
   const TimeNs last_weight = mixed ? TimeNs{} : at(0).backward_weight;
+  // Rank r's compute per microbatch of every chunk: forwards, whole backwards, input gradients.
+  struct Work {
+    TimeNs forward, backward, input;
+  };
+  const auto work_of = [&](int r) {
+    Work w;
+    for (int c = 0; c < v; ++c) {
+      const StageTimes& s = at(plan::virtual_stage_of(shape.kind, p, r, c));
+      w.forward += s.forward;
+      w.backward += whole_backward(s);
+      w.input += input_backward(s);
+    }
+    return w;
+  };
   if (plan::is_bidirectional(shape.kind)) {
     // Each chunk runs half the microbatches. A rank's first pass waits for the nearer direction's
     // forwards to reach it (the smaller fill), and the input gradient of its last backward still
@@ -40,16 +54,10 @@ TimeNs step_time_lower_bound(const schedule::PipelineShape& shape, std::span<con
       const int far = plan::virtual_stage_of(shape.kind, p, r, 1);  // chunk 1: direction 1's stage
       const TimeNs fill = std::min(sum(0, r, forward_of), sum(p, far, forward_of));
       const TimeNs drain = std::min(sum(0, r, input_backward), sum(p, far, input_backward));
-      TimeNs forward, backward, input;
-      for (int c = 0; c < v; ++c) {
-        const StageTimes& s = at(plan::virtual_stage_of(shape.kind, p, r, c));
-        forward += s.forward;
-        backward += whole_backward(s);
-        input += input_backward(s);
-      }
+      const Work w = work_of(r);
       const std::int64_t half = m / 2;
-      const TimeNs own = fill + (forward + backward) * half + tail(r);
-      const TimeNs drained = fill + (forward + input) * half + drain;
+      const TimeNs own = fill + (w.forward + w.backward) * half + tail(r);
+      const TimeNs drained = fill + (w.forward + w.input) * half + drain;
       best = std::max({best, own, drained});
     }
     return best;
@@ -57,16 +65,10 @@ TimeNs step_time_lower_bound(const schedule::PipelineShape& shape, std::span<con
 
   TimeNs fill, drain_fused, drain_input;  // over virtual stages 0..r-1
   for (int r = 0; r < p; ++r) {
-    TimeNs forward, backward, input;
-    for (int c = 0; c < v; ++c) {
-      const StageTimes& s = at(plan::virtual_stage_of(shape.kind, p, r, c));
-      forward += s.forward;
-      backward += whole_backward(s);
-      input += input_backward(s);
-    }
-    const TimeNs own = fill + (forward + backward) * m + tail(r);
-    const TimeNs drained = split ? TimeNs(fill + (forward + input) * m + drain_input + last_weight + tail(0))
-                                 : TimeNs(fill + (forward + backward) * m + drain_fused + tail(0));
+    const Work w = work_of(r);
+    const TimeNs own = fill + (w.forward + w.backward) * m + tail(r);
+    const TimeNs drained = split ? TimeNs(fill + (w.forward + w.input) * m + drain_input + last_weight + tail(0))
+                                 : TimeNs(fill + (w.forward + w.backward) * m + drain_fused + tail(0));
     const TimeNs bound = std::max(own, drained);
     best = std::max(best, bound);
     fill += at(r).forward;

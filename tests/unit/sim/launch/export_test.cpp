@@ -12,10 +12,9 @@ namespace mpsim::launch {
 namespace {
 
 using testing::ResolvedPlan;
+using testing::kDgxH100;
+using testing::kLlama8b;
 using testing::spec_from;
-
-constexpr const char* kDgxH100 = "topologies/dgx-h100.yaml";
-constexpr const char* kLlama8b = "configs/models/llama3-8b.yaml";
 
 /// The error an export throws: "field: message", or "<no error>".
 std::string export_error(Framework target, const std::string& plan_yaml, const std::string& model = kLlama8b,

@@ -9,6 +9,10 @@
 
 namespace mpsim::launch::testing {
 
+/// The cluster and model most launch tests export and import.
+constexpr const char* kDgxH100 = "topologies/dgx-h100.yaml";
+constexpr const char* kLlama8b = "configs/models/llama3-8b.yaml";
+
 inline std::string repo_path(const std::string& relative) { return std::string(MPSIM_SOURCE_DIR) + "/" + relative; }
 
 /// A shipped plan resolved on a shipped topology (whole) and model, ready to export.

@@ -16,10 +16,9 @@ namespace mpsim::launch {
 namespace {
 
 using testing::ResolvedPlan;
+using testing::kDgxH100;
+using testing::kLlama8b;
 using testing::spec_from;
-
-constexpr const char* kDgxH100 = "topologies/dgx-h100.yaml";
-constexpr const char* kLlama8b = "configs/models/llama3-8b.yaml";
 
 plan::PlanSpec imported_spec(const ImportedLaunch& imported) {
   return plan::load_plan_spec(YamlDocument::parse(imported.plan_yaml, "imported.yaml").root());
