@@ -79,7 +79,8 @@ GpuKind load_gpu_kind(const Field& field, std::string id) {
   kind.attention_efficiency = kind.matmul_efficiency;
   if (auto e = field.get("attention_efficiency")) kind.attention_efficiency = e->as_double_in(0.01, 1.0);
   if (auto kernels = field.get("attention_kernels")) {
-    for (const auto& [name, value] : kernels->entries()) {
+    for (const auto& [key, value] : kernels->entries()) {
+      const std::string_view name = key;  // a structured binding cannot be captured before C++20's clang 16
       const auto* known = std::find_if(std::begin(kAttentionGenerationNames), std::end(kAttentionGenerationNames),
                                        [&](const auto& entry) { return entry.first == name; });
       if (known == std::end(kAttentionGenerationNames)) {
