@@ -13,7 +13,7 @@ build=${1:?usage: tools/fuzz.sh BUILD_DIR SECONDS [HARNESS ...]}
 seconds=${2:?usage: tools/fuzz.sh BUILD_DIR SECONDS [HARNESS ...]}
 shift 2
 all=(topology_fuzz model_fuzz plan_fuzz override_fuzz nvidia_smi_fuzz nccl_xml_fuzz trace_fuzz torch_csv_fuzz
-  step_record_fuzz launch_script_fuzz framework_trace_fuzz gzip_fuzz)
+  step_record_fuzz launch_script_fuzz framework_trace_fuzz gzip_fuzz torchtitan_job_fuzz)
 harnesses=("$@")
 [[ ${#harnesses[@]} -eq 0 ]] && harnesses=("${all[@]}")
 out=${MPSIM_FUZZ_OUT:-$build/fuzz-out}
@@ -42,6 +42,13 @@ seeds() {
       for f in "$repo"/tests/fuzz/seeds/trace/*; do gzip -n -c "$f" > "$dir/$(basename "$f").gz"; done
       echo "" ;;
     launch_script_fuzz) cp "$repo"/tests/data/launch/*.sh "$repo"/tests/golden/export/*.sh "$dir"; echo "" ;;
+    torchtitan_job_fuzz)
+      # Job TOMLs, and the one that names a schedule CSV with that CSV after a "#csv" line.
+      cp "$repo"/tests/data/launch/*.toml "$repo"/tests/golden/export/*.toml "$dir"
+      for f in "$repo"/tests/golden/export/*.csv; do
+        { cat "${f%.csv}.toml"; printf '\n#csv\n'; cat "$f"; } > "$dir/$(basename "${f%.csv}")-with-csv"
+      done
+      echo "" ;;
     *) echo "tools/fuzz.sh: unknown harness '$name' (known: $(tr "\n" " " < "$out/known"))" >&2; return 1 ;;
   esac
 }

@@ -1,8 +1,41 @@
 #include "sim/launch/toml_values.h"
 
 #include <algorithm>
+#include <cctype>
+#include <optional>
+#include <stdexcept>
 
+// toml++ 3.3's parser asserts what it has not checked (a table header's first key character: "[#"
+// fails it), and with NDEBUG turns those asserts into assumptions, undefined behaviour on such input.
+// Here they are checks that throw (this is the only file that includes toml++), reported as "not TOML".
+namespace mpsim::launch {
+struct TomlParserAssertion : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+}  // namespace mpsim::launch
+#ifdef NDEBUG
+#define MPSIM_TOML_NDEBUG
+#undef NDEBUG
+#endif
+#define TOML_ASSERT(expr) ((expr) ? void() : throw ::mpsim::launch::TomlParserAssertion(#expr))
+// In its noexcept accessors a failed check ends the program, as its own assert would.
+#if defined(__clang__)
+#pragma clang diagnostic push
+#pragma clang diagnostic ignored "-Wexceptions"
+#else
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wterminate"
+#endif
 #include <toml++/toml.h>
+#if defined(__clang__)
+#pragma clang diagnostic pop
+#else
+#pragma GCC diagnostic pop
+#endif
+#ifdef MPSIM_TOML_NDEBUG
+#define NDEBUG
+#undef MPSIM_TOML_NDEBUG
+#endif
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -69,7 +102,53 @@ class TomlFlattener {
   TomlValues& out_;
 };
 
+namespace {
+
+/// Where the first table header without a key starts ("[#", "[[ =]"), for the error the parser's
+/// assertion becomes; the file alone when none is found.
+SourceLocation keyless_table_header(std::string_view text, const std::string& file) {
+  const auto starts_key = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_' || c == '-' || c == '"' || c == '\'';
+  };
+  int line = 1;
+  for (std::size_t start = 0; start <= text.size(); ++line) {
+    const std::size_t end = std::min(text.find('\n', start), text.size());
+    const std::string_view row = text.substr(start, end - start);
+    std::size_t i = row.find_first_not_of(" \t");
+    if (i != std::string_view::npos && row[i] == '[') {
+      const std::size_t bracket = i;
+      i = row.find_first_not_of(" \t[", bracket);
+      if (i == std::string_view::npos || !starts_key(row[i])) return {file, line, static_cast<int>(bracket) + 1};
+    }
+    start = end + 1;
+  }
+  return {file, 0, 0};
+}
+
+/// The first byte outside ASCII. toml++ 3.3 classifies some non-ASCII characters where it reads a bare
+/// key by a table that ends in an unreachable point (undefined behaviour, found by fuzzing: U+FCFF at
+/// a line's start); job files are ASCII (every name TorchTitan reads is), so such bytes are refused.
+std::optional<SourceLocation> first_non_ascii(std::string_view text, const std::string& file) {
+  int line = 1, column = 1;
+  for (const char c : text) {
+    if (static_cast<unsigned char>(c) >= 0x80) return SourceLocation{file, line, column};
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 TomlValues TomlValues::parse(std::string_view text, const std::string& file) {
+  if (const auto at = first_non_ascii(text, file)) {
+    throw InputError(*at, "", "not read: a TorchTitan job file is ASCII here (this byte is not; toml++ 3.3 cannot "
+                              "read every non-ASCII character safely)");
+  }
   TomlValues values;
   values.file_ = file;
   try {
@@ -84,6 +163,8 @@ TomlValues TomlValues::parse(std::string_view text, const std::string& file) {
   } catch (const toml::parse_error& e) {
     throw InputError({file, static_cast<int>(e.source().begin.line), static_cast<int>(e.source().begin.column)}, "",
                      fmt::format("not TOML: {}", e.description()));
+  } catch (const TomlParserAssertion&) {
+    throw InputError(keyless_table_header(text, file), "", "not TOML: a table header needs a key");
   }
   return values;
 }

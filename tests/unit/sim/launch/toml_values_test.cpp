@@ -69,6 +69,33 @@ TEST(TomlValues, ASyntaxErrorNamesItsLine) {
   }
 }
 
+// toml++ 3.3 asserts (and, built with NDEBUG, assumes) that a table header starts with a key;
+// these inputs broke that and must be plain errors (tests/fuzz/regressions/torchtitan_job_fuzz).
+TEST(TomlValues, ATableHeaderWithoutAKeyIsAnError) {
+  for (const char* text : {"[#", "[[#", "[ #]", "[=]", "[parallelism]\n[#\n"}) {
+    try {
+      (void)TomlValues::parse(text, "bad.toml");
+      FAIL() << text;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().file, "bad.toml") << text;
+      EXPECT_GT(e.where().line, 0) << text;
+      EXPECT_EQ(e.message().rfind("not TOML: ", 0), 0u) << e.message();
+    }
+  }
+}
+
+// toml++ 3.3 reaches an unreachable point on some non-ASCII characters (U+FCFF starting a line, found by
+// fuzzing): job files are read as ASCII, and a byte beyond it is an error at its line and column.
+TEST(TomlValues, ANonAsciiByteIsAnErrorAtIt) {
+  try {
+    (void)TomlValues::parse("[training]\nseq_len = 8\n\xef\xb3\xbf = 1\n", "bad.toml");
+    FAIL() << "non-ASCII";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().line, 3);
+    EXPECT_EQ(e.where().column, 1);
+  }
+}
+
 TEST(TomlValues, ListsTheKeysNothingReadInFileOrder) {
   const TomlValues toml = TomlValues::parse(kJob, "job.toml");
   (void)toml.integer("parallelism.tensor_parallel_degree");
