@@ -62,11 +62,11 @@ section() { printf '\n== %s ==\n' "$1"; }
 micros=(1 2)
 
 # Shared-memory transfers between the ranks. mpsim execute turns Open MPI's single-copy (CMA) transfers off
-# unless the environment says otherwise, since some containers forbid them; then a message above the
-# 4 KiB eager limit moves in 32 KiB fragments, each needing the sender inside MPI, and a rank that sends
-# an activation and goes on computing delays it until its next MPI call: the pipeline stalls, which the
-# simulator (and the profile, which measures the links with single copy on) does not model. Where the
-# profile works with single copy (it is Open MPI's default), the loop keeps it on for execute too.
+# unless the environment says otherwise, since some containers forbid them, and then sends messages up to
+# 256 KiB eagerly (executor/launch/mpirun_launch.cpp): above the eager limit a message moves in fragments
+# that each need the sender inside MPI, and a rank that sends an activation and goes on computing would
+# hold it until its next MPI call. Where the profile works with single copy (Open MPI's default), the loop
+# keeps it on for execute too, as the profile measured the links.
 set_single_copy=0
 if [[ -z "${OMPI_MCA_btl_vader_single_copy_mechanism:-}" ]]; then
   export OMPI_MCA_btl_vader_single_copy_mechanism=cma

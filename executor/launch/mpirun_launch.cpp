@@ -105,6 +105,15 @@ LaunchResult run_under_mpirun(int ranks, const std::vector<std::string>& args) {
     // transfers off ptrace-based single copy, which containers often forbid.
     ::setenv("OMPI_MCA_mpi_yield_when_idle", "1", 0);
     ::setenv("OMPI_MCA_btl_vader_single_copy_mechanism", "none", 0);
+    // Without single copy a message above the eager limit (4 KiB) moves in fragments that each need
+    // the sender inside MPI, and a rank that sends an activation and goes on computing holds it until
+    // its next MPI call: a 2-stage gpipe of cpu-gpt-small measured 50% idle against 20% with single
+    // copy. Eager sends up to 256 KiB (the activations of the closed loop's models), and a 16 MiB
+    // shared segment to hold the fragments of a schedule's sends in flight (at 4 MiB they ran out and
+    // the pipeline stalled again), restore the 20%.
+    ::setenv("OMPI_MCA_btl_vader_eager_limit", "262144", 0);
+    ::setenv("OMPI_MCA_btl_vader_max_send_size", "262144", 0);
+    ::setenv("OMPI_MCA_btl_vader_segment_size", "16777216", 0);
     ::execvp(c_argv[0], c_argv.data());
     const int error = errno;
     [[maybe_unused]] const auto written = ::write(report[1], &error, sizeof error);
