@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: packages, build, every CTest test. With --sanitize, a second build with
 # AddressSanitizer + UndefinedBehaviorSanitizer runs the unit tests as well, and a clang build of the
-# libFuzzer harnesses runs each for $MPSIM_FUZZ_SECONDS (default 20; docs/reliability.md).
+# libFuzzer harnesses runs each for $MPSIM_FUZZ_SECONDS (default 15; docs/reliability.md).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 "$repo/tools/deps.sh"
@@ -15,11 +15,11 @@ if [[ "${1:-}" == "--sanitize" ]]; then
     -DMPSIM_WITH_CUDA=OFF -DMPSIM_WITH_QT=OFF -DMPSIM_BUILD_BENCH=OFF
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$repo/build-asan" --output-on-failure -j "$(nproc)" -L unit
-  # The fuzzers: only the harnesses and the libraries they read with, optimised (-O1) so each 20 s
+  # The fuzzers: only the harnesses and the libraries they read with, optimised (-O1) so each 15 s
   # runs tens to hundreds of thousands of inputs.
   cmake -S "$repo" -B "$repo/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-g -O1" \
     -DCMAKE_CXX_COMPILER=clang++ -DMPSIM_SANITIZE=ON -DMPSIM_FUZZ=ON -DMPSIM_WITH_CUDA=OFF -DMPSIM_WITH_QT=OFF \
     -DMPSIM_BUILD_BENCH=OFF >/dev/null
   cmake --build "$repo/build-fuzz" --target mpsim_fuzzers -j "$(nproc)"
-  "$repo/tools/fuzz.sh" "$repo/build-fuzz" "${MPSIM_FUZZ_SECONDS:-20}"
+  "$repo/tools/fuzz.sh" "$repo/build-fuzz" "${MPSIM_FUZZ_SECONDS:-15}"
 fi
