@@ -57,6 +57,9 @@ nlohmann::ordered_json plan_json(const plan::Plan& p) {
           {"expert", p.expert},
           {"expert_tensor", p.expert_tensor},
           {"precision", std::string(plan::to_string(p.precision))},
+          {"attention", std::string(plan::to_string(p.attention))},
+          {"attention_kernel", p.attention_kernel ? nlohmann::ordered_json(std::string(topology::to_string(*p.attention_kernel)))
+                                                  : nlohmann::ordered_json(nullptr)},
           {"overlap", {{"grad_reduce", p.overlap_grad_reduce},
                        {"param_gather", p.overlap_param_gather},
                        {"tensor_comm", p.overlap_tensor_comm}}},
@@ -102,6 +105,7 @@ struct PlanArgs {
   std::string schedules;
   std::string recompute;
   std::string precisions;
+  std::string attention_kernel;  ///< fa2 | fa3 | fa4; empty: the GPU kind's default rate
   int max_tensor = 0;
   int max_context = 0;
   int max_expert = 0;
@@ -175,7 +179,20 @@ Inputs load_planner_inputs(const PlanArgs& args) {
   const PlanArgs defaults;
   if (files.topology == defaults.files.topology) files.topology = default_file(files.topology);
   if (files.model == defaults.files.model) files.model = default_file(files.model);
-  return load_inputs_on_gpus(files, std::move(overrides), args.gpus);
+  Inputs in = load_inputs_on_gpus(files, std::move(overrides), args.gpus);
+  // As the plan check: the GPU kind must have a rate for the named generation.
+  if (!args.attention_kernel.empty()) {
+    const auto generation = topology::parse_attention_generation(args.attention_kernel);
+    for (const topology::GpuKind& gpu : in.cluster.gpu_kinds()) {
+      if (!gpu.attention_efficiency_of(generation)) {
+        throw InputError({"--attention-kernel " + args.attention_kernel, 0, 0}, "",
+                         fmt::format("{} has no attention rate for {} kernels (its attention_kernels); leave "
+                                     "--attention-kernel out for its attention_efficiency",
+                                     gpu.name, args.attention_kernel));
+      }
+    }
+  }
+  return in;
 }
 
 planner::PlannerOptions planner_options(const PlanArgs& args) {
@@ -191,6 +208,9 @@ planner::PlannerOptions planner_options(const PlanArgs& args) {
   if (!args.schedules.empty()) o.space.schedules = parse_schedules(args.schedules);
   if (!args.recompute.empty()) o.space.recompute = parse_recompute(args.recompute);
   if (!args.precisions.empty()) o.space.precisions = parse_precisions(args.precisions);
+  if (!args.attention_kernel.empty()) {
+    o.space.attention_kernel = topology::parse_attention_generation(args.attention_kernel);
+  }
   o.top = args.top;
   o.exact_pareto = args.pareto == "exact";
   o.threads = args.threads;
@@ -662,6 +682,10 @@ void add_plan_commands(CLI::App& app) {
   plan_cmd->add_option("--precisions", args->precisions,
                        "Also search these GEMM precisions, comma-separated (bf16,fp8,mxfp8,fp8-blockwise; those the "
                        "GPU has no peak for are skipped; default: the model's own)");
+  plan_cmd->add_option("--attention-kernel", args->attention_kernel,
+                       "The FlashAttention generation the run's software ships, in every plan: fa2, fa3 or fa4 "
+                       "(the plan field attention_kernel; default: the GPU kind's attention_efficiency)")
+      ->check(CLI::IsMember({"fa2", "fa3", "fa4"}));
   plan_cmd->add_option("--max-tensor", args->max_tensor, "Largest tensor-parallel degree")->check(CLI::PositiveNumber);
   plan_cmd->add_option("--max-context", args->max_context, "Largest context-parallel degree")->check(CLI::PositiveNumber);
   plan_cmd->add_option("--max-expert", args->max_expert, "Largest expert-parallel degree (MoE models)")

@@ -199,6 +199,7 @@ class Enumerator {
                 spec.overlap_tensor_comm = overlap && shape.t > 1;
                 spec.optimize = options_.objective;
                 spec.precision = precision;
+                spec.attention_kernel = options_.attention_kernel;
                 if (!mirror() && !resolves(spec, cluster_, model_)) {
                   ++out_.invalid;
                   continue;

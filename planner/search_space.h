@@ -66,6 +66,9 @@ struct SearchSpaceOptions {
   std::int64_t min_context_tokens = 4096;
   int max_expert = 0;                                ///< 0: up to the model's experts
   std::vector<plan::Precision> precisions;           ///< empty: the model's own
+  /// The FlashAttention generation the run's software ships, set in every candidate (the plan field
+  /// `attention_kernel`); unset: the GPU kind's `attention_efficiency`. Not an axis: a release has one.
+  std::optional<topology::AttentionGeneration> attention_kernel;
   plan::Objective objective = plan::Objective::Speed;  ///< written into every candidate's plan
   SpaceRules rules = SpaceRules::Mirror;
 };

@@ -42,6 +42,7 @@ plan::Plan one_rank_per_unit(int units, const UnitCostKey& key) {
   p.sequence_parallel = key.sequence_parallel;
   p.overlap_tensor_comm = key.overlap_tensor_comm;
   p.attention = key.attention;
+  p.attention_kernel = key.attention_kernel;
   p.schedule = units > 1 ? plan::ScheduleKind::Interleaved1F1B : plan::ScheduleKind::OneFOneB;
   p.partition.resize(static_cast<std::size_t>(units) + 1);
   std::iota(p.partition.begin(), p.partition.end(), 0);

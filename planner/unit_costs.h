@@ -52,6 +52,7 @@ struct UnitCostKey {
   bool sequence_parallel = false;
   std::optional<plan::Precision> precision;  ///< unset: the model's dtype
   plan::AttentionKernel attention = plan::kDefaultAttention;
+  std::optional<topology::AttentionGeneration> attention_kernel;  ///< unset: the GPU kind's default rate
   int context = 1;        ///< each context rank runs its share of every layer
   int expert = 1;         ///< the grouped GEMMs hold experts / expert
   int expert_tensor = 1;  ///< and split each expert's width by expert_tensor

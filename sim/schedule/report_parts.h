@@ -26,7 +26,9 @@ namespace mpsim::schedule {
   return {p.tensor,      p.pipeline,     p.data, p.virtual_stages, p.microbatches,
           p.micro_batch, p.global_batch, std::string(plan::to_string(p.schedule)),
           std::string(model::to_string(p.recompute)), p.zero, std::string(plan::to_string(p.precision)),
-          std::string(plan::to_string(p.attention)), p.context, p.expert, p.expert_tensor, p.expert_load()};
+          std::string(plan::to_string(p.attention)),
+          p.attention_kernel ? std::string(topology::to_string(*p.attention_kernel)) : std::string(),
+          p.context, p.expert, p.expert_tensor, p.expert_load()};
 }
 
 /// A device's idle time and bubble fraction from the step time and its busy time (busy_s set).

@@ -6,6 +6,7 @@
 /// FA3 (Hopper's asynchronous tensor-core kernels, July 2024), FA4 (Blackwell's). Libraries with their
 /// own kernels (cuDNN's fused attention) are placed in the generation whose rate they ran at.
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <utility>
 
@@ -21,6 +22,14 @@ inline constexpr std::pair<std::string_view, AttentionGeneration> kAttentionGene
     if (value == g) return name;
   }
   return "?";
+}
+
+/// The generation named `name` (fa2, fa3, fa4); nullopt for any other name.
+[[nodiscard]] constexpr std::optional<AttentionGeneration> parse_attention_generation(std::string_view name) noexcept {
+  for (const auto& [known, value] : kAttentionGenerationNames) {
+    if (known == name) return value;
+  }
+  return std::nullopt;
 }
 
 }  // namespace mpsim::topology

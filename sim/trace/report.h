@@ -45,6 +45,7 @@ struct PlanSummary {
   int zero = 0;
   std::string precision;
   std::string attention;
+  std::string attention_kernel;  ///< the plan's FlashAttention generation; empty: the GPU kind's default
   int context = 1, expert = 1, expert_tensor = 1;
   /// Mixture of experts: the busiest expert rank's routed tokens over the uniform share (1: uniform;
   /// routing_imbalance, or a capacity factor's cap on it).

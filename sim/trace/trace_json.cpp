@@ -67,6 +67,7 @@ nlohmann::ordered_json report_json(const Report& r) {
                  {"zero", r.plan.zero}};
   if (!r.plan.precision.empty()) out["plan"]["precision"] = r.plan.precision;
   if (!r.plan.attention.empty()) out["plan"]["attention"] = r.plan.attention;
+  if (!r.plan.attention_kernel.empty()) out["plan"]["attention_kernel"] = r.plan.attention_kernel;
   if (r.plan.expert > 1) out["plan"]["expert_load"] = r.plan.expert_load;
   return out;
 }

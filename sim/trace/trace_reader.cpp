@@ -707,6 +707,7 @@ Report parse_report(const nlohmann::json& o) {
     read_field(*plan, "zero", r.plan.zero, where);
     read_field(*plan, "precision", r.plan.precision, where);
     read_field(*plan, "attention", r.plan.attention, where);
+    read_field(*plan, "attention_kernel", r.plan.attention_kernel, where);
     read_field(*plan, "expert_load", r.plan.expert_load, where);
   }
   return r;

@@ -137,6 +137,29 @@ TEST(PlanCommand, OptionsNarrowTheSearch) {
   }
 }
 
+TEST(PlanCommand, AttentionKernelInEveryPlanItsFileAndTheSimulation) {
+  const std::string plan_file = (scratch() / "fa2.yaml").string();
+  const CommandResult r = mpsim(small_args() + " --json --attention-kernel fa2 --pareto simulated -o " + plan_file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const auto& c : j["candidates"]) EXPECT_EQ(c["plan"]["attention_kernel"], "fa2");
+  // Without it the field is null, and the plan file names it so that simulate runs the same kernels.
+  const auto unset = nlohmann::json::parse(mpsim(small_args() + " --json --pareto simulated").out);
+  EXPECT_TRUE(unset["best"]["plan"]["attention_kernel"].is_null());
+  const CommandResult sim = mpsim("simulate --topology " + small_cluster_file() + " --model " +
+                                  repo("configs/models/gpt3-1.3b.yaml") + " --plan " + plan_file + " --json");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const auto report = nlohmann::json::parse(sim.out);
+  EXPECT_EQ(report["plan"]["attention_kernel"], "fa2");
+  EXPECT_DOUBLE_EQ(report["step_time_s"].get<double>(), j["best"]["step_time_s"].get<double>());
+  // A generation the GPU kind has no rate for is refused by name.
+  const CommandResult fa4 = mpsim(small_args() + " --attention-kernel fa4");
+  EXPECT_EQ(fa4.exit_code, 2);
+  EXPECT_NE(fa4.err.find("--attention-kernel fa4"), std::string::npos) << fa4.err;
+  EXPECT_NE(fa4.err.find("has no attention rate for fa4 kernels"), std::string::npos) << fa4.err;
+  EXPECT_EQ(mpsim(small_args() + " --attention-kernel fa9").exit_code, 2);
+}
+
 TEST(PlanCommand, GpusCutsTheCluster) {
   const CommandResult r = mpsim(small_args() + " --gpus 4 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;

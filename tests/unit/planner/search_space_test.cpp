@@ -166,6 +166,21 @@ TEST(SearchSpace, PrecisionsTheGpuRuns) {
   EXPECT_EQ(enumerate_search_space(short_cluster(1, 8, "h100-sxm"), model, options).candidates.size(), 2 * own);
 }
 
+TEST(SearchSpace, AttentionKernelInEveryCandidate) {
+  const auto model = shipped_model("gpt3-1.3b");
+  SearchSpaceOptions options;
+  options.global_batch = 16;
+  options.recompute = {model::Recompute::None};
+  const std::size_t unset = enumerate_search_space(short_cluster(1, 8, "h100-sxm"), model, options).candidates.size();
+  options.attention_kernel = topology::AttentionGeneration::Fa2;
+  // Not an axis: the same candidates, each naming the generation, and each resolves with it.
+  const SearchSpace fa2 = enumerate_search_space(short_cluster(1, 8, "h100-sxm"), model, options);
+  ASSERT_EQ(fa2.candidates.size(), unset);
+  for (const auto& s : fa2.candidates) EXPECT_EQ(s.attention_kernel, topology::AttentionGeneration::Fa2);
+  options.rules = SpaceRules::Resolve;
+  EXPECT_EQ(enumerate_search_space(short_cluster(1, 8, "h100-sxm"), model, options).candidates.size(), unset);
+}
+
 TEST(SearchSpace, OrderIsDeterministicAndWithoutDuplicates) {
   const auto cluster = short_cluster(2, 4);
   const auto model = shipped_model("gpt3-1.3b");

@@ -45,6 +45,7 @@ Report sample_report() {
   r.plan.zero = 1;
   r.plan.precision = "fp8";
   r.plan.attention = "flash";
+  r.plan.attention_kernel = "fa3";
   r.plan.context = 2;
   r.plan.expert = 4;
   r.plan.expert_tensor = 2;
@@ -155,6 +156,7 @@ void expect_same(const Report& a, const Report& b) {
   EXPECT_EQ(a.plan.zero, b.plan.zero);
   EXPECT_EQ(a.plan.precision, b.plan.precision);
   EXPECT_EQ(a.plan.attention, b.plan.attention);
+  EXPECT_EQ(a.plan.attention_kernel, b.plan.attention_kernel);
   EXPECT_EQ(a.plan.context, b.plan.context);
   EXPECT_EQ(a.plan.expert, b.plan.expert);
   EXPECT_EQ(a.plan.expert_tensor, b.plan.expert_tensor);
