@@ -18,9 +18,6 @@ schedule::Program program_for_plan(const model::Model& model, const plan::Plan& 
   }
   const bool has_experts = std::any_of(model.layers.begin(), model.layers.end(),
                                        [](const model::Layer& l) { return l.routed.experts > 0; });
-  if (plan.context > 1 && has_experts) {
-    throw std::invalid_argument("the executor's context parallelism runs dense blocks; with experts it is simulated only");
-  }
   if (plan.zero >= 3 && plan.data > 1 && has_experts && schedule::splits_expert_gradients(plan)) {
     throw std::invalid_argument("the executor's ZeRO 3 shards dense weights; with expert parallelism it is simulated only");
   }

@@ -240,6 +240,19 @@ INSTANTIATE_TEST_SUITE_P(
         Split{"expert_zero1", 4,
               "--set plan.data=4 --set plan.parallelism.expert=2 --set plan.zero=1 --grad-bucket 4000"},
         Split{"data", 2, "--set plan.data=2 --grad-bucket 4000"},
+        Split{"expert_context", 2, "--set plan.parallelism.context=2 --set plan.parallelism.expert=2"},
+        Split{"expert_context_ring", 4,
+              "--set plan.parallelism.context=2 --set plan.data=2 --set plan.parallelism.expert=2 --set plan.cp_comm_type=p2p "
+              "--grad-bucket 4000"},
+        Split{"context_dense_experts", 2, "--set plan.parallelism.context=2 --set plan.cp_comm_type=a2a"},
+        Split{"expert4_context_data", 4,
+              "--set plan.parallelism.context=2 --set plan.data=2 --set plan.parallelism.expert=4 --grad-bucket 4000"},
+        Split{"expert_context_pipeline", 4,
+              "--set plan.parallelism.context=2 --set plan.pipeline=2 --set plan.parallelism.expert=2 "
+              "--set plan.schedule=zb-h1"},
+        Split{"expert_context_tensor", 4,
+              "--set plan.parallelism.context=2 --set plan.tensor=2 --set plan.parallelism.expert=2 "
+              "--set plan.parallelism.expert_tensor=1"},
         Split{"expert_recompute_full", 4,
               "--set plan.data=2 --set plan.parallelism.expert=2 --set plan.pipeline=2 --set plan.recompute=full"},
         Split{"expert_zb_h1", 4,
