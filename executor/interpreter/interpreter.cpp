@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <tuple>
 
@@ -59,7 +60,7 @@ class Interpreter {
     gradient_bytes_ = gradient_bytes.dense;
     expert_gradient_bytes_ = gradient_bytes.experts;
     program_ = program_for_plan(model, plan, gradient_bytes, options.grad_bucket);
-    zero3_ = plan.zero >= 3 && plan.data > 1;
+    zero3_ = plan.zero >= 3 && plan.data * plan.context > 1;  // as the program's sharded weights
     shard_axes_ = schedule::dense_shard_group(plan);
     if (const auto error = schedule::validate(program_)) {
       throw std::invalid_argument(fmt::format("invalid program: {}", error->message));
@@ -181,7 +182,7 @@ class Interpreter {
       // backward call the tensor group where the math needs them), so they have no span of their own.
       // ZeRO 3's weight gathers run here, before the pass that reads the weights.
       if (schedule::is_collective(op.kind) && schedule::is_in_layer(op.stream)) {
-        if (zero3_ && op.kind == OpKind::AllGather && op.group == shard_axes_) gather_chunk(op.chunk);
+        if (zero3_ && op.kind == OpKind::AllGather) gather_chunk(op.chunk, op.group);
         op_marks.emplace_back(-1, -1);
         continue;
       }
@@ -376,52 +377,72 @@ class Interpreter {
     }
   }
 
-  /// ZeRO 3: a chunk's elements in whole multiples of the shard group's size, split evenly (the
-  /// remainder is kept whole on every rank), and this rank's slice of them.
+  /// ZeRO 3: a section of a chunk's flat buffers sharded over one group (the dense weights over
+  /// their replicas; the routed experts, when they have replicas of their own, over expert-data):
+  /// its elements in whole multiples of the group's size, split evenly (the remainder is kept whole
+  /// on every rank), and this rank's slice of them.
   struct Shard {
-    ElementRange sharded;
+    plan::AxisSet group;
+    ElementRange range;    // the section
+    ElementRange sharded;  // its elements in whole multiples of the group's size
     ElementRange mine;
+    std::size_t index = 0;  // into scattered_: two per chunk, the dense section's then the experts'
   };
-  [[nodiscard]] Shard shard_of(int chunk) const {
-    const Group& group = *groups_.at(shard_axes_);
+  [[nodiscard]] Shard shard_over(plan::AxisSet axes, ElementRange range, std::size_t index) const {
+    const Group& group = *groups_.at(axes);
     const auto size = static_cast<std::size_t>(group.size());
-    const ElementRange range = network_->chunk_range(chunk);
     const std::size_t whole = (range.end - range.begin) / size * size;
     const std::size_t slice = whole / size;
     const std::size_t mine = range.begin + static_cast<std::size_t>(group.rank()) * slice;
-    return {{range.begin, range.begin + whole}, {mine, mine + slice}};
+    return {axes, range, {range.begin, range.begin + whole}, {mine, mine + slice}, index};
   }
-  void gather_chunk(int chunk) {
-    const Shard s = shard_of(chunk);
-    if (s.sharded.end > s.sharded.begin) {
-      backend_.all_gather(*groups_.at(shard_axes_), network_->parameters() + s.sharded.begin,
+  /// The chunk's sharded sections: the whole chunk over the dense group when the experts share the
+  /// dense weights' replicas; else the dense part over it and the experts over expert-data (when
+  /// they have more than one replica; a single replica keeps them whole and unreduced).
+  [[nodiscard]] std::vector<Shard> shards_of(int chunk) const {
+    const ElementRange range = network_->chunk_range(chunk);
+    const auto dense = 2 * static_cast<std::size_t>(chunk);
+    if (!schedule::splits_expert_gradients(plan_)) return {shard_over(shard_axes_, range, dense)};
+    const ElementRange experts = network_->chunk_expert_range(chunk);
+    std::vector<Shard> out{shard_over(shard_axes_, {range.begin, experts.begin}, dense)};
+    if (plan_.expert_data() > 1 && experts.end > experts.begin) {
+      out.push_back(shard_over(plan::Axis::ExpertData, experts, dense + 1));
+    }
+    return out;
+  }
+  /// Gathers the chunk's sections sharded over `axes` (every section when unset).
+  void gather_chunk(int chunk, std::optional<plan::AxisSet> axes = std::nullopt) {
+    for (const Shard& s : shards_of(chunk)) {
+      if ((axes && s.group != *axes) || s.sharded.end <= s.sharded.begin) continue;
+      backend_.all_gather(*groups_.at(s.group), network_->parameters() + s.sharded.begin,
                           s.sharded.end - s.sharded.begin);
     }
   }
   void drop_unowned(int chunk) {
-    const Shard s = shard_of(chunk);
     const auto poison = [&](std::size_t from, std::size_t to) {
       if (to <= from) return;
       const auto n = static_cast<std::int64_t>(to - from);
       backend_.fill({network_->parameters() + from, 1, n, n}, std::numeric_limits<float>::quiet_NaN());
     };
-    poison(s.sharded.begin, s.mine.begin);
-    poison(s.mine.end, s.sharded.end);
+    for (const Shard& s : shards_of(chunk)) {
+      poison(s.sharded.begin, s.mine.begin);
+      poison(s.mine.end, s.sharded.end);
+    }
   }
   void reduce_scatter_chunk(int chunk) {
-    Group& group = *groups_.at(shard_axes_);
-    const Shard s = shard_of(chunk);
-    const ElementRange range = network_->chunk_range(chunk);
     float* grads = network_->gradients();
-    if (s.sharded.end > s.sharded.begin) {
-      backend_.reduce_scatter_sum(group, grads + s.sharded.begin, s.sharded.end - s.sharded.begin);
-      owned_.push_back(s.mine);
+    for (const Shard& s : shards_of(chunk)) {
+      Group& group = *groups_.at(s.group);
+      if (s.sharded.end > s.sharded.begin) {
+        backend_.reduce_scatter_sum(group, grads + s.sharded.begin, s.sharded.end - s.sharded.begin);
+        owned_.push_back(s.mine);
+      }
+      if (s.range.end > s.sharded.end) {
+        backend_.all_reduce_sum(group, grads + s.sharded.end, s.range.end - s.sharded.end);
+        owned_.push_back({s.sharded.end, s.range.end});
+      }
+      scattered_.insert(s.index);
     }
-    if (range.end > s.sharded.end) {
-      backend_.all_reduce_sum(group, grads + s.sharded.end, range.end - s.sharded.end);
-      owned_.push_back({s.sharded.end, range.end});
-    }
-    scattered_.insert(2 * static_cast<std::size_t>(chunk));
   }
 
   void gather_bucket(const Op& op) {

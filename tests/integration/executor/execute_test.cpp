@@ -129,6 +129,7 @@ INSTANTIATE_TEST_SUITE_P(
         Split{"data_zero3", 2, "--set plan.data=2 --set plan.zero=3"},
         Split{"data_zero3_four", 4, "--set plan.data=4 --set plan.zero=3"},
         Split{"pipeline_data_zero3", 4, "--set plan.pipeline=2 --set plan.data=2 --set plan.zero=3"},
+        Split{"context_zero3", 2, "--set plan.parallelism.context=2 --set plan.zero=3"},
         // Context parallelism: each rank holds 2 of the sequence's 2C chunks (causal load balancing),
         // gathers every rank's keys and values for its attention and sums their gradients back.
         Split{"context", 2, "--set plan.parallelism.context=2 --set plan.cp_comm_type=all_gather"},
@@ -253,6 +254,13 @@ INSTANTIATE_TEST_SUITE_P(
         Split{"expert_context_tensor", 4,
               "--set plan.parallelism.context=2 --set plan.tensor=2 --set plan.parallelism.expert=2 "
               "--set plan.parallelism.expert_tensor=1"},
+        Split{"expert_zero3", 4, "--set plan.data=4 --set plan.parallelism.expert=2 --set plan.zero=3 --grad-bucket 4000"},
+        Split{"expert_zero3_whole", 2, "--set plan.data=2 --set plan.parallelism.expert=2 --set plan.zero=3"},
+        Split{"expert_zero3_context", 4,
+              "--set plan.data=2 --set plan.parallelism.context=2 --set plan.parallelism.expert=2 --set plan.zero=3"},
+        Split{"expert_zero3_pipeline", 4,
+              "--set plan.data=2 --set plan.pipeline=2 --set plan.parallelism.expert=2 --set plan.zero=3 "
+              "--set plan.schedule=zb-h1"},
         Split{"expert_recompute_full", 4,
               "--set plan.data=2 --set plan.parallelism.expert=2 --set plan.pipeline=2 --set plan.recompute=full"},
         Split{"expert_zb_h1", 4,
