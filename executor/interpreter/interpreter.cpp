@@ -62,6 +62,7 @@ class Interpreter {
     program_ = program_for_plan(model, plan, gradient_bytes, options.grad_bucket);
     zero3_ = plan.zero >= 3 && plan.data * plan.context > 1;  // as the program's sharded weights
     shard_axes_ = schedule::dense_shard_group(plan);
+    if (plan.shard_groups > 1) replica_axes_ = plan::Axis::DataReplica;
     if (const auto error = schedule::validate(program_)) {
       throw std::invalid_argument(fmt::format("invalid program: {}", error->message));
     }
@@ -353,6 +354,12 @@ class Interpreter {
     Group& group = group_of(op);
     const auto size = static_cast<std::size_t>(group.size());
     const bool scatter = op.kind == OpKind::ReduceScatter;
+    // HSDP: the shard a bucket's reduce-scatter left this rank (and the tail) is summed over the
+    // groups that hold the other copies, right after it.
+    if (!scatter && !replica_axes_.empty() && op.group == replica_axes_) {
+      for (const ElementRange& r : last_scattered_) all_reduce_range(group, r);
+      return;
+    }
     const Section section = section_of(op);
     std::int64_t& cursor = reduce_cursor_[section.index];
     auto [first, last] = bucket_elements(section, op, cursor, scatter ? size : 1);
@@ -362,19 +369,24 @@ class Interpreter {
       return;
     }
     scattered_.insert(section.index);
+    last_scattered_.clear();
     if (last > first) {
       backend_.reduce_scatter_sum(group, grads + first, last - first);
       const std::size_t slice = (last - first) / size;
       const std::size_t mine = section.range.begin + first + static_cast<std::size_t>(group.rank()) * slice;
-      owned_.push_back({mine, mine + slice});
+      last_scattered_.push_back({mine, mine + slice});
     }
     // The section's last bucket also takes the tail that does not divide by the group size.
     const std::size_t n = section.range.end - section.range.begin;
     if (cursor >= section.bytes && n % size != 0) {
       const std::size_t tail = n - n % size;
       backend_.all_reduce_sum(group, grads + tail, n - tail);
-      owned_.push_back({section.range.begin + tail, section.range.end});
+      last_scattered_.push_back({section.range.begin + tail, section.range.end});
     }
+    owned_.insert(owned_.end(), last_scattered_.begin(), last_scattered_.end());
+  }
+  void all_reduce_range(Group& group, ElementRange r) {
+    if (r.end > r.begin) backend_.all_reduce_sum(group, network_->gradients() + r.begin, r.end - r.begin);
   }
 
   /// ZeRO 3: a section of a chunk's flat buffers sharded over one group (the dense weights over
@@ -433,14 +445,20 @@ class Interpreter {
     float* grads = network_->gradients();
     for (const Shard& s : shards_of(chunk)) {
       Group& group = *groups_.at(s.group);
+      std::vector<ElementRange> mine;
       if (s.sharded.end > s.sharded.begin) {
         backend_.reduce_scatter_sum(group, grads + s.sharded.begin, s.sharded.end - s.sharded.begin);
-        owned_.push_back(s.mine);
+        mine.push_back(s.mine);
       }
       if (s.range.end > s.sharded.end) {
         backend_.all_reduce_sum(group, grads + s.sharded.end, s.range.end - s.sharded.end);
-        owned_.push_back({s.sharded.end, s.range.end});
+        mine.push_back({s.sharded.end, s.range.end});
       }
+      // HSDP: the dense shard is summed over the groups that hold the other copies.
+      if (s.group == shard_axes_ && !replica_axes_.empty()) {
+        for (const ElementRange& r : mine) all_reduce_range(*groups_.at(replica_axes_), r);
+      }
+      owned_.insert(owned_.end(), mine.begin(), mine.end());
       scattered_.insert(s.index);
     }
   }
@@ -654,6 +672,8 @@ class Interpreter {
   std::vector<ElementRange> owned_;
   bool zero3_ = false;          ///< ZeRO 3: weights gathered before each pass, only a shard kept
   plan::AxisSet shard_axes_;    ///< the group ZeRO shards the dense states over
+  plan::AxisSet replica_axes_;  ///< HSDP: the groups holding the other copies of each shard (else empty)
+  std::vector<ElementRange> last_scattered_;  ///< what the last bucket reduce-scatter left this rank
   std::set<std::size_t> scattered_;  // sections (Section::index) a reduce-scatter split this step
   std::int64_t ops_run_ = 0;
 };

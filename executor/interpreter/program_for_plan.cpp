@@ -11,11 +11,6 @@ namespace mpsim::executor {
 
 schedule::Program program_for_plan(const model::Model& model, const plan::Plan& plan,
                                    const schedule::ChunkGradientBytes& gradient_bytes, Bytes bucket) {
-  // The executor's ZeRO 3 shards the dense weights over their replicas and the routed experts over
-  // expert-data; hybrid sharding is simulated only.
-  if (plan.shard_groups > 1) {
-    throw std::invalid_argument("the executor shards over the whole data group; shard_groups (HSDP) is simulated only");
-  }
   const bool has_experts = std::any_of(model.layers.begin(), model.layers.end(),
                                        [](const model::Layer& l) { return l.routed.experts > 0; });
   // Ulysses gives each context rank whole heads of its tensor rank's share.

@@ -130,6 +130,9 @@ INSTANTIATE_TEST_SUITE_P(
         Split{"data_zero3_four", 4, "--set plan.data=4 --set plan.zero=3"},
         Split{"pipeline_data_zero3", 4, "--set plan.pipeline=2 --set plan.data=2 --set plan.zero=3"},
         Split{"context_zero3", 2, "--set plan.parallelism.context=2 --set plan.zero=3"},
+        // HSDP: ZeRO shards over each group of data / shard_groups ranks; the groups all-reduce their shards.
+        Split{"hsdp_zero1", 4, "--set plan.data=4 --set plan.shard_groups=2 --set plan.zero=1 --grad-bucket 4000"},
+        Split{"hsdp_zero3", 4, "--set plan.data=4 --set plan.shard_groups=2 --set plan.zero=3"},
         // Context parallelism: each rank holds 2 of the sequence's 2C chunks (causal load balancing),
         // gathers every rank's keys and values for its attention and sums their gradients back.
         Split{"context", 2, "--set plan.parallelism.context=2 --set plan.cp_comm_type=all_gather"},
