@@ -46,6 +46,21 @@ graphs, which change from release to release (the same Qwen3-30B-A3B run on 8 B2
 Jobs of 128 and 256 GB200 / GB300 GPUs run as racks of 64, as the launcher places them
 (`simulate --gpus`), so that no expert group straddles two racks.
 
+What the errors say: the simulator prices what the newest release runs. The median absolute error by
+release is 64.7 % (25.09, 15 rows), 37.9 % (25.11, 17), 27.4 % (26.04.01, 20) and 10.8 % (26.08, 8 rows,
+whose recipes run full-iteration CUDA graphs, fused grouped MLPs and overlapped all-to-alls), almost
+every error positive (predicted faster). The gap of the older releases grows with the work of a
+microbatch, not with the count of microbatches: Qwen3-30B-A3B in 26.04.01 took 12.6-13.1 ms per layer
+and microbatch at micro batch 4 (B200, GB200) and 21.5-22.2 ms at 8 (B300, GB300), against 8.6-8.9 and
+17.0-17.7 ms predicted, so a fixed host cost per kernel launch (6.4 us per PyTorch launch, 10 us per
+blocking device-to-host read, measured on an H200 machine's Xeon with PyTorch 2.11) cannot carry it
+alone: those releases' kernels (token permutation, quantization, the grouped GEMM) ran slower. Expert
+GEMMs on that H200 (bf16, 2048 to 1536, Qwen3-30B-A3B's fc1, 16 experts) reach 87 TFLOP/s as a loop of
+per-expert GEMMs at 256 rows each (Transformer Engine's multi-stream cuBLAS path of 2025) and 403 as one
+grouped kernel (`torch._grouped_mm`), but 550 to 710 either way from 2048 rows per expert, which every
+published run exceeds (its 8192 x 8192 product ran at 634 TFLOP/s that day). Until the kernels of each
+release are modelled, compare plans within one release rather than across releases.
+
 MOE
   cat "$moe_table"
   cat <<'CP'
