@@ -80,6 +80,7 @@ class Interpreter {
     // use), in the same order: Backend::make_group is collective over the world.
     std::set<plan::AxisSet> axes{plan::Axis::Tensor};
     if (plan.expert > 1) axes.insert(plan::Axis::Expert);
+    if (plan.expert_tensor > 1) axes.insert(plan::Axis::ExpertTensor);
     if (plan.context > 1) axes.insert(plan::Axis::Context);
     for (const auto& stream : program_.streams) {
       for (const Op& op : stream) {
@@ -98,6 +99,7 @@ class Interpreter {
     place.tensor = layout_.coordinate(me_, plan::Axis::Tensor);
     place.data = layout_.coordinate(me_, plan::Axis::Data);
     place.expert = layout_.coordinate(me_, plan::Axis::Expert);
+    place.expert_tensor = layout_.coordinate(me_, plan::Axis::ExpertTensor);
     place.context = layout_.coordinate(me_, plan::Axis::Context);
     if (plan.context > 1) {
       place.context_group = groups_.at(plan::Axis::Context).get();
@@ -107,6 +109,7 @@ class Interpreter {
     }
     place.tensor_group = groups_.at(plan::Axis::Tensor).get();
     if (plan.expert > 1) place.expert_group = groups_.at(plan::Axis::Expert).get();
+    if (plan.expert_tensor > 1) place.expert_tensor_group = groups_.at(plan::Axis::ExpertTensor).get();
     network_ = std::make_unique<Network>(backend, meter_, model, plan, place, options.net);
   }
 
@@ -554,6 +557,7 @@ class Interpreter {
     for (const int from : sources) {
       const int expert = layout_.coordinate(from, plan::Axis::Expert);
       const int t = layout_.coordinate(from, plan::Axis::Tensor);
+      const int et = layout_.coordinate(from, plan::Axis::ExpertTensor);
       const bool dense_replica = layout_.coordinate(from, plan::Axis::Data) == 0;
       const bool expert_replica = layout_.coordinate(from, plan::Axis::ExpertData) == 0;
       const std::vector<Param> params =
@@ -577,8 +581,9 @@ class Interpreter {
           f.values.assign(static_cast<std::size_t>(q.rows * q.cols), 0.0f);
           names[layer].push_back(name);
         }
-        const std::int64_t row0 = q.split == Split::Rows ? t * q.local_rows : 0;
-        const std::int64_t col0 = q.split == Split::Columns ? t * q.local_cols : 0;
+        const int split_rank = q.expert ? et : t;
+        const std::int64_t row0 = q.split == Split::Rows ? split_rank * q.local_rows : 0;
+        const std::int64_t col0 = q.split == Split::Columns ? split_rank * q.local_cols : 0;
         for (std::int64_t r = 0; r < q.local_rows; ++r) {
           for (std::int64_t c = 0; c < q.local_cols; ++c) {
             f.values[static_cast<std::size_t>((row0 + r) * q.cols + col0 + c)] =

@@ -1,6 +1,5 @@
 #include "executor/interpreter/program_for_plan.h"
 
-#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -11,8 +10,6 @@ namespace mpsim::executor {
 
 schedule::Program program_for_plan(const model::Model& model, const plan::Plan& plan,
                                    const schedule::ChunkGradientBytes& gradient_bytes, Bytes bucket) {
-  const bool has_experts = std::any_of(model.layers.begin(), model.layers.end(),
-                                       [](const model::Layer& l) { return l.routed.experts > 0; });
   // Ulysses gives each context rank whole heads of its tensor rank's share.
   if (plan.context > 1 && plan.context_comm == plan::ContextComm::AllToAll && model.shape &&
       model.shape->heads % (plan.context * plan.tensor) != 0) {
@@ -37,13 +34,6 @@ schedule::Program program_for_plan(const model::Model& model, const plan::Plan& 
   // The executor routes every token (dropless); a capacity factor is simulated only.
   if (plan.expert_capacity_factor) {
     throw std::invalid_argument("the executor's experts are dropless; moe_expert_capacity_factor is simulated only");
-  }
-  // The executor's experts are whole matrices on their rank; splitting one over an expert-tensor
-  // group is simulated only.
-  if (has_experts && plan.expert_tensor > 1) {
-    throw std::invalid_argument(fmt::format("the executor runs whole experts (expert_tensor 1); expert_tensor {} is "
-                                            "simulated only",
-                                            plan.expert_tensor));
   }
   schedule::GradientSync sync;
   sync.gradient_bytes = gradient_bytes.dense;

@@ -20,9 +20,9 @@ Param& Layer::add_param(std::string name, std::int64_t rows, std::int64_t cols, 
   return params_.back();
 }
 
-void set_local_shape(Param& p, int tensor_size) {
-  p.local_rows = p.split == Split::Rows ? p.rows / tensor_size : p.rows;
-  p.local_cols = p.split == Split::Columns ? p.cols / tensor_size : p.cols;
+void set_local_shape(Param& p, int size) {
+  p.local_rows = p.split == Split::Rows ? p.rows / size : p.rows;
+  p.local_cols = p.split == Split::Columns ? p.cols / size : p.cols;
 }
 
 namespace {

@@ -97,6 +97,11 @@ struct LayerContext {
   Group* expert = nullptr;  ///< the expert-parallel group (nullptr or size 1: every expert is local)
   int expert_size = 1;
   int expert_rank = 0;
+  /// The expert-tensor group: its ranks hold the same experts, each a 1/size slice of every
+  /// expert's inner width (nullptr or size 1: whole experts).
+  Group* expert_tensor = nullptr;
+  int expert_tensor_size = 1;
+  int expert_tensor_rank = 0;
   /// Context parallelism: the group over which the sequence is split; rank r of C holds chunks r and
   /// 2C - 1 - r of its 2C (Megatron's causal load balancing). How attention meets the other ranks'
   /// keys and values is context_exchange (Megatron's cp_comm_type).
@@ -155,7 +160,8 @@ class Layer {
 /// Pre-LN GPT block: x + proj(attn(LN1(x))), then + fc2(gelu(fc1(LN2(.)))), causal multi-head attention.
 [[nodiscard]] std::unique_ptr<Layer> make_transformer_block(int model_index, const NetDims& dims, int tensor_size);
 /// The same block with the MLP replaced by a mixture of experts (executor/net/moe_mlp.h): expert
-/// rank `expert_rank` of `expert_size` holds dims.moe.experts / expert_size routed experts.
+/// rank `expert_rank` of `expert_size` holds dims.moe.experts / expert_size routed experts (each
+/// split over the expert-tensor group by its parameters' local shapes).
 [[nodiscard]] std::unique_ptr<Layer> make_moe_transformer_block(int model_index, const NetDims& dims, int tensor_size,
                                                                 int expert_size, int expert_rank);
 /// Residual MLP block: x + fc2(gelu(fc1(LN(x)))), inner width dims.generic_ffn.
@@ -167,7 +173,8 @@ class Layer {
 [[nodiscard]] std::unique_ptr<Layer> make_input_layer(const NetDims& dims);
 [[nodiscard]] std::unique_ptr<Layer> make_squared_loss();
 
-/// Parts of a full parameter a tensor rank holds: local shape of `p` for rank `rank` of `size`.
-void set_local_shape(Param& p, int tensor_size);
+/// Parts of a full parameter a rank holds: the local shape of `p` split over `size` ranks (the
+/// tensor group's for dense weights, the expert-tensor group's for routed experts).
+void set_local_shape(Param& p, int size);
 
 }  // namespace mpsim::executor

@@ -47,19 +47,66 @@ MoeMlp::MoeMlp(std::vector<Param>& params, const MoeDims& moe, std::int64_t hidd
   for (std::int64_t e = expert_rank * local; e < (expert_rank + 1) * local; ++e) {
     const std::string prefix = fmt::format("moe.expert{}.", e);
     const std::int64_t f = moe.expert_ffn;
-    experts_.push_back(Mlp{add(prefix + "fc1.weight", h, f, Split::None, Param::Init::Weight, true),
-                           add(prefix + "fc1.bias", 1, f, Split::None, Param::Init::Bias, true),
-                           add(prefix + "fc2.weight", f, h, Split::None, Param::Init::Weight, true),
+    // Split over the expert-tensor group (set_local_shape): fc1 by columns, fc2 by rows.
+    experts_.push_back(Mlp{add(prefix + "fc1.weight", h, f, Split::Columns, Param::Init::Weight, true),
+                           add(prefix + "fc1.bias", 1, f, Split::Columns, Param::Init::Bias, true),
+                           add(prefix + "fc2.weight", f, h, Split::Rows, Param::Init::Weight, true),
                            add(prefix + "fc2.bias", 1, h, Split::None, Param::Init::Bias, true)});
   }
 }
 
-MatrixView MoeMlp::expert_rows(const Buffer& b, std::size_t e, const MoeStash& s) const {
-  const auto& rows = s.arrival.expert_rows;
-  const std::int64_t first =
-      std::accumulate(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(e), std::int64_t{0});
-  return b.view().row_range(first, rows[e]);
+void MoeMlp::plan_segments(const LayerContext& ctx, MoeStash& s) const {
+  const std::vector<std::int64_t>& mine = s.arrival.expert_rows;
+  const auto local = mine.size();
+  const int members = ctx.expert_tensor != nullptr ? ctx.expert_tensor_size : 1;
+  std::vector<std::int64_t> rows = mine;  // [member][local expert]
+  if (members > 1) {
+    std::vector<std::int64_t> send;
+    for (int m = 0; m < members; ++m) send.insert(send.end(), mine.begin(), mine.end());
+    rows.assign(send.size(), 0);
+    ctx.backend->all_to_all_counts(*ctx.expert_tensor, send, rows);
+  }
+  const int me = members > 1 ? ctx.expert_tensor_rank : 0;
+  s.segments.clear();
+  s.member_floats.assign(static_cast<std::size_t>(members), 0);
+  std::int64_t first = 0;
+  for (int m = 0; m < members; ++m) {
+    if (m == me) s.own_first = first;
+    for (std::size_t e = 0; e < local; ++e) {
+      const std::int64_t n = rows[static_cast<std::size_t>(m) * local + e];
+      s.segments.push_back({first, n, e, m == me});
+      s.member_floats[static_cast<std::size_t>(m)] += static_cast<std::size_t>(n * hidden_);
+      first += n;
+    }
+  }
+  s.own_rows = std::accumulate(mine.begin(), mine.end(), std::int64_t{0});
 }
+
+Buffer MoeMlp::gather_members(const LayerContext& ctx, Buffer own, const MoeStash& s) const {
+  if (ctx.expert_tensor == nullptr || ctx.expert_tensor_size <= 1) return own;
+  const int members = ctx.expert_tensor_size;
+  const std::int64_t rows = s.own_rows;
+  Buffer send = ctx.buffer(rows * members, hidden_);
+  for (int m = 0; m < members && rows > 0; ++m) ctx.backend->copy(own.view(), send.view().row_range(m * rows, rows));
+  const std::vector<std::size_t> send_floats(static_cast<std::size_t>(members), static_cast<std::size_t>(rows * hidden_));
+  const std::size_t total = std::accumulate(s.member_floats.begin(), s.member_floats.end(), std::size_t{0});
+  Buffer gathered = ctx.buffer(static_cast<std::int64_t>(total) / hidden_, hidden_);
+  ctx.backend->all_to_all(*ctx.expert_tensor, send.data(), send_floats, gathered.data(), s.member_floats);
+  return gathered;
+}
+
+Buffer MoeMlp::sum_own_rows(const LayerContext& ctx, Buffer partial, const MoeStash& s) const {
+  if (ctx.expert_tensor == nullptr || ctx.expert_tensor_size <= 1) return partial;
+  const MatrixView all = partial.view();
+  ctx.backend->all_reduce_sum(*ctx.expert_tensor, all.data, static_cast<std::size_t>(all.rows * all.cols));
+  Buffer own = ctx.buffer(s.own_rows, hidden_);
+  if (s.own_rows > 0) ctx.backend->copy(all.row_range(s.own_first, s.own_rows), own.view());
+  return own;
+}
+
+namespace {
+MatrixView segment_rows(const Buffer& b, const ExpertSegment& seg) { return b.view().row_range(seg.first, seg.rows); }
+}  // namespace
 
 Buffer MoeMlp::exchange(const LayerContext& ctx, Buffer rows, const MoeStash& s, bool dispatch) const {
   if (ctx.expert == nullptr || ctx.expert_size <= 1) return rows;
@@ -119,18 +166,33 @@ void MoeMlp::forward(const LayerContext& ctx, const std::vector<Param>& p, Matri
   Buffer sent = ctx.buffer(copies, h);
   gather_rows(be, mine, s.dispatch.copy_token, sent.view());
   Buffer landed = exchange(ctx, std::move(sent), s, true);
-  s.expert_in = ctx.buffer(arrived, h);
-  gather_rows(be, landed.view(), s.arrival.expert_order, s.expert_in.view());
+  Buffer own_in = ctx.buffer(arrived, h);
+  gather_rows(be, landed.view(), s.arrival.expert_order, own_in.view());
   landed.reset();
-  s.expert_pre = ctx.buffer(arrived, moe_.expert_ffn);
-  s.expert_act = ctx.buffer(arrived, moe_.expert_ffn);
-  Buffer expert_out = ctx.buffer(arrived, h);
-  for (std::size_t e = 0; e < experts_.size(); ++e) {
-    if (s.arrival.expert_rows[e] == 0) continue;
-    const Mlp& m = experts_[e];
-    linear(ctx, expert_rows(s.expert_in, e, s), p[m.fc1_w], &p[m.fc1_b], expert_rows(s.expert_pre, e, s));
-    be.gelu_forward(expert_rows(s.expert_pre, e, s), expert_rows(s.expert_act, e, s));
-    linear(ctx, expert_rows(s.expert_act, e, s), p[m.fc2_w], &p[m.fc2_b], expert_rows(expert_out, e, s));
+  plan_segments(ctx, s);
+  s.expert_in = gather_members(ctx, std::move(own_in), s);
+  const std::int64_t gathered = s.expert_in.view().rows;
+  const bool sliced = ctx.expert_tensor != nullptr && ctx.expert_tensor_size > 1;
+  const std::int64_t width = experts_.empty() ? 0 : p[experts_.front().fc1_w].local_cols;  // this rank's slice
+  s.expert_pre = ctx.buffer(gathered, width);
+  s.expert_act = ctx.buffer(gathered, width);
+  Buffer partial_out = ctx.buffer(gathered, h);
+  for (const ExpertSegment& seg : s.segments) {
+    if (seg.rows == 0) continue;
+    const Mlp& m = experts_[seg.expert];
+    linear(ctx, segment_rows(s.expert_in, seg), p[m.fc1_w], &p[m.fc1_b], segment_rows(s.expert_pre, seg));
+    be.gelu_forward(segment_rows(s.expert_pre, seg), segment_rows(s.expert_act, seg));
+    // Sliced, fc2 makes a partial sum: its bias goes on once, after the sum.
+    linear(ctx, segment_rows(s.expert_act, seg), p[m.fc2_w], sliced ? nullptr : &p[m.fc2_b],
+           segment_rows(partial_out, seg));
+  }
+  Buffer expert_out = sum_own_rows(ctx, std::move(partial_out), s);
+  if (sliced) {
+    for (const ExpertSegment& seg : s.segments) {
+      if (!seg.own || seg.rows == 0) continue;
+      be.add_row_vector(p[experts_[seg.expert].fc2_b].data,
+                        expert_out.view().row_range(seg.first - s.own_first, seg.rows));
+    }
   }
   Buffer leaving = ctx.buffer(arrived, h);
   gather_rows(be, expert_out.view(), s.arrival.arrival_order, leaving.view());
@@ -202,25 +264,29 @@ void MoeMlp::backward_input(const LayerContext& ctx, std::vector<Param>& p, MoeS
   Buffer sent = ctx.buffer(copies, h);
   if (copies > 0) be.upload(dcopies, sent.data());
   Buffer landed = exchange(ctx, std::move(sent), s, true);
-  s.expert_dout = ctx.buffer(arrived, h);
-  gather_rows(be, landed.view(), s.arrival.expert_order, s.expert_dout.view());
+  Buffer own_dout = ctx.buffer(arrived, h);
+  gather_rows(be, landed.view(), s.arrival.expert_order, own_dout.view());
   landed.reset();
-  s.expert_dpre = ctx.buffer(arrived, moe_.expert_ffn);
-  Buffer dact = ctx.buffer(arrived, moe_.expert_ffn);
-  Buffer din = ctx.buffer(arrived, h);
-  for (std::size_t e = 0; e < experts_.size(); ++e) {
-    if (s.arrival.expert_rows[e] == 0) continue;
-    const Mlp& m = experts_[e];
-    be.gemm(Transpose::No, Transpose::Yes, 1.0f, expert_rows(s.expert_dout, e, s), p[m.fc2_w].value(), 0.0f,
-            expert_rows(dact, e, s));
-    be.gelu_backward(expert_rows(s.expert_pre, e, s), expert_rows(dact, e, s), expert_rows(s.expert_dpre, e, s));
-    be.gemm(Transpose::No, Transpose::Yes, 1.0f, expert_rows(s.expert_dpre, e, s), p[m.fc1_w].value(), 0.0f,
-            expert_rows(din, e, s));
+  s.expert_dout = gather_members(ctx, std::move(own_dout), s);
+  const std::int64_t gathered = s.expert_dout.view().rows;
+  const std::int64_t width = s.expert_pre.view().cols;
+  s.expert_dpre = ctx.buffer(gathered, width);
+  Buffer dact = ctx.buffer(gathered, width);
+  Buffer din = ctx.buffer(gathered, h);
+  for (const ExpertSegment& seg : s.segments) {
+    if (seg.rows == 0) continue;
+    const Mlp& m = experts_[seg.expert];
+    be.gemm(Transpose::No, Transpose::Yes, 1.0f, segment_rows(s.expert_dout, seg), p[m.fc2_w].value(), 0.0f,
+            segment_rows(dact, seg));
+    be.gelu_backward(segment_rows(s.expert_pre, seg), segment_rows(dact, seg), segment_rows(s.expert_dpre, seg));
+    be.gemm(Transpose::No, Transpose::Yes, 1.0f, segment_rows(s.expert_dpre, seg), p[m.fc1_w].value(), 0.0f,
+            segment_rows(din, seg));
   }
   dact.reset();
+  // Each member's slice gives a part of every row's input gradient: summed, this rank keeps its own.
+  const Buffer own_din = sum_own_rows(ctx, std::move(din), s);
   Buffer leaving = ctx.buffer(arrived, h);
-  gather_rows(be, din.view(), s.arrival.arrival_order, leaving.view());
-  din.reset();
+  gather_rows(be, own_din.view(), s.arrival.arrival_order, leaving.view());
   const Buffer returned = exchange(ctx, std::move(leaving), s, false);
   if (copies > 0)
     be.embedding_backward(returned.view(), s.dispatch.copy_token, dnormed.view().row_range(s.first, s.count));
@@ -253,11 +319,13 @@ void MoeMlp::backward_input(const LayerContext& ctx, std::vector<Param>& p, MoeS
 
 void MoeMlp::backward_weight(const LayerContext& ctx, std::vector<Param>& p, MoeStash& s) const {
   linear_weight_grad(ctx, s.normed.view(), s.dlogits.view(), p[router_w_], router_b_ ? &p[*router_b_] : nullptr);
-  for (std::size_t e = 0; e < experts_.size(); ++e) {
-    if (s.arrival.expert_rows[e] == 0) continue;
-    const Mlp& m = experts_[e];
-    linear_weight_grad(ctx, expert_rows(s.expert_act, e, s), expert_rows(s.expert_dout, e, s), p[m.fc2_w], &p[m.fc2_b]);
-    linear_weight_grad(ctx, expert_rows(s.expert_in, e, s), expert_rows(s.expert_dpre, e, s), p[m.fc1_w], &p[m.fc1_b]);
+  // Over the group's gathered rows: each member's slice sees every token of its experts, and fc2's
+  // whole bias the same gradient on every member.
+  for (const ExpertSegment& seg : s.segments) {
+    if (seg.rows == 0) continue;
+    const Mlp& m = experts_[seg.expert];
+    linear_weight_grad(ctx, segment_rows(s.expert_act, seg), segment_rows(s.expert_dout, seg), p[m.fc2_w], &p[m.fc2_b]);
+    linear_weight_grad(ctx, segment_rows(s.expert_in, seg), segment_rows(s.expert_dpre, seg), p[m.fc1_w], &p[m.fc1_b]);
   }
   if (shared_) {
     linear_weight_grad(ctx, s.shared_act.view(), s.dy, p[shared_->fc2_w], &p[shared_->fc2_b]);

@@ -125,7 +125,8 @@ std::vector<std::unique_ptr<Layer>> build_chunk_layers(const model::Model& model
     layers.push_back(make_squared_loss());
   }
   for (auto& layer : layers) {
-    for (Param& p : layer->params()) set_local_shape(p, plan.tensor);
+    // Routed experts split over the expert-tensor group, the rest over the tensor group.
+    for (Param& p : layer->params()) set_local_shape(p, p.expert ? std::max(1, plan.expert_tensor) : plan.tensor);
   }
   return layers;
 }
@@ -191,6 +192,9 @@ Network::Network(Backend& backend, MemoryMeter& meter, const model::Model& model
   ctx_.expert = place.expert_group;
   ctx_.expert_size = plan.expert;
   ctx_.expert_rank = place.expert;
+  ctx_.expert_tensor = place.expert_tensor_group;
+  ctx_.expert_tensor_size = place.expert_tensor_group != nullptr ? plan.expert_tensor : 1;
+  ctx_.expert_tensor_rank = place.expert_tensor;
   ctx_.context = place.context_group;
   ctx_.context_size = plan.context;
   ctx_.context_rank = place.context;
@@ -216,8 +220,9 @@ Network::Network(Backend& backend, MemoryMeter& meter, const model::Model& model
       for (Param& p : layer->params()) {
         p.data = params_ + p.offset;
         p.grad = grads_ + p.offset;
-        const std::int64_t row0 = p.split == Split::Rows ? place.tensor * p.local_rows : 0;
-        const std::int64_t col0 = p.split == Split::Columns ? place.tensor * p.local_cols : 0;
+        const int split_rank = p.expert ? place.expert_tensor : place.tensor;
+        const std::int64_t row0 = p.split == Split::Rows ? split_rank * p.local_rows : 0;
+        const std::int64_t col0 = p.split == Split::Columns ? split_rank * p.local_cols : 0;
         for (std::int64_t r = 0; r < p.local_rows; ++r) {
           for (std::int64_t c = 0; c < p.local_cols; ++c) {
             host[p.offset + static_cast<std::size_t>(r * p.local_cols + c)] =

@@ -72,9 +72,11 @@ struct RankPlace {
   int tensor = 0;
   int data = 0;
   int expert = 0;
+  int expert_tensor = 0;
   int context = 0;
   Group* tensor_group = nullptr;  ///< nullptr: no tensor parallelism
   Group* expert_group = nullptr;  ///< nullptr: no expert parallelism
+  Group* expert_tensor_group = nullptr;  ///< nullptr: whole experts (expert_tensor 1)
   Group* context_group = nullptr;  ///< nullptr: no context parallelism
   int context_next = -1;      ///< world ranks of the context ring's neighbours (cp_comm_type p2p)
   int context_previous = -1;
