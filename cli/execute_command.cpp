@@ -15,6 +15,7 @@
 #include "executor/interpreter/peers.h"
 #include "executor/interpreter/interpreter.h"
 #include "executor/interpreter/mpi_runtime.h"
+#include "executor/interpreter/program_for_plan.h"
 #include "executor/launch/mpirun_launch.h"
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
@@ -46,11 +47,7 @@ struct ExecuteArgs {
 
 
 void check_world(const plan::Plan& plan, int world, const char* where) {
-  if (plan.gpus() != world) {
-    throw InputError({where, 0, 0}, "",
-                     fmt::format("the plan needs {} ranks (tensor {} x pipeline {} x data {}) but the job has {}",
-                                 plan.gpus(), plan.tensor, plan.pipeline, plan.data, world));
-  }
+  if (const auto mismatch = executor::world_size_mismatch(plan, world)) throw InputError({where, 0, 0}, "", *mismatch);
 }
 
 /// Re-runs this command under `mpirun -np N` (without --ranks) and waits.

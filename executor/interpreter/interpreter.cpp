@@ -51,11 +51,7 @@ class Interpreter {
         layout_(plan),
         me_(backend.world_rank()),
         pipeline_rank_(layout_.coordinate(me_, plan::Axis::Pipeline)) {
-    if (backend.world_size() != layout_.ranks()) {
-      throw std::invalid_argument(
-          fmt::format("the plan needs {} ranks (tensor {} x pipeline {} x data {}) but the job has {}", layout_.ranks(),
-                      plan.tensor, plan.pipeline, plan.data, backend.world_size()));
-    }
+    if (const auto mismatch = world_size_mismatch(plan, backend.world_size())) throw std::invalid_argument(*mismatch);
     const schedule::ChunkGradientBytes gradient_bytes = schedule::chunk_gradient_split(model, plan);
     gradient_bytes_ = gradient_bytes.dense;
     expert_gradient_bytes_ = gradient_bytes.experts;

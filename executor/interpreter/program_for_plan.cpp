@@ -44,4 +44,10 @@ schedule::Program program_for_plan(const model::Model& model, const plan::Plan& 
   return schedule::plan_program(model, plan, std::move(sync));
 }
 
+std::optional<std::string> world_size_mismatch(const plan::Plan& plan, int world) {
+  if (plan.gpus() == world) return std::nullopt;
+  return fmt::format("the plan needs {} ranks (tensor {} x context {} x pipeline {} x data {}) but the job has {}",
+                     plan.gpus(), plan.tensor, plan.context, plan.pipeline, plan.data, world);
+}
+
 }  // namespace mpsim::executor

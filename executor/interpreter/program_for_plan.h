@@ -3,6 +3,9 @@
 /// gradient bytes its collectives were sized from (schedule::chunk_gradient_split): the dense
 /// gradients' buckets over the data group, the routed experts' over the expert-data group.
 
+#include <optional>
+#include <string>
+
 #include "sim/core/units.h"
 #include "sim/model/model.h"
 #include "sim/plan/plan.h"
@@ -13,10 +16,14 @@ namespace mpsim::executor {
 
 /// schedule::plan_program (the simulator's build) with `gradient_bytes`, Megatron's default bucket
 /// unless `bucket` is positive, and the simulator's default of no overlap. Throws
-/// std::invalid_argument for what the executor does not run (ZeRO 3, context parallelism, experts
-/// split over an expert-tensor group).
+/// std::invalid_argument for what the executor does not run: recompute_modules, activation
+/// offloading, the Muon optimizer, a capacity factor, and Ulysses over more ranks than heads.
 [[nodiscard]] schedule::Program program_for_plan(const model::Model& model, const plan::Plan& plan,
                                                  const schedule::ChunkGradientBytes& gradient_bytes,
                                                  Bytes bucket = Bytes{});
+
+/// "the plan needs N ranks (tensor x context x pipeline x data) but the job has `world`", or nothing
+/// when the job has the plan's ranks.
+[[nodiscard]] std::optional<std::string> world_size_mismatch(const plan::Plan& plan, int world);
 
 }  // namespace mpsim::executor

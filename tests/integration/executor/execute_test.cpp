@@ -345,7 +345,7 @@ TEST(ExecuteFaultTest, APlanThatDoesNotFitTheJobIsRefusedInOneLine) {
   const CommandResult run = run_mpsim("execute --ranks 2 --topology " + repo("tests/integration/executor/loopback.yaml") +
                                       " --model " + repo("configs/models/cpu-gpt-tiny.yaml") + " --plan " + plan);
   EXPECT_EQ(run.exit_code, 2);
-  EXPECT_NE(run.err.find("the plan needs 4 ranks"), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("the plan needs 4 ranks (tensor 1 x context 1 x pipeline 2 x data 2)"), std::string::npos) << run.err;
   EXPECT_EQ(std::count(run.err.begin(), run.err.end(), '\n'), 1) << run.err;
 }
 

@@ -147,12 +147,25 @@ TEST(SearchSpace, OptionsNarrowIt) {
   EXPECT_TRUE(enumerate_search_space(cluster, model, options).candidates.empty());
 }
 
+/// GPT-3 1.3B's space on one 8-GPU H100 node, without recomputation, and its size.
+struct SmallSpace {
+  model::Model model = shipped_model("gpt3-1.3b");
+  SearchSpaceOptions options = [] {
+    SearchSpaceOptions o;
+    o.global_batch = 16;
+    o.recompute = {model::Recompute::None};
+    return o;
+  }();
+  [[nodiscard]] std::size_t size() const {
+    return enumerate_search_space(short_cluster(1, 8, "h100-sxm"), model, options).candidates.size();
+  }
+};
+
 TEST(SearchSpace, PrecisionsTheGpuRuns) {
-  const auto model = shipped_model("gpt3-1.3b");
-  SearchSpaceOptions options;
-  options.global_batch = 16;
-  options.recompute = {model::Recompute::None};
-  const std::size_t own = enumerate_search_space(short_cluster(1, 8, "h100-sxm"), model, options).candidates.size();
+  SmallSpace small;
+  const auto& model = small.model;
+  SearchSpaceOptions& options = small.options;
+  const std::size_t own = small.size();
   options.precisions = {plan::Precision::Bf16, plan::Precision::Fp8};
   // H100 has an FP8 peak: every candidate twice, in list order; A100 has none: bf16 only.
   const SearchSpace h100 = enumerate_search_space(short_cluster(1, 8, "h100-sxm"), model, options);
@@ -167,11 +180,10 @@ TEST(SearchSpace, PrecisionsTheGpuRuns) {
 }
 
 TEST(SearchSpace, AttentionKernelInEveryCandidate) {
-  const auto model = shipped_model("gpt3-1.3b");
-  SearchSpaceOptions options;
-  options.global_batch = 16;
-  options.recompute = {model::Recompute::None};
-  const std::size_t unset = enumerate_search_space(short_cluster(1, 8, "h100-sxm"), model, options).candidates.size();
+  SmallSpace small;
+  const auto& model = small.model;
+  SearchSpaceOptions& options = small.options;
+  const std::size_t unset = small.size();
   options.attention_kernel = topology::AttentionGeneration::Fa2;
   // Not an axis: the same candidates, each naming the generation, and each resolves with it.
   const SearchSpace fa2 = enumerate_search_space(short_cluster(1, 8, "h100-sxm"), model, options);
