@@ -182,13 +182,10 @@ Inputs load_planner_inputs(const PlanArgs& args) {
   Inputs in = load_inputs_on_gpus(files, std::move(overrides), args.gpus);
   // As the plan check: the GPU kind must have a rate for the named generation.
   if (!args.attention_kernel.empty()) {
-    const auto generation = topology::parse_attention_generation(args.attention_kernel);
+    const auto generation = *topology::parse_attention_generation(args.attention_kernel);  // CLI::IsMember
     for (const topology::GpuKind& gpu : in.cluster.gpu_kinds()) {
-      if (!gpu.attention_efficiency_of(generation)) {
-        throw InputError({"--attention-kernel " + args.attention_kernel, 0, 0}, "",
-                         fmt::format("{} has no attention rate for {} kernels (its attention_kernels); leave "
-                                     "--attention-kernel out for its attention_efficiency",
-                                     gpu.name, args.attention_kernel));
+      if (const auto missing = plan::attention_rate_error(gpu, generation, "--attention-kernel")) {
+        throw InputError({"--attention-kernel " + args.attention_kernel, 0, 0}, "", *missing);
       }
     }
   }

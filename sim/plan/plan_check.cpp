@@ -127,6 +127,14 @@ std::optional<ShapeRuleError> v_schedule_error(ScheduleKind kind, int pipeline, 
   return std::nullopt;
 }
 
+std::optional<std::string> attention_rate_error(const topology::GpuKind& gpu, topology::AttentionGeneration generation,
+                                                std::string_view setting) {
+  if (gpu.attention_efficiency_of(generation)) return std::nullopt;
+  return fmt::format("{} has no attention rate for {} kernels (its attention_kernels); leave {} out for its "
+                     "attention_efficiency",
+                     gpu.name, topology::to_string(generation), setting);
+}
+
 std::optional<std::string> interleaved_group_error(int microbatches, int pipeline, int group_size) {
   const int n = group_size;
   const int m = microbatches;
@@ -340,11 +348,9 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
                   fmt::format("attention_kernel {} names FlashAttention kernels; attention is {}", generation,
                               to_string(p.attention)));
     if (!cluster.gpus().empty()) {
-      const topology::GpuKind& gpu = cluster.gpu_kind_of(cluster.gpus().front());
-      check.require(gpu.attention_efficiency_of(p.attention_kernel).has_value(), "attention_kernel",
-                    fmt::format("{} has no attention rate for {} kernels (its attention_kernels); leave "
-                                "attention_kernel out for its attention_efficiency",
-                                gpu.name, generation));
+      const auto missing =
+          attention_rate_error(cluster.gpu_kind_of(cluster.gpus().front()), *p.attention_kernel, "attention_kernel");
+      check.require(!missing, "attention_kernel", missing.value_or(""));
     }
   }
   check.require(!p.fp8_param_gather || is_fp8(p.precision), "fp8_param_gather",

@@ -2,6 +2,7 @@
 /// Checking a plan against the cluster and model it will run on.
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/model/model.h"
@@ -27,6 +28,11 @@ namespace mpsim::plan {
 /// (or last groups) make the warm-up deadlock. Why not, or nothing. The plan check, the schedule
 /// generator and the planner all ask this.
 [[nodiscard]] std::optional<std::string> interleaved_group_error(int microbatches, int pipeline, int group_size);
+/// Whether `gpu` has a rate measured for `generation` of attention kernels. Why not, naming the
+/// `setting` to leave out, or nothing. The plan check and `mpsim plan --attention-kernel` both ask this.
+[[nodiscard]] std::optional<std::string> attention_rate_error(const topology::GpuKind& gpu,
+                                                              topology::AttentionGeneration generation,
+                                                              std::string_view setting);
 /// A rule a schedule's shape breaks: the plan field at fault and why.
 struct ShapeRuleError {
   std::string field;
