@@ -1,6 +1,9 @@
 #include "executor/backend/cpu/cpu_backend.h"
 
 #include <mpi.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
 #include <chrono>
@@ -60,6 +63,21 @@ class CpuGroup final : public Group {
   int rank_;
 };
 
+/// Freed buffers stay with the process for the next allocation, as a GPU framework's caching
+/// allocator keeps device memory. glibc would otherwise map each large buffer afresh and unmap it on
+/// free, so a pass pays page faults on every activation it writes whenever the buffers of the last
+/// pass were all freed first (the profiler's repetitions; not a schedule, where other microbatches'
+/// buffers stay live): the profiled forward of cpu-gpt-small's blocks took 6.6 ms that way against
+/// 5.7 ms with memory kept, and a schedule's forward passes 5.7 ms either way.
+void keep_freed_memory() noexcept {
+#if defined(__GLIBC__)
+  constexpr int kNeverMapped = 1 << 30;    // allocations below 1 GiB come from the heap ...
+  constexpr int kNeverTrimmed = 1 << 30;   // ... and freed heap memory is not given back below 1 GiB
+  mallopt(M_MMAP_THRESHOLD, kNeverMapped);
+  mallopt(M_TRIM_THRESHOLD, kNeverTrimmed);
+#endif
+}
+
 class CpuBackend;
 
 class CpuSend final : public SendHandle {
@@ -81,6 +99,7 @@ class CpuSend final : public SendHandle {
 class CpuBackend final : public Backend, private TeardownSteps {
  public:
   explicit CpuBackend(const BackendOptions& options) : options_(options) {
+    keep_freed_memory();
     int initialized = 0;
     MPI_Initialized(&initialized);
     mpi_ = initialized != 0;
