@@ -171,6 +171,7 @@ class Interpreter {
     gather_cursor_.assign(2 * static_cast<std::size_t>(network_->chunks()), 0);
     owned_.clear();
     scattered_.clear();
+    whole_.clear();
     const int start_mark = backend_.record_mark();
     const auto& stream = program_.streams[static_cast<std::size_t>(pipeline_rank_)];
     std::vector<std::pair<int, int>> op_marks;
@@ -180,10 +181,15 @@ class Interpreter {
       ++ops_run_;
       // In-layer collectives run inside the layers of their compute op (the network's forward and
       // backward call the tensor group where the math needs them), so they have no span of their own.
-      // ZeRO 3's weight gathers run here, before the pass that reads the weights.
+      // ZeRO 3's weight gathers run here, before the pass that reads the weights, and have one.
       if (schedule::is_collective(op.kind) && schedule::is_in_layer(op.stream)) {
-        if (zero3_ && op.kind == OpKind::AllGather) gather_chunk(op.chunk, op.group);
-        op_marks.emplace_back(-1, -1);
+        if (zero3_ && op.kind == OpKind::AllGather) {
+          const int before = backend_.record_mark();
+          gather_pass_weights(op.chunk, op.group);
+          op_marks.emplace_back(before, backend_.record_mark());
+        } else {
+          op_marks.emplace_back(-1, -1);
+        }
         continue;
       }
       const int before = backend_.record_mark();
@@ -429,7 +435,17 @@ class Interpreter {
                           s.sharded.end - s.sharded.begin);
     }
   }
+  /// ZeRO 3: a pass's gathers (the program has one per group of equal layers) find the chunk's
+  /// weights over `axes` whole after the first of them, which gathers them all; they stay whole
+  /// until the pass ends (drop_unowned).
+  void gather_pass_weights(int chunk, plan::AxisSet axes) {
+    const std::pair<int, std::uint16_t> key{chunk, axes.bits()};
+    if (std::find(whole_.begin(), whole_.end(), key) != whole_.end()) return;
+    gather_chunk(chunk, axes);
+    whole_.push_back(key);
+  }
   void drop_unowned(int chunk) {
+    std::erase_if(whole_, [&](const auto& key) { return key.first == chunk; });
     const auto poison = [&](std::size_t from, std::size_t to) {
       if (to <= from) return;
       const auto n = static_cast<std::int64_t>(to - from);
@@ -671,6 +687,8 @@ class Interpreter {
   std::vector<std::int64_t> reduce_cursor_;
   std::vector<std::int64_t> gather_cursor_;
   std::vector<ElementRange> owned_;
+  /// ZeRO 3: the (chunk, group) weights gathered whole for the pass running now.
+  std::vector<std::pair<int, std::uint16_t>> whole_;
   bool zero3_ = false;          ///< ZeRO 3: weights gathered before each pass, only a shard kept
   plan::AxisSet shard_axes_;    ///< the group ZeRO shards the dense states over
   plan::AxisSet replica_axes_;  ///< HSDP: the groups holding the other copies of each shard (else empty)

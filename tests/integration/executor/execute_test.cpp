@@ -310,6 +310,36 @@ TEST(ExecuteTest, ReportAndTraceLookLikeTheSimulators) {
   EXPECT_TRUE(forward_span);
 }
 
+/// Spans of each category in a Chrome trace.
+std::map<std::string, int> span_counts(const std::filesystem::path& trace) {
+  std::ifstream in(trace);
+  const auto chrome = nlohmann::json::parse(in);
+  std::map<std::string, int> out;
+  for (const auto& e : chrome.at("traceEvents")) {
+    if (e.value("ph", "") == "X") ++out[e.value("cat", "")];
+  }
+  return out;
+}
+
+// ZeRO 3's weight gathers are spans of the measured trace, one per gather of the program, so that
+// compare pairs them with the simulator's: as many per forward pass as the simulated trace has.
+TEST(ExecuteTest, ZeroThreeGathersAreSpansAsTheSimulatorsAre) {
+  const std::string sets = " --set plan.pipeline=1 --set plan.data=2 --set plan.zero=3";
+  const auto measured = scratch("execute-zero3") / "measured.json";
+  const auto predicted = scratch("execute-zero3") / "predicted.json";
+  const CommandResult run = run_mpsim(inputs(2) + sets + " --steps 1 --warmup 0 --trace " + measured.string());
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  std::string simulate = inputs(2) + sets + " --trace " + predicted.string();
+  simulate.replace(0, std::string("execute --ranks 2").size(), "simulate");
+  const CommandResult sim = run_mpsim(simulate);
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const std::map<std::string, int> m = span_counts(measured);
+  const std::map<std::string, int> p = span_counts(predicted);
+  ASSERT_GT(m.at("allgather"), 0);
+  ASSERT_GT(p.at("forward"), 0);
+  EXPECT_EQ(m.at("allgather") * p.at("forward"), p.at("allgather") * m.at("forward"));
+}
+
 TEST(ExecuteTest, PrintsTheLossOfEveryStep) {
   const CommandResult run = run_mpsim(inputs(2) + " --steps 2 --warmup 1");
   ASSERT_EQ(run.exit_code, 0) << run.err;
