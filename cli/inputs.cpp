@@ -50,6 +50,7 @@ const std::vector<PlanAlias>& plan_aliases() {
       {"overlap.tensor_comm", "overlap.tensor_comm", {"tp_comm_overlap"}},
       {"overlap.grad_reduce", "overlap.grad_reduce", {"overlap_grad_reduce"}},
       {"overlap.param_gather", "overlap.param_gather", {"overlap_param_gather"}},
+      {"overlap.moe_expert_comm", "overlap.moe_expert_comm", {"overlap_moe_expert_parallel_comm"}},
   };
   return aliases;
 }

@@ -62,7 +62,8 @@ nlohmann::ordered_json plan_json(const plan::Plan& p) {
                                                   : nlohmann::ordered_json(nullptr)},
           {"overlap", {{"grad_reduce", p.overlap_grad_reduce},
                        {"param_gather", p.overlap_param_gather},
-                       {"tensor_comm", p.overlap_tensor_comm}}},
+                       {"tensor_comm", p.overlap_tensor_comm},
+                       {"moe_expert_comm", p.overlap_moe_expert_comm}}},
           {"placement", plan::to_string(p.placement)}};
 }
 
@@ -219,12 +220,14 @@ planner::PlannerOptions planner_options(const PlanArgs& args) {
   return o;
 }
 
-/// What a plan overlaps: g(radient reduction), p(arameter gather), t(ensor collectives), or "-".
+/// What a plan overlaps: g(radient reduction), p(arameter gather), t(ensor collectives), e(xpert
+/// all-to-alls), or "-".
 std::string overlap_cell(const plan::Plan& p) {
   std::string out;
   if (p.overlap_grad_reduce) out += 'g';
   if (p.overlap_param_gather) out += 'p';
   if (p.overlap_tensor_comm) out += 't';
+  if (p.overlap_moe_expert_comm) out += 'e';
   return out.empty() ? "-" : out;
 }
 

@@ -61,6 +61,29 @@ grouped kernel (`torch._grouped_mm`), but 550 to 710 either way from 2048 rows p
 published run exceeds (its 8192 x 8192 product ran at 634 TFLOP/s that day). Until the kernels of each
 release are modelled, compare plans within one release rather than across releases.
 
+All-to-all overlap (`overlap.moe_expert_comm`, Megatron-Core's `--overlap-moe-expert-parallel-comm`:
+its combined 1F1B runs each steady-state forward beside another microbatch's backward) is modelled as
+the most it can hide: the pair takes the longer of F + B and both passes' communication, where
+Megatron hides each all-to-all only under the compute slot it is paired with. The rows run without it.
+Turned on where the recipes set it, the nine pipelined rows moved as follows, and the four with one
+stage (Qwen3-30B-A3B and gpt-oss-120b in 26.08) were predicted out of memory, the F&B pair holding two
+microbatches' activations where Megatron's layer-interleaved pair holds about one:
+
+| row | without | with |
+|---|---:|---:|
+| mbridge-25.09-deepseekv3-dgx-h100-1024gpu-fp8 (and -blockwise) | -19.9 % (-21.2 %) | +17.9 % (+17.3 %) |
+| mbridge-25.11-qwen3_235b_a22b-dgx-h100-256gpu-fp8 | +0.4 % | +48.7 % |
+| mbridge-26.04.01-qwen3_235b_a22b-dgx-h100-256gpu-fp8 | -6.7 % | +41.7 % |
+| mbridge-26.04.01-deepseekv3-dgx-b200-256gpu-mxfp8 | -52.3 % | -48.4 % |
+| mbridge-26.08-qwen3_235b_a22b-dgx-gb300-256gpu-mxfp8 | -11.6 % | +2.6 % |
+| mbridge-26.08-qwen3_235b_a22b-dgx-gb200-256gpu-mxfp8 | +0.3 % | +18.2 % |
+| mbridge-26.08-deepseekv3-dgx-gb300-256gpu-mxfp8 | -18.6 % | -7.0 % |
+| mbridge-26.08-deepseekv3-dgx-gb200-256gpu-mxfp8 | -1.7 % | +9.0 % |
+
+The H100 rows say the bound is too optimistic there; the DeepSeek-V3 B200 row, whose 32-way expert
+groups span four nodes, stays far too slow with it (its all-to-alls cross InfiniBand 18 s a step on
+each GPU; DeepEP sends a token once per node and forwards it over NVLink, which the model does not).
+
 MOE
   cat "$moe_table"
   cat <<'CP'

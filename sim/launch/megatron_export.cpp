@@ -218,6 +218,7 @@ void training_args(const ExportInput& in, ArgGroup& g) {
     }
     g.flag("--tp-comm-overlap");
   }
+  if (p.overlap_moe_expert_comm) g.flag("--overlap-moe-expert-parallel-comm");
   // Muon's Megatron optimizer is not the distributed optimizer; dist_muon shards it.
   if (p.optimizer == plan::Optimizer::Muon) g.arg("--optimizer", p.zero >= 1 ? "dist_muon" : "muon");
   if (p.expert_capacity_factor) g.arg("--moe-expert-capacity-factor", *p.expert_capacity_factor);

@@ -352,6 +352,7 @@ void plan_fields(const Arguments& args, YamlOut& plan, std::optional<int> gpus, 
   for (const auto& [flag, key] : {std::pair{"--overlap-grad-reduce", "overlap_grad_reduce"},
                                   {"--overlap-param-gather", "overlap_param_gather"},
                                   {"--tp-comm-overlap", "tp_comm_overlap"},
+                                  {"--overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm"},
                                   {"--fp8-param-gather", "fp8_param_gather"},
                                   {"--moe-pad-expert-input-to-capacity", "moe_pad_expert_input_to_capacity"}}) {
     if (args.has(flag)) plan.put(key, "true", where(flag));

@@ -267,6 +267,7 @@ void data_parallel(const ExportInput& in, Section& ddp, Section& dist, Section& 
   overlap.set("tp_comm_overlap", p.overlap_tensor_comm);
   overlap.set("overlap_grad_reduce", p.overlap_grad_reduce);
   overlap.set("overlap_param_gather", p.overlap_param_gather);
+  if (p.overlap_moe_expert_comm) overlap.set("overlap_moe_expert_parallel_comm", true);
 }
 
 std::string yaml_section(const Section& s) {

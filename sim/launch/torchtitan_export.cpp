@@ -143,6 +143,11 @@ void parallelism(const ExportInput& in, Table& t, std::vector<std::string>& note
                      fmt::format("TorchTitan's expert_tensor_parallel_degree is the tensor degree or 1, not {}",
                                  p.expert_tensor));
     }
+    if (p.overlap_moe_expert_comm) {
+      cannot_express(in, kTarget, "overlap.moe_expert_comm",
+                     "TorchTitan's [parallelism] has no overlap of one microbatch's expert all-to-alls with another's "
+                     "compute (Megatron-Core's combined 1F1B)");
+    }
     t.set("expert_parallel_degree", p.expert);
     t.set("expert_tensor_parallel_degree", p.expert_tensor);
   }

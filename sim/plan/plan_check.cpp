@@ -220,10 +220,30 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   p.overlap_tensor_comm = spec.overlap_tensor_comm;
   p.overlap_grad_reduce = spec.overlap_grad_reduce;
   p.overlap_param_gather = spec.overlap_param_gather;
+  p.overlap_moe_expert_comm = spec.overlap_moe_expert_comm;
   p.grad_reduce_in_fp32 = spec.grad_reduce_in_fp32;
   p.optimizer = spec.optimizer;
   p.activation_offload_layers = spec.activation_offload_layers;
   p.shard_groups = spec.shard_groups;
+  // Megatron-Core's rules for --overlap-moe-expert-parallel-comm (TransformerConfig): expert
+  // parallelism, interleaving when pipelined (its combined 1F1B), no full recomputation.
+  if (p.overlap_moe_expert_comm) {
+    check.require(p.expert > 1, "overlap.moe_expert_comm",
+                  "overlapping the expert all-to-alls needs expert parallelism (expert > 1)");
+    if (p.pipeline > 1) {
+      check.require(p.schedule == ScheduleKind::Interleaved1F1B && p.virtual_stages > 1, "overlap.moe_expert_comm",
+                    "overlapping the expert all-to-alls on a pipeline needs interleaved-1f1b with virtual_stages > 1 "
+                    "(Megatron-Core's rule)");
+    } else {
+      check.require(p.schedule == ScheduleKind::OneFOneB || p.schedule == ScheduleKind::GPipe ||
+                        p.schedule == ScheduleKind::Interleaved1F1B,
+                    "overlap.moe_expert_comm",
+                    fmt::format("overlapping the expert all-to-alls runs Megatron-Core's combined 1F1B, not {}",
+                                to_string(p.schedule)));
+    }
+    check.require(spec.recompute != model::Recompute::Full, "overlap.moe_expert_comm",
+                  "overlapping the expert all-to-alls does not combine with full recomputation (Megatron-Core's rule)");
+  }
   // Megatron-Core's rules for its layer-wise offloading (TransformerConfig): one pipeline stage, no
   // recomputation, and the last block stays on the GPU.
   if (p.activation_offload_layers > 0) {

@@ -131,7 +131,8 @@ PlanSpec load_plan_spec(const Field& root) {
                     "context_parallel_size", "expert_model_parallel_size", "expert_tensor_parallel_size",
                     "virtual_pipeline_model_parallel_size", "num_layers_per_virtual_pipeline_stage",
                     "micro_batch_size", "global_batch_size", "recompute_granularity", "use_distributed_optimizer",
-                    "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "attention_backend",
+                    "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "overlap_moe_expert_parallel_comm",
+                    "attention_backend",
                     "cpu_offloading_num_layers",
                     "use_flash_attn", "fp8", "fp8_recipe", "bf16", "fp16", "accumulate_allreduce_grads_in_fp32",
                     // NeMo
@@ -188,6 +189,9 @@ PlanSpec load_plan_spec(const Field& root) {
   if (auto f = r.get(root, "tp_comm_overlap", "overlap.tensor_comm")) spec.overlap_tensor_comm = f->as_bool();
   if (auto f = r.get(root, "overlap_grad_reduce", "overlap.grad_reduce")) spec.overlap_grad_reduce = f->as_bool();
   if (auto f = r.get(root, "overlap_param_gather", "overlap.param_gather")) spec.overlap_param_gather = f->as_bool();
+  if (auto f = r.get(root, "overlap_moe_expert_parallel_comm", "overlap.moe_expert_comm")) {
+    spec.overlap_moe_expert_comm = f->as_bool();
+  }
   if (auto f = r.get(root, "attention_backend", "attention")) spec.attention = f->as_enum(kMegatronAttention);
   if (auto f = r.get(root, "use_flash_attn", "attention")) {
     spec.attention = f->as_bool() ? AttentionKernel::Flash : AttentionKernel::Standard;
@@ -244,10 +248,11 @@ PlanSpec load_plan_spec(const Field& root) {
   }
   if (auto f = r.get(root, "sequence_parallel", "sequence_parallel")) spec.sequence_parallel = f->as_bool();
   if (auto overlap = root.get("overlap")) {
-    overlap->expect_keys({"tensor_comm", "grad_reduce", "param_gather"});
+    overlap->expect_keys({"tensor_comm", "grad_reduce", "param_gather", "moe_expert_comm"});
     if (auto f = r.get(*overlap, "tensor_comm", "overlap.tensor_comm")) spec.overlap_tensor_comm = f->as_bool();
     if (auto f = r.get(*overlap, "grad_reduce", "overlap.grad_reduce")) spec.overlap_grad_reduce = f->as_bool();
     if (auto f = r.get(*overlap, "param_gather", "overlap.param_gather")) spec.overlap_param_gather = f->as_bool();
+    if (auto f = r.get(*overlap, "moe_expert_comm", "overlap.moe_expert_comm")) spec.overlap_moe_expert_comm = f->as_bool();
   }
   if (auto f = r.get(root, "precision", "precision")) spec.precision = f->as_enum(kPrecisionNames);
   if (auto f = r.get(root, "attention", "attention")) spec.attention = f->as_enum(kAttention);
@@ -309,8 +314,9 @@ std::string write_plan_yaml(const Plan& p) {
   out += fmt::format("precision: {}\n", to_string(p.precision));
   out += fmt::format("attention: {}\n", to_string(p.attention));
   if (p.attention_kernel) out += fmt::format("attention_kernel: {}\n", topology::to_string(*p.attention_kernel));
-  out += fmt::format("overlap: {{ grad_reduce: {}, param_gather: {}, tensor_comm: {} }}\n", p.overlap_grad_reduce,
-                     p.overlap_param_gather, p.overlap_tensor_comm);
+  out += fmt::format("overlap: {{ grad_reduce: {}, param_gather: {}, tensor_comm: {}{} }}\n", p.overlap_grad_reduce,
+                     p.overlap_param_gather, p.overlap_tensor_comm,
+                     p.overlap_moe_expert_comm ? ", moe_expert_comm: true" : "");
   out += fmt::format("zero: {}\n", p.zero);
   if (!p.grad_reduce_in_fp32) out += "grad_reduce_in_fp32: false\n";
   if (p.routing_imbalance != 1.0) out += fmt::format("routing_imbalance: {}\n", p.routing_imbalance);

@@ -55,6 +55,14 @@ struct VirtualMicrobatch {
 /// backwards); then "F(w + k) B(k)" and the remaining backwards.
 [[nodiscard]] Program make_interleaved_1f1b(const PipelineShape& shape);
 
+/// Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm, schedules.py): the interleaved
+/// order with one more warmup forward per rank, so that each steady-state forward and the backward
+/// after it belong to different microbatches, and that pair as one ForwardBackward op, whose layers
+/// Megatron interleaves so that one microbatch's expert all-to-alls run under the other's compute.
+/// With one stage (no pipeline schedule; 1f1b, gpipe or interleaved) it is F0, F1&B0, ..., B(m-1).
+/// Throws std::invalid_argument on a pipeline (stages > 1) unless interleaved with chunks >= 2.
+[[nodiscard]] Program make_combined_1f1b(const PipelineShape& shape);
+
 /// ZB-H1 (Zero Bubble, handcrafted, 1F1B memory): the 1F1B order with B as BackwardInput (I);
 /// W(j) right after I(j + i) on rank i; the remaining W at the end, in order.
 [[nodiscard]] Program make_zb_h1(const PipelineShape& shape);

@@ -186,7 +186,11 @@ Program plan_program(const model::Model& model, const plan::Plan& plan, Gradient
   sync.overlap_param_gather = plan.overlap_param_gather;
   sync.parameter_bytes = gathered_parameter_bytes(plan.fp8_param_gather, model.dtype_bytes);
   sync.gradient_bytes_per_parameter = gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, model.dtype_bytes);
-  Program lowered = add_layer_collectives(lower_comm(compute != nullptr ? *compute : make_program(shape_of(plan))),
+  const auto compute_order = [&] {
+    if (compute != nullptr) return *compute;
+    return plan.overlap_moe_expert_comm ? make_combined_1f1b(shape_of(plan)) : make_program(shape_of(plan));
+  };
+  Program lowered = add_layer_collectives(lower_comm(compute_order()),
                                           chunk_layer_collectives(model, plan), plan.overlap_tensor_comm);
   return add_gradient_sync(std::move(lowered), sync);
 }

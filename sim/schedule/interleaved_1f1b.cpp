@@ -28,8 +28,12 @@ std::vector<VirtualMicrobatch> virtual_microbatch_table(int microbatches, int ch
   return table;
 }
 
-Program make_interleaved_1f1b(const PipelineShape& shape) {
-  Program program = detail::empty_program(shape, plan::ScheduleKind::Interleaved1F1B);
+namespace {
+
+/// Megatron's interleaved order; `combined`: one more warmup forward, and each steady-state forward
+/// beside the backward after it as one ForwardBackward op (its combined 1F1B).
+Program interleaved_order(const PipelineShape& shape, bool combined) {
+  Program program = detail::empty_program(shape, shape.kind);
   const int p = shape.stages;
   const int v = shape.chunks;
   const std::vector<VirtualMicrobatch> table =
@@ -44,16 +48,39 @@ Program make_interleaved_1f1b(const PipelineShape& shape) {
     stream.reserve(2 * table.size());
     // With p = 1 Megatron runs no pipeline schedule at all; the same formula (its first term 0)
     // still gives a valid order for v chunks on one rank.
-    const std::int64_t formula = std::int64_t{p - rank - 1} * 2 + std::int64_t{v - 1} * shape.microbatch_group_size;
+    const std::int64_t formula = std::int64_t{p - rank - 1} * 2 + std::int64_t{v - 1} * shape.microbatch_group_size +
+                                 (combined ? 1 : 0);
     const int warmup = static_cast<int>(std::min<std::int64_t>(formula, total));
     for (int k = 0; k < warmup; ++k) stream.push_back(forward(k));
     for (int k = 0; k < total - warmup; ++k) {
-      stream.push_back(forward(warmup + k));
-      stream.push_back(backward(k));
+      const Op f = forward(warmup + k);
+      const Op b = backward(k);
+      if (combined) {
+        stream.push_back(forward_backward_op(static_cast<int>(f.microbatch), f.chunk, static_cast<int>(b.microbatch),
+                                             b.chunk));
+      } else {
+        stream.push_back(f);
+        stream.push_back(b);
+      }
     }
     for (int k = total - warmup; k < total; ++k) stream.push_back(backward(k));
   }
   return program;
+}
+
+}  // namespace
+
+Program make_interleaved_1f1b(const PipelineShape& shape) {
+  PipelineShape interleaved = shape;
+  interleaved.kind = plan::ScheduleKind::Interleaved1F1B;
+  return interleaved_order(interleaved, false);
+}
+
+Program make_combined_1f1b(const PipelineShape& shape) {
+  if (shape.stages > 1 && (shape.kind != plan::ScheduleKind::Interleaved1F1B || shape.chunks < 2)) {
+    throw std::invalid_argument("the combined 1F1B needs interleaved-1f1b with two or more chunks on a pipeline");
+  }
+  return interleaved_order(shape, true);
 }
 
 }  // namespace mpsim::schedule

@@ -278,7 +278,13 @@ INSTANTIATE_TEST_SUITE_P(
         Split{"expert_recompute_full", 4,
               "--set plan.data=2 --set plan.parallelism.expert=2 --set plan.pipeline=2 --set plan.recompute=full"},
         Split{"expert_zb_h1", 4,
-              "--set plan.data=2 --set plan.parallelism.expert=2 --set plan.pipeline=2 --set plan.schedule=zb-h1"}),
+              "--set plan.data=2 --set plan.parallelism.expert=2 --set plan.pipeline=2 --set plan.schedule=zb-h1"},
+        // Megatron-Core's combined 1F1B: forwards beside the backwards of other microbatches.
+        Split{"expert_comm_overlap", 2, "--set plan.data=2 --set plan.parallelism.expert=2 --set plan.overlap.moe_expert_comm=true"},
+        Split{"expert_comm_overlap_interleaved", 4,
+              "--set plan.data=2 --set plan.parallelism.expert=2 --set plan.pipeline=2 "
+              "--set plan.schedule=interleaved-1f1b --set plan.parallelism.virtual_stages=2 "
+              "--set plan.overlap.moe_expert_comm=true"}),
     [](const ::testing::TestParamInfo<Split>& info) { return std::string(info.param.name); });
 
 TEST(ExecuteTest, RecomputeModulesAreRefused) {

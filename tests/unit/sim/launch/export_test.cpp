@@ -173,6 +173,8 @@ TEST(TorchTitanExport, NamesTheFieldItCannotExpress) {
   EXPECT_EQ(error_field(t, "parallelism: { tensor: 4, expert: 2, expert_tensor: 2 }\nsequence_parallel: true\nzero: 3\n",
                         kMixtral),
             "expert_tensor");
+  EXPECT_EQ(error_field(t, "parallelism: { expert: 8 }\nzero: 3\noverlap: { moe_expert_comm: true }\n", kMixtral),
+            "overlap.moe_expert_comm");
   EXPECT_EQ(error_field(t, "parallelism: { pipeline: 2 }\nplacement: tp-pp-dp\n"), "placement");
   EXPECT_EQ(error_field(t, "optimizer: muon\n"), "optimizer");
   EXPECT_EQ(error_field(t, "moe_expert_capacity_factor: 1.0\n", kMixtral), "moe_expert_capacity_factor");

@@ -110,6 +110,34 @@ TEST(PlanCheck, ErrorsPointAtTheField) {
             "<no error>");
 }
 
+// Megatron-Core's rules for --overlap-moe-expert-parallel-comm (its TransformerConfig checks).
+TEST(PlanCheck, ExpertCommOverlapFollowsMegatronCoresRules) {
+  constexpr const char* kMixtral = "configs/models/mixtral-8x7b.yaml";  // 32 layers, 8 experts
+  EXPECT_NE(check_error("parallelism: { tensor: 8, pipeline: 4 }\noverlap: { moe_expert_comm: true }\n", kP4d4, kGpt13b)
+                .find("needs expert parallelism (expert > 1) (field 'overlap.moe_expert_comm')"),
+            std::string::npos);
+  EXPECT_NE(check_error("parallelism: { tensor: 4, pipeline: 2, expert: 4 }\noverlap: { moe_expert_comm: true }\n",
+                        kP4d4, kMixtral)
+                .find("needs interleaved-1f1b with virtual_stages > 1"),
+            std::string::npos);
+  EXPECT_NE(check_error("parallelism: { tensor: 4, pipeline: 1, expert: 8 }\nschedule: zb-h1\n"
+                        "overlap: { moe_expert_comm: true }\n",
+                        kP4d4, kMixtral)
+                .find("runs Megatron-Core's combined 1F1B, not zb-h1"),
+            std::string::npos);
+  EXPECT_NE(check_error("parallelism: { tensor: 4, pipeline: 1, expert: 8 }\nrecompute: full\n"
+                        "overlap: { moe_expert_comm: true }\n",
+                        kP4d4, kMixtral)
+                .find("does not combine with full recomputation"),
+            std::string::npos);
+  EXPECT_EQ(check_error("parallelism: { tensor: 4, pipeline: 2, expert: 4, virtual_stages: 2 }\n"
+                        "schedule: interleaved-1f1b\noverlap: { moe_expert_comm: true }\n",
+                        kP4d4, kMixtral),
+            "<no error>");
+  // Megatron-LM's flat name, as a plan written from its arguments spells it.
+  EXPECT_TRUE(spec_from("overlap_moe_expert_parallel_comm: true\n").overlap_moe_expert_comm);
+}
+
 // attention_kernel picks a generation of FlashAttention kernels the GPU kind has a rate for
 // (configs/hardware/gpus.yaml attention_kernels): H100 lists fa2 and fa3, A100 fa2 only.
 TEST(PlanCheck, AttentionKernelNeedsARateOnTheGpuKind) {

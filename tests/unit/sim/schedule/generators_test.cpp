@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "schedule_test_support.h"
+#include "sim/schedule/validate.h"
 
 namespace mpsim::schedule {
 namespace {
@@ -178,6 +179,41 @@ TEST(ShapeError, GeneratorsThrowOnABrokenInvariant) {
   s.microbatch_group_size = -1;
   EXPECT_THROW((void)make_interleaved_1f1b(s), std::invalid_argument);
   EXPECT_NO_THROW((void)make_interleaved_1f1b(shape(ScheduleKind::Interleaved1F1B, 2, 4, 2)));
+}
+
+
+// Megatron-Core's combined 1F1B (--overlap-moe-expert-parallel-comm): the interleaved table with one
+// more warmup forward, each steady-state forward paired with the backward after it.
+TEST(Combined1F1B, RemainderGroupExample) {  // p = 2, m = 5, v = 2, N = 3: warm-up 6 on rank 0, 4 on rank 1
+  const Program p = make_combined_1f1b(shape(ScheduleKind::Interleaved1F1B, 2, 5, 2, 3));
+  EXPECT_EQ(rank_text(p, 0),
+            "F0.0 F1.0 F2.0 F0.1 F1.1 F2.1 F3.0&B0.1 F4.0&B1.1 F3.1&B2.1 F4.1&B0.0 B1.0 B2.0 B3.1 B4.1 B3.0 B4.0");
+  EXPECT_EQ(rank_text(p, 1),
+            "F0.0 F1.0 F2.0 F0.1 F1.1&B0.1 F2.1&B1.1 F3.0&B2.1 F4.0&B0.0 F3.1&B1.0 F4.1&B2.0 B3.1 B4.1 B3.0 B4.0");
+}
+
+TEST(Combined1F1B, OneStageRunsEachForwardBesideThePreviousBackward) {
+  EXPECT_EQ(rank_text(make_combined_1f1b(shape(ScheduleKind::OneFOneB, 1, 3)), 0), "F0 F1&B0 F2&B1 B2");
+  EXPECT_EQ(rank_text(make_combined_1f1b(shape(ScheduleKind::GPipe, 1, 1)), 0), "F0 B0");
+}
+
+TEST(Combined1F1B, PairsNeverHoldTheirOwnForwardAndEveryShapeValidates) {
+  for (const int p : {2, 4}) {
+    for (const int v : {2, 3}) {
+      for (const int m : {4, 8, 12}) {
+        const Program program = make_combined_1f1b(shape(ScheduleKind::Interleaved1F1B, p, m, v, p));
+        EXPECT_FALSE(validate(program).has_value()) << "p " << p << " v " << v << " m " << m;
+        for (const auto& stream : program.streams) {
+          for (const Op& op : stream) {
+            if (op.kind != OpKind::ForwardBackward) continue;
+            EXPECT_FALSE(op.microbatch == op.backward_microbatch && op.chunk == op.backward_chunk);
+          }
+        }
+      }
+    }
+  }
+  // A pipeline without interleaving has no combined 1F1B in Megatron-Core.
+  EXPECT_THROW((void)make_combined_1f1b(shape(ScheduleKind::OneFOneB, 2, 4)), std::invalid_argument);
 }
 
 }  // namespace
