@@ -250,7 +250,7 @@ awk -F'\t' '
     for (i = 1; i <= n; i++) {
       band = sprintf("%.1f-%.1f ms", p[i] * (1 - sp_of[i] / 2) * 1000, p[i] * (1 + sp_of[i] / 2) * 1000)
       printf "%-26s %-17s %12s %12s %21s %12s %8s\n", name[i], sched[i], mb[i], ms(p[i]), band, ms(m[i]), pct(e[i])
-      if (e[i] != "-") { k++; errs[k] = e[i]; pp[k] = p[i]; mm[k] = m[i]; nn[k] = name[i]; ss[k] = sp_of[i] }
+      if (e[i] != "-") { k++; errs[k] = e[i]; ee[k] = e[i]; pp[k] = p[i]; mm[k] = m[i]; nn[k] = name[i]; ss[k] = sp_of[i] }
     }
     if (k == 0) { print "\nno measurement: the loop stopped at the prediction"; exit 0 }
     # Median error.
@@ -284,6 +284,25 @@ awk -F'\t' '
     }
     printf "within 10%%: %d of %d plans; pairs whose predictions differ by more than the spread: %d, measured in the predicted order: %d\n",
            within, k, resolved, agree
+    # The same two counts over the schedules the loop is judged on: gpipe, 1f1b and zb-h1 at 4 and 8
+    # microbatches.
+    core_within = 0; core = 0; core_resolved = 0; core_agree = 0
+    for (i = 1; i <= k; i++) {
+      if (nn[i] !~ /^(gpipe|1f1b|zb-h1)-mb[48]$/) continue
+      core++
+      if (ee[i] <= 0.10) core_within++
+      for (j = i + 1; j <= k; j++) {
+        if (nn[j] !~ /^(gpipe|1f1b|zb-h1)-mb[48]$/) continue
+        s2 = ss[i] > ss[j] ? ss[i] : ss[j]
+        lo = pp[i] < pp[j] ? pp[i] : pp[j]
+        if ((pp[i] - pp[j] > s2 * lo) || (pp[j] - pp[i] > s2 * lo)) {
+          core_resolved++
+          if ((pp[i] < pp[j]) == (mm[i] < mm[j])) core_agree++
+        }
+      }
+    }
+    printf "gpipe, 1f1b and zb-h1 at 4 and 8 microbatches: within 10%%: %d of %d; pairs apart by more than the spread: %d, in the predicted order: %d\n",
+           core_within, core, core_resolved, core_agree
     # The fastest plan each way.
     bp = 1; bm = 1
     for (i = 2; i <= k; i++) { if (pp[i] < pp[bp]) bp = i; if (mm[i] < mm[bm]) bm = i }

@@ -44,7 +44,7 @@ std::vector<CountVectors> in_flight_vectors(const schedule::PipelineShape& shape
     std::set<std::vector<int>> seen;
     for (const schedule::Op& op : stream) {
       // The simulator's own rule for what a pass stashes and frees.
-      for (const schedule::Op& pass : schedule::compute_parts(op)) {
+      for (const schedule::Op& pass : schedule::memory_order(op, shape.kind)) {
         const schedule::StashChange change = schedule::stash_change(pass.kind);
         counts[pass.chunk] += change.full;
         counts[v + pass.chunk] += change.after_input;

@@ -65,9 +65,7 @@ All-to-all overlap (`overlap.moe_expert_comm`, Megatron-Core's `--overlap-moe-ex
 its combined 1F1B runs each steady-state forward beside another microbatch's backward) is modelled as
 the most it can hide: the pair takes the longer of F + B and both passes' communication, where
 Megatron hides each all-to-all only under the compute slot it is paired with. The rows run without it.
-Turned on where the recipes set it, the nine pipelined rows moved as follows, and the four with one
-stage (Qwen3-30B-A3B and gpt-oss-120b in 26.08) were predicted out of memory, the F&B pair holding two
-microbatches' activations where Megatron's layer-interleaved pair holds about one:
+Turned on for the thirteen rows whose recipes set it:
 
 | row | without | with |
 |---|---:|---:|
@@ -75,14 +73,19 @@ microbatches' activations where Megatron's layer-interleaved pair holds about on
 | mbridge-25.11-qwen3_235b_a22b-dgx-h100-256gpu-fp8 | +0.4 % | +48.7 % |
 | mbridge-26.04.01-qwen3_235b_a22b-dgx-h100-256gpu-fp8 | -6.7 % | +41.7 % |
 | mbridge-26.04.01-deepseekv3-dgx-b200-256gpu-mxfp8 | -52.3 % | -48.4 % |
+| mbridge-26.08-gptoss120b-dgx-gb300-64gpu-mxfp8 | +15.0 % | +28.6 % |
+| mbridge-26.08-gptoss120b-dgx-gb200-64gpu-mxfp8 | +32.4 % | +48.8 % |
+| mbridge-26.08-qwen3_30b_a3b-dgx-gb300-8gpu-mxfp8 | -10.0 % | +14.6 % |
+| mbridge-26.08-qwen3_30b_a3b-dgx-gb200-8gpu-mxfp8 | -0.1 % | +29.7 % |
 | mbridge-26.08-qwen3_235b_a22b-dgx-gb300-256gpu-mxfp8 | -11.6 % | +2.6 % |
 | mbridge-26.08-qwen3_235b_a22b-dgx-gb200-256gpu-mxfp8 | +0.3 % | +18.2 % |
 | mbridge-26.08-deepseekv3-dgx-gb300-256gpu-mxfp8 | -18.6 % | -7.0 % |
 | mbridge-26.08-deepseekv3-dgx-gb200-256gpu-mxfp8 | -1.7 % | +9.0 % |
 
-The H100 rows say the bound is too optimistic there; the DeepSeek-V3 B200 row, whose 32-way expert
-groups span four nodes, stays far too slow with it (its all-to-alls cross InfiniBand 18 s a step on
-each GPU; DeepEP sends a token once per node and forwards it over NVLink, which the model does not).
+The bound is too optimistic almost everywhere (the 26.08 median goes from 10.8 to 16.4 %); the
+DeepSeek-V3 B200 row, whose 32-way expert groups span four nodes, stays far too slow with it (its
+all-to-alls cross InfiniBand 18 s a step on each GPU; DeepEP sends a token once per node and forwards
+it over NVLink, which the model does not).
 
 MOE
   cat "$moe_table"

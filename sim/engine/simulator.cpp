@@ -334,10 +334,10 @@ void Simulation::start_compute(Actor& actor, const Op& op, std::size_t op_index)
   if (actor.slowdown != 1.0) {
     duration = TimeNs::seconds(duration.to_seconds() * actor.slowdown);
   }
-  // Memory: the stashes a pass adds or frees (schedule/stash.h), at the pass's start; an F&B pair
-  // holds its forward's stash before its backward frees the other one.
+  // Memory: the stashes a pass adds or frees (schedule/stash.h), at the pass's start, an F&B pair's
+  // two passes in schedule::memory_order.
   const int index = static_cast<int>(&actor - actors_.data());
-  for (const Op& pass : schedule::compute_parts(op)) {
+  for (const Op& pass : schedule::memory_order(op, program_.shape.kind)) {
     const ChunkCost& cc = costs_.chunk(actor.rank, pass.kind == OpKind::OptimizerStep ? 0 : pass.chunk);
     const schedule::StashChange change = schedule::stash_change(pass.kind);
     actor.memory += change.full * cc.stashed.count() + change.after_input * cc.stashed_after_input.count();

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "sim/schedule/passes.h"
+#include "sim/schedule/stash.h"
 #include "sim/schedule/validate_detail.h"
 
 namespace mpsim::schedule {
@@ -79,7 +80,7 @@ std::vector<int> peak_in_flight(const Program& program) {
     int now = 0;
     int peak = 0;
     for (const Op& op : stream) {
-      for (const Op& pass : compute_parts(op)) {  // an F&B pair holds its forward's before its backward frees
+      for (const Op& pass : memory_order(op, program.shape.kind)) {
         if (pass.kind == OpKind::Forward) peak = std::max(peak, ++now);
         if (pass.kind == OpKind::Backward || pass.kind == OpKind::BackwardInput) --now;
       }

@@ -193,8 +193,15 @@ TEST(Combined1F1B, RemainderGroupExample) {  // p = 2, m = 5, v = 2, N = 3: warm
 }
 
 TEST(Combined1F1B, OneStageRunsEachForwardBesideThePreviousBackward) {
-  EXPECT_EQ(rank_text(make_combined_1f1b(shape(ScheduleKind::OneFOneB, 1, 3)), 0), "F0 F1&B0 F2&B1 B2");
+  const Program one_stage = make_combined_1f1b(shape(ScheduleKind::OneFOneB, 1, 3));
+  EXPECT_EQ(rank_text(one_stage, 0), "F0 F1&B0 F2&B1 B2");
   EXPECT_EQ(rank_text(make_combined_1f1b(shape(ScheduleKind::GPipe, 1, 1)), 0), "F0 B0");
+  // A pair's backward frees as its forward stashes (Megatron interleaves their layers): one
+  // microbatch in flight with one stage; on a pipeline the one more warm-up forward holds what the
+  // plain order's first steady-state forward held before its backward.
+  EXPECT_EQ(peak_in_flight(one_stage), std::vector<int>{1});
+  const PipelineShape interleaved = shape(ScheduleKind::Interleaved1F1B, 2, 4, 2, 2);
+  EXPECT_EQ(peak_in_flight(make_combined_1f1b(interleaved)), peak_in_flight(make_interleaved_1f1b(interleaved)));
 }
 
 TEST(Combined1F1B, PairsNeverHoldTheirOwnForwardAndEveryShapeValidates) {
