@@ -51,7 +51,7 @@ void show(const ScheduleArgs& args) {
     const engine::CostModel costs = engine::build_cost_model(in.cluster, in.model, plan, layout);
     program = engine::build_program(in.model, plan, costs, {});
   } else {
-    program = schedule::make_program(schedule::shape_of(plan));
+    program = schedule::compute_program(plan);
   }
   const std::string text = schedule::to_text(program, args.comm);
   std::size_t begin = 0;
@@ -64,7 +64,7 @@ void show(const ScheduleArgs& args) {
 
 void export_csv(const ScheduleArgs& args) {
   const Inputs in = load(args);
-  const std::string csv = schedule::to_torch_csv(schedule::make_program(schedule::shape_of(*in.plan)));
+  const std::string csv = schedule::to_torch_csv(schedule::compute_program(*in.plan));
   if (args.output.empty()) {
     std::cout << csv;
   } else {

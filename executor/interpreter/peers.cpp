@@ -10,7 +10,7 @@ namespace mpsim::executor {
 
 std::vector<int> point_to_point_peers(const plan::Plan& plan, int world_rank) {
   const plan::Layout layout(plan);
-  const schedule::Program program = schedule::lower_comm(schedule::make_program(schedule::shape_of(plan)));
+  const schedule::Program program = schedule::lower_comm(schedule::compute_program(plan));
   const int stage = layout.coordinate(world_rank, plan::Axis::Pipeline);
   std::vector<int> peers;
   for (const schedule::Op& op : program.streams.at(static_cast<std::size_t>(stage))) {

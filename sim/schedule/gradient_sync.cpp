@@ -173,6 +173,10 @@ Bytes default_gradient_bucket(const plan::Plan& plan, int dtype_bytes) noexcept 
   return Bytes::bytes(parameters * gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, dtype_bytes));
 }
 
+Program compute_program(const plan::Plan& plan) {
+  return plan.overlap_moe_expert_comm ? make_combined_1f1b(shape_of(plan)) : make_program(shape_of(plan));
+}
+
 Program plan_program(const model::Model& model, const plan::Plan& plan, GradientSync sync, const Program* compute) {
   sync.zero = plan.zero;
   sync.data_parallel = plan.data * plan.context > 1 || reduces_expert_gradients(plan) ||
@@ -186,11 +190,7 @@ Program plan_program(const model::Model& model, const plan::Plan& plan, Gradient
   sync.overlap_param_gather = plan.overlap_param_gather;
   sync.parameter_bytes = gathered_parameter_bytes(plan.fp8_param_gather, model.dtype_bytes);
   sync.gradient_bytes_per_parameter = gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, model.dtype_bytes);
-  const auto compute_order = [&] {
-    if (compute != nullptr) return *compute;
-    return plan.overlap_moe_expert_comm ? make_combined_1f1b(shape_of(plan)) : make_program(shape_of(plan));
-  };
-  Program lowered = add_layer_collectives(lower_comm(compute_order()),
+  Program lowered = add_layer_collectives(lower_comm(compute != nullptr ? *compute : compute_program(plan)),
                                           chunk_layer_collectives(model, plan), plan.overlap_tensor_comm);
   return add_gradient_sync(std::move(lowered), sync);
 }

@@ -214,8 +214,12 @@ struct ChunkGradientBytes {
 /// gradients (gradient_bytes_per_parameter).
 [[nodiscard]] Bytes default_gradient_bucket(const plan::Plan& plan, int dtype_bytes) noexcept;
 
-/// The Program a plan runs, as the simulator and the executor both build it: the schedule's
-/// generator, lower_comm(), add_layer_collectives() with chunk_layer_collectives(model, plan) and the
+/// The compute order a plan runs: its schedule's generator (make_program), or Megatron-Core's
+/// combined 1F1B (make_combined_1f1b) when it overlaps the expert all-to-alls (overlap_moe_expert_comm).
+[[nodiscard]] Program compute_program(const plan::Plan& plan);
+
+/// The Program a plan runs, as the simulator and the executor both build it: compute_program(),
+/// lower_comm(), add_layer_collectives() with chunk_layer_collectives(model, plan) and the
 /// plan's tensor-communication overlap, then add_gradient_sync() with `sync` (its `zero`,
 /// `data_parallel`, parameter-gather overlap and byte sizes per parameter are taken from the plan).
 /// `compute`, when given, is the compute order to run instead of the generator's (an imported schedule,

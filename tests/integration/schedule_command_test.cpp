@@ -37,6 +37,17 @@ TEST(ScheduleCommand, ShowsEachRanksStream) {
   EXPECT_NE(comm.out.find("OPT"), std::string::npos);
 }
 
+// With overlap.moe_expert_comm a plan runs Megatron-Core's combined 1F1B, and show says so.
+TEST(ScheduleCommand, ShowsTheCombinedOrderOfAnExpertOverlap) {
+  const CommandResult run = mpsim::testing::run_mpsim(
+      "schedule show --topology " + repo("topologies/dgx-h100.yaml") + " --model " + repo("configs/models/mixtral-8x7b.yaml") +
+      " --plan " + repo("configs/plans/cpu-tiny-1f1b-pp2.yaml") +
+      " --set plan.pipeline=1 --set plan.tensor=1 --set plan.parallelism.expert=8 --set plan.data=8"
+      " --set plan.batch.global=24 --set plan.batch.micro=1 --set plan.overlap.moe_expert_comm=true");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(run.out, "rank 0: F0 F1&B0 F2&B1 B2\n");
+}
+
 TEST(ScheduleCommand, ExportThenImportSimulatesAsTheGenerator) {
   const auto dir = mpsim::testing::scratch("schedule");
   for (const std::string schedule : {"zb-v", "dualpipev", "interleaved-1f1b --set plan.virtual_stages=2", "zb-h1"}) {
