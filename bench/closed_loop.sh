@@ -239,6 +239,27 @@ awk -F'\t' '
       r[i] = less + (same + 1) / 2
     }
   }
+  # Over the measured plans whose names match `pattern`: how many are within 10% (`plans`, `within`),
+  # and over their pairs whose predictions differ by more than the profile spread says a prediction
+  # can be trusted to (the larger spread of the two plans), how many (`resolved`) were measured in the
+  # predicted order (`agree`).
+  function tally(pattern,   i, j, s2, lo) {
+    plans = 0; within = 0; resolved = 0; agree = 0
+    for (i = 1; i <= k; i++) {
+      if (nn[i] !~ pattern) continue
+      plans++
+      if (ee[i] <= 0.10) within++
+      for (j = i + 1; j <= k; j++) {
+        if (nn[j] !~ pattern) continue
+        s2 = ss[i] > ss[j] ? ss[i] : ss[j]
+        lo = pp[i] < pp[j] ? pp[i] : pp[j]
+        if ((pp[i] - pp[j] > s2 * lo) || (pp[j] - pp[i] > s2 * lo)) {
+          resolved++
+          if ((pp[i] < pp[j]) == (mm[i] < mm[j])) agree++
+        }
+      }
+    }
+  }
   {
     n++; name[n] = $1; sched[n] = $2; mb[n] = $3; p[n] = $4; m[n] = $5; e[n] = $6; sp_of[n] = $7
   }
@@ -270,39 +291,13 @@ awk -F'\t' '
     }
     rho = (spp > 0 && smm > 0) ? spm / sqrt(spp * smm) : 1
     printf "ranking by prediction vs by measurement: Spearman rho %.2f; same order: %s\n", rho, same ? "yes" : "no"
-    # Within 10%, and the order where the predictions differ by more than the profile spread says a
-    # prediction can be trusted to (the larger spread of the two plans).
-    within = 0; resolved = 0; agree = 0
-    for (i = 1; i <= k; i++) if (errs[i] <= 0.10) within++
-    for (i = 1; i <= k; i++) for (j = i + 1; j <= k; j++) {
-      s2 = ss[i] > ss[j] ? ss[i] : ss[j]
-      lo = pp[i] < pp[j] ? pp[i] : pp[j]
-      if ((pp[i] - pp[j] > s2 * lo) || (pp[j] - pp[i] > s2 * lo)) {
-        resolved++
-        if ((pp[i] < pp[j]) == (mm[i] < mm[j])) agree++
-      }
-    }
+    tally("")
     printf "within 10%%: %d of %d plans; pairs whose predictions differ by more than the spread: %d, measured in the predicted order: %d\n",
-           within, k, resolved, agree
-    # The same two counts over the schedules the loop is judged on: gpipe, 1f1b and zb-h1 at 4 and 8
-    # microbatches.
-    core_within = 0; core = 0; core_resolved = 0; core_agree = 0
-    for (i = 1; i <= k; i++) {
-      if (nn[i] !~ /^(gpipe|1f1b|zb-h1)-mb[48]$/) continue
-      core++
-      if (ee[i] <= 0.10) core_within++
-      for (j = i + 1; j <= k; j++) {
-        if (nn[j] !~ /^(gpipe|1f1b|zb-h1)-mb[48]$/) continue
-        s2 = ss[i] > ss[j] ? ss[i] : ss[j]
-        lo = pp[i] < pp[j] ? pp[i] : pp[j]
-        if ((pp[i] - pp[j] > s2 * lo) || (pp[j] - pp[i] > s2 * lo)) {
-          core_resolved++
-          if ((pp[i] < pp[j]) == (mm[i] < mm[j])) core_agree++
-        }
-      }
-    }
+           within, plans, resolved, agree
+    # The same counts over the schedules the loop is judged on: gpipe, 1f1b and zb-h1 at 4 and 8 microbatches.
+    tally("^(gpipe|1f1b|zb-h1)-mb[48]$")
     printf "gpipe, 1f1b and zb-h1 at 4 and 8 microbatches: within 10%%: %d of %d; pairs apart by more than the spread: %d, in the predicted order: %d\n",
-           core_within, core, core_resolved, core_agree
+           within, plans, resolved, agree
     # The fastest plan each way.
     bp = 1; bm = 1
     for (i = 2; i <= k; i++) { if (pp[i] < pp[bp]) bp = i; if (mm[i] < mm[bm]) bm = i }

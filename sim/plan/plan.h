@@ -184,7 +184,7 @@ struct PlanSpec {
   bool overlap_grad_reduce = false;    ///< gradient buckets reduced during the backward (--overlap-grad-reduce)
   bool overlap_param_gather = false;   ///< ZeRO's parameter all-gather during the forward (--overlap-param-gather)
   /// Each steady-state forward beside the next backward, so one microbatch's expert all-to-alls hide
-  /// under the other's compute (--overlap-moe-expert-parallel-comm; schedule::pair_forward_backward)
+  /// under the other's compute (--overlap-moe-expert-parallel-comm; schedule::make_combined_1f1b)
   bool overlap_moe_expert_comm = false;
   bool grad_reduce_in_fp32 = true;     ///< fp32 gradient buffer and reduction (Megatron-LM's default for 16-bit models)
   bool fp8_param_gather = false;       ///< FP8 weights only, gathered in FP8 (--fp8-param-gather; needs an FP8 precision)
