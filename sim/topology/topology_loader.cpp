@@ -1,5 +1,8 @@
 #include "sim/topology/topology_loader.h"
 
+#include <filesystem>
+#include <system_error>
+
 #include <fmt/format.h>
 
 namespace mpsim::topology {
@@ -215,7 +218,11 @@ TopologySpec load_topology_spec(const Field& root, int depth,
     // Reuse the single node template of another file (a cluster of DGX nodes names dgx-a100.yaml).
     if (depth >= 4) from->fail("'node_from' nests too deeply");
     const auto path = std::filesystem::path(root.file()).parent_path() / from->as_string();
-    if (!std::filesystem::exists(path)) from->fail(fmt::format("no such file '{}'", path.string()));
+    // The non-throwing overload: a name the file system refuses (too long, say) is the same error.
+    std::error_code refused;
+    if (!std::filesystem::exists(path, refused)) {
+      from->fail(fmt::format("no such file '{}'{}", path.string(), refused ? " (" + refused.message() + ")" : ""));
+    }
     YamlDocument included = YamlDocument::load(path);
     if (patch_included) patch_included(included);
     TopologySpec base = load_topology_spec(included.root(), depth + 1, patch_included);
