@@ -51,6 +51,7 @@ const std::vector<PlanAlias>& plan_aliases() {
       {"overlap.grad_reduce", "overlap.grad_reduce", {"overlap_grad_reduce"}},
       {"overlap.param_gather", "overlap.param_gather", {"overlap_param_gather"}},
       {"overlap.moe_expert_comm", "overlap.moe_expert_comm", {"overlap_moe_expert_parallel_comm"}},
+      {"moe_token_dispatcher_type", "moe_token_dispatcher_type", {"moe_enable_deepep"}},
   };
   return aliases;
 }

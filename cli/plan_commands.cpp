@@ -56,6 +56,9 @@ nlohmann::ordered_json plan_json(const plan::Plan& p) {
           {"context", p.context},
           {"expert", p.expert},
           {"expert_tensor", p.expert_tensor},
+          {"moe_dispatcher", plan::deduplicates_tokens(p.dispatcher)
+                                 ? std::string(plan::name_of(plan::kFlexBackendNames, p.dispatcher))
+                                 : std::string("alltoall")},
           {"precision", std::string(plan::to_string(p.precision))},
           {"attention", std::string(plan::to_string(p.attention))},
           {"attention_kernel", p.attention_kernel ? nlohmann::ordered_json(std::string(topology::to_string(*p.attention_kernel)))
@@ -107,6 +110,7 @@ struct PlanArgs {
   std::string recompute;
   std::string precisions;
   std::string attention_kernel;  ///< fa2 | fa3 | fa4; empty: the GPU kind's default rate
+  std::string moe_dispatcher = "alltoall";  ///< alltoall | deepep | hybridep
   int max_tensor = 0;
   int max_context = 0;
   int max_expert = 0;
@@ -208,6 +212,9 @@ planner::PlannerOptions planner_options(const PlanArgs& args) {
   if (!args.precisions.empty()) o.space.precisions = parse_precisions(args.precisions);
   if (!args.attention_kernel.empty()) {
     o.space.attention_kernel = topology::parse_attention_generation(args.attention_kernel);
+  }
+  for (const auto& [name, backend] : plan::kFlexBackendNames) {
+    if (args.moe_dispatcher == name) o.space.dispatcher = backend;  // else alltoall (CLI::IsMember)
   }
   o.top = args.top;
   o.exact_pareto = args.pareto == "exact";
@@ -686,6 +693,11 @@ void add_plan_commands(CLI::App& app) {
                        "The FlashAttention generation the run's software ships, in every plan: fa2, fa3 or fa4 "
                        "(the plan field attention_kernel; default: the GPU kind's attention_efficiency)")
       ->check(CLI::IsMember({"fa2", "fa3", "fa4"}));
+  plan_cmd->add_option("--moe-dispatcher", args->moe_dispatcher,
+                       "How MoE layers exchange tokens, in every plan: alltoall (NCCL all-to-alls), deepep or hybridep "
+                       "(Megatron's flex dispatcher: a token crosses to each node once; the plan fields "
+                       "moe_token_dispatcher_type and moe_flex_dispatcher_backend)")
+      ->check(CLI::IsMember({"alltoall", "deepep", "hybridep"}));
   plan_cmd->add_option("--max-tensor", args->max_tensor, "Largest tensor-parallel degree")->check(CLI::PositiveNumber);
   plan_cmd->add_option("--max-context", args->max_context, "Largest context-parallel degree")->check(CLI::PositiveNumber);
   plan_cmd->add_option("--max-expert", args->max_expert, "Largest expert-parallel degree (MoE models)")

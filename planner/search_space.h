@@ -69,6 +69,9 @@ struct SearchSpaceOptions {
   /// The FlashAttention generation the run's software ships, set in every candidate (the plan field
   /// `attention_kernel`); unset: the GPU kind's `attention_efficiency`. Not an axis: a release has one.
   std::optional<topology::AttentionGeneration> attention_kernel;
+  /// The MoE token dispatcher, set in every candidate of a model with experts (the plan fields
+  /// moe_token_dispatcher_type / moe_flex_dispatcher_backend). Not an axis: the software has one.
+  plan::MoeDispatcher dispatcher = plan::MoeDispatcher::AllToAll;
   plan::Objective objective = plan::Objective::Speed;  ///< written into every candidate's plan
   SpaceRules rules = SpaceRules::Mirror;
 };

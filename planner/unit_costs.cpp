@@ -41,6 +41,7 @@ plan::Plan one_rank_per_unit(int units, const UnitCostKey& key) {
   p.recompute = key.recompute;
   p.sequence_parallel = key.sequence_parallel;
   p.overlap_tensor_comm = key.overlap_tensor_comm;
+  p.dispatcher = key.dispatcher;
   p.attention = key.attention;
   p.attention_kernel = key.attention_kernel;
   p.schedule = units > 1 ? plan::ScheduleKind::Interleaved1F1B : plan::ScheduleKind::OneFOneB;
@@ -62,6 +63,7 @@ std::vector<ChunkExchanges> blocking_exchanges(const topology::Cluster& cluster,
   const auto collectives = schedule::chunk_layer_collectives(model, plan);
   topology::RouteFinder routes(cluster);
   std::map<std::pair<engine::CollectiveKind, plan::AxisSet>, engine::CollectiveBound> bounds;
+  const std::optional<engine::TokenRouting> routing = engine::token_routing(model, plan);
   const auto time_of = [&](const std::vector<schedule::LayerCollective>& list, bool blocking_only) {
     TimeNs total;
     for (const schedule::LayerCollective& c : list) {
@@ -73,7 +75,8 @@ std::vector<ChunkExchanges> blocking_exchanges(const topology::Cluster& cluster,
       if (it == bounds.end()) {
         const auto groups = engine::device_groups(cluster, layout, {0}, c.group);
         it = bounds.emplace(std::make_pair(kind, c.group),
-                            engine::collective_bound(cluster, routes, kind, engine::CollectiveAlgorithm::Auto, groups))
+                            engine::collective_bound(cluster, routes, kind, engine::CollectiveAlgorithm::Auto, groups,
+                                                     engine::expert_routing(routing, kind, c.group)))
                  .first;
       }
       total += it->second.at(c.bytes) * c.count;

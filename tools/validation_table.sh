@@ -38,21 +38,23 @@ The mixture-of-experts runs of the Megatron-Bridge tables (`tests/validation/moe
 30B-A3B and 235B-A22B, gpt-oss-120b, DeepSeek-V3 with and without its multi-token-prediction depth),
 simulated with their expert-parallel plans. `PublishedRuns.MixtureOfExpertsRunsSimulate` requires every
 one to be expressible, to simulate and to fit in memory; no error bound holds them yet. Routing runs
-uniform (the tables force-balance tokens, or drop them at capacity factor 1 with padding). Not modelled
-so far: token permutation kernels, the DeepEP / HybridEP dispatchers, all-to-all overlap and CUDA
-graphs, which change from release to release (the same Qwen3-30B-A3B run on 8 B200 published at 18066,
+uniform (the tables force-balance tokens, or drop them at capacity factor 1 with padding). Each row runs
+the token dispatcher its release's performance recipe sets: the flex dispatcher (DeepEP or HybridEP:
+a token crosses once to each node, and once to each GPU inside it; docs/simulator.md "Token
+dispatchers") on 29 rows, as their `assumed` says, the all-to-all on the others. Not modelled so far:
+token permutation kernels and CUDA graphs, which change from release to release (the same Qwen3-30B-A3B run on 8 B200 published at 18066,
 9299 and 27136 tokens/s per GPU in 25.09, 25.11 and 26.04). Rows whose recipes recompute modules
 (`recompute_modules`) run with them; DeepSeek-V3's pipeline layouts are the recipe's (`partition`).
 Jobs of 128 and 256 GB200 / GB300 GPUs run as racks of 64, as the launcher places them
 (`simulate --gpus`), so that no expert group straddles two racks.
 
 What the errors say: the simulator prices what the newest release runs. The median absolute error by
-release is 64.7 % (25.09, 15 rows), 37.9 % (25.11, 17), 27.4 % (26.04.01, 20) and 10.8 % (26.08, 8 rows,
+release is 64.7 % (25.09, 15 rows), 37.9 % (25.11, 17), 36.7 % (26.04.01, 20) and 9.4 % (26.08, 8 rows,
 whose recipes run full-iteration CUDA graphs, fused grouped MLPs and overlapped all-to-alls), almost
 every error positive (predicted faster). The gap of the older releases grows with the work of a
 microbatch, not with the count of microbatches: Qwen3-30B-A3B in 26.04.01 took 12.6-13.1 ms per layer
-and microbatch at micro batch 4 (B200, GB200) and 21.5-22.2 ms at 8 (B300, GB300), against 8.6-8.9 and
-17.0-17.7 ms predicted, so a fixed host cost per kernel launch (6.4 us per PyTorch launch, 10 us per
+and microbatch at micro batch 4 (B200, GB200) and 21.5-22.2 ms at 8 (B300, GB300), against 7.9-8.2 and
+15.6-16.4 ms predicted, so a fixed host cost per kernel launch (6.4 us per PyTorch launch, 10 us per
 blocking device-to-host read, measured on an H200 machine's Xeon with PyTorch 2.11) cannot carry it
 alone: those releases' kernels (token permutation, quantization, the grouped GEMM) ran slower. Expert
 GEMMs on that H200 (bf16, 2048 to 1536, Qwen3-30B-A3B's fc1, 16 experts) reach 87 TFLOP/s as a loop of
@@ -69,23 +71,27 @@ Turned on for the thirteen rows whose recipes set it:
 
 | row | without | with |
 |---|---:|---:|
-| mbridge-25.09-deepseekv3-dgx-h100-1024gpu-fp8 (and -blockwise) | -19.9 % (-21.2 %) | +17.9 % (+17.3 %) |
+| mbridge-25.09-deepseekv3-dgx-h100-1024gpu-fp8 (and -blockwise) | -10.0 % (-11.6 %) | +32.0 % (+30.8 %) |
 | mbridge-25.11-qwen3_235b_a22b-dgx-h100-256gpu-fp8 | +0.4 % | +48.7 % |
 | mbridge-26.04.01-qwen3_235b_a22b-dgx-h100-256gpu-fp8 | -6.7 % | +41.7 % |
-| mbridge-26.04.01-deepseekv3-dgx-b200-256gpu-mxfp8 | -52.3 % | -48.4 % |
-| mbridge-26.08-gptoss120b-dgx-gb300-64gpu-mxfp8 | +15.0 % | +28.6 % |
-| mbridge-26.08-gptoss120b-dgx-gb200-64gpu-mxfp8 | +32.4 % | +48.8 % |
-| mbridge-26.08-qwen3_30b_a3b-dgx-gb300-8gpu-mxfp8 | -10.0 % | +14.6 % |
-| mbridge-26.08-qwen3_30b_a3b-dgx-gb200-8gpu-mxfp8 | -0.1 % | +29.7 % |
-| mbridge-26.08-qwen3_235b_a22b-dgx-gb300-256gpu-mxfp8 | -11.6 % | +2.6 % |
-| mbridge-26.08-qwen3_235b_a22b-dgx-gb200-256gpu-mxfp8 | +0.3 % | +18.2 % |
-| mbridge-26.08-deepseekv3-dgx-gb300-256gpu-mxfp8 | -18.6 % | -7.0 % |
-| mbridge-26.08-deepseekv3-dgx-gb200-256gpu-mxfp8 | -1.7 % | +9.0 % |
+| mbridge-26.04.01-deepseekv3-dgx-b200-256gpu-mxfp8 | -26.4 % | +12.5 % |
+| mbridge-26.08-gptoss120b-dgx-gb300-64gpu-mxfp8 | +16.2 % | +28.9 % |
+| mbridge-26.08-gptoss120b-dgx-gb200-64gpu-mxfp8 | +32.6 % | +48.9 % |
+| mbridge-26.08-qwen3_30b_a3b-dgx-gb300-8gpu-mxfp8 | -2.0 % | +16.1 % |
+| mbridge-26.08-qwen3_30b_a3b-dgx-gb200-8gpu-mxfp8 | +8.8 % | +30.5 % |
+| mbridge-26.08-qwen3_235b_a22b-dgx-gb300-256gpu-mxfp8 | -10.1 % | +2.7 % |
+| mbridge-26.08-qwen3_235b_a22b-dgx-gb200-256gpu-mxfp8 | +1.8 % | +18.2 % |
+| mbridge-26.08-deepseekv3-dgx-gb300-256gpu-mxfp8 | -17.4 % | -6.9 % |
+| mbridge-26.08-deepseekv3-dgx-gb200-256gpu-mxfp8 | -1.2 % | +9.1 % |
 
-The bound is too optimistic almost everywhere (the 26.08 median goes from 10.8 to 16.4 %); the
-DeepSeek-V3 B200 row, whose 32-way expert groups span four nodes, stays far too slow with it (its
-all-to-alls cross InfiniBand 18 s a step on each GPU; DeepEP sends a token once per node and forwards
-it over NVLink, which the model does not).
+The bound is too optimistic almost everywhere (the 26.08 median goes from 9.4 to 17.2 %). The
+DeepSeek-V3 B200 row, whose 32-way expert groups span four nodes, was -52.3 % with the all-to-all
+dispatcher (its all-to-alls crossed InfiniBand 18 s a step on each GPU): DeepEP, which its recipe
+names, sends 0.45 of those bytes across, and the row is -26.4 %; with the overlap, which the recipe
+sets too, +12.5 %. DeepEP brings the DeepSeek-V3 H100 rows from -19.9 % to -10.0 % (-21.2 % to -11.6 %). The flex dispatcher moved the other rows by +0.2 to +13.5 points (a token reaches a
+GPU holding several of its experts once), except the 26.04.01 Qwen3-30B-A3B row on two H100 nodes,
+whose HybridEP sends a quarter of the all-to-all's bytes over InfiniBand: +5.0 % before, +59.5 %
+now, in line with the release's other Qwen3-30B-A3B rows (+36 to +66 %).
 
 MOE
   cat "$moe_table"

@@ -35,6 +35,11 @@ schedule::Program program_for_plan(const model::Model& model, const plan::Plan& 
   if (plan.expert_capacity_factor) {
     throw std::invalid_argument("the executor's experts are dropless; moe_expert_capacity_factor is simulated only");
   }
+  // The executor's experts exchange every token copy all-to-all (MPI, NCCL's grouped sends).
+  if (plan::deduplicates_tokens(plan.dispatcher)) {
+    throw std::invalid_argument(
+        "the executor exchanges tokens with all-to-alls; moe_token_dispatcher_type flex is simulated only");
+  }
   schedule::GradientSync sync;
   sync.gradient_bytes = gradient_bytes.dense;
   // As the simulator: experts without replicas of their own (expert data 1) have nothing to reduce.

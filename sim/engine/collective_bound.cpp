@@ -65,12 +65,13 @@ double shared_egress_ns_per_byte(const topology::Cluster& cluster, const Egress&
 }  // namespace
 
 CollectiveBound collective_bound(const topology::Cluster& cluster, topology::RouteFinder& routes, CollectiveKind kind,
-                                 CollectiveAlgorithm algorithm, const std::vector<std::vector<topology::DeviceId>>& groups) {
+                                 CollectiveAlgorithm algorithm, const std::vector<std::vector<topology::DeviceId>>& groups,
+                                 const TokenRouting* routing) {
   if (algorithm == CollectiveAlgorithm::Auto) {
     // The simulator takes one of the candidates: below each of them, the smaller latency and slope.
     std::optional<CollectiveBound> low;
     for (const CollectiveAlgorithm a : auto_candidates(cluster, kind, groups)) {
-      const CollectiveBound b = collective_bound(cluster, routes, kind, a, groups);
+      const CollectiveBound b = collective_bound(cluster, routes, kind, a, groups, routing);
       if (!low) {
         low = b;
         continue;
@@ -81,7 +82,7 @@ CollectiveBound collective_bound(const topology::Cluster& cluster, topology::Rou
     return low.value_or(CollectiveBound{});
   }
   CollectiveBound out;
-  const auto phases = collective_rounds(cluster, kind, algorithm, groups, Bytes::bytes(kReferenceBytes));
+  const auto phases = collective_rounds(cluster, kind, algorithm, groups, Bytes::bytes(kReferenceBytes), routing);
   const Egress egress = egress_of(cluster);
   for (const CollectiveRound& phase : phases) {
     TimeNs latency;

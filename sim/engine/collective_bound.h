@@ -24,9 +24,11 @@ struct CollectiveBound {
 /// candidate the simulator may pick). A phase takes at least
 /// r x (latency + bytes per round / bandwidth) of any one of its transfers; the worst of a sample of
 /// them is taken. Bytes per round are a share of the size (ceil(size / q)); q is read off one call at
-/// a large size, rounded so that the bytes are never overestimated.
+/// a large size, rounded so that the bytes are never overestimated. `routing`: an expert all-to-all's
+/// token dispatch (collective_rounds).
 [[nodiscard]] CollectiveBound collective_bound(const topology::Cluster& cluster, topology::RouteFinder& routes,
                                                CollectiveKind kind, CollectiveAlgorithm algorithm,
-                                               const std::vector<std::vector<topology::DeviceId>>& groups);
+                                               const std::vector<std::vector<topology::DeviceId>>& groups,
+                                               const TokenRouting* routing = nullptr);
 
 }  // namespace mpsim::engine

@@ -1,6 +1,7 @@
 #include "sim/engine/collectives.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -170,11 +171,86 @@ std::vector<CollectiveAlgorithm> auto_candidates(const topology::Cluster& cluste
   return out;
 }
 
+std::optional<TokenRouting> token_routing(const model::Model& model, const plan::Plan& plan) {
+  if (!plan::deduplicates_tokens(plan.dispatcher) || !model.shape || !model.shape->moe) return std::nullopt;
+  return TokenRouting{model.shape->moe->experts, static_cast<int>(model.shape->moe->top_k)};
+}
+
+const TokenRouting* expert_routing(const std::optional<TokenRouting>& routing, CollectiveKind kind,
+                                   plan::AxisSet group) noexcept {
+  const bool expert_exchange = kind == CollectiveKind::AllToAll && group == plan::AxisSet(plan::Axis::Expert);
+  return expert_exchange && routing ? &*routing : nullptr;
+}
+
+double token_hit_fraction(std::int64_t experts, int top_k, std::int64_t held) noexcept {
+  if (experts <= 0 || held >= experts) return 1.0;
+  double missed = 1.0;  // all top_k experts outside the `held` ones
+  for (int i = 0; i < top_k && i < experts; ++i) {
+    missed *= static_cast<double>(std::max<std::int64_t>(0, experts - held - i)) / static_cast<double>(experts - i);
+  }
+  return 1.0 - missed;
+}
+
+std::vector<CollectiveRound> token_dispatch_rounds(const topology::Cluster& cluster, const Groups& groups, Bytes size,
+                                                   const TokenRouting& routing) {
+  std::vector<CollectiveRound> out;
+  if (groups.empty() || groups.front().size() < 2 || size.count() == 0) return out;
+  const auto n = static_cast<std::int64_t>(groups.front().size());
+  const double tokens = static_cast<double>(size.count()) / std::max(1, routing.top_k);
+  // `senders` members' tokens, each sent once to a member holding `members_holding` members' experts.
+  const auto once_per = [&](std::int64_t members_holding, std::size_t senders) {
+    const std::int64_t held = routing.experts * members_holding / n;
+    return Bytes::bytes(static_cast<std::int64_t>(std::ceil(
+        tokens * static_cast<double>(senders) * token_hit_fraction(routing.experts, routing.top_k, held))));
+  };
+  // Members by node and local index; a group split unevenly over its nodes is one flat phase.
+  std::vector<Groups> nodes_of_groups;
+  bool even = true;
+  for (const auto& group : groups) {
+    std::map<int, std::vector<DeviceId>> by_node;
+    for (const DeviceId d : group) by_node[cluster.device(d).node].push_back(d);
+    const std::size_t first_size = by_node.begin()->second.size();
+    Groups nodes;
+    for (auto& [node, members] : by_node) {
+      std::sort(members.begin(), members.end(), [&](DeviceId a, DeviceId b) {
+        return cluster.device(a).local_index < cluster.device(b).local_index;
+      });
+      even = even && members.size() == first_size;
+      nodes.push_back(std::move(members));
+    }
+    nodes_of_groups.push_back(std::move(nodes));
+  }
+  if (!even) nodes_of_groups.assign(1, groups);  // every group as one "node": the flat phase below
+  const std::size_t node_count = even ? nodes_of_groups.front().size() : 1;
+  const std::size_t per_node = even ? nodes_of_groups.front().front().size() : static_cast<std::size_t>(n);
+  CollectiveRound across;  // to the same local index of every other node
+  across.bytes = once_per(static_cast<std::int64_t>(per_node), 1);
+  CollectiveRound inside;  // to every other member of the node
+  inside.bytes = once_per(1, node_count);  // its own tokens and its rail's from the other nodes
+  for (const Groups& nodes : nodes_of_groups) {
+    for (std::size_t a = 0; a < nodes.size(); ++a) {
+      for (std::size_t i = 0; i < nodes[a].size(); ++i) {
+        for (std::size_t b = 0; b < nodes.size() && even; ++b) {
+          if (b != a) across.transfers.emplace_back(nodes[a][i], nodes[b][i]);
+        }
+        for (std::size_t j = 0; j < nodes[a].size(); ++j) {
+          if (j != i) inside.transfers.emplace_back(nodes[a][i], nodes[a][j]);
+        }
+      }
+    }
+  }
+  if (!across.transfers.empty()) out.push_back(std::move(across));
+  if (!inside.transfers.empty()) out.push_back(std::move(inside));
+  return out;
+}
+
 std::vector<CollectiveRound> collective_rounds(const topology::Cluster& cluster, CollectiveKind kind,
-                                               CollectiveAlgorithm algorithm, const Groups& groups, Bytes size) {
+                                               CollectiveAlgorithm algorithm, const Groups& groups, Bytes size,
+                                               const TokenRouting* routing) {
   std::vector<CollectiveRound> out;
   if (groups.empty() || groups.front().size() < 2 || size.count() == 0) return out;
   const std::size_t n = groups.front().size();
+  if (kind == CollectiveKind::AllToAll && routing != nullptr) return token_dispatch_rounds(cluster, groups, size, *routing);
   if (kind == CollectiveKind::AllToAll) {
     CollectiveRound phase;
     phase.bytes = share(size, n);

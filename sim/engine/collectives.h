@@ -6,11 +6,13 @@
 /// flow of `rounds` x `bytes` with `rounds` x the route latency, which is exact when the phase's
 /// contention does not change between rounds and saves 2(n-1) reallocations per collective.
 #include <cstdint>
+#include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "sim/core/units.h"
+#include "sim/model/model.h"
 #include "sim/plan/layout.h"
 #include "sim/schedule/program.h"
 #include "sim/topology/cluster.h"
@@ -45,6 +47,25 @@ struct CollectiveRound {
   bool nvls = false; ///< an NVLS phase: its transfers reach kNvlsEfficiency of their routes (collective_tuning.h)
 };
 
+/// What a deduplicating token dispatcher (plan::MoeDispatcher DeepEp, HybridEp) needs to know of the
+/// routing: the routed experts, spread evenly over the expert group's members, and each token's top_k
+/// (distinct, uniformly routed) experts.
+struct TokenRouting {
+  std::int64_t experts = 0;
+  int top_k = 1;
+};
+
+/// The routing of `model`'s expert all-to-alls when `plan`'s dispatcher deduplicates tokens; none
+/// otherwise (the all-to-all dispatcher sends every copy).
+[[nodiscard]] std::optional<TokenRouting> token_routing(const model::Model& model, const plan::Plan& plan);
+/// `routing` for an all-to-all over the expert group, else null.
+[[nodiscard]] const TokenRouting* expert_routing(const std::optional<TokenRouting>& routing, CollectiveKind kind,
+                                                 plan::AxisSet group) noexcept;
+
+/// The probability that a token's top_k distinct experts, drawn uniformly from `experts`, include at
+/// least one of `held` of them: 1 - C(experts - held, top_k) / C(experts, top_k).
+[[nodiscard]] double token_hit_fraction(std::int64_t experts, int top_k, std::int64_t held) noexcept;
+
 /// The rings of a ring collective over `group`, NCCL's channels. A group inside one node, or whose
 /// nodes hold different numbers of its members, is one ring in the group's order. A group with k
 /// members on each of several nodes gets k rings, each carrying 1/k of the buffer (so every NIC of the
@@ -71,10 +92,23 @@ struct CollectiveRound {
 /// `size` over every tree edge (NCCL's tree is bandwidth-bound like this and wins on latency for small
 /// buffers). Reduce-scatter and all-gather have no tree or NVLS form and run as rings. All-to-all
 /// (NCCL's grouped sends and receives) is one phase in which every member sends size/n to each other
-/// member at once, whatever the algorithm.
+/// member at once, whatever the algorithm; with `routing` (the expert all-to-alls of a deduplicating
+/// dispatcher) it is token_dispatch_rounds().
 [[nodiscard]] std::vector<CollectiveRound> collective_rounds(const topology::Cluster& cluster, CollectiveKind kind,
                                                              CollectiveAlgorithm algorithm,
                                                              const std::vector<std::vector<topology::DeviceId>>& groups,
-                                                             Bytes size);
+                                                             Bytes size, const TokenRouting* routing = nullptr);
+
+/// A dispatch (or combine) of `size` bytes of routed token copies per member as DeepEP and HybridEP
+/// run it: a token goes once to each node holding one of its experts, over the rail to the member of
+/// the same local index (a first phase: (size / top_k) x token_hit_fraction of that node's experts to
+/// every other node's member), then once to each GPU of the node holding one of its experts (a second
+/// phase inside each node: every member forwards, for its own tokens and those of the other nodes'
+/// members of its rail, (size / top_k) x token_hit_fraction of one member's experts to each other
+/// member). A group inside one node has the second phase alone. A group whose nodes hold different
+/// numbers of its members sends every token once per GPU in one phase, as inside a node.
+[[nodiscard]] std::vector<CollectiveRound> token_dispatch_rounds(
+    const topology::Cluster& cluster, const std::vector<std::vector<topology::DeviceId>>& groups, Bytes size,
+    const TokenRouting& routing);
 
 }  // namespace mpsim::engine

@@ -62,6 +62,7 @@ class Simulation {
     if (!options.fold_replicas && plan.zero >= 3 && plan.data > 1) {
       throw std::invalid_argument("ZeRO 3's per-layer gathers are simulated with folded replicas: drop --unfold");
     }
+    token_routing_ = token_routing(model, plan);
   }
 
   Prediction run();
@@ -169,9 +170,11 @@ class Simulation {
   void start_transfer(const TransferSet& transfers, Bytes bytes, Payload payload, int rounds = 1,
                       BytesPerSec cap = FlowNetwork::kUncapped);
   /// The phases of a `kind` collective of `bytes` (`count` back to back) with `algorithm` over `groups`.
-  /// With `senders`, only the transfers from those GPUs (see phases_of).
+  /// With `senders`, only the transfers from those GPUs (see phases_of); with `routing`, an expert
+  /// all-to-all's token dispatch (token_dispatch_rounds).
   Phases build_phases(CollectiveKind kind, CollectiveAlgorithm algorithm, const DeviceGroups& groups, Bytes bytes,
-                      int count, const std::vector<topology::DeviceId>* senders = nullptr);
+                      int count, const std::vector<topology::DeviceId>* senders = nullptr,
+                      const TokenRouting* routing = nullptr);
   /// How long `phases` take on idle links: per phase, rounds x (latency + bytes / rate), the rate being
   /// the flow network's for a flow alone on its links (its cap, or its tightest link over its count).
   double idle_time_ns(const Phases& phases) const;
@@ -201,6 +204,7 @@ class Simulation {
   const topology::Cluster& cluster_;
   const model::Model& model_;
   const plan::Plan& plan_;
+  std::optional<TokenRouting> token_routing_;  // the expert all-to-alls' routing under a flex dispatcher
   const schedule::Program& program_;
   const CostModel& costs_;
   const EngineOptions& options_;
@@ -513,16 +517,17 @@ const Simulation::Phases& Simulation::phases_of(int rank, int actor, std::size_t
       std::sort(own.begin(), own.end());
     }
     const std::vector<topology::DeviceId>* senders = own.empty() ? nullptr : &own;
+    const TokenRouting* routing = expert_routing(token_routing_, kind, op.group);
     CollectiveAlgorithm algorithm = options_.collective;
     Phases phases;
     if (algorithm != CollectiveAlgorithm::Auto) {
-      phases = build_phases(kind, algorithm, groups, op.bytes, count, senders);
+      phases = build_phases(kind, algorithm, groups, op.bytes, count, senders, routing);
     } else {
       // NCCL's tuner: the candidate that is fastest on idle links; the first on a tie. It chooses for
       // the whole collective, also where this actor moves only its share.
       double best = 0;
       for (const CollectiveAlgorithm a : auto_candidates(cluster_, kind, groups)) {
-        Phases candidate = build_phases(kind, a, groups, op.bytes, count);
+        Phases candidate = build_phases(kind, a, groups, op.bytes, count, nullptr, routing);
         const double t = idle_time_ns(candidate);
         if (phases.rounds.empty() || t < best) {
           best = t;
@@ -532,7 +537,7 @@ const Simulation::Phases& Simulation::phases_of(int rank, int actor, std::size_t
       }
     }
     if (senders != nullptr && options_.collective == CollectiveAlgorithm::Auto && algorithm != CollectiveAlgorithm::Auto) {
-      phases = build_phases(kind, algorithm, groups, op.bytes, count, senders);
+      phases = build_phases(kind, algorithm, groups, op.bytes, count, senders, routing);
     }
     found = phases_.emplace(key, std::move(phases)).first;
   }
@@ -540,9 +545,10 @@ const Simulation::Phases& Simulation::phases_of(int rank, int actor, std::size_t
 }
 
 Simulation::Phases Simulation::build_phases(CollectiveKind kind, CollectiveAlgorithm algorithm, const DeviceGroups& groups,
-                                           Bytes bytes, int count, const std::vector<topology::DeviceId>* senders) {
+                                           Bytes bytes, int count, const std::vector<topology::DeviceId>* senders,
+                                           const TokenRouting* routing) {
   Phases phases;
-  phases.rounds = collective_rounds(cluster_, kind, algorithm, groups, bytes);
+  phases.rounds = collective_rounds(cluster_, kind, algorithm, groups, bytes, routing);
   if (senders != nullptr) {
     for (CollectiveRound& r : phases.rounds) {
       std::erase_if(r.transfers, [&](const auto& t) { return !std::binary_search(senders->begin(), senders->end(), t.first); });

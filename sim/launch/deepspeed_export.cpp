@@ -71,6 +71,10 @@ void check(const ExportInput& in) {
     cannot_express(in, kTarget, "moe_expert_capacity_factor",
                    "the capacity factor is an argument of the model's MoE layers, not a DeepSpeed config key");
   }
+  if (plan::deduplicates_tokens(p.dispatcher)) {
+    cannot_express(in, kTarget, "moe_token_dispatcher_type",
+                   "DeepSpeed-MoE exchanges tokens with all-to-alls; a flex dispatcher (DeepEP, HybridEP) is not a DeepSpeed config key");
+  }
   if (p.shard_groups > 1) {
     cannot_express(in, kTarget, "shard_groups",
                    "the export writes ZeRO over all data-parallel ranks; hybrid sharding (shard_groups > 1) has no "

@@ -136,8 +136,13 @@ void parallel_args(const ExportInput& in, ArgGroup& g) {
   }
   if (p.expert > 1) {
     g.arg("--expert-model-parallel-size", p.expert);
-    // The simulator's expert layers exchange tokens all-to-all; Megatron's default dispatcher all-gathers.
-    g.arg("--moe-token-dispatcher-type", "alltoall");
+    // The dispatchers the simulator models (Megatron's default all-gathers).
+    if (plan::deduplicates_tokens(p.dispatcher)) {
+      g.arg("--moe-token-dispatcher-type", "flex");
+      g.arg("--moe-flex-dispatcher-backend", std::string(plan::name_of(plan::kFlexBackendNames, p.dispatcher)));
+    } else {
+      g.arg("--moe-token-dispatcher-type", "alltoall");
+    }
   }
   if (p.expert_tensor != p.tensor) g.arg("--expert-tensor-parallel-size", p.expert_tensor);
   const plan::Placement order = plan::complete_order(p.placement);

@@ -24,7 +24,8 @@ const std::set<std::string, std::less<>> kSwitches = {
     "--use-torch-fsdp2", "--torch-fsdp2-no-reshard-after-forward", "--use-tp-pp-dp-mapping", "--cpu-offloading",
     "--moe-pad-expert-input-to-capacity", "--group-query-attention", "--swiglu", "--squared-relu",
     "--disable-bias-linear", "--untie-embeddings-and-output-weights", "--qk-layernorm", "--multi-latent-attention",
-    "--moe-router-enable-expert-bias", "--moe-grouped-gemm", "--add-bias-linear", "--add-qkv-bias"};
+    "--moe-router-enable-expert-bias", "--moe-grouped-gemm", "--add-bias-linear", "--add-qkv-bias",
+    "--moe-enable-deepep"};
 
 /// One argument as the command line gives it: its values (none for a switch) and where it is written.
 struct Argument {
@@ -358,9 +359,15 @@ void plan_fields(const Arguments& args, YamlOut& plan, std::optional<int> gpus, 
     if (args.has(flag)) plan.put(key, "true", where(flag));
   }
   if (args.has("--use-tp-pp-dp-mapping")) plan.put("placement", "tp-pp-dp", where("--use-tp-pp-dp-mapping"));
-  // mpsim's expert layers always exchange tokens all-to-all (what Megatron recommends with expert
-  // parallelism): the dispatcher is read, and not represented.
-  (void)args.has("--moe-token-dispatcher-type");
+  // The all-to-all and flex dispatchers are modelled; Megatron's default, allgather, is read and
+  // simulated as all-to-all (what Megatron recommends with expert parallelism).
+  if (const auto type = args.value("--moe-token-dispatcher-type"); type && type->text != "allgather") {
+    plan.put("moe_token_dispatcher_type", type->text, type->where);
+  }
+  if (const auto backend = args.value("--moe-flex-dispatcher-backend")) {
+    plan.put("moe_flex_dispatcher_backend", backend->text, backend->where);
+  }
+  if (args.has("--moe-enable-deepep")) plan.put("moe_enable_deepep", "true", where("--moe-enable-deepep"));
   if (const auto factor = args.number("--moe-expert-capacity-factor")) {
     plan.put("moe_expert_capacity_factor", *factor, where("--moe-expert-capacity-factor"));
   }

@@ -193,6 +193,10 @@ void model_training(const ExportInput& in, Section& m) {
   if (p.attention == plan::AttentionKernel::Standard) m.set("attention_backend", "unfused");
   if (p.expert_capacity_factor) m.set("moe_expert_capacity_factor", *p.expert_capacity_factor);
   if (p.pad_expert_input_to_capacity) m.set("moe_pad_expert_input_to_capacity", true);
+  if (plan::deduplicates_tokens(p.dispatcher)) {
+    m.set("moe_token_dispatcher_type", "flex");
+    m.set("moe_flex_dispatcher_backend", std::string(plan::name_of(plan::kFlexBackendNames, p.dispatcher)));
+  }
 }
 
 /// The registered MixedPrecisionConfig preset (megatron/bridge/training/mixed_precision.py) of the

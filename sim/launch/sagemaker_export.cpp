@@ -82,6 +82,9 @@ void check(const ExportInput& in) {
   if (p.expert_capacity_factor || p.pad_expert_input_to_capacity) {
     cannot_express(in, kTarget, "moe_expert_capacity_factor", "SMP v1 has no MoE parameters");
   }
+  if (plan::deduplicates_tokens(p.dispatcher)) {
+    cannot_express(in, kTarget, "moe_token_dispatcher_type", "SMP v1 has no MoE parameters");
+  }
 }
 
 }  // namespace

@@ -168,6 +168,10 @@ void check_rest(const ExportInput& in) {
     cannot_express(in, kTarget, "moe_expert_capacity_factor",
                    "the export writes no capacity factor: TorchTitan's MoE layers are dropless");
   }
+  if (plan::deduplicates_tokens(p.dispatcher)) {
+    cannot_express(in, kTarget, "moe_token_dispatcher_type",
+                   "the export writes TorchTitan's all-to-all token exchange, not a flex dispatcher (DeepEP, HybridEP)");
+  }
   if (p.activation_offload_layers > 0) {
     cannot_express(in, kTarget, "activation_offload_layers",
                    "TorchTitan offloads parameters, gradients and optimizer state (training.enable_cpu_offload), not "

@@ -149,6 +149,17 @@ enum class ContextComm : std::uint8_t { P2p, AllGather, AllToAll };
 inline constexpr std::pair<std::string_view, ContextComm> kContextCommNames[] = {
     {"p2p", ContextComm::P2p}, {"all_gather", ContextComm::AllGather}, {"a2a", ContextComm::AllToAll}};
 
+/// How a MoE layer moves its routed tokens to the expert ranks and back (Megatron-Core's
+/// moe_token_dispatcher_type and moe_flex_dispatcher_backend): `alltoall`, NCCL all-to-alls that send
+/// every token copy to its expert's rank; `flex` with DeepEP or HybridEP, which send a token once to
+/// each NVLink domain (node) holding one of its experts, over the rail to the GPU of the same local
+/// index, and fan it out to the experts' GPUs over NVLink (engine::token_dispatch_rounds). The two
+/// flex backends move the same bytes here.
+enum class MoeDispatcher : std::uint8_t { AllToAll, DeepEp, HybridEp };
+inline constexpr std::pair<std::string_view, MoeDispatcher> kFlexBackendNames[] = {{"deepep", MoeDispatcher::DeepEp},
+                                                                                  {"hybridep", MoeDispatcher::HybridEp}};
+[[nodiscard]] constexpr bool deduplicates_tokens(MoeDispatcher d) noexcept { return d != MoeDispatcher::AllToAll; }
+
 /// The optimizer whose state the step keeps and updates: Adam(W) (fp32 master weights, momentum and
 /// variance) or Muon (fp32 master weights and momentum; Kimi K2's recipe; Megatron-Core's `optimizer: muon`).
 enum class Optimizer : std::uint8_t { Adam, Muon };
@@ -200,6 +211,7 @@ struct PlanSpec {
   double routing_imbalance = 1.0;      ///< tokens of the busiest expert rank over the mean (1: uniform routing)
   std::optional<double> expert_capacity_factor;  ///< Megatron's moe_expert_capacity_factor; unset: dropless
   bool pad_expert_input_to_capacity = false;     ///< Megatron's moe_pad_expert_input_to_capacity
+  MoeDispatcher dispatcher = MoeDispatcher::AllToAll;  ///< Megatron's token dispatcher (and flex backend)
   std::optional<Precision> precision;  ///< unset: the model's dtype
   AttentionKernel attention = kDefaultAttention;
   /// The generation of FlashAttention-class kernels the run's software ships (fa2, fa3, fa4), which
@@ -248,6 +260,7 @@ struct Plan {
   double routing_imbalance = 1.0;
   std::optional<double> expert_capacity_factor;
   bool pad_expert_input_to_capacity = false;
+  MoeDispatcher dispatcher = MoeDispatcher::AllToAll;
   Precision precision = Precision::Bf16;
   AttentionKernel attention = kDefaultAttention;
   std::optional<topology::AttentionGeneration> attention_kernel;

@@ -263,6 +263,7 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   p.routing_imbalance = spec.routing_imbalance;
   p.expert_capacity_factor = spec.expert_capacity_factor;
   p.pad_expert_input_to_capacity = spec.pad_expert_input_to_capacity;
+  p.dispatcher = spec.dispatcher;
   p.precision = spec.precision.value_or(model_precision(model.dtype_bytes));
   if (!spec.precision && p.precision == Precision::Bf16 && !cluster.gpus().empty() &&
       !cluster.gpu_kind_of(cluster.gpus().front()).peak_for(topology::DType::Bf16)) {
@@ -328,6 +329,8 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   check.require(experts > 0 || !routing_set,
                 spec.origins.contains("routing_imbalance") ? "routing_imbalance" : "moe_expert_capacity_factor",
                 "routing applies to models with moe blocks");
+  check.require(experts > 0 || !deduplicates_tokens(p.dispatcher), "moe_token_dispatcher_type",
+                "the flex token dispatcher applies to models with moe blocks");
   check.require(!p.pad_expert_input_to_capacity || p.expert_capacity_factor.has_value(),
                 "moe_pad_expert_input_to_capacity", "padding to capacity needs moe_expert_capacity_factor");
   if (experts > 0 && p.expert_tensor > 1) {

@@ -110,6 +110,28 @@ class Reader {
   PlanSpec& spec_;
 };
 
+/// Megatron-Core's token dispatcher: moe_token_dispatcher_type (alltoall | flex), the flex backend
+/// (moe_flex_dispatcher_backend; Megatron-Core's default deepep), or the older moe_enable_deepep.
+void read_dispatcher(const Field& root, Reader& r, PlanSpec& spec) {
+  constexpr std::pair<std::string_view, bool> kTypes[] = {{"alltoall", false}, {"flex", true}};
+  std::optional<bool> flex;
+  if (auto f = r.get(root, "moe_token_dispatcher_type", "moe_token_dispatcher_type")) {
+    if (f->is_scalar() && f->as_string() == "allgather") {
+      f->fail("the allgather dispatcher is not modelled; use alltoall or flex");
+    }
+    flex = f->as_enum(kTypes);
+  }
+  if (auto f = r.get(root, "moe_enable_deepep", "moe_token_dispatcher_type")) {
+    if (f->as_bool()) flex = true;
+  }
+  spec.dispatcher = flex.value_or(false) ? MoeDispatcher::DeepEp : MoeDispatcher::AllToAll;
+  if (auto f = r.get(root, "moe_flex_dispatcher_backend", "moe_flex_dispatcher_backend")) {
+    const MoeDispatcher backend = f->as_enum(kFlexBackendNames);
+    if (!flex.value_or(false)) f->fail("moe_flex_dispatcher_backend applies to moe_token_dispatcher_type flex");
+    spec.dispatcher = backend;
+  }
+}
+
 }  // namespace
 
 PlanSpec load_plan_spec(const Field& root) {
@@ -122,7 +144,7 @@ PlanSpec load_plan_spec(const Field& root) {
                     "fp8_param_gather", "recompute_modules", "routing_imbalance", "moe_expert_capacity_factor",
                     "moe_pad_expert_input_to_capacity", "optimizer", "activation_offload_layers",
                     "shard_groups", "num_distributed_optimizer_instances", "data_parallel_replicate_degree",
-                    "cp_comm_type",
+                    "cp_comm_type", "moe_token_dispatcher_type", "moe_flex_dispatcher_backend", "moe_enable_deepep",
                     // SageMaker
                     "partitions", "pipeline_parallel_degree", "tensor_parallel_degree", "microbatches", "pipeline",
                     "placement_strategy", "ddp", "auto_partition",
@@ -241,6 +263,7 @@ PlanSpec load_plan_spec(const Field& root) {
   if (auto f = r.get(root, "moe_pad_expert_input_to_capacity", "moe_pad_expert_input_to_capacity")) {
     spec.pad_expert_input_to_capacity = f->as_bool();
   }
+  read_dispatcher(root, r, spec);
   if (auto f = r.get(root, "recompute_modules", "recompute_modules")) {
     // Megatron-Core's list replaces its default {core_attn}.
     spec.recompute_modules = model::RecomputeModules{0};
@@ -322,6 +345,10 @@ std::string write_plan_yaml(const Plan& p) {
   if (p.routing_imbalance != 1.0) out += fmt::format("routing_imbalance: {}\n", p.routing_imbalance);
   if (p.expert_capacity_factor) out += fmt::format("moe_expert_capacity_factor: {}\n", *p.expert_capacity_factor);
   if (p.pad_expert_input_to_capacity) out += "moe_pad_expert_input_to_capacity: true\n";
+  if (deduplicates_tokens(p.dispatcher)) {
+    out += fmt::format("moe_token_dispatcher_type: flex\nmoe_flex_dispatcher_backend: {}\n",
+                       name_of(kFlexBackendNames, p.dispatcher));
+  }
   if (p.fp8_param_gather) out += "fp8_param_gather: true\n";
   if (p.optimizer == Optimizer::Muon) out += "optimizer: muon\n";
   if (p.shard_groups > 1) out += fmt::format("shard_groups: {}\n", p.shard_groups);

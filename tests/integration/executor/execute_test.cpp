@@ -295,6 +295,15 @@ TEST(ExecuteTest, RecomputeModulesAreRefused) {
   EXPECT_NE(run.err.find("other recompute_modules are simulated only"), std::string::npos) << run.err;
 }
 
+TEST(ExecuteTest, TheFlexTokenDispatcherIsRefused) {
+  const CommandResult run = run_mpsim(inputs(2, repo("configs/plans/cpu-tiny-1f1b-pp2.yaml"),
+                                             repo("configs/models/cpu-moe-tiny.yaml")) +
+                                      " --set plan.pipeline=1 --set plan.data=2 --set plan.parallelism.expert=2"
+                                      " --set plan.moe_token_dispatcher_type=flex --steps 1");
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_NE(run.err.find("moe_token_dispatcher_type flex is simulated only"), std::string::npos) << run.err;
+}
+
 TEST(ExecuteTest, ReportAndTraceLookLikeTheSimulators) {
   const auto trace = scratch("execute-trace") / "trace.json";
   const CommandResult run = run_mpsim(inputs(2) + " --steps 2 --json --trace " + trace.string());

@@ -72,10 +72,12 @@ TEST(LowerBound, TightWithoutCommunication) {
 
 /// Checks bound <= simulated for up to `samples` candidates of the space, spread over it.
 int check_bounds(const topology::Cluster& cluster, const model::Model& model, int global_batch, std::mt19937& rng,
-                 int samples, const std::vector<plan::ScheduleKind>& schedules = {}) {
+                 int samples, const std::vector<plan::ScheduleKind>& schedules = {},
+                 plan::MoeDispatcher dispatcher = plan::MoeDispatcher::AllToAll) {
   PlannerOptions options;
   options.space.global_batch = global_batch;
   options.space.schedules = schedules;
+  options.space.dispatcher = dispatcher;
   const auto prepared = prepare_candidates(cluster, model, options);
   const Bytes capacity = gpu_capacity(cluster);
   std::vector<const Prepared*> usable;
@@ -165,6 +167,9 @@ TEST(LowerBound, NeverAboveTheSimulatedStepTime) {
   checked += check_bounds(testing::short_cluster(1, 8), testing::shipped_model("bert-large"), 64, rng, 30);
   // Expert, context, ZeRO 3 and overlap candidates: all-to-alls, K/V and weight gathers in the bound.
   checked += check_bounds(testing::short_cluster(2, 4, "h100-sxm5-80gb", "400 Gb/s"), testing::small_moe(), 16, rng, 60);
+  // The flex dispatcher's token exchanges (once per node, then once per GPU).
+  checked += check_bounds(testing::short_cluster(2, 4, "h100-sxm5-80gb", "400 Gb/s"), testing::small_moe(), 16, rng, 30,
+                          {}, plan::MoeDispatcher::DeepEp);
   checked += check_bounds(testing::short_cluster(2, 4, "h100-sxm5-80gb", "400 Gb/s"), testing::long_sequence(), 8, rng, 40);
   // DualPipe, searched only when named: both directions' fills and drains, the mirrored reductions.
   const std::vector<plan::ScheduleKind> dualpipe{plan::ScheduleKind::DualPipe};

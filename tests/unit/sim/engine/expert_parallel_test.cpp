@@ -161,12 +161,104 @@ TEST(ExpertParallel, PlansAreChecked) {
   const auto odd = testing::model_yaml(
       "model: { family: llama, layers: 2, hidden: 128, heads: 4, ffn: 256, seq_len: 40, vocab: 512 }\n");
   EXPECT_NE(error("parallelism: { data: 1, context: 8 }\n", odd).find("divisible by 2 x 8"), std::string::npos);
+  // The dispatchers: all-to-all or flex (DeepEP, HybridEP); allgather is not modelled.
+  EXPECT_NE(error("parallelism: { data: 8, expert: 8 }\nmoe_token_dispatcher_type: allgather\n", model)
+                .find("allgather dispatcher is not modelled"),
+            std::string::npos);
+  EXPECT_NE(error("parallelism: { data: 8, expert: 8 }\nmoe_flex_dispatcher_backend: hybridep\n", model)
+                .find("applies to moe_token_dispatcher_type flex"),
+            std::string::npos);
+  EXPECT_NE(error("parallelism: { data: 8 }\nmoe_token_dispatcher_type: flex\n", dense).find("models with moe blocks"),
+            std::string::npos);
+  EXPECT_EQ(testing::plan_yaml("parallelism: { data: 8, expert: 8 }\nmoe_enable_deepep: true\n", eight_h100(), model)
+                .dispatcher,
+            plan::MoeDispatcher::DeepEp);
   // Megatron's names.
   const plan::Plan m = testing::plan_yaml(
       "data_parallel_size: 8\nexpert_model_parallel_size: 8\nexpert_tensor_parallel_size: 1\n", eight_h100(), model);
   EXPECT_EQ(m.expert, 8);
   EXPECT_EQ(m.expert_tensor, 1);
   EXPECT_EQ(m.expert_data(), 1);
+}
+
+// Megatron's flex dispatcher (DeepEP, HybridEP) sends a token once per node, over the rail, and
+// once per GPU inside the node. Two nodes of 4, expert 8 over both: 8 experts, one per GPU, 4 per
+// node, top 2. A token misses a node's 4 experts with probability C(4,2)/C(8,2) = 6/28, one GPU's
+// single expert with C(7,2)/C(8,2) = 21/28.
+TEST(ExpertParallel, FlexDispatchSendsATokenOncePerNodeThenOncePerGpu) {
+  const topology::Cluster two_nodes = testing::cluster_yaml(
+      "cluster:\n  nodes: 2\n  gpus_per_node: 4\n  gpu: h100-sxm\n"
+      "  intra_node: { kind: nvswitch, bandwidth: \"450 GB/s\" }\n"
+      "  inter_node: { kind: infiniband, bandwidth: \"400 Gb/s\", latency: \"5 us\", nics_per_node: 4 }\n");
+  const auto model = moe_model();
+  const std::string base = "parallelism: { data: 8, expert: 8 }\nbatch: { global: 16, micro: 2 }\n";
+  const plan::Plan flex = testing::plan_yaml(base + "moe_token_dispatcher_type: flex\n", two_nodes, model);
+  EXPECT_EQ(flex.dispatcher, plan::MoeDispatcher::DeepEp);  // Megatron-Core's default backend
+  const auto routing = token_routing(model, flex);
+  ASSERT_TRUE(routing.has_value());
+  EXPECT_DOUBLE_EQ(token_hit_fraction(kExperts, kTopK, 4), 1.0 - 6.0 / 28.0);
+  EXPECT_DOUBLE_EQ(token_hit_fraction(kExperts, kTopK, 1), 1.0 - 21.0 / 28.0);
+  const auto groups = device_groups(two_nodes, plan::Layout(flex), {0}, plan::Axis::Expert);
+  ASSERT_EQ(groups.front().size(), 8u);
+  const std::int64_t buffer = kSeq * kTopK * kHidden * 2;  // one sample's token copies, 2 bytes each
+  const std::int64_t tokens = buffer / kTopK;
+  const auto rounds = collective_rounds(two_nodes, CollectiveKind::AllToAll, CollectiveAlgorithm::Auto, groups,
+                                        Bytes::bytes(buffer), &*routing);
+  ASSERT_EQ(rounds.size(), 2u);
+  // Across: every GPU to the GPU of its local index on the other node, its tokens that hit that node.
+  EXPECT_EQ(rounds[0].transfers.size(), 8u);
+  EXPECT_EQ(rounds[0].bytes.count(), (tokens * 22 + 27) / 28);
+  for (const auto& [from, to] : rounds[0].transfers) {
+    EXPECT_NE(two_nodes.device(from).node, two_nodes.device(to).node);
+    EXPECT_EQ(two_nodes.device(from).local_index, two_nodes.device(to).local_index);
+  }
+  // Inside: every GPU to the 3 others of its node, once per token and GPU hit, for its own tokens and
+  // its rail partner's.
+  EXPECT_EQ(rounds[1].transfers.size(), 8u * 3u);
+  EXPECT_EQ(rounds[1].bytes.count(), 2 * tokens * 7 / 28);
+  // What crosses between the nodes: 11/28 of a GPU's buffer, against 4/8 for the all-to-all.
+  const auto plain = collective_rounds(two_nodes, CollectiveKind::AllToAll, CollectiveAlgorithm::Auto, groups,
+                                       Bytes::bytes(buffer));
+  std::int64_t plain_across = 0;
+  for (const auto& [from, to] : plain.front().transfers) {
+    if (from == groups.front().front() && two_nodes.device(to).node != two_nodes.device(from).node) {
+      plain_across += plain.front().bytes.count();
+    }
+  }
+  EXPECT_EQ(plain_across, buffer / 2);
+  // On the wire, the step is faster and nothing else changes.
+  const plan::Plan alltoall = testing::plan_yaml(base, two_nodes, model);
+  const auto with_flex = simulate(two_nodes, model, flex).report;
+  const auto without = simulate(two_nodes, model, alltoall).report;
+  EXPECT_LT(with_flex.step_time_s, without.step_time_s);
+  EXPECT_EQ(with_flex.peak_memory_bytes, without.peak_memory_bytes);
+}
+
+// Inside one node the flex dispatcher sends a token once to each GPU holding one of its experts:
+// expert 4 of 8 experts, two per GPU, misses a GPU with probability C(6,2)/C(8,2) = 15/28.
+TEST(ExpertParallel, FlexDispatchInsideANodeSendsATokenOncePerGpu) {
+  const auto model = moe_model();
+  const plan::Plan p = testing::plan_yaml(
+      "parallelism: { data: 8, expert: 4 }\nbatch: { global: 16, micro: 2 }\n"
+      "moe_token_dispatcher_type: flex\nmoe_flex_dispatcher_backend: hybridep\n",
+      eight_h100(), model);
+  EXPECT_EQ(p.dispatcher, plan::MoeDispatcher::HybridEp);
+  const auto groups = device_groups(eight_h100(), plan::Layout(p), {0}, plan::Axis::Expert);
+  const std::int64_t buffer = kSeq * kTopK * kHidden * 2;
+  const auto routing = token_routing(model, p);
+  const auto rounds = collective_rounds(eight_h100(), CollectiveKind::AllToAll, CollectiveAlgorithm::Auto, groups,
+                                        Bytes::bytes(buffer), &*routing);
+  ASSERT_EQ(rounds.size(), 1u);
+  EXPECT_EQ(rounds[0].transfers.size(), 4u * 3u);
+  EXPECT_EQ(rounds[0].bytes.count(), (buffer / kTopK * 13 + 27) / 28);
+  // Only the expert group's all-to-alls are dispatches.
+  EXPECT_EQ(expert_routing(routing, CollectiveKind::AllToAll, plan::Axis::Expert), &*routing);
+  EXPECT_EQ(expert_routing(routing, CollectiveKind::AllToAll, plan::Axis::Context), nullptr);
+  EXPECT_EQ(expert_routing(routing, CollectiveKind::AllGather, plan::Axis::Expert), nullptr);
+  // The plain all-to-all dispatcher has no routing to deduplicate with.
+  EXPECT_FALSE(token_routing(model, testing::plan_yaml("parallelism: { data: 8, expert: 4 }\nbatch: { global: 16 }\n",
+                                                        eight_h100(), model))
+                   .has_value());
 }
 
 }  // namespace

@@ -118,6 +118,13 @@ TEST(NemoExport, WritesTheMixedPrecisionPresetOfThePrecision) {
   const std::string layout = ResolvedPlan(kDgxH100, kLlama8b, spec_from("parallelism: { pipeline: 4 }\npartition: [0, 10, 16, 24, 32]\n"))
                                  .exported(Framework::Nemo);
   EXPECT_NE(layout.find("  pipeline_model_parallel_layout: \"Et*10|t*6|t*8|t*8L\"\n"), std::string::npos) << layout;
+  // The flex token dispatcher and its backend, in the model section as Megatron-Bridge reads them.
+  const std::string flex = ResolvedPlan(kDgxH100, kMixtral,
+                                        spec_from("parallelism: { expert: 8 }\nmoe_token_dispatcher_type: flex\n"
+                                                  "moe_flex_dispatcher_backend: hybridep\n"))
+                               .exported(Framework::Nemo);
+  EXPECT_NE(flex.find("  moe_token_dispatcher_type: flex\n  moe_flex_dispatcher_backend: hybridep\n"), std::string::npos)
+      << flex;
 }
 
 TEST(DeepSpeedExport, NamesTheFieldItCannotExpress) {
@@ -175,6 +182,8 @@ TEST(TorchTitanExport, NamesTheFieldItCannotExpress) {
             "expert_tensor");
   EXPECT_EQ(error_field(t, "parallelism: { expert: 8 }\nzero: 3\noverlap: { moe_expert_comm: true }\n", kMixtral),
             "overlap.moe_expert_comm");
+  EXPECT_EQ(error_field(t, "parallelism: { expert: 8 }\nzero: 3\nmoe_token_dispatcher_type: flex\n", kMixtral),
+            "moe_token_dispatcher_type");
   EXPECT_EQ(error_field(t, "parallelism: { pipeline: 2 }\nplacement: tp-pp-dp\n"), "placement");
   EXPECT_EQ(error_field(t, "optimizer: muon\n"), "optimizer");
   EXPECT_EQ(error_field(t, "moe_expert_capacity_factor: 1.0\n", kMixtral), "moe_expert_capacity_factor");

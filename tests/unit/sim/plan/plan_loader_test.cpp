@@ -149,6 +149,7 @@ TEST(PlanLoader, WrittenPlanReadsBack) {
   p.overlap_grad_reduce = true;
   p.overlap_tensor_comm = true;
   p.overlap_moe_expert_comm = true;
+  p.dispatcher = MoeDispatcher::HybridEp;
   p.grad_reduce_in_fp32 = false;
   p.fp8_param_gather = true;
   p.optimizer = Optimizer::Muon;
@@ -169,6 +170,7 @@ TEST(PlanLoader, WrittenPlanReadsBack) {
   EXPECT_EQ(back.overlap_param_gather, p.overlap_param_gather);
   EXPECT_EQ(back.overlap_tensor_comm, p.overlap_tensor_comm);
   EXPECT_EQ(back.overlap_moe_expert_comm, p.overlap_moe_expert_comm);
+  EXPECT_EQ(back.dispatcher, p.dispatcher);
   EXPECT_EQ(back.tensor, p.tensor);
   EXPECT_EQ(back.pipeline, p.pipeline);
   EXPECT_EQ(back.data, p.data);
