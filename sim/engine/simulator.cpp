@@ -182,9 +182,9 @@ class Simulation {
   /// DualPipe): per pair of MoE blocks, the backward's combine beside the forward's attention half,
   /// the forward's dispatch beside the backward's MLP half, the backward's dispatch beside the
   /// forward's MLP half and the forward's combine beside the backward's attention half, each slot as
-  /// long as the longer of its two, the compute on the SMs the all-to-all leaves while it runs
-  /// (contended_slot_extra); blocks without a partner expose both their all-to-alls. The all-to-alls
-  /// are timed on idle links; their flows still run beside the pair, which ends when they have too.
+  /// long as the longer of its two; blocks without a partner expose both their all-to-alls. The
+  /// all-to-alls are timed on idle links; their flows still run beside the pair, which ends when
+  /// they have too.
   TimeNs pair_exposure(const Actor& actor, int index, const Op& op, std::size_t op_index);
   void advance(int actor);
   void start_compute(Actor& actor, const Op& op, std::size_t op_index);
@@ -384,9 +384,7 @@ TimeNs Simulation::pair_exposure(const Actor& actor, int index, const Op& op, st
     if (c.microbatch == op.microbatch && c.chunk == op.chunk) forward_a2a = one;
     if (c.microbatch == op.backward_microbatch && c.chunk == op.backward_chunk) backward_a2a = one;
   }
-  const topology::GpuKind& kind = cluster_.gpu_kind_of(gpu(actor.members.front()));
-  const int sms = dispatcher_sms(plan_.dispatcher);
-  const auto gap = [&](TimeNs comm, TimeNs compute) { return contended_slot_extra(compute, comm, sms, kind); };
+  const auto gap = [](TimeNs comm, TimeNs compute) { return comm > compute ? comm - compute : TimeNs{}; };
   const int paired = std::min(f.moe_blocks, b.moe_blocks);
   const TimeNs per_pair = gap(backward_a2a, f.moe_attention_forward) + gap(forward_a2a, b.moe_mlp_backward) +
                           gap(backward_a2a, f.moe_mlp_forward) + gap(forward_a2a, b.moe_attention_backward);
