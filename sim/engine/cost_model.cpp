@@ -166,31 +166,6 @@ PassTimes layer_kernel_times(const KernelRates& rates, const Layer& layer, const
   return out;
 }
 
-/// An MoE block's attention half: its leading `routed.attention_gemms` gemms and its attention cores.
-PassTimes attention_half_kernel_times(const KernelRates& rates, const Layer& layer, const plan::Plan& plan) {
-  PassTimes out;
-  const auto leading = std::min<std::size_t>(layer.gemms.size(), static_cast<std::size_t>(layer.routed.attention_gemms));
-  for (std::size_t i = 0; i < leading; ++i) {
-    const GemmPasses passes = gemm_passes(layer.gemms[i], plan.micro_batch, plan.tensor, plan.expert, plan.expert_tensor);
-    out.forward += gemm_time(rates, passes.forward);
-    out.backward_input += gemm_time(rates, passes.backward_input);
-    out.backward_weight += gemm_time(rates, passes.backward_weight);
-  }
-  for (const model::AttentionCore& core : layer.attention) {
-    const AttentionTimes a = attention_time(rates, core, plan.attention, plan.micro_batch, plan.tensor);
-    out.forward += a.forward;
-    out.backward_input += a.backward;
-  }
-  return out;
-}
-
-/// `part` of a pass whose kernels take `kernels` and the whole pass `pass`: its share of the pass.
-TimeNs share_of_pass(TimeNs part, TimeNs kernels, TimeNs pass) {
-  if (kernels.base() <= 0) return TimeNs{};
-  return TimeNs::ns(static_cast<std::int64_t>(static_cast<double>(part.base()) * static_cast<double>(pass.base()) /
-                                              static_cast<double>(kernels.base())));
-}
-
 }  // namespace
 
 BytesPerSec host_bandwidth(const topology::Cluster& cluster, topology::RouteFinder& routes, topology::DeviceId gpu) {
@@ -262,7 +237,6 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       bool all_profiled_f = true, all_profiled_b = true;
       const Layer* timed_layer = nullptr;
       PassTimes timed;
-      PassTimes moe_block, moe_attention;  // one MoE block's kernels, and those of its attention half
       for (int li = range.first; li < range.last; ++li) {
         const Layer& layer = layers[static_cast<std::size_t>(li)];
         const bool in_fp8 = layer.kind == model::LayerKind::Transformer || layer.kind == model::LayerKind::Generic;
@@ -272,10 +246,6 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
           timed_layer = &layer;
         }
         const PassTimes& times = timed;
-        if (layer.routed.experts > 0 && cc.moe_blocks++ == 0) {
-          moe_block = times;
-          moe_attention = attention_half_kernel_times(in_fp8 ? rates : block_only_fp8, layer, plan);
-        }
         kernels.forward += times.forward;
         kernels.backward_input += times.backward_input;
         kernels.backward_weight += times.backward_weight;
@@ -356,15 +326,6 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         cc.backward_weight = kernels.backward_weight;
       }
       cc.backward = cc.backward_input + cc.backward_weight;
-      if (cc.moe_blocks > 0) {
-        const TimeNs kernels_backward = kernels.backward_input + kernels.backward_weight;
-        const TimeNs attention_backward = moe_attention.backward_input + moe_attention.backward_weight;
-        const TimeNs block_backward = moe_block.backward_input + moe_block.backward_weight;
-        cc.moe_attention_forward = share_of_pass(moe_attention.forward, kernels.forward, cc.forward);
-        cc.moe_mlp_forward = share_of_pass(moe_block.forward - moe_attention.forward, kernels.forward, cc.forward);
-        cc.moe_attention_backward = share_of_pass(attention_backward, kernels_backward, cc.backward);
-        cc.moe_mlp_backward = share_of_pass(block_backward - attention_backward, kernels_backward, cc.backward);
-      }
       if (offloaded.count() > 0) {
         // Offloaded blocks' stash leaves during the forward and returns during the backward.
         const BytesPerSec host = host_bandwidth(cluster, routes, tensor_devices.front());
