@@ -13,6 +13,16 @@
 
 namespace mpsim {
 
+/// `v` rounded to the nearest integer, saturated at int64's range (NaN gives 0): a count far past
+/// what any run holds (a 1e14 s MTBF is 1e23 ns) stays ordered instead of wrapping.
+[[nodiscard]] constexpr std::int64_t saturating_round(double v) noexcept {
+  constexpr double kLimit = 9.2e18;  // below INT64_MAX (9.22e18), exactly representable
+  if (!(v == v)) return 0;
+  if (v >= kLimit) return static_cast<std::int64_t>(kLimit);
+  if (v <= -kLimit) return -static_cast<std::int64_t>(kLimit);
+  return static_cast<std::int64_t>(v + (v >= 0 ? 0.5 : -0.5));
+}
+
 template <typename Tag, typename Rep>
 class Quantity {
  public:
@@ -63,7 +73,7 @@ class Bytes : public Quantity<BytesTag, std::int64_t> {
 
  private:
   static constexpr Bytes scaled(double n, double unit) noexcept {
-    return Bytes(from_base(static_cast<std::int64_t>(n * unit + 0.5)));
+    return Bytes(from_base(saturating_round(n * unit)));
   }
 };
 
@@ -73,9 +83,9 @@ class TimeNs : public Quantity<TimeNsTag, std::int64_t> {
   using Quantity::Quantity;
   constexpr TimeNs(Quantity q) noexcept : Quantity(q) {}  // NOLINT: arithmetic results
   [[nodiscard]] static constexpr TimeNs ns(std::int64_t n) noexcept { return TimeNs(from_base(n)); }
-  /// Rounds to the nearest nanosecond.
+  /// Rounds to the nearest nanosecond, saturating at about 292 years.
   [[nodiscard]] static constexpr TimeNs seconds(double s) noexcept {
-    return TimeNs(from_base(static_cast<std::int64_t>(s * 1e9 + (s >= 0 ? 0.5 : -0.5))));
+    return TimeNs(from_base(saturating_round(s * 1e9)));
   }
   [[nodiscard]] static constexpr TimeNs us(double v) noexcept { return seconds(v * 1e-6); }
   [[nodiscard]] static constexpr TimeNs ms(double v) noexcept { return seconds(v * 1e-3); }

@@ -68,6 +68,16 @@ TEST(Units, TransferTimeRoundsUp) {
   EXPECT_EQ(compute_time(Flops::flop(312e12), 312_TFLOPps), TimeNs::seconds(1));
 }
 
+TEST(Units, FarOutOfRangeSaturates) {
+  // 1e14 s is 1e23 ns, past int64's 9.22e18: it stays the longest time, not a wrapped one.
+  EXPECT_EQ(TimeNs::seconds(1e14), TimeNs::ns(9'200'000'000'000'000'000));
+  EXPECT_EQ(TimeNs::seconds(-1e14), TimeNs::ns(-9'200'000'000'000'000'000));
+  EXPECT_GT(TimeNs::seconds(1e14), TimeNs::seconds(9e9));
+  EXPECT_EQ(Bytes::gb(1e12), Bytes::bytes(9'200'000'000'000'000'000));
+  EXPECT_EQ(saturating_round(2.5), 3);
+  EXPECT_EQ(saturating_round(-2.5), -3);
+}
+
 TEST(Units, ArithmeticStaysInOneKind) {
   EXPECT_EQ(80_GiB + 1_GiB, 81_GiB);
   EXPECT_EQ(1_ms - 1_us * 1000, 0_ns);
