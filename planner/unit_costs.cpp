@@ -7,6 +7,7 @@
 
 #include "sim/engine/collective_bound.h"
 #include "sim/engine/cost_model.h"
+#include "sim/engine/pair_slots.h"
 #include "sim/plan/layout.h"
 #include "sim/plan/plan_check.h"
 #include "sim/schedule/passes.h"
@@ -56,6 +57,7 @@ struct ChunkExchanges {
   TimeNs forward;
   TimeNs backward;
   TimeNs all;
+  std::optional<TimeNs> expert_all_to_all;  ///< the shortest of its expert all-to-alls, one of them
 };
 
 std::vector<ChunkExchanges> blocking_exchanges(const topology::Cluster& cluster, const model::Model& model,
@@ -64,31 +66,57 @@ std::vector<ChunkExchanges> blocking_exchanges(const topology::Cluster& cluster,
   topology::RouteFinder routes(cluster);
   std::map<std::pair<engine::CollectiveKind, plan::AxisSet>, engine::CollectiveBound> bounds;
   const std::optional<engine::TokenRouting> routing = engine::token_routing(model, plan);
+  const auto bound_of = [&](const schedule::LayerCollective& c) -> const engine::CollectiveBound& {
+    const engine::CollectiveKind kind = engine::collective_kind(c.kind);
+    auto it = bounds.find({kind, c.group});
+    if (it == bounds.end()) {
+      const auto groups = engine::device_groups(cluster, layout, {0}, c.group);
+      it = bounds.emplace(std::make_pair(kind, c.group),
+                          engine::collective_bound(cluster, routes, kind, engine::CollectiveAlgorithm::Auto, groups,
+                                                   engine::expert_routing(routing, kind, c.group)))
+               .first;
+    }
+    return it->second;
+  };
   const auto time_of = [&](const std::vector<schedule::LayerCollective>& list, bool blocking_only) {
     TimeNs total;
     for (const schedule::LayerCollective& c : list) {
       const bool holds_the_pass =
           c.placement == schedule::LayerCommPlacement::Blocking && c.group != plan::AxisSet(plan::Axis::Tensor);
       if (blocking_only && !holds_the_pass) continue;
-      const engine::CollectiveKind kind = engine::collective_kind(c.kind);
-      auto it = bounds.find({kind, c.group});
-      if (it == bounds.end()) {
-        const auto groups = engine::device_groups(cluster, layout, {0}, c.group);
-        it = bounds.emplace(std::make_pair(kind, c.group),
-                            engine::collective_bound(cluster, routes, kind, engine::CollectiveAlgorithm::Auto, groups,
-                                                     engine::expert_routing(routing, kind, c.group)))
-                 .first;
-      }
-      total += it->second.at(c.bytes) * c.count;
+      total += bound_of(c).at(c.bytes) * c.count;
     }
     return total;
   };
   std::vector<ChunkExchanges> out;
   for (const schedule::ChunkCollectives& chunk : collectives.front()) {
-    out.push_back({time_of(chunk.forward, true), time_of(chunk.backward, true),
-                   time_of(chunk.forward, false) + time_of(chunk.backward, false)});
+    ChunkExchanges x{time_of(chunk.forward, true), time_of(chunk.backward, true),
+                     time_of(chunk.forward, false) + time_of(chunk.backward, false), std::nullopt};
+    for (const auto* list : {&chunk.forward, &chunk.backward}) {
+      for (const schedule::LayerCollective& c : *list) {
+        if (c.kind != schedule::OpKind::AllToAll || c.group != plan::AxisSet(plan::Axis::Expert)) continue;
+        const TimeNs one = bound_of(c).at(c.bytes);
+        x.expert_all_to_all = std::min(x.expert_all_to_all.value_or(one), one);
+      }
+    }
+    out.push_back(x);
   }
   return out;
+}
+
+/// What a unit's passes pay at least in F&B pairs beyond their compute, per microbatch.
+struct PairSides {
+  TimeNs forward;
+  TimeNs backward;
+};
+
+/// Each of the unit's MoE blocks' slots beside all-to-alls no shorter than `shortest_all_to_all`
+/// (engine/pair_slots.h).
+PairSides pair_sides(const engine::ChunkCost& unit, TimeNs shortest_all_to_all, plan::MoeDispatcher dispatcher,
+                     const topology::GpuKind& gpu) {
+  const int sms = engine::dispatcher_sms(dispatcher);
+  return {engine::forward_slots_extra(unit, shortest_all_to_all, sms, gpu) * unit.moe_blocks,
+          engine::backward_slots_extra(unit, shortest_all_to_all, sms, gpu) * unit.moe_blocks};
 }
 
 }  // namespace
@@ -138,6 +166,16 @@ std::vector<UnitCost> UnitCostModel::costs(const UnitCostKey& key) const {
   const auto& chunks = probe.ranks.front().chunks;
   const std::vector<ChunkExchanges> exchanges = blocking_exchanges(*cluster_, probe_, probe_plan, layout);
 
+  // The shortest expert all-to-all of any unit: an F&B pair's slots wait on its partner's.
+  TimeNs shortest_expert_all_to_all;
+  if (key.pairs_hide_comm) {
+    std::optional<TimeNs> shortest;
+    for (const ChunkExchanges& x : exchanges) {
+      if (x.expert_all_to_all) shortest = std::min(shortest.value_or(*x.expert_all_to_all), *x.expert_all_to_all);
+    }
+    shortest_expert_all_to_all = shortest.value_or(TimeNs{});
+  }
+  const topology::GpuKind& gpu = cluster_->gpu_kind_of(cluster_->gpus().front());
   std::vector<UnitCost> out;
   out.reserve(distinct_of_.size());
   for (std::size_t u = 0; u < distinct_of_.size(); ++u) {
@@ -148,9 +186,12 @@ std::vector<UnitCost> UnitCostModel::costs(const UnitCostKey& key) const {
     const ChunkExchanges& x = exchanges.at(static_cast<std::size_t>(distinct_of_[u]));
     const bool beside = key.overlap_tensor_comm;
     if (key.pairs_hide_comm) {
-      uc.forward = c.forward;
-      uc.backward = c.backward;
-      uc.backward_input = c.backward_input;
+      // A pass pays at least what its slots add (engine/pair_slots.h), partnered or not: an
+      // unpaired pass waits for its all-to-alls whole.
+      const PairSides sides = pair_sides(c, shortest_expert_all_to_all, key.dispatcher, gpu);
+      uc.forward = c.forward + sides.forward;
+      uc.backward = c.backward + sides.backward;
+      uc.backward_input = c.backward_input + sides.backward;
     } else if (beside) {
       uc.forward = c.forward + x.forward;
       uc.backward = c.backward + x.backward;

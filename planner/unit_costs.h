@@ -58,8 +58,8 @@ struct UnitCostKey {
   int expert_tensor = 1;  ///< and split each expert's width by expert_tensor
   bool overlap_tensor_comm = false;  ///< tensor collectives beside the compute: a pass takes the longer of the two
   plan::MoeDispatcher dispatcher = plan::MoeDispatcher::AllToAll;  ///< how the expert all-to-alls move tokens
-  /// DualPipe's F&B pairs run every in-layer exchange of both passes beside their compute: a bound can
-  /// charge a pass its compute alone (max(F + B, comm) >= F + B)
+  /// DualPipe's F&B pairs run every in-layer exchange of both passes beside their compute: a bound
+  /// charges a pass its compute and what its MoE blocks' slots add (engine/pair_slots.h)
   bool pairs_hide_comm = false;
   friend auto operator<=>(const UnitCostKey&, const UnitCostKey&) = default;
 };

@@ -6,6 +6,7 @@
 #include <set>
 
 #include "sim/engine/collective_tuning.h"
+#include "sim/model/model.h"
 
 namespace mpsim::engine {
 

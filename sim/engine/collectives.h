@@ -12,10 +12,13 @@
 #include <vector>
 
 #include "sim/core/units.h"
-#include "sim/model/model.h"
 #include "sim/plan/layout.h"
 #include "sim/schedule/program.h"
 #include "sim/topology/cluster.h"
+
+namespace mpsim::model {
+struct Model;
+}  // namespace mpsim::model
 
 namespace mpsim::engine {
 

@@ -166,6 +166,105 @@ PassTimes layer_kernel_times(const KernelRates& rates, const Layer& layer, const
   return out;
 }
 
+/// An MoE block's attention half: its leading `routed.attention_gemms` gemms and its attention cores.
+PassTimes attention_half_kernel_times(const KernelRates& rates, const Layer& layer, const plan::Plan& plan) {
+  PassTimes out;
+  const auto leading = std::min<std::size_t>(layer.gemms.size(), static_cast<std::size_t>(layer.routed.attention_gemms));
+  for (std::size_t i = 0; i < leading; ++i) {
+    const GemmPasses passes = gemm_passes(layer.gemms[i], plan.micro_batch, plan.tensor, plan.expert, plan.expert_tensor);
+    out.forward += gemm_time(rates, passes.forward);
+    out.backward_input += gemm_time(rates, passes.backward_input);
+    out.backward_weight += gemm_time(rates, passes.backward_weight);
+  }
+  for (const model::AttentionCore& core : layer.attention) {
+    const AttentionTimes a = attention_time(rates, core, plan.attention, plan.micro_batch, plan.tensor);
+    out.forward += a.forward;
+    out.backward_input += a.backward;
+  }
+  return out;
+}
+
+/// `part` of a pass whose kernels take `kernels` and the whole pass `pass`: its share of the pass.
+TimeNs share_of_pass(TimeNs part, TimeNs kernels, TimeNs pass) {
+  if (kernels.base() <= 0) return TimeNs{};
+  return TimeNs::ns(static_cast<std::int64_t>(static_cast<double>(part.base()) * static_cast<double>(pass.base()) /
+                                              static_cast<double>(kernels.base())));
+}
+
+/// What a pass's time is made of, summed over layers: their kernels, the recomputation before the
+/// backward, the memory-bound work beside the matmuls, or their profiled times.
+struct PassWork {
+  PassTimes kernels;
+  Flops recompute, module_flops;
+  Bytes stashed_scores, elementwise, module_bytes;
+  TimeNs profiled_f, profiled_bi, profiled_bw;
+  bool all_profiled_f = true, all_profiled_b = true;
+
+  PassWork& operator+=(const PassWork& o) {
+    kernels.forward += o.kernels.forward;
+    kernels.backward_input += o.kernels.backward_input;
+    kernels.backward_weight += o.kernels.backward_weight;
+    recompute += o.recompute;
+    module_flops += o.module_flops;
+    stashed_scores += o.stashed_scores;
+    elementwise += o.elementwise;
+    module_bytes += o.module_bytes;
+    profiled_f += o.profiled_f;
+    profiled_bi += o.profiled_bi;
+    profiled_bw += o.profiled_bw;
+    all_profiled_f = all_profiled_f && o.all_profiled_f;
+    all_profiled_b = all_profiled_b && o.all_profiled_b;
+    return *this;
+  }
+};
+
+/// The passes of `work`, recomputation included in the input-gradient pass.
+PassTimes pass_times(const PassWork& work, const KernelRates& rates, BytesPerSec memory_bandwidth,
+                     const plan::Plan& plan, Recompute score_rule, bool flash) {
+  const TimeNs memory_bound = transfer_time(work.elementwise, memory_bandwidth);
+  PassTimes out;
+  out.forward = work.all_profiled_f ? work.profiled_f : TimeNs(work.kernels.forward + memory_bound);
+  // Recomputation runs before the input-gradient pass: all of the forward (full), or the attention
+  // scores' matmuls and their softmax/dropout traffic (selective; nothing under FlashAttention,
+  // whose backward recomputes the scores itself).
+  TimeNs recompute_time;
+  if (plan.recompute == Recompute::Full) {
+    recompute_time = out.forward;
+  } else if (model::replayed_recompute(score_rule, flash) == Recompute::Selective) {
+    recompute_time =
+        compute_time(work.recompute, rates.standard_scores) + transfer_time(work.stashed_scores * 2, memory_bandwidth);
+  }
+  // Recomputed modules: their matmuls, and their outputs written again and read once.
+  recompute_time +=
+      compute_time(work.module_flops, rates.gemm) + transfer_time(work.module_bytes * 2, memory_bandwidth);
+  if (work.all_profiled_b) {
+    out.backward_input = work.profiled_bi + recompute_time;
+    out.backward_weight = work.profiled_bw;
+  } else {
+    out.backward_input = work.kernels.backward_input + memory_bound + recompute_time;
+    out.backward_weight = work.kernels.backward_weight;
+  }
+  return out;
+}
+
+/// An MoE block's halves for an F&B pair's slots: its own passes split by its attention half's kernels.
+struct BlockHalves {
+  TimeNs attention_forward, mlp_forward, attention_backward, mlp_backward;
+};
+
+BlockHalves moe_block_halves(const PassWork& block, const PassTimes& attention_kernels, const KernelRates& rates,
+                             BytesPerSec memory_bandwidth, const plan::Plan& plan, Recompute score_rule, bool flash) {
+  const PassTimes passes = pass_times(block, rates, memory_bandwidth, plan, score_rule, flash);
+  const TimeNs backward = passes.backward_input + passes.backward_weight;
+  BlockHalves out;
+  out.attention_forward = share_of_pass(attention_kernels.forward, block.kernels.forward, passes.forward);
+  out.mlp_forward = passes.forward - out.attention_forward;
+  out.attention_backward = share_of_pass(attention_kernels.backward_input + attention_kernels.backward_weight,
+                                         block.kernels.backward_input + block.kernels.backward_weight, backward);
+  out.mlp_backward = backward - out.attention_backward;
+  return out;
+}
+
 }  // namespace
 
 BytesPerSec host_bandwidth(const topology::Cluster& cluster, topology::RouteFinder& routes, topology::DeviceId gpu) {
@@ -228,15 +327,13 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       const int vs = plan::virtual_stage_of(plan.schedule, plan.pipeline, rank, c);
       const plan::LayerRange range = ranges.at(static_cast<std::size_t>(vs));
       ChunkCost cc;
-      PassTimes kernels;
-      Flops recompute, module_flops;
-      Bytes stashed, stashed_scores, elementwise, module_bytes;
+      PassWork work;
+      Bytes stashed;
       Bytes offloaded;  // the stash of the blocks activation offloading moves to the host
       int blocks = 0;
-      TimeNs profiled_f, profiled_bi, profiled_bw;
-      bool all_profiled_f = true, all_profiled_b = true;
       const Layer* timed_layer = nullptr;
       PassTimes timed;
+      const Layer* halved = nullptr;  // the last MoE block whose halves were taken
       for (int li = range.first; li < range.last; ++li) {
         const Layer& layer = layers[static_cast<std::size_t>(li)];
         const bool in_fp8 = layer.kind == model::LayerKind::Transformer || layer.kind == model::LayerKind::Generic;
@@ -245,12 +342,10 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
           timed = layer_kernel_times(in_fp8 ? rates : block_only_fp8, layer, plan);
           timed_layer = &layer;
         }
-        const PassTimes& times = timed;
-        kernels.forward += times.forward;
-        kernels.backward_input += times.backward_input;
-        kernels.backward_weight += times.backward_weight;
-        recompute += model::recomputed_flops(m, layer, model::replayed_recompute(score_rule, flash)) *
-                     (static_cast<double>(b) / t);
+        PassWork layer_work;
+        layer_work.kernels = timed;
+        layer_work.recompute = model::recomputed_flops(m, layer, model::replayed_recompute(score_rule, flash)) *
+                               (static_cast<double>(b) / t);
         // Dense weights split over the tensor ranks; the routed experts over expert x expert_tensor.
         const std::int64_t experts_here = layer.expert_parameters / (plan.expert * plan.expert_tensor);
         const std::int64_t here = (layer.parameters - layer.expert_parameters) / t + experts_here;
@@ -273,10 +368,10 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
           const std::int64_t fp8_saving =
               in_fp8 && rates.fp8 ? mr.dropped_gemm_input_elements * (m.dtype_bytes - 1) : 0;
           stashed -= mr.dropped - Bytes::bytes(fp8_saving);
-          module_flops += mr.matmul_flops;
-          module_bytes += mr.dropped;
+          layer_work.module_flops = mr.matmul_flops;
+          layer_work.module_bytes = mr.dropped;
         }
-        if (!flash) stashed_scores += attention_score_bytes(layer, b, t);
+        if (!flash) layer_work.stashed_scores = attention_score_bytes(layer, b, t);
         // The busiest expert rank keeps its larger share of routed token copies (unless full
         // recomputation or the `moe` module drops them).
         if (layer.routed.experts > 0 && stash_rule != Recompute::Full &&
@@ -294,37 +389,35 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         }
         // Memory-bound work beside the matmuls (norms, softmax, dropout, activations, residuals): every
         // activation a pass produces is written once and read once.
-        elementwise += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel,
-                                                       model::stash_recompute(Recompute::None, flash)) *
-                       2;
-        all_profiled_f = all_profiled_f && layer.forward_time.has_value();
-        all_profiled_b = all_profiled_b && layer.backward_input_time.has_value() && layer.backward_weight_time.has_value();
-        profiled_f += layer.forward_time.value_or(TimeNs{});
-        profiled_bi += layer.backward_input_time.value_or(TimeNs{});
-        profiled_bw += layer.backward_weight_time.value_or(TimeNs{});
+        layer_work.elementwise = model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel,
+                                                                 model::stash_recompute(Recompute::None, flash)) *
+                                 2;
+        layer_work.all_profiled_f = layer.forward_time.has_value();
+        layer_work.all_profiled_b = layer.backward_input_time.has_value() && layer.backward_weight_time.has_value();
+        layer_work.profiled_f = layer.forward_time.value_or(TimeNs{});
+        layer_work.profiled_bi = layer.backward_input_time.value_or(TimeNs{});
+        layer_work.profiled_bw = layer.backward_weight_time.value_or(TimeNs{});
+        if (layer.routed.experts > 0 && (halved == nullptr || !model::same_cost(*halved, layer))) {
+          // Each half the shortest of the chunk's blocks (they are alike but for a multi-token
+          // prediction depth's extra projection): the planner's bound of a block alone stays below.
+          const BlockHalves h =
+              moe_block_halves(layer_work, attention_half_kernel_times(in_fp8 ? rates : block_only_fp8, layer, plan),
+                               rates, gpu.memory_bandwidth, plan, score_rule, flash);
+          const bool first = halved == nullptr;
+          const auto shortest = [&](TimeNs& kept, TimeNs next) { kept = first ? next : std::min(kept, next); };
+          shortest(cc.moe_attention_forward, h.attention_forward);
+          shortest(cc.moe_mlp_forward, h.mlp_forward);
+          shortest(cc.moe_attention_backward, h.attention_backward);
+          shortest(cc.moe_mlp_backward, h.mlp_backward);
+          halved = &layer;
+        }
+        if (layer.routed.experts > 0) ++cc.moe_blocks;
+        work += layer_work;
       }
-      const TimeNs memory_bound = transfer_time(elementwise, gpu.memory_bandwidth);
-      const TimeNs forward = all_profiled_f ? profiled_f : kernels.forward + memory_bound;
-      cc.forward = forward;
-      // Recomputation runs before the input-gradient pass: all of the forward (full), or the attention
-      // scores' matmuls and their softmax/dropout traffic (selective; nothing under FlashAttention,
-      // whose backward recomputes the scores itself).
-      TimeNs recompute_time;
-      if (plan.recompute == Recompute::Full) {
-        recompute_time = forward;
-      } else if (model::replayed_recompute(score_rule, flash) == Recompute::Selective) {
-        recompute_time = compute_time(recompute, rates.standard_scores) +
-                         transfer_time(stashed_scores * 2, gpu.memory_bandwidth);
-      }
-      // Recomputed modules: their matmuls, and their outputs written again and read once.
-      recompute_time += compute_time(module_flops, rates.gemm) + transfer_time(module_bytes * 2, gpu.memory_bandwidth);
-      if (all_profiled_b) {
-        cc.backward_input = profiled_bi + recompute_time;
-        cc.backward_weight = profiled_bw;
-      } else {
-        cc.backward_input = kernels.backward_input + memory_bound + recompute_time;
-        cc.backward_weight = kernels.backward_weight;
-      }
+      const PassTimes passes = pass_times(work, rates, gpu.memory_bandwidth, plan, score_rule, flash);
+      cc.forward = passes.forward;
+      cc.backward_input = passes.backward_input;
+      cc.backward_weight = passes.backward_weight;
       cc.backward = cc.backward_input + cc.backward_weight;
       if (offloaded.count() > 0) {
         // Offloaded blocks' stash leaves during the forward and returns during the backward.
@@ -345,7 +438,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       cc.expert_gradient_bytes = gradient_bytes.experts.at(static_cast<std::size_t>(rank)).at(static_cast<std::size_t>(c));
       cc.stashed = stashed;
       // A split backward frees the attention scores at I and keeps the matmul inputs until W.
-      cc.stashed_after_input = kept_after_input(stashed, stashed_scores);
+      cc.stashed_after_input = kept_after_input(stashed, work.stashed_scores);
       rank_parameters.total += cc.parameters;
       rank_parameters.fp8 += cc.fp8_parameters;
       rank_parameters.expert += cc.expert_parameters;

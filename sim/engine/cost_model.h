@@ -41,6 +41,17 @@ struct ChunkCost {
   std::int64_t fp8_parameters = 0;  ///< of those, the weights of GEMMs that run in FP8
   std::int64_t largest_layer_parameters = 0;  ///< the chunk's largest layer, on one TP rank (ZeRO-3's unit)
   std::int64_t expert_parameters = 0;  ///< of `parameters`, the routed experts' (sharded over expert x expert_tensor)
+  /// The chunk's MoE blocks and one block's halves, for an F&B pair's slots (Megatron-Core's combined
+  /// 1F1B and DualPipe run a block's attention and MoE MLP of one microbatch beside the other's
+  /// expert all-to-alls): the attention half (norms, attention, projections) and the MLP half (router,
+  /// experts) of the forward and of the backward: the block's own passes (kernels, memory-bound work
+  /// and recomputation) split in proportion to the halves' kernels, whatever else the chunk holds;
+  /// each the shortest of the chunk's MoE blocks' where they differ.
+  int moe_blocks = 0;
+  TimeNs moe_attention_forward;
+  TimeNs moe_mlp_forward;
+  TimeNs moe_attention_backward;
+  TimeNs moe_mlp_backward;
 };
 
 /// What a GPU holds for the whole step, whatever the schedule does.

@@ -17,6 +17,7 @@
 #include "sim/engine/activity_recorder.h"
 #include "sim/engine/collective_tuning.h"
 #include "sim/engine/compute_contention.h"
+#include "sim/engine/pair_slots.h"
 #include "sim/engine/event_queue.h"
 #include "sim/engine/flow_network.h"
 #include "sim/engine/timeline_recorder.h"
@@ -178,6 +179,14 @@ class Simulation {
   /// How long `phases` take on idle links: per phase, rounds x (latency + bytes / rate), the rate being
   /// the flow network's for a flow alone on its links (its cap, or its tightest link over its count).
   double idle_time_ns(const Phases& phases) const;
+  /// What an F&B pair's slots leave of its expert all-to-alls (Megatron-Core's combined 1F1B and
+  /// DualPipe): per pair of MoE blocks, the backward's combine beside the forward's attention half,
+  /// the forward's dispatch beside the backward's MLP half, the backward's dispatch beside the
+  /// forward's MLP half and the forward's combine beside the backward's attention half, each slot as
+  /// long as the longer of its two, the compute on the SMs the all-to-all leaves while it runs
+  /// (contended_slot_extra); blocks without a partner expose both their all-to-alls. The all-to-alls
+  /// are timed on idle links; their flows still run beside the pair, which ends when they have too.
+  TimeNs pair_exposure(const Actor& actor, int index, const Op& op, std::size_t op_index);
   void advance(int actor);
   void start_compute(Actor& actor, const Op& op, std::size_t op_index);
   /// The stream of `actor` is free again: accounts its busy time and issues the next ops.
@@ -338,9 +347,10 @@ void Simulation::start_compute(Actor& actor, const Op& op, std::size_t op_index)
   if (actor.slowdown != 1.0) {
     duration = TimeNs::seconds(duration.to_seconds() * actor.slowdown);
   }
+  const int index = static_cast<int>(&actor - actors_.data());
+  if (op.kind == OpKind::ForwardBackward) duration += pair_exposure(actor, index, op, op_index);
   // Memory: the stashes a pass adds or frees (schedule/stash.h), at the pass's start, an F&B pair's
   // two passes in schedule::memory_order.
-  const int index = static_cast<int>(&actor - actors_.data());
   for (const Op& pass : schedule::memory_order(op, program_.shape.kind)) {
     const ChunkCost& cc = costs_.chunk(actor.rank, pass.kind == OpKind::OptimizerStep ? 0 : pass.chunk);
     const schedule::StashChange change = schedule::stash_change(pass.kind);
@@ -355,6 +365,32 @@ void Simulation::start_compute(Actor& actor, const Op& op, std::size_t op_index)
   e.end_ns = now_ + duration.base();
   notify([&](Observer& o) { o.compute_ran(e); });
   queue_.push(TimeNs::ns(now_) + duration, ComputeDone{index});
+}
+
+TimeNs Simulation::pair_exposure(const Actor& actor, int index, const Op& op, std::size_t op_index) {
+  const RankCost& rc = costs_.ranks[static_cast<std::size_t>(actor.rank)];
+  const ChunkCost& f = rc.chunks[op.chunk];
+  const ChunkCost& b = rc.chunks[op.backward_chunk];
+  if (f.moe_blocks == 0 && b.moe_blocks == 0) return TimeNs{};
+  // One expert all-to-all of each pass on idle links: the pair's in-layer collectives stand just
+  // before it in the stream, each pass's tagged with its microbatch and chunk.
+  TimeNs forward_a2a, backward_a2a;
+  const auto& stream = program_.streams[static_cast<std::size_t>(actor.rank)];
+  for (std::size_t i = op_index; i-- > 0;) {
+    const Op& c = stream[i];
+    if (!schedule::is_collective(c.kind) || !schedule::is_in_layer(c.stream)) break;
+    if (c.kind != OpKind::AllToAll || c.group != plan::AxisSet(plan::Axis::Expert)) continue;
+    const TimeNs one = TimeNs::ns(static_cast<std::int64_t>(idle_time_ns(phases_of(actor.rank, index, i)) /
+                                                            std::max<double>(1, c.count)));
+    if (c.microbatch == op.microbatch && c.chunk == op.chunk) forward_a2a = one;
+    if (c.microbatch == op.backward_microbatch && c.chunk == op.backward_chunk) backward_a2a = one;
+  }
+  const topology::GpuKind& kind = cluster_.gpu_kind_of(gpu(actor.members.front()));
+  const int sms = dispatcher_sms(plan_.dispatcher);
+  const int paired = std::min(f.moe_blocks, b.moe_blocks);
+  const TimeNs per_pair =
+      forward_slots_extra(f, backward_a2a, sms, kind) + backward_slots_extra(b, forward_a2a, sms, kind);
+  return per_pair * paired + forward_a2a * (2 * (f.moe_blocks - paired)) + backward_a2a * (2 * (b.moe_blocks - paired));
 }
 
 void Simulation::release(Actor& actor) {

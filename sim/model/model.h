@@ -89,6 +89,9 @@ struct RoutedExperts {
   /// Of the layer's stash (split across tensor ranks), what the routed token copies keep: the
   /// permuted tokens, the experts' intermediates and their outputs; it grows with a rank's load.
   Bytes stashed;
+  /// The block's leading gemms that run before its MoE MLP (norms, attention and its projections;
+  /// every attention core runs there too): the attention half of a combined 1F1B slot pair
+  std::int64_t attention_gemms = 0;
   friend bool operator==(const RoutedExperts&, const RoutedExperts&) = default;
 };
 

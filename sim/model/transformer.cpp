@@ -551,7 +551,10 @@ Model make_transformer(const TransformerShape& shape, std::string name, int dtyp
     RoutedExperts routed;
     std::int64_t expert_parameters = 0;
     Part sparse = mixer;
-    if (shape.moe) sparse += moe_mlp(shape, z, s, routed, expert_parameters);
+    if (shape.moe) {
+      sparse += moe_mlp(shape, z, s, routed, expert_parameters);
+      routed.attention_gemms = static_cast<std::int64_t>(mixer.gemms.size());
+    }
     for (int i = 0; i < shape.layers; ++i) {
       const std::string name = fmt::format("block{}", i);
       model.layers.push_back(shape.is_moe_block(i) ? to_layer(name, sparse, out, out, kAllreducesPerSelfAttentionBlock,
@@ -562,8 +565,10 @@ Model make_transformer(const TransformerShape& shape, std::string name, int dtyp
     for (int d = 0; d < shape.mtp_layers; ++d) {
       // Its output carries the main hidden states and those of every depth so far to the head.
       const Bytes carried = bytes(z.element * s * h * (d + 2));
-      model.layers.push_back(mtp_layer(shape, z, d, last_is_moe ? sparse : dense, out, carried,
-                                       last_is_moe ? routed : RoutedExperts{}, last_is_moe ? expert_parameters : 0));
+      RoutedExperts mtp_routed = last_is_moe ? routed : RoutedExperts{};
+      if (last_is_moe) ++mtp_routed.attention_gemms;  // the depth's eh_proj runs before its block
+      model.layers.push_back(mtp_layer(shape, z, d, last_is_moe ? sparse : dense, out, carried, mtp_routed,
+                                       last_is_moe ? expert_parameters : 0));
     }
   }
   model.layers.push_back(output_head(shape, z));

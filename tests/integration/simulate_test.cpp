@@ -535,8 +535,10 @@ std::string plan_file(const std::string& name, const std::string& text) {
 
 // Megatron-Core's combined 1F1B (overlap.moe_expert_comm) on one stage: F0, then F(k+1) beside B(k),
 // then B(m-1). Where the all-to-alls are shorter than the compute beside them, each of the m - 1
-// pairs hides both its passes' all-to-alls, so the step shortens by (m - 1) / m of the whole step's
-// all-to-all time (Mixtral 8x7B, expert 8 on one DGX H100, 4 microbatches).
+// pairs hides both its passes' all-to-alls but for the SMs NCCL's kernels hold meanwhile (16 of an
+// H100's 132, so each slot still grows by 16/132 of its all-to-all): the step shortens by
+// (m - 1) / m x (1 - 16/132) of the whole step's all-to-all time (Mixtral 8x7B, expert 8 on one DGX
+// H100, 4 microbatches).
 TEST(Simulate, CombinedOneFOneBHidesTheExpertAllToAllsOfEveryPair) {
   const auto run = [](bool overlap, const fs::path& trace) {
     const CommandResult r = mpsim(
@@ -565,7 +567,7 @@ TEST(Simulate, CombinedOneFOneBHidesTheExpertAllToAllsOfEveryPair) {
   EXPECT_EQ(compute, (std::map<std::string, int>{{"backward", 1}, {"forward", 1}, {"forward-backward", 3}}));
   ASSERT_GT(all_to_all_ms, 0);
   const double saved_ms = (step_time(plain) - step_time(paired)) * 1e3;
-  EXPECT_NEAR(saved_ms, all_to_all_ms * 3 / 4, 0.01) << "all-to-alls " << all_to_all_ms << " ms";
+  EXPECT_NEAR(saved_ms, all_to_all_ms * 3 / 4 * (1 - 16.0 / 132), 0.01) << "all-to-alls " << all_to_all_ms << " ms";
   // Megatron interleaves a pair's layers, so its backward frees what its forward stashes: one stage
   // holds one microbatch's activations, as without the overlap.
   EXPECT_EQ(paired["peak_memory_bytes"], plain["peak_memory_bytes"]);

@@ -2,6 +2,8 @@
 // routed token copies (T x top_k x hidden elements, (EP - 1) / EP of them to other ranks), the
 // routed experts' weights and states shard over expert x expert_tensor and their replicas, and
 // their gradients are reduced over the expert-data group.
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "engine_test_support.h"
@@ -259,6 +261,39 @@ TEST(ExpertParallel, FlexDispatchInsideANodeSendsATokenOncePerGpu) {
   EXPECT_FALSE(token_routing(model, testing::plan_yaml("parallelism: { data: 8, expert: 4 }\nbatch: { global: 16 }\n",
                                                         eight_h100(), model))
                    .has_value());
+}
+
+// Megatron-Core's combined 1F1B pairs a forward with the next backward and runs, per pair of MoE
+// blocks, four slots: the backward's combine beside the forward's attention half, the forward's
+// dispatch beside the backward's MLP half, the backward's dispatch beside the forward's MLP half and
+// the forward's combine beside the backward's attention half. Each slot lasts the longer of the
+// all-to-all and the half, the half running on the SMs NCCL's kernels leave (16 of an A100's 108)
+// while the all-to-all runs: a pair exposes sum(max(a2a - half, a2a x 16 / 108)). Two A100s on a 640 MB/s PCIe switch, expert 2: each
+// all-to-all sends half of a rank's 64 x 2 x 128 x 2 bytes of token copies to the other rank,
+// 16384 B / 640 MB/s = 25.6 us, longer than the forward's halves and shorter than the backward's. One stage, 4 microbatches: F0, F1&B0, F2&B1, F3&B2, B3, so the step
+// is 3 x (4 x 2 blocks x a2a - exposure) shorter than 1F1B with blocking all-to-alls.
+TEST(ExpertParallel, CombinedOneFOneBHidesEachAllToAllUnderItsSlot) {
+  const topology::Cluster box = testing::pcie_box(2, "640 MB/s", "0 us");
+  const auto model = moe_model();
+  const std::string base = "parallelism: { data: 2, expert: 2 }\nbatch: { global: 8, micro: 1 }\n";
+  const plan::Plan plain = testing::plan_yaml(base, box, model);
+  const plan::Plan paired = testing::plan_yaml(base + "overlap: { moe_expert_comm: true }\n", box, model);
+  const CostModel costs = build_cost_model(box, model, paired, plan::Layout(paired));
+  const ChunkCost& chunk = costs.chunk(0, 0);
+  ASSERT_EQ(chunk.moe_blocks, 2);
+  const TimeNs a2a = TimeNs::ns(25'600);
+  const TimeNs slowed = TimeNs::ns((25'600 * 16 + 54) / 108);  // 3.793 us, rounded
+  const auto gap = [&](TimeNs half) { return std::max<TimeNs>(a2a > half ? a2a - half : TimeNs{}, slowed); };
+  const TimeNs exposure = (gap(chunk.moe_attention_forward) + gap(chunk.moe_mlp_backward) + gap(chunk.moe_mlp_forward) +
+                           gap(chunk.moe_attention_backward)) *
+                          2;
+  // The backward's halves hide their all-to-alls but for the SMs they lend; the forward's do not.
+  EXPECT_GT(chunk.moe_attention_backward, a2a);
+  EXPECT_LT(chunk.moe_mlp_forward, a2a);
+  EXPECT_GT(exposure, TimeNs{});
+  EXPECT_LT(exposure, a2a * 8);
+  const double saved = simulate(box, model, plain).report.step_time_s - simulate(box, model, paired).report.step_time_s;
+  EXPECT_NEAR(saved, 3 * TimeNs(a2a * 8 - exposure).to_seconds(), 20e-9);
 }
 
 }  // namespace

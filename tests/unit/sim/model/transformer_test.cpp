@@ -155,7 +155,8 @@ TEST(Transformer, MoeBlockRoutesTopKCopiesThroughGroupedExperts) {
   const std::int64_t h = 2048, aw = 32 * 128, kv = 4 * 128, s = 4096;
   const std::int64_t experts = 128, k = 8, f = 768;
   // Routed stash: permuted tokens and outputs (2 s k h), the gated experts' intermediates (3 s k f).
-  EXPECT_EQ(block.routed, (RoutedExperts{experts, k, s, h, Bytes::bytes((2 * s * k * h + 3 * s * k * f) * 2)}));
+  // The attention half of the block (combined 1F1B's slots): the fused QKV and the output projection.
+  EXPECT_EQ(block.routed, (RoutedExperts{experts, k, s, h, Bytes::bytes((2 * s * k * h + 3 * s * k * f) * 2), 2}));
   EXPECT_EQ(block.expert_parameters, experts * 3 * h * f);
   // Router + QK-norm + attention + two RMSNorms + experts.
   EXPECT_EQ(block.parameters, h * experts + 2 * 128 + h * (aw + 2 * kv) + aw * h + 2 * h + experts * 3 * h * f);
@@ -216,7 +217,10 @@ TEST(Transformer, MultiTokenPredictionAddsADepthAndItsLogits) {
   // Face with the module (which stores the shared embedding and head once more).
   EXPECT_LT(relative_error(static_cast<double>(unique), 11.5e9), 0.01);
   EXPECT_LT(relative_error(static_cast<double>(mtp.parameters() + 2 * vocab * h), 685e9), 0.001);
-  EXPECT_EQ(depth.routed, last_block.routed);  // its block is an MoE block: dispatch and combine too
+  // Its block is an MoE block: dispatch and combine too, after one more gemm (eh_proj) before the MLP.
+  model::RoutedExperts expected = last_block.routed;
+  ++expected.attention_gemms;
+  EXPECT_EQ(depth.routed, expected);
   EXPECT_DOUBLE_EQ(depth.forward_flops.count(), last_block.forward_flops.count() + 2.0 * s * 2 * h * h);
   // The head computes logits for the main sequence and the MTP one.
   const Layer& head = mtp.layers.back();
