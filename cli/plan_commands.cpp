@@ -56,9 +56,7 @@ nlohmann::ordered_json plan_json(const plan::Plan& p) {
           {"context", p.context},
           {"expert", p.expert},
           {"expert_tensor", p.expert_tensor},
-          {"moe_dispatcher", plan::deduplicates_tokens(p.dispatcher)
-                                 ? std::string(plan::name_of(plan::kFlexBackendNames, p.dispatcher))
-                                 : std::string("alltoall")},
+          {"moe_dispatcher", std::string(plan::name_of(plan::kMoeDispatcherNames, p.dispatcher))},
           {"precision", std::string(plan::to_string(p.precision))},
           {"attention", std::string(plan::to_string(p.attention))},
           {"attention_kernel", p.attention_kernel ? nlohmann::ordered_json(std::string(topology::to_string(*p.attention_kernel)))
@@ -213,8 +211,8 @@ planner::PlannerOptions planner_options(const PlanArgs& args) {
   if (!args.attention_kernel.empty()) {
     o.space.attention_kernel = topology::parse_attention_generation(args.attention_kernel);
   }
-  for (const auto& [name, backend] : plan::kFlexBackendNames) {
-    if (args.moe_dispatcher == name) o.space.dispatcher = backend;  // else alltoall (CLI::IsMember)
+  for (const auto& [name, dispatcher] : plan::kMoeDispatcherNames) {
+    if (args.moe_dispatcher == name) o.space.dispatcher = dispatcher;  // one of them (CLI::IsMember)
   }
   o.top = args.top;
   o.exact_pareto = args.pareto == "exact";
@@ -697,7 +695,7 @@ void add_plan_commands(CLI::App& app) {
                        "How MoE layers exchange tokens, in every plan: alltoall (NCCL all-to-alls), deepep or hybridep "
                        "(Megatron's flex dispatcher: a token crosses to each node once; the plan fields "
                        "moe_token_dispatcher_type and moe_flex_dispatcher_backend)")
-      ->check(CLI::IsMember({"alltoall", "deepep", "hybridep"}));
+      ->check(CLI::IsMember(plan::names_of(plan::kMoeDispatcherNames)));
   plan_cmd->add_option("--max-tensor", args->max_tensor, "Largest tensor-parallel degree")->check(CLI::PositiveNumber);
   plan_cmd->add_option("--max-context", args->max_context, "Largest context-parallel degree")->check(CLI::PositiveNumber);
   plan_cmd->add_option("--max-expert", args->max_expert, "Largest expert-parallel degree (MoE models)")

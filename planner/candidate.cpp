@@ -10,7 +10,7 @@ namespace mpsim::planner {
 UnitCostKey unit_cost_key(const plan::PlanSpec& spec) {
   return {spec.tensor,    spec.micro_batch, spec.recompute, spec.sequence_parallel,
           spec.precision, spec.attention,   spec.attention_kernel, spec.context, spec.expert,
-          spec.expert_tensor.value_or(spec.tensor), spec.overlap_tensor_comm, spec.dispatcher,
+          spec.expert_tensor.value_or(spec.tensor), spec.overlap_tensor_comm, spec.dispatcher, spec.flex_dispatcher_sms,
           spec.schedule == plan::ScheduleKind::DualPipeV || spec.schedule == plan::ScheduleKind::DualPipe};
 }
 

@@ -43,6 +43,7 @@ plan::Plan one_rank_per_unit(int units, const UnitCostKey& key) {
   p.sequence_parallel = key.sequence_parallel;
   p.overlap_tensor_comm = key.overlap_tensor_comm;
   p.dispatcher = key.dispatcher;
+  p.flex_dispatcher_sms = key.flex_dispatcher_sms;
   p.attention = key.attention;
   p.attention_kernel = key.attention_kernel;
   p.schedule = units > 1 ? plan::ScheduleKind::Interleaved1F1B : plan::ScheduleKind::OneFOneB;
@@ -112,9 +113,9 @@ struct PairSides {
 
 /// Each of the unit's MoE blocks' slots beside all-to-alls no shorter than `shortest_all_to_all`
 /// (engine/pair_slots.h).
-PairSides pair_sides(const engine::ChunkCost& unit, TimeNs shortest_all_to_all, plan::MoeDispatcher dispatcher,
+PairSides pair_sides(const engine::ChunkCost& unit, TimeNs shortest_all_to_all, const UnitCostKey& key,
                      const topology::GpuKind& gpu) {
-  const int sms = engine::dispatcher_sms(dispatcher);
+  const int sms = engine::dispatcher_sms(key.dispatcher, key.flex_dispatcher_sms);
   return {engine::forward_slots_extra(unit, shortest_all_to_all, sms, gpu) * unit.moe_blocks,
           engine::backward_slots_extra(unit, shortest_all_to_all, sms, gpu) * unit.moe_blocks};
 }
@@ -188,7 +189,7 @@ std::vector<UnitCost> UnitCostModel::costs(const UnitCostKey& key) const {
     if (key.pairs_hide_comm) {
       // A pass pays at least what its slots add (engine/pair_slots.h), partnered or not: an
       // unpaired pass waits for its all-to-alls whole.
-      const PairSides sides = pair_sides(c, shortest_expert_all_to_all, key.dispatcher, gpu);
+      const PairSides sides = pair_sides(c, shortest_expert_all_to_all, key, gpu);
       uc.forward = c.forward + sides.forward;
       uc.backward = c.backward + sides.backward;
       uc.backward_input = c.backward_input + sides.backward;

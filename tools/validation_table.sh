@@ -77,20 +77,20 @@ whose recipes set it:
 | mbridge-26.04.01-qwen3_235b_a22b-dgx-h100-256gpu-fp8 | -6.7 % | +35.6 % |
 | mbridge-26.04.01-deepseekv3-dgx-b200-256gpu-mxfp8 | -26.4 % | +4.6 % |
 | mbridge-26.04.01-gptoss120b-dgx-gb200-64gpu-bf16 | +69.5 % | +82.9 % |
-| mbridge-26.08-gptoss120b-dgx-gb300-64gpu-mxfp8 | +16.2 % | +27.4 % |
-| mbridge-26.08-gptoss120b-dgx-gb200-64gpu-mxfp8 | +32.6 % | +47.0 % |
-| mbridge-26.08-qwen3_30b_a3b-dgx-gb300-8gpu-mxfp8 | -2.0 % | +13.9 % |
-| mbridge-26.08-qwen3_30b_a3b-dgx-gb200-8gpu-mxfp8 | +8.8 % | +27.8 % |
-| mbridge-26.08-qwen3_235b_a22b-dgx-gb300-256gpu-mxfp8 | -10.1 % | +0.4 % |
-| mbridge-26.08-qwen3_235b_a22b-dgx-gb200-256gpu-mxfp8 | +1.8 % | +15.7 % |
-| mbridge-26.08-deepseekv3-dgx-gb300-256gpu-mxfp8 | -17.4 % | -8.8 % |
-| mbridge-26.08-deepseekv3-dgx-gb200-256gpu-mxfp8 | -1.2 % | +7.1 % |
+| mbridge-26.08-gptoss120b-dgx-gb300-64gpu-mxfp8 | +16.2 % | +26.0 % |
+| mbridge-26.08-gptoss120b-dgx-gb200-64gpu-mxfp8 | +32.6 % | +45.1 % |
+| mbridge-26.08-qwen3_30b_a3b-dgx-gb300-8gpu-mxfp8 | -2.0 % | +11.7 % |
+| mbridge-26.08-qwen3_30b_a3b-dgx-gb200-8gpu-mxfp8 | +8.8 % | +25.3 % |
+| mbridge-26.08-qwen3_235b_a22b-dgx-gb300-256gpu-mxfp8 | -10.1 % | -1.6 % |
+| mbridge-26.08-qwen3_235b_a22b-dgx-gb200-256gpu-mxfp8 | +1.8 % | +13.4 % |
+| mbridge-26.08-deepseekv3-dgx-gb300-256gpu-mxfp8 | -17.4 % | -10.1 % |
+| mbridge-26.08-deepseekv3-dgx-gb200-256gpu-mxfp8 | -1.2 % | +5.6 % |
 
 On the 26.08 rows the slots hide nearly every all-to-all (the pair's halves outlast them), and the
-median goes from 9.4 to 14.8 % (17.1 % without the SMs the all-to-alls hold, the old bound of the
-longer of F + B and the pair's communication within 0.6 points of that): what those runs measured
-hides less than the slots can, or the compute beside them runs slower still (the recipes give
-HybridEP 32 SMs, `moe_hybridep_num_sms`, where the model takes Megatron-Core's default 16). The DeepSeek-V3 B200 row, whose 32-way expert groups span
+median goes from 9.4 to 12.6 % (14.8 % with Megatron-Core's default of 16 SMs for HybridEP where
+the rows now give it the 32 their performance scripts set, `moe_hybridep_num_sms`; 17.1 % without
+the SMs the all-to-alls hold): what those runs measured hides less than the slots can, or the
+compute beside them runs slower still. The DeepSeek-V3 B200 row, whose 32-way expert groups span
 four nodes, was -52.3 % with the all-to-all dispatcher (its all-to-alls crossed InfiniBand 18 s a step
 on each GPU): DeepEP, which its recipe names, sends 0.45 of those bytes across, and the row is
 -26.4 %; with the overlap, which the recipe sets too, +4.6 %. DeepEP brings the DeepSeek-V3 H100 rows from -19.9 % to -10.0 % (-21.2 % to -11.6 %). The flex dispatcher moved the other rows by +0.2 to +13.5 points (a token reaches a

@@ -5,6 +5,7 @@
 /// likewise hold their configured SMs); the compute beside it gets the SMs left over. Transformer Engine's overlapped tensor-parallel
 /// exchanges (--tp-comm-overlap, ring exchange) move data with the copy engines and are not charged.
 #include <algorithm>
+#include <optional>
 
 #include "sim/core/units.h"
 #include "sim/plan/plan.h"
@@ -26,10 +27,11 @@ inline constexpr int kCommunicationSms = 16;
   return TimeNs::ns(static_cast<std::int64_t>(static_cast<double>(duration.base()) * stretch + 0.5));
 }
 
-/// SMs an expert all-to-all's kernels hold while they run: NCCL's (kCommunicationSms), or Megatron-Core's
-/// defaults for the flex backends, moe_deepep_num_sms 20 and moe_hybridep_num_sms 16
-/// (megatron/core/transformer/transformer_config.py).
-[[nodiscard]] constexpr int dispatcher_sms(plan::MoeDispatcher d) noexcept {
+/// SMs an expert all-to-all's kernels hold while they run: NCCL's (kCommunicationSms), or a flex
+/// backend's `configured` count (the plan's moe_deepep_num_sms / moe_hybridep_num_sms), by default
+/// Megatron-Core's, 20 and 16 (megatron/core/transformer/transformer_config.py).
+[[nodiscard]] constexpr int dispatcher_sms(plan::MoeDispatcher d, std::optional<int> configured = std::nullopt) noexcept {
+  if (configured && d != plan::MoeDispatcher::AllToAll) return *configured;
   switch (d) {
     case plan::MoeDispatcher::DeepEp: return 20;
     case plan::MoeDispatcher::HybridEp: return 16;

@@ -386,7 +386,7 @@ TimeNs Simulation::pair_exposure(const Actor& actor, int index, const Op& op, st
     if (c.microbatch == op.backward_microbatch && c.chunk == op.backward_chunk) backward_a2a = one;
   }
   const topology::GpuKind& kind = cluster_.gpu_kind_of(gpu(actor.members.front()));
-  const int sms = dispatcher_sms(plan_.dispatcher);
+  const int sms = dispatcher_sms(plan_.dispatcher, plan_.flex_dispatcher_sms);
   const int paired = std::min(f.moe_blocks, b.moe_blocks);
   const TimeNs per_pair =
       forward_slots_extra(f, backward_a2a, sms, kind) + backward_slots_extra(b, forward_a2a, sms, kind);

@@ -140,6 +140,9 @@ void parallel_args(const ExportInput& in, ArgGroup& g) {
     if (plan::deduplicates_tokens(p.dispatcher)) {
       g.arg("--moe-token-dispatcher-type", "flex");
       g.arg("--moe-flex-dispatcher-backend", std::string(plan::name_of(plan::kFlexBackendNames, p.dispatcher)));
+      if (p.flex_dispatcher_sms) {
+        g.arg(plan::command_line_flag(plan::name_of(plan::kFlexDispatcherSmsKeys, p.dispatcher)), *p.flex_dispatcher_sms);
+      }
     } else {
       g.arg("--moe-token-dispatcher-type", "alltoall");
     }

@@ -12,6 +12,7 @@
 
 #include "sim/core/input_error.h"
 #include "sim/launch/shell_script.h"
+#include "sim/plan/plan.h"
 
 namespace mpsim::launch {
 namespace {
@@ -368,6 +369,15 @@ void plan_fields(const Arguments& args, YamlOut& plan, std::optional<int> gpus, 
     plan.put("moe_flex_dispatcher_backend", backend->text, backend->where);
   }
   if (args.has("--moe-enable-deepep")) plan.put("moe_enable_deepep", "true", where("--moe-enable-deepep"));
+  // Each backend reads its own SM count (Megatron ignores the other's): the backend the script runs.
+  const std::string backend_name = args.value("--moe-flex-dispatcher-backend") ? args.value("--moe-flex-dispatcher-backend")->text
+                                                                               : std::string("deepep");
+  for (const auto& [key, backend] : mpsim::plan::kFlexDispatcherSmsKeys) {
+    const std::string flag = mpsim::plan::command_line_flag(key);
+    if (const auto sms = args.number(flag); sms && mpsim::plan::name_of(mpsim::plan::kFlexBackendNames, backend) == backend_name) {
+      plan.put(std::string(key), static_cast<std::int64_t>(*sms), where(flag));
+    }
+  }
   if (const auto factor = args.number("--moe-expert-capacity-factor")) {
     plan.put("moe_expert_capacity_factor", *factor, where("--moe-expert-capacity-factor"));
   }

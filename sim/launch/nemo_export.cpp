@@ -196,6 +196,9 @@ void model_training(const ExportInput& in, Section& m) {
   if (plan::deduplicates_tokens(p.dispatcher)) {
     m.set("moe_token_dispatcher_type", "flex");
     m.set("moe_flex_dispatcher_backend", std::string(plan::name_of(plan::kFlexBackendNames, p.dispatcher)));
+    if (p.flex_dispatcher_sms) {
+      m.set(std::string(plan::name_of(plan::kFlexDispatcherSmsKeys, p.dispatcher)), *p.flex_dispatcher_sms);
+    }
   }
 }
 

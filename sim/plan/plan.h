@@ -135,6 +135,13 @@ template <typename Enum, std::size_t N>
   }
   return "?";
 }
+/// Every word of a (word, value) table, in order (a command line's choices).
+template <typename Enum, std::size_t N>
+[[nodiscard]] std::vector<std::string> names_of(const std::pair<std::string_view, Enum> (&names)[N]) {
+  std::vector<std::string> out;
+  for (const auto& entry : names) out.emplace_back(entry.first);
+  return out;
+}
 /// Whether GEMMs in `p` quantize their inputs to 8 bits.
 [[nodiscard]] inline bool is_fp8(Precision p) noexcept {
   return p == Precision::Fp8 || p == Precision::Mxfp8 || p == Precision::Fp8Blockwise;
@@ -158,6 +165,19 @@ inline constexpr std::pair<std::string_view, ContextComm> kContextCommNames[] = 
 enum class MoeDispatcher : std::uint8_t { AllToAll, DeepEp, HybridEp };
 inline constexpr std::pair<std::string_view, MoeDispatcher> kFlexBackendNames[] = {{"deepep", MoeDispatcher::DeepEp},
                                                                                   {"hybridep", MoeDispatcher::HybridEp}};
+/// Megatron-Core's field for the SMs each flex backend's kernels hold.
+inline constexpr std::pair<std::string_view, MoeDispatcher> kFlexDispatcherSmsKeys[] = {
+    {"moe_deepep_num_sms", MoeDispatcher::DeepEp}, {"moe_hybridep_num_sms", MoeDispatcher::HybridEp}};
+/// The command-line flag of a plan field: `--` and its words joined by dashes (moe_deepep_num_sms:
+/// Megatron-LM's --moe-deepep-num-sms).
+[[nodiscard]] inline std::string command_line_flag(std::string_view field) {
+  std::string out = "--" + std::string(field);
+  std::replace(out.begin(), out.end(), '_', '-');
+  return out;
+}
+/// One name per dispatcher, as `mpsim plan --moe-dispatcher` and the plan JSON's `moe_dispatcher` give it.
+inline constexpr std::pair<std::string_view, MoeDispatcher> kMoeDispatcherNames[] = {
+    {"alltoall", MoeDispatcher::AllToAll}, {"deepep", MoeDispatcher::DeepEp}, {"hybridep", MoeDispatcher::HybridEp}};
 [[nodiscard]] constexpr bool deduplicates_tokens(MoeDispatcher d) noexcept { return d != MoeDispatcher::AllToAll; }
 
 /// The optimizer whose state the step keeps and updates: Adam(W) (fp32 master weights, momentum and
@@ -212,6 +232,9 @@ struct PlanSpec {
   std::optional<double> expert_capacity_factor;  ///< Megatron's moe_expert_capacity_factor; unset: dropless
   bool pad_expert_input_to_capacity = false;     ///< Megatron's moe_pad_expert_input_to_capacity
   MoeDispatcher dispatcher = MoeDispatcher::AllToAll;  ///< Megatron's token dispatcher (and flex backend)
+  /// SMs the flex backend's kernels hold (moe_deepep_num_sms / moe_hybridep_num_sms); unset: Megatron-Core's
+  /// defaults, 20 and 16
+  std::optional<int> flex_dispatcher_sms;
   std::optional<Precision> precision;  ///< unset: the model's dtype
   AttentionKernel attention = kDefaultAttention;
   /// The generation of FlashAttention-class kernels the run's software ships (fa2, fa3, fa4), which
@@ -261,6 +284,7 @@ struct Plan {
   std::optional<double> expert_capacity_factor;
   bool pad_expert_input_to_capacity = false;
   MoeDispatcher dispatcher = MoeDispatcher::AllToAll;
+  std::optional<int> flex_dispatcher_sms;
   Precision precision = Precision::Bf16;
   AttentionKernel attention = kDefaultAttention;
   std::optional<topology::AttentionGeneration> attention_kernel;

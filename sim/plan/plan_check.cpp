@@ -264,6 +264,14 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   p.expert_capacity_factor = spec.expert_capacity_factor;
   p.pad_expert_input_to_capacity = spec.pad_expert_input_to_capacity;
   p.dispatcher = spec.dispatcher;
+  p.flex_dispatcher_sms = spec.flex_dispatcher_sms;
+  if (p.flex_dispatcher_sms && !cluster.gpus().empty()) {
+    const int gpu_sms = cluster.gpu_kind_of(cluster.gpus().front()).sm_count;
+    check.require(gpu_sms == 0 || *p.flex_dispatcher_sms < gpu_sms,
+                  std::string(name_of(kFlexDispatcherSmsKeys, p.dispatcher)),
+                  fmt::format("{} SMs for the dispatcher leave none of the GPU's {} to compute", *p.flex_dispatcher_sms,
+                              gpu_sms));
+  }
   p.precision = spec.precision.value_or(model_precision(model.dtype_bytes));
   if (!spec.precision && p.precision == Precision::Bf16 && !cluster.gpus().empty() &&
       !cluster.gpu_kind_of(cluster.gpus().front()).peak_for(topology::DType::Bf16)) {

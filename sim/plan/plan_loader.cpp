@@ -130,6 +130,15 @@ void read_dispatcher(const Field& root, Reader& r, PlanSpec& spec) {
     if (!flex.value_or(false)) f->fail("moe_flex_dispatcher_backend applies to moe_token_dispatcher_type flex");
     spec.dispatcher = backend;
   }
+  for (const auto& [key, backend] : kFlexDispatcherSmsKeys) {
+    if (auto f = r.get(root, key, key)) {
+      const int sms = static_cast<int>(f->as_int_in(1, 1024));
+      if (spec.dispatcher != backend) {
+        f->fail(fmt::format("{} applies to the flex dispatcher's {} backend", key, name_of(kFlexBackendNames, backend)));
+      }
+      spec.flex_dispatcher_sms = sms;
+    }
+  }
 }
 
 }  // namespace
@@ -145,6 +154,7 @@ PlanSpec load_plan_spec(const Field& root) {
                     "moe_pad_expert_input_to_capacity", "optimizer", "activation_offload_layers",
                     "shard_groups", "num_distributed_optimizer_instances", "data_parallel_replicate_degree",
                     "cp_comm_type", "moe_token_dispatcher_type", "moe_flex_dispatcher_backend", "moe_enable_deepep",
+                    "moe_deepep_num_sms", "moe_hybridep_num_sms",
                     // SageMaker
                     "partitions", "pipeline_parallel_degree", "tensor_parallel_degree", "microbatches", "pipeline",
                     "placement_strategy", "ddp", "auto_partition",
@@ -348,6 +358,9 @@ std::string write_plan_yaml(const Plan& p) {
   if (deduplicates_tokens(p.dispatcher)) {
     out += fmt::format("moe_token_dispatcher_type: flex\nmoe_flex_dispatcher_backend: {}\n",
                        name_of(kFlexBackendNames, p.dispatcher));
+    if (p.flex_dispatcher_sms) {
+      out += fmt::format("{}: {}\n", name_of(kFlexDispatcherSmsKeys, p.dispatcher), *p.flex_dispatcher_sms);
+    }
   }
   if (p.fp8_param_gather) out += "fp8_param_gather: true\n";
   if (p.optimizer == Optimizer::Muon) out += "optimizer: muon\n";

@@ -32,7 +32,8 @@ TEST(UnitCosts, PairsChargeEachPassItsSlotsBesideThePartnersAllToAll) {
   // The cost model's chunk of one block, as the probe sees it (data 2 folds the expert degree).
   const plan::Plan plan = engine::testing::plan_yaml("parallelism: { data: 2, expert: 2 }\nbatch: { global: 8, micro: 1 }\n",
                                                      box, model);
-  const engine::ChunkCost& block = engine::build_cost_model(box, model, plan, plan::Layout(plan)).chunk(0, 0);
+  const engine::CostModel costs = engine::build_cost_model(box, model, plan, plan::Layout(plan));
+  const engine::ChunkCost& block = costs.chunk(0, 0);
   ASSERT_EQ(block.moe_blocks, 2);
   const TimeNs a2a = TimeNs::ns(25'600);
   const TimeNs slowed = TimeNs::ns((25'600 * 16 + 54) / 108);

@@ -296,5 +296,33 @@ TEST(ExpertParallel, CombinedOneFOneBHidesEachAllToAllUnderItsSlot) {
   EXPECT_NEAR(saved, 3 * TimeNs(a2a * 8 - exposure).to_seconds(), 20e-9);
 }
 
+// The flex dispatcher's kernels hold the SMs the plan gives them (moe_hybridep_num_sms) while a
+// pair's compute runs beside them. The same two A100s with HybridEP: inside one node a token goes
+// once to the other GPU when it holds one of the token's experts, 1 - C(4,2)/C(8,2) = 22/28 of the
+// time, so each all-to-all sends ceil(16384 x 22/28) = 12874 B, 20.116 us at 640 MB/s; with 54 of
+// the 108 SMs held, each slot lasts at least half of it longer than its compute.
+TEST(ExpertParallel, TheFlexBackendsSmsSlowTheComputeBesideThem) {
+  const topology::Cluster box = testing::pcie_box(2, "640 MB/s", "0 us");
+  const auto model = moe_model();
+  const std::string base = "parallelism: { data: 2, expert: 2 }\nbatch: { global: 8, micro: 1 }\n"
+                           "moe_token_dispatcher_type: flex\nmoe_flex_dispatcher_backend: hybridep\n";
+  const plan::Plan plain = testing::plan_yaml(base, box, model);
+  const plan::Plan paired =
+      testing::plan_yaml(base + "overlap: { moe_expert_comm: true }\nmoe_hybridep_num_sms: 54\n", box, model);
+  EXPECT_EQ(paired.flex_dispatcher_sms, 54);
+  const CostModel costs = build_cost_model(box, model, paired, plan::Layout(paired));
+  const ChunkCost& chunk = costs.chunk(0, 0);
+  const double a2a_ns = 12'874 / 0.64;
+  const auto slot = [&](TimeNs half) { return std::max(a2a_ns - static_cast<double>(half.base()), a2a_ns / 2); };
+  const double exposure_ns = (slot(chunk.moe_attention_forward) + slot(chunk.moe_mlp_backward) +
+                              slot(chunk.moe_mlp_forward) + slot(chunk.moe_attention_backward)) *
+                             2;
+  const double saved = simulate(box, model, plain).report.step_time_s - simulate(box, model, paired).report.step_time_s;
+  EXPECT_NEAR(saved, 3 * (a2a_ns * 8 - exposure_ns) * 1e-9, 100e-9);
+  // Megatron-Core's default, 16 SMs, hides more.
+  const plan::Plan default_sms = testing::plan_yaml(base + "overlap: { moe_expert_comm: true }\n", box, model);
+  EXPECT_LT(simulate(box, model, default_sms).report.step_time_s, simulate(box, model, paired).report.step_time_s);
+}
+
 }  // namespace
 }  // namespace mpsim::engine

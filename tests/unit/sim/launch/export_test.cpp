@@ -121,9 +121,11 @@ TEST(NemoExport, WritesTheMixedPrecisionPresetOfThePrecision) {
   // The flex token dispatcher and its backend, in the model section as Megatron-Bridge reads them.
   const std::string flex = ResolvedPlan(kDgxH100, kMixtral,
                                         spec_from("parallelism: { expert: 8 }\nmoe_token_dispatcher_type: flex\n"
-                                                  "moe_flex_dispatcher_backend: hybridep\n"))
+                                                  "moe_flex_dispatcher_backend: hybridep\nmoe_hybridep_num_sms: 32\n"))
                                .exported(Framework::Nemo);
-  EXPECT_NE(flex.find("  moe_token_dispatcher_type: flex\n  moe_flex_dispatcher_backend: hybridep\n"), std::string::npos)
+  EXPECT_NE(flex.find("  moe_token_dispatcher_type: flex\n  moe_flex_dispatcher_backend: hybridep\n"
+                      "  moe_hybridep_num_sms: 32\n"),
+            std::string::npos)
       << flex;
 }
 

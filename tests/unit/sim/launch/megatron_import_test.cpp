@@ -139,7 +139,8 @@ TEST(MegatronRoundTrip, EverySettingComesBack) {
                                 testing::spec_from("parallelism: { tensor: 2, expert: 4, expert_tensor: 1 }\n"
                                                    "moe_expert_capacity_factor: 1.25\nmoe_pad_expert_input_to_capacity: true\n"
                                                    "overlap: { moe_expert_comm: true }\n"
-                                                   "moe_token_dispatcher_type: flex\nmoe_flex_dispatcher_backend: hybridep\n"));
+                                                   "moe_token_dispatcher_type: flex\nmoe_flex_dispatcher_backend: hybridep\n"
+                                                   "moe_hybridep_num_sms: 32\n"));
     const std::string script = original.exported(Framework::Megatron);
     const ImportedLaunch imported = import_megatron(script, "launch.sh", std::nullopt, false);
     EXPECT_EQ(plan::resolve_plan(imported_spec(imported), original.cluster, original.model), original.plan)

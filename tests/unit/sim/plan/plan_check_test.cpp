@@ -138,6 +138,18 @@ TEST(PlanCheck, ExpertCommOverlapFollowsMegatronCoresRules) {
   EXPECT_TRUE(spec_from("overlap_moe_expert_parallel_comm: true\n").overlap_moe_expert_comm);
 }
 
+// The flex backend's SMs (moe_hybridep_num_sms) must leave the GPU some to compute beside them: an
+// A100 has 108.
+TEST(PlanCheck, FlexDispatcherSmsLeaveSomeToCompute) {
+  constexpr const char* kMixtral = "configs/models/mixtral-8x7b.yaml";
+  const std::string flex = "parallelism: { tensor: 4, pipeline: 1, expert: 8 }\nmoe_token_dispatcher_type: flex\n"
+                           "moe_flex_dispatcher_backend: hybridep\n";
+  EXPECT_EQ(check_error(flex + "moe_hybridep_num_sms: 32\n", kP4d4, kMixtral), "<no error>");
+  EXPECT_EQ(check_error(flex + "moe_hybridep_num_sms: 108\n", kP4d4, kMixtral),
+            "plan.yaml:4:23: 108 SMs for the dispatcher leave none of the GPU's 108 to compute "
+            "(field 'moe_hybridep_num_sms')");
+}
+
 // attention_kernel picks a generation of FlashAttention kernels the GPU kind has a rate for
 // (configs/hardware/gpus.yaml attention_kernels): H100 lists fa2 and fa3, A100 fa2 only.
 TEST(PlanCheck, AttentionKernelNeedsARateOnTheGpuKind) {

@@ -150,6 +150,7 @@ TEST(PlanLoader, WrittenPlanReadsBack) {
   p.overlap_tensor_comm = true;
   p.overlap_moe_expert_comm = true;
   p.dispatcher = MoeDispatcher::HybridEp;
+  p.flex_dispatcher_sms = 32;
   p.grad_reduce_in_fp32 = false;
   p.fp8_param_gather = true;
   p.optimizer = Optimizer::Muon;
@@ -171,6 +172,7 @@ TEST(PlanLoader, WrittenPlanReadsBack) {
   EXPECT_EQ(back.overlap_tensor_comm, p.overlap_tensor_comm);
   EXPECT_EQ(back.overlap_moe_expert_comm, p.overlap_moe_expert_comm);
   EXPECT_EQ(back.dispatcher, p.dispatcher);
+  EXPECT_EQ(back.flex_dispatcher_sms, p.flex_dispatcher_sms);
   EXPECT_EQ(back.tensor, p.tensor);
   EXPECT_EQ(back.pipeline, p.pipeline);
   EXPECT_EQ(back.data, p.data);
