@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: packages, build, every CTest test. With --sanitize, a second build with
 # AddressSanitizer + UndefinedBehaviorSanitizer (clang, with the libFuzzer harnesses) runs the unit
-# tests as well, then each harness for $MPSIM_FUZZ_SECONDS (default 15; docs/reliability.md).
+# tests as well, then each harness for $MPSIM_FUZZ_SECONDS (default 10; docs/reliability.md).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 "$repo/tools/deps.sh"
@@ -20,5 +20,5 @@ if [[ "${1:-}" == "--sanitize" ]]; then
   cmake --build "$repo/build-asan" --target mpsim_unit_tests mpsim_fuzzers -j "$(nproc)"
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$repo/build-asan" --output-on-failure -j "$(nproc)" -L unit
-  "$repo/tools/fuzz.sh" "$repo/build-asan" "${MPSIM_FUZZ_SECONDS:-15}"
+  "$repo/tools/fuzz.sh" "$repo/build-asan" "${MPSIM_FUZZ_SECONDS:-10}"
 fi
