@@ -365,13 +365,11 @@ void plan_fields(const Arguments& args, YamlOut& plan, std::optional<int> gpus, 
   if (const auto type = args.value("--moe-token-dispatcher-type"); type && type->text != "allgather") {
     plan.put("moe_token_dispatcher_type", type->text, type->where);
   }
-  if (const auto backend = args.value("--moe-flex-dispatcher-backend")) {
-    plan.put("moe_flex_dispatcher_backend", backend->text, backend->where);
-  }
+  const auto flex_backend = args.value("--moe-flex-dispatcher-backend");
+  if (flex_backend) plan.put("moe_flex_dispatcher_backend", flex_backend->text, flex_backend->where);
   if (args.has("--moe-enable-deepep")) plan.put("moe_enable_deepep", "true", where("--moe-enable-deepep"));
   // Each backend reads its own SM count (Megatron ignores the other's): the backend the script runs.
-  const std::string backend_name = args.value("--moe-flex-dispatcher-backend") ? args.value("--moe-flex-dispatcher-backend")->text
-                                                                               : std::string("deepep");
+  const std::string backend_name = flex_backend ? flex_backend->text : std::string("deepep");
   for (const auto& [key, backend] : mpsim::plan::kFlexDispatcherSmsKeys) {
     const std::string flag = mpsim::plan::command_line_flag(key);
     if (const auto sms = args.number(flag); sms && mpsim::plan::name_of(mpsim::plan::kFlexBackendNames, backend) == backend_name) {
