@@ -60,8 +60,15 @@ alone: those releases' kernels (token permutation, quantization, the grouped GEM
 GEMMs on that H200 (bf16, 2048 to 1536, Qwen3-30B-A3B's fc1, 16 experts) reach 87 TFLOP/s as a loop of
 per-expert GEMMs at 256 rows each (Transformer Engine's multi-stream cuBLAS path of 2025) and 403 as one
 grouped kernel (`torch._grouped_mm`), but 550 to 710 either way from 2048 rows per expert, which every
-published run exceeds (its 8192 x 8192 product ran at 634 TFLOP/s that day). Until the kernels of each
-release are modelled, compare plans within one release rather than across releases.
+published run exceeds (its 8192 x 8192 product ran at 634 TFLOP/s that day). Nor are short expert GEMMs
+what the model misses: against OpenXLA's measured B200 table (kernels_and_collectives.yaml) it gives
+998 and 1742 TFLOP/s for [4096, 2048, 2048] in bf16 and fp8 (measured 1170 and 1833), 883 and 1419 for
+[4096, 2048, 1024] (914 and 1332). And gpt-oss ran fused sink attention in every row (Megatron-Bridge
+falls back to Megatron's unfused one below Transformer Engine 2.8, whose score matrices, 8.6 GB per
+block at micro batch 4, would not have fit). Identical configurations were published up to twice apart
+(Qwen3-30B-A3B on 16 H100: 10494 tokens/s per GPU in 25.09, 5275 in 25.11), which no function of the
+configuration can follow. Until the kernels of each release are modelled from a source, compare plans
+within one release rather than across releases.
 
 All-to-all overlap (`overlap.moe_expert_comm`, Megatron-Core's `--overlap-moe-expert-parallel-comm`:
 its combined 1F1B runs each steady-state forward beside another microbatch's backward) hides each
