@@ -23,7 +23,7 @@ void add_gpu_selection_options(CLI::App& command, GpuSelection& selection);
 /// `--trace-links none|busiest|all` of simulate and plan (sim/trace/link_lanes.h), filling `value`.
 void add_trace_links_option(CLI::App& command, std::string& value);
 
-/// Exit codes of interface.md.
+/// Exit codes (README.md, "The `mpsim` command").
 inline constexpr int kExitOk = 0;
 inline constexpr int kExitRunFailed = 1;
 inline constexpr int kExitBadInput = 2;

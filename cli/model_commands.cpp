@@ -32,7 +32,7 @@ Bytes plain_activation_bytes(const Layer& layer) {
   return model::stashed_activation_bytes(layer, 1, 1, false, model::Recompute::None);
 }
 
-// ---- JSON (interface.md, "model show --json"; SI units) ------------------------------------------------
+// ---- JSON ("model show --json"; SI units, docs/formats.md "Units") ------------------------------------
 
 Json shape_json(const model::TransformerShape& s) {
   Json j;

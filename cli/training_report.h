@@ -37,7 +37,7 @@ void add_training_options(CLI::App& command, TrainingFlags& flags);
                                                                      const model::Model& model, const plan::Plan& plan,
                                                                      const trace::Report& report);
 
-/// interface.md's `training` object (and the figures behind it).
+/// The report's `training` object (and the figures behind it; docs/simulator.md, "Training time: `--tokens`").
 [[nodiscard]] nlohmann::ordered_json training_json(const training::TrainingEstimate& e);
 /// Three lines: time and GPU-hours (cost, energy), then what the wall time holds.
 [[nodiscard]] std::string training_text(const training::TrainingEstimate& e);

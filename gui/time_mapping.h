@@ -1,6 +1,6 @@
 #pragma once
 /// Time <-> pixel mapping of the timeline and the time axis (ticks with readable units).
-/// Pure functions and a value type: what the tests pin (style.md rule 13).
+/// Pure functions and a value type, so the tests can pin them without a window.
 #include <QString>
 
 #include <cstdint>

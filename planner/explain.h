@@ -11,8 +11,8 @@ namespace mpsim::planner {
 
 /// The step of the pipeline rank that computes the most, split three ways (seconds; they add up to
 /// the step time):
-/// - compute: its busy time (forward, backward, recomputation, the tensor-parallel collectives inside
-///   the layers, the optimizer step);
+/// - compute: its busy time (forward, backward, recomputation, the blocking collectives inside the
+///   layers, the optimizer step);
 /// - bubble: the idle time its schedule forces even with free communication: the step-time lower
 ///   bound (lower_bound.h, from the plan's exact chunk times) minus its busy time;
 /// - exposed communication: the rest, time spent waiting on pipeline transfers and the gradient

@@ -6,11 +6,14 @@
 /// microbatch it finishes last must still cross virtual stages r-1..0 (drain):
 ///   fused backward (GPipe, 1F1B, interleaved, SageMaker):
 ///     LB_r = sum_{vs<r} f_vs + m sum_{c} (f_{r,c} + b_{r,c}) + sum_{vs<r} b_vs
-///   split backward (ZB-H1/H2, which defer W): the drain carries I only, and W of that microbatch on
-///   rank 0 follows its I:
+///   split backward (the zero-bubble family, which defers W): the drain carries I only, and W of that
+///   microbatch on rank 0 follows its I:
 ///     LB_r = max(sum_{vs<r} f_vs + m (f_r + i_r + w_r),
 ///                sum_{vs<r} f_vs + m (f_r + i_r) + sum_{vs<r} i_vs + w_0)
 ///   LB = max_r LB_r.
+/// A schedule with F&B pairs of its own runs some backwards fused and some split: each counts as the
+/// cheaper of the two, and no W follows the drain. A bidirectional schedule runs half the microbatches
+/// per chunk, with the nearer direction's fill and drain.
 /// For uniform stages under 1F1B this is (m + p - 1)(f + b). Optionally each rank has a tail: a lower
 /// bound on what it does after its last compute op (gradient reduction, optimizer step; sync_bound.h).
 /// Then the term that ends on rank r's own last op gets tail_r, and the one that ends on rank 0's (the

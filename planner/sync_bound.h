@@ -64,8 +64,8 @@ struct SyncShape {
 /// The time after the last backward of each rank: the sync collectives and the optimizer step, in
 /// the sync's order (schedule::add_gradient_sync). The reduction of its dense gradients over the
 /// replicas (all of them; with overlap only those of its last chunk, chunk 0, whose buckets wait for
-/// that backward), the optimizer step (as the cost model prices it: Adam's HBM traffic of its
-/// parameters, sharded over `data` by ZeRO >= 1), and with ZeRO 1-2 the gather of its weights unless
+/// that backward), the optimizer step (as the cost model prices it: the optimizer's HBM traffic of
+/// its parameters, sharded over the replicas by ZeRO >= 1), and with ZeRO 1-2 the gather of its weights unless
 /// it moved to the start of the step. The routed experts' own reduction (expert-data group) is left
 /// out, and ZeRO 3 syncs nothing there (its collectives run per layer): both only add.
 /// `rank_parameters` on one tensor rank by pipeline rank, `last_chunk_dense` the dense parameters of

@@ -112,7 +112,7 @@ struct PairSides {
 };
 
 /// Each of the unit's MoE blocks' slots beside all-to-alls no shorter than `shortest_all_to_all`
-/// (engine/pair_slots.h).
+/// (sim/engine/pair_slots.h).
 PairSides pair_sides(const engine::ChunkCost& unit, TimeNs shortest_all_to_all, const UnitCostKey& key,
                      const topology::GpuKind& gpu) {
   const int sms = engine::dispatcher_sms(key.dispatcher, key.flex_dispatcher_sms);
@@ -187,7 +187,7 @@ std::vector<UnitCost> UnitCostModel::costs(const UnitCostKey& key) const {
     const ChunkExchanges& x = exchanges.at(static_cast<std::size_t>(distinct_of_[u]));
     const bool beside = key.overlap_tensor_comm;
     if (key.pairs_hide_comm) {
-      // A pass pays at least what its slots add (engine/pair_slots.h), partnered or not: an
+      // A pass pays at least what its slots add (sim/engine/pair_slots.h), partnered or not: an
       // unpaired pass waits for its all-to-alls whole.
       const PairSides sides = pair_sides(c, shortest_expert_all_to_all, key, gpu);
       uc.forward = c.forward + sides.forward;

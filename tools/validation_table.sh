@@ -61,7 +61,7 @@ GEMMs on that H200 (bf16, 2048 to 1536, Qwen3-30B-A3B's fc1, 16 experts) reach 8
 per-expert GEMMs at 256 rows each (Transformer Engine's multi-stream cuBLAS path of 2025) and 403 as one
 grouped kernel (`torch._grouped_mm`), but 550 to 710 either way from 2048 rows per expert, which every
 published run exceeds (its 8192 x 8192 product ran at 634 TFLOP/s that day). Nor are short expert GEMMs
-what the model misses: against OpenXLA's measured B200 table (kernels_and_collectives.yaml) it gives
+what the model misses: against OpenXLA's measured B200 table (default_matmul_perf_table.txtpb) it gives
 998 and 1742 TFLOP/s for [4096, 2048, 2048] in bf16 and fp8 (measured 1170 and 1833), 883 and 1419 for
 [4096, 2048, 1024] (914 and 1332). And gpt-oss ran fused sink attention in every row (Megatron-Bridge
 falls back to Megatron's unfused one below Transformer Engine 2.8, whose score matrices, 8.6 GB per

@@ -1,11 +1,11 @@
 #pragma once
 /// The interpreter: runs this process's stream of a plan's Program on a Backend and measures it.
 ///
-/// The process is global rank `backend.world_rank()` of the plan's layout (ParallelLayout); it runs
+/// The process is global rank `backend.world_rank()` of the plan's layout (plan::Layout); it runs
 /// streams[pipeline rank] op by op. The interpreter holds no schedule logic: a `switch` over
 /// OpKind maps each op to the network (compute), to a send or recv with the process of the peer
-/// pipeline rank that has the same tensor and data ranks (tag from kind, microbatch and the
-/// receiving virtual stage), or to a collective over this rank's data (or tensor) group.
+/// pipeline rank at the same position on every other axis (tag from kind, microbatch and the
+/// receiving virtual stage), or to a collective over the group the op names.
 ///
 /// In-layer collectives (tensor-parallel reductions, the MoE all-to-alls) run inside the layers of
 /// their compute op, with the sizes the math has; the program's ops mark where they are.

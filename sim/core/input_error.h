@@ -2,7 +2,8 @@
 /// The one exception type of the I/O boundary: bad input, located in a file.
 ///
 /// Loaders throw it; `main()` catches it, prints `mpsim: error: ` + what(), and exits 2.
-/// Inside the libraries, plain values and `Status` are used instead.
+/// Inside the libraries, a problem is a plain value instead (an optional error, as schedule::validate
+/// and plan::degrees_error return), and a broken precondition throws std::invalid_argument.
 #include <stdexcept>
 #include <string>
 
@@ -29,7 +30,7 @@ class InputError : public std::runtime_error {
   std::string message_;
 };
 
-/// "FILE:LINE:COL: message (field 'path')": the one-line form of interface.md.
+/// "FILE:LINE:COL: message (field 'path')": the one-line form docs/formats.md opens with.
 [[nodiscard]] std::string format_input_error(const SourceLocation& where, const std::string& field,
                                              const std::string& message);
 

@@ -4,7 +4,8 @@
 /// A collective's transfer never moves faster than `efficiency x` its route's bottleneck bandwidth
 /// (the flow's rate cap; links are still shared max-min fairly with all other traffic). The
 /// efficiencies are measured nccl-tests bus bandwidths over the links' nominal bandwidths, from
-/// /work/shared/reference/kernels_and_collectives.yaml (rows named below; docs/simulator.md).
+/// published runs (stas00/ml-engineering's network chapter, NVIDIA/nccl and nccl-tests issues; each
+/// measurement named below; docs/simulator.md, "The network model").
 #include <cstdint>
 
 #include "sim/topology/cluster.h"

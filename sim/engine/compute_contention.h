@@ -13,9 +13,8 @@
 
 namespace mpsim::engine {
 
-/// SMs a collective's kernels hold: 16 channels, NCCL's NVLS channel count on Hopper
-/// (NVLS_NCHANNELS, SM90; shared/reference kernels_and_collectives.yaml, nccl_buffer_constants),
-/// about what its ring collectives use on an NVSwitch node.
+/// SMs a collective's kernels hold: 16 channels, NCCL's NVLS channel count on Hopper (NVLS_NCHANNELS
+/// for SM90 in NCCL's source), about what its ring collectives use on an NVSwitch node.
 inline constexpr int kCommunicationSms = 16;
 
 /// A pass of `duration` run beside communication kernels: duration x sms / (sms - 16) (H100, 132

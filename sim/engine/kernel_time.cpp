@@ -14,11 +14,11 @@ namespace {
 /// Output tile edge of the GEMM kernels cuBLAS and CUTLASS pick for training shapes on A100, H100 and
 /// B200 (128 x 128 and 128 x 256 thread-block tiles; the smaller one is taken so that a large GEMM is
 /// not penalised for a tile choice the library would avoid). Source: the tile and wave quantization
-/// rules in shared/reference kernels_and_collectives.yaml (gemm.rules, stas_perf).
+/// rules of stas00/ml-engineering's training performance chapter.
 constexpr std::int64_t kTileEdge = 128;
 /// Fixed time of one GEMM beyond its FLOPs and bytes: launch, prologue and the last tiles' drain.
-/// Fitted on the two smallest cuBLASLt rows of H100 FP8 (kernels_and_collectives.yaml,
-/// gemm.cublaslt_azure: 1024^3 at 274 TFLOP/s and 2048^3 at 1011 TFLOP/s are both matched within
+/// Fitted on the two smallest cuBLASLt rows of H100 FP8 (the Azure AI Benchmarking Guide's ND H100 v5
+/// results: 1024^3 at 274 TFLOP/s and 2048^3 at 1011 TFLOP/s are both matched within
 /// 5 % with 4.5 us once wave quantization is applied).
 constexpr TimeNs kGemmLatency = TimeNs::ns(4'500);
 /// FlashAttention's backward runs 5 matmuls to the forward's 2 (it recomputes the scores).

@@ -59,9 +59,9 @@ struct Prediction {
                                   const schedule::Program& program, const CostModel& costs,
                                   const EngineOptions& options);
 
-/// Builds the cost model and the program (build_program) and simulates. The program is not validated
-/// again: the generators and passes are proven by the schedule tests, and the planner runs this
-/// thousands of times.
+/// Builds the cost model and the program (build_program) and simulates. The program is validated only
+/// when it runs an imported compute order (EngineOptions::compute_program): the generators and passes
+/// are proven by the schedule tests, and the planner runs this thousands of times.
 [[nodiscard]] Prediction simulate(const topology::Cluster& cluster, const model::Model& model, const plan::Plan& plan,
                                   const EngineOptions& options = {});
 

@@ -124,8 +124,9 @@ struct Layer {
   std::optional<TimeNs> backward_input_time;
   std::optional<TimeNs> backward_weight_time;
   /// All-reduces of the layer's output size over the tensor-parallel group in one forward pass
-  /// (Megatron: 2 per transformer block, 3 for a decoder block with cross-attention, 1 for the
-  /// vocabulary-parallel embedding, 0 otherwise). Backward performs the same number.
+  /// (Megatron: 2 per transformer block, 3 for a decoder block with cross-attention and for a
+  /// multi-token-prediction layer, whose projection adds one, 1 for the vocabulary-parallel embedding,
+  /// 0 otherwise). Backward performs the same number.
   int tensor_parallel_allreduces_forward = 0;
   /// The weight GEMMs and attention cores of the forward pass, when the layer was generated from a
   /// shape; the cost model times them by shape. Empty: the FLOP counts above are timed as one GEMM.

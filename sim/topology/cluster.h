@@ -2,7 +2,7 @@
 /// The expanded cluster: every device and link, as a Boost.Graph.
 ///
 /// Built from a TopologySpec by build_cluster(); a plain value afterwards (copyable, immutable in
-/// use). Device names follow interface.md: `node<i>/gpu<j>`, `node<i>/nvswitch<j>`,
+/// use). Device names follow docs/formats.md, "Full form": `node<i>/gpu<j>`, `node<i>/nvswitch<j>`,
 /// `node<i>/pcie-switch<j>`, `node<i>/cpu<j>`, `node<i>/nic<j>`, `fabric/<name>`.
 #include <cstdint>
 #include <optional>

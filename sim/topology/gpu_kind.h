@@ -47,7 +47,7 @@ struct GpuKind {
   friend bool operator==(const GpuKind&, const GpuKind&) = default;
 };
 
-/// Reads one GPU kind mapping (schema in docs/formats/topology.md).
+/// Reads one GPU kind mapping (schema in docs/formats.md, "GPU kinds").
 [[nodiscard]] GpuKind load_gpu_kind(const Field& field, std::string id);
 
 /// Known GPU kinds by id and alias: the built-in catalog (configs/hardware/gpus.yaml, compiled

@@ -110,7 +110,7 @@ FabricSpec load_fabric(const Field& f) {
   return fabric;
 }
 
-/// The short form of interface.md: a uniform cluster in a few lines. Latencies are end to end.
+/// The short form (docs/formats.md, "Short form"): a uniform cluster in a few lines. Latencies are end to end.
 void load_short_form(const Field& cluster, TopologySpec& spec) {
   cluster.expect_keys({"name", "nodes", "gpus_per_node", "gpu", "intra_node", "inter_node"});
   if (auto n = cluster.get("name")) spec.name = n->as_string();

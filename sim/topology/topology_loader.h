@@ -1,5 +1,5 @@
 #pragma once
-/// Topology YAML → TopologySpec → Cluster. The schema is documented in docs/formats/topology.md.
+/// Topology YAML → TopologySpec → Cluster. The schema is documented in docs/formats.md, "Topology".
 #include <filesystem>
 #include <functional>
 

@@ -1,6 +1,6 @@
 #pragma once
 /// Holding a prediction to account: a predicted step (the simulator's Report and Timeline) against a
-/// measured one (the executor's), in the terms of interface.md's `compare --json`.
+/// measured one (the executor's), in the terms of `compare --json` (docs/closed-loop.md, "`mpsim compare`").
 ///
 /// Pure functions of their inputs: no I/O, deterministic output (kinds in SpanKind order, devices in
 /// the predicted report's order, then measured-only devices in the measured report's order).
@@ -109,12 +109,14 @@ inline constexpr std::size_t kWorstOps = 10;
 /// predicted id is kept. O(spans log spans + devices²).
 [[nodiscard]] Comparison compare(const StepRecord& predicted, const StepRecord& measured);
 
-/// The `compare --json` object of interface.md:
+/// The `compare --json` object (docs/closed-loop.md, "`mpsim compare`"):
 /// {"step_time_error", "predicted_step_time_s", "measured_step_time_s", "predicted_bubble_fraction",
 ///  "measured_bubble_fraction", "per_kind": {"forward": {"predicted_count", "measured_count",
 ///  "predicted_mean_s", "measured_mean_s", "mean_ratio", "predicted_median_s", "measured_median_s",
 ///  "median_ratio", "predicted_total_s", "measured_total_s"}, ...}, "devices": [{"id", "stage",
 ///  "predicted_busy_s", "measured_busy_s", "predicted_bubble_fraction", "measured_bubble_fraction"}],
+///  "stages": [{"stage", "predicted_devices", "measured_devices", "predicted_busy_s", "measured_busy_s",
+///  "predicted_idle_fraction", "measured_idle_fraction"}],
 ///  "per_op": {"matched": N, "median_ratio", "worst": [{"device", "op", "kind", "mb", "chunk", "predicted_s",
 ///  "measured_s"}]}}.
 /// Absent values are null.

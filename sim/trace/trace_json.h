@@ -1,5 +1,5 @@
 #pragma once
-/// JSON forms: the report of interface.md, and the Chrome Trace Event file that opens in Perfetto
+/// JSON forms: the report (docs/simulator.md, "The report"), and the Chrome Trace Event file that opens in Perfetto
 /// (one process per node, one thread per lane, "X" events) carrying the report under "mpsim".
 /// Output is deterministic: same inputs, same bytes.
 #include <string>

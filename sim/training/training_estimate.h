@@ -1,6 +1,6 @@
 #pragma once
-/// From one step to a whole training run: `--tokens N` on simulate and plan (interface.md, the
-/// report's `training` object; docs/simulator.md, "Training time").
+/// From one step to a whole training run: `--tokens N` on simulate and plan (the report's `training`
+/// object; docs/simulator.md, "Training time: `--tokens`").
 ///
 /// The run computes ceil(N / tokens per step) steps of the predicted step time. Around that work the
 /// job is interrupted at random (a per-GPU rate, so a job's mean time between interruptions falls as

@@ -1,4 +1,4 @@
-// The mpsim command end to end: exit codes, the JSON contract of interface.md, and the main flows.
+// The mpsim command end to end: exit codes (README.md), the JSON the docs describe, and the main flows.
 #include <sys/wait.h>
 
 #include <algorithm>

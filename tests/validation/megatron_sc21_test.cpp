@@ -3,7 +3,7 @@
 // within 10%. FLOPs are counted with the paper's Eq. 3, as the paper does (recomputation included):
 //   F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)) per iteration.
 // One efficiency constant per GPU kind (configs/hardware/gpus.yaml: A100 matmul_efficiency), the same
-// for every row. Numbers as in shared/reference/megatron_sc21.yaml.
+// for every row. Numbers as in the paper's Table 1 (arXiv 2104.04473).
 #include <cmath>
 #include <cstdio>
 

@@ -3,8 +3,8 @@
 // topologies/512x-dgx-h100.yaml. Doubling the data-parallel degree from 512 to 1024 GPUs doubles the
 // members of each gradient ring while each NIC moves nearly the same bytes (2(n-1)/n of the shard):
 // real runs lose a few percent of the step (Megatron-LM r0.8.0's H100 weak-scaling table keeps 420 to
-// 490 TFLOP/s per GPU from 48 to 6144 GPUs, rows megatronlm-weak-* of shared/reference/
-// published_runs.yaml), so the predicted step at 1024 GPUs must be within 5% of that at 512.
+// 490 TFLOP/s per GPU from 48 to 6144 GPUs, rows megatronlm-weak-* of
+// tests/validation/published_runs.yaml), so the predicted step at 1024 GPUs must be within 5% of that at 512.
 #include <chrono>
 #include <cstdio>
 

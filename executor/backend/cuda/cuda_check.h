@@ -1,5 +1,5 @@
 #pragma once
-/// The one place CUDA, cuBLAS, NCCL and MPI return codes become errors (style rule 8). Each macro
+/// The one place CUDA, cuBLAS, NCCL and MPI return codes become errors. Each macro
 /// evaluates its call once and, on failure, throws BackendError reading
 ///   "file:line: rank R: <call text> failed: <error string>"
 /// The rank is asked of MPI when the error is built (MPI is initialised before any backend exists),

@@ -8,7 +8,7 @@ namespace mpsim::topology::import {
 namespace {
 
 /// Raw per-direction bandwidth of one lane, by transfer rate: the x16 figures of
-/// shared/reference/hardware_specs.yaml divided by 16 (Gen3: the catalog's 16 GB/s host link).
+/// stas00/ml-engineering's PCIe table divided by 16 (Gen3: the catalog's 16 GB/s host link).
 struct LaneRate {
   double gigatransfers;
   double gigabytes_per_lane;

@@ -11,7 +11,7 @@ namespace mpsim::topology::import {
 /// One direction of a PCIe link as NCCL's XML describes it. NCCL itself models a link as
 /// `width * speed / 80` GB/s with `speed` from its kvDictPciGen table (src/graph/topo.cc: 16 GT/s
 /// → 120, so a Gen4 x16 link is 24 GB/s). We read the same `link_speed` strings but use the raw
-/// per-direction rates of the catalog and shared/reference/hardware_specs.yaml (x16: Gen3 16,
+/// per-direction rates of the catalog and stas00/ml-engineering's PCIe table (x16: Gen3 16,
 /// Gen4 31, Gen5 63, Gen6 121 GB/s), so that an imported Gen4 x16 link equals the a100 kind's
 /// "31 GB/s" PCIe figure. `width` 0 counts as 16 and an unknown or missing speed as 8 GT/s,
 /// NCCL's own fallbacks.

@@ -11,8 +11,8 @@
 namespace mpsim::topology::import {
 
 /// Builds the single node template `node` of an imported topology. Device names follow
-/// interface.md (`gpu3`, `nvswitch0`, `pcie-switch2`, `cpu1`, `nic7`), numbered in the order
-/// they are added.
+/// docs/formats.md, "Full form" (`gpu3`, `nvswitch0`, `pcie-switch2`, `cpu1`, `nic7`), numbered in
+/// the order they are added.
 class NodeBuilder {
  public:
   NodeBuilder(std::string gpu_kind, int gpus, SpecOrigin origin);

@@ -102,8 +102,8 @@ TEST(KernelTime, FlashAttentionHalvesCausalScoresAndBackwardIsTwoAndAHalf) {
 
 TEST(KernelTime, AttentionRateIsTheKernelGenerationsTheRunShips) {
   // The built-in H100: FA3's rate by default (attention_efficiency 0.452), FA2's (0.346, 342 of 989
-  // TFLOP/s: FlashAttention-2 at 32k, kernels_and_collectives.yaml fa2_fa3_early_long_seq) for a
-  // release that ships FlashAttention-2-generation kernels (NeMo 24.03.01's long-sequence table).
+  // TFLOP/s: FlashAttention-2 at 32k, Dao-AILab/flash-attention#1051) for a release that ships
+  // FlashAttention-2-generation kernels (NeMo 24.03.01's long-sequence table).
   const topology::GpuKind& h100_sxm = *topology::GpuCatalog::builtin().find("h100-sxm");
   const auto rate = [&](std::optional<topology::AttentionGeneration> g) {
     return kernel_rates(h100_sxm, plan::Precision::Fp8, 2, g).attention.in_flop_per_sec();

@@ -1,6 +1,6 @@
 // Collectives at scale: rail-aligned rings (ring_channels), NCCL's algorithm choice and the
 // achievable bandwidth per link class (collective_tuning.h), against hand-worked closed forms and the
-// published nccl-tests figures of /work/shared/reference/kernels_and_collectives.yaml.
+// published nccl-tests figures it names.
 #include <algorithm>
 #include <map>
 #include <set>

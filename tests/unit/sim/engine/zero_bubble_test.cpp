@@ -1,6 +1,6 @@
 // Zero Bubble Pipeline Parallelism (Qi et al., ICLR 2024): Table 9's profiled per-stage times,
 // replayed by the simulator, must give Table 5's bubble rates for 1f1b, zb-h1 and zb-h2 to 4 decimals.
-// (Numbers as in shared/reference/zero_bubble.yaml.) Each stage-to-stage hop costs t_comm.
+// (Numbers as in arXiv 2401.10241.) Each stage-to-stage hop costs t_comm.
 #include <gtest/gtest.h>
 
 #include "engine_test_support.h"

@@ -10,7 +10,7 @@
 namespace mpsim::model {
 namespace {
 
-// The 22B model of Korthikanti et al. 2023 (reference/korthikanti.yaml): a = 64 heads, h = 6144,
+// The 22B model of Korthikanti et al. 2023 (MLSys, Tables 3-5): a = 64 heads, h = 6144,
 // s = 2048, trained with micro batch b = 4 on t = 8 tensor-parallel GPUs.
 constexpr std::int64_t kS = 2048;
 constexpr std::int64_t kB = 4;

@@ -1,4 +1,4 @@
-// Model files: the shipped ones, both short forms of interface.md, and located errors.
+// Model files: the shipped ones, both forms of docs/formats/model.md, and located errors.
 #include <unistd.h>
 
 #include <filesystem>
@@ -86,7 +86,7 @@ TEST(ModelLoader, MnistCnnIsThePytorchExample) {
 }
 
 TEST(ModelLoader, HyperparameterShortForm) {
-  // Exactly the short form of interface.md.
+  // Exactly the example of docs/formats/model.md, "From hyperparameters".
   const Model m =
       parse_text("model: { family: gpt, layers: 24, hidden: 2304, heads: 24, seq_len: 2048, vocab: 51200 }\n");
   const Model shipped = load_model_file(kModels / "megatron-1.7b.yaml");

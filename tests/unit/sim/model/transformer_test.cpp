@@ -22,7 +22,7 @@ Model shipped(const std::string& stem) {
 double relative_error(double got, double want) { return std::fabs(got - want) / std::fabs(want); }
 
 /// Megatron's model FLOPs per sample (Narayanan et al. SC21 Eq. 3 without recomputation, i.e. 72 rather than
-/// 96; the same expression in reference/korthikanti.yaml): 72·l·s·h²·(1 + s/(6h) + V/(12hl)).
+/// 96; the same expression in Korthikanti et al. 2023): 72·l·s·h²·(1 + s/(6h) + V/(12hl)).
 double megatron_training_flops(double l, double s, double h, double v) {
   return 72.0 * l * s * h * h * (1.0 + s / (6.0 * h) + v / (12.0 * h * l));
 }
@@ -32,8 +32,8 @@ double sc21_parameters(double l, double s, double h, double v) {
   return 12.0 * l * h * h * (1.0 + 13.0 / (12.0 * h) + (v + s) / (12.0 * l * h));
 }
 
-// Narayanan et al. SC21 Table 1, as transcribed in reference/megatron_sc21.yaml (rows: params_billion,
-// heads, hidden, layers; every row has seq_len 2048 and vocab 51200).
+// Narayanan et al. SC21 Table 1 (rows: params_billion, heads, hidden, layers; every row has seq_len
+// 2048 and vocab 51200).
 struct Sc21Row {
   const char* file;
   double params_billion;

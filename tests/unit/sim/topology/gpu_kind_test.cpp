@@ -12,7 +12,7 @@
 namespace mpsim::topology {
 namespace {
 
-// The built-in kinds carry the numbers of shared/reference/hardware_specs.yaml.
+// The built-in kinds carry their published numbers (configs/hardware/gpus.yaml names each source).
 TEST(GpuCatalog, BuiltinKindsMatchTheReference) {
   const auto& catalog = GpuCatalog::builtin();
   struct Row {
@@ -37,8 +37,8 @@ TEST(GpuCatalog, BuiltinKindsMatchTheReference) {
   EXPECT_FALSE(catalog.find("v100-16gb")->peak_for(DType::Bf16).has_value());  // Volta has no bf16
 }
 
-// SM counts: A100 108, H100/H200 132, B200 148 (stas00/ml-engineering training/performance, as quoted in
-// shared/reference/kernels_and_collectives.yaml, gemm.rules.wave_quantization); V100 80 (NVIDIA V100 whitepaper).
+// SM counts: A100 108, H100/H200 132, B200 148 (stas00/ml-engineering training/performance, wave
+// quantization); V100 80 (NVIDIA V100 whitepaper).
 TEST(GpuCatalog, BuiltinSmCounts) {
   const auto& catalog = GpuCatalog::builtin();
   const std::pair<const char*, int> rows[] = {{"v100-16gb", 80},  {"v100-32gb", 80}, {"a100-40gb", 108},
@@ -77,7 +77,7 @@ TEST(GpuCatalog, TensorPeaksDoublePerHalvedWidth) {
 // matmul_efficiency = the best single-GEMM bf16 throughput mamf-finder measures / peak, times 0.76 (the ratio
 // the A100 calibration on Megatron SC21 gives, configs/hardware/gpus.yaml), rounded to two places from the table's
 // rounded percentage (B200: 77.6% x 0.76 = 0.590), hence the tolerance. MAMF rows:
-// stas00/ml-engineering accelerator chapter, as in shared/reference/kernels_and_collectives.yaml gemm.mamf.
+// stas00/ml-engineering accelerator chapter.
 TEST(GpuCatalog, MatmulEfficiencyFollowsTheMamfTable) {
   // The A100's value, fitted on Megatron SC21, is 0.76 of its mamf-finder maximum; every other kind
   // takes the same share of its own (16-bit and FP8).
@@ -100,8 +100,8 @@ TEST(GpuCatalog, MatmulEfficiencyFollowsTheMamfTable) {
 }
 
 // Attention rates per kernel generation (configs/hardware/gpus.yaml attention_kernels): H100's
-// FlashAttention-2 rate is its fwd 355 / bwd 337 TFLOP/s at 32k (shared/reference
-// kernels_and_collectives.yaml, fa2_fa3_early_long_seq) combined as FlashAttention counts a step
+// FlashAttention-2 rate is its fwd 355 / bwd 337 TFLOP/s at 32k (Dao-AILab/flash-attention#1051)
+// combined as FlashAttention counts a step
 // (backward 2.5 x the forward's FLOPs), over 989; its FA3 rate is the default attention_efficiency.
 TEST(GpuCatalog, AttentionRatesPerKernelGeneration) {
   const auto& catalog = GpuCatalog::builtin();

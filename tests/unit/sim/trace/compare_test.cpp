@@ -222,7 +222,7 @@ TEST(ComparisonJson, InterfaceFieldsAndNullsForAbsentValues) {
   ASSERT_EQ(j.at("devices").size(), 2u);
   EXPECT_EQ(j.at("devices")[0].at("id"), "node0/gpu0");
   EXPECT_DOUBLE_EQ(j.at("devices")[1].at("measured_bubble_fraction").get<double>(), 0.6);
-  // The keys in the order of interface.md.
+  // The keys in the order of docs/closed-loop.md, "`mpsim compare`".
   EXPECT_EQ(j.begin().key(), "step_time_error");
 }
 
