@@ -207,7 +207,7 @@ for name in "${names[@]}"; do
     continue
   fi
   schedule="$(jq -r '.plan.schedule' "$work/pred-$name.report.json")"
-  micro="$(jq -r '.plan.microbatches' "$work/pred-$name.report.json")"
+  micro="$(jq -r '.plan.batch.microbatches' "$work/pred-$name.report.json")"
   predicted="$(jq -r '.step_time_s' "$work/pred-$name.report.json")"
   spread="$(jq -r '.profile_spread // 0' "$work/pred-$name.report.json")"
   if [[ "$have_execute" == 0 ]]; then

@@ -89,7 +89,7 @@ void erase_field(std::string_view path, const std::string& origin, std::vector<O
 std::vector<std::string_view> derived_from(const Override& resolved) {
   if (resolved.path == "parallelism.pipeline" || resolved.path == "parallelism.virtual_stages") return {"partition"};
   if (resolved.path != "schedule") return {};
-  const auto* kind = std::find_if(std::begin(plan::kScheduleNames), std::end(plan::kScheduleNames),
+  const auto kind = std::find_if(std::begin(plan::kScheduleNames), std::end(plan::kScheduleNames),
                                   [&](const auto& entry) { return entry.first == resolved.value; });
   if (kind != std::end(plan::kScheduleNames) && plan::has_virtual_stages(kind->second)) return {"partition"};
   return {"partition", "parallelism.virtual_stages", "microbatch_group_size_per_vp_stage"};

@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
@@ -33,40 +34,13 @@
 #include "sim/engine/simulator.h"
 #include "sim/model/model_loader.h"
 #include "sim/plan/plan_check.h"
+#include "sim/plan/plan_json.h"
 #include "sim/plan/plan_loader.h"
 #include "sim/topology/topology_loader.h"
 #include "sim/trace/trace_json.h"
 
 namespace mpsim::cli {
 namespace {
-
-nlohmann::ordered_json plan_json(const plan::Plan& p) {
-  return {{"tensor", p.tensor},
-          {"pipeline", p.pipeline},
-          {"data", p.data},
-          {"virtual_stages", p.virtual_stages},
-          {"microbatches", p.microbatches},
-          {"micro_batch_size", p.micro_batch},
-          {"global_batch", p.global_batch},
-          {"schedule", std::string(to_string(p.schedule))},
-          {"partition", p.partition},
-          {"recompute", std::string(model::to_string(p.recompute))},
-          {"sequence_parallel", p.sequence_parallel},
-          {"zero", p.zero},
-          {"context", p.context},
-          {"expert", p.expert},
-          {"expert_tensor", p.expert_tensor},
-          {"moe_dispatcher", std::string(plan::name_of(plan::kMoeDispatcherNames, p.dispatcher))},
-          {"precision", std::string(plan::to_string(p.precision))},
-          {"attention", std::string(plan::to_string(p.attention))},
-          {"attention_kernel", p.attention_kernel ? nlohmann::ordered_json(std::string(topology::to_string(*p.attention_kernel)))
-                                                  : nlohmann::ordered_json(nullptr)},
-          {"overlap", {{"grad_reduce", p.overlap_grad_reduce},
-                       {"param_gather", p.overlap_param_gather},
-                       {"tensor_comm", p.overlap_tensor_comm},
-                       {"moe_expert_comm", p.overlap_moe_expert_comm}}},
-          {"placement", plan::to_string(p.placement)}};
-}
 
 // ---- mpsim plan check ------------------------------------------------------------------------
 
@@ -81,7 +55,7 @@ void run_check(const CheckArgs& args) {
   const auto spec = plan::load_plan_file(args.plan_file);
   const plan::Plan p = plan::resolve_plan(spec, cluster, model);
   if (args.json) {
-    std::cout << plan_json(p).dump(2) << "\n";
+    std::cout << plan::plan_json(p).dump(2) << "\n";
     return;
   }
   std::cout << fmt::format("{}: ok\n", args.plan_file);
@@ -132,16 +106,15 @@ struct PlanArgs {
 
 /// A comma-separated list of `names`' words (spaces around them ignored, repeats dropped), or an
 /// InputError naming `flag`: "unknown <what> '<word>'; known: ...".
-template <class Value, std::size_t N>
-std::vector<Value> parse_named_list(const std::string& list, const std::string& flag, std::string_view what,
-                                    const std::pair<std::string_view, Value> (&names)[N]) {
-  std::vector<Value> out;
+template <class Names>
+auto parse_named_list(const std::string& list, const std::string& flag, std::string_view what, const Names& names) {
+  std::vector<std::remove_cvref_t<decltype(std::begin(names)->second)>> out;
   std::stringstream in(list);
   std::string word;
   while (std::getline(in, word, ',')) {
     word.erase(0, word.find_first_not_of(' '));
     word.erase(word.find_last_not_of(' ') + 1);
-    const auto* it = std::find_if(std::begin(names), std::end(names), [&](const auto& entry) { return entry.first == word; });
+    const auto it = std::find_if(std::begin(names), std::end(names), [&](const auto& entry) { return entry.first == word; });
     if (it == std::end(names)) {
       std::vector<std::string> known;
       for (const auto& entry : names) known.emplace_back(entry.first);
@@ -328,8 +301,8 @@ std::string pareto_table(const std::vector<planner::Evaluated>& front) {
 }
 
 
-/// "plan + report": the report of interface.md with the complete plan under "plan". `full` keeps the
-/// per-device and per-link lists.
+/// "plan + report": the report (docs/simulator.md, "The report") with the complete plan under "plan".
+/// `full` keeps the per-device and per-link lists.
 nlohmann::ordered_json evaluated_json(const planner::Evaluated& e, bool full,
                                       const std::optional<training::TrainingEstimate>& estimate) {
   nlohmann::ordered_json out = trace::report_json(e.report);
@@ -337,7 +310,7 @@ nlohmann::ordered_json evaluated_json(const planner::Evaluated& e, bool full,
     out.erase("devices");
     out.erase("links");
   }
-  out["plan"] = plan_json(e.plan);
+  out["plan"] = plan::plan_json(e.plan);
   out["lower_bound_s"] = e.estimate.lower_bound.to_seconds();
   if (estimate) out["training"] = training_json(*estimate);
   return out;

@@ -11,7 +11,7 @@ UnitCostKey unit_cost_key(const plan::PlanSpec& spec) {
   return {spec.tensor,    spec.micro_batch, spec.recompute, spec.sequence_parallel,
           spec.precision, spec.attention,   spec.attention_kernel, spec.context, spec.expert,
           spec.expert_tensor.value_or(spec.tensor), spec.overlap_tensor_comm, spec.dispatcher, spec.flex_dispatcher_sms,
-          spec.schedule == plan::ScheduleKind::DualPipeV || spec.schedule == plan::ScheduleKind::DualPipe};
+          plan::traits(spec.schedule).forward_backward_pairs};
 }
 
 std::vector<std::int64_t> partition_weights(const std::vector<UnitCost>& units) {
@@ -173,7 +173,7 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
         dense_by_stage.push_back(costs.parameters[vs] - std::min(costs.expert_parameters[vs], costs.parameters[vs]));
       }
       const std::vector<std::int64_t> last_chunk_dense(dense_by_stage.begin(), dense_by_stage.begin() + p);
-      // DualPipe reduces over the data group and the mirrored rank (Axis::PipelineMirror), a group the
+      // A bidirectional schedule reduces over the data group and the mirrored rank (Axis::PipelineMirror), a group the
       // layout's bounds do not cover and whose rings may use more NICs than the data group's: no tail.
       if (!plan::is_bidirectional(spec.schedule)) {
         tails = rank_tails(*context.sync, rank_parameters, last_chunk_dense, shape, context.memory_bandwidth);

@@ -12,10 +12,10 @@ TimeNs step_time_lower_bound(const schedule::PipelineShape& shape, std::span<con
   const int v = shape.chunks;
   const std::int64_t m = shape.microbatches;
   const bool split = schedule::splits_backward(shape.kind);
-  // DualPipeV and DualPipe run some backwards fused and some split: count each as the cheaper of the
-  // two, and no weight pass after the drain (its last backward may be fused).
+  // A schedule with F&B pairs of its own runs some backwards fused and some split: count each as the
+  // cheaper of the two, and no weight pass after the drain (its last backward may be fused).
   TimeNs best;
-  const bool mixed = shape.kind == plan::ScheduleKind::DualPipeV || shape.kind == plan::ScheduleKind::DualPipe;
+  const bool mixed = plan::traits(shape.kind).forward_backward_pairs;
   const auto at = [&](int vs) -> const StageTimes& { return stages[static_cast<std::size_t>(vs)]; };
   const auto tail = [&](int r) { return tails.empty() ? TimeNs{} : tails[static_cast<std::size_t>(r)]; };
   const auto whole_backward = [&](const StageTimes& s) {

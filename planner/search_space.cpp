@@ -141,7 +141,7 @@ class Enumerator {
       return;
     }
     if (plan::is_bidirectional(kind)) {
-      // DualPipe: an even pipeline and an even count of microbatches, at least 2p; each rank holds two
+      // An even pipeline and an even count of microbatches, at least the minimum; each rank holds two
       // of the p stages, which need no even split.
       if (p < 2 || p % 2 != 0 || m % 2 != 0 || m < plan::minimum_microbatches(kind, p)) return;
       if (!mirror() || !plan::stage_count_error(layers_, p, 1, false)) add_rest(shape, b, m, kind, 2);
@@ -171,7 +171,7 @@ class Enumerator {
       if (same_as_no_recompute(r)) continue;
       for (const int z : options_.zero) {
         if (z > 0 && replicas == 1) continue;  // sharding over one replica is no sharding
-        if (z > 1 && plan::is_bidirectional(kind)) continue;  // the plan check's rule for DualPipe's two copies
+        if (z > 1 && plan::is_bidirectional(kind)) continue;  // the plan check's rule for the two copies
         for (std::size_t pl = 0; pl < options_.placements.size(); ++pl) {
           // Placements that order the same axes the same way once size-1 axes are dropped give one layout.
           if (pl > 0 && same_layout_as_earlier(pl, shape)) continue;
@@ -266,19 +266,15 @@ class Enumerator {
 
 std::vector<plan::ScheduleKind> all_schedule_kinds() {
   std::vector<ScheduleKind> out;
-  for (const auto& [word, kind] : plan::kScheduleNames) {
-    if (std::find(out.begin(), out.end(), kind) == out.end()) out.push_back(kind);
-  }
+  for (const plan::ScheduleTraits& t : plan::kScheduleTraits) out.push_back(t.kind);
   return out;
 }
 
 std::vector<plan::ScheduleKind> default_schedule_kinds() {
-  std::vector<ScheduleKind> out = all_schedule_kinds();
-  std::erase(out, ScheduleKind::ZbAuto);
-  // DualPipe only when named: its bound charges the F&B pairs their compute alone, which is loose where
-  // the pairs' expert all-to-alls do not hide, and searching it by default took the DeepSeek-V3 search
-  // on 2048 H100 from 41 s to 381 s (bench/planner_bench.cpp).
-  std::erase(out, ScheduleKind::DualPipe);
+  std::vector<ScheduleKind> out;
+  for (const plan::ScheduleTraits& t : plan::kScheduleTraits) {
+    if (t.searched_by_default) out.push_back(t.kind);
+  }
   return out;
 }
 

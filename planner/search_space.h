@@ -31,7 +31,7 @@
 /// stays the judge: the planner resolves every candidate before simulating it, and the `Resolve`
 /// rules mode (for tests) enumerates the raw product and keeps what resolves.
 ///
-/// Order is deterministic: t, c, p, e, et, b, schedule (kScheduleNames order), v, recompute, ZeRO,
+/// Order is deterministic: t, c, p, e, et, b, schedule (kScheduleTraits order), v, recompute, ZeRO,
 /// placement, sequence parallelism, overlap, precision (as listed), each ascending. A candidate's index in this order is its
 /// identity in the rest of the search.
 #include <vector>
@@ -82,12 +82,11 @@ struct SearchSpace {
   int invalid = 0;                         ///< raw combinations resolve_plan() rejected (Resolve rules only)
 };
 
-/// Every schedule kind the simulator has, in kScheduleNames order, once each.
+/// Every schedule kind the simulator has, in kScheduleTraits order.
 [[nodiscard]] std::vector<plan::ScheduleKind> all_schedule_kinds();
 
-/// The schedules searched when none are named: all but zb-auto, which at the memory limit a plan
-/// leaves it (the pipeline size) lays out ZB-H1's order, searched already, and dualpipe, whose loose
-/// bound makes large MoE searches many times slower (--schedules names them).
+/// The schedules searched when none are named (plan::ScheduleTraits::searched_by_default, which says
+/// why the others are left out; --schedules names them).
 [[nodiscard]] std::vector<plan::ScheduleKind> default_schedule_kinds();
 
 /// Enumerates the candidates. O(size of the space); with Mirror rules it calls resolve_plan() once per

@@ -59,8 +59,8 @@ struct UnitCostKey {
   bool overlap_tensor_comm = false;  ///< tensor collectives beside the compute: a pass takes the longer of the two
   plan::MoeDispatcher dispatcher = plan::MoeDispatcher::AllToAll;  ///< how the expert all-to-alls move tokens
   std::optional<int> flex_dispatcher_sms;  ///< the SMs its kernels hold (unset: the backend's default)
-  /// DualPipe's F&B pairs run every in-layer exchange of both passes beside their compute: a bound
-  /// charges a pass its compute and what its MoE blocks' slots add (engine/pair_slots.h)
+  /// F&B pairs run every in-layer exchange of both passes beside their compute: a bound
+  /// charges a pass its compute and what its MoE blocks' slots add (sim/engine/pair_slots.h)
   bool pairs_hide_comm = false;
   friend auto operator<=>(const UnitCostKey&, const UnitCostKey&) = default;
 };

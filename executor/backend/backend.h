@@ -81,7 +81,7 @@ struct AdamHyper {
 /// order they are sent. Channels are the tag's low bit, which in the interpreter's tags
 /// (schedule::message_number) tells activations from gradients: in every schedule the activations
 /// a rank sends its neighbour arrive in the order the neighbour consumes them, and so do the
-/// gradients, but the two interleave differently on each side in the V schedules (ZB-V, DualPipeV),
+/// gradients, but the two interleave differently on each side in the V schedules,
 /// so one channel for both would not do (tests/unit/executor/message_order_test.cpp checks every
 /// generator).
 inline constexpr int kOrderedChannels = 2;

@@ -65,9 +65,9 @@ class Field {
   [[nodiscard]] Flops as_flops() const;
   [[nodiscard]] Watts as_power() const;
 
-  /// One of a fixed set of words; the message lists them.
-  template <typename Enum, std::size_t N>
-  [[nodiscard]] Enum as_enum(const std::pair<std::string_view, Enum> (&names)[N]) const {
+  /// One of a fixed set of words (a table of (word, value) pairs); the message lists them.
+  template <typename Names>
+  [[nodiscard]] auto as_enum(const Names& names) const {
     const std::string word = as_string();
     for (const auto& [name, value] : names) {
       if (name == word) return value;

@@ -42,7 +42,7 @@ struct ChunkCost {
   std::int64_t largest_layer_parameters = 0;  ///< the chunk's largest layer, on one TP rank (ZeRO-3's unit)
   std::int64_t expert_parameters = 0;  ///< of `parameters`, the routed experts' (sharded over expert x expert_tensor)
   /// The chunk's MoE blocks and one block's halves, for an F&B pair's slots (Megatron-Core's combined
-  /// 1F1B and DualPipe run a block's attention and MoE MLP of one microbatch beside the other's
+  /// 1F1B and the schedules with pairs of their own run a block's attention and MoE MLP of one microbatch beside the other's
   /// expert all-to-alls): the attention half (norms, attention, projections) and the MLP half (router,
   /// experts) of the forward and of the backward: the block's own passes (kernels, memory-bound work
   /// and recomputation) split in proportion to the halves' kernels, whatever else the chunk holds;
@@ -58,7 +58,7 @@ struct ChunkCost {
 struct StaticMemory {
   Bytes weights;     ///< the model's dtype, plus FP8 copies under an FP8 precision
   Bytes gradients;   ///< Megatron's main gradients (fp32 unless grad_reduce_in_fp32 is off)
-  Bytes optimizer;   ///< Adam: fp32 master weights, momentum and variance
+  Bytes optimizer;   ///< fp32 master weights and moments (Adam: momentum and variance; Muon: momentum)
   Bytes reserved;    ///< CUDA context, library workspaces, NCCL communicators' buffers
   [[nodiscard]] Bytes total() const noexcept { return weights + gradients + optimizer + reserved; }
 };
@@ -108,8 +108,9 @@ inline constexpr int kFp8WeightCopyBytesPerParameter = 1;
 inline constexpr int kFp8OnlyWeightBytesPerParameter = 2;
 /// GPU memory no tensor of the model owns. CUDA context and library workspaces: 1.25 GiB (vLLM's
 /// non-torch memory on H100 with tp=1, 1.79 GiB, less one NCCL communicator); each NCCL communicator
-/// the plan uses (one per parallel axis of degree > 1): 0.6 GiB (NVIDIA/nccl#964: 544 MB for a
-/// 2-GPU group, 688 MB for 3-4 GPUs). Sources: shared/reference kernels_and_collectives.yaml, memory.
+/// the plan uses: 0.6 GiB (NVIDIA/nccl#964: 544 MB for a 2-GPU group, 688 MB for 3-4 GPUs). Counted
+/// are the tensor, pipeline and data-parallel (x context) groups of more than one GPU; expert and
+/// context groups add none of their own.
 inline constexpr double kContextReserveGiB = 1.25;
 inline constexpr double kCommunicatorReserveGiB = 0.6;
 [[nodiscard]] Bytes reserved_memory(int tensor, int pipeline, int data) noexcept;

@@ -1,5 +1,5 @@
 #pragma once
-/// An F&B pair's slots (Megatron-Core's combined 1F1B and DualPipe): per pair of MoE blocks, the
+/// An F&B pair's slots (Megatron-Core's combined 1F1B and the schedules with pairs of their own): per pair of MoE blocks, the
 /// backward's combine beside the forward's attention half, the forward's dispatch beside the backward's
 /// MLP half, the backward's dispatch beside the forward's MLP half and the forward's combine beside the
 /// backward's attention half. Each slot lasts what compute_contention.h's contended_slot_extra adds to

@@ -179,8 +179,8 @@ class Simulation {
   /// How long `phases` take on idle links: per phase, rounds x (latency + bytes / rate), the rate being
   /// the flow network's for a flow alone on its links (its cap, or its tightest link over its count).
   double idle_time_ns(const Phases& phases) const;
-  /// What an F&B pair's slots leave of its expert all-to-alls (Megatron-Core's combined 1F1B and
-  /// DualPipe): per pair of MoE blocks, the backward's combine beside the forward's attention half,
+  /// What an F&B pair's slots leave of its expert all-to-alls (Megatron-Core's combined 1F1B and the
+  /// schedules with pairs of their own): per pair of MoE blocks, the backward's combine beside the forward's attention half,
   /// the forward's dispatch beside the backward's MLP half, the backward's dispatch beside the
   /// forward's MLP half and the forward's combine beside the backward's attention half, each slot as
   /// long as the longer of its two, the compute on the SMs the all-to-all leaves while it runs
@@ -544,7 +544,7 @@ const Simulation::Phases& Simulation::phases_of(int rank, int actor, std::size_t
     const DeviceGroups groups = device_groups(cluster_, layout_, members, op.group);
     const CollectiveKind kind = collective_kind(op.kind);
     const int count = static_cast<int>(op.count);
-    // A reduction between mirrored pipeline ranks (DualPipe's two copies of a stage) spans two
+    // A reduction between mirrored pipeline ranks (a bidirectional schedule's two copies of a stage) spans two
     // actors, and each runs it: each moves only its own GPUs' sends, so that the links carry the
     // collective once. The mirrored ranks run the same order, so both halves start together.
     std::vector<topology::DeviceId> own;

@@ -23,7 +23,7 @@ void check(const ExportInput& in) {
                    "DeepSpeed's PipelineModule holds one stage per rank (no virtual stages); use virtual_stages 1 "
                    "and schedule 1f1b");
   }
-  if (p.pipeline > 1 && p.schedule != plan::ScheduleKind::OneFOneB) {
+  if (p.pipeline > 1 && !plan::traits(p.schedule).deepspeed) {
     cannot_express(in, kTarget, "schedule",
                    fmt::format("DeepSpeed's PipelineEngine runs its TrainSchedule, a non-interleaved 1F1B, not {}",
                                plan::to_string(p.schedule)));

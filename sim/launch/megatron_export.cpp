@@ -102,14 +102,13 @@ void model_args(const ExportInput& in, ArgGroup& g) {
 
 void parallel_args(const ExportInput& in, ArgGroup& g) {
   const plan::Plan& p = in.plan;
-  switch (p.schedule) {
-    case plan::ScheduleKind::OneFOneB:
-    case plan::ScheduleKind::Interleaved1F1B: break;
-    default:
-      cannot_express(in, kTarget, "schedule",
-                     fmt::format("Megatron-LM runs 1F1B, or interleaved 1F1B with virtual stages, not {} "
-                                 "(TorchTitan runs GPipe, ZBVZeroBubble and DualPipeV)",
-                                 plan::to_string(p.schedule)));
+  // One stage runs no pipeline schedule (Megatron's forward_backward_no_pipelining).
+  if (const plan::ScheduleTraits& schedule = plan::traits(p.schedule); p.pipeline > 1 && !schedule.megatron) {
+    cannot_express(in, kTarget, "schedule",
+                   fmt::format("Megatron-LM runs 1F1B, or interleaved 1F1B with virtual stages, not {}{}", schedule.name,
+                               schedule.torchtitan_run == plan::TorchTitanRun::ByName
+                                   ? fmt::format(" (TorchTitan runs it: {})", schedule.torchtitan)
+                                   : std::string()));
   }
   g.arg("--tensor-model-parallel-size", p.tensor);
   g.arg("--pipeline-model-parallel-size", p.pipeline);
@@ -126,7 +125,7 @@ void parallel_args(const ExportInput& in, ArgGroup& g) {
   } else if (p.virtual_stages > 1) {
     g.arg("--num-layers-per-virtual-pipeline-stage", blocks.front());
   }
-  if (p.schedule == plan::ScheduleKind::Interleaved1F1B && p.microbatch_group_size != p.pipeline) {
+  if (plan::traits(p.schedule).rule == plan::ShapeRule::MicrobatchGroup && p.microbatch_group_size != p.pipeline) {
     g.arg("--microbatch-group-size-per-virtual-pipeline-stage", p.microbatch_group_size);
   }
   if (p.sequence_parallel) g.flag("--sequence-parallel");

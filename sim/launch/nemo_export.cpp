@@ -100,13 +100,10 @@ void model_shape(const ExportInput& in, Section& m) {
 /// what the recipe set does not survive the merge.
 void model_parallel(const ExportInput& in, Section& m) {
   const plan::Plan& p = in.plan;
-  switch (p.schedule) {
-    case plan::ScheduleKind::OneFOneB:
-    case plan::ScheduleKind::Interleaved1F1B: break;
-    default:
-      cannot_express(in, kTarget, "schedule",
-                     fmt::format("Megatron-Core runs 1F1B, or interleaved 1F1B with virtual stages, not {}",
-                                 plan::to_string(p.schedule)));
+  if (p.pipeline > 1 && !plan::traits(p.schedule).megatron) {  // one stage runs no pipeline schedule
+    cannot_express(in, kTarget, "schedule",
+                   fmt::format("Megatron-Core runs 1F1B, or interleaved 1F1B with virtual stages, not {}",
+                               plan::to_string(p.schedule)));
   }
   if (plan::complete_order(p.placement) != plan::complete_order(plan::kMegatronPlacement)) {
     cannot_express(in, kTarget, "placement",
@@ -156,7 +153,7 @@ void model_parallel(const ExportInput& in, Section& m) {
   } else {
     m.null("virtual_pipeline_model_parallel_size");
   }
-  if (p.schedule == plan::ScheduleKind::Interleaved1F1B) {
+  if (plan::traits(p.schedule).rule == plan::ShapeRule::MicrobatchGroup) {
     m.set("microbatch_group_size_per_vp_stage", p.microbatch_group_size);
   }
 }

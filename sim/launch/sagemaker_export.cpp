@@ -41,8 +41,7 @@ void check(const ExportInput& in) {
                    "SMP v1 places one partition per pipeline rank; its `interleaved` pipeline is a schedule, not "
                    "virtual stages");
   }
-  if (p.pipeline > 1 && p.schedule != plan::ScheduleKind::GPipe &&
-      p.schedule != plan::ScheduleKind::SageMakerInterleaved) {
+  if (p.pipeline > 1 && plan::traits(p.schedule).sagemaker.empty()) {
     cannot_express(in, kTarget, "schedule",
                    fmt::format("SMP v1's pipeline is \"simple\" (gpipe) or \"interleaved\" "
                                "(sagemaker-interleaved), not {}",
@@ -96,9 +95,10 @@ std::string export_sagemaker(const ExportInput& in) {
   parameters["pipeline_parallel_degree"] = p.pipeline;
   parameters["microbatches"] = p.microbatches;
   if (p.pipeline > 1) {
-    const bool interleaved = p.schedule == plan::ScheduleKind::SageMakerInterleaved;
-    parameters["pipeline"] = interleaved ? "interleaved" : "simple";
-    if (interleaved) parameters["active_microbatches"] = p.active_microbatches;
+    parameters["pipeline"] = std::string(plan::traits(p.schedule).sagemaker);
+    if (plan::traits(p.schedule).rule == plan::ShapeRule::ActiveCap) {
+      parameters["active_microbatches"] = p.active_microbatches;
+    }
   }
   parameters["tensor_parallel_degree"] = p.tensor;
   parameters["ddp"] = p.data > 1 || p.tensor > 1;

@@ -36,33 +36,40 @@ bool same_order(const Program& generated, const Program& order) {
 std::vector<PipelineShape> candidates(const PipelineShape& order) {
   const int p = order.stages;
   const int m = order.microbatches;
+  const plan::ChunkLayout layout = plan::is_v_shaped(order.kind) ? plan::ChunkLayout::V
+                                   : order.chunks > 1           ? plan::ChunkLayout::Looped
+                                                                : plan::ChunkLayout::One;
   std::vector<PipelineShape> out;
   auto add = [&](ScheduleKind kind, int group = 1, int active = 3, int limit = 1) {
     PipelineShape s{p, m, order.chunks, kind, group, active, limit};
     if (!schedule::shape_error(s)) out.push_back(s);
   };
-  if (plan::is_v_shaped(order.kind)) {
-    for (const ScheduleKind k : {ScheduleKind::ZbV, ScheduleKind::DualPipeV, ScheduleKind::VHalf, ScheduleKind::VMin}) {
-      add(k);
-    }
-  } else if (order.chunks > 1) {
-    add(ScheduleKind::Interleaved1F1B, p);
-    for (int group = 1; group <= m; ++group) {
-      if (group != p) add(ScheduleKind::Interleaved1F1B, group);
-    }
-  } else {
-    for (const ScheduleKind k : {ScheduleKind::OneFOneB, ScheduleKind::GPipe, ScheduleKind::ZbH1, ScheduleKind::ZbH2}) {
-      add(k);
-    }
-    // zb-auto's limit, in microbatches' activations: p (the default, ZB-1p) up to 2p (ZB-2p, no bubble),
-    // then below p.
-    for (int limit = p; limit <= 2 * p; ++limit) add(ScheduleKind::ZbAuto, 1, 3, limit);
-    for (int limit = 1; limit < p; ++limit) add(ScheduleKind::ZbAuto, 1, 3, limit);
-    // SageMaker's in-flight cap: its default p + 2 first. Backward-first keeps fewer than 3p microbatches in
-    // flight, so a larger cap gives the same order (checked for p <= 8, m <= 48).
-    add(ScheduleKind::SageMakerInterleaved, 1, p + 2);
-    for (int active = 1; active <= std::min(p + m, 3 * p); ++active) {
-      if (active != p + 2) add(ScheduleKind::SageMakerInterleaved, 1, active);
+  for (const plan::ScheduleTraits& t : plan::kScheduleTraits) {
+    // An order holds each stage once: a bidirectional schedule holds each twice.
+    if (t.chunks != layout || t.bidirectional) continue;
+    switch (t.rule) {
+      case plan::ShapeRule::None:
+      case plan::ShapeRule::VShape: add(t.kind); break;
+      case plan::ShapeRule::MicrobatchGroup:
+        add(t.kind, p);
+        for (int group = 1; group <= m; ++group) {
+          if (group != p) add(t.kind, group);
+        }
+        break;
+      case plan::ShapeRule::MemoryLimit:
+        // zb-auto's limit, in microbatches' activations: p (the default, ZB-1p) up to 2p (ZB-2p, no
+        // bubble), then below p.
+        for (int limit = p; limit <= 2 * p; ++limit) add(t.kind, 1, 3, limit);
+        for (int limit = 1; limit < p; ++limit) add(t.kind, 1, 3, limit);
+        break;
+      case plan::ShapeRule::ActiveCap:
+        // SageMaker's in-flight cap: its default p + 2 first. Backward-first keeps fewer than 3p
+        // microbatches in flight, so a larger cap gives the same order (checked for p <= 8, m <= 48).
+        add(t.kind, 1, p + 2);
+        for (int active = 1; active <= std::min(p + m, 3 * p); ++active) {
+          if (active != p + 2) add(t.kind, 1, active);
+        }
+        break;
     }
   }
   return out;

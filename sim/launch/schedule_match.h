@@ -11,8 +11,7 @@ namespace mpsim::launch {
 /// The shape (schedule kind and its parameters: microbatch_group_size, active_microbatches,
 /// memory_limit) whose generator gives exactly `order`'s compute ops on every rank, among the
 /// schedules that place stages as `order.shape.kind` does (Megatron's loop, or the V) with its chunks.
-/// Where two generate the same order, the first of: 1f1b, gpipe, zb-h1, zb-h2, zb-auto,
-/// sagemaker-interleaved; interleaved-1f1b; zb-v, dualpipev, v-half, v-min; each with the plan
+/// Where two generate the same order, the first in plan::kScheduleTraits' order, each with the plan
 /// loader's default parameter first. Nothing when none does (a hand-made order).
 [[nodiscard]] std::optional<schedule::PipelineShape> matching_schedule(const schedule::Program& order);
 

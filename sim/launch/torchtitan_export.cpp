@@ -5,8 +5,12 @@
 // parameters until the backward; FSDP2 has no optimizer-only sharding (zero 1).
 #include <algorithm>
 #include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sim/launch/export.h"
 #include "sim/schedule/generators.h"
@@ -29,40 +33,42 @@ struct Table {
   void comment(std::string_view text) { lines.push_back(fmt::format("# {}", text)); }
 };
 
+/// The schedules TorchTitan runs `how`: its class names, or mpsim's words for those run from a CSV.
+std::vector<std::string_view> torchtitan_schedules(plan::TorchTitanRun how) {
+  std::vector<std::string_view> out;
+  for (const plan::ScheduleTraits& t : plan::kScheduleTraits) {
+    if (t.torchtitan_run == how) out.push_back(how == plan::TorchTitanRun::ByName ? t.torchtitan : t.name);
+  }
+  return out;
+}
+
 /// torch.distributed.pipelining's schedule class name for the plan's schedule. For a schedule run from
 /// a CSV, the name only tells TorchTitan how many stages each rank builds and where they sit
 /// (pipeline_llm, pipeline_module_split): PipelineScheduleSingle for one stage per rank in a line,
 /// ZBVZeroBubble for two in a V; the CSV's order then replaces the class's own.
 std::string_view schedule_name(const ExportInput& in) {
   const plan::Plan& p = in.plan;
-  switch (p.schedule) {
-    case plan::ScheduleKind::OneFOneB: return "1F1B";
-    case plan::ScheduleKind::GPipe: return "GPipe";
-    case plan::ScheduleKind::Interleaved1F1B: return "Interleaved1F1B";
-    case plan::ScheduleKind::ZbV: return "ZBVZeroBubble";
-    case plan::ScheduleKind::DualPipeV: return "DualPipeV";
-    case plan::ScheduleKind::ZbH1:
-    case plan::ScheduleKind::ZbH2:
-    case plan::ScheduleKind::ZbAuto:
-    case plan::ScheduleKind::SageMakerInterleaved:
-    case plan::ScheduleKind::VHalf:
-    case plan::ScheduleKind::VMin:
+  const plan::ScheduleTraits& schedule = plan::traits(p.schedule);
+  switch (schedule.torchtitan_run) {
+    case plan::TorchTitanRun::ByName: return schedule.torchtitan;
+    case plan::TorchTitanRun::FromCsv:
       if (in.schedule_csv.empty()) {
         cannot_express(in, kTarget, "schedule",
                        fmt::format("TorchTitan runs {} from a schedule CSV written beside the TOML "
                                    "(pipeline_parallel_schedule_csv); write the TOML to a file (-o FILE.toml)",
-                                   plan::to_string(p.schedule)));
+                                   schedule.name));
       }
       return plan::is_v_shaped(p.schedule) ? "ZBVZeroBubble" : "PipelineScheduleSingle";
-    default:
-      // DualPipe's microbatches enter at both ends, so each stage lives on two ranks; TorchTitan builds
-      // every stage once (its DualPipeV is the one-direction V).
+    case plan::TorchTitanRun::Never:
+      // A bidirectional schedule's microbatches enter at both ends, so each stage lives on two ranks;
+      // TorchTitan builds every stage once.
       cannot_express(in, kTarget, "schedule",
                      fmt::format("TorchTitan builds each pipeline stage on one rank and has no {} schedule (it runs "
-                                 "1F1B, GPipe, Interleaved1F1B, ZBVZeroBubble and DualPipeV by name, and zb-h1, "
-                                 "zb-h2, zb-auto, sagemaker-interleaved, v-half and v-min from a schedule CSV)",
-                                 plan::to_string(p.schedule)));
+                                 "{} by name, and {} from a schedule CSV)",
+                                 schedule.name, fmt::join(torchtitan_schedules(plan::TorchTitanRun::ByName), ", "),
+                                 fmt::join(torchtitan_schedules(plan::TorchTitanRun::FromCsv), ", ")));
   }
+  throw std::logic_error("not a TorchTitanRun");  // only a value cast from outside the enum gets here
 }
 
 void parallelism(const ExportInput& in, Table& t, std::vector<std::string>& notes) {
@@ -101,7 +107,7 @@ void parallelism(const ExportInput& in, Table& t, std::vector<std::string>& note
   if (p.pipeline > 1) {
     t.text("pipeline_parallel_schedule", schedule_name(in));
     if (torchtitan_runs_from_csv(p)) t.text("pipeline_parallel_schedule_csv", in.schedule_csv);
-    if (p.schedule == plan::ScheduleKind::Interleaved1F1B && p.microbatch_group_size != p.pipeline) {
+    if (plan::traits(p.schedule).rule == plan::ShapeRule::MicrobatchGroup && p.microbatch_group_size != p.pipeline) {
       cannot_express(in, kTarget, "microbatch_group_size",
                      "torch.distributed.pipelining's Interleaved1F1B runs microbatches in rounds of the pipeline "
                      "size; leave microbatch_group_size_per_vp_stage at its default");
@@ -186,15 +192,7 @@ void check_rest(const ExportInput& in) {
 }  // namespace
 
 bool torchtitan_runs_from_csv(const plan::Plan& p) {
-  switch (p.schedule) {
-    case plan::ScheduleKind::ZbH1:
-    case plan::ScheduleKind::ZbH2:
-    case plan::ScheduleKind::ZbAuto:
-    case plan::ScheduleKind::SageMakerInterleaved:
-    case plan::ScheduleKind::VHalf:
-    case plan::ScheduleKind::VMin: return p.pipeline > 1;
-    default: return false;  // a schedule TorchTitan names, or none it can run
-  }
+  return p.pipeline > 1 && plan::traits(p.schedule).torchtitan_run == plan::TorchTitanRun::FromCsv;
 }
 
 std::string torchtitan_schedule_csv(const plan::Plan& p) {

@@ -29,19 +29,22 @@ constexpr std::string_view kLastLess = "parallelism.pipeline_parallel_last_stage
 struct ScheduleClass {
   std::optional<plan::ScheduleKind> kind;
   bool single_stage = true;  ///< PipelineScheduleSingle's subclasses: one stage per rank
-  bool v_shaped = false;     ///< ZBVZeroBubble and DualPipeV: two stages per rank in a V
+  bool v_shaped = false;     ///< the V classes (ChunkLayout::V): two stages per rank in a V
 };
 
 /// get_schedule_class's names, compared without case as it does.
 ScheduleClass schedule_class(const TomlValues& toml, const std::string& written) {
-  std::string name = written;
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
-  using plan::ScheduleKind;
-  if (name == "1f1b") return {ScheduleKind::OneFOneB, true, false};
-  if (name == "gpipe") return {ScheduleKind::GPipe, true, false};
-  if (name == "interleaved1f1b") return {ScheduleKind::Interleaved1F1B, false, false};
-  if (name == "zbvzerobubble") return {ScheduleKind::ZbV, false, true};
-  if (name == "dualpipev") return {ScheduleKind::DualPipeV, false, true};
+  const auto lower = [](std::string_view text) {
+    std::string out(text);
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
+    return out;
+  };
+  const std::string name = lower(written);
+  for (const plan::ScheduleTraits& t : plan::kScheduleTraits) {
+    if (t.torchtitan_run == plan::TorchTitanRun::ByName && lower(t.torchtitan) == name) {
+      return {t.kind, t.chunks == plan::ChunkLayout::One, t.chunks == plan::ChunkLayout::V};
+    }
+  }
   if (name == "pipelineschedulesingle") return {std::nullopt, true, false};
   if (name == "pipelineschedulemulti") return {std::nullopt, false, false};
   if (name == "loopedbfs" || name == "interleavedzerobubble") {
@@ -49,10 +52,13 @@ ScheduleClass schedule_class(const TomlValues& toml, const std::string& written)
                                      "zb-h2 are not interleaved); export the order as a schedule CSV instead",
                                      written));
   }
-  toml.fail(kSchedule, fmt::format("'{}' is not a schedule torch.distributed.pipelining knows (1F1B, GPipe, "
-                                   "Interleaved1F1B, LoopedBFS, InterleavedZeroBubble, ZBVZeroBubble, DualPipeV, "
-                                   "PipelineScheduleSingle, PipelineScheduleMulti)",
-                                   written));
+  std::vector<std::string_view> known;
+  for (const plan::ScheduleTraits& t : plan::kScheduleTraits) {
+    if (t.torchtitan_run == plan::TorchTitanRun::ByName) known.push_back(t.torchtitan);
+  }
+  toml.fail(kSchedule, fmt::format("'{}' is not a schedule torch.distributed.pipelining knows ({}, LoopedBFS, "
+                                   "InterleavedZeroBubble, PipelineScheduleSingle, PipelineScheduleMulti)",
+                                   written, fmt::join(known, ", ")));
 }
 
 /// The highest stage any action of the CSV names (its leading number), for a looped multi-stage

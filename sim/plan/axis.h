@@ -4,7 +4,7 @@
 ///
 /// Megatron-Core's vocabulary: attention layers lay ranks out over tensor, context, data and pipeline;
 /// expert layers regroup the same ranks over expert_tensor, expert, expert_data and pipeline
-/// (parallel folding). A new axis is a new enumerator and a word, nothing else.
+/// (parallel folding). docs/simulator.md, "Adding a parallel dimension", lists what else a new axis touches.
 #include <array>
 #include <cstdint>
 #include <optional>
@@ -17,7 +17,7 @@ namespace mpsim::plan {
 /// DataShard and DataReplica split the data axis for hybrid sharding (HSDP): the shards of the model
 /// states within a group of data / shard_groups ranks (the inner part of the data coordinate) and the
 /// groups that each hold a whole copy (the outer part). PipelineMirror pairs pipeline rank r with
-/// rank p - 1 - r, which hold the same two stages in a bidirectional schedule (DualPipe); a group over
+/// rank p - 1 - r, which hold the same two stages in a bidirectional schedule (ScheduleTraits::bidirectional); a group over
 /// it and other axes is the two ranks' groups over those axes. None of these is a word of an order string.
 enum class Axis : std::uint8_t {
   Tensor, Context, Expert, ExpertTensor, ExpertData, Data, Pipeline, DataShard, DataReplica, PipelineMirror

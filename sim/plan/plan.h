@@ -13,96 +13,13 @@
 
 #include "sim/core/input_error.h"
 #include "sim/plan/axis.h"
+#include "sim/plan/schedule_traits.h"
 #include "sim/model/recompute.h"
 #include "sim/topology/attention_generation.h"
 
 namespace mpsim::plan {
 
 using model::Recompute;
-
-enum class ScheduleKind : std::uint8_t {
-  GPipe,                 ///< all forwards, then all backwards (= SageMaker `simple`)
-  OneFOneB,              ///< PipeDream-Flush, Megatron non-interleaved
-  Interleaved1F1B,       ///< Megatron virtual stages
-  ZbH1,                  ///< Zero Bubble handcrafted, 1F1B memory
-  ZbH2,                  ///< Zero Bubble handcrafted, 2x 1F1B memory
-  SageMakerInterleaved,  ///< SageMaker `interleaved`: backward-first with a cap on active microbatches
-  ZbV,                   ///< Zero Bubble V: two chunks per rank in a V, zero bubble at 1F1B's memory
-  DualPipeV,             ///< DeepSeek's DualPipeV: the V with overlapped forward-backward pairs
-  ZbAuto,                ///< Zero Bubble's automatic schedule under a memory limit (ZB-1p at p, ZB-2p at 2p)
-  VHalf,                 ///< the V at about half of 1F1B's activations (Qi et al. 2024, controllable memory)
-  VMin,                  ///< the V at about a third of 1F1B's activations
-  DualPipe,              ///< DeepSeek's bidirectional DualPipe: half the microbatches enter at each end
-};
-[[nodiscard]] std::string_view to_string(ScheduleKind k) noexcept;
-/// Whether the schedule runs several model chunks (virtual stages) per pipeline rank.
-[[nodiscard]] bool has_virtual_stages(ScheduleKind k) noexcept;
-/// Whether the schedule places two chunks per rank as a V (the Zero Bubble V family, DualPipeV and
-/// DualPipe): chunk 0 of rank r is stage r and chunk 1 is stage 2p - 1 - r, so a microbatch turns round
-/// on the last rank and both its forward and its backward end on rank 0 (DualPipe's microbatches run
-/// one leg each: is_bidirectional).
-[[nodiscard]] constexpr bool is_v_shaped(ScheduleKind k) noexcept {
-  switch (k) {
-    case ScheduleKind::ZbV:
-    case ScheduleKind::VHalf:
-    case ScheduleKind::VMin:
-    case ScheduleKind::DualPipeV:
-    case ScheduleKind::DualPipe: return true;
-    case ScheduleKind::GPipe:
-    case ScheduleKind::OneFOneB:
-    case ScheduleKind::Interleaved1F1B:
-    case ScheduleKind::ZbH1:
-    case ScheduleKind::ZbH2:
-    case ScheduleKind::SageMakerInterleaved:
-    case ScheduleKind::ZbAuto: return false;
-  }
-  return false;
-}
-/// Whether microbatches run both ways (DeepSeek's DualPipe): the first half enters at pipeline rank 0
-/// and runs chunk 0 of every rank down to the last; the second half enters at the last rank and runs
-/// chunk 1 of every rank back to rank 0. Chunks are placed as the V places them (is_v_shaped), and
-/// virtual stages p + k and k hold the same layers, so every model stage lives on two ranks (r and
-/// p - 1 - r), whose gradients are summed (Axis::PipelineMirror).
-[[nodiscard]] constexpr bool is_bidirectional(ScheduleKind k) noexcept { return k == ScheduleKind::DualPipe; }
-/// The fewest microbatches a step of `kind` on `ranks` pipeline ranks runs: DualPipeV's steady phase
-/// needs 2 per rank, and so does DualPipe's (one per rank in each direction; DeepSeek's asserts); every
-/// other schedule takes 1.
-[[nodiscard]] constexpr int minimum_microbatches(ScheduleKind kind, int ranks) noexcept {
-  return kind == ScheduleKind::DualPipeV || kind == ScheduleKind::DualPipe ? 2 * ranks : 1;
-}
-/// The stages a plan's partition cuts the layers into: one per virtual stage, or for a bidirectional
-/// schedule one per pipeline rank (each held twice).
-[[nodiscard]] constexpr int partition_stage_count(ScheduleKind k, int ranks, int virtual_stages) noexcept {
-  return is_bidirectional(k) ? ranks : ranks * virtual_stages;
-}
-/// The virtual stage that chunk `chunk` of pipeline rank `rank` holds, for `ranks` pipeline ranks:
-/// `chunk * ranks + rank` (Megatron's loop: rank 0 holds stages 0, p, 2p, ...), or the V of is_v_shaped().
-[[nodiscard]] constexpr int virtual_stage_of(ScheduleKind k, int ranks, int rank, int chunk) noexcept {
-  if (is_v_shaped(k) && chunk == 1) return 2 * ranks - 1 - rank;
-  return chunk * ranks + rank;
-}
-/// The stage of the partition that virtual stage `vs` holds (partition_stage_count): `vs`, or in a
-/// bidirectional schedule vs mod p.
-[[nodiscard]] constexpr int partition_stage_of(ScheduleKind k, int ranks, int vs) noexcept {
-  return is_bidirectional(k) ? vs % ranks : vs;
-}
-/// Every schedule with its plan-file word, in a fixed order.
-inline constexpr std::pair<std::string_view, ScheduleKind> kScheduleNames[] = {
-    {"gpipe", ScheduleKind::GPipe},
-    {"1f1b", ScheduleKind::OneFOneB},
-    {"interleaved-1f1b", ScheduleKind::Interleaved1F1B},
-    {"zb-h1", ScheduleKind::ZbH1},
-    {"zb-h2", ScheduleKind::ZbH2},
-    {"sagemaker-simple", ScheduleKind::GPipe},
-    {"sagemaker-interleaved", ScheduleKind::SageMakerInterleaved},
-    {"pipedream-flush", ScheduleKind::OneFOneB},
-    {"zb-v", ScheduleKind::ZbV},
-    {"dualpipev", ScheduleKind::DualPipeV},
-    {"zb-auto", ScheduleKind::ZbAuto},
-    {"v-half", ScheduleKind::VHalf},
-    {"v-min", ScheduleKind::VMin},
-    {"dualpipe", ScheduleKind::DualPipe},
-};
 
 enum class Objective : std::uint8_t { Speed, Memory };
 [[nodiscard]] std::string_view to_string(Objective o) noexcept;
@@ -128,16 +45,16 @@ inline constexpr std::pair<std::string_view, Precision> kMegatronFp8Recipes[] = 
     {"tensorwise", Precision::Fp8}, {"delayed", Precision::Fp8}, {"mxfp8", Precision::Mxfp8},
     {"blockwise", Precision::Fp8Blockwise}};
 /// The word of `value` in a (word, value) table such as kScheduleNames: the first that names it.
-template <typename Enum, std::size_t N>
-[[nodiscard]] constexpr std::string_view name_of(const std::pair<std::string_view, Enum> (&names)[N], Enum value) noexcept {
+template <typename Names, typename Enum>
+[[nodiscard]] constexpr std::string_view name_of(const Names& names, Enum value) noexcept {
   for (const auto& [name, v] : names) {
     if (v == value) return name;
   }
   return "?";
 }
 /// Every word of a (word, value) table, in order (a command line's choices).
-template <typename Enum, std::size_t N>
-[[nodiscard]] std::vector<std::string> names_of(const std::pair<std::string_view, Enum> (&names)[N]) {
+template <typename Names>
+[[nodiscard]] std::vector<std::string> names_of(const Names& names) {
   std::vector<std::string> out;
   for (const auto& entry : names) out.emplace_back(entry.first);
   return out;
@@ -151,7 +68,7 @@ template <typename Enum, std::size_t N>
 /// cp_comm_type): p2p, the ring that passes K/V chunks beside the attention (Megatron's default);
 /// all_gather, every rank gathers all K/V before its attention (and reduce-scatters their gradients);
 /// a2a (DeepSpeed-Ulysses), all-to-alls that trade the sequence split for a head split before the
-/// attention and back after it (context must divide the key/value heads).
+/// attention and back after it (context x tensor must divide the query and the key/value heads).
 enum class ContextComm : std::uint8_t { P2p, AllGather, AllToAll };
 inline constexpr std::pair<std::string_view, ContextComm> kContextCommNames[] = {
     {"p2p", ContextComm::P2p}, {"all_gather", ContextComm::AllGather}, {"a2a", ContextComm::AllToAll}};
@@ -199,7 +116,7 @@ struct PlanSpec {
   int tensor = 1;
   int pipeline = 1;
   std::optional<int> data;
-  int context = 1;                     ///< context parallelism (not simulated yet: resolve_plan refuses > 1)
+  int context = 1;                     ///< context parallelism: each rank runs 1/context of the sequence
   int expert = 1;                      ///< expert parallelism of the MoE layers
   std::optional<int> expert_tensor;    ///< tensor parallelism inside the experts; default: tensor (Megatron's)
   int virtual_stages = 1;

@@ -171,17 +171,17 @@ std::optional<std::string> stage_count_error(int layers, int pipeline, int virtu
 }
 
 int microbatch_group_size_of(const PlanSpec& spec) noexcept {
-  if (spec.schedule != ScheduleKind::Interleaved1F1B) return 1;
+  if (traits(spec.schedule).rule != ShapeRule::MicrobatchGroup) return 1;
   return spec.microbatch_group_size.value_or(spec.pipeline);
 }
 
 int active_microbatches_of(const PlanSpec& spec) noexcept {
-  if (spec.schedule != ScheduleKind::SageMakerInterleaved) return 3;
+  if (traits(spec.schedule).rule != ShapeRule::ActiveCap) return 3;
   return spec.active_microbatches.value_or(spec.pipeline + 2);  // SageMaker's default
 }
 
 int zb_memory_limit_of(const PlanSpec& spec) noexcept {
-  if (spec.schedule != ScheduleKind::ZbAuto) return 1;
+  if (traits(spec.schedule).rule != ShapeRule::MemoryLimit) return 1;
   return spec.zb_memory_limit.value_or(spec.pipeline);  // ZB-1p: 1F1B's peak
 }
 
@@ -449,11 +449,11 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   }
 
   // Schedule rules.
-  const bool interleaved = p.schedule == ScheduleKind::Interleaved1F1B;
+  const ShapeRule rule = traits(p.schedule).rule;
   check.require(has_virtual_stages(p.schedule) || p.virtual_stages == 1, "virtual_stages",
                 fmt::format("virtual stages need schedule interleaved-1f1b or a V schedule, not {}",
                             to_string(p.schedule)));
-  if (is_v_shaped(p.schedule)) {
+  if (rule == ShapeRule::VShape) {
     if (const auto error = v_schedule_error(p.schedule, p.pipeline, p.virtual_stages, p.microbatches)) {
       check.fail(error->field, error->message);
     }
@@ -468,7 +468,7 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
                   fmt::format("{} keeps two copies of every stage; hybrid sharding is not modelled with it",
                               to_string(p.schedule)));
   }
-  if (interleaved) {
+  if (rule == ShapeRule::MicrobatchGroup) {
     check.require(p.virtual_stages > 1, "schedule", "interleaved-1f1b needs virtual_stages > 1");
     p.microbatch_group_size = microbatch_group_size_of(spec);
     const int n = p.microbatch_group_size;
@@ -481,12 +481,12 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   } else if (spec.microbatch_group_size) {
     check.fail("microbatch_group_size", "microbatch_group_size_per_vp_stage applies to interleaved-1f1b only");
   }
-  if (p.schedule == ScheduleKind::SageMakerInterleaved) {
+  if (rule == ShapeRule::ActiveCap) {
     p.active_microbatches = active_microbatches_of(spec);
   } else if (spec.active_microbatches) {
     check.fail("active_microbatches", "active_microbatches applies to sagemaker-interleaved only");
   }
-  if (p.schedule == ScheduleKind::ZbAuto) {
+  if (rule == ShapeRule::MemoryLimit) {
     p.zb_memory_limit = zb_memory_limit_of(spec);
     check.require(p.zb_memory_limit >= 1, "zb_memory_limit",
                   fmt::format("zb-auto holds at least one microbatch's activations, not {}", p.zb_memory_limit));

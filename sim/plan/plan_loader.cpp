@@ -7,26 +7,6 @@
 
 namespace mpsim::plan {
 
-std::string_view to_string(ScheduleKind k) noexcept {
-  switch (k) {
-    case ScheduleKind::GPipe: return "gpipe";
-    case ScheduleKind::OneFOneB: return "1f1b";
-    case ScheduleKind::Interleaved1F1B: return "interleaved-1f1b";
-    case ScheduleKind::ZbH1: return "zb-h1";
-    case ScheduleKind::ZbH2: return "zb-h2";
-    case ScheduleKind::SageMakerInterleaved: return "sagemaker-interleaved";
-    case ScheduleKind::ZbV: return "zb-v";
-    case ScheduleKind::DualPipeV: return "dualpipev";
-    case ScheduleKind::ZbAuto: return "zb-auto";
-    case ScheduleKind::VHalf: return "v-half";
-    case ScheduleKind::VMin: return "v-min";
-    case ScheduleKind::DualPipe: return "dualpipe";
-  }
-  return "?";
-}
-
-bool has_virtual_stages(ScheduleKind k) noexcept { return k == ScheduleKind::Interleaved1F1B || is_v_shaped(k); }
-
 std::string_view to_string(Objective o) noexcept { return o == Objective::Speed ? "speed" : "memory"; }
 
 std::string_view to_string(Precision p) noexcept {
@@ -193,8 +173,7 @@ PlanSpec load_plan_spec(const Field& root) {
   r.count(root, "tensor_parallel_degree", "tensor", spec.tensor);
   r.count(root, "microbatches", "microbatches", spec.microbatches);
   if (auto f = r.get(root, "pipeline", "schedule")) {
-    constexpr std::pair<std::string_view, ScheduleKind> kSageMaker[] = {
-        {"simple", ScheduleKind::GPipe}, {"interleaved", ScheduleKind::SageMakerInterleaved}};
+    constexpr auto kSageMaker = framework_schedule_names<&ScheduleTraits::sagemaker>();
     spec.schedule = f->as_enum(kSageMaker);
   }
   if (auto f = r.get(root, "placement_strategy", "placement")) spec.placement = parse_placement(*f, true);

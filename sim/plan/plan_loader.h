@@ -1,5 +1,5 @@
 #pragma once
-/// Plan YAML ↔ PlanSpec/Plan. Accepts mpsim's names (interface.md), SageMaker's (`partitions`,
+/// Plan YAML ↔ PlanSpec/Plan. Accepts mpsim's names (docs/formats.md, "Plan"), SageMaker's (`partitions`,
 /// `microbatches`, `pipeline: simple|interleaved`, `optimize`, `active_microbatches`,
 /// `placement_strategy`) and Megatron's (`tensor_model_parallel_size`, `micro_batch_size`, ...).
 /// docs/formats.md (section Plan) lists every name.

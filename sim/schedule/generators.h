@@ -1,10 +1,12 @@
 #pragma once
 /// Schedule generators: pure functions from a PipelineShape to a Program.
 ///
-/// A generator emits compute ops only (Forward, Backward, or BackwardInput + BackwardWeight), in
-/// issue order per rank; lower_comm() (passes.h) adds the point-to-point transfers and
-/// add_gradient_sync() the collectives and the optimizer step. The Program's shape is the input
-/// shape with `kind` set to the generator's schedule. Every generator runs in O(p * m * v) time,
+/// A generator emits compute ops only (Forward, Backward, or BackwardInput + BackwardWeight, and
+/// ForwardBackward pairs in the schedules that overlap two passes), in issue order per rank; the passes
+/// (passes.h) add the rest: lower_comm() the point-to-point transfers, add_layer_collectives() the
+/// collectives inside the passes and add_gradient_sync() the data-parallel collectives and the
+/// optimizer step. The Program's shape is the input shape with `kind` set to the generator's
+/// schedule. Every generator runs in O(p * m * v) time,
 /// except make_sagemaker_interleaved: O(p * (m + p) * active_microbatches) for its replay.
 ///
 /// Preconditions: shape_error(shape with kind set to the generator's) is empty. The plan checker
@@ -20,7 +22,7 @@ namespace mpsim::schedule {
 
 /// Why a generator cannot take `shape`, or nothing when it can:
 /// - stages, microbatches and chunks are at least 1 (and chunks fit the op's 16-bit field);
-/// - chunks > 1 only with interleaved-1f1b, exactly 2 with the V schedules (zb-v, dualpipev), and
+/// - chunks > 1 only with interleaved-1f1b, exactly 2 with the V schedules (plan::ChunkLayout::V), and
 ///   at least plan::minimum_microbatches;
 /// - interleaved-1f1b, N = microbatch_group_size: N >= m (one group), or Megatron's rules
 ///   p <= N and (m % N == 0 or m % N >= p). Smaller groups make the warm-up deadlock (Megatron
@@ -124,8 +126,8 @@ struct VirtualMicrobatch {
 [[nodiscard]] Program make_v_min(const PipelineShape& shape);
 
 /// Whether the schedule splits the backward into BackwardInput and BackwardWeight (the zero-bubble
-/// family) rather than running it fused. One switch over every kind, so a new schedule must answer.
-[[nodiscard]] bool splits_backward(plan::ScheduleKind kind) noexcept;
+/// family) rather than running it fused (its traits row).
+[[nodiscard]] constexpr bool splits_backward(plan::ScheduleKind kind) noexcept { return plan::traits(kind).splits_backward; }
 
 /// The generator of `shape.kind`.
 [[nodiscard]] Program make_program(const PipelineShape& shape);

@@ -174,7 +174,7 @@ Program add_layer_collectives(Program program, const std::vector<std::vector<Chu
         continue;
       }
       // Before the compute op: what runs beside it; after it: what the compute stream waits for. An
-      // F&B pair runs all of both passes' collectives beside it: DualPipe hides each pass's
+      // F&B pair runs all of both passes' collectives beside it: the overlap hides each pass's
       // communication under the other's compute.
       const auto emit = [&](const Op& pass, bool before) {
         const ChunkCollectives& chunk = collectives[r].at(pass.chunk);

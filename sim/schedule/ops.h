@@ -15,7 +15,7 @@ namespace mpsim::schedule {
   return op;
 }
 
-/// DualPipe's overlapped pair: the forward of (`forward_microbatch`, `forward_chunk`) beside the fused
+/// An F&B pair: the forward of (`forward_microbatch`, `forward_chunk`) beside the fused
 /// backward of (`backward_microbatch`, `backward_chunk`).
 [[nodiscard]] constexpr Op forward_backward_op(int forward_microbatch, int forward_chunk, int backward_microbatch,
                                                int backward_chunk) noexcept {

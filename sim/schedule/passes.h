@@ -2,8 +2,9 @@
 /// Passes: Program -> Program rewrites that add what a generator leaves out.
 ///
 /// A generator emits compute ops; lower_comm() adds the point-to-point transfers its data
-/// dependencies need, and add_gradient_sync() the data-parallel collectives and the optimizer
-/// step. Both are pure and O(ops).
+/// dependencies need, add_layer_collectives() the collectives inside the passes, and
+/// add_gradient_sync() the data-parallel collectives and the optimizer step. All three are pure
+/// and O(ops).
 #include <algorithm>
 #include <optional>
 #include <vector>
@@ -29,8 +30,9 @@ namespace mpsim::schedule {
 
 /// Where a layer collective runs: as the plan's tensor overlap says (the tensor-parallel exchanges),
 /// always beside the pass (ZeRO-3's parameter gathers, issued ahead of the layer as FSDP prefetches,
-/// and its gradient reduce-scatters), or always blocking the compute stream (MoE's token dispatch and
-/// combine, which the experts wait for).
+/// and its gradient reduce-scatters; context parallelism's p2p ring), or always blocking the compute
+/// stream (MoE's token dispatch and combine, which the experts wait for; context parallelism's
+/// all_gather and a2a exchanges, which the attention waits for).
 enum class LayerCommPlacement : std::uint8_t { AsPlanned, Beside, Blocking };
 
 /// Collectives inside one pass of a chunk's layers, per microbatch on one GPU: `count` collectives of
@@ -55,11 +57,15 @@ struct ChunkCollectives {
 /// output x micro batch bytes over the tensor group in its forward and k in its backward; with
 /// sequence parallelism each becomes an all-gather and a reduce-scatter of the same size. Full
 /// recomputation runs the forward's collectives again before the backward's. Collectives of equal
-/// kind and size in a chunk's layers merge into one with their count. None when tensor = 1.
+/// kind and size in a chunk's layers merge into one with their count. No tensor-parallel ones when
+/// tensor = 1.
 /// Context parallelism (context > 1) splits every layer's tokens (model::context_share) and adds, per
-/// attention core, beside its passes (Megatron's ring exchange, overlapped with the attention): an
-/// all-gather over the context group of the whole sequence's keys and values before the forward, and
-/// before the backward an all-gather of them and a reduce-scatter of their gradients.
+/// attention core, as the plan's cp_comm_type says: with p2p, beside its passes (Megatron's ring
+/// exchange, overlapped with the attention), an all-gather over the context group of the whole
+/// sequence's keys and values before the forward, and before the backward an all-gather of them and a
+/// reduce-scatter of their gradients; with all_gather, the same, blocking; with a2a (Ulysses),
+/// blocking all-to-alls over the context group of the rank's queries, keys and values and of its
+/// output, in the forward and again for their gradients in the backward.
 /// ZeRO 3 with data x context > 1 adds, per layer with parameters, beside its passes (FSDP with
 /// prefetch and resharding after the forward): an all-gather of its weights over the data group before the
 /// forward and again before the backward (gathered_parameter_bytes per parameter), and a
@@ -79,7 +85,7 @@ struct ChunkCollectives {
 /// after the compute op, which the stream then waits for, as Megatron's blocking TP all-reduce) or
 /// beside it (overlap = true: before the compute op, which ends no earlier than they do). Each op
 /// carries the compute op's microbatch and chunk. An F&B pair runs both passes' collectives beside it,
-/// whatever their placement: DualPipe's overlap hides each pass's communication (its expert
+/// whatever their placement: the overlap hides each pass's communication (its expert
 /// all-to-alls included) under the other pass's compute, so the pair lasts max(F + B, communication).
 /// O(ops).
 /// Throws std::invalid_argument when `collectives` is not [stages][chunks].
@@ -124,7 +130,7 @@ struct SyncCollectives {
 [[nodiscard]] SyncCollectives sync_collectives(int zero) noexcept;
 
 /// Adds the gradient synchronization and the optimizer step to every stream.
-/// When `data_parallel`, each rank reduces its gradients over GroupKind::Data: an AllReduce
+/// When `data_parallel`, each rank reduces its gradients over `data_group`: an AllReduce
 /// (zero = 0) or a ReduceScatter (zero >= 1) per bucket, a chunk's bytes split into
 /// ceil(bytes / bucket_size) buckets, the last one smaller, chunks in reverse order (v-1 first,
 /// as backward makes them ready). With `overlap`, a chunk's buckets follow that chunk's last
@@ -157,7 +163,7 @@ struct SyncCollectives {
 }
 /// The group that holds replicas of the dense weights: data, and context when the plan splits the
 /// sequence (context-parallel ranks compute gradients of the same weights), and the mirrored pipeline
-/// rank in a bidirectional schedule (DualPipe keeps two copies of every stage).
+/// rank in a bidirectional schedule (which keeps two copies of every stage).
 [[nodiscard]] inline plan::AxisSet dense_replica_group(const plan::Plan& plan) noexcept {
   const plan::AxisSet data = plan.context > 1 ? (plan::Axis::Data | plan::Axis::Context) : plan::AxisSet(plan::Axis::Data);
   return data | mirror_axis(plan);

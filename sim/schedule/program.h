@@ -4,9 +4,9 @@
 /// Every pipeline schedule is a generator (generators.h) that emits a Program; the simulator
 /// replays it and the executor runs it, so schedule logic exists once. A Program holds no times.
 ///
-/// Ranks: stream `s` is the program of pipeline rank `s`. With tensor and data parallelism, every
-/// GPU of pipeline rank `s` (its tensor x data group) runs stream `s`; collectives name the group
-/// they run over (GroupKind), and the plan's layout resolves groups to devices.
+/// Ranks: stream `s` is the program of pipeline rank `s`. With tensor, context and data parallelism,
+/// every GPU of pipeline rank `s` runs stream `s`; collectives name the axes of the group they run
+/// over (Op::group), and the plan's layout resolves groups to devices.
 ///
 /// Chunks: with virtual stages, pipeline rank `s` holds model chunks `c = 0..chunks-1`, and chunk
 /// `c` of rank `s` is virtual stage `c * stages + s` (Megatron's placement: rank 0 holds layers of
@@ -15,8 +15,8 @@
 /// its backward back down.
 ///
 /// Semantics both consumers follow:
-/// - Compute ops (Forward, Backward, BackwardInput, BackwardWeight, OptimizerStep) run one at a time
-///   in stream order; the next op of the stream is issued when a compute op ends.
+/// - Compute ops (Forward, Backward, BackwardInput, BackwardWeight, ForwardBackward, OptimizerStep)
+///   run one at a time in stream order; the next op of the stream is issued when a compute op ends.
 /// - A Send is issued and the stream moves on; its transfer starts at once (eager).
 /// - A Recv blocks the stream until the matching Send's data has arrived.
 /// - A collective runs on the stream its `stream` field names (CommStream): gradient collectives are
@@ -50,7 +50,7 @@ enum class OpKind : std::uint8_t {
   AllToAll,        ///< each member sends bytes / n to every other member (MoE token dispatch and combine)
   OptimizerStep,
   ForwardBackward, ///< F&B: a forward beside the fused backward of another (microbatch, chunk), one op
-                   ///< (DualPipe's overlapped pair); `microbatch`/`chunk` are the forward's
+                   ///< (an F&B pair); `microbatch`/`chunk` are the forward's
 };
 [[nodiscard]] std::string_view to_string(OpKind k) noexcept;
 [[nodiscard]] constexpr bool is_compute(OpKind k) noexcept {

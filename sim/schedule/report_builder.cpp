@@ -2,9 +2,27 @@
 
 #include <algorithm>
 
+#include <nlohmann/json.hpp>
+
+#include "sim/plan/plan_json.h"
 #include "sim/schedule/report_parts.h"
 
 namespace mpsim::schedule {
+
+namespace {
+
+trace::PlanSummary plan_summary(const plan::Plan& p) {
+  return {plan::plan_json(p).dump(),
+          p.tensor,      p.pipeline,     p.data, p.virtual_stages, p.microbatches,
+          p.micro_batch, p.global_batch, std::string(plan::to_string(p.schedule)),
+          std::string(model::to_string(p.recompute)), p.zero, std::string(plan::to_string(p.precision)),
+          std::string(plan::to_string(p.attention)),
+          p.attention_kernel ? std::string(topology::to_string(*p.attention_kernel)) : std::string(),
+          p.context, p.expert, p.expert_tensor, p.expert_load()};
+}
+
+}  // namespace
+
 
 StepFlops step_flops(const model::Model& model, const plan::Plan& plan) noexcept {
   Flops recomputed;

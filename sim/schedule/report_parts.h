@@ -22,15 +22,6 @@ namespace mpsim::schedule {
   return {local + " compute", local + " send", local + " recv wait", local + " collectives", local + " layer comm"};
 }
 
-[[nodiscard]] inline trace::PlanSummary plan_summary(const plan::Plan& p) {
-  return {p.tensor,      p.pipeline,     p.data, p.virtual_stages, p.microbatches,
-          p.micro_batch, p.global_batch, std::string(plan::to_string(p.schedule)),
-          std::string(model::to_string(p.recompute)), p.zero, std::string(plan::to_string(p.precision)),
-          std::string(plan::to_string(p.attention)),
-          p.attention_kernel ? std::string(topology::to_string(*p.attention_kernel)) : std::string(),
-          p.context, p.expert, p.expert_tensor, p.expert_load()};
-}
-
 /// A device's idle time and bubble fraction from the step time and its busy time (busy_s set).
 inline void set_idle(trace::DeviceReport& d, double step_s) noexcept {
   d.idle_s = std::max(0.0, step_s - d.busy_s);

@@ -35,28 +35,22 @@ std::optional<std::string> shape_error(const PipelineShape& shape) {
   if (shape.chunks > std::numeric_limits<std::uint16_t>::max()) {
     return fmt::format("{} chunks do not fit an op's chunk field", shape.chunks);
   }
-  switch (shape.kind) {
-    case plan::ScheduleKind::Interleaved1F1B: return interleaved_group_error(shape);
-    case plan::ScheduleKind::SageMakerInterleaved:
+  switch (plan::traits(shape.kind).rule) {
+    case plan::ShapeRule::MicrobatchGroup: return interleaved_group_error(shape);
+    case plan::ShapeRule::ActiveCap:
       if (shape.active_microbatches < 1) {
-        return fmt::format("sagemaker-interleaved needs at least 1 active microbatch, not {}",
+        return fmt::format("{} needs at least 1 active microbatch, not {}", plan::to_string(shape.kind),
                            shape.active_microbatches);
       }
       break;
-    case plan::ScheduleKind::ZbV:
-    case plan::ScheduleKind::VHalf:
-    case plan::ScheduleKind::VMin:
-    case plan::ScheduleKind::DualPipeV:
-    case plan::ScheduleKind::DualPipe: return v_shape_error(shape);
-    case plan::ScheduleKind::ZbAuto:
+    case plan::ShapeRule::VShape: return v_shape_error(shape);
+    case plan::ShapeRule::MemoryLimit:
       if (shape.memory_limit < 1) {
-        return fmt::format("zb-auto holds at least 1 microbatch's activations, not {}", shape.memory_limit);
+        return fmt::format("{} holds at least 1 microbatch's activations, not {}", plan::to_string(shape.kind),
+                           shape.memory_limit);
       }
       break;
-    case plan::ScheduleKind::GPipe:
-    case plan::ScheduleKind::OneFOneB:
-    case plan::ScheduleKind::ZbH1:
-    case plan::ScheduleKind::ZbH2: break;
+    case plan::ShapeRule::None: break;
   }
   if (shape.chunks > 1 && !plan::has_virtual_stages(shape.kind)) {
     return fmt::format("{} chunks per rank need schedule interleaved-1f1b or a V schedule, not {}", shape.chunks,

@@ -35,15 +35,16 @@ struct StashChange {
   return {};
 }
 
-/// The passes of a compute op in the order they change its chunks' stashes. DualPipe's F&B pair holds
-/// its forward's stash before its backward frees the other one (the DualPipe README's PP + 1 stage
-/// activations). Megatron-Core's combined 1F1B (every other schedule with pairs) interleaves the two
-/// passes layer by layer, so the backward's activations are freed as the forward's are stashed: the
-/// pair frees first and holds what it held before, within one layer's activations.
+/// The passes of a compute op in the order they change its chunks' stashes. A schedule whose own F&B
+/// pairs keep the forward's stash first (plan::ScheduleTraits::forward_backward_pairs) holds it before
+/// the backward frees the other one. Megatron-Core's combined 1F1B (every other schedule with pairs)
+/// interleaves the two passes layer by layer, so the backward's activations are freed as the forward's
+/// are stashed: the pair frees first and holds what it held before, within one layer's activations.
 [[nodiscard]] constexpr ComputeParts memory_order(const Op& op, plan::ScheduleKind kind) noexcept {
   ComputeParts parts = compute_parts(op);
-  const bool dualpipe = kind == plan::ScheduleKind::DualPipe || kind == plan::ScheduleKind::DualPipeV;
-  if (op.kind == OpKind::ForwardBackward && !dualpipe) std::swap(parts.ops[0], parts.ops[1]);
+  if (op.kind == OpKind::ForwardBackward && !plan::traits(kind).forward_backward_pairs) {
+    std::swap(parts.ops[0], parts.ops[1]);
+  }
   return parts;
 }
 

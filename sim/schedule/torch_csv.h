@@ -19,7 +19,7 @@ namespace mpsim::schedule {
 [[nodiscard]] std::string to_torch_csv(const Program& program);
 
 /// Reads a CSV as above into a compute-only Program of `shape`, whose schedule kind fixes where
-/// stages live (Megatron's loop, or the V of zb-v and dualpipev): every action must name a stage of
+/// stages live (Megatron's loop, or the V: plan::ChunkLayout): every action must name a stage of
 /// its row's rank and a microbatch below shape.microbatches, and the result must validate
 /// (validate.h: each pass once, dependencies in order, no deadlock). Actions PyTorch adds when it
 /// lowers a schedule (SEND_F, RECV_F, SEND_B, RECV_B, UNSHARD, RESHARD, REDUCE_GRAD) are skipped:

@@ -1,5 +1,6 @@
 #pragma once
-/// The summary of one training step, predicted or measured (interface.md, `simulate --json`).
+/// The summary of one training step, predicted or measured (`simulate --json`: docs/simulator.md,
+/// "The report").
 /// All numbers in SI base units.
 #include <cstdint>
 #include <string>
@@ -7,7 +8,7 @@
 
 namespace mpsim::trace {
 
-/// What a device's peak memory holds (interface.md: simulate --json, `memory`). The static parts are
+/// What a device's peak memory holds (`memory` of simulate --json; docs/simulator.md, "Memory"). The static parts are
 /// held all step; activations are what the schedule's stash adds at the peak.
 struct MemoryBreakdown {
   std::int64_t weights = 0;
@@ -22,7 +23,7 @@ struct MemoryBreakdown {
 struct DeviceReport {
   std::string id;            ///< "node0/gpu3"
   int stage = 0;             ///< pipeline rank
-  double busy_s = 0;         ///< compute (including tensor-parallel collectives inside layers)
+  double busy_s = 0;         ///< compute stream held: passes, blocking in-layer collectives, optimizer
   double idle_s = 0;         ///< step time - busy
   double bubble_fraction = 0;  ///< idle / step time
   std::int64_t peak_memory_bytes = 0;
@@ -37,7 +38,11 @@ struct LinkReport {
   double busy_s = 0;         ///< time with at least one transfer on it
 };
 
+/// What a report shows of its plan, and the whole plan in the plan file's schema (plan::plan_json).
 struct PlanSummary {
+  /// The plan as the plan file's JSON object, which saved as a file loads back as that plan; the report's
+  /// `plan` (none when empty). The fields below are read from it.
+  std::string document;
   int tensor = 1, pipeline = 1, data = 1, virtual_stages = 1, microbatches = 1, micro_batch_size = 1;
   int global_batch = 1;
   std::string schedule;
@@ -55,7 +60,7 @@ struct PlanSummary {
 struct Report {
   double step_time_s = 0;
   double bubble_fraction = 0;   ///< idle share of all devices' time in the step
-  double bubble_rate = 0;       ///< Zero Bubble's: (span - busy) / span of the worst pipeline rank
+  double bubble_rate = 0;       ///< Zero Bubble's: 1 - pass time / (ranks x longest first-to-last-pass span)
   double tflops_per_gpu = 0;    ///< model FLOPs (no recomputation) / step time / GPUs, in TFLOP/s
   double hardware_tflops_per_gpu = 0;  ///< FLOPs executed, recomputation included
   double mfu = 0;               ///< model FLOPs / (step time x GPUs x peak)

@@ -21,7 +21,7 @@ enum class SpanKind : std::uint8_t {
   AllToAll,
   Optimizer,
   Transfer,  ///< traffic on a link
-  ForwardBackward,  ///< DualPipe's overlapped forward-backward pair, one span
+  ForwardBackward,  ///< an F&B pair: one microbatch's forward beside another's backward, one span
 };
 /// The `cat` word of the Chrome trace: forward, backward, backward-input, backward-weight, send, recv,
 /// allreduce, reducescatter, allgather, optimizer, transfer, forward-backward.

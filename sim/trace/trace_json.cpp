@@ -52,23 +52,8 @@ nlohmann::ordered_json report_json(const Report& r) {
   ordered_json links = ordered_json::array();
   for (const auto& l : r.links) links.push_back({{"id", l.id}, {"bytes", l.bytes}, {"busy_s", l.busy_s}});
   out["links"] = links;
-  out["plan"] = {{"tensor", r.plan.tensor},
-                 {"pipeline", r.plan.pipeline},
-                 {"data", r.plan.data},
-                 {"context", r.plan.context},
-                 {"expert", r.plan.expert},
-                 {"expert_tensor", r.plan.expert_tensor},
-                 {"virtual_stages", r.plan.virtual_stages},
-                 {"microbatches", r.plan.microbatches},
-                 {"micro_batch_size", r.plan.micro_batch_size},
-                 {"global_batch", r.plan.global_batch},
-                 {"schedule", r.plan.schedule},
-                 {"recompute", r.plan.recompute},
-                 {"zero", r.plan.zero}};
-  if (!r.plan.precision.empty()) out["plan"]["precision"] = r.plan.precision;
-  if (!r.plan.attention.empty()) out["plan"]["attention"] = r.plan.attention;
-  if (!r.plan.attention_kernel.empty()) out["plan"]["attention_kernel"] = r.plan.attention_kernel;
-  if (r.plan.expert > 1) out["plan"]["expert_load"] = r.plan.expert_load;
+  if (!r.plan.document.empty()) out["plan"] = ordered_json::parse(r.plan.document);
+  if (r.plan.expert > 1) out["expert_load"] = r.plan.expert_load;
   return out;
 }
 

@@ -629,6 +629,46 @@ void read_field(const nlohmann::json& o, const char* key, std::string& out, std:
   out = it->get<std::string>();
 }
 
+/// An object field, or nothing when absent.
+const nlohmann::json* object_field(const nlohmann::json& o, const char* key, std::string_view where) {
+  const auto it = o.find(key);
+  if (it == o.end() || it->is_null()) return nullptr;
+  if (!it->is_object()) report_error(where, key, "an object");
+  return &*it;
+}
+
+/// The summary of a report's plan: the plan file's schema (plan::plan_json), or the flat object that
+/// reports wrote before it (every field at the top, expert_load among them).
+void read_plan_summary(const nlohmann::json& plan, PlanSummary& out) {
+  const nlohmann::json* parallelism = object_field(plan, "parallelism", "plan.");
+  const nlohmann::json* batch = object_field(plan, "batch", "plan.");
+  const nlohmann::json& degrees = parallelism ? *parallelism : plan;
+  const std::string_view degrees_where = parallelism ? "plan.parallelism." : "plan.";
+  read_field(degrees, "tensor", out.tensor, degrees_where);
+  read_field(degrees, "pipeline", out.pipeline, degrees_where);
+  read_field(degrees, "data", out.data, degrees_where);
+  read_field(degrees, "context", out.context, degrees_where);
+  read_field(degrees, "expert", out.expert, degrees_where);
+  read_field(degrees, "expert_tensor", out.expert_tensor, degrees_where);
+  read_field(degrees, "virtual_stages", out.virtual_stages, degrees_where);
+  if (batch) {
+    read_field(*batch, "microbatches", out.microbatches, "plan.batch.");
+    read_field(*batch, "micro", out.micro_batch_size, "plan.batch.");
+    read_field(*batch, "global", out.global_batch, "plan.batch.");
+  } else {
+    read_field(plan, "microbatches", out.microbatches, "plan.");
+    read_field(plan, "micro_batch_size", out.micro_batch_size, "plan.");
+    read_field(plan, "global_batch", out.global_batch, "plan.");
+    read_field(plan, "expert_load", out.expert_load, "plan.");
+  }
+  read_field(plan, "schedule", out.schedule, "plan.");
+  read_field(plan, "recompute", out.recompute, "plan.");
+  read_field(plan, "zero", out.zero, "plan.");
+  read_field(plan, "precision", out.precision, "plan.");
+  read_field(plan, "attention", out.attention, "plan.");
+  read_field(plan, "attention_kernel", out.attention_kernel, "plan.");
+}
+
 const nlohmann::json* array_field(const nlohmann::json& o, const char* key) {
   const auto it = o.find(key);
   if (it == o.end() || it->is_null()) return nullptr;
@@ -688,27 +728,12 @@ Report parse_report(const nlohmann::json& o) {
       r.links.push_back(std::move(lr));
     }
   }
+  read_field(o, "expert_load", r.plan.expert_load, "");
   const auto plan = o.find("plan");
   if (plan != o.end() && !plan->is_null()) {
     if (!plan->is_object()) throw TraceReadError("report: plan is not an object");
-    const std::string_view where = "plan.";
-    read_field(*plan, "tensor", r.plan.tensor, where);
-    read_field(*plan, "pipeline", r.plan.pipeline, where);
-    read_field(*plan, "data", r.plan.data, where);
-    read_field(*plan, "context", r.plan.context, where);
-    read_field(*plan, "expert", r.plan.expert, where);
-    read_field(*plan, "expert_tensor", r.plan.expert_tensor, where);
-    read_field(*plan, "virtual_stages", r.plan.virtual_stages, where);
-    read_field(*plan, "microbatches", r.plan.microbatches, where);
-    read_field(*plan, "micro_batch_size", r.plan.micro_batch_size, where);
-    read_field(*plan, "global_batch", r.plan.global_batch, where);
-    read_field(*plan, "schedule", r.plan.schedule, where);
-    read_field(*plan, "recompute", r.plan.recompute, where);
-    read_field(*plan, "zero", r.plan.zero, where);
-    read_field(*plan, "precision", r.plan.precision, where);
-    read_field(*plan, "attention", r.plan.attention, where);
-    read_field(*plan, "attention_kernel", r.plan.attention_kernel, where);
-    read_field(*plan, "expert_load", r.plan.expert_load, where);
+    r.plan.document = plan->dump();
+    read_plan_summary(*plan, r.plan);
   }
   return r;
 }

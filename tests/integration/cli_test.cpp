@@ -137,10 +137,11 @@ TEST(Cli, PlanCheckShippedPlan) {
                       repo("topologies/4x-p4d.yaml") + " --model " + repo("configs/models/gpt3-13b.yaml") + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const auto j = nlohmann::json::parse(r.out);
-  EXPECT_EQ(j["tensor"], 8);
-  EXPECT_EQ(j["pipeline"], 2);
-  EXPECT_EQ(j["data"], 2);
-  EXPECT_EQ(j["microbatches"], 128);
+  // The completed plan in the plan file's schema.
+  EXPECT_EQ(j["parallelism"]["tensor"], 8);
+  EXPECT_EQ(j["parallelism"]["pipeline"], 2);
+  EXPECT_EQ(j["parallelism"]["data"], 2);
+  EXPECT_EQ(j["batch"]["microbatches"], 128);
   EXPECT_EQ(j["schedule"], "1f1b");
 }
 

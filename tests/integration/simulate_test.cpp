@@ -1,4 +1,4 @@
-// mpsim simulate end to end: the report of interface.md, what-ifs with --set and --sweep, the
+// mpsim simulate end to end: the report (docs/simulator.md), what-ifs with --set and --sweep, the
 // Chrome trace, determinism, and bad overrides.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -185,12 +185,13 @@ TEST(Simulate, JsonReportContract) {
 
   const json& p = r["plan"];
   ASSERT_TRUE(p.is_object());
-  EXPECT_EQ(p["tensor"], 8);
-  EXPECT_EQ(p["pipeline"], 2);
-  EXPECT_EQ(p["data"], 2);
-  EXPECT_EQ(p["virtual_stages"], 1);
-  EXPECT_EQ(p["microbatches"], 128);  // global 256 / (micro 1 x data 2)
-  EXPECT_EQ(p["micro_batch_size"], 1);
+  // In the plan file's schema (docs/formats.md, "Plan").
+  EXPECT_EQ(p["parallelism"]["tensor"], 8);
+  EXPECT_EQ(p["parallelism"]["pipeline"], 2);
+  EXPECT_EQ(p["parallelism"]["data"], 2);
+  EXPECT_EQ(p["parallelism"]["virtual_stages"], 1);
+  EXPECT_EQ(p["batch"]["microbatches"], 128);  // global 256 / (micro 1 x data 2)
+  EXPECT_EQ(p["batch"]["micro"], 1);
   EXPECT_EQ(p["schedule"], "1f1b");
 }
 
@@ -229,11 +230,11 @@ TEST(Simulate, HalfTheMicrobatches) {
   const json base = report();
   const json half = report("--set plan.microbatches=64");
   ASSERT_TRUE(half.contains("plan"));
-  EXPECT_EQ(half["plan"]["microbatches"], 64);
-  EXPECT_EQ(half["plan"]["micro_batch_size"], 1);  // keeps the microbatch size...
-  ASSERT_TRUE(half["plan"].contains("global_batch"));
-  EXPECT_EQ(half["plan"]["global_batch"].get<int>() * 2, base["plan"]["global_batch"].get<int>());  // ...halves the batch
-  EXPECT_EQ(base["plan"]["global_batch"], 256);
+  EXPECT_EQ(half["plan"]["batch"]["microbatches"], 64);
+  EXPECT_EQ(half["plan"]["batch"]["micro"], 1);  // keeps the microbatch size...
+  ASSERT_TRUE(half["plan"]["batch"].contains("global"));
+  EXPECT_EQ(half["plan"]["batch"]["global"].get<int>() * 2, base["plan"]["batch"]["global"].get<int>());  // ...halves the batch
+  EXPECT_EQ(base["plan"]["batch"]["global"], 256);
   EXPECT_NE(step_time(half), step_time(base));
   EXPECT_LT(step_time(half), step_time(base));  // half the work
   EXPECT_GT(step_time(half), step_time(base) / 2);  // the bubble does not shrink with it
@@ -245,15 +246,15 @@ TEST(Simulate, HalfTheMicrobatches) {
 TEST(Simulate, MicroBatchSizeKeepsTheGlobalBatch) {
   const json r = report("--set plan.micro_batch=2");
   ASSERT_TRUE(r.contains("plan"));
-  EXPECT_EQ(r["plan"]["micro_batch_size"], 2);
-  EXPECT_EQ(r["plan"]["microbatches"], 64);
-  EXPECT_EQ(r["plan"]["global_batch"], 256);
+  EXPECT_EQ(r["plan"]["batch"]["micro"], 2);
+  EXPECT_EQ(r["plan"]["batch"]["microbatches"], 64);
+  EXPECT_EQ(r["plan"]["batch"]["global"], 256);
 }
 
 TEST(Simulate, LaterSetWins) {
   const json r = report("--set plan.microbatches=16 --set plan.microbatches=32");
   ASSERT_TRUE(r.contains("plan"));
-  EXPECT_EQ(r["plan"]["microbatches"], 32);
+  EXPECT_EQ(r["plan"]["batch"]["microbatches"], 32);
 }
 
 TEST(Simulate, FullPathAndShorthandAgree) {
@@ -326,7 +327,7 @@ TEST(Simulate, SweepJson) {
     const json& run = j["runs"][i];
     EXPECT_EQ(run["value"], values[i]);
     ASSERT_TRUE(run["report"].is_object());
-    EXPECT_EQ(run["report"]["plan"]["microbatches"], std::stoi(values[i]));
+    EXPECT_EQ(run["report"]["plan"]["batch"]["microbatches"], std::stoi(values[i]));
     EXPECT_GT(step_time(run["report"]), previous) << values[i];
     previous = step_time(run["report"]);
     // A sweep run is the same as the single run with --set.
@@ -573,8 +574,9 @@ TEST(Simulate, CombinedOneFOneBHidesTheExpertAllToAllsOfEveryPair) {
   EXPECT_EQ(paired["peak_memory_bytes"], plain["peak_memory_bytes"]);
 }
 
-// Every shipped cluster scales with --set topology.nodes=N (interface.md): a data-parallel plan whose data
-// degree is derived fills 2 nodes of each, and the report has a device per GPU.
+// Every shipped cluster scales with --set topology.nodes=N (docs/simulator.md, "What-if"): a
+// data-parallel plan whose data degree is derived fills 2 nodes of each, and the report has a device
+// per GPU.
 TEST(Simulate, EveryShippedTopologyScalesWithNodes) {
   // 144 = 2 x 72 (GB200 NVL72 racks) and a multiple of 2 x 8, so the derived data degree divides it.
   const std::string plan = plan_file("dp-derived.yaml", "parallelism: { tensor: 1, pipeline: 1 }\nbatch: { global: 144, micro: 1 }\n");
@@ -590,8 +592,8 @@ TEST(Simulate, EveryShippedTopologyScalesWithNodes) {
     ASSERT_EQ(r.exit_code, 0) << topology << "\n" << r.err;
     const json j = json::parse(r.out);
     EXPECT_EQ(j["devices"].size(), static_cast<std::size_t>(2 * per_node)) << topology;
-    EXPECT_EQ(j["plan"]["data"].get<int>(), 2 * per_node) << topology;
-    EXPECT_EQ(j["plan"]["microbatches"].get<int>(), 144 / (2 * per_node)) << topology;
+    EXPECT_EQ(j["plan"]["parallelism"]["data"].get<int>(), 2 * per_node) << topology;
+    EXPECT_EQ(j["plan"]["batch"]["microbatches"].get<int>(), 144 / (2 * per_node)) << topology;
     ++checked;
   }
   EXPECT_GE(checked, 12);
@@ -607,8 +609,8 @@ TEST(Simulate, GpusUsesTheFirstGpus) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const json j = json::parse(r.out);
   EXPECT_EQ(j["devices"].size(), 1024u);
-  EXPECT_EQ(j["plan"]["data"].get<int>(), 1024 / (8 * 2));
-  EXPECT_EQ(j["plan"]["microbatches"].get<int>(), 512 / (1024 / (8 * 2)));
+  EXPECT_EQ(j["plan"]["parallelism"]["data"].get<int>(), 1024 / (8 * 2));
+  EXPECT_EQ(j["plan"]["batch"]["microbatches"].get<int>(), 512 / (1024 / (8 * 2)));
   std::set<std::string> ids;
   for (const auto& d : j["devices"]) ids.insert(d["id"].get<std::string>());
   EXPECT_TRUE(ids.contains("node127/gpu7"));
@@ -621,7 +623,7 @@ TEST(Simulate, GpusUsesTheFirstGpus) {
   ASSERT_EQ(part.exit_code, 0) << part.err;
   const json p12 = json::parse(part.out);
   EXPECT_EQ(p12["devices"].size(), 12u);
-  EXPECT_EQ(p12["plan"]["data"].get<int>(), 3);
+  EXPECT_EQ(p12["plan"]["parallelism"]["data"].get<int>(), 3);
   std::set<std::string> part_ids;
   for (const auto& d : p12["devices"]) part_ids.insert(d["id"].get<std::string>());
   EXPECT_TRUE(part_ids.contains("node1/gpu3"));
@@ -765,12 +767,12 @@ TEST(Simulate, WrittenPlansTakeWhatIfs) {
     EXPECT_EQ(r.exit_code, 0) << what_if << "\n" << r.err;
     return r.exit_code == 0 ? json::parse(r.out)["plan"] : json::object();
   };
-  EXPECT_EQ(plan_after("--set plan.virtual_stages=4")["virtual_stages"], 4);
-  EXPECT_EQ(plan_after("--set plan.parallelism.virtual_stages=5")["virtual_stages"], 5);
+  EXPECT_EQ(plan_after("--set plan.virtual_stages=4")["parallelism"]["virtual_stages"], 4);
+  EXPECT_EQ(plan_after("--set plan.parallelism.virtual_stages=5")["parallelism"]["virtual_stages"], 5);
   const json one_chunk = plan_after("--set plan.schedule=1f1b");
   EXPECT_EQ(one_chunk["schedule"], "1f1b");
-  EXPECT_EQ(one_chunk["virtual_stages"], 1);
-  const json half = plan_after("--set topology.nodes=2");
+  EXPECT_EQ(one_chunk["parallelism"]["virtual_stages"], 1);
+  const json half = plan_after("--set topology.nodes=2")["parallelism"];
   EXPECT_EQ(half["tensor"].get<int>() * half["pipeline"].get<int>() * half["data"].get<int>(), 16);
   const CommandResult grid = mpsim(inputs + " --sweep topology.nodes=2,4");
   ASSERT_EQ(grid.exit_code, 0) << grid.err;
@@ -815,7 +817,7 @@ TEST(Simulate, TrainingFiguresFollowFromTheStep) {
   const json r = report("--tokens 300B --gpu-hour-price 2");
   ASSERT_TRUE(r.contains("training")) << r.dump();
   const json& t = r["training"];
-  const double tokens_per_step = r["plan"]["global_batch"].get<double>() * 2048;
+  const double tokens_per_step = r["plan"]["batch"]["global"].get<double>() * 2048;
   EXPECT_EQ(t["tokens"].get<double>(), 300e9);
   EXPECT_EQ(t["steps"].get<std::int64_t>(), static_cast<std::int64_t>(std::ceil(300e9 / tokens_per_step)));
   EXPECT_NEAR(t["compute_s"].get<double>(), t["steps"].get<double>() * step_time(r), 1e-3);

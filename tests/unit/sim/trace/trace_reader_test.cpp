@@ -33,6 +33,10 @@ Report sample_report() {
   r.devices.push_back({"node1/gpu0", 1, 0.1, 0.2, 2.0 / 3.0, 1'000, 42'949'672'960LL, true, {}});
   r.links.push_back({"node0/nvlink:gpu0-gpu1", 123'456, 0.01});
   r.links.push_back({"node0/nic0", 0, 0.0});
+  r.plan.document = R"({"parallelism":{"tensor":8,"pipeline":2,"data":2,"virtual_stages":2,"context":2,"expert":4,)"
+                    R"("expert_tensor":2},"batch":{"global":128,"micro":4,"microbatches":16},"schedule":"interleaved",)"
+                    R"("recompute":"selective","zero":1,"precision":"fp8","attention":"flash","attention_kernel":"fa3"})";
+  // What the reader takes from the document (and expert_load from beside it).
   r.plan.tensor = 8;
   r.plan.pipeline = 2;
   r.plan.data = 2;
@@ -144,6 +148,9 @@ void expect_same(const Report& a, const Report& b) {
     EXPECT_EQ(a.links[i].bytes, b.links[i].bytes);
     EXPECT_EQ(a.links[i].busy_s, b.links[i].busy_s);
   }
+  // The same plan document, whatever the order of its keys (none when the report has no plan).
+  const auto document = [](const std::string& text) { return text.empty() ? nlohmann::json() : nlohmann::json::parse(text); };
+  EXPECT_EQ(document(a.plan.document), document(b.plan.document));
   EXPECT_EQ(a.plan.tensor, b.plan.tensor);
   EXPECT_EQ(a.plan.pipeline, b.plan.pipeline);
   EXPECT_EQ(a.plan.data, b.plan.data);
@@ -192,6 +199,23 @@ TEST(TraceReader, RoundTripsEmptyTimeline) {
 TEST(TraceReader, ParseReportInvertsReportJson) {
   const Report report = sample_report();
   expect_same(report, parse_report(nlohmann::json::parse(report_json(report).dump())));
+}
+
+TEST(TraceReader, ReadsTheFlatPlanOfOlderReports) {
+  // Reports wrote their plan flat, expert_load inside it, before they wrote the plan file's schema.
+  const Report r = parse_report(nlohmann::json::parse(
+      R"({"step_time_s": 1, "plan": {"tensor": 4, "pipeline": 2, "data": 3, "context": 2, "microbatches": 12,
+          "micro_batch_size": 2, "global_batch": 72, "schedule": "zb-h1", "expert": 2, "expert_load": 1.5}})"));
+  EXPECT_EQ(r.plan.tensor, 4);
+  EXPECT_EQ(r.plan.pipeline, 2);
+  EXPECT_EQ(r.plan.data, 3);
+  EXPECT_EQ(r.plan.context, 2);
+  EXPECT_EQ(r.plan.microbatches, 12);
+  EXPECT_EQ(r.plan.micro_batch_size, 2);
+  EXPECT_EQ(r.plan.global_batch, 72);
+  EXPECT_EQ(r.plan.schedule, "zb-h1");
+  EXPECT_EQ(r.plan.expert, 2);
+  EXPECT_EQ(r.plan.expert_load, 1.5);
 }
 
 TEST(TraceReader, ReadsTheFileFromDisk) {
