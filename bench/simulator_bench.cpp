@@ -79,7 +79,7 @@ void BM_SimulateStep(benchmark::State& state, Scale scale, bool fold_replicas) {
     prediction = engine::simulate(cluster, model, plan, options);
     benchmark::DoNotOptimize(prediction);
   }
-  set_counters(state, prediction, cluster.gpus().size(), plan.data);
+  set_counters(state, prediction, cluster.gpus().size(), plan.degrees[plan::Axis::Data]);
 }
 
 /// The 4096-GPU step end to end: loading the topology, model and plan, then simulating.
@@ -94,7 +94,7 @@ void BM_LoadAndSimulate4096(benchmark::State& state) {
     prediction = engine::simulate(cluster, model, plan);
     benchmark::DoNotOptimize(prediction);
     gpus = cluster.gpus().size();
-    data = plan.data;
+    data = plan.degrees[plan::Axis::Data];
   }
   set_counters(state, prediction, gpus, data);
 }

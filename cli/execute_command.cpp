@@ -62,7 +62,8 @@ void print_report(const Inputs& in, const executor::ExecuteResult& result, const
   const plan::Plan& p = *in.plan;
   const trace::Report& r = result.report;
   std::cout << fmt::format("\n{} on {} ranks ({} backend): TP {} x PP {} x DP {}{}, {}, {} microbatches of {}\n",
-                           in.model.name, p.gpus(), backend, p.tensor, p.pipeline, p.data,
+                           in.model.name, p.gpus(), backend, p.degrees[plan::Axis::Tensor],
+                           p.degrees[plan::Axis::Pipeline], p.degrees[plan::Axis::Data],
                            p.virtual_stages > 1 ? fmt::format(" (x{} virtual)", p.virtual_stages) : "",
                            plan::to_string(p.schedule), p.microbatches, p.micro_batch);
   std::cout << fmt::format("  step time     {} (median of {} measured steps, step {})\n",

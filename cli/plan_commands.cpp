@@ -59,10 +59,11 @@ void run_check(const CheckArgs& args) {
     return;
   }
   std::cout << fmt::format("{}: ok\n", args.plan_file);
-  std::cout << fmt::format("  {} GPUs = tensor {} x pipeline {} x data {}; virtual stages {}; placement {}\n",
-                           p.gpus(), p.tensor, p.pipeline, p.data, p.virtual_stages, plan::to_string(p.placement));
+  std::cout << fmt::format("  {} GPUs = tensor {} x pipeline {} x data {}; virtual stages {}; placement {}\n", p.gpus(),
+                           p.degrees[plan::Axis::Tensor], p.degrees[plan::Axis::Pipeline], p.degrees[plan::Axis::Data],
+                           p.virtual_stages, plan::to_string(p.placement));
   std::cout << fmt::format("  global batch {} = micro {} x {} microbatches x data {}\n", p.global_batch, p.micro_batch,
-                           p.microbatches, p.data);
+                           p.microbatches, p.degrees[plan::Axis::Data]);
   std::cout << fmt::format("  schedule {}, recompute {}, sequence parallel {}, ZeRO {}\n", to_string(p.schedule),
                            model::to_string(p.recompute), p.sequence_parallel ? "on" : "off", p.zero);
   std::vector<int> sizes;
@@ -210,11 +211,13 @@ std::string overlap_cell(const plan::Plan& p) {
 }
 
 std::vector<std::string> plan_cells(const plan::Plan& p) {
-  return {std::to_string(p.tensor),
-          std::to_string(p.context),
-          std::to_string(p.pipeline),
-          std::to_string(p.data),
-          p.expert > 1 ? fmt::format("{}/{}", p.expert, p.expert_tensor) : "-",
+  return {std::to_string(p.degrees[plan::Axis::Tensor]),
+          std::to_string(p.degrees[plan::Axis::Context]),
+          std::to_string(p.degrees[plan::Axis::Pipeline]),
+          std::to_string(p.degrees[plan::Axis::Data]),
+          p.degrees[plan::Axis::Expert] > 1
+              ? fmt::format("{}/{}", p.degrees[plan::Axis::Expert], p.degrees[plan::Axis::ExpertTensor])
+              : "-",
           std::to_string(p.virtual_stages),
           std::to_string(p.micro_batch),
           std::to_string(p.microbatches),

@@ -18,7 +18,8 @@ namespace mpsim::cli {
 void print_report(const Inputs& in, const trace::Report& r) {
   const plan::Plan& p = *in.plan;
   std::cout << fmt::format("{} on {}: TP {} x PP {} x DP {}{}, {}, {} microbatches of {}\n\n", in.model.name,
-                           in.cluster.name.empty() ? "the cluster" : in.cluster.name, p.tensor, p.pipeline, p.data,
+                           in.cluster.name.empty() ? "the cluster" : in.cluster.name, p.degrees[plan::Axis::Tensor],
+                           p.degrees[plan::Axis::Pipeline], p.degrees[plan::Axis::Data],
                            p.virtual_stages > 1 ? fmt::format(" (x{} virtual)", p.virtual_stages) : "",
                            plan::to_string(p.schedule), p.microbatches, p.micro_batch);
   std::cout << fmt::format("  step time     {}", to_string(TimeNs::seconds(r.step_time_s)));
@@ -51,7 +52,7 @@ void print_report(const Inputs& in, const trace::Report& r) {
   const bool slowed = std::any_of(r.devices.begin(), r.devices.end(), [&](const auto& d) { return slowdown_of(d.id) != 1.0; });
   Table stages;
   stages.add_row({"stage", slowed ? "slowest GPU" : "first GPU", "GPUs", "busy", "idle", "idle share", "peak memory"});
-  for (int s = 0; s < p.pipeline; ++s) {
+  for (int s = 0; s < p.degrees[plan::Axis::Pipeline]; ++s) {
     auto it = std::find_if(r.devices.begin(), r.devices.end(), [s](const auto& d) { return d.stage == s; });
     if (it == r.devices.end()) continue;
     for (auto d = it; d != r.devices.end(); ++d) {
@@ -59,9 +60,10 @@ void print_report(const Inputs& in, const trace::Report& r) {
     }
     const double slowdown = slowdown_of(it->id);
     const std::string shown = slowdown != 1.0 ? fmt::format("{} ({:g}x slow)", it->id, slowdown) : it->id;
-    stages.add_row({std::to_string(s), shown, std::to_string(p.tensor * p.data), to_string(TimeNs::seconds(it->busy_s)),
-                    to_string(TimeNs::seconds(it->idle_s)), percent(it->bubble_fraction),
-                    to_string(Bytes::bytes(it->peak_memory_bytes)) + (it->oom ? " OOM" : "")});
+    stages.add_row(
+        {std::to_string(s), shown, std::to_string(p.degrees[plan::Axis::Tensor] * p.degrees[plan::Axis::Data]),
+         to_string(TimeNs::seconds(it->busy_s)), to_string(TimeNs::seconds(it->idle_s)), percent(it->bubble_fraction),
+         to_string(Bytes::bytes(it->peak_memory_bytes)) + (it->oom ? " OOM" : "")});
   }
   std::cout << stages.render();
   if (!r.links.empty()) {

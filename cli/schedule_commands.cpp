@@ -55,7 +55,7 @@ void show(const ScheduleArgs& args) {
   }
   const std::string text = schedule::to_text(program, args.comm);
   std::size_t begin = 0;
-  for (int rank = 0; rank < plan.pipeline; ++rank) {
+  for (int rank = 0; rank < plan.degrees[plan::Axis::Pipeline]; ++rank) {
     const std::size_t end = text.find('\n', begin);
     std::cout << fmt::format("rank {}: {}\n", rank, text.substr(begin, end - begin));
     begin = end + 1;

@@ -166,7 +166,7 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
       shape.overlap_grad_reduce = spec.overlap_grad_reduce || context.overlap_grad_reduce;
       shape.overlap_param_gather = spec.overlap_param_gather;
       shape.optimizer = spec.optimizer;
-      shape.expert_data = std::max(1, plan::degrees_of(spec, d).expert_data());
+      shape.expert_data = std::max(1, plan::degrees_of(spec, d)[plan::Axis::ExpertData]);
       // Dense parameters by virtual stage; chunk 0 of rank r is stage r.
       std::vector<std::int64_t> dense_by_stage;
       for (std::size_t vs = 0; vs < costs.parameters.size(); ++vs) {

@@ -38,12 +38,13 @@ TimeBreakdown breakdown(const topology::Cluster& cluster, const model::Model& mo
   const plan::Layout layout(p);
   const engine::CostModel costs = engine::build_cost_model(cluster, model, p, layout);
   std::vector<StageTimes> stages(static_cast<std::size_t>(p.stages()));
-  for (int rank = 0; rank < p.pipeline; ++rank) {
+  for (int rank = 0; rank < p.degrees[plan::Axis::Pipeline]; ++rank) {
     for (int c = 0; c < p.virtual_stages; ++c) {
       const engine::ChunkCost& cc = costs.chunk(rank, c);
       const bool overlap = p.overlap_tensor_comm;
-      stages[static_cast<std::size_t>(plan::virtual_stage_of(p.schedule, p.pipeline, rank, c))] = {
-          engine::pass_time(cc.forward, cc.forward_comm, overlap), engine::pass_time(cc.backward, cc.backward_comm, overlap),
+      stages[static_cast<std::size_t>(plan::virtual_stage_of(p.schedule, p.degrees[plan::Axis::Pipeline], rank, c))] = {
+          engine::pass_time(cc.forward, cc.forward_comm, overlap),
+          engine::pass_time(cc.backward, cc.backward_comm, overlap),
           engine::pass_time(cc.backward_input, cc.backward_comm, overlap), cc.backward_weight};
     }
   }
@@ -61,9 +62,9 @@ Comparison compare(const topology::Cluster& cluster, const model::Model& model, 
   const auto differ = [&](const char* name, const auto& x, const auto& y) {
     if (x != y) out.differences.push_back(fmt::format("{} {} vs {}", name, x, y));
   };
-  differ("tensor", a.tensor, b.tensor);
-  differ("pipeline", a.pipeline, b.pipeline);
-  differ("data", a.data, b.data);
+  differ("tensor", a.degrees[plan::Axis::Tensor], b.degrees[plan::Axis::Tensor]);
+  differ("pipeline", a.degrees[plan::Axis::Pipeline], b.degrees[plan::Axis::Pipeline]);
+  differ("data", a.degrees[plan::Axis::Data], b.degrees[plan::Axis::Data]);
   differ("virtual stages", a.virtual_stages, b.virtual_stages);
   differ("micro batch", a.micro_batch, b.micro_batch);
   differ("microbatches", a.microbatches, b.microbatches);

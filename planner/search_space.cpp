@@ -112,11 +112,11 @@ class Enumerator {
         if (mirror()) {
           if (m->expert_ffn % et != 0) continue;
           plan::Degrees degrees;
-          degrees.tensor = t;
-          degrees.context = c;
-          degrees.data = d;
-          degrees.expert = e;
-          degrees.expert_tensor = et;
+          degrees.set(plan::Axis::Tensor, t)
+              .set(plan::Axis::Context, c)
+              .set(plan::Axis::Data, d)
+              .set(plan::Axis::Expert, e)
+              .set(plan::Axis::ExpertTensor, et);
           if (plan::degrees_error(degrees)) continue;
         }
         out.emplace_back(e, et);

@@ -22,12 +22,12 @@ const engine::CollectiveBound* LayoutSyncBounds::of_experts(schedule::OpKind kin
 LayoutSyncBounds layout_sync_bounds(const topology::Cluster& cluster, const SyncLayout& shape,
                                     engine::CollectiveAlgorithm algorithm) {
   plan::Plan p;
-  p.tensor = shape.tensor;
-  p.context = shape.context;
-  p.pipeline = shape.pipeline;
-  p.data = shape.data;
-  p.expert = shape.expert;
-  p.expert_tensor = shape.expert_tensor;
+  p.degrees.set(plan::Axis::Tensor, shape.tensor);
+  p.degrees.set(plan::Axis::Context, shape.context);
+  p.degrees.set(plan::Axis::Pipeline, shape.pipeline);
+  p.degrees.set(plan::Axis::Data, shape.data);
+  p.degrees.set(plan::Axis::Expert, shape.expert);
+  p.degrees.set(plan::Axis::ExpertTensor, shape.expert_tensor);
   p.placement = shape.placement;
   const plan::Layout layout(p);
   const bool experts = schedule::splits_expert_gradients(p) && p.expert_data() > 1;

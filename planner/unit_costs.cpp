@@ -28,15 +28,15 @@ bool same_unit(const model::Model& m, const plan::LayerRange& a, const plan::Lay
 /// A plan whose partition cuts `units` units one per virtual stage, on one pipeline rank.
 plan::Plan one_rank_per_unit(int units, const UnitCostKey& key) {
   plan::Plan p;
-  p.tensor = key.tensor;
-  p.pipeline = 1;
-  p.context = key.context;
-  p.expert = key.expert;
-  p.expert_tensor = key.expert_tensor;
+  p.degrees.set(plan::Axis::Tensor, key.tensor);
+  p.degrees.set(plan::Axis::Pipeline, 1);
+  p.degrees.set(plan::Axis::Context, key.context);
+  p.degrees.set(plan::Axis::Expert, key.expert);
+  p.degrees.set(plan::Axis::ExpertTensor, key.expert_tensor);
   // The fewest data replicas that let expert x expert_tensor fold into tensor x context x data; the
   // groups of rank 0 are then those of any plan with these degrees (Megatron's rank order).
   const int folded = key.expert * key.expert_tensor;
-  p.data = folded / std::gcd(folded, key.tensor * key.context);
+  p.degrees.set(plan::Axis::Data, folded / std::gcd(folded, key.tensor * key.context));
   p.virtual_stages = units;
   p.micro_batch = key.micro_batch;
   p.recompute = key.recompute;

@@ -56,9 +56,10 @@ class Interpreter {
     gradient_bytes_ = gradient_bytes.dense;
     expert_gradient_bytes_ = gradient_bytes.experts;
     program_ = program_for_plan(model, plan, gradient_bytes, options.grad_bucket);
-    zero3_ = plan.zero >= 3 && plan.data * plan.context > 1;  // as the program's sharded weights
+    // As the program's sharded weights.
+    zero3_ = plan.zero >= 3 && plan.degrees.product(plan::Axis::Data | plan::Axis::Context) > 1;
     shard_axes_ = schedule::dense_shard_group(plan);
-    if (plan.shard_groups > 1) replica_axes_ = plan::Axis::DataReplica;
+    if (plan.degrees[plan::Axis::DataReplica] > 1) replica_axes_ = plan::Axis::DataReplica;
     if (const auto error = schedule::validate(program_)) {
       throw std::invalid_argument(fmt::format("invalid program: {}", error->message));
     }
@@ -75,9 +76,9 @@ class Interpreter {
     // Every rank makes every group the program names (and the tensor and expert groups its layers
     // use), in the same order: Backend::make_group is collective over the world.
     std::set<plan::AxisSet> axes{plan::Axis::Tensor};
-    if (plan.expert > 1) axes.insert(plan::Axis::Expert);
-    if (plan.expert_tensor > 1) axes.insert(plan::Axis::ExpertTensor);
-    if (plan.context > 1) axes.insert(plan::Axis::Context);
+    if (plan.degrees[plan::Axis::Expert] > 1) axes.insert(plan::Axis::Expert);
+    if (plan.degrees[plan::Axis::ExpertTensor] > 1) axes.insert(plan::Axis::ExpertTensor);
+    if (plan.degrees[plan::Axis::Context] > 1) axes.insert(plan::Axis::Context);
     for (const auto& stream : program_.streams) {
       for (const Op& op : stream) {
         if (schedule::is_collective(op.kind)) axes.insert(op.group);
@@ -97,15 +98,19 @@ class Interpreter {
     place.expert = layout_.coordinate(me_, plan::Axis::Expert);
     place.expert_tensor = layout_.coordinate(me_, plan::Axis::ExpertTensor);
     place.context = layout_.coordinate(me_, plan::Axis::Context);
-    if (plan.context > 1) {
+    if (plan.degrees[plan::Axis::Context] > 1) {
       place.context_group = groups_.at(plan::Axis::Context).get();
-      place.context_next = layout_.with(me_, plan::Axis::Context, (place.context + 1) % plan.context);
-      place.context_previous = layout_.with(me_, plan::Axis::Context, (place.context + plan.context - 1) % plan.context);
+      place.context_next =
+          layout_.with(me_, plan::Axis::Context, (place.context + 1) % plan.degrees[plan::Axis::Context]);
+      place.context_previous =
+          layout_.with(me_, plan::Axis::Context,
+                       (place.context + plan.degrees[plan::Axis::Context] - 1) % plan.degrees[plan::Axis::Context]);
       place.context_tag = parameter_tag_ + 1;
     }
     place.tensor_group = groups_.at(plan::Axis::Tensor).get();
-    if (plan.expert > 1) place.expert_group = groups_.at(plan::Axis::Expert).get();
-    if (plan.expert_tensor > 1) place.expert_tensor_group = groups_.at(plan::Axis::ExpertTensor).get();
+    if (plan.degrees[plan::Axis::Expert] > 1) place.expert_group = groups_.at(plan::Axis::Expert).get();
+    if (plan.degrees[plan::Axis::ExpertTensor] > 1)
+      place.expert_tensor_group = groups_.at(plan::Axis::ExpertTensor).get();
     network_ = std::make_unique<Network>(backend, meter_, model, plan, place, options.net);
   }
 

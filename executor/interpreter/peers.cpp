@@ -18,10 +18,11 @@ std::vector<int> point_to_point_peers(const plan::Plan& plan, int world_rank) {
     peers.push_back(layout.with(world_rank, plan::Axis::Pipeline, static_cast<int>(op.peer)));
   }
   // The context ring (cp_comm_type p2p) passes keys and values to the next context rank.
-  if (plan.context > 1 && plan.context_comm == plan::ContextComm::P2p) {
+  if (plan.degrees[plan::Axis::Context] > 1 && plan.context_comm == plan::ContextComm::P2p) {
     const int me = layout.coordinate(world_rank, plan::Axis::Context);
-    peers.push_back(layout.with(world_rank, plan::Axis::Context, (me + 1) % plan.context));
-    peers.push_back(layout.with(world_rank, plan::Axis::Context, (me + plan.context - 1) % plan.context));
+    peers.push_back(layout.with(world_rank, plan::Axis::Context, (me + 1) % plan.degrees[plan::Axis::Context]));
+    peers.push_back(layout.with(world_rank, plan::Axis::Context,
+                                (me + plan.degrees[plan::Axis::Context] - 1) % plan.degrees[plan::Axis::Context]));
   }
   std::sort(peers.begin(), peers.end());
   peers.erase(std::unique(peers.begin(), peers.end()), peers.end());

@@ -11,11 +11,12 @@ namespace mpsim::executor {
 schedule::Program program_for_plan(const model::Model& model, const plan::Plan& plan,
                                    const schedule::ChunkGradientBytes& gradient_bytes, Bytes bucket) {
   // Ulysses gives each context rank whole heads of its tensor rank's share.
-  if (plan.context > 1 && plan.context_comm == plan::ContextComm::AllToAll && model.shape &&
-      model.shape->heads % (plan.context * plan.tensor) != 0) {
-    throw std::invalid_argument(fmt::format("cp_comm_type a2a splits heads over context x tensor: {} x {} must divide "
-                                            "the model's {} heads",
-                                            plan.context, plan.tensor, model.shape->heads));
+  if (plan.degrees[plan::Axis::Context] > 1 && plan.context_comm == plan::ContextComm::AllToAll && model.shape &&
+      model.shape->heads % (plan.degrees[plan::Axis::Context] * plan.degrees[plan::Axis::Tensor]) != 0) {
+    throw std::invalid_argument(
+        fmt::format("cp_comm_type a2a splits heads over context x tensor: {} x {} must divide "
+                    "the model's {} heads",
+                    plan.degrees[plan::Axis::Context], plan.degrees[plan::Axis::Tensor], model.shape->heads));
   }
   // The executor's blocks recompute the attention scores (selective) or everything (full), not modules.
   if (plan.recompute == model::Recompute::Selective && plan.recompute_modules != model::RecomputeModules{}) {
@@ -52,7 +53,8 @@ schedule::Program program_for_plan(const model::Model& model, const plan::Plan& 
 std::optional<std::string> world_size_mismatch(const plan::Plan& plan, int world) {
   if (plan.gpus() == world) return std::nullopt;
   return fmt::format("the plan needs {} ranks (tensor {} x context {} x pipeline {} x data {}) but the job has {}",
-                     plan.gpus(), plan.tensor, plan.context, plan.pipeline, plan.data, world);
+                     plan.gpus(), plan.degrees[plan::Axis::Tensor], plan.degrees[plan::Axis::Context],
+                     plan.degrees[plan::Axis::Pipeline], plan.degrees[plan::Axis::Data], world);
 }
 
 }  // namespace mpsim::executor

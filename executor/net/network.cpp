@@ -98,11 +98,11 @@ NetDims net_dims(const model::Model& model, int tensor) {
 
 std::vector<std::unique_ptr<Layer>> build_chunk_layers(const model::Model& model, const plan::Plan& plan,
                                                        int pipeline_rank, int chunk, int expert_rank) {
-  const NetDims dims = net_dims(model, plan.tensor);
+  const NetDims dims = net_dims(model, plan.degrees[plan::Axis::Tensor]);
   const auto ranges = plan::virtual_stage_layers(plan, model);
-  const int vs = plan::virtual_stage_of(plan.schedule, plan.pipeline, pipeline_rank, chunk);
+  const int vs = plan::virtual_stage_of(plan.schedule, plan.degrees[plan::Axis::Pipeline], pipeline_rank, chunk);
   const plan::LayerRange range = ranges.at(static_cast<std::size_t>(vs));
-  const int stage = plan::partition_stage_of(plan.schedule, plan.pipeline, vs);
+  const int stage = plan::partition_stage_of(plan.schedule, plan.degrees[plan::Axis::Pipeline], vs);
   std::vector<std::unique_ptr<Layer>> layers;
   if (stage == 0 && takes_seeded_inputs(model)) {
     layers.push_back(make_input_layer(dims));
@@ -114,11 +114,14 @@ std::vector<std::unique_ptr<Layer>> build_chunk_layers(const model::Model& model
       case LayerKind::Transformer:
         // The model says which blocks have routed experts (dense_layers, frequency).
         layers.push_back(layer.routed.experts > 0
-                             ? make_moe_transformer_block(i, dims, plan.tensor, plan.expert, expert_rank)
-                             : make_transformer_block(i, dims, plan.tensor));
+                             ? make_moe_transformer_block(i, dims, plan.degrees[plan::Axis::Tensor],
+                                                          plan.degrees[plan::Axis::Expert], expert_rank)
+                             : make_transformer_block(i, dims, plan.degrees[plan::Axis::Tensor]));
         break;
       case LayerKind::OutputHead: layers.push_back(make_output_head(i, dims)); break;
-      case LayerKind::Generic: layers.push_back(make_mlp_block(i, dims, plan.tensor)); break;
+      case LayerKind::Generic:
+        layers.push_back(make_mlp_block(i, dims, plan.degrees[plan::Axis::Tensor]));
+        break;
     }
   }
   if (stage == plan.partition_stages() - 1 && (model.layers.empty() || model.layers.back().kind != LayerKind::OutputHead)) {
@@ -126,7 +129,9 @@ std::vector<std::unique_ptr<Layer>> build_chunk_layers(const model::Model& model
   }
   for (auto& layer : layers) {
     // Routed experts split over the expert-tensor group, the rest over the tensor group.
-    for (Param& p : layer->params()) set_local_shape(p, p.expert ? std::max(1, plan.expert_tensor) : plan.tensor);
+    for (Param& p : layer->params())
+      set_local_shape(
+          p, p.expert ? std::max(1, plan.degrees[plan::Axis::ExpertTensor]) : plan.degrees[plan::Axis::Tensor]);
   }
   return layers;
 }
@@ -182,21 +187,21 @@ Network::Network(Backend& backend, MemoryMeter& meter, const model::Model& model
       model_(model),
       plan_(plan),
       options_(options),
-      dims_(net_dims(model, plan.tensor)),
+      dims_(net_dims(model, plan.degrees[plan::Axis::Tensor])),
       pipeline_rank_(place.pipeline),
       data_rank_(place.data) {
   ctx_.backend = &backend;
   ctx_.tensor = place.tensor_group;
-  ctx_.tensor_size = plan.tensor;
+  ctx_.tensor_size = plan.degrees[plan::Axis::Tensor];
   ctx_.tensor_rank = place.tensor;
   ctx_.expert = place.expert_group;
-  ctx_.expert_size = plan.expert;
+  ctx_.expert_size = plan.degrees[plan::Axis::Expert];
   ctx_.expert_rank = place.expert;
   ctx_.expert_tensor = place.expert_tensor_group;
-  ctx_.expert_tensor_size = place.expert_tensor_group != nullptr ? plan.expert_tensor : 1;
+  ctx_.expert_tensor_size = place.expert_tensor_group != nullptr ? plan.degrees[plan::Axis::ExpertTensor] : 1;
   ctx_.expert_tensor_rank = place.expert_tensor;
   ctx_.context = place.context_group;
-  ctx_.context_size = plan.context;
+  ctx_.context_size = plan.degrees[plan::Axis::Context];
   ctx_.context_rank = place.context;
   ctx_.context_exchange = context_exchange(plan.context_comm);
   ctx_.context_next = place.context_next;
@@ -204,7 +209,7 @@ Network::Network(Backend& backend, MemoryMeter& meter, const model::Model& model
   ctx_.context_tag = place.context_tag;
   ctx_.meter = &meter;
   ctx_.keep_attention_scores = plan.recompute != model::Recompute::Selective;
-  rows_ = static_cast<std::int64_t>(plan.micro_batch) * dims_.seq / plan.context;
+  rows_ = static_cast<std::int64_t>(plan.micro_batch) * dims_.seq / plan.degrees[plan::Axis::Context];
   for (int c = 0; c < plan.virtual_stages; ++c) {
     chunks_.push_back(build_chunk_layers(model, plan, place.pipeline, c, place.expert));
     const std::size_t begin = count_;
@@ -247,13 +252,14 @@ Batch Network::make_batch(int step, int microbatch) const {
   b.samples = plan_.micro_batch;
   b.rows = rows_;
   // Each context rank averages the loss over its share of the tokens.
-  b.loss_scale = 1.0f / static_cast<float>(plan_.microbatches * plan_.data * plan_.context);
+  b.loss_scale = 1.0f / static_cast<float>(plan_.microbatches * plan_.degrees[plan::Axis::Data] *
+                                           plan_.degrees[plan::Axis::Context]);
   // Global sample index: data-parallel rank d holds samples [d * m * b, (d + 1) * m * b) of the
   // global batch, so the same global batch is seen however it is split.
   const std::int64_t first = (static_cast<std::int64_t>(data_rank_) * plan_.microbatches + microbatch) * plan_.micro_batch;
   // The positions this rank holds: all, or under context parallelism chunks r and 2C - 1 - r of 2C.
   std::vector<std::int64_t> held;
-  const std::int64_t c = plan_.context;
+  const std::int64_t c = plan_.degrees[plan::Axis::Context];
   const std::int64_t chunk = dims_.seq / (2 * c);
   if (c == 1) {
     for (std::int64_t p = 0; p < dims_.seq; ++p) held.push_back(p);

@@ -51,8 +51,15 @@ Bytes reserved_memory(int tensor, int pipeline, int data) noexcept {
 StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept {
   // Context-parallel ranks hold the same weights: the data-parallel group of the model states (the
   // distributed optimizer's shards, the gradient reduction) spans data x context.
-  return {dtype_bytes, plan.precision, plan.zero,  plan.grad_reduce_in_fp32, plan.fp8_param_gather,
-          plan.tensor, plan.pipeline,  plan.data * plan.context / std::max(1, plan.shard_groups), plan.expert_data(),
+  return {dtype_bytes,
+          plan.precision,
+          plan.zero,
+          plan.grad_reduce_in_fp32,
+          plan.fp8_param_gather,
+          plan.degrees[plan::Axis::Tensor],
+          plan.degrees[plan::Axis::Pipeline],
+          plan.degrees.product(plan::Axis::DataShard | plan::Axis::Context),
+          plan.expert_data(),
           plan.optimizer};
 }
 
@@ -66,8 +73,8 @@ StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
           spec.fp8_param_gather,
           spec.tensor,
           spec.pipeline,
-          degrees.data * degrees.context / std::max(1, spec.shard_groups),
-          std::max(1, degrees.expert_data()),
+          degrees.product(plan::Axis::Data | plan::Axis::Context) / std::max(1, spec.shard_groups),
+          std::max(1, degrees[plan::Axis::ExpertData]),
           spec.optimizer};
 }
 
@@ -136,7 +143,7 @@ struct PassTimes {
 /// inputs; a layer without them (hand-listed) is timed from its FLOPs as one large GEMM.
 PassTimes layer_kernel_times(const KernelRates& rates, const Layer& layer, const plan::Plan& plan) {
   const int b = plan.micro_batch;
-  const int t = plan.tensor;
+  const int t = plan.degrees[plan::Axis::Tensor];
   PassTimes out;
   if (layer.gemms.empty() && layer.attention.empty()) {
     const double per_rank = static_cast<double>(b) / t;
@@ -147,7 +154,8 @@ PassTimes layer_kernel_times(const KernelRates& rates, const Layer& layer, const
   }
   std::int64_t cast_forward = 0, cast_backward = 0;
   for (const model::Gemm& g : layer.gemms) {
-    const GemmPasses passes = gemm_passes(g, b, t, plan.expert, plan.expert_tensor, plan.expert_load());
+    const GemmPasses passes = gemm_passes(g, b, t, plan.degrees[plan::Axis::Expert],
+                                          plan.degrees[plan::Axis::ExpertTensor], plan.expert_load());
     out.forward += gemm_time(rates, passes.forward);
     out.backward_input += gemm_time(rates, passes.backward_input);
     out.backward_weight += gemm_time(rates, passes.backward_weight);
@@ -171,13 +179,15 @@ PassTimes attention_half_kernel_times(const KernelRates& rates, const Layer& lay
   PassTimes out;
   const auto leading = std::min<std::size_t>(layer.gemms.size(), static_cast<std::size_t>(layer.routed.attention_gemms));
   for (std::size_t i = 0; i < leading; ++i) {
-    const GemmPasses passes = gemm_passes(layer.gemms[i], plan.micro_batch, plan.tensor, plan.expert, plan.expert_tensor);
+    const GemmPasses passes = gemm_passes(layer.gemms[i], plan.micro_batch, plan.degrees[plan::Axis::Tensor],
+                                          plan.degrees[plan::Axis::Expert], plan.degrees[plan::Axis::ExpertTensor]);
     out.forward += gemm_time(rates, passes.forward);
     out.backward_input += gemm_time(rates, passes.backward_input);
     out.backward_weight += gemm_time(rates, passes.backward_weight);
   }
   for (const model::AttentionCore& core : layer.attention) {
-    const AttentionTimes a = attention_time(rates, core, plan.attention, plan.micro_batch, plan.tensor);
+    const AttentionTimes a =
+        attention_time(rates, core, plan.attention, plan.micro_batch, plan.degrees[plan::Axis::Tensor]);
     out.forward += a.forward;
     out.backward_input += a.backward;
   }
@@ -294,11 +304,12 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
   const schedule::ChunkGradientBytes gradient_bytes = schedule::chunk_gradient_split(m, plan);
   // What one context-parallel rank runs of each layer (all of it without context parallelism).
   std::vector<Layer> context_layers;
-  if (plan.context > 1) {
-    for (const Layer& l : m.layers) context_layers.push_back(model::context_share(l, plan.context));
+  if (plan.degrees[plan::Axis::Context] > 1) {
+    for (const Layer& l : m.layers)
+      context_layers.push_back(model::context_share(l, plan.degrees[plan::Axis::Context]));
   }
-  const std::vector<Layer>& layers = plan.context > 1 ? context_layers : m.layers;
-  const int t = plan.tensor;
+  const std::vector<Layer>& layers = plan.degrees[plan::Axis::Context] > 1 ? context_layers : m.layers;
+  const int t = plan.degrees[plan::Axis::Tensor];
   const int b = plan.micro_batch;
   const bool flash = plan.attention == plan::AttentionKernel::Flash;
   // What the stash keeps: FlashAttention never stores the scores, as selective recomputation drops them
@@ -308,7 +319,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
   const bool recomputes_modules = plan.recompute == Recompute::Selective;
   CostModel out;
   topology::RouteFinder routes(cluster);
-  for (int rank = 0; rank < plan.pipeline; ++rank) {
+  for (int rank = 0; rank < plan.degrees[plan::Axis::Pipeline]; ++rank) {
     const auto tensor_ranks = layout.group(layout.with(0, plan::Axis::Pipeline, rank), plan::Axis::Tensor);
     std::vector<topology::DeviceId> tensor_devices;
     for (const int r : tensor_ranks) tensor_devices.push_back(cluster.gpus().at(static_cast<std::size_t>(r)));
@@ -324,7 +335,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
     rc.memory_capacity = gpu.memory;
     RankParameters rank_parameters;
     for (int c = 0; c < plan.virtual_stages; ++c) {
-      const int vs = plan::virtual_stage_of(plan.schedule, plan.pipeline, rank, c);
+      const int vs = plan::virtual_stage_of(plan.schedule, plan.degrees[plan::Axis::Pipeline], rank, c);
       const plan::LayerRange range = ranges.at(static_cast<std::size_t>(vs));
       ChunkCost cc;
       PassWork work;
@@ -347,7 +358,8 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         layer_work.recompute = model::recomputed_flops(m, layer, model::replayed_recompute(score_rule, flash)) *
                                (static_cast<double>(b) / t);
         // Dense weights split over the tensor ranks; the routed experts over expert x expert_tensor.
-        const std::int64_t experts_here = layer.expert_parameters / (plan.expert * plan.expert_tensor);
+        const std::int64_t experts_here =
+            layer.expert_parameters / (plan.degrees[plan::Axis::Expert] * plan.degrees[plan::Axis::ExpertTensor]);
         const std::int64_t here = (layer.parameters - layer.expert_parameters) / t + experts_here;
         cc.parameters += here;
         cc.expert_parameters += experts_here;

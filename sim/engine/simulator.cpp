@@ -60,7 +60,7 @@ class Simulation {
     if (options.routes != nullptr && &options.routes->cluster() == &cluster) shared_routes_ = options.routes;
     // A layer's data-parallel collective runs inside one actor's pass; with replicas unfolded no
     // actor stands for the whole data-parallel group.
-    if (!options.fold_replicas && plan.zero >= 3 && plan.data > 1) {
+    if (!options.fold_replicas && plan.zero >= 3 && plan.degrees[plan::Axis::Data] > 1) {
       throw std::invalid_argument("ZeRO 3's per-layer gathers are simulated with folded replicas: drop --unfold");
     }
     token_routing_ = token_routing(model, plan);
@@ -691,7 +691,7 @@ Prediction Simulation::run() {
   observers_.push_back(&activity_);
   if (options_.record_timeline) observers_.push_back(&timeline_.emplace(cluster_));
   if (options_.observer != nullptr) observers_.push_back(options_.observer);
-  replicas_ = options_.fold_replicas ? 1 : plan_.data;
+  replicas_ = options_.fold_replicas ? 1 : plan_.degrees[plan::Axis::Data];
   const int ranks = program_.shape.stages;
   actors_.resize(static_cast<std::size_t>(ranks * replicas_));
   rank_members_.resize(static_cast<std::size_t>(ranks));

@@ -23,17 +23,17 @@ void check(const ExportInput& in) {
                    "DeepSpeed's PipelineModule holds one stage per rank (no virtual stages); use virtual_stages 1 "
                    "and schedule 1f1b");
   }
-  if (p.pipeline > 1 && !plan::traits(p.schedule).deepspeed) {
+  if (p.degrees[plan::Axis::Pipeline] > 1 && !plan::traits(p.schedule).deepspeed) {
     cannot_express(in, kTarget, "schedule",
                    fmt::format("DeepSpeed's PipelineEngine runs its TrainSchedule, a non-interleaved 1F1B, not {}",
                                plan::to_string(p.schedule)));
   }
-  if (p.pipeline > 1 && p.zero >= 2) {
+  if (p.degrees[plan::Axis::Pipeline] > 1 && p.zero >= 2) {
     cannot_express(in, kTarget, "zero",
                    "DeepSpeed's PipelineEngine asserts that ZeRO-2 and ZeRO-3 are incompatible with pipeline "
                    "parallelism; use zero 0 or 1");
   }
-  if (p.pipeline > 1 && !is_uniform_split(p)) {
+  if (p.degrees[plan::Axis::Pipeline] > 1 && !is_uniform_split(p)) {
     cannot_express(in, kTarget, "partition",
                    "PipelineModule splits the layers by a partition_method (uniform, parameters, type:regex), not by "
                    "given boundaries; use a balanced partition");
@@ -44,7 +44,7 @@ void check(const ExportInput& in) {
                                "model); use bf16 or fp16",
                                plan::to_string(p.precision)));
   }
-  if (p.context > 1) {
+  if (p.degrees[plan::Axis::Context] > 1) {
     cannot_express(in, kTarget, "context",
                    "DeepSpeed's config has no context-parallel (ring attention) key; Ulysses sequence parallelism is "
                    "set up in the model code");
@@ -57,13 +57,13 @@ void check(const ExportInput& in) {
     cannot_express(in, kTarget, "overlap.tensor_comm",
                    "DeepSpeed's config has no tensor-parallel communication/GEMM overlap key");
   }
-  if (p.expert > 1) {
+  if (p.degrees[plan::Axis::Expert] > 1) {
     cannot_express(in, kTarget, "expert",
                    "the export writes no expert parallelism: DeepSpeed's AutoEP (expert_parallel.autoep_size) is in "
                    "its newest releases only, needs a preset model and takes expert_tensor_parallel_size 1; "
                    "DeepSpeed-MoE's ep_size is an argument of the model's MoE layers");
   }
-  if (p.expert_tensor != p.tensor && in.model.shape && in.model.shape->moe) {
+  if (p.degrees[plan::Axis::ExpertTensor] != p.degrees[plan::Axis::Tensor] && in.model.shape && in.model.shape->moe) {
     cannot_express(in, kTarget, "expert_tensor",
                    "AutoTP splits the experts as it splits every other linear layer (expert_tensor = tensor)");
   }
@@ -75,7 +75,7 @@ void check(const ExportInput& in) {
     cannot_express(in, kTarget, "moe_token_dispatcher_type",
                    "DeepSpeed-MoE exchanges tokens with all-to-alls; a flex dispatcher (DeepEP, HybridEP) is not a DeepSpeed config key");
   }
-  if (p.shard_groups > 1) {
+  if (p.degrees[plan::Axis::DataReplica] > 1) {
     cannot_express(in, kTarget, "shard_groups",
                    "the export writes ZeRO over all data-parallel ranks; hybrid sharding (shard_groups > 1) has no "
                    "key it writes");
@@ -134,12 +134,13 @@ std::string export_deepspeed(const ExportInput& in) {
                                      {"overlap_comm", p.overlap_grad_reduce || p.overlap_param_gather},
                                      {"contiguous_gradients", true}};
   const bool full = p.recompute == plan::Recompute::Full;
-  if (p.pipeline > 1) {
-    Json pipeline{{"stages", p.pipeline}};
+  if (p.degrees[plan::Axis::Pipeline] > 1) {
+    Json pipeline{{"stages", p.degrees[plan::Axis::Pipeline]}};
     if (full) pipeline["activation_checkpoint_interval"] = 1;
     config["pipeline"] = pipeline;
   }
-  if (p.tensor > 1) config["tensor_parallel"] = Json{{"autotp_size", p.tensor}};
+  if (p.degrees[plan::Axis::Tensor] > 1)
+    config["tensor_parallel"] = Json{{"autotp_size", p.degrees[plan::Axis::Tensor]}};
   if (full) {
     config["activation_checkpointing"] = Json{{"partition_activations", false},
                                               {"cpu_checkpointing", false},

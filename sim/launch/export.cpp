@@ -89,11 +89,11 @@ std::string pipeline_layout(const plan::Plan& p) {
 std::vector<plan::Axis> split_order(const plan::Plan& p, const plan::Placement& placement) {
   std::vector<plan::Axis> order;
   for (const plan::Axis a : plan::complete_order(placement)) {
-    const int degree = a == plan::Axis::Tensor     ? p.tensor
-                       : a == plan::Axis::Context  ? p.context
-                       : a == plan::Axis::Expert   ? p.expert
-                       : a == plan::Axis::Data     ? p.data
-                       : a == plan::Axis::Pipeline ? p.pipeline
+    const int degree = a == plan::Axis::Tensor     ? p.degrees[plan::Axis::Tensor]
+                       : a == plan::Axis::Context  ? p.degrees[plan::Axis::Context]
+                       : a == plan::Axis::Expert   ? p.degrees[plan::Axis::Expert]
+                       : a == plan::Axis::Data     ? p.degrees[plan::Axis::Data]
+                       : a == plan::Axis::Pipeline ? p.degrees[plan::Axis::Pipeline]
                                                    : 1;
     if (degree > 1) order.push_back(a);
   }

@@ -103,15 +103,16 @@ void model_args(const ExportInput& in, ArgGroup& g) {
 void parallel_args(const ExportInput& in, ArgGroup& g) {
   const plan::Plan& p = in.plan;
   // One stage runs no pipeline schedule (Megatron's forward_backward_no_pipelining).
-  if (const plan::ScheduleTraits& schedule = plan::traits(p.schedule); p.pipeline > 1 && !schedule.megatron) {
+  if (const plan::ScheduleTraits& schedule = plan::traits(p.schedule);
+      p.degrees[plan::Axis::Pipeline] > 1 && !schedule.megatron) {
     cannot_express(in, kTarget, "schedule",
                    fmt::format("Megatron-LM runs 1F1B, or interleaved 1F1B with virtual stages, not {}{}", schedule.name,
                                schedule.torchtitan_run == plan::TorchTitanRun::ByName
                                    ? fmt::format(" (TorchTitan runs it: {})", schedule.torchtitan)
                                    : std::string()));
   }
-  g.arg("--tensor-model-parallel-size", p.tensor);
-  g.arg("--pipeline-model-parallel-size", p.pipeline);
+  g.arg("--tensor-model-parallel-size", p.degrees[plan::Axis::Tensor]);
+  g.arg("--pipeline-model-parallel-size", p.degrees[plan::Axis::Pipeline]);
   const std::vector<int> blocks = blocks_per_stage(p);
   if (!is_uniform_split(p)) {
     const bool ends_only = p.virtual_stages == 1 && blocks.size() > 2 &&
@@ -125,16 +126,17 @@ void parallel_args(const ExportInput& in, ArgGroup& g) {
   } else if (p.virtual_stages > 1) {
     g.arg("--num-layers-per-virtual-pipeline-stage", blocks.front());
   }
-  if (plan::traits(p.schedule).rule == plan::ShapeRule::MicrobatchGroup && p.microbatch_group_size != p.pipeline) {
+  if (plan::traits(p.schedule).rule == plan::ShapeRule::MicrobatchGroup &&
+      p.microbatch_group_size != p.degrees[plan::Axis::Pipeline]) {
     g.arg("--microbatch-group-size-per-virtual-pipeline-stage", p.microbatch_group_size);
   }
   if (p.sequence_parallel) g.flag("--sequence-parallel");
-  if (p.context > 1) {
-    g.arg("--context-parallel-size", p.context);
+  if (p.degrees[plan::Axis::Context] > 1) {
+    g.arg("--context-parallel-size", p.degrees[plan::Axis::Context]);
     g.arg("--cp-comm-type", plan::name_of(plan::kContextCommNames, p.context_comm));
   }
-  if (p.expert > 1) {
-    g.arg("--expert-model-parallel-size", p.expert);
+  if (p.degrees[plan::Axis::Expert] > 1) {
+    g.arg("--expert-model-parallel-size", p.degrees[plan::Axis::Expert]);
     // The dispatchers the simulator models (Megatron's default all-gathers).
     if (plan::deduplicates_tokens(p.dispatcher)) {
       g.arg("--moe-token-dispatcher-type", "flex");
@@ -146,7 +148,8 @@ void parallel_args(const ExportInput& in, ArgGroup& g) {
       g.arg("--moe-token-dispatcher-type", "alltoall");
     }
   }
-  if (p.expert_tensor != p.tensor) g.arg("--expert-tensor-parallel-size", p.expert_tensor);
+  if (p.degrees[plan::Axis::ExpertTensor] != p.degrees[plan::Axis::Tensor])
+    g.arg("--expert-tensor-parallel-size", p.degrees[plan::Axis::ExpertTensor]);
   const plan::Placement order = plan::complete_order(p.placement);
   if (order == plan::complete_order({plan::Axis::Tensor, plan::Axis::Pipeline, plan::Axis::Data})) {
     g.flag("--use-tp-pp-dp-mapping");
@@ -209,7 +212,8 @@ void training_args(const ExportInput& in, ArgGroup& g) {
       g.arg("--data-parallel-sharding-strategy", p.zero == 2 ? "optim_grads" : "optim_grads_params");
       g.arg("--ckpt-format", "fsdp_dtensor");
   }
-  if (p.shard_groups > 1) g.arg("--num-distributed-optimizer-instances", p.shard_groups);
+  if (p.degrees[plan::Axis::DataReplica] > 1)
+    g.arg("--num-distributed-optimizer-instances", p.degrees[plan::Axis::DataReplica]);
   if (p.overlap_grad_reduce) g.flag("--overlap-grad-reduce");
   if (p.overlap_param_gather) {
     if (!p.overlap_grad_reduce || p.zero == 0) {
@@ -256,8 +260,9 @@ std::string export_megatron(const ExportInput& in) {
   out += fmt::format("# Megatron-LM launch of {} ({}), written by `mpsim plan export --to megatron`.\n", in.model.name,
                      in.spec.file.empty() ? "a plan" : std::filesystem::path(in.spec.file).filename().string());
   out += fmt::format("# TP {} x CP {} x PP {} x DP {} = {} GPUs on {} node(s) of {}; {} microbatches of {} per step.\n",
-                     p.tensor, p.context, p.pipeline, p.data, p.gpus(), in.shape.nodes, in.shape.gpus_per_node,
-                     p.microbatches, p.micro_batch);
+                     p.degrees[plan::Axis::Tensor], p.degrees[plan::Axis::Context], p.degrees[plan::Axis::Pipeline],
+                     p.degrees[plan::Axis::Data], p.gpus(), in.shape.nodes, in.shape.gpus_per_node, p.microbatches,
+                     p.micro_batch);
   out += "# Run it on every node with NODE_RANK and MASTER_ADDR set; the data, tokenizer, optimizer and\n"
          "# checkpoint arguments follow it on the command line (\"$@\").\n";
   if (p.routing_imbalance != 1.0) {
@@ -268,7 +273,8 @@ std::string export_megatron(const ExportInput& in) {
   out += "set -euo pipefail\n\n";
   // Megatron-LM asserts it for tensor or context parallelism on Hopper and earlier GPUs, so that
   // the communication kernels launch in the order the overlap expects.
-  if (p.tensor > 1 || p.context > 1) out += "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
+  if (p.degrees[plan::Axis::Tensor] > 1 || p.degrees[plan::Axis::Context] > 1)
+    out += "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
   out += fmt::format("GPUS_PER_NODE={}\nNUM_NODES={}\n\n", in.shape.gpus_per_node, in.shape.nodes);
   out += "DISTRIBUTED_ARGS=(\n"
          "    --nproc_per_node $GPUS_PER_NODE\n"

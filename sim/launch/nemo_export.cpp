@@ -100,7 +100,8 @@ void model_shape(const ExportInput& in, Section& m) {
 /// what the recipe set does not survive the merge.
 void model_parallel(const ExportInput& in, Section& m) {
   const plan::Plan& p = in.plan;
-  if (p.pipeline > 1 && !plan::traits(p.schedule).megatron) {  // one stage runs no pipeline schedule
+  if (p.degrees[plan::Axis::Pipeline] > 1 &&
+      !plan::traits(p.schedule).megatron) {  // one stage runs no pipeline schedule
     cannot_express(in, kTarget, "schedule",
                    fmt::format("Megatron-Core runs 1F1B, or interleaved 1F1B with virtual stages, not {}",
                                plan::to_string(p.schedule)));
@@ -110,12 +111,12 @@ void model_parallel(const ExportInput& in, Section& m) {
                    fmt::format("the export writes Megatron-Core's default rank order tp-cp-ep-dp-pp, not {}",
                                plan::to_string(p.placement)));
   }
-  m.set("tensor_model_parallel_size", p.tensor);
-  m.set("pipeline_model_parallel_size", p.pipeline);
-  m.set("context_parallel_size", p.context);
-  if (p.context > 1) m.set("cp_comm_type", plan::name_of(plan::kContextCommNames, p.context_comm));
-  m.set("expert_model_parallel_size", p.expert);
-  m.set("expert_tensor_parallel_size", p.expert_tensor);
+  m.set("tensor_model_parallel_size", p.degrees[plan::Axis::Tensor]);
+  m.set("pipeline_model_parallel_size", p.degrees[plan::Axis::Pipeline]);
+  m.set("context_parallel_size", p.degrees[plan::Axis::Context]);
+  if (p.degrees[plan::Axis::Context] > 1) m.set("cp_comm_type", plan::name_of(plan::kContextCommNames, p.context_comm));
+  m.set("expert_model_parallel_size", p.degrees[plan::Axis::Expert]);
+  m.set("expert_tensor_parallel_size", p.degrees[plan::Axis::ExpertTensor]);
   m.set("sequence_parallel", p.sequence_parallel);
   m.set("account_for_embedding_in_pipeline_split", false);
   m.set("account_for_loss_in_pipeline_split", false);
@@ -249,7 +250,7 @@ void data_parallel(const ExportInput& in, Section& ddp, Section& dist, Section& 
   ddp.set("data_parallel_sharding_strategy",
           p.zero == 2 ? "optim_grads" : p.zero == 3 ? "optim_grads_params" : "no_shard");
   dist.set("use_megatron_fsdp", p.zero >= 2);
-  ddp.set("num_distributed_optimizer_instances", p.shard_groups);
+  ddp.set("num_distributed_optimizer_instances", p.degrees[plan::Axis::DataReplica]);
   if (p.overlap_param_gather && (!p.overlap_grad_reduce || p.zero == 0)) {
     cannot_express(in, kTarget, "overlap.param_gather",
                    "Megatron-Core overlaps the parameter all-gather only with a sharded optimizer (zero >= 1) and "
@@ -306,19 +307,20 @@ std::string export_nemo(const ExportInput& in) {
   out += fmt::format("# Megatron-Bridge overrides for {} ({}), written by `mpsim plan export --to nemo`.\n",
                      in.model.name, plan_name);
   out += fmt::format("# TP {} x CP {} x PP {} x DP {} = {} GPUs on {} node(s) of {}; {} microbatches of {} per step.\n",
-                     p.tensor, p.context, p.pipeline, p.data, p.gpus(), in.shape.nodes, in.shape.gpus_per_node,
-                     p.microbatches, p.micro_batch);
+                     p.degrees[plan::Axis::Tensor], p.degrees[plan::Axis::Context], p.degrees[plan::Axis::Pipeline],
+                     p.degrees[plan::Axis::Data], p.gpus(), in.shape.nodes, in.shape.gpus_per_node, p.microbatches,
+                     p.micro_batch);
   out += "# Megatron-Bridge's recipe scripts merge it into the recipe's ConfigContainer (--config-file;\n"
          "# OmegaConf.merge, then apply_overrides), e.g. for a Llama 3 recipe:\n";
   out += fmt::format("#   torchrun --nnodes {} --nproc-per-node {} examples/recipes/llama/pretrain_llama3_8b.py \\\n",
                      in.shape.nodes, in.shape.gpus_per_node);
   out += "#     --config-file this.yaml\n";
   out += "# Each setting also goes on the command line as section.field=value (Hydra style), e.g.\n";
-  out += fmt::format("#   model.tensor_model_parallel_size={} train.global_batch_size={} mixed_precision={}\n", p.tensor,
-                     p.global_batch, precision);
+  out += fmt::format("#   model.tensor_model_parallel_size={} train.global_batch_size={} mixed_precision={}\n",
+                     p.degrees[plan::Axis::Tensor], p.global_batch, precision);
   out += "# NeMo 2 recipes take the parallel sizes as trainer.strategy.<field> (e.g.\n";
   out += fmt::format("# trainer.strategy.tensor_model_parallel_size={}), the batch as data.micro_batch_size and\n",
-                     p.tensor);
+                     p.degrees[plan::Axis::Tensor]);
   out += "# data.global_batch_size, and the model's fields as model.config.<field>.\n";
   if (p.precision == plan::Precision::Fp8) {
     out += "# bf16_with_fp8_current_scaling_mixed keeps the first and last transformer block in BF16\n"

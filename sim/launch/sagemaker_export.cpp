@@ -30,10 +30,10 @@ std::string placement_strategy(const plan::Plan& p) {
 
 void check(const ExportInput& in) {
   const plan::Plan& p = in.plan;
-  if (p.context > 1) {
+  if (p.degrees[plan::Axis::Context] > 1) {
     cannot_express(in, kTarget, "context", "SMP v1 has no context parallelism (SMP v2 has, without a pipeline)");
   }
-  if (p.expert > 1) {
+  if (p.degrees[plan::Axis::Expert] > 1) {
     cannot_express(in, kTarget, "expert", "SMP v1 has no expert parallelism (SMP v2 has, without a pipeline)");
   }
   if (p.virtual_stages > 1) {
@@ -41,7 +41,7 @@ void check(const ExportInput& in) {
                    "SMP v1 places one partition per pipeline rank; its `interleaved` pipeline is a schedule, not "
                    "virtual stages");
   }
-  if (p.pipeline > 1 && plan::traits(p.schedule).sagemaker.empty()) {
+  if (p.degrees[plan::Axis::Pipeline] > 1 && plan::traits(p.schedule).sagemaker.empty()) {
     cannot_express(in, kTarget, "schedule",
                    fmt::format("SMP v1's pipeline is \"simple\" (gpipe) or \"interleaved\" "
                                "(sagemaker-interleaved), not {}",
@@ -63,7 +63,7 @@ void check(const ExportInput& in) {
                    "SMP v1 shards the optimizer state (shard_optimizer_state, zero 1) or everything "
                    "(sharded_data_parallel_degree, zero 3), not gradients alone; use zero 1 or 3");
   }
-  if (p.shard_groups > 1 && p.zero != 3) {
+  if (p.degrees[plan::Axis::DataReplica] > 1 && p.zero != 3) {
     cannot_express(in, kTarget, "shard_groups",
                    "SMP v1 splits the data-parallel ranks into groups only for sharded data parallelism (zero 3)");
   }
@@ -92,20 +92,21 @@ std::string export_sagemaker(const ExportInput& in) {
   const plan::Plan& p = in.plan;
   check(in);
   Json parameters;
-  parameters["pipeline_parallel_degree"] = p.pipeline;
+  parameters["pipeline_parallel_degree"] = p.degrees[plan::Axis::Pipeline];
   parameters["microbatches"] = p.microbatches;
-  if (p.pipeline > 1) {
+  if (p.degrees[plan::Axis::Pipeline] > 1) {
     parameters["pipeline"] = std::string(plan::traits(p.schedule).sagemaker);
     if (plan::traits(p.schedule).rule == plan::ShapeRule::ActiveCap) {
       parameters["active_microbatches"] = p.active_microbatches;
     }
   }
-  parameters["tensor_parallel_degree"] = p.tensor;
-  parameters["ddp"] = p.data > 1 || p.tensor > 1;
+  parameters["tensor_parallel_degree"] = p.degrees[plan::Axis::Tensor];
+  parameters["ddp"] = p.degrees[plan::Axis::Data] > 1 || p.degrees[plan::Axis::Tensor] > 1;
   parameters["placement_strategy"] = placement_strategy(p);
   parameters["optimize"] = std::string(plan::to_string(p.optimize));
   if (p.zero == 1) parameters["shard_optimizer_state"] = true;
-  if (p.zero == 3) parameters["sharded_data_parallel_degree"] = p.data / p.shard_groups;
+  if (p.zero == 3)
+    parameters["sharded_data_parallel_degree"] = p.degrees[plan::Axis::Data] / p.degrees[plan::Axis::DataReplica];
   if (p.precision == plan::Precision::Fp16) parameters["fp16"] = true;
   if (p.precision == plan::Precision::Bf16) parameters["bf16"] = true;
 

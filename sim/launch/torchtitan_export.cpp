@@ -73,7 +73,7 @@ std::string_view schedule_name(const ExportInput& in) {
 
 void parallelism(const ExportInput& in, Table& t, std::vector<std::string>& notes) {
   const plan::Plan& p = in.plan;
-  int replicate = p.data;
+  int replicate = p.degrees[plan::Axis::Data];
   int shard = 1;
   switch (p.zero) {
     case 0: break;
@@ -82,32 +82,33 @@ void parallelism(const ExportInput& in, Table& t, std::vector<std::string>& note
                      "FSDP2 has no optimizer-only sharding; use zero 2 (fsdp_reshard_after_forward \"never\") or "
                      "zero 3 (FSDP)");
     default:
-      replicate = p.shard_groups;
-      shard = p.data / p.shard_groups;
+      replicate = p.degrees[plan::Axis::DataReplica];
+      shard = p.degrees[plan::Axis::Data] / p.degrees[plan::Axis::DataReplica];
   }
   t.set("data_parallel_replicate_degree", replicate);
   t.set("data_parallel_shard_degree", shard);
   if (p.zero == 2) t.text("fsdp_reshard_after_forward", "never");
   // "default" reshards after the forward except under pipeline parallelism; "always" is ZeRO-3 there too.
-  if (p.zero == 3) t.text("fsdp_reshard_after_forward", p.pipeline > 1 ? "always" : "default");
+  if (p.zero == 3) t.text("fsdp_reshard_after_forward", p.degrees[plan::Axis::Pipeline] > 1 ? "always" : "default");
 
-  if (p.tensor > 1 && !p.sequence_parallel) {
+  if (p.degrees[plan::Axis::Tensor] > 1 && !p.sequence_parallel) {
     cannot_express(in, kTarget, "sequence_parallel",
                    "TorchTitan's tensor-parallel plans always split the norms over the sequence (sequence "
                    "parallelism); set sequence_parallel: true");
   }
-  t.set("tensor_parallel_degree", p.tensor);
+  t.set("tensor_parallel_degree", p.degrees[plan::Axis::Tensor]);
   if (p.overlap_tensor_comm) {
     t.set("enable_async_tensor_parallel", true);
     notes.push_back("enable_async_tensor_parallel takes effect only under torch.compile ([compile] enable = true,");
     notes.push_back("or training.compile = true in older versions).");
   }
 
-  t.set("pipeline_parallel_degree", p.pipeline);
-  if (p.pipeline > 1) {
+  t.set("pipeline_parallel_degree", p.degrees[plan::Axis::Pipeline]);
+  if (p.degrees[plan::Axis::Pipeline] > 1) {
     t.text("pipeline_parallel_schedule", schedule_name(in));
     if (torchtitan_runs_from_csv(p)) t.text("pipeline_parallel_schedule_csv", in.schedule_csv);
-    if (plan::traits(p.schedule).rule == plan::ShapeRule::MicrobatchGroup && p.microbatch_group_size != p.pipeline) {
+    if (plan::traits(p.schedule).rule == plan::ShapeRule::MicrobatchGroup &&
+        p.microbatch_group_size != p.degrees[plan::Axis::Pipeline]) {
       cannot_express(in, kTarget, "microbatch_group_size",
                      "torch.distributed.pipelining's Interleaved1F1B runs microbatches in rounds of the pipeline "
                      "size; leave microbatch_group_size_per_vp_stage at its default");
@@ -124,8 +125,8 @@ void parallelism(const ExportInput& in, Table& t, std::vector<std::string>& note
     t.set("pipeline_parallel_last_stage_less_layers", 0);
   }
 
-  t.set("context_parallel_degree", p.context);
-  if (p.context > 1) {
+  t.set("context_parallel_degree", p.degrees[plan::Axis::Context]);
+  if (p.degrees[plan::Axis::Context] > 1) {
     switch (p.context_comm) {
       // torch's ring attention passes the key/value shards round the ring (all-to-all rotation), or
       // all-gathers them before the attention.
@@ -138,24 +139,25 @@ void parallelism(const ExportInput& in, Table& t, std::vector<std::string>& note
     }
   }
 
-  if (p.expert > 1) {
+  if (p.degrees[plan::Axis::Expert] > 1) {
     if (p.zero == 0) {
       cannot_express(in, kTarget, "expert",
                      "TorchTitan takes the expert-parallel ranks from the FSDP shard (and context) dimension; use "
                      "zero 2 or 3");
     }
-    if (p.expert_tensor != p.tensor && p.expert_tensor != 1) {
+    if (p.degrees[plan::Axis::ExpertTensor] != p.degrees[plan::Axis::Tensor] &&
+        p.degrees[plan::Axis::ExpertTensor] != 1) {
       cannot_express(in, kTarget, "expert_tensor",
                      fmt::format("TorchTitan's expert_tensor_parallel_degree is the tensor degree or 1, not {}",
-                                 p.expert_tensor));
+                                 p.degrees[plan::Axis::ExpertTensor]));
     }
     if (p.overlap_moe_expert_comm) {
       cannot_express(in, kTarget, "overlap.moe_expert_comm",
                      "TorchTitan's [parallelism] has no overlap of one microbatch's expert all-to-alls with another's "
                      "compute (Megatron-Core's combined 1F1B)");
     }
-    t.set("expert_parallel_degree", p.expert);
-    t.set("expert_tensor_parallel_degree", p.expert_tensor);
+    t.set("expert_parallel_degree", p.degrees[plan::Axis::Expert]);
+    t.set("expert_tensor_parallel_degree", p.degrees[plan::Axis::ExpertTensor]);
   }
 
   if (split_order(p, p.placement) != split_order(p, plan::kMegatronPlacement)) {
@@ -192,7 +194,7 @@ void check_rest(const ExportInput& in) {
 }  // namespace
 
 bool torchtitan_runs_from_csv(const plan::Plan& p) {
-  return p.pipeline > 1 && plan::traits(p.schedule).torchtitan_run == plan::TorchTitanRun::FromCsv;
+  return p.degrees[plan::Axis::Pipeline] > 1 && plan::traits(p.schedule).torchtitan_run == plan::TorchTitanRun::FromCsv;
 }
 
 std::string torchtitan_schedule_csv(const plan::Plan& p) {
@@ -246,7 +248,8 @@ std::string export_torchtitan(const ExportInput& in) {
   // With a pipeline, the local batch holds all the step's microbatches (n_microbatches = local_batch_size
   // / pipeline_parallel_microbatch_size); without one, it is a microbatch, and global_batch_size
   // above local x data-parallel ranks is gradient accumulation.
-  training.set("local_batch_size", p.pipeline > 1 ? p.micro_batch * p.microbatches : p.micro_batch);
+  training.set("local_batch_size",
+               p.degrees[plan::Axis::Pipeline] > 1 ? p.micro_batch * p.microbatches : p.micro_batch);
   training.set("global_batch_size", p.global_batch);
   if (in.model.shape) training.set("seq_len", in.model.shape->seq_len);
   training.text("mixed_precision_param", p.precision == plan::Precision::Fp32 ? "float32" : "bfloat16");
@@ -288,8 +291,9 @@ std::string export_torchtitan(const ExportInput& in) {
   out += fmt::format("# TorchTitan job config for {} ({}), written by `mpsim plan export --to torchtitan`.\n",
                      in.model.name, plan_name);
   out += fmt::format("# TP {} x CP {} x PP {} x DP {} = {} GPUs on {} node(s) of {}; {} microbatches of {} per step.\n",
-                     p.tensor, p.context, p.pipeline, p.data, p.gpus(), in.shape.nodes, in.shape.gpus_per_node,
-                     p.microbatches, p.micro_batch);
+                     p.degrees[plan::Axis::Tensor], p.degrees[plan::Axis::Context], p.degrees[plan::Axis::Pipeline],
+                     p.degrees[plan::Axis::Data], p.gpus(), in.shape.nodes, in.shape.gpus_per_node, p.microbatches,
+                     p.micro_batch);
   out += "# Run it with CONFIG_FILE=./this.toml ./run_train.sh (torchrun on every node), or pass\n"
          "# --job.config_file this.toml; --section.key value overrides a setting.\n";
   if (torchtitan_runs_from_csv(p)) {

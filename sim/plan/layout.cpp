@@ -7,62 +7,29 @@
 
 namespace mpsim::plan {
 
-int Degrees::expert_data() const noexcept {
-  const int expert_ranks = expert_tensor * expert;
-  return expert_ranks > 0 ? tensor * context * data / expert_ranks : 0;
-}
-
-int Degrees::size(Axis a) const noexcept {
-  switch (a) {
-    case Axis::Tensor: return tensor;
-    case Axis::Context: return context;
-    case Axis::Expert: return expert;
-    case Axis::ExpertTensor: return expert_tensor;
-    case Axis::ExpertData: return expert_data();
-    case Axis::Data: return data;
-    case Axis::Pipeline: return pipeline;
-    case Axis::DataShard: return shard_groups > 0 ? data / shard_groups : 0;
-    case Axis::DataReplica: return shard_groups;
-    case Axis::PipelineMirror: return pipeline > 1 ? 2 : 1;
-  }
-  return 1;
-}
-
-Degrees degrees_of(const Plan& plan) noexcept {
-  Degrees d;
-  d.tensor = plan.tensor;
-  d.context = plan.context;
-  d.expert = plan.expert;
-  d.expert_tensor = plan.expert_tensor;
-  d.data = plan.data;
-  d.pipeline = plan.pipeline;
-  d.shard_groups = plan.shard_groups;
-  return d;
-}
-
 Degrees degrees_of(const PlanSpec& spec, int data) noexcept {
   Degrees d;
-  d.tensor = spec.tensor;
-  d.context = spec.context;
-  d.expert = spec.expert;
-  d.expert_tensor = spec.expert_tensor.value_or(spec.tensor);
-  d.data = data;
-  d.pipeline = spec.pipeline;
-  d.shard_groups = spec.shard_groups;
+  d.set(Axis::Tensor, spec.tensor)
+      .set(Axis::Context, spec.context)
+      .set(Axis::Expert, spec.expert)
+      .set(Axis::ExpertTensor, spec.expert_tensor.value_or(spec.tensor))
+      .set(Axis::Data, data)
+      .set(Axis::Pipeline, spec.pipeline)
+      .set(Axis::DataReplica, spec.shard_groups);
   return d;
 }
 
 std::optional<std::string> degrees_error(const Degrees& d) {
-  for (const Axis a : {Axis::Tensor, Axis::Context, Axis::Expert, Axis::ExpertTensor, Axis::Data, Axis::Pipeline}) {
-    if (d.size(a) < 1) return fmt::format("the {} degree must be at least 1", short_name(a));
+  for (const Axis a : kAllAxes) {
+    if (Degrees::is_set_by_plan(a) && d[a] < 1) return fmt::format("the {} degree must be at least 1", short_name(a));
   }
-  if (d.shard_groups < 1 || d.data % d.shard_groups != 0) {
-    return fmt::format("shard_groups {} does not divide data {}", d.shard_groups, d.data);
+  if (d[Axis::Data] % d[Axis::DataReplica] != 0) {
+    return fmt::format("shard_groups {} does not divide data {}", d[Axis::DataReplica], d[Axis::Data]);
   }
-  const int dense = d.tensor * d.context * d.data;
-  if (dense % (d.expert_tensor * d.expert) != 0) {
+  const int dense = d.product(Axis::Tensor | Axis::Context | Axis::Data);
+  if (dense % d.product(Axis::ExpertTensor | Axis::Expert) != 0) {
     return fmt::format("expert_tensor {} x expert {} does not divide tensor {} x context {} x data {} = {}",
-                       d.expert_tensor, d.expert, d.tensor, d.context, d.data, dense);
+                       d[Axis::ExpertTensor], d[Axis::Expert], d[Axis::Tensor], d[Axis::Context], d[Axis::Data], dense);
   }
   return std::nullopt;
 }
@@ -75,23 +42,22 @@ Layout::Layout(const Degrees& degrees, const Placement& placement) : degrees_(de
     const Axis dense_axis = word;
     const Axis expert_axis = word == Axis::Tensor ? Axis::ExpertTensor : word == Axis::Data ? Axis::ExpertData : word;
     if (word != Axis::Expert) {
-      dense_.push_back({dense_axis, degrees_.size(dense_axis), dense_stride});
+      dense_.push_back({dense_axis, degrees_[dense_axis], dense_stride});
       if (word == Axis::Data) {
         // The data coordinate's inner and outer parts (HSDP), over the same ranks as data.
-        dense_.push_back({Axis::DataShard, degrees_.size(Axis::DataShard), dense_stride});
-        dense_.push_back({Axis::DataReplica, degrees_.size(Axis::DataReplica),
-                          dense_stride * degrees_.size(Axis::DataShard)});
+        dense_.push_back({Axis::DataShard, degrees_[Axis::DataShard], dense_stride});
+        dense_.push_back({Axis::DataReplica, degrees_[Axis::DataReplica], dense_stride * degrees_[Axis::DataShard]});
       }
-      dense_stride *= degrees_.size(dense_axis);
+      dense_stride *= degrees_[dense_axis];
     }
     if (word != Axis::Context) {
-      expert_.push_back({expert_axis, degrees_.size(expert_axis), expert_stride});
-      expert_stride *= degrees_.size(expert_axis);
+      expert_.push_back({expert_axis, degrees_[expert_axis], expert_stride});
+      expert_stride *= degrees_[expert_axis];
     }
   }
 }
 
-Layout::Layout(const Plan& plan) : Layout(degrees_of(plan), plan.placement) {}
+Layout::Layout(const Plan& plan) : Layout(plan.degrees, plan.placement) {}
 
 const Layout::Dim* Layout::find(const Generator& g, Axis a) noexcept {
   for (const Dim& d : g) {
@@ -131,7 +97,7 @@ std::vector<int> Layout::group(int rank, AxisSet axes) const {
     // The group of the pipeline rank nearer rank 0, then its mirror's.
     const AxisSet rest = axes.without(Axis::PipelineMirror);
     const int r = coordinate(rank, Axis::Pipeline);
-    const int mirror = degrees_.pipeline - 1 - r;
+    const int mirror = degrees_[Axis::Pipeline] - 1 - r;
     std::vector<int> out = group(with(rank, Axis::Pipeline, std::min(r, mirror)), rest);
     if (mirror != r) {
       const std::vector<int> far = group(with(rank, Axis::Pipeline, std::max(r, mirror)), rest);
@@ -164,7 +130,7 @@ std::vector<std::vector<int>> Layout::groups(AxisSet axes) const {
     std::vector<std::vector<int>> out;
     for (const std::vector<int>& g : groups(axes.without(Axis::Pipeline).without(Axis::PipelineMirror))) {
       const int r = coordinate(g.front(), Axis::Pipeline);
-      if (r <= degrees_.pipeline - 1 - r) out.push_back(group(g.front(), axes));
+      if (r <= degrees_[Axis::Pipeline] - 1 - r) out.push_back(group(g.front(), axes));
     }
     return out;
   }

@@ -18,25 +18,11 @@
 #include <vector>
 
 #include "sim/plan/axis.h"
+#include "sim/plan/degrees.h"
 #include "sim/plan/plan.h"
 
 namespace mpsim::plan {
 
-/// The size of every axis. expert_data follows from the others (Megatron: tp*cp*dp / (etp*ep)).
-struct Degrees {
-  int tensor = 1;
-  int context = 1;
-  int expert = 1;
-  int expert_tensor = 1;
-  int data = 1;
-  int pipeline = 1;
-  int shard_groups = 1;  ///< HSDP: data-parallel groups that each hold a whole copy of the sharded states
-  [[nodiscard]] int ranks() const noexcept { return tensor * context * data * pipeline; }
-  [[nodiscard]] int expert_data() const noexcept;
-  [[nodiscard]] int size(Axis a) const noexcept;
-};
-/// A plan's degrees.
-[[nodiscard]] Degrees degrees_of(const Plan& plan) noexcept;
 /// A spec's degrees with `data` data-parallel ranks (a spec may leave data to the GPU count).
 [[nodiscard]] Degrees degrees_of(const PlanSpec& spec, int data) noexcept;
 /// Why `d` cannot be laid out (expert_tensor x expert must divide tensor x context x data, shard_groups
@@ -50,7 +36,7 @@ class Layout {
   explicit Layout(const Plan& plan);
 
   [[nodiscard]] int ranks() const noexcept { return ranks_; }
-  [[nodiscard]] int size(Axis a) const noexcept { return degrees_.size(a); }
+  [[nodiscard]] int size(Axis a) const noexcept { return degrees_[a]; }
   [[nodiscard]] int coordinate(int rank, Axis a) const noexcept;
   /// The rank with `rank`'s coordinates but `value` on `a`.
   [[nodiscard]] int with(int rank, Axis a, int value) const noexcept;

@@ -2,9 +2,9 @@
 /// The plan: everything the planner decides, and the contract between planner, simulator and
 /// executor. `PlanSpec` is a plan as written (some values may be left to be derived); `Plan` is
 /// complete and checked against a cluster and a model (resolve_plan()).
+#include <algorithm>
 #include <array>
 #include <cstdint>
-#include <algorithm>
 #include <map>
 #include <optional>
 #include <string>
@@ -12,9 +12,10 @@
 #include <vector>
 
 #include "sim/core/input_error.h"
-#include "sim/plan/axis.h"
-#include "sim/plan/schedule_traits.h"
 #include "sim/model/recompute.h"
+#include "sim/plan/axis.h"
+#include "sim/plan/degrees.h"
+#include "sim/plan/schedule_traits.h"
 #include "sim/topology/attention_generation.h"
 
 namespace mpsim::plan {
@@ -172,12 +173,7 @@ struct PlanSpec {
 
 /// A complete plan, consistent with its cluster and model.
 struct Plan {
-  int tensor = 1;
-  int pipeline = 1;
-  int data = 1;
-  int context = 1;
-  int expert = 1;
-  int expert_tensor = 1;
+  Degrees degrees;
   int virtual_stages = 1;
   int global_batch = 1;
   int micro_batch = 1;
@@ -194,7 +190,6 @@ struct Plan {
   bool grad_reduce_in_fp32 = true;
   bool fp8_param_gather = false;
   Optimizer optimizer = Optimizer::Adam;
-  int shard_groups = 1;
   ContextComm context_comm = ContextComm::P2p;
   int activation_offload_layers = 0;
   double routing_imbalance = 1.0;
@@ -213,14 +208,16 @@ struct Plan {
   Objective optimize = Objective::Speed;
   bool allow_tensor_across_nodes = false;
 
-  [[nodiscard]] int gpus() const noexcept { return tensor * context * pipeline * data; }
+  [[nodiscard]] int gpus() const noexcept { return degrees.ranks(); }
   /// Replicas of each expert: expert layers regroup tensor x context x data as expert_tensor x
   /// expert x expert_data (Megatron's parallel folding).
-  [[nodiscard]] int expert_data() const noexcept { return tensor * context * data / (expert_tensor * expert); }
+  [[nodiscard]] int expert_data() const noexcept { return degrees[Axis::ExpertData]; }
   /// Virtual stages: the chunks of every pipeline rank.
-  [[nodiscard]] int stages() const noexcept { return pipeline * virtual_stages; }
+  [[nodiscard]] int stages() const noexcept { return degrees[Axis::Pipeline] * virtual_stages; }
   /// The stages the partition cuts (partition_stage_count).
-  [[nodiscard]] int partition_stages() const noexcept { return partition_stage_count(schedule, pipeline, virtual_stages); }
+  [[nodiscard]] int partition_stages() const noexcept {
+    return partition_stage_count(schedule, degrees[Axis::Pipeline], virtual_stages);
+  }
   /// The busiest expert rank's routed tokens over the uniform share, which sets the experts' GEMMs
   /// and the all-to-alls everyone waits for: the imbalance when dropless; with a capacity factor,
   /// the capacity when padded to it, else the smaller of the two (tokens past capacity are dropped).

@@ -204,11 +204,11 @@ topology::DType gemm_dtype(Precision p) noexcept {
 Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const model::Model& model) {
   const Checker check(spec);
   Plan p;
-  p.tensor = spec.tensor;
-  p.pipeline = spec.pipeline;
-  p.context = spec.context;
-  p.expert = spec.expert;
-  p.expert_tensor = spec.expert_tensor.value_or(spec.tensor);
+  p.degrees.set(Axis::Tensor, spec.tensor);
+  p.degrees.set(Axis::Pipeline, spec.pipeline);
+  p.degrees.set(Axis::Context, spec.context);
+  p.degrees.set(Axis::Expert, spec.expert);
+  p.degrees.set(Axis::ExpertTensor, spec.expert_tensor.value_or(spec.tensor));
   // The V schedules hold two chunks per rank: virtual_stages left out or 1 (no interleaving, the
   // default a Megatron plan writes) means those two.
   p.virtual_stages = is_v_shaped(spec.schedule) && spec.virtual_stages == 1 ? 2 : spec.virtual_stages;
@@ -224,13 +224,13 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   p.grad_reduce_in_fp32 = spec.grad_reduce_in_fp32;
   p.optimizer = spec.optimizer;
   p.activation_offload_layers = spec.activation_offload_layers;
-  p.shard_groups = spec.shard_groups;
+  p.degrees.set(Axis::DataReplica, spec.shard_groups);
   // Megatron-Core's rules for --overlap-moe-expert-parallel-comm (TransformerConfig): expert
   // parallelism, interleaving when pipelined (its combined 1F1B), no full recomputation.
   if (p.overlap_moe_expert_comm) {
-    check.require(p.expert > 1, "overlap.moe_expert_comm",
+    check.require(p.degrees[Axis::Expert] > 1, "overlap.moe_expert_comm",
                   "overlapping the expert all-to-alls needs expert parallelism (expert > 1)");
-    if (p.pipeline > 1) {
+    if (p.degrees[Axis::Pipeline] > 1) {
       check.require(p.schedule == ScheduleKind::Interleaved1F1B && p.virtual_stages > 1, "overlap.moe_expert_comm",
                     "overlapping the expert all-to-alls on a pipeline needs interleaved-1f1b with virtual_stages > 1 "
                     "(Megatron-Core's rule)");
@@ -248,8 +248,9 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   // recomputation, and the last block stays on the GPU.
   if (p.activation_offload_layers > 0) {
     const int blocks = partitionable_layer_count(model);
-    check.require(p.pipeline == 1, "activation_offload_layers",
-                  fmt::format("activation offloading needs pipeline 1, not {} (Megatron-Core's rule)", p.pipeline));
+    check.require(p.degrees[Axis::Pipeline] == 1, "activation_offload_layers",
+                  fmt::format("activation offloading needs pipeline 1, not {} (Megatron-Core's rule)",
+                              p.degrees[Axis::Pipeline]));
     check.require(spec.recompute == model::Recompute::None, "activation_offload_layers",
                   "activation offloading does not combine with recomputation (Megatron-Core's rule)");
     check.require(p.activation_offload_layers < blocks, "activation_offload_layers",
@@ -287,51 +288,54 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   // Degrees against the GPU count.
   const int gpus = static_cast<int>(cluster.gpus().size());
   p.context_comm = spec.context_comm;
-  check.require(p.context > 1 || p.context_comm == ContextComm::P2p, "cp_comm_type",
+  check.require(p.degrees[Axis::Context] > 1 || p.context_comm == ContextComm::P2p, "cp_comm_type",
                 "cp_comm_type applies to context parallelism (context > 1)");
-  if (p.context > 1 && model.shape && p.context_comm == ContextComm::AllToAll) {
+  if (p.degrees[Axis::Context] > 1 && model.shape && p.context_comm == ContextComm::AllToAll) {
     // Ulysses gives each rank whole heads: the key/value heads (and the query heads) split over
     // context x tensor.
     const std::int64_t kv_heads = model.shape->mla ? model.shape->heads : model.shape->kv_heads;
-    check.require(kv_heads % (p.context * p.tensor) == 0 && model.shape->heads % (p.context * p.tensor) == 0,
+    check.require(kv_heads % (p.degrees[Axis::Context] * p.degrees[Axis::Tensor]) == 0 &&
+                      model.shape->heads % (p.degrees[Axis::Context] * p.degrees[Axis::Tensor]) == 0,
                   "cp_comm_type",
                   fmt::format("a2a context parallelism splits heads: context {} x tensor {} must divide the model's "
                               "{} key/value heads",
-                              p.context, p.tensor, kv_heads));
+                              p.degrees[Axis::Context], p.degrees[Axis::Tensor], kv_heads));
   }
-  if (p.context > 1 && model.shape) {
+  if (p.degrees[Axis::Context] > 1 && model.shape) {
     // Megatron splits the sequence into 2 x context chunks (causal load balancing).
-    check.require(model.shape->seq_len % (2 * p.context) == 0, "context",
-                  fmt::format("context {} needs a sequence length divisible by 2 x {} (the model's is {})", p.context,
-                              p.context, model.shape->seq_len));
+    check.require(model.shape->seq_len % (2 * p.degrees[Axis::Context]) == 0, "context",
+                  fmt::format("context {} needs a sequence length divisible by 2 x {} (the model's is {})",
+                              p.degrees[Axis::Context], p.degrees[Axis::Context], model.shape->seq_len));
   }
-  const int model_parallel = p.tensor * p.context * p.pipeline;
+  const int model_parallel = p.degrees[Axis::Tensor] * p.degrees[Axis::Context] * p.degrees[Axis::Pipeline];
   if (spec.data) {
-    p.data = *spec.data;
-    check.require(model_parallel * p.data == gpus, "data",
-                  fmt::format("tensor {} x pipeline {} x data {} = {} GPUs, but the cluster has {}", p.tensor,
-                              p.pipeline, p.data, model_parallel * p.data, gpus));
+    p.degrees.set(Axis::Data, *spec.data);
+    check.require(
+        model_parallel * p.degrees[Axis::Data] == gpus, "data",
+        fmt::format("tensor {} x pipeline {} x data {} = {} GPUs, but the cluster has {}", p.degrees[Axis::Tensor],
+                    p.degrees[Axis::Pipeline], p.degrees[Axis::Data], model_parallel * p.degrees[Axis::Data], gpus));
   } else {
     check.require(gpus % model_parallel == 0, spec.origins.contains("tensor") ? "tensor" : "pipeline",
-                  fmt::format("tensor {} x pipeline {} = {} does not divide the cluster's {} GPUs", p.tensor,
-                              p.pipeline, model_parallel, gpus));
-    p.data = gpus / model_parallel;
+                  fmt::format("tensor {} x pipeline {} = {} does not divide the cluster's {} GPUs",
+                              p.degrees[Axis::Tensor], p.degrees[Axis::Pipeline], model_parallel, gpus));
+    p.degrees.set(Axis::Data, gpus / model_parallel);
   }
-  if (p.shard_groups > 1) {
-    check.require(p.data % p.shard_groups == 0, "shard_groups",
-                  fmt::format("shard_groups {} does not divide data {}", p.shard_groups, p.data));
+  if (p.degrees[Axis::DataReplica] > 1) {
+    check.require(
+        p.degrees[Axis::Data] % p.degrees[Axis::DataReplica] == 0, "shard_groups",
+        fmt::format("shard_groups {} does not divide data {}", p.degrees[Axis::DataReplica], p.degrees[Axis::Data]));
     check.require(p.zero >= 1, "shard_groups",
                   "shard_groups splits what ZeRO shards; it needs zero 1 or more (HSDP: zero 3)");
   }
   // Expert layers regroup the same GPUs (parallel folding).
-  if (const auto error = degrees_error(degrees_of(p))) {
+  if (const auto error = degrees_error(p.degrees)) {
     check.fail(spec.origins.contains("expert_tensor") ? "expert_tensor" : "expert", *error);
   }
   const std::int64_t experts = model.shape && model.shape->moe ? model.shape->moe->experts : 0;
-  if (p.expert > 1) {
+  if (p.degrees[Axis::Expert] > 1) {
     check.require(experts > 0, "expert", "expert parallelism needs a model with moe blocks");
-    check.require(experts % p.expert == 0, "expert",
-                  fmt::format("expert {} does not divide the model's {} experts", p.expert, experts));
+    check.require(experts % p.degrees[Axis::Expert] == 0, "expert",
+                  fmt::format("expert {} does not divide the model's {} experts", p.degrees[Axis::Expert], experts));
   }
   const bool routing_set = p.routing_imbalance != 1.0 || p.expert_capacity_factor || p.pad_expert_input_to_capacity;
   check.require(experts > 0 || !routing_set,
@@ -341,25 +345,25 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
                 "the flex token dispatcher applies to models with moe blocks");
   check.require(!p.pad_expert_input_to_capacity || p.expert_capacity_factor.has_value(),
                 "moe_pad_expert_input_to_capacity", "padding to capacity needs moe_expert_capacity_factor");
-  if (experts > 0 && p.expert_tensor > 1) {
-    check.require(model.shape->moe->expert_ffn % p.expert_tensor == 0, "expert_tensor",
-                  fmt::format("expert_tensor {} does not divide the experts' width {}", p.expert_tensor,
+  if (experts > 0 && p.degrees[Axis::ExpertTensor] > 1) {
+    check.require(model.shape->moe->expert_ffn % p.degrees[Axis::ExpertTensor] == 0, "expert_tensor",
+                  fmt::format("expert_tensor {} does not divide the experts' width {}", p.degrees[Axis::ExpertTensor],
                               model.shape->moe->expert_ffn));
   }
 
   // Batch: micro x microbatches x data = global.
-  const int per_step = p.micro_batch * p.data;
+  const int per_step = p.micro_batch * p.degrees[Axis::Data];
   if (spec.global_batch && spec.microbatches) {
     p.global_batch = *spec.global_batch;
     p.microbatches = *spec.microbatches;
     check.require(per_step * p.microbatches == p.global_batch, "global_batch",
                   fmt::format("micro {} x microbatches {} x data {} = {}, not the global batch {}", p.micro_batch,
-                              p.microbatches, p.data, per_step * p.microbatches, p.global_batch));
+                              p.microbatches, p.degrees[Axis::Data], per_step * p.microbatches, p.global_batch));
   } else if (spec.global_batch) {
     p.global_batch = *spec.global_batch;
     check.require(p.global_batch % per_step == 0, "global_batch",
                   fmt::format("global batch {} is not a multiple of micro {} x data {} = {}", p.global_batch,
-                              p.micro_batch, p.data, per_step));
+                              p.micro_batch, p.degrees[Axis::Data], per_step));
     p.microbatches = p.global_batch / per_step;
   } else {
     p.microbatches = spec.microbatches.value_or(1);
@@ -406,15 +410,16 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
 
   // Tensor parallelism: within one NVLink domain, and it must split the heads.
   const int domain = nvlink_domain_size(cluster);
-  if (!p.allow_tensor_across_nodes && p.tensor > 1) {
-    check.require(p.tensor <= std::max(domain, 1), "tensor",
+  if (!p.allow_tensor_across_nodes && p.degrees[Axis::Tensor] > 1) {
+    check.require(p.degrees[Axis::Tensor] <= std::max(domain, 1), "tensor",
                   fmt::format("tensor {} spans more than one NVLink domain ({} GPUs); lower it, or set "
                               "allow_tensor_across_nodes: true",
-                              p.tensor, domain));
+                              p.degrees[Axis::Tensor], domain));
   }
-  if (model.shape && p.tensor > 1) {
-    check.require(model.shape->heads % p.tensor == 0, "tensor",
-                  fmt::format("tensor {} does not divide the model's {} attention heads", p.tensor, model.shape->heads));
+  if (model.shape && p.degrees[Axis::Tensor] > 1) {
+    check.require(model.shape->heads % p.degrees[Axis::Tensor] == 0, "tensor",
+                  fmt::format("tensor {} does not divide the model's {} attention heads", p.degrees[Axis::Tensor],
+                              model.shape->heads));
   }
 
   // Stages and the partition.
@@ -423,7 +428,8 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   const int end_stages = end_stages_without_blocks(model);
   // A bidirectional schedule's two chunks per rank hold two of the pipeline's stages (partition_stage_count).
   const int cut_chunks = is_bidirectional(p.schedule) ? 1 : p.virtual_stages;
-  if (const auto error = stage_count_error(layers, p.pipeline, cut_chunks, !spec.partition.empty(), end_stages)) {
+  if (const auto error =
+          stage_count_error(layers, p.degrees[Axis::Pipeline], cut_chunks, !spec.partition.empty(), end_stages)) {
     check.fail(stages > layers && !spec.origins.contains("virtual_stages") ? "pipeline" : "virtual_stages", *error);
   }
   if (spec.partition.empty()) {
@@ -454,7 +460,7 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
                 fmt::format("virtual stages need schedule interleaved-1f1b or a V schedule, not {}",
                             to_string(p.schedule)));
   if (rule == ShapeRule::VShape) {
-    if (const auto error = v_schedule_error(p.schedule, p.pipeline, p.virtual_stages, p.microbatches)) {
+    if (const auto error = v_schedule_error(p.schedule, p.degrees[Axis::Pipeline], p.virtual_stages, p.microbatches)) {
       check.fail(error->field, error->message);
     }
   }
@@ -464,7 +470,7 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
     check.require(p.zero <= 1, "zero",
                   fmt::format("{} keeps two copies of every stage; it runs with zero 0 or 1 (the distributed "
                               "optimizer), not {}", to_string(p.schedule), p.zero));
-    check.require(p.shard_groups == 1, "shard_groups",
+    check.require(p.degrees[Axis::DataReplica] == 1, "shard_groups",
                   fmt::format("{} keeps two copies of every stage; hybrid sharding is not modelled with it",
                               to_string(p.schedule)));
   }
@@ -472,12 +478,12 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
     check.require(p.virtual_stages > 1, "schedule", "interleaved-1f1b needs virtual_stages > 1");
     p.microbatch_group_size = microbatch_group_size_of(spec);
     const int n = p.microbatch_group_size;
-    check.require(!interleaved_group_error(p.microbatches, p.pipeline, n),
+    check.require(!interleaved_group_error(p.microbatches, p.degrees[Axis::Pipeline], n),
                   spec.microbatch_group_size ? "microbatch_group_size" : "microbatches",
                   fmt::format("interleaved-1f1b runs microbatches in groups of {} (microbatch_group_size_per_vp_stage, "
                               "default the pipeline size): {} microbatches need groups of at least {} and a last "
                               "group that is whole or at least {} (Megatron's rule)",
-                              n, p.microbatches, p.pipeline, p.pipeline));
+                              n, p.microbatches, p.degrees[Axis::Pipeline], p.degrees[Axis::Pipeline]));
   } else if (spec.microbatch_group_size) {
     check.fail("microbatch_group_size", "microbatch_group_size_per_vp_stage applies to interleaved-1f1b only");
   }

@@ -11,9 +11,13 @@ nlohmann::ordered_json plan_json(const Plan& p) {
   using nlohmann::ordered_json;
   const auto word = [](std::string_view w) { return std::string(w); };
   ordered_json out;
-  out["parallelism"] = {{"tensor", p.tensor},   {"pipeline", p.pipeline}, {"data", p.data},
-                        {"virtual_stages", p.virtual_stages}, {"context", p.context},   {"expert", p.expert},
-                        {"expert_tensor", p.expert_tensor}};
+  out["parallelism"] = {{"tensor", p.degrees[Axis::Tensor]},
+                        {"pipeline", p.degrees[Axis::Pipeline]},
+                        {"data", p.degrees[Axis::Data]},
+                        {"virtual_stages", p.virtual_stages},
+                        {"context", p.degrees[Axis::Context]},
+                        {"expert", p.degrees[Axis::Expert]},
+                        {"expert_tensor", p.degrees[Axis::ExpertTensor]}};
   out["batch"] = {{"global", p.global_batch}, {"micro", p.micro_batch}, {"microbatches", p.microbatches}};
   out["schedule"] = word(to_string(p.schedule));
   // A schedule's own parameter, only where the schedule has it (the loader refuses it elsewhere).
@@ -44,7 +48,7 @@ nlohmann::ordered_json plan_json(const Plan& p) {
                     {"tensor_comm", p.overlap_tensor_comm},
                     {"moe_expert_comm", p.overlap_moe_expert_comm}};
   out["zero"] = p.zero;
-  out["shard_groups"] = p.shard_groups;
+  out["shard_groups"] = p.degrees[Axis::DataReplica];
   out["grad_reduce_in_fp32"] = p.grad_reduce_in_fp32;
   out["optimizer"] = word(name_of(kOptimizerNames, p.optimizer));
   out["routing_imbalance"] = p.routing_imbalance;

@@ -303,11 +303,13 @@ std::string write_plan_yaml(const Plan& p) {
   std::string out;
   out += "# mpsim plan (docs/formats.md, section Plan)\n";
   std::string extra;
-  if (p.context > 1) extra += fmt::format(", context: {}", p.context);
-  if (p.expert > 1) extra += fmt::format(", expert: {}", p.expert);
-  if (p.expert_tensor != p.tensor) extra += fmt::format(", expert_tensor: {}", p.expert_tensor);
-  out += fmt::format("parallelism: {{ tensor: {}, pipeline: {}, data: {}, virtual_stages: {}{} }}\n", p.tensor,
-                     p.pipeline, p.data, p.virtual_stages, extra);
+  if (p.degrees[Axis::Context] > 1) extra += fmt::format(", context: {}", p.degrees[Axis::Context]);
+  if (p.degrees[Axis::Expert] > 1) extra += fmt::format(", expert: {}", p.degrees[Axis::Expert]);
+  if (p.degrees[Axis::ExpertTensor] != p.degrees[Axis::Tensor])
+    extra += fmt::format(", expert_tensor: {}", p.degrees[Axis::ExpertTensor]);
+  out +=
+      fmt::format("parallelism: {{ tensor: {}, pipeline: {}, data: {}, virtual_stages: {}{} }}\n",
+                  p.degrees[Axis::Tensor], p.degrees[Axis::Pipeline], p.degrees[Axis::Data], p.virtual_stages, extra);
   // The microbatch count follows from the other three; left as a comment so a what-if that changes
   // the micro batch or the global batch (--set, --sweep) keeps the file consistent.
   out += fmt::format("batch: {{ global: {}, micro: {} }}   # {} microbatches per pipeline\n", p.global_batch,
@@ -343,7 +345,7 @@ std::string write_plan_yaml(const Plan& p) {
   }
   if (p.fp8_param_gather) out += "fp8_param_gather: true\n";
   if (p.optimizer == Optimizer::Muon) out += "optimizer: muon\n";
-  if (p.shard_groups > 1) out += fmt::format("shard_groups: {}\n", p.shard_groups);
+  if (p.degrees[Axis::DataReplica] > 1) out += fmt::format("shard_groups: {}\n", p.degrees[Axis::DataReplica]);
   if (p.context_comm != ContextComm::P2p) out += fmt::format("cp_comm_type: {}\n", name_of(kContextCommNames, p.context_comm));
   if (p.activation_offload_layers > 0) out += fmt::format("activation_offload_layers: {}\n", p.activation_offload_layers);
   out += fmt::format("placement: {}\n", to_string(p.placement));

@@ -149,16 +149,18 @@ ChunkGradientBytes chunk_gradient_split(const model::Model& model, const plan::P
   const bool split = splits_expert_gradients(plan);
   const int width = gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, model.dtype_bytes);
   ChunkGradientBytes out;
-  out.dense.resize(static_cast<std::size_t>(plan.pipeline));
-  out.experts.resize(static_cast<std::size_t>(plan.pipeline));
-  for (int rank = 0; rank < plan.pipeline; ++rank) {
+  out.dense.resize(static_cast<std::size_t>(plan.degrees[plan::Axis::Pipeline]));
+  out.experts.resize(static_cast<std::size_t>(plan.degrees[plan::Axis::Pipeline]));
+  for (int rank = 0; rank < plan.degrees[plan::Axis::Pipeline]; ++rank) {
     for (int c = 0; c < plan.virtual_stages; ++c) {
-      const plan::LayerRange r = ranges.at(static_cast<std::size_t>(plan::virtual_stage_of(plan.schedule, plan.pipeline, rank, c)));
+      const plan::LayerRange r = ranges.at(
+          static_cast<std::size_t>(plan::virtual_stage_of(plan.schedule, plan.degrees[plan::Axis::Pipeline], rank, c)));
       std::int64_t dense = 0, experts = 0;
       for (int i = r.first; i < r.last; ++i) {
         const model::Layer& layer = model.layers[static_cast<std::size_t>(i)];
-        const std::int64_t here = layer.expert_parameters / (plan.expert * plan.expert_tensor);
-        dense += (layer.parameters - layer.expert_parameters) / plan.tensor + (split ? 0 : here);
+        const std::int64_t here =
+            layer.expert_parameters / (plan.degrees[plan::Axis::Expert] * plan.degrees[plan::Axis::ExpertTensor]);
+        dense += (layer.parameters - layer.expert_parameters) / plan.degrees[plan::Axis::Tensor] + (split ? 0 : here);
         experts += split ? here : 0;
       }
       out.dense[static_cast<std::size_t>(rank)].push_back(Bytes::bytes(dense * width));
@@ -169,7 +171,7 @@ ChunkGradientBytes chunk_gradient_split(const model::Model& model, const plan::P
 }
 
 Bytes default_gradient_bucket(const plan::Plan& plan, int dtype_bytes) noexcept {
-  const std::int64_t parameters = std::max<std::int64_t>(40'000'000, 1'000'000LL * plan.data);
+  const std::int64_t parameters = std::max<std::int64_t>(40'000'000, 1'000'000LL * plan.degrees[plan::Axis::Data]);
   return Bytes::bytes(parameters * gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, dtype_bytes));
 }
 
@@ -179,11 +181,11 @@ Program compute_program(const plan::Plan& plan) {
 
 Program plan_program(const model::Model& model, const plan::Plan& plan, GradientSync sync, const Program* compute) {
   sync.zero = plan.zero;
-  sync.data_parallel = plan.data * plan.context > 1 || reduces_expert_gradients(plan) ||
-                       plan::is_bidirectional(plan.schedule);
+  sync.data_parallel = plan.degrees[plan::Axis::Data] * plan.degrees[plan::Axis::Context] > 1 ||
+                       reduces_expert_gradients(plan) || plan::is_bidirectional(plan.schedule);
   sync.data_group = dense_shard_group(plan);
   sync.expert_group = expert_replica_group(plan);
-  if (plan.shard_groups > 1) {
+  if (plan.degrees[plan::Axis::DataReplica] > 1) {
     sync.replica_group = plan::Axis::DataReplica;
     sync.shard_ranks = dense_shard_ranks(plan);
   }

@@ -29,8 +29,8 @@ void add(std::vector<LayerCollective>& list, OpKind kind, Bytes bytes, int count
 void add_expert_exchanges(std::vector<LayerCollective>& list, Bytes tokens, int count, const plan::Plan& plan) {
   constexpr auto kBlocking = LayerCommPlacement::Blocking;
   add(list, OpKind::AllToAll, tokens, 2 * count, plan::Axis::Expert, kBlocking);
-  if (plan.expert_tensor > 1) {
-    const Bytes gathered = Bytes::bytes(tokens.count() * plan.expert_tensor);
+  if (plan.degrees[plan::Axis::ExpertTensor] > 1) {
+    const Bytes gathered = Bytes::bytes(tokens.count() * plan.degrees[plan::Axis::ExpertTensor]);
     add(list, OpKind::AllGather, gathered, count, plan::Axis::ExpertTensor, kBlocking);
     add(list, OpKind::ReduceScatter, gathered, count, plan::Axis::ExpertTensor, kBlocking);
   }
@@ -55,7 +55,9 @@ void add_tensor_reductions(std::vector<LayerCollective>& list, Bytes bytes, int 
 void add_context_exchanges(ChunkCollectives& chunk, const model::AttentionCore& core, int dtype_bytes, bool replayed,
                            const plan::Plan& plan) {
   const std::int64_t scale = static_cast<std::int64_t>(dtype_bytes) * plan.micro_batch;
-  const auto bytes = [&](std::int64_t elements) { return Bytes::bytes(elements * scale / plan.tensor); };
+  const auto bytes = [&](std::int64_t elements) {
+    return Bytes::bytes(elements * scale / plan.degrees[plan::Axis::Tensor]);
+  };
   const int passes = replayed ? 2 : 1;
   if (plan.context_comm == plan::ContextComm::AllToAll) {
     constexpr auto kBlocking = LayerCommPlacement::Blocking;
@@ -83,29 +85,34 @@ bool carries_backward(OpKind k) noexcept { return k == OpKind::Backward || k == 
 
 std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::Model& model, const plan::Plan& plan) {
   const auto ranges = plan::virtual_stage_layers(plan, model);
-  std::vector<std::vector<ChunkCollectives>> out(static_cast<std::size_t>(plan.pipeline),
-                                                 std::vector<ChunkCollectives>(static_cast<std::size_t>(plan.virtual_stages)));
-  const bool sharded_weights = plan.zero >= 3 && plan.data * plan.context > 1;
-  const bool expert_exchanges = plan.expert > 1 || plan.expert_tensor > 1;
-  if (plan.tensor <= 1 && plan.context <= 1 && !sharded_weights && !expert_exchanges) return out;
+  std::vector<std::vector<ChunkCollectives>> out(
+      static_cast<std::size_t>(plan.degrees[plan::Axis::Pipeline]),
+      std::vector<ChunkCollectives>(static_cast<std::size_t>(plan.virtual_stages)));
+  const bool sharded_weights = plan.zero >= 3 && plan.degrees[plan::Axis::Data] * plan.degrees[plan::Axis::Context] > 1;
+  const bool expert_exchanges = plan.degrees[plan::Axis::Expert] > 1 || plan.degrees[plan::Axis::ExpertTensor] > 1;
+  if (plan.degrees[plan::Axis::Tensor] <= 1 && plan.degrees[plan::Axis::Context] <= 1 && !sharded_weights &&
+      !expert_exchanges)
+    return out;
   constexpr auto kBeside = LayerCommPlacement::Beside;
   const int gathered = gathered_parameter_bytes(plan.fp8_param_gather, model.dtype_bytes);
   const int gradient = gradient_bytes_per_parameter(plan.grad_reduce_in_fp32, model.dtype_bytes);
-  for (int rank = 0; rank < plan.pipeline; ++rank) {
+  for (int rank = 0; rank < plan.degrees[plan::Axis::Pipeline]; ++rank) {
     for (int c = 0; c < plan.virtual_stages; ++c) {
       ChunkCollectives& chunk = out[static_cast<std::size_t>(rank)][static_cast<std::size_t>(c)];
-      const plan::LayerRange r = ranges.at(static_cast<std::size_t>(plan::virtual_stage_of(plan.schedule, plan.pipeline, rank, c)));
+      const plan::LayerRange r = ranges.at(
+          static_cast<std::size_t>(plan::virtual_stage_of(plan.schedule, plan.degrees[plan::Axis::Pipeline], rank, c)));
       for (int i = r.first; i < r.last; ++i) {
         // One context rank's share of the layer (the layer itself without context parallelism).
         model::Layer context_layer;
         const model::Layer* whole = &model.layers[static_cast<std::size_t>(i)];
-        if (plan.context > 1) context_layer = model::context_share(*whole, plan.context);
-        const model::Layer& layer = plan.context > 1 ? context_layer : *whole;
+        if (plan.degrees[plan::Axis::Context] > 1)
+          context_layer = model::context_share(*whole, plan.degrees[plan::Axis::Context]);
+        const model::Layer& layer = plan.degrees[plan::Axis::Context] > 1 ? context_layer : *whole;
         const int k = layer.tensor_parallel_allreduces_forward;
         const Bytes bytes = Bytes::bytes(layer.output_bytes.count() * plan.micro_batch);
         // Full recomputation replays the forward, collectives included, before the backward.
         const bool replayed = plan.recompute == model::Recompute::Full && model::is_recomputed(layer.kind);
-        if (plan.tensor > 1) {
+        if (plan.degrees[plan::Axis::Tensor] > 1) {
           add_tensor_reductions(chunk.forward, bytes, k, plan.sequence_parallel);
           add_tensor_reductions(chunk.backward, bytes, replayed ? 2 * k : k, plan.sequence_parallel);
         }
@@ -113,12 +120,12 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
           const model::RoutedExperts& e = layer.routed;
           // The busiest rank's share: every member waits for the largest exchange (expert_load).
           const auto routed = static_cast<double>(e.tokens * e.top_k * e.hidden * model.dtype_bytes * plan.micro_batch /
-                                                  plan.tensor);
+                                                  plan.degrees[plan::Axis::Tensor]);
           const Bytes tokens = Bytes::bytes(static_cast<std::int64_t>(std::ceil(routed * plan.expert_load())));
           add_expert_exchanges(chunk.forward, tokens, 1, plan);
           add_expert_exchanges(chunk.backward, tokens, replayed ? 2 : 1, plan);
         }
-        if (plan.context > 1) {
+        if (plan.degrees[plan::Axis::Context] > 1) {
           for (const model::AttentionCore& core : layer.attention) {
             add_context_exchanges(chunk, core, model.dtype_bytes, replayed, plan);
           }
@@ -135,15 +142,16 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
           };
           const bool own_replicas = splits_expert_gradients(plan);
           const std::int64_t experts = own_replicas ? layer.expert_parameters : 0;
-          const std::int64_t dense = (layer.parameters - experts) / plan.tensor;
+          const std::int64_t dense = (layer.parameters - experts) / plan.degrees[plan::Axis::Tensor];
           shard(dense, dense_shard_group(plan));
-          if (plan.shard_groups > 1 && dense > 0) {
+          if (plan.degrees[plan::Axis::DataReplica] > 1 && dense > 0) {
             // HSDP: the reduced shard is all-reduced over the groups holding the other copies.
             add(chunk.backward, OpKind::AllReduce, Bytes::bytes(dense * gradient / dense_shard_ranks(plan)), 1,
                 plan::Axis::DataReplica, kBeside);
           }
           if (own_replicas && plan.expert_data() > 1) {
-            shard(experts / (plan.expert * plan.expert_tensor), plan::Axis::ExpertData);
+            shard(experts / (plan.degrees[plan::Axis::Expert] * plan.degrees[plan::Axis::ExpertTensor]),
+                  plan::Axis::ExpertData);
           }
         }
       }

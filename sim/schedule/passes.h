@@ -150,7 +150,8 @@ struct SyncCollectives {
 /// Whether the routed experts' gradients have replicas of their own (the expert-data group differs
 /// from the data-parallel group): expert parallelism, or an expert-tensor degree other than tensor.
 [[nodiscard]] constexpr bool splits_expert_gradients(const plan::Plan& plan) noexcept {
-  return plan.expert > 1 || plan.expert_tensor != plan.tensor;
+  return plan.degrees[plan::Axis::Expert] > 1 ||
+         plan.degrees[plan::Axis::ExpertTensor] != plan.degrees[plan::Axis::Tensor];
 }
 /// Whether those gradients need a reduction of their own: split, and with more than one replica.
 [[nodiscard]] inline bool reduces_expert_gradients(const plan::Plan& plan) noexcept {
@@ -165,7 +166,8 @@ struct SyncCollectives {
 /// sequence (context-parallel ranks compute gradients of the same weights), and the mirrored pipeline
 /// rank in a bidirectional schedule (which keeps two copies of every stage).
 [[nodiscard]] inline plan::AxisSet dense_replica_group(const plan::Plan& plan) noexcept {
-  const plan::AxisSet data = plan.context > 1 ? (plan::Axis::Data | plan::Axis::Context) : plan::AxisSet(plan::Axis::Data);
+  const plan::AxisSet data = plan.degrees[plan::Axis::Context] > 1 ? (plan::Axis::Data | plan::Axis::Context)
+                                                                   : plan::AxisSet(plan::Axis::Data);
   return data | mirror_axis(plan);
 }
 /// The group that holds replicas of the routed experts when their gradients are split off
@@ -177,12 +179,14 @@ struct SyncCollectives {
 /// The group ZeRO shards the dense states over: their replicas, or with HSDP (shard_groups > 1) the
 /// inner part of the data axis (x context).
 [[nodiscard]] inline plan::AxisSet dense_shard_group(const plan::Plan& plan) noexcept {
-  if (plan.shard_groups <= 1) return dense_replica_group(plan);
-  return plan.context > 1 ? (plan::Axis::DataShard | plan::Axis::Context) : plan::AxisSet(plan::Axis::DataShard);
+  if (plan.degrees[plan::Axis::DataReplica] <= 1) return dense_replica_group(plan);
+  return plan.degrees[plan::Axis::Context] > 1 ? (plan::Axis::DataShard | plan::Axis::Context)
+                                               : plan::AxisSet(plan::Axis::DataShard);
 }
 /// Ranks in that group.
 [[nodiscard]] inline int dense_shard_ranks(const plan::Plan& plan) noexcept {
-  return plan.data * plan.context / std::max(1, plan.shard_groups);
+  return plan.degrees[plan::Axis::Data] * plan.degrees[plan::Axis::Context] /
+         std::max(1, plan.degrees[plan::Axis::DataReplica]);
 }
 
 /// Bytes of an fp32 gradient: Megatron-LM accumulates and reduces 16-bit models' gradients in fp32

@@ -37,7 +37,7 @@ std::string_view to_string(CommStream s) noexcept {
 
 PipelineShape shape_of(const plan::Plan& plan) noexcept {
   PipelineShape shape;
-  shape.stages = plan.pipeline;
+  shape.stages = plan.degrees[plan::Axis::Pipeline];
   shape.microbatches = plan.microbatches;
   shape.chunks = plan.virtual_stages;
   shape.kind = plan.schedule;

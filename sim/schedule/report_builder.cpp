@@ -13,12 +13,23 @@ namespace {
 
 trace::PlanSummary plan_summary(const plan::Plan& p) {
   return {plan::plan_json(p).dump(),
-          p.tensor,      p.pipeline,     p.data, p.virtual_stages, p.microbatches,
-          p.micro_batch, p.global_batch, std::string(plan::to_string(p.schedule)),
-          std::string(model::to_string(p.recompute)), p.zero, std::string(plan::to_string(p.precision)),
+          p.degrees[plan::Axis::Tensor],
+          p.degrees[plan::Axis::Pipeline],
+          p.degrees[plan::Axis::Data],
+          p.virtual_stages,
+          p.microbatches,
+          p.micro_batch,
+          p.global_batch,
+          std::string(plan::to_string(p.schedule)),
+          std::string(model::to_string(p.recompute)),
+          p.zero,
+          std::string(plan::to_string(p.precision)),
           std::string(plan::to_string(p.attention)),
           p.attention_kernel ? std::string(topology::to_string(*p.attention_kernel)) : std::string(),
-          p.context, p.expert, p.expert_tensor, p.expert_load()};
+          p.degrees[plan::Axis::Context],
+          p.degrees[plan::Axis::Expert],
+          p.degrees[plan::Axis::ExpertTensor],
+          p.expert_load()};
 }
 
 }  // namespace
@@ -66,7 +77,7 @@ trace::Report build_report(double step_s, const std::vector<DeviceActivity>& dev
     }
   }
   r.bubble_fraction = idle_share(r.devices, step_s);
-  r.bubble_rate = zero_bubble_rate(longest_span, pipeline_busy, plan.pipeline);
+  r.bubble_rate = zero_bubble_rate(longest_span, pipeline_busy, plan.degrees[plan::Axis::Pipeline]);
   const double gpus = static_cast<double>(devices.size());
   if (step_s > 0 && gpus > 0) {
     r.tflops_per_gpu = flops.model.count() / step_s / gpus * 1e-12;

@@ -32,7 +32,7 @@ double step_seconds(int gpus) {
   const int data = gpus / 32;
   plan_doc.apply(Override{"plan", "batch.global", std::to_string(16 * data), "test"});
   const auto plan = plan::resolve_plan(plan::load_plan_spec(plan_doc.root()), cluster, model);
-  EXPECT_EQ(plan.data, data);
+  EXPECT_EQ(plan.degrees[plan::Axis::Data], data);
   const auto start = std::chrono::steady_clock::now();
   const auto prediction = engine::simulate(cluster, model, plan);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -16,9 +16,9 @@ namespace {
 plan::Plan plan_of(int tensor, int pipeline, int data, plan::ScheduleKind schedule, int virtual_stages = 1,
                    int microbatches = 16) {
   plan::Plan p;
-  p.tensor = tensor;
-  p.pipeline = pipeline;
-  p.data = data;
+  p.degrees.set(plan::Axis::Tensor, tensor);
+  p.degrees.set(plan::Axis::Pipeline, pipeline);
+  p.degrees.set(plan::Axis::Data, data);
   p.schedule = schedule;
   p.virtual_stages = virtual_stages;
   p.microbatches = microbatches;
@@ -74,7 +74,7 @@ TEST(Peers, PipelineNeighboursOnly) {
 
 TEST(Peers, TheContextRingAddsItsNeighboursUnderP2pOnly) {
   plan::Plan p = plan_of(1, 2, 1, plan::ScheduleKind::OneFOneB);
-  p.context = 4;
+  p.degrees.set(plan::Axis::Context, 4);
   const plan::Layout layout(p);
   for (const plan::ContextComm comm : {plan::ContextComm::P2p, plan::ContextComm::AllGather}) {
     p.context_comm = comm;

@@ -8,9 +8,9 @@ namespace {
 
 Evaluated evaluated(plan::Placement placement, double step_s, std::int64_t peak = 1000, int zero = 1) {
   Evaluated e;
-  e.plan.tensor = 8;
-  e.plan.pipeline = 2;
-  e.plan.data = 64;
+  e.plan.degrees.set(plan::Axis::Tensor, 8);
+  e.plan.degrees.set(plan::Axis::Pipeline, 2);
+  e.plan.degrees.set(plan::Axis::Data, 64);
   e.plan.zero = zero;
   e.plan.placement = std::move(placement);
   e.report.step_time_s = step_s;

@@ -93,16 +93,18 @@ int check_bounds(const topology::Cluster& cluster, const model::Model& model, in
     const TimeNs simulated = TimeNs::seconds(prediction.report.step_time_s);
     EXPECT_GT(p->estimate.lower_bound, TimeNs{}) << "candidate " << p->id;
     EXPECT_LE(p->estimate.lower_bound, simulated)
-        << model.name << " candidate " << p->id << " " << plan::to_string(plan.schedule) << " t" << plan.tensor << " p"
-        << plan.pipeline << " v" << plan.virtual_stages << " m" << plan.microbatches;
+        << model.name << " candidate " << p->id << " " << plan::to_string(plan.schedule) << " t"
+        << plan.degrees[plan::Axis::Tensor] << " p" << plan.degrees[plan::Axis::Pipeline] << " v" << plan.virtual_stages
+        << " m" << plan.microbatches;
     // The bound from the plan's exact chunk times too.
     const plan::Layout layout(plan);
     const auto costs = engine::build_cost_model(cluster, model, plan, layout);
     std::vector<StageTimes> stages(static_cast<std::size_t>(plan.stages()));
-    for (int r = 0; r < plan.pipeline; ++r) {
+    for (int r = 0; r < plan.degrees[plan::Axis::Pipeline]; ++r) {
       for (int c = 0; c < plan.virtual_stages; ++c) {
         const auto& cc = costs.chunk(r, c);
-        const auto vs = static_cast<std::size_t>(plan::virtual_stage_of(plan.schedule, plan.pipeline, r, c));
+        const auto vs =
+            static_cast<std::size_t>(plan::virtual_stage_of(plan.schedule, plan.degrees[plan::Axis::Pipeline], r, c));
         stages[vs] = {cc.forward, cc.backward, cc.backward_input, cc.backward_weight};
       }
     }

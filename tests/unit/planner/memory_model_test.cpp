@@ -128,8 +128,9 @@ void expect_estimates_equal_simulation(const Case& c, int per_combination) {
     const plan::Plan plan = plan::resolve_plan(p.spec, c.cluster, c.model);
     const auto prediction = engine::simulate(c.cluster, c.model, plan);
     EXPECT_EQ(p.estimate.peak_memory.count(), prediction.report.peak_memory_bytes)
-        << c.name << ": candidate " << p.id << " " << plan::to_string(plan.schedule) << " t" << plan.tensor << " p"
-        << plan.pipeline << " d" << plan.data << " v" << plan.virtual_stages << " mb" << plan.micro_batch << " m"
+        << c.name << ": candidate " << p.id << " " << plan::to_string(plan.schedule) << " t"
+        << plan.degrees[plan::Axis::Tensor] << " p" << plan.degrees[plan::Axis::Pipeline] << " d"
+        << plan.degrees[plan::Axis::Data] << " v" << plan.virtual_stages << " mb" << plan.micro_batch << " m"
         << plan.microbatches << " " << model::to_string(plan.recompute) << " zero " << plan.zero;
     ++checked;
   }

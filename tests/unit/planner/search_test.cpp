@@ -207,9 +207,9 @@ TEST(Planner, ASmallModelOnAFastNetworkGetsPureDataParallelism) {
     const PlannerResult r = run_planner(testing::fast_cluster(), shipped_model(name), options);
     ASSERT_FALSE(r.ranked.empty()) << name;
     const plan::Plan& best = r.ranked.front().plan;
-    EXPECT_EQ(best.tensor, 1) << name;
-    EXPECT_EQ(best.pipeline, 1) << name;
-    EXPECT_EQ(best.data, 8) << name;
+    EXPECT_EQ(best.degrees[plan::Axis::Tensor], 1) << name;
+    EXPECT_EQ(best.degrees[plan::Axis::Pipeline], 1) << name;
+    EXPECT_EQ(best.degrees[plan::Axis::Data], 8) << name;
   }
 }
 

@@ -178,8 +178,8 @@ TEST(ExpertParallel, PlansAreChecked) {
   // Megatron's names.
   const plan::Plan m = testing::plan_yaml(
       "data_parallel_size: 8\nexpert_model_parallel_size: 8\nexpert_tensor_parallel_size: 1\n", eight_h100(), model);
-  EXPECT_EQ(m.expert, 8);
-  EXPECT_EQ(m.expert_tensor, 1);
+  EXPECT_EQ(m.degrees[plan::Axis::Expert], 8);
+  EXPECT_EQ(m.degrees[plan::Axis::ExpertTensor], 1);
   EXPECT_EQ(m.expert_data(), 1);
 }
 

@@ -156,7 +156,7 @@ TEST(RandomPlans, EngineInvariantsHold) {
     const Prediction base = simulate(cluster, model, *plan, recorded);
     expect_one_compute_at_a_time(base.timeline, where);
 
-    if (plan->data > 1) {
+    if (plan->degrees[plan::Axis::Data] > 1) {
       ++replicated;
       EngineOptions full;
       full.fold_replicas = false;

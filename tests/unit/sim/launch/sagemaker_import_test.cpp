@@ -56,8 +56,8 @@ TEST(SageMakerImport, ReadsTheParametersPeopleWrite) {
   EXPECT_EQ(imported.ignored, (std::vector<std::string>{"memory_weight", "prescaled_batch"}));
   const ResolvedPlan on("topologies/p4d.24xlarge.yaml", "configs/models/gpt3-1.3b.yaml", testing::spec_from("{}"));
   const plan::Plan p = resolved(imported, on);
-  EXPECT_EQ(p.pipeline, 2);
-  EXPECT_EQ(p.data, 4);  // 8 GPUs of the node over pipeline 2
+  EXPECT_EQ(p.degrees[plan::Axis::Pipeline], 2);
+  EXPECT_EQ(p.degrees[plan::Axis::Data], 4);  // 8 GPUs of the node over pipeline 2
   EXPECT_EQ(p.microbatches, 4);
   EXPECT_EQ(p.schedule, plan::ScheduleKind::SageMakerInterleaved);
 }

@@ -5,6 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <initializer_list>
+#include <utility>
+
 namespace mpsim::plan {
 namespace {
 
@@ -12,12 +15,19 @@ using Groups = std::vector<std::vector<int>>;
 
 const Placement kTpCpEpDpPp{Axis::Tensor, Axis::Context, Axis::Expert, Axis::Data, Axis::Pipeline};
 
+/// Degrees with the given axes set, the others 1.
+Degrees degrees_with(std::initializer_list<std::pair<Axis, int>> sizes) {
+  Degrees d;
+  for (const auto& [axis, size] : sizes) d.set(axis, size);
+  return d;
+}
+
 TEST(Layout, FoldingExampleAttentionContextEightExpertsEight) {
   // 8 GPUs: attention tp1 cp8, experts ep8 (etp1, so expert_data 1).
   Degrees d;
-  d.context = 8;
-  d.expert = 8;
-  d.expert_tensor = 1;
+  d.set(Axis::Context, 8);
+  d.set(Axis::Expert, 8);
+  d.set(Axis::ExpertTensor, 1);
   ASSERT_FALSE(degrees_error(d));
   const Layout layout(d, kTpCpEpDpPp);
   EXPECT_EQ(layout.ranks(), 8);
@@ -37,12 +47,12 @@ TEST(Layout, FoldingExampleAttentionContextEightExpertsEight) {
 TEST(Layout, Tp2Cp2Dp2Pp2WithExpertsFolded) {
   // 16 GPUs, order tp-cp-ep-dp-pp: dense strides tp 1, cp 2, dp 4, pp 8.
   Degrees d;
-  d.tensor = 2;
-  d.context = 2;
-  d.data = 2;
-  d.pipeline = 2;
-  d.expert = 2;
-  d.expert_tensor = 1;  // expert_data = 2*2*2 / (1*2) = 4; expert strides etp 1, ep 1, edp 2, pp 8
+  d.set(Axis::Tensor, 2);
+  d.set(Axis::Context, 2);
+  d.set(Axis::Data, 2);
+  d.set(Axis::Pipeline, 2);
+  d.set(Axis::Expert, 2);
+  d.set(Axis::ExpertTensor, 1);  // expert_data = 2*2*2 / (1*2) = 4; expert strides etp 1, ep 1, edp 2, pp 8
   ASSERT_FALSE(degrees_error(d));
   const Layout layout(d, kTpCpEpDpPp);
   EXPECT_EQ(layout.ranks(), 16);
@@ -75,9 +85,9 @@ TEST(Layout, HybridShardingSplitsTheDataAxis) {
   // 16 GPUs, tp2 dp8 in two shard groups: dp strides 2, its inner part (4 ranks) stride 2, its outer
   // part (2 groups) stride 8.
   Degrees d;
-  d.tensor = 2;
-  d.data = 8;
-  d.shard_groups = 2;
+  d.set(Axis::Tensor, 2);
+  d.set(Axis::Data, 8);
+  d.set(Axis::DataReplica, 2);
   ASSERT_FALSE(degrees_error(d));
   const Layout layout(d, kTpCpEpDpPp);
   EXPECT_EQ(layout.size(Axis::DataShard), 4);
@@ -90,13 +100,18 @@ TEST(Layout, HybridShardingSplitsTheDataAxis) {
   EXPECT_EQ(layout.groups(Axis::Data).size(), 2u);
   EXPECT_EQ(layout.coordinate(11, Axis::DataShard), 1);
   EXPECT_EQ(layout.coordinate(11, Axis::DataReplica), 1);
-  d.shard_groups = 3;
+  d.set(Axis::DataReplica, 3);
   EXPECT_TRUE(degrees_error(d));
 }
 
 TEST(Layout, ExpertTensorTwoExpertFour) {
   // etp2 ep4 on tp2 cp2 dp2 pp2: expert_data 1; expert strides etp 1, ep 2, pp 8.
-  Degrees d{.tensor = 2, .context = 2, .expert = 4, .expert_tensor = 2, .data = 2, .pipeline = 2};
+  Degrees d = degrees_with({{Axis::Tensor, 2},
+                            {Axis::Context, 2},
+                            {Axis::Expert, 4},
+                            {Axis::ExpertTensor, 2},
+                            {Axis::Data, 2},
+                            {Axis::Pipeline, 2}});
   const Layout layout(d, kTpCpEpDpPp);
   EXPECT_EQ(layout.groups(Axis::Expert), (Groups{{0, 2, 4, 6}, {1, 3, 5, 7}, {8, 10, 12, 14}, {9, 11, 13, 15}}));
   EXPECT_EQ(layout.groups(Axis::ExpertTensor), (Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}}));
@@ -105,7 +120,7 @@ TEST(Layout, ExpertTensorTwoExpertFour) {
 TEST(Layout, ThreeAxisPlacementsAsBefore) {
   // Today's plans: tp-dp-pp puts a stage's tensor ranks next to each other; tp-pp-dp (SageMaker's
   // cluster) keeps a pipeline inside consecutive ranks.
-  const Degrees d{.tensor = 2, .expert_tensor = 2, .data = 3, .pipeline = 2};
+  const Degrees d = degrees_with({{Axis::Tensor, 2}, {Axis::ExpertTensor, 2}, {Axis::Data, 3}, {Axis::Pipeline, 2}});
   const Layout megatron(d, kMegatronPlacement);
   EXPECT_EQ(megatron.group(0, Axis::Data), (std::vector<int>{0, 2, 4}));
   EXPECT_EQ(megatron.group(7, Axis::Tensor), (std::vector<int>{6, 7}));
@@ -118,7 +133,8 @@ TEST(Layout, ThreeAxisPlacementsAsBefore) {
 }
 
 TEST(Layout, RejectsWhatCannotBeLaidOut) {
-  EXPECT_TRUE(degrees_error(Degrees{.tensor = 2, .expert = 3, .expert_tensor = 1, .data = 2}));
+  EXPECT_TRUE(
+      degrees_error(degrees_with({{Axis::Tensor, 2}, {Axis::Expert, 3}, {Axis::ExpertTensor, 1}, {Axis::Data, 2}})));
   EXPECT_TRUE(placement_error(Placement{Axis::Tensor, Axis::Data}));
   EXPECT_TRUE(placement_error(Placement{Axis::Tensor, Axis::Data, Axis::Data, Axis::Pipeline}));
   EXPECT_TRUE(placement_error(Placement{Axis::Tensor, Axis::ExpertData, Axis::Data, Axis::Pipeline}));

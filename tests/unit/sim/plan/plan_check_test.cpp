@@ -30,14 +30,14 @@ TEST(PlanCheck, ShippedPlansResolve) {
   const Plan sm = resolve_plan(load_plan_file(repo_path("configs/plans/gpt3-1.3b-sagemaker.yaml")),
                                topology::load_topology_file(repo_path("topologies/p4d.24xlarge.yaml")),
                                model::load_model_file(repo_path("configs/models/gpt3-1.3b.yaml")));
-  EXPECT_EQ(sm.data, 2);  // 8 GPUs / 4 partitions
+  EXPECT_EQ(sm.degrees[Axis::Data], 2);  // 8 GPUs / 4 partitions
   EXPECT_EQ(sm.global_batch, 16);
   EXPECT_EQ(sm.active_microbatches, 6);
 
   const Plan mg = resolve_plan(load_plan_file(repo_path("configs/plans/megatron-175b-interleaved.yaml")),
                                topology::load_topology_file(repo_path("topologies/16x-dgx-h100.yaml")),
                                model::load_model_file(repo_path("configs/models/gpt3-175b.yaml")));
-  EXPECT_EQ(mg.data, 2);
+  EXPECT_EQ(mg.degrees[Axis::Data], 2);
   EXPECT_EQ(mg.microbatches, 256);
   EXPECT_EQ(mg.stages(), 16);
   EXPECT_EQ(mg.partition.size(), 17u);
@@ -46,7 +46,7 @@ TEST(PlanCheck, ShippedPlansResolve) {
 
 TEST(PlanCheck, DataDegreeFillsTheClusterAndBatchBalances) {
   const Plan p = resolve("parallelism: { tensor: 8, pipeline: 2 }\nbatch: { global: 64, micro: 2 }\n");
-  EXPECT_EQ(p.data, 2);
+  EXPECT_EQ(p.degrees[Axis::Data], 2);
   EXPECT_EQ(p.microbatches, 16);  // 64 / (2 x 2)
   const Plan q = resolve("parallelism: { tensor: 4, pipeline: 4 }\nbatch: { micro: 1, microbatches: 8 }\n");
   EXPECT_EQ(q.global_batch, 16);

@@ -129,9 +129,9 @@ TEST(PlanLoader, BadValuesNameFileLineAndField) {
 
 TEST(PlanLoader, WrittenPlanReadsBack) {
   Plan p;
-  p.tensor = 4;
-  p.pipeline = 2;
-  p.data = 3;
+  p.degrees.set(Axis::Tensor, 4);
+  p.degrees.set(Axis::Pipeline, 2);
+  p.degrees.set(Axis::Data, 3);
   p.virtual_stages = 2;
   p.global_batch = 96;
   p.micro_batch = 2;
@@ -154,12 +154,12 @@ TEST(PlanLoader, WrittenPlanReadsBack) {
   p.grad_reduce_in_fp32 = false;
   p.fp8_param_gather = true;
   p.optimizer = Optimizer::Muon;
-  p.shard_groups = 3;
+  p.degrees.set(Axis::DataReplica, 3);
   p.context_comm = ContextComm::AllToAll;
   p.activation_offload_layers = 5;
   const PlanSpec back = spec_from(write_plan_yaml(p));
   EXPECT_EQ(back.optimizer, p.optimizer);
-  EXPECT_EQ(back.shard_groups, p.shard_groups);
+  EXPECT_EQ(back.shard_groups, p.degrees[Axis::DataReplica]);
   EXPECT_EQ(back.context_comm, p.context_comm);
   EXPECT_EQ(back.activation_offload_layers, p.activation_offload_layers);
   EXPECT_EQ(back.grad_reduce_in_fp32, p.grad_reduce_in_fp32);
@@ -173,9 +173,9 @@ TEST(PlanLoader, WrittenPlanReadsBack) {
   EXPECT_EQ(back.overlap_moe_expert_comm, p.overlap_moe_expert_comm);
   EXPECT_EQ(back.dispatcher, p.dispatcher);
   EXPECT_EQ(back.flex_dispatcher_sms, p.flex_dispatcher_sms);
-  EXPECT_EQ(back.tensor, p.tensor);
-  EXPECT_EQ(back.pipeline, p.pipeline);
-  EXPECT_EQ(back.data, p.data);
+  EXPECT_EQ(back.tensor, p.degrees[Axis::Tensor]);
+  EXPECT_EQ(back.pipeline, p.degrees[Axis::Pipeline]);
+  EXPECT_EQ(back.data, p.degrees[Axis::Data]);
   EXPECT_EQ(back.virtual_stages, p.virtual_stages);
   EXPECT_EQ(back.global_batch, p.global_batch);
   EXPECT_EQ(back.micro_batch, p.micro_batch);
@@ -193,7 +193,7 @@ TEST(PlanLoader, WrittenPlanReadsBack) {
 
 TEST(PlanLoader, WrittenScheduleKnobsReadBack) {
   Plan p;
-  p.pipeline = 4;
+  p.degrees.set(Axis::Pipeline, 4);
   p.schedule = ScheduleKind::ZbAuto;
   p.zb_memory_limit = 8;
   p.partition = {0, 1, 2, 3, 4};

@@ -50,7 +50,7 @@ TEST(LayerCollectives, OverlappedPrecedeTheirComputeOp) {
 TEST(LayerCollectives, FromTheModelsLayers) {
   const model::Model m = model::load_model_file(std::string(MPSIM_SOURCE_DIR) + "/configs/models/gpt3-1.3b.yaml");
   plan::Plan p;
-  p.tensor = 2;
+  p.degrees.set(plan::Axis::Tensor, 2);
   p.micro_batch = 2;
   p.partition = {0, 24};
   const Bytes output = Bytes::bytes(2048LL * 2048 * 2 * 2);
@@ -65,7 +65,7 @@ TEST(LayerCollectives, FromTheModelsLayers) {
                                                            {OpKind::ReduceScatter, plan::Axis::Tensor, output, 49}}));
   EXPECT_EQ(c[0][0].backward, (std::vector<LayerCollective>{{OpKind::AllGather, plan::Axis::Tensor, output, 97},
                                                             {OpKind::ReduceScatter, plan::Axis::Tensor, output, 97}}));
-  p.tensor = 1;
+  p.degrees.set(plan::Axis::Tensor, 1);
   EXPECT_TRUE(chunk_layer_collectives(m, p)[0][0].forward.empty());
 }
 

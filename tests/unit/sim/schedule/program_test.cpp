@@ -54,14 +54,14 @@ TEST(Program, TextHasOneLinePerRankAndHidesCommUnlessAsked) {
 
 TEST(Program, ShapeOfAPlan) {
   plan::Plan plan;
-  plan.pipeline = 4;
+  plan.degrees.set(plan::Axis::Pipeline, 4);
   plan.virtual_stages = 2;
   plan.microbatches = 16;
   plan.schedule = plan::ScheduleKind::Interleaved1F1B;
   plan.microbatch_group_size = 4;
   plan.active_microbatches = 6;
-  plan.tensor = 8;
-  plan.data = 2;
+  plan.degrees.set(plan::Axis::Tensor, 8);
+  plan.degrees.set(plan::Axis::Data, 2);
   const PipelineShape s = shape_of(plan);
   EXPECT_EQ(s.stages, 4);
   EXPECT_EQ(s.microbatches, 16);

@@ -9,7 +9,7 @@ namespace {
 
 TEST(ReportBuilder, FiguresFollowFromWhatEachDeviceDid) {
   plan::Plan plan;
-  plan.pipeline = 2;
+  plan.degrees.set(plan::Axis::Pipeline, 2);
   std::vector<DeviceActivity> devices(2);
   devices[0] = {"node0/gpu0", 0, 8'000'000'000, 7'000'000'000, 0, 9'000'000'000, 30, 100, true, {}};
   devices[1] = {"node0/gpu1", 1, 6'000'000'000, 6'000'000'000, 1'000'000'000, 10'000'000'000, 120, 100, true, {}};
