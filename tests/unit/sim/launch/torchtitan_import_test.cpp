@@ -8,6 +8,7 @@
 #include "launch_test_support.h"
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
+#include "sim/core/yaml_field.h"
 #include "sim/launch/torchtitan_import.h"
 #include "sim/schedule/generators.h"
 #include "sim/schedule/torch_csv.h"
