@@ -5,7 +5,7 @@
 #include <string>
 
 #include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "sim/model/model.h"
 #include "sim/plan/plan.h"
