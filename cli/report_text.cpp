@@ -115,12 +115,4 @@ std::string chrome_trace_text(const trace::Timeline& timeline, const trace::Repo
   return trace::chrome_trace(trace::select_link_lanes(timeline, lanes), report);
 }
 
-void add_trace_links_option(CLI::App& command, std::string& value) {
-  command
-      .add_option("--trace-links", value,
-                  fmt::format("Link lanes in the trace: none, busiest (the {} with the most busy time; default) or all",
-                              trace::kBusiestLinks))
-      ->check(CLI::IsMember({"none", "busiest", "all"}));
-}
-
 }  // namespace mpsim::cli

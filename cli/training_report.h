@@ -4,7 +4,6 @@
 #include <optional>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json_fwd.hpp>
 
 #include "sim/model/model.h"
@@ -12,6 +11,10 @@
 #include "sim/topology/cluster.h"
 #include "sim/trace/report.h"
 #include "sim/training/training_estimate.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace mpsim::cli {
 
