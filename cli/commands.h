@@ -1,7 +1,11 @@
 #pragma once
 /// Each command group registers its subcommands on the `mpsim` app. The callbacks load inputs
 /// (throwing InputError on bad input), call the libraries and print; main() maps errors to exit codes.
-#include <CLI/CLI.hpp>
+#include <string>
+
+namespace CLI {
+class App;  // <CLI/CLI.hpp>, which only the files that register commands include
+}  // namespace CLI
 
 namespace mpsim::cli {
 

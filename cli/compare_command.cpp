@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
@@ -114,25 +115,27 @@ trace::StepRecord load_step(const std::string& path) {
   return step;
 }
 
-std::string seconds(const std::optional<double>& s) { return s ? cli::seconds(*s) : "-"; }
-std::string percent(const std::optional<double>& fraction) { return fraction ? cli::percent(*fraction) : "-"; }
+std::string seconds_or_dash(const std::optional<double>& s) { return s ? cli::seconds(*s) : "-"; }
+std::string percent_or_dash(const std::optional<double>& fraction) { return fraction ? cli::percent(*fraction) : "-"; }
 std::string ratio(const std::optional<double>& r) { return r ? fmt::format("{:.2f}", *r) : "-"; }
 
 void print_comparison(const CompareArgs& args, const trace::Comparison& c) {
   std::cout << fmt::format("predicted {}\nmeasured  {}\n\n", args.predicted, fmt::join(args.measured, " "));
   Table summary;
   summary.add_row({"", "predicted", "measured", "error"});
-  summary.add_row({"step time", seconds(c.predicted_step_time_s), seconds(c.measured_step_time_s),
-                   percent(c.step_time_error)});
-  summary.add_row({"idle", percent(c.predicted_bubble_fraction), percent(c.measured_bubble_fraction), ""});
+  summary.add_row({"step time", seconds_or_dash(c.predicted_step_time_s), seconds_or_dash(c.measured_step_time_s),
+                   percent_or_dash(c.step_time_error)});
+  summary.add_row(
+      {"idle", percent_or_dash(c.predicted_bubble_fraction), percent_or_dash(c.measured_bubble_fraction), ""});
   std::cout << summary.render();
   if (!c.devices.empty()) {
     std::cout << "\n";
     Table devices;
     devices.add_row({"device", "stage", "busy pred", "busy meas", "idle pred", "idle meas"});
     for (const auto& d : c.devices) {
-      devices.add_row({d.id, std::to_string(d.stage), seconds(d.predicted_busy_s), seconds(d.measured_busy_s),
-                       percent(d.predicted_bubble_fraction), percent(d.measured_bubble_fraction)});
+      devices.add_row({d.id, std::to_string(d.stage), seconds_or_dash(d.predicted_busy_s),
+                       seconds_or_dash(d.measured_busy_s), percent_or_dash(d.predicted_bubble_fraction),
+                       percent_or_dash(d.measured_bubble_fraction)});
     }
     std::cout << devices.render();
   }
@@ -142,8 +145,8 @@ void print_comparison(const CompareArgs& args, const trace::Comparison& c) {
     stages.add_row({"stage", "devices pred", "devices meas", "busy pred", "busy meas", "idle pred", "idle meas"});
     for (const auto& st : c.stages) {
       stages.add_row({std::to_string(st.stage), std::to_string(st.predicted_devices), std::to_string(st.measured_devices),
-                      seconds(st.predicted_busy_s), seconds(st.measured_busy_s), percent(st.predicted_idle_fraction),
-                      percent(st.measured_idle_fraction)});
+                      seconds_or_dash(st.predicted_busy_s), seconds_or_dash(st.measured_busy_s),
+                      percent_or_dash(st.predicted_idle_fraction), percent_or_dash(st.measured_idle_fraction)});
     }
     std::cout << stages.render();
   }
@@ -153,8 +156,8 @@ void print_comparison(const CompareArgs& args, const trace::Comparison& c) {
     kinds.add_row({"kind", "count pred", "count meas", "mean pred", "mean meas", "ratio", "median pred", "median meas",
                    "ratio"});
     for (const auto& k : c.per_kind) {
-      const auto mean = [](const trace::DurationStats& s) { return s.count > 0 ? seconds(s.mean_s) : "-"; };
-      const auto median = [](const trace::DurationStats& s) { return s.count > 0 ? seconds(s.median_s) : "-"; };
+      const auto mean = [](const trace::DurationStats& s) { return s.count > 0 ? seconds_or_dash(s.mean_s) : "-"; };
+      const auto median = [](const trace::DurationStats& s) { return s.count > 0 ? seconds_or_dash(s.median_s) : "-"; };
       kinds.add_row({std::string(trace::to_string(k.kind)), std::to_string(k.predicted.count),
                      std::to_string(k.measured.count), mean(k.predicted), mean(k.measured), ratio(k.mean_ratio),
                      median(k.predicted), median(k.measured), ratio(k.median_ratio)});
@@ -169,7 +172,7 @@ void print_comparison(const CompareArgs& args, const trace::Comparison& c) {
     for (const auto& o : c.worst_ops) {
       const auto or_dash = [](std::int32_t v) { return v >= 0 ? std::to_string(v) : std::string("-"); };
       ops.add_row({o.device, std::to_string(o.op), std::string(trace::to_string(o.kind)), or_dash(o.microbatch),
-                   or_dash(o.chunk), seconds(o.predicted_s), seconds(o.measured_s)});
+                   or_dash(o.chunk), seconds_or_dash(o.predicted_s), seconds_or_dash(o.measured_s)});
     }
     std::cout << ops.render();
   }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -51,14 +52,14 @@ void check_world(const plan::Plan& plan, int world, const char* where) {
 }
 
 /// Re-runs this command under `mpirun -np N` (without --ranks) and waits.
-int launch(const ExecuteArgs& args, const std::vector<Override>& overrides) {
+int launch_ranks(const ExecuteArgs& args, const std::vector<Override>& overrides) {
   const Inputs in = load_inputs(args.files, overrides);
   check_world(*in.plan, args.ranks, "--ranks");
   return executor::launch_exit_status(
       executor::run_under_mpirun(args.ranks, executor::own_arguments_without_ranks()));
 }
 
-void print_report(const Inputs& in, const executor::ExecuteResult& result, const std::string& backend) {
+void print_execute_report(const Inputs& in, const executor::ExecuteResult& result, const std::string& backend) {
   const plan::Plan& p = *in.plan;
   const trace::Report& r = result.report;
   std::cout << fmt::format("\n{} on {} ranks ({} backend): TP {} x PP {} x DP {}{}, {}, {} microbatches of {}\n",
@@ -123,7 +124,7 @@ int run_rank(const ExecuteArgs& args, const std::vector<Override>& overrides, in
       if (args.json) {
         std::cout << trace::report_json(result.report).dump(2) << "\n";
       } else {
-        print_report(*in, result, backend->name());
+        print_execute_report(*in, result, backend->name());
       }
       std::cout << std::flush;
     }
@@ -172,7 +173,7 @@ void add_execute_command(CLI::App& app) {
     for (const std::string& s : args->sets) overrides.push_back(parse_override(s, "--set"));
     int code = kExitOk;
     if (args->ranks > 0) {
-      code = launch(*args, overrides);
+      code = launch_ranks(*args, overrides);
     } else {
       int argc = 0;
       char** argv = nullptr;

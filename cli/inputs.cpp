@@ -284,16 +284,6 @@ Inputs load_inputs_on_gpus(const InputFiles& files, std::vector<Override> overri
   return load_inputs_on(files, overrides, applied, std::move(cluster));
 }
 
-void add_gpu_selection_options(CLI::App& command, GpuSelection& selection) {
-  command.add_option_function<int>(
-      "--gpus", [&selection](const int& n) { selection.gpus = n; },
-      "Use the first N GPUs of the topology in node order: whole nodes, part of one node, or equal NVLink "
-      "domains (256 GPUs of 72-GPU racks: 4 racks of 64)");
-  command.add_option_function<int>(
-      "--gpus-per-node", [&selection](const int& n) { selection.gpus_per_node = n; },
-      "With --gpus: use the first K GPUs of each node");
-}
-
 Inputs load_inputs(const InputFiles& files, const std::vector<Override>& overrides) {
   std::vector<Override> applied;
   topology::Cluster cluster = load_cluster_with(files.topology, overrides, applied);

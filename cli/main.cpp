@@ -3,6 +3,7 @@
 #include <iostream>
 #include <new>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/commands.h"

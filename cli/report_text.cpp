@@ -6,6 +6,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/table.h"
@@ -114,14 +115,6 @@ std::string chrome_trace_text(const trace::Timeline& timeline, const trace::Repo
     if (name == trace_links) lanes = value;
   }
   return trace::chrome_trace(trace::select_link_lanes(timeline, lanes), report);
-}
-
-void add_trace_links_option(CLI::App& command, std::string& value) {
-  command
-      .add_option("--trace-links", value,
-                  fmt::format("Link lanes in the trace: none, busiest (the {} with the most busy time; default) or all",
-                              trace::kBusiestLinks))
-      ->check(CLI::IsMember({"none", "busiest", "all"}));
 }
 
 }  // namespace mpsim::cli

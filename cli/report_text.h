@@ -2,7 +2,7 @@
 /// The human-readable report of one simulated step, as `simulate` and `schedule import` print it.
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "cli/inputs.h"
 #include "planner/explain.h"

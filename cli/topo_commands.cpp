@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -63,7 +64,7 @@ std::vector<DeviceId> matrix_gpus(const Cluster& cluster) {
   return gpus;
 }
 
-void run_check(const std::vector<std::string>& files) {
+void run_topo_check(const std::vector<std::string>& files) {
   int failed = 0;
   for (const auto& file : files) {
     try {
@@ -95,7 +96,7 @@ Cluster load_with_sets(const std::string& file, const std::vector<std::string>& 
   return load_cluster(file, overrides);
 }
 
-void run_show(const std::string& file, const std::vector<std::string>& sets, bool json) {
+void run_topo_show(const std::string& file, const std::vector<std::string>& sets, bool json) {
   const Cluster cluster = load_with_sets(file, sets);
   const std::vector<DeviceId> gpus = matrix_gpus(cluster);
   const topology::RouteTable routes(cluster, gpus);
@@ -214,13 +215,13 @@ void run_route(const std::string& file, const std::vector<std::string>& sets, co
   }
 }
 
-struct ImportArgs {
+struct TopoImportArgs {
   std::string file, gpu, nic_bandwidth, output;
   std::vector<std::string> exclude_nics;
   bool all_nics = false;
 };
 
-void run_import(const ImportArgs& args) {
+void run_topo_import(const TopoImportArgs& args) {
   const std::string& output = args.output;
   topology::import::ImportOptions options;
   options.gpu_kind = args.gpu;
@@ -252,7 +253,7 @@ void add_topo_commands(CLI::App& app) {
   auto* check = topo->add_subcommand("check", "Validate topology files");
   auto files = std::make_shared<std::vector<std::string>>();
   check->add_option("files", *files, "Topology YAML files")->required();
-  check->callback([files] { run_check(*files); });
+  check->callback([files] { run_topo_check(*files); });
 
   struct ShowArgs {
     std::string file;
@@ -264,7 +265,7 @@ void add_topo_commands(CLI::App& app) {
   show->add_option("file", show_args->file, "Topology YAML file")->required();
   show->add_option("--set", show_args->sets, "Override a topology field first: topology.nodes=4");
   show->add_flag("--json", show_args->json, "Print JSON");
-  show->callback([show_args] { run_show(show_args->file, show_args->sets, show_args->json); });
+  show->callback([show_args] { run_topo_show(show_args->file, show_args->sets, show_args->json); });
 
   struct RouteArgs {
     std::string file, src, dst;
@@ -282,7 +283,7 @@ void add_topo_commands(CLI::App& app) {
     run_route(route_args->file, route_args->sets, route_args->src, route_args->dst, route_args->json);
   });
 
-  auto import_args = std::make_shared<ImportArgs>();
+  auto import_args = std::make_shared<TopoImportArgs>();
   auto* import = topo->add_subcommand("import", "Write a topology YAML from `nvidia-smi topo -m` text or NCCL's topology XML");
   import->add_option("file", import_args->file, "nvidia-smi topo -m output, or NCCL_TOPO_DUMP_FILE XML")->required();
   import->add_option("--gpu", import_args->gpu, "GPU kind (nvidia-smi does not print the model), e.g. a100-80gb");
@@ -292,7 +293,7 @@ void add_topo_commands(CLI::App& app) {
   import->add_flag("--all-nics", import_args->all_nics,
                    "Keep NICs that share no PCIe switch with a GPU (by default: storage or front-end, left out)");
   import->add_option("-o,--output", import_args->output, "Output YAML file ('-' for standard output)")->required();
-  import->callback([import_args] { run_import(*import_args); });
+  import->callback([import_args] { run_topo_import(*import_args); });
 }
 
 }  // namespace mpsim::cli

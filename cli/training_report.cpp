@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "cli/table.h"
 #include "sim/core/input_error.h"
@@ -36,20 +37,6 @@ std::string count(double v) {
 }
 
 }  // namespace
-
-void add_training_options(CLI::App& command, TrainingFlags& flags) {
-  command.add_option("--tokens", flags.tokens,
-                     "Training time, GPU-hours, cost, energy and goodput for this many tokens: 15T, 300B, 2.5e12");
-  command.add_option("--gpu-hour-price", flags.gpu_hour_price, "Price of one GPU-hour, for --tokens' cost")
-      ->check(CLI::NonNegativeNumber);
-  command.add_option("--restart-time", flags.restart,
-                     "Relaunch after an interruption, for --tokens (default \"600 s\")");
-  command.add_option("--checkpoint-bandwidth", flags.checkpoint_bandwidth,
-                     "Storage write bandwidth per GPU, for --tokens (default \"122 MB/s\": Llama 3's 2 TB/s for 16,384 GPUs)");
-  command.add_option("--gpu-hours-per-interruption", flags.gpu_hours_per_interruption,
-                     "GPU-hours between unexpected interruptions, per GPU, for --tokens (default 50677: Llama 3)")
-      ->check(CLI::PositiveNumber);
-}
 
 double parse_token_count(const std::string& text) {
   std::string digits = text;

@@ -4,14 +4,17 @@
 #include <optional>
 #include <string>
 
-#include <CLI/CLI.hpp>
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "sim/model/model.h"
 #include "sim/plan/plan.h"
 #include "sim/topology/cluster.h"
 #include "sim/trace/report.h"
 #include "sim/training/training_estimate.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
 
 namespace mpsim::cli {
 

@@ -3,6 +3,7 @@
 #include <charconv>
 
 #include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
 
 #include "sim/core/input_error.h"
 

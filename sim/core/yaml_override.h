@@ -5,7 +5,9 @@
 #include <string_view>
 #include <vector>
 
-#include <yaml-cpp/yaml.h>
+namespace YAML {
+class Node;  // <yaml-cpp/yaml.h>, which apply_override's callers include
+}  // namespace YAML
 
 namespace mpsim {
 

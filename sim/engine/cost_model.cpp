@@ -1,6 +1,7 @@
 #include "sim/engine/cost_model.h"
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 
 #include "sim/engine/kernel_time.h"

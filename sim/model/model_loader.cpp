@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/yaml_field.h"
 #include "sim/model/transformer.h"
 
 namespace mpsim::model {

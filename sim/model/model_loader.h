@@ -38,7 +38,7 @@
 #include <filesystem>
 #include <string_view>
 
-#include "sim/core/yaml_field.h"
+#include "sim/core/yaml_field_fwd.h"
 #include "sim/model/model.h"
 
 namespace mpsim::model {

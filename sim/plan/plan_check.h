@@ -1,5 +1,6 @@
 #pragma once
 /// Checking a plan against the cluster and model it will run on.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -7,7 +8,13 @@
 
 #include "sim/model/model.h"
 #include "sim/plan/plan.h"
-#include "sim/topology/cluster.h"
+#include "sim/topology/attention_generation.h"
+
+namespace mpsim::topology {
+class Cluster;                      // sim/topology/cluster.h
+struct GpuKind;                     // sim/topology/gpu_kind.h
+enum class DType : std::uint8_t;    // sim/topology/gpu_kind.h
+}  // namespace mpsim::topology
 
 namespace mpsim::plan {
 

@@ -5,6 +5,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "sim/core/yaml_field.h"
+
 namespace mpsim::plan {
 
 std::string_view to_string(Objective o) noexcept { return o == Objective::Speed ? "speed" : "memory"; }

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "sim/core/yaml_field.h"
+#include "sim/core/yaml_field_fwd.h"
 #include "sim/plan/plan.h"
 
 namespace mpsim::plan {

@@ -1,8 +1,12 @@
 #include "sim/topology/cluster.h"
 
 #include <stdexcept>
+#include <unordered_map>
+#include <utility>
 
 #include <fmt/format.h>
+
+#include "sim/topology/cluster_graph.h"
 
 namespace mpsim::topology {
 
@@ -28,6 +32,29 @@ std::string_view to_string(LinkKind k) noexcept {
   return "?";
 }
 
+Cluster::Cluster() : graph_(std::make_unique<ClusterGraph>()) {}
+Cluster::Cluster(const Cluster& other)
+    : name(other.name),
+      node_count(other.node_count),
+      devices_(other.devices_),
+      links_(other.links_),
+      gpu_kinds_(other.gpu_kinds_),
+      gpus_(other.gpus_),
+      by_name_(other.by_name_),
+      graph_(std::make_unique<ClusterGraph>(other.graph())) {}
+Cluster::Cluster(Cluster&& other) noexcept = default;
+Cluster& Cluster::operator=(const Cluster& other) {
+  if (this != &other) *this = Cluster(other);
+  return *this;
+}
+Cluster& Cluster::operator=(Cluster&& other) noexcept = default;
+Cluster::~Cluster() = default;
+
+const ClusterGraph& Cluster::graph() const noexcept {
+  static const ClusterGraph empty;
+  return graph_ ? *graph_ : empty;
+}
+
 DeviceId Cluster::add_device(Device device) {
   const DeviceId id{static_cast<std::uint32_t>(devices_.size())};
   if (!by_name_.emplace(device.name, id).second) {
@@ -35,14 +62,16 @@ DeviceId Cluster::add_device(Device device) {
   }
   if (device.kind == DeviceKind::Gpu) gpus_.push_back(id);
   devices_.push_back(std::move(device));
-  const auto vertex = boost::add_vertex(graph_);
+  if (!graph_) graph_ = std::make_unique<ClusterGraph>();
+  const auto vertex = boost::add_vertex(graph_->graph);
   (void)vertex;
   return id;
 }
 
 LinkId Cluster::add_link(Link link) {
   const LinkId id{static_cast<std::uint32_t>(links_.size())};
-  boost::add_edge(link.a.value, link.b.value, id.value, graph_);
+  if (!graph_) graph_ = std::make_unique<ClusterGraph>();
+  boost::add_edge(link.a.value, link.b.value, id.value, graph_->graph);
   links_.push_back(std::move(link));
   return id;
 }
@@ -104,10 +133,10 @@ void Cluster::set_link_rate(LinkId link, BytesPerSec bandwidth, TimeNs latency) 
 void Cluster::take_link_down(LinkId link) {
   links_.at(link.value).down = true;
   // The graph again without the links that are down; an edge's index stays its link id.
-  Graph rebuilt(devices_.size());
+  auto rebuilt = std::make_unique<ClusterGraph>(ClusterGraph{ClusterGraph::Graph(devices_.size())});
   for (std::size_t i = 0; i < links_.size(); ++i) {
     if (links_[i].down) continue;
-    boost::add_edge(links_[i].a.value, links_[i].b.value, static_cast<std::uint32_t>(i), rebuilt);
+    boost::add_edge(links_[i].a.value, links_[i].b.value, static_cast<std::uint32_t>(i), rebuilt->graph);
   }
   graph_ = std::move(rebuilt);
 }

@@ -1,17 +1,17 @@
 #pragma once
-/// The expanded cluster: every device and link, as a Boost.Graph.
+/// The expanded cluster: every device and link, and the graph routes are searched on (a Boost.Graph
+/// behind ClusterGraph, sim/topology/cluster_graph.h, so that users of the cluster do not compile it).
 ///
 /// Built from a TopologySpec by build_cluster(); a plain value afterwards (copyable, immutable in
 /// use). Device names follow docs/formats.md, "Full form": `node<i>/gpu<j>`, `node<i>/nvswitch<j>`,
 /// `node<i>/pcie-switch<j>`, `node<i>/cpu<j>`, `node<i>/nic<j>`, `fabric/<name>`.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
-
-#include <boost/graph/adjacency_list.hpp>
 
 #include "sim/core/units.h"
 #include "sim/topology/gpu_kind.h"
@@ -56,12 +56,17 @@ struct Link {
   bool down = false;       ///< a what-if: the link carries nothing and no route uses it
 };
 
+/// The devices as vertices and the links that are up as edges (sim/topology/cluster_graph.h).
+struct ClusterGraph;
+
 class Cluster {
  public:
-  using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, boost::no_property,
-                                      boost::property<boost::edge_index_t, std::uint32_t>>;
-
-  Cluster() = default;
+  Cluster();
+  Cluster(const Cluster& other);
+  Cluster(Cluster&& other) noexcept;
+  Cluster& operator=(const Cluster& other);
+  Cluster& operator=(Cluster&& other) noexcept;
+  ~Cluster();
 
   /// Adders used by build_cluster(); names must be unique.
   DeviceId add_device(Device device);
@@ -79,7 +84,7 @@ class Cluster {
   [[nodiscard]] const Link& link(LinkId id) const { return links_.at(id.value); }
   [[nodiscard]] const GpuKind& gpu_kind_of(DeviceId gpu) const;
   [[nodiscard]] std::optional<DeviceId> find(std::string_view name) const;
-  [[nodiscard]] const Graph& graph() const noexcept { return graph_; }
+  [[nodiscard]] const ClusterGraph& graph() const noexcept;
   /// GPUs of node `node`, in local order.
   [[nodiscard]] std::vector<DeviceId> gpus_of_node(int node) const;
   /// Keeps only the GPUs a job of `shape` runs on, in node order: the first shape.gpus_per_node of
@@ -99,7 +104,7 @@ class Cluster {
   std::vector<GpuKind> gpu_kinds_;
   std::vector<DeviceId> gpus_;
   std::unordered_map<std::string, DeviceId> by_name_;
-  Graph graph_;
+  std::unique_ptr<ClusterGraph> graph_;  // null only in a moved-from cluster, which has no devices
 };
 
 }  // namespace mpsim::topology

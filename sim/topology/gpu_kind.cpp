@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/yaml_field.h"
+
 namespace mpsim::topology {
 
 extern const std::string_view kBuiltinGpuCatalogYaml;  // generated from configs/hardware/gpus.yaml

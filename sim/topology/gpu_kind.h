@@ -1,12 +1,14 @@
 #pragma once
 /// GPU kinds: the numbers of one accelerator model, and the built-in catalog.
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "sim/core/units.h"
-#include "sim/core/yaml_field.h"
+#include "sim/core/yaml_field_fwd.h"
 #include "sim/topology/attention_generation.h"
 
 namespace mpsim::topology {

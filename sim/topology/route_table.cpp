@@ -6,6 +6,8 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "sim/topology/cluster_graph.h"
+
 namespace mpsim::topology {
 
 std::string_view to_string(PathClass c) noexcept {
@@ -78,7 +80,7 @@ struct SparseLabels {
 /// Widest-shortest path search from src admitting the links and forwarders of `level`.
 template <typename Labels>
 void search(const Cluster& cluster, DeviceId src, Level level, std::optional<DeviceId> stop_at, Labels& labels) {
-  const auto& g = cluster.graph();
+  const auto& g = cluster.graph().graph;
   using Entry = std::tuple<int, double, std::uint32_t>;  // hops, -bandwidth, vertex: deterministic order
   std::priority_queue<Entry, std::vector<Entry>, std::greater<>> queue;
   labels[src.value].hops = 0;

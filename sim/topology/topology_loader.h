@@ -3,7 +3,7 @@
 #include <filesystem>
 #include <functional>
 
-#include "sim/core/yaml_field.h"
+#include "sim/core/yaml_field_fwd.h"
 #include "sim/topology/cluster.h"
 #include "sim/topology/topology_spec.h"
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <tuple>
 
+#include <nlohmann/json.hpp>
+
 namespace mpsim::trace {
 namespace {
 

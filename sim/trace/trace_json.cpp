@@ -3,6 +3,7 @@
 #include <map>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 namespace mpsim::trace {
 

@@ -4,7 +4,7 @@
 /// Output is deterministic: same inputs, same bytes.
 #include <string>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "sim/trace/report.h"
 #include "sim/trace/timeline.h"

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "sim/core/gzip.h"
 #include "sim/core/utf8.h"

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include <nlohmann/json.hpp>
+#include <nlohmann/json_fwd.hpp>
 
 #include "sim/trace/report.h"
 #include "sim/trace/timeline.h"

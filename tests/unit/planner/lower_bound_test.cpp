@@ -18,7 +18,7 @@ namespace {
 
 using namespace mpsim::literals;
 
-schedule::PipelineShape shape(int p, int m, plan::ScheduleKind kind, int v = 1) {
+schedule::PipelineShape pipeline_shape(int p, int m, plan::ScheduleKind kind, int v = 1) {
   schedule::PipelineShape s;
   s.stages = p;
   s.microbatches = m;
@@ -32,10 +32,10 @@ schedule::PipelineShape shape(int p, int m, plan::ScheduleKind kind, int v = 1) 
 TEST(LowerBound, UniformOneFOneBIsFillBusyDrain) {
   const std::vector<StageTimes> stages(4, StageTimes{2_ms, 4_ms, 3_ms, 1_ms});
   // (m + p - 1)(f + b)
-  EXPECT_EQ(step_time_lower_bound(shape(4, 8, plan::ScheduleKind::OneFOneB), stages), TimeNs::ms(11 * 6));
-  EXPECT_EQ(step_time_lower_bound(shape(4, 8, plan::ScheduleKind::GPipe), stages), TimeNs::ms(11 * 6));
+  EXPECT_EQ(step_time_lower_bound(pipeline_shape(4, 8, plan::ScheduleKind::OneFOneB), stages), TimeNs::ms(11 * 6));
+  EXPECT_EQ(step_time_lower_bound(pipeline_shape(4, 8, plan::ScheduleKind::GPipe), stages), TimeNs::ms(11 * 6));
   // Zero bubble: no drain of W; the last rank's busy time m (f + b) plus the fill, or the I drain.
-  EXPECT_EQ(step_time_lower_bound(shape(4, 8, plan::ScheduleKind::ZbH1), stages),
+  EXPECT_EQ(step_time_lower_bound(pipeline_shape(4, 8, plan::ScheduleKind::ZbH1), stages),
             std::max(TimeNs::ms(3 * 2 + 8 * 6), TimeNs::ms(3 * 2 + 8 * 5 + 3 * 3 + 1)));
 }
 
@@ -44,7 +44,7 @@ TEST(LowerBound, InterleavedCountsEveryChunkOfARank) {
   const std::vector<StageTimes> stages{{1_ms, 2_ms, 1_ms, 1_ms}, {1_ms, 2_ms, 1_ms, 1_ms},
                                        {3_ms, 6_ms, 3_ms, 3_ms}, {1_ms, 2_ms, 1_ms, 1_ms}};
   // Rank 0: m (1 + 2 + 3 + 6) = 4 * 12; rank 1: fill 1 + m (1 + 2 + 1 + 2) + drain 2.
-  EXPECT_EQ(step_time_lower_bound(shape(2, 4, plan::ScheduleKind::Interleaved1F1B, 2), stages), TimeNs::ms(48));
+  EXPECT_EQ(step_time_lower_bound(pipeline_shape(2, 4, plan::ScheduleKind::Interleaved1F1B, 2), stages), TimeNs::ms(48));
 }
 
 TEST(LowerBound, TightWithoutCommunication) {

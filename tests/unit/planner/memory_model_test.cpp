@@ -105,7 +105,7 @@ TEST(StaticMemory, AsTheCostModelCountsIt) {
   }
 }
 
-struct Case {
+struct MemoryCase {
   const char* name;
   topology::Cluster cluster;
   model::Model model;
@@ -113,7 +113,7 @@ struct Case {
 };
 
 /// A sample of every (schedule, recompute, ZeRO) combination the space has, simulated.
-void expect_estimates_equal_simulation(const Case& c, int per_combination) {
+void expect_estimates_equal_simulation(const MemoryCase& c, int per_combination) {
   PlannerOptions options;
   options.space.global_batch = c.global_batch;
   const auto prepared = prepare_candidates(c.cluster, c.model, options);

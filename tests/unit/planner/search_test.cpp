@@ -48,7 +48,7 @@ std::vector<std::size_t> ids(const std::vector<Evaluated>& v) {
   return out;
 }
 
-struct Case {
+struct SearchCase {
   std::string name;
   topology::Cluster cluster;
   model::Model model;
@@ -56,8 +56,8 @@ struct Case {
   std::vector<model::Recompute> recompute{model::Recompute::None, model::Recompute::Selective, model::Recompute::Full};
 };
 
-std::vector<Case> small_cases() {
-  std::vector<Case> out;
+std::vector<SearchCase> small_cases() {
+  std::vector<SearchCase> out;
   out.push_back({"2x4 A100 IB, gpt3-1.3b", short_cluster(2, 4), shipped_model("gpt3-1.3b"), 16});
   out.push_back({"2x2 A100 slow IB, bert-large", short_cluster(2, 2, "a100-80gb", "10 Gb/s"), shipped_model("bert-large"),
                  32});
@@ -72,7 +72,7 @@ std::vector<Case> small_cases() {
 class BestIsTheExhaustiveBest : public ::testing::TestWithParam<std::size_t> {};
 
 TEST_P(BestIsTheExhaustiveBest, TopKAndParetoFront) {
-  const Case c = std::move(small_cases().at(GetParam()));
+  const SearchCase c = std::move(small_cases().at(GetParam()));
   PlannerOptions options;
   options.space.global_batch = c.global_batch;
   options.space.recompute = c.recompute;
@@ -106,7 +106,7 @@ INSTANTIATE_TEST_SUITE_P(Planner, BestIsTheExhaustiveBest, ::testing::Range<std:
 TEST(Planner, EverySmallCaseHasItsExhaustiveTest) { EXPECT_EQ(small_cases().size(), 4U); }
 
 TEST(Planner, SameAnswerWhateverTheThreadCount) {
-  const Case c = small_cases().front();
+  const SearchCase c = small_cases().front();
   PlannerOptions options;
   options.space.global_batch = c.global_batch;
   options.threads = 1;
@@ -126,7 +126,7 @@ TEST(Planner, SameAnswerWhateverTheThreadCount) {
 }
 
 TEST(Planner, MemoryObjectiveMinimisesPeakMemory) {
-  const Case c = small_cases().front();
+  const SearchCase c = small_cases().front();
   PlannerOptions options;
   options.space.global_batch = c.global_batch;
   options.space.objective = plan::Objective::Memory;
@@ -234,7 +234,7 @@ TEST(Planner, SaysWhyNothingFits) {
 }
 
 TEST(Planner, ReserveIsKeptFree) {
-  const Case c = small_cases().front();
+  const SearchCase c = small_cases().front();
   PlannerOptions options;
   options.space.global_batch = c.global_batch;
   options.memory_reserve = Bytes::gib(70);

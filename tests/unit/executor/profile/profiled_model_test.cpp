@@ -16,12 +16,12 @@
 namespace mpsim::executor::profile {
 namespace {
 
-std::filesystem::path scratch() {
+std::filesystem::path model_scratch() {
   return std::filesystem::temp_directory_path() / ("mpsim-profiled-model-test-" + std::to_string(::getpid()));
 }
 
 model::Model load_text(const std::string& text) {
-  const auto dir = scratch();
+  const auto dir = model_scratch();
   std::filesystem::create_directories(dir);
   const auto path = dir / "profiled.yaml";
   {

@@ -25,7 +25,7 @@ model::Model four_blocks() {
       "        backward_weight_time: \"40 ms\", activation_bytes: \"4 GiB\", output_bytes: \"1 MiB\", params: 1000 }\n");
 }
 
-ChunkCost chunk_of(const topology::Cluster& node, const model::Model& model, int offloaded) {
+ChunkCost offload_chunk_of(const topology::Cluster& node, const model::Model& model, int offloaded) {
   const plan::Plan p = testing::plan_yaml(
       fmt::format("parallelism: {{ data: 8 }}\nbatch: {{ global: 8, micro: 1 }}\nactivation_offload_layers: {}\n",
                   offloaded),
@@ -36,8 +36,8 @@ ChunkCost chunk_of(const topology::Cluster& node, const model::Model& model, int
 TEST(ActivationOffload, OffloadedBlocksLeaveTheStashAndTheForwardWaitsForSlowCopies) {
   const topology::Cluster node = topology::load_topology_file(testing::repo_path("topologies/dgx-h100.yaml"));
   const model::Model model = four_blocks();
-  const ChunkCost kept = chunk_of(node, model, 0);
-  const ChunkCost two = chunk_of(node, model, 2);
+  const ChunkCost kept = offload_chunk_of(node, model, 0);
+  const ChunkCost two = offload_chunk_of(node, model, 2);
   const Bytes offloaded = Bytes::gib(8);
   EXPECT_EQ(kept.stashed - two.stashed, offloaded);
   // 8 GiB over the GPU's PCIe path to its host (a DGX H100's Gen5 x16), against 160 ms of forward

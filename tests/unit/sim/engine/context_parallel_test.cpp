@@ -12,24 +12,24 @@ namespace {
 
 using schedule::OpKind;
 
-constexpr std::int64_t kHidden = 256, kSeq = 1024, kHeads = 8, kKvHeads = 2, kHeadDim = 32;
+constexpr std::int64_t kCpHidden = 256, kCpSeq = 1024, kHeads = 8, kKvHeads = 2, kHeadDim = 32;
 
 model::Model gqa_model() {
   return testing::model_yaml(
       "model: { family: llama, layers: 2, hidden: 256, heads: 8, kv_heads: 2, ffn: 512, seq_len: 1024, vocab: 512 }\n");
 }
 
-topology::Cluster eight_h100() { return testing::h100_node(8); }
+topology::Cluster cp_eight_h100() { return testing::h100_node(8); }
 
 TEST(ContextParallel, EachRankRunsItsShareOfTheTokensAgainstEveryKey) {
   const model::Model model = gqa_model();
   const model::Layer& block = model.layers.at(1);
   const model::Layer share = model::context_share(block, 4);
   EXPECT_DOUBLE_EQ(share.forward_flops.count(), block.forward_flops.count() / 4);
-  EXPECT_EQ(share.gemms.front().tokens, kSeq / 4);
+  EXPECT_EQ(share.gemms.front().tokens, kCpSeq / 4);
   ASSERT_EQ(share.attention.size(), 1u);
-  EXPECT_EQ(share.attention.front().q_tokens, kSeq / 4);
-  EXPECT_EQ(share.attention.front().kv_tokens, kSeq);
+  EXPECT_EQ(share.attention.front().q_tokens, kCpSeq / 4);
+  EXPECT_EQ(share.attention.front().kv_tokens, kCpSeq);
   EXPECT_EQ(share.stashed.tp_sharded.count(), block.stashed.tp_sharded.count() / 4);
   EXPECT_EQ(share.output_bytes.count(), block.output_bytes.count() / 4);
   EXPECT_EQ(share.parameters, block.parameters);
@@ -38,12 +38,12 @@ TEST(ContextParallel, EachRankRunsItsShareOfTheTokensAgainstEveryKey) {
 TEST(ContextParallel, KeysAndValuesGoRoundTheContextGroupBesideTheAttention) {
   const model::Model model = gqa_model();
   const plan::Plan p = testing::plan_yaml(
-      "parallelism: { data: 2, context: 4 }\nbatch: { global: 2 }\nzero: 1\n", eight_h100(), model);
-  const CostModel costs = build_cost_model(eight_h100(), model, p, plan::Layout(p));
+      "parallelism: { data: 2, context: 4 }\nbatch: { global: 2 }\nzero: 1\n", cp_eight_h100(), model);
+  const CostModel costs = build_cost_model(cp_eight_h100(), model, p, plan::Layout(p));
   const schedule::Program program = build_program(model, p, costs, EngineOptions{});
   // Per block and microbatch: the whole sequence's K and V (2 heads x 32 each) in 16 bits, gathered
   // before the forward; gathered again and their gradients reduce-scattered in the backward.
-  const std::int64_t keys_values = kSeq * kKvHeads * 2 * kHeadDim * 2;
+  const std::int64_t keys_values = kCpSeq * kKvHeads * 2 * kHeadDim * 2;
   std::int64_t gathered = 0, scattered = 0;
   for (const schedule::Op& op : program.streams.front()) {
     if (!(op.group == plan::Axis::Context)) continue;
@@ -65,8 +65,8 @@ TEST(ContextParallel, KeysAndValuesGoRoundTheContextGroupBesideTheAttention) {
   // ZeRO 1 shards the optimizer over those 8.
   EXPECT_EQ(costs.ranks.front().static_memory.optimizer.count(), (12 * parameters + 7) / 8);
   // And the step simulates over the real links.
-  EXPECT_GT(simulate(eight_h100(), model, p).report.step_time_s, 0.0);
-  (void)kHidden;
+  EXPECT_GT(simulate(cp_eight_h100(), model, p).report.step_time_s, 0.0);
+  (void)kCpHidden;
   (void)kHeads;
 }
 
@@ -80,8 +80,8 @@ ContextTraffic context_traffic(const std::string& comm, int context = 4) {
   const plan::Plan p = testing::plan_yaml(fmt::format("parallelism: {{ data: {}, context: {} }}\nbatch: {{ global: {} }}\n"
                                                       "zero: 1\ncp_comm_type: {}\n",
                                                       8 / context, context, 8 / context, comm),
-                                          eight_h100(), model);
-  const CostModel costs = build_cost_model(eight_h100(), model, p, plan::Layout(p));
+                                          cp_eight_h100(), model);
+  const CostModel costs = build_cost_model(cp_eight_h100(), model, p, plan::Layout(p));
   const schedule::Program program = build_program(model, p, costs, EngineOptions{});
   ContextTraffic t;
   for (const schedule::Op& op : program.streams.front()) {
@@ -90,12 +90,12 @@ ContextTraffic context_traffic(const std::string& comm, int context = 4) {
     (op.kind == OpKind::AllGather ? t.gathered : op.kind == OpKind::ReduceScatter ? t.scattered : t.exchanged) += bytes;
     t.blocking = t.blocking && op.stream == schedule::CommStream::Blocking;
   }
-  EXPECT_GT(simulate(eight_h100(), model, p).report.step_time_s, 0.0);
+  EXPECT_GT(simulate(cp_eight_h100(), model, p).report.step_time_s, 0.0);
   return t;
 }
 
 TEST(ContextParallel, AllGatherAndUlyssesVariants) {
-  const std::int64_t keys_values = kSeq * kKvHeads * 2 * kHeadDim * 2;
+  const std::int64_t keys_values = kCpSeq * kKvHeads * 2 * kHeadDim * 2;
   // all_gather: the ring's bytes, gathered before the attention instead of beside it.
   const ContextTraffic gather = context_traffic("all_gather");
   EXPECT_EQ(gather.gathered, 2 * 2 * keys_values);
@@ -105,7 +105,7 @@ TEST(ContextParallel, AllGatherAndUlyssesVariants) {
   // a2a (Ulysses) over context 2: per block, the rank's half of the tokens with Q (8 heads), K and V
   // (2 heads each) of 32, then its output (8 heads of 32), forward and again in the backward; 16-bit.
   const ContextTraffic ulysses = context_traffic("a2a", 2);
-  const std::int64_t tokens = kSeq / 2;
+  const std::int64_t tokens = kCpSeq / 2;
   const std::int64_t inputs = tokens * (kHeads * kHeadDim + kKvHeads * 2 * kHeadDim) * 2;
   const std::int64_t output = tokens * kHeads * kHeadDim * 2;
   EXPECT_EQ(ulysses.exchanged, 2 * 2 * (inputs + output));
@@ -114,7 +114,7 @@ TEST(ContextParallel, AllGatherAndUlyssesVariants) {
   // Ulysses splits heads: context 4 does not divide the 2 key/value heads.
   const model::Model model = gqa_model();
   EXPECT_THROW((void)testing::plan_yaml("parallelism: { data: 2, context: 4 }\nbatch: { global: 2 }\ncp_comm_type: a2a\n",
-                                        eight_h100(), model),
+                                        cp_eight_h100(), model),
                InputError);
 }
 
@@ -124,8 +124,8 @@ TEST(ContextParallel, SplittingTheSequenceShortensTheComputeOfAStep) {
       "model: { family: llama, layers: 2, hidden: 4096, heads: 32, kv_heads: 8, ffn: 14336, seq_len: 8192,\n"
       "         vocab: 128256 }\n");
   const auto step = [&](const std::string& parallelism) {
-    const plan::Plan p = testing::plan_yaml(parallelism + "batch: { global: 8 }\n", eight_h100(), model);
-    const CostModel costs = build_cost_model(eight_h100(), model, p, plan::Layout(p));
+    const plan::Plan p = testing::plan_yaml(parallelism + "batch: { global: 8 }\n", cp_eight_h100(), model);
+    const CostModel costs = build_cost_model(cp_eight_h100(), model, p, plan::Layout(p));
     return costs.ranks.front().chunks.front().forward;
   };
   // The same 8 GPUs as 8 data replicas or as 2 x 4 context ranks: a context rank's forward of a

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "engine_test_support.h"
+#include "sim/core/yaml_field.h"
 #include "sim/engine/collective_tuning.h"
 #include "sim/engine/collectives.h"
 

@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "sim/core/input_error.h"
 #include "sim/plan/layout.h"

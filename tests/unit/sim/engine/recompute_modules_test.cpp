@@ -8,13 +8,13 @@
 namespace mpsim::engine {
 namespace {
 
-model::Model moe_model() {
+model::Model recompute_moe_model() {
   return testing::model_yaml(
       "model: { family: llama, layers: 2, hidden: 128, heads: 4, ffn: 256, seq_len: 64, vocab: 512,\n"
       "         moe: { experts: 8, top_k: 2, expert_ffn: 64, dense_layers: 1 } }\n");
 }
 
-ChunkCost chunk_of(const model::Model& model, const std::string& recompute) {
+ChunkCost recompute_chunk_of(const model::Model& model, const std::string& recompute) {
   const topology::Cluster node = testing::h100_node(2);
   const plan::Plan p = testing::plan_yaml(
       "parallelism: { tensor: 2 }\nbatch: { global: 2, micro: 2 }\nsequence_parallel: true\n" + recompute, node, model);
@@ -22,9 +22,9 @@ ChunkCost chunk_of(const model::Model& model, const std::string& recompute) {
 }
 
 TEST(RecomputeModules, TheStashLosesWhatTheModulesDrop) {
-  const model::Model model = moe_model();
-  const ChunkCost none = chunk_of(model, "recompute: none\n");
-  const ChunkCost modules = chunk_of(model, "recompute: selective\nrecompute_modules: [layernorm, moe_act, mlp]\n");
+  const model::Model model = recompute_moe_model();
+  const ChunkCost none = recompute_chunk_of(model, "recompute: none\n");
+  const ChunkCost modules = recompute_chunk_of(model, "recompute: selective\nrecompute_modules: [layernorm, moe_act, mlp]\n");
   // Hand count, micro batch 2 on tensor 2 with sequence parallelism, 2 bytes per element:
   //   layernorm: 2 pre-norm outputs x 64 x 128 per block, 2 blocks, split by t (SP);
   //   moe_act:   64 x top 2 x 64 (the experts' activation output), the MoE block only, split by t;

@@ -3,6 +3,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "engine_test_support.h"
 #include "sim/engine/collective_tuning.h"

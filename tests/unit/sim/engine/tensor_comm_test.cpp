@@ -15,7 +15,7 @@ namespace {
 using namespace testing;
 using schedule::OpKind;
 
-TimeNs step_time(const Prediction& p) { return TimeNs::seconds(p.report.step_time_s); }
+TimeNs comm_step_time(const Prediction& p) { return TimeNs::seconds(p.report.step_time_s); }
 
 /// 8 GPUs on one NVSwitch: 100 GB/s per GPU link, 1 us from GPU to GPU.
 topology::Cluster nvswitch_box() {
@@ -45,7 +45,7 @@ TEST(TensorComm, AllReducesOnIdleNvSwitchTakeTheRingClosedForm) {
   const TimeNs six_all_reduces = TimeNs::us(84) + TimeNs::ns(1'063'292);
   EXPECT_NEAR(six_all_reduces.to_seconds(), 6 * 14 * (1e-6 + 1e6 / (kNvlinkRingEfficiency * 100e9)), 1e-9);
   const TimeNs per_microbatch = TimeNs::ms(9) + six_all_reduces + TimeNs::ms(18) + six_all_reduces;
-  EXPECT_EQ(step_time(prediction), per_microbatch * 2);
+  EXPECT_EQ(comm_step_time(prediction), per_microbatch * 2);
 
   // The trace shows the collectives as spans on the in-layer lane, one per pass and microbatch.
   const auto& tl = prediction.timeline;
@@ -76,7 +76,7 @@ TEST(TensorComm, OverlapMakesEachPassTheLongerOfComputeAndComm) {
   const auto plan = plan_yaml("parallelism: { tensor: 8 }\nbatch: { microbatches: 2 }\nschedule: 1f1b\n"
                               "overlap: { tensor_comm: true }\n",
                               cluster, model);
-  EXPECT_EQ(step_time(simulate(cluster, model, plan)), (TimeNs::ms(9) + TimeNs::ms(18)) * 2);
+  EXPECT_EQ(comm_step_time(simulate(cluster, model, plan)), (TimeNs::ms(9) + TimeNs::ms(18)) * 2);
   // Slow links: comm (6 x 14 x (1 us + 1 MB / 0.79 GB/s) = 84 us + ceil(84e6 / 0.79) ns = 106.4 ms per
   // pass) outlasts compute.
   const auto slow = cluster_yaml(
@@ -86,7 +86,7 @@ TEST(TensorComm, OverlapMakesEachPassTheLongerOfComputeAndComm) {
                                    slow, model);
   const TimeNs per_pass = TimeNs::us(84) + TimeNs::ns(106'329'114);
   EXPECT_NEAR(per_pass.to_seconds(), 84 * (1e-6 + 1e6 / (kNvlinkRingEfficiency * 1e9)), 1e-9);
-  EXPECT_EQ(step_time(simulate(slow, model, slow_plan)), per_pass * 2 * 2);
+  EXPECT_EQ(comm_step_time(simulate(slow, model, slow_plan)), per_pass * 2 * 2);
 }
 
 // Tensor and data parallelism across nodes with one NIC each: a TP all-reduce alone, then the same

@@ -1,6 +1,7 @@
 #pragma once
 #include <string>
 
+#include "sim/core/yaml_field.h"
 #include "sim/launch/export.h"
 #include "sim/model/model_loader.h"
 #include "sim/plan/plan_check.h"

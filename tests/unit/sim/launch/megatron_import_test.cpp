@@ -10,6 +10,7 @@
 #include "launch_test_support.h"
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
+#include "sim/core/yaml_field.h"
 #include "sim/launch/megatron_import.h"
 #include "sim/launch/sagemaker_import.h"
 #include "sim/launch/torchtitan_import.h"

@@ -8,6 +8,7 @@
 #include "launch_test_support.h"
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
+#include "sim/core/yaml_field.h"
 #include "sim/launch/torchtitan_import.h"
 #include "sim/schedule/generators.h"
 #include "sim/schedule/torch_csv.h"
@@ -20,7 +21,7 @@ using testing::kDgxH100;
 using testing::kLlama8b;
 using testing::spec_from;
 
-plan::PlanSpec imported_spec(const ImportedLaunch& imported) {
+plan::PlanSpec titan_imported_spec(const ImportedLaunch& imported) {
   return plan::load_plan_spec(YamlDocument::parse(imported.plan_yaml, "imported.yaml").root());
 }
 
@@ -48,7 +49,7 @@ ImportedLaunch import_exported(const ResolvedPlan& original, const Exported& exp
 }
 
 /// The error import_torchtitan throws for `toml`: "field @ line: message", or "<no error>".
-std::string import_error(const std::string& toml, std::optional<int> gpus = std::nullopt,
+std::string titan_import_error(const std::string& toml, std::optional<int> gpus = std::nullopt,
                          const model::Model* model = nullptr, const std::string& csv = "") {
   try {
     (void)import_torchtitan(toml, "job.toml", {gpus, model, csv_in_memory(csv)});
@@ -93,7 +94,7 @@ TEST(TorchTitanRoundTrip, EverySettingComesBack) {
     const ResolvedPlan original(c.topology, c.model, spec_from(c.plan));
     const Exported exported = export_torchtitan(original);
     const ImportedLaunch imported = import_exported(original, exported);
-    EXPECT_EQ(plan::resolve_plan(imported_spec(imported), original.cluster, original.model), original.plan)
+    EXPECT_EQ(plan::resolve_plan(titan_imported_spec(imported), original.cluster, original.model), original.plan)
         << c.plan << "\n" << exported.toml << "\n" << imported.plan_yaml;
     ASSERT_TRUE(imported.gpus) << c.plan;
     EXPECT_EQ(*imported.gpus, original.plan.gpus()) << c.plan;
@@ -121,7 +122,7 @@ TEST(TorchTitanRoundTrip, AParameterisedScheduleComesBackWithTheSameOrder) {
     const ResolvedPlan original(kDgxH100, kLlama8b, spec_from(c.plan));
     const Exported exported = export_torchtitan(original);
     const ImportedLaunch imported = import_exported(original, exported);
-    const plan::Plan back = plan::resolve_plan(imported_spec(imported), original.cluster, original.model);
+    const plan::Plan back = plan::resolve_plan(titan_imported_spec(imported), original.cluster, original.model);
     EXPECT_EQ(back.schedule, c.back) << c.plan << imported.plan_yaml;
     EXPECT_EQ(schedule::to_torch_csv(schedule::make_program(schedule::shape_of(back))), exported.csv)
         << c.plan << imported.plan_yaml;
@@ -175,7 +176,7 @@ TEST(TorchTitanImport, ReadsAJobAsPeopleWriteIt) {
   const ImportedLaunch imported = import_torchtitan(read_text_file(file), file, {8, &llama, csv_beside(file)});
   ASSERT_TRUE(imported.gpus);
   EXPECT_EQ(*imported.gpus, 8);
-  const plan::PlanSpec spec = imported_spec(imported);
+  const plan::PlanSpec spec = titan_imported_spec(imported);
   EXPECT_EQ(spec.zero, 3);  // FSDP resharding after the forward: TorchTitan's "default" without a pipeline
   EXPECT_EQ(spec.data, 8);
   EXPECT_EQ(spec.micro_batch, 1);
@@ -192,7 +193,7 @@ TEST(TorchTitanImport, ReadsAJobAsPeopleWriteIt) {
   // Without --gpus the shard degree's "-1" leaves the data-parallel size to the cluster.
   const ImportedLaunch unsized = import_torchtitan(read_text_file(file), file, {std::nullopt, nullptr, nullptr});
   EXPECT_FALSE(unsized.gpus);
-  EXPECT_FALSE(imported_spec(unsized).data);
+  EXPECT_FALSE(titan_imported_spec(unsized).data);
 }
 
 // TorchTitan's default split counts the embedding and the output as a layer each: with the model, the
@@ -203,15 +204,15 @@ TEST(TorchTitanImport, TheEndStagesGiveUpALayerEachByDefault) {
       "[training]\nlocal_batch_size = 4\n[activation_checkpoint]\nmode = \"none\"\n";
   const model::Model llama = model::load_model_file(testing::repo_path(kLlama8b));
   const ImportedLaunch with_model = import_torchtitan(toml, "job.toml", {std::nullopt, &llama, nullptr});
-  EXPECT_EQ(imported_spec(with_model).partition, (std::vector<int>{0, 16, 32})) << with_model.plan_yaml;
+  EXPECT_EQ(titan_imported_spec(with_model).partition, (std::vector<int>{0, 16, 32})) << with_model.plan_yaml;
   const std::string three =
       "[parallelism]\npipeline_parallel_degree = 3\ndata_parallel_shard_degree = 1\n[training]\nlocal_batch_size = 3\n"
       "[activation_checkpoint]\nmode = \"none\"\n";
   // 32 blocks + 2 over 3 stages: 12, 11, 11 layers, the end stages one block fewer.
-  EXPECT_EQ(imported_spec(import_torchtitan(three, "job.toml", {std::nullopt, &llama, nullptr})).partition,
+  EXPECT_EQ(titan_imported_spec(import_torchtitan(three, "job.toml", {std::nullopt, &llama, nullptr})).partition,
             (std::vector<int>{0, 11, 22, 32}));
   const ImportedLaunch without = import_torchtitan(toml, "job.toml", {std::nullopt, nullptr, nullptr});
-  EXPECT_TRUE(imported_spec(without).partition.empty());
+  EXPECT_TRUE(titan_imported_spec(without).partition.empty());
   ASSERT_EQ(without.notes.size(), 1u);
   EXPECT_NE(without.notes.front().find("--model"), std::string::npos) << without.notes.front();
 }
@@ -227,17 +228,17 @@ TEST(TorchTitanImport, AHandMadeOrderIsANote) {
   // Both ranks run the backwards last microbatch first: valid, and no generator's order.
   const ImportedLaunch imported =
       import_torchtitan(toml, "job.toml", {std::nullopt, nullptr, csv_in_memory("0F0,0F1,0B1,0B0\r\n1F0,1F1,1B1,1B0\r\n")});
-  EXPECT_EQ(imported_spec(imported).schedule, plan::ScheduleKind::OneFOneB);
+  EXPECT_EQ(titan_imported_spec(imported).schedule, plan::ScheduleKind::OneFOneB);
   ASSERT_EQ(imported.notes.size(), 1u);
   EXPECT_NE(imported.notes.front().find("mpsim schedule import job.csv"), std::string::npos) << imported.notes.front();
   // 1F1B's and GPipe's orders come back by name, with no note.
   const ImportedLaunch one_f_one_b =
       import_torchtitan(toml, "job.toml", {std::nullopt, nullptr, csv_in_memory("0F0,0F1,0B0,0B1\r\n1F0,1B0,1F1,1B1\r\n")});
-  EXPECT_EQ(imported_spec(one_f_one_b).schedule, plan::ScheduleKind::OneFOneB);
+  EXPECT_EQ(titan_imported_spec(one_f_one_b).schedule, plan::ScheduleKind::OneFOneB);
   EXPECT_TRUE(one_f_one_b.notes.empty());
   const ImportedLaunch gpipe =
       import_torchtitan(toml, "job.toml", {std::nullopt, nullptr, csv_in_memory("0F0,0F1,0B0,0B1\r\n1F0,1F1,1B0,1B1\r\n")});
-  EXPECT_EQ(imported_spec(gpipe).schedule, plan::ScheduleKind::GPipe);
+  EXPECT_EQ(titan_imported_spec(gpipe).schedule, plan::ScheduleKind::GPipe);
   EXPECT_TRUE(gpipe.notes.empty());
 }
 
@@ -248,59 +249,59 @@ TEST(TorchTitanImport, ErrorsNameTheKeyAndItsLine) {
   };
   const model::Model llama = model::load_model_file(testing::repo_path(kLlama8b));
   const std::string pp2 = "[parallelism]\npipeline_parallel_degree = 2\ndata_parallel_shard_degree = 1\n";
-  EXPECT_TRUE(starts(import_error("[parallelism\n"), " @ job.toml:1: not TOML"));
-  EXPECT_TRUE(starts(import_error("[parallelism]\ntensor_parallel_degree = \"2\"\n"),
+  EXPECT_TRUE(starts(titan_import_error("[parallelism\n"), " @ job.toml:1: not TOML"));
+  EXPECT_TRUE(starts(titan_import_error("[parallelism]\ntensor_parallel_degree = \"2\"\n"),
                      "parallelism.tensor_parallel_degree @ job.toml:2: parallelism.tensor_parallel_degree is an integer"));
-  EXPECT_TRUE(starts(import_error("[parallelism]\ndata_parallel_shard_degree = 0\n"),
+  EXPECT_TRUE(starts(titan_import_error("[parallelism]\ndata_parallel_shard_degree = 0\n"),
                      "parallelism.data_parallel_shard_degree @ job.toml:2:"));
-  EXPECT_TRUE(starts(import_error("[parallelism]\n\ndata_parallel_shard_degree = 4\n", 8),
+  EXPECT_TRUE(starts(titan_import_error("[parallelism]\n\ndata_parallel_shard_degree = 4\n", 8),
                      "parallelism.data_parallel_shard_degree @ job.toml:3: the degrees multiply to 4 GPUs"));
-  EXPECT_TRUE(starts(import_error("[parallelism]\nfsdp_reshard_after_forward = \"sometimes\"\n"),
+  EXPECT_TRUE(starts(titan_import_error("[parallelism]\nfsdp_reshard_after_forward = \"sometimes\"\n"),
                      "parallelism.fsdp_reshard_after_forward @ job.toml:2:"));
-  EXPECT_TRUE(starts(import_error(pp2 + "pipeline_parallel_schedule = \"LoopedBFS\"\n"),
+  EXPECT_TRUE(starts(titan_import_error(pp2 + "pipeline_parallel_schedule = \"LoopedBFS\"\n"),
                      "parallelism.pipeline_parallel_schedule @ job.toml:4: mpsim has no counterpart"));
-  EXPECT_TRUE(starts(import_error(pp2 + "pipeline_parallel_schedule = \"Fancy\"\n"),
+  EXPECT_TRUE(starts(titan_import_error(pp2 + "pipeline_parallel_schedule = \"Fancy\"\n"),
                      "parallelism.pipeline_parallel_schedule @ job.toml:4: 'Fancy' is not a schedule"));
-  EXPECT_TRUE(starts(import_error(pp2 + "pipeline_parallel_schedule = \"PipelineScheduleSingle\"\n"),
+  EXPECT_TRUE(starts(titan_import_error(pp2 + "pipeline_parallel_schedule = \"PipelineScheduleSingle\"\n"),
                      "parallelism.pipeline_parallel_schedule @ job.toml:4: PipelineScheduleSingle runs the order of a "
                      "schedule CSV"));
-  EXPECT_TRUE(starts(import_error(pp2 + "pipeline_parallel_microbatch_size = 3\n[training]\nlocal_batch_size = 8\n"),
+  EXPECT_TRUE(starts(titan_import_error(pp2 + "pipeline_parallel_microbatch_size = 3\n[training]\nlocal_batch_size = 8\n"),
                      "training.local_batch_size @ job.toml:6: local_batch_size 8 is not a multiple"));
-  EXPECT_TRUE(starts(import_error(pp2 + "pipeline_parallel_schedule = \"Interleaved1F1B\"\n"
+  EXPECT_TRUE(starts(titan_import_error(pp2 + "pipeline_parallel_schedule = \"Interleaved1F1B\"\n"
                                         "pipeline_parallel_layers_per_stage = 4\n"),
                      "parallelism.pipeline_parallel_layers_per_stage @ job.toml:5: the stages per rank"));
-  EXPECT_TRUE(starts(import_error(pp2 + "pipeline_parallel_layers_per_stage = 4\n", std::nullopt, &llama),
+  EXPECT_TRUE(starts(titan_import_error(pp2 + "pipeline_parallel_layers_per_stage = 4\n", std::nullopt, &llama),
                      "parallelism.pipeline_parallel_layers_per_stage @ job.toml:4: 32 blocks at 4 per stage make 9"));
-  EXPECT_TRUE(starts(import_error(pp2 + "pipeline_parallel_schedule_csv = \"other.csv\"\n"),
+  EXPECT_TRUE(starts(titan_import_error(pp2 + "pipeline_parallel_schedule_csv = \"other.csv\"\n"),
                      "parallelism.pipeline_parallel_schedule_csv @ job.toml:4: the schedule CSV 'other.csv' cannot be "
                      "read: no such file"));
   // A CSV that is not a schedule of the job's shape: at the CSV's cell.
-  EXPECT_TRUE(starts(import_error(pp2 + "pipeline_parallel_schedule_csv = \"job.csv\"\n[training]\nlocal_batch_size = 2\n",
+  EXPECT_TRUE(starts(titan_import_error(pp2 + "pipeline_parallel_schedule_csv = \"job.csv\"\n[training]\nlocal_batch_size = 2\n",
                                   std::nullopt, nullptr, "0F0,0F1,0B0,0B1\r\n1F0,1B0,1F1,1X1\r\n"),
                      " @ job.csv:2: '1X1' is not an action"));
-  EXPECT_TRUE(starts(import_error(pp2 + "pipeline_parallel_schedule_csv = \"job.csv\"\n[training]\nlocal_batch_size = 1000\n",
+  EXPECT_TRUE(starts(titan_import_error(pp2 + "pipeline_parallel_schedule_csv = \"job.csv\"\n[training]\nlocal_batch_size = 1000\n",
                                   std::nullopt, nullptr, "0F0,0F1,0B0,0B1\r\n1F0,1B0,1F1,1B1\r\n"),
                      " @ job.csv:1: 9 cells cannot hold 1000 microbatches through 2 stages"));
-  EXPECT_TRUE(starts(import_error("[parallelism]\ndata_parallel_shard_degree = 2\n[training]\nlocal_batch_size = 4\n"
+  EXPECT_TRUE(starts(titan_import_error("[parallelism]\ndata_parallel_shard_degree = 2\n[training]\nlocal_batch_size = 4\n"
                                   "global_batch_size = 10\n"),
                      "training.global_batch_size @ job.toml:5: global_batch_size 10 is not a multiple"));
-  EXPECT_TRUE(starts(import_error("[training]\nseq_len = 2048\n", std::nullopt, &llama),
+  EXPECT_TRUE(starts(titan_import_error("[training]\nseq_len = 2048\n", std::nullopt, &llama),
                      "training.seq_len @ job.toml:2: TorchTitan trains on sequences of 2048 tokens, but the model file's "
                      "seq_len is 8192"));
-  EXPECT_TRUE(starts(import_error("[training]\nmixed_precision_reduce = \"bfloat16\"\n"),
+  EXPECT_TRUE(starts(titan_import_error("[training]\nmixed_precision_reduce = \"bfloat16\"\n"),
                      "training.mixed_precision_reduce @ job.toml:2:"));
-  EXPECT_TRUE(starts(import_error("[model]\nconverters = [\"quantize.linear.int4\"]\n"),
+  EXPECT_TRUE(starts(titan_import_error("[model]\nconverters = [\"quantize.linear.int4\"]\n"),
                      "model.converters @ job.toml:2: mpsim models no 'quantize.linear.int4' converter"));
-  EXPECT_TRUE(starts(import_error("[model]\nconverters = [\"quantize.linear.float8\"]\n[quantize.linear.float8]\n"
+  EXPECT_TRUE(starts(titan_import_error("[model]\nconverters = [\"quantize.linear.float8\"]\n[quantize.linear.float8]\n"
                                   "recipe_name = \"rowwise\"\n"),
                      "quantize.linear.float8.recipe_name @ job.toml:4: mpsim's fp8 is tensorwise"));
-  EXPECT_TRUE(starts(import_error("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"op\"\n"),
+  EXPECT_TRUE(starts(titan_import_error("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"op\"\n"),
                      "activation_checkpoint.mode @ job.toml:2: TorchTitan's \"selective\" checkpointing has no mpsim"));
   // Absent, the mode is TorchTitan's default: selective, the same error at the file.
-  EXPECT_TRUE(starts(import_error("[training]\nlocal_batch_size = 2\n"), "activation_checkpoint.mode @ job.toml:0:"));
-  EXPECT_TRUE(starts(import_error("[activation_checkpoint]\nmode = \"none\"\n[training]\nenable_cpu_offload = true\n"),
+  EXPECT_TRUE(starts(titan_import_error("[training]\nlocal_batch_size = 2\n"), "activation_checkpoint.mode @ job.toml:0:"));
+  EXPECT_TRUE(starts(titan_import_error("[activation_checkpoint]\nmode = \"none\"\n[training]\nenable_cpu_offload = true\n"),
                      "training.enable_cpu_offload @ job.toml:4:"));
-  EXPECT_EQ(import_error("[activation_checkpoint]\nmode = \"none\"\n"), "<no error>");
+  EXPECT_EQ(titan_import_error("[activation_checkpoint]\nmode = \"none\"\n"), "<no error>");
 }
 
 }  // namespace

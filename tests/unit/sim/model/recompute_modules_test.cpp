@@ -11,7 +11,7 @@
 namespace mpsim::model {
 namespace {
 
-Model shipped(const std::string& stem) {
+Model shipped_model(const std::string& stem) {
   return load_model_file(std::string(MPSIM_SOURCE_DIR) + "/configs/models/" + stem + ".yaml");
 }
 
@@ -24,24 +24,24 @@ RecomputeModules only(std::initializer_list<RecomputeModule> modules) {
 const Layer& block(const Model& m, int index) { return m.layers.at(static_cast<std::size_t>(index) + 1); }
 
 // gpt-oss-120b: s = 4096, h = 2880, 128 experts of width 2880, top 4.
-constexpr std::int64_t kS = 4096;
-constexpr std::int64_t kH = 2880;
-constexpr std::int64_t kCopies = kS * 4;
+constexpr std::int64_t kSeq = 4096;
+constexpr std::int64_t kHidden = 2880;
+constexpr std::int64_t kCopies = kSeq * 4;
 
 TEST(RecomputeModules, LayerNormDropsBothPreNormOutputs) {
-  const Model m = shipped("gpt-oss-120b");
+  const Model m = shipped_model("gpt-oss-120b");
   // The attention's and the MoE layer's input norms: 2 x s x h elements of 2 bytes, whole on every
   // tensor rank without sequence parallelism, split by t with it.
   const auto ln = only({RecomputeModule::LayerNorm});
-  EXPECT_EQ(module_recomputation(block(m, 0), 1, 1, false, ln).dropped.count(), 2 * 2 * kS * kH);
-  EXPECT_EQ(module_recomputation(block(m, 0), 2, 4, false, ln).dropped.count(), 2 * 2 * 2 * kS * kH);
-  EXPECT_EQ(module_recomputation(block(m, 0), 2, 4, true, ln).dropped.count(), 2 * 2 * 2 * kS * kH / 4);
-  EXPECT_EQ(module_recomputation(block(m, 0), 1, 1, false, ln).dropped_gemm_input_elements, 2 * kS * kH);
+  EXPECT_EQ(module_recomputation(block(m, 0), 1, 1, false, ln).dropped.count(), 2 * 2 * kSeq * kHidden);
+  EXPECT_EQ(module_recomputation(block(m, 0), 2, 4, false, ln).dropped.count(), 2 * 2 * 2 * kSeq * kHidden);
+  EXPECT_EQ(module_recomputation(block(m, 0), 2, 4, true, ln).dropped.count(), 2 * 2 * 2 * kSeq * kHidden / 4);
+  EXPECT_EQ(module_recomputation(block(m, 0), 1, 1, false, ln).dropped_gemm_input_elements, 2 * kSeq * kHidden);
   EXPECT_EQ(module_recomputation(block(m, 0), 1, 1, false, ln).matmul_flops.count(), 0);
 }
 
 TEST(RecomputeModules, MoeActivationDropsTheExpertsDownProjectionInput) {
-  const Model m = shipped("gpt-oss-120b");
+  const Model m = shipped_model("gpt-oss-120b");
   const auto act = only({RecomputeModule::MoeActivation});
   // Every routed copy's activation output: s x top_k x expert_ffn, split by the tensor degree.
   EXPECT_EQ(module_recomputation(block(m, 0), 1, 1, false, act).dropped.count(), 2 * kCopies * 2880);
@@ -53,7 +53,7 @@ TEST(RecomputeModules, MoeActivationDropsTheExpertsDownProjectionInput) {
 }
 
 TEST(RecomputeModules, MlaUpProjectionDropsQkvAndRunsTheUpProjectionsAgain) {
-  const Model m = shipped("deepseek-v3");
+  const Model m = shipped_model("deepseek-v3");
   // DeepSeek-V3: 128 heads, q/k head 192 (128 + 64 rope), v head 128, ranks 1536 and 512.
   constexpr std::int64_t s = 4096;
   const std::int64_t q_width = 128 * 192;
@@ -67,7 +67,7 @@ TEST(RecomputeModules, MlaUpProjectionDropsQkvAndRunsTheUpProjectionsAgain) {
 }
 
 TEST(RecomputeModules, DenseMlpRecomputesItsMatmuls) {
-  const Model m = shipped("deepseek-v3");  // its first 3 blocks are dense (ffn 18432)
+  const Model m = shipped_model("deepseek-v3");  // its first 3 blocks are dense (ffn 18432)
   const auto mlp = only({RecomputeModule::Mlp});
   constexpr std::int64_t s = 4096;
   const ModuleRecomputation r = module_recomputation(block(m, 0), 1, 1, false, mlp);

@@ -1,3 +1,4 @@
+#include "sim/core/yaml_field.h"
 #include "sim/topology/gpu_kind.h"
 
 #include <gtest/gtest.h>

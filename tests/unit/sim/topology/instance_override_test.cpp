@@ -24,7 +24,7 @@ const Link& link_named(const Cluster& c, const std::string& name) {
   return *it;
 }
 
-std::string error_of(Cluster& c, const std::string& text) {
+std::string override_error(Cluster& c, const std::string& text) {
   try {
     apply_instance_overrides(c, {set(text)});
   } catch (const InputError& e) {
@@ -98,19 +98,19 @@ TEST(InstanceOverride, ALinkDownCarriesNoRoute) {
 
 TEST(InstanceOverride, BadWhatIfsNameTheFlag) {
   Cluster c = sixteen_dgx_h100();
-  EXPECT_NE(error_of(c, "topology.gpus[node5/gpu9].slowdown=2").find("--set topology.gpus[node5/gpu9].slowdown=2: no GPU named 'node5/gpu9'"),
+  EXPECT_NE(override_error(c, "topology.gpus[node5/gpu9].slowdown=2").find("--set topology.gpus[node5/gpu9].slowdown=2: no GPU named 'node5/gpu9'"),
             std::string::npos);
-  EXPECT_NE(error_of(c, "topology.gpus[node5/gpu3].slowdown=0.5").find("a slowdown is a factor from 1 to 100"), std::string::npos);
-  EXPECT_NE(error_of(c, "topology.gpus[node5/gpu3].speed=2").find("a GPU's what-if is slowdown"), std::string::npos);
-  EXPECT_NE(error_of(c, "topology.nodes[16].slowdown=2").find("this cluster has 16 nodes (node0 to node15)"), std::string::npos);
-  EXPECT_NE(error_of(c, "topology.nodes[3].nics.speed=2").find("nics.bandwidth and nics.latency"), std::string::npos);
-  EXPECT_NE(error_of(c, "topology.links[nope].down=true").find("no link named 'nope'"), std::string::npos);
-  EXPECT_NE(error_of(c, "topology.links[node0/nvlink:gpu0-nvswitch0].down=maybe").find("down is true or false"), std::string::npos);
-  EXPECT_NE(error_of(c, "topology.links[node0/nvlink:gpu0-nvswitch0].bandwidth=0 GB/s").find("must be positive"), std::string::npos);
+  EXPECT_NE(override_error(c, "topology.gpus[node5/gpu3].slowdown=0.5").find("a slowdown is a factor from 1 to 100"), std::string::npos);
+  EXPECT_NE(override_error(c, "topology.gpus[node5/gpu3].speed=2").find("a GPU's what-if is slowdown"), std::string::npos);
+  EXPECT_NE(override_error(c, "topology.nodes[16].slowdown=2").find("this cluster has 16 nodes (node0 to node15)"), std::string::npos);
+  EXPECT_NE(override_error(c, "topology.nodes[3].nics.speed=2").find("nics.bandwidth and nics.latency"), std::string::npos);
+  EXPECT_NE(override_error(c, "topology.links[nope].down=true").find("no link named 'nope'"), std::string::npos);
+  EXPECT_NE(override_error(c, "topology.links[node0/nvlink:gpu0-nvswitch0].down=maybe").find("down is true or false"), std::string::npos);
+  EXPECT_NE(override_error(c, "topology.links[node0/nvlink:gpu0-nvswitch0].bandwidth=0 GB/s").find("must be positive"), std::string::npos);
   // A GPU cut off from the rest.
   Cluster one = load_topology_file(repo_path("topologies/dgx-h100.yaml"));
   apply_instance_overrides(one, {set("topology.links[node0/pcie:gpu0-pcie-switch0].down=true")});
-  EXPECT_NE(error_of(one, "topology.links[node0/nvlink:gpu0-nvswitch0].down=true").find("cannot reach"), std::string::npos);
+  EXPECT_NE(override_error(one, "topology.links[node0/nvlink:gpu0-nvswitch0].down=true").find("cannot reach"), std::string::npos);
 }
 
 }  // namespace
