@@ -188,7 +188,6 @@ Network::Network(Backend& backend, MemoryMeter& meter, const model::Model& model
       plan_(plan),
       options_(options),
       dims_(net_dims(model, plan.degrees[plan::Axis::Tensor])),
-      pipeline_rank_(place.pipeline),
       data_rank_(place.data) {
   ctx_.backend = &backend;
   ctx_.tensor = place.tensor_group;

@@ -145,7 +145,6 @@ class Network {
   NetOptions options_;
   NetDims dims_;
   LayerContext ctx_;
-  int pipeline_rank_;
   int data_rank_;
   std::int64_t rows_ = 0;
   std::vector<std::vector<std::unique_ptr<Layer>>> chunks_;
