@@ -74,7 +74,7 @@ std::string time_text(double seconds) {
   return fmt::format("\"{}.{:06d} ms\"", ns / 1000000, ns % 1000000);
 }
 
-std::string quoted(std::string_view s) {
+std::string yaml_quoted(std::string_view s) {
   std::string out = "\"";
   for (const char c : s) {
     if (c == '"' || c == '\\') out += '\\';
@@ -296,8 +296,8 @@ std::string profiled_model_yaml(const model::Model& original, const LayerProfile
                        profile.adam_s_per_parameter * 1e9, profile.executor_parameters);
   }
   out += "model:\n";
-  out += fmt::format("  name: {}\n", quoted(fmt::format("{}-profiled-mb{}", original.name, profile.micro_batch)));
-  out += fmt::format("  family: {}\n", quoted(original.family.empty() ? std::string("custom") : original.family));
+  out += fmt::format("  name: {}\n", yaml_quoted(fmt::format("{}-profiled-mb{}", original.name, profile.micro_batch)));
+  out += fmt::format("  family: {}\n", yaml_quoted(original.family.empty() ? std::string("custom") : original.family));
   out += fmt::format("  dtype: {}\n", dtype_word(original.dtype_bytes));
   // (slowest - fastest) / median of the rounds' median whole-model times: the band a prediction carries.
   out += fmt::format("  profile_spread: {:.4f}\n", profile.spread);
@@ -307,7 +307,7 @@ std::string profiled_model_yaml(const model::Model& original, const LayerProfile
     const LayerTiming& t = profile.layers[i];
     const Bytes activation = model::stashed_activation_bytes(l, 1, 1, false, model::Recompute::None);
     const Bytes input = std::min(l.stashed.layer_input, activation);
-    out += fmt::format("    - {{ name: {}, kind: {}, params: {},\n", quoted(l.name), model::to_string(l.kind),
+    out += fmt::format("    - {{ name: {}, kind: {}, params: {},\n", yaml_quoted(l.name), model::to_string(l.kind),
                        l.parameters);
     out += fmt::format("        forward_time: {}, backward_input_time: {}, backward_weight_time: {},\n",
                        time_text(t.forward_s), time_text(t.backward_input_s), time_text(t.backward_weight_s));

@@ -13,7 +13,7 @@ namespace mpsim::launch {
 
 namespace {
 
-constexpr std::string_view kTarget = "Megatron-LM";
+constexpr std::string_view kMegatronTarget = "Megatron-LM";
 
 /// One bash array of arguments.
 struct ArgGroup {
@@ -45,9 +45,9 @@ std::string moe_layer_pattern(const model::TransformerShape& s) {
 }
 
 void model_args(const ExportInput& in, ArgGroup& g) {
-  const model::TransformerShape& s = decoder_shape(in, kTarget);
+  const model::TransformerShape& s = decoder_shape(in, kMegatronTarget);
   if (s.activation == model::Activation::Relu || (s.gated_mlp && s.activation != model::Activation::Swiglu)) {
-    cannot_express_model(in, kTarget, "activation", "Megatron's flags give GELU, SwiGLU (--swiglu) or squared ReLU (--squared-relu)");
+    cannot_express_model(in, kMegatronTarget, "activation", "Megatron's flags give GELU, SwiGLU (--swiglu) or squared ReLU (--squared-relu)");
   }
   g.arg("--num-layers", s.layers);
   g.arg("--hidden-size", s.hidden);
@@ -105,7 +105,7 @@ void parallel_args(const ExportInput& in, ArgGroup& g) {
   // One stage runs no pipeline schedule (Megatron's forward_backward_no_pipelining).
   if (const plan::ScheduleTraits& schedule = plan::traits(p.schedule);
       p.degrees[plan::Axis::Pipeline] > 1 && !schedule.megatron) {
-    cannot_express(in, kTarget, "schedule",
+    cannot_express(in, kMegatronTarget, "schedule",
                    fmt::format("Megatron-LM runs 1F1B, or interleaved 1F1B with virtual stages, not {}{}", schedule.name,
                                schedule.torchtitan_run == plan::TorchTitanRun::ByName
                                    ? fmt::format(" (TorchTitan runs it: {})", schedule.torchtitan)
@@ -154,7 +154,7 @@ void parallel_args(const ExportInput& in, ArgGroup& g) {
   if (order == plan::complete_order({plan::Axis::Tensor, plan::Axis::Pipeline, plan::Axis::Data})) {
     g.flag("--use-tp-pp-dp-mapping");
   } else if (order != plan::complete_order(plan::kMegatronPlacement)) {
-    cannot_express(in, kTarget, "placement",
+    cannot_express(in, kMegatronTarget, "placement",
                    fmt::format("Megatron-LM orders ranks tp-cp-ep-dp-pp, or tp-cp-ep-pp-dp with "
                                "--use-tp-pp-dp-mapping, not {}",
                                plan::to_string(p.placement)));
@@ -217,7 +217,7 @@ void training_args(const ExportInput& in, ArgGroup& g) {
   if (p.overlap_grad_reduce) g.flag("--overlap-grad-reduce");
   if (p.overlap_param_gather) {
     if (!p.overlap_grad_reduce || p.zero == 0) {
-      cannot_express(in, kTarget, "overlap.param_gather",
+      cannot_express(in, kMegatronTarget, "overlap.param_gather",
                      "Megatron-LM overlaps the parameter all-gather only with a sharded optimizer (zero >= 1) "
                      "and --overlap-grad-reduce (overlap.grad_reduce: true)");
     }
@@ -225,7 +225,7 @@ void training_args(const ExportInput& in, ArgGroup& g) {
   }
   if (p.overlap_tensor_comm) {
     if (!p.sequence_parallel) {
-      cannot_express(in, kTarget, "overlap.tensor_comm", "Megatron-LM's --tp-comm-overlap needs --sequence-parallel");
+      cannot_express(in, kMegatronTarget, "overlap.tensor_comm", "Megatron-LM's --tp-comm-overlap needs --sequence-parallel");
     }
     g.flag("--tp-comm-overlap");
   }

@@ -15,7 +15,7 @@ namespace mpsim::launch {
 
 namespace {
 
-constexpr std::string_view kTarget = "Megatron-Bridge";
+constexpr std::string_view kBridgeTarget = "Megatron-Bridge";
 
 /// One top-level section of the override file: `key: value` lines, indented under its name.
 struct Section {
@@ -41,14 +41,14 @@ std::string moe_layer_freq(const model::TransformerShape& s) {
 }
 
 void model_shape(const ExportInput& in, Section& m) {
-  const model::TransformerShape& s = decoder_shape(in, kTarget);
+  const model::TransformerShape& s = decoder_shape(in, kBridgeTarget);
   if (s.activation != model::Activation::Gelu && s.activation != model::Activation::Swiglu) {
-    cannot_express_model(in, kTarget, "activation",
+    cannot_express_model(in, kBridgeTarget, "activation",
                          fmt::format("the export writes GELU or SwiGLU models (gated_linear_unit), not {}",
                                      model::to_string(s.activation)));
   }
   if (s.gated_mlp != (s.activation == model::Activation::Swiglu)) {
-    cannot_express_model(in, kTarget, "activation", "the export writes GELU or SwiGLU models (gated_linear_unit)");
+    cannot_express_model(in, kBridgeTarget, "activation", "the export writes GELU or SwiGLU models (gated_linear_unit)");
   }
   m.comment("The model's shape (TransformerConfig). Start from a recipe of the same architecture: the");
   m.comment("MLP's activation_func is the recipe provider's (a Python callable, not overridden here).");
@@ -102,12 +102,12 @@ void model_parallel(const ExportInput& in, Section& m) {
   const plan::Plan& p = in.plan;
   if (p.degrees[plan::Axis::Pipeline] > 1 &&
       !plan::traits(p.schedule).megatron) {  // one stage runs no pipeline schedule
-    cannot_express(in, kTarget, "schedule",
+    cannot_express(in, kBridgeTarget, "schedule",
                    fmt::format("Megatron-Core runs 1F1B, or interleaved 1F1B with virtual stages, not {}",
                                plan::to_string(p.schedule)));
   }
   if (plan::complete_order(p.placement) != plan::complete_order(plan::kMegatronPlacement)) {
-    cannot_express(in, kTarget, "placement",
+    cannot_express(in, kBridgeTarget, "placement",
                    fmt::format("the export writes Megatron-Core's default rank order tp-cp-ep-dp-pp, not {}",
                                plan::to_string(p.placement)));
   }
@@ -218,18 +218,18 @@ std::string_view mixed_precision_preset(const ExportInput& in) {
     case plan::Precision::Mxfp8: preset = {"bf16_with_mxfp8_mixed", true, true}; break;
     case plan::Precision::Fp8Blockwise: preset = {"bf16_with_fp8_subchannel_scaling_mixed", true, false}; break;
     case plan::Precision::Fp32:
-      cannot_express(in, kTarget, "precision",
+      cannot_express(in, kBridgeTarget, "precision",
                      "Megatron-Bridge's mixed_precision presets are 16-bit (bf16_mixed, fp16_mixed and their FP8 "
                      "variants); fp32 training is a MixedPrecisionConfig set in Python");
   }
   if (p.grad_reduce_in_fp32 != preset.grad_reduce_in_fp32) {
-    cannot_express(in, kTarget, "grad_reduce_in_fp32",
+    cannot_express(in, kBridgeTarget, "grad_reduce_in_fp32",
                    fmt::format("the {} preset sets grad_reduce_in_fp32: {} and overrides ddp.grad_reduce_in_fp32; "
                                "set grad_reduce_in_fp32: {} in the plan, or set it on a MixedPrecisionConfig in Python",
                                preset.name, preset.grad_reduce_in_fp32, preset.grad_reduce_in_fp32));
   }
   if (p.fp8_param_gather != preset.fp8_param_gather) {
-    cannot_express(in, kTarget, "fp8_param_gather",
+    cannot_express(in, kBridgeTarget, "fp8_param_gather",
                    fmt::format("the {} preset sets fp8_param_gather: {} and overrides ddp.fp8_param_gather; set "
                                "fp8_param_gather: {} in the plan",
                                preset.name, preset.fp8_param_gather, preset.fp8_param_gather));
@@ -237,10 +237,10 @@ std::string_view mixed_precision_preset(const ExportInput& in) {
   return preset.name;
 }
 
-void data_parallel(const ExportInput& in, Section& ddp, Section& dist, Section& optimizer, Section& overlap) {
+void write_data_parallel(const ExportInput& in, Section& ddp, Section& dist, Section& optimizer, Section& overlap) {
   const plan::Plan& p = in.plan;
   if (p.optimizer != plan::Optimizer::Adam) {
-    cannot_express(in, kTarget, "optimizer",
+    cannot_express(in, kBridgeTarget, "optimizer",
                    "the export writes Megatron-Core's Adam optimizer (optimizer.optimizer: adam); Muon has no "
                    "confirmed Megatron-Bridge field");
   }
@@ -252,12 +252,12 @@ void data_parallel(const ExportInput& in, Section& ddp, Section& dist, Section& 
   dist.set("use_megatron_fsdp", p.zero >= 2);
   ddp.set("num_distributed_optimizer_instances", p.degrees[plan::Axis::DataReplica]);
   if (p.overlap_param_gather && (!p.overlap_grad_reduce || p.zero == 0)) {
-    cannot_express(in, kTarget, "overlap.param_gather",
+    cannot_express(in, kBridgeTarget, "overlap.param_gather",
                    "Megatron-Core overlaps the parameter all-gather only with a sharded optimizer (zero >= 1) and "
                    "overlap_grad_reduce (overlap.grad_reduce: true)");
   }
   if (p.overlap_tensor_comm && !p.sequence_parallel) {
-    cannot_express(in, kTarget, "overlap.tensor_comm",
+    cannot_express(in, kBridgeTarget, "overlap.tensor_comm",
                    "Megatron-Core's tp_comm_overlap needs sequence_parallel (sequence_parallel: true)");
   }
   ddp.set("overlap_grad_reduce", p.overlap_grad_reduce);
@@ -298,7 +298,7 @@ std::string export_nemo(const ExportInput& in) {
   Section dist{"dist", {}};
   Section optimizer{"optimizer", {}};
   Section overlap{"comm_overlap", {}};
-  data_parallel(in, ddp, dist, optimizer, overlap);
+  write_data_parallel(in, ddp, dist, optimizer, overlap);
   const std::string_view precision = mixed_precision_preset(in);
 
   const std::string plan_name =

@@ -11,7 +11,7 @@
 namespace mpsim::launch {
 namespace {
 
-using Json = nlohmann::json;
+using InputJson = nlohmann::json;
 
 /// Line and column (1-based) of byte `offset` in `text`.
 SourceLocation location_of(std::string_view text, std::size_t offset, const std::string& file) {
@@ -35,10 +35,10 @@ SourceLocation location_of_key(std::string_view text, std::string_view key, cons
 
 class Parameters {
  public:
-  Parameters(const Json& parameters, std::string_view text, const std::string& file)
+  Parameters(const InputJson& parameters, std::string_view text, const std::string& file)
       : parameters_(parameters), text_(text), file_(file) {}
 
-  [[nodiscard]] const Json* find(std::string_view key) const {
+  [[nodiscard]] const InputJson* find(std::string_view key) const {
     const auto it = parameters_.find(std::string(key));
     return it == parameters_.end() ? nullptr : &*it;
   }
@@ -46,26 +46,26 @@ class Parameters {
     throw InputError(location_of_key(text_, key, file_), fmt::format("parameters.{}", key), message);
   }
   [[nodiscard]] std::optional<long long> count(std::string_view key) const {
-    const Json* v = find(key);
+    const InputJson* v = find(key);
     if (v == nullptr) return std::nullopt;
     if (!v->is_number_integer() || v->get<long long>() < 1) fail(key, fmt::format("a positive integer, not {}", v->dump()));
     return v->get<long long>();
   }
   [[nodiscard]] std::optional<bool> flag(std::string_view key) const {
-    const Json* v = find(key);
+    const InputJson* v = find(key);
     if (v == nullptr) return std::nullopt;
     if (!v->is_boolean()) fail(key, fmt::format("true or false, not {}", v->dump()));
     return v->get<bool>();
   }
   [[nodiscard]] std::optional<std::string> word(std::string_view key) const {
-    const Json* v = find(key);
+    const InputJson* v = find(key);
     if (v == nullptr) return std::nullopt;
     if (!v->is_string()) fail(key, fmt::format("a string, not {}", v->dump()));
     return v->get<std::string>();
   }
 
  private:
-  const Json& parameters_;
+  const InputJson& parameters_;
   std::string_view text_;
   const std::string& file_;
 };
@@ -73,17 +73,17 @@ class Parameters {
 }  // namespace
 
 ImportedLaunch import_sagemaker(std::string_view json_text, const std::string& file, std::optional<int> gpus) {
-  Json root;
+  InputJson root;
   try {
-    root = Json::parse(json_text);
-  } catch (const Json::parse_error& e) {
+    root = InputJson::parse(json_text);
+  } catch (const InputJson::parse_error& e) {
     throw InputError(location_of(json_text, e.byte == 0 ? 0 : e.byte - 1, file), "",
                      fmt::format("not JSON: {}", e.what()));
   }
-  const Json* parameters = nullptr;
+  const InputJson* parameters = nullptr;
   if (root.is_object() && root.contains("smdistributed") && root["smdistributed"].is_object() &&
       root["smdistributed"].contains("modelparallel") && root["smdistributed"]["modelparallel"].is_object()) {
-    const Json& modelparallel = root["smdistributed"]["modelparallel"];
+    const InputJson& modelparallel = root["smdistributed"]["modelparallel"];
     if (modelparallel.contains("parameters") && modelparallel["parameters"].is_object()) parameters = &modelparallel["parameters"];
   }
   if (parameters == nullptr) {

@@ -20,7 +20,7 @@ namespace mpsim::launch {
 
 namespace {
 
-constexpr std::string_view kTarget = "TorchTitan";
+constexpr std::string_view kTorchTitanTarget = "TorchTitan";
 
 struct Table {
   std::string name;
@@ -53,7 +53,7 @@ std::string_view schedule_name(const ExportInput& in) {
     case plan::TorchTitanRun::ByName: return schedule.torchtitan;
     case plan::TorchTitanRun::FromCsv:
       if (in.schedule_csv.empty()) {
-        cannot_express(in, kTarget, "schedule",
+        cannot_express(in, kTorchTitanTarget, "schedule",
                        fmt::format("TorchTitan runs {} from a schedule CSV written beside the TOML "
                                    "(pipeline_parallel_schedule_csv); write the TOML to a file (-o FILE.toml)",
                                    schedule.name));
@@ -62,7 +62,7 @@ std::string_view schedule_name(const ExportInput& in) {
     case plan::TorchTitanRun::Never:
       // A bidirectional schedule's microbatches enter at both ends, so each stage lives on two ranks;
       // TorchTitan builds every stage once.
-      cannot_express(in, kTarget, "schedule",
+      cannot_express(in, kTorchTitanTarget, "schedule",
                      fmt::format("TorchTitan builds each pipeline stage on one rank and has no {} schedule (it runs "
                                  "{} by name, and {} from a schedule CSV)",
                                  schedule.name, fmt::join(torchtitan_schedules(plan::TorchTitanRun::ByName), ", "),
@@ -78,7 +78,7 @@ void parallelism(const ExportInput& in, Table& t, std::vector<std::string>& note
   switch (p.zero) {
     case 0: break;
     case 1:
-      cannot_express(in, kTarget, "zero",
+      cannot_express(in, kTorchTitanTarget, "zero",
                      "FSDP2 has no optimizer-only sharding; use zero 2 (fsdp_reshard_after_forward \"never\") or "
                      "zero 3 (FSDP)");
     default:
@@ -92,7 +92,7 @@ void parallelism(const ExportInput& in, Table& t, std::vector<std::string>& note
   if (p.zero == 3) t.text("fsdp_reshard_after_forward", p.degrees[plan::Axis::Pipeline] > 1 ? "always" : "default");
 
   if (p.degrees[plan::Axis::Tensor] > 1 && !p.sequence_parallel) {
-    cannot_express(in, kTarget, "sequence_parallel",
+    cannot_express(in, kTorchTitanTarget, "sequence_parallel",
                    "TorchTitan's tensor-parallel plans always split the norms over the sequence (sequence "
                    "parallelism); set sequence_parallel: true");
   }
@@ -109,12 +109,12 @@ void parallelism(const ExportInput& in, Table& t, std::vector<std::string>& note
     if (torchtitan_runs_from_csv(p)) t.text("pipeline_parallel_schedule_csv", in.schedule_csv);
     if (plan::traits(p.schedule).rule == plan::ShapeRule::MicrobatchGroup &&
         p.microbatch_group_size != p.degrees[plan::Axis::Pipeline]) {
-      cannot_express(in, kTarget, "microbatch_group_size",
+      cannot_express(in, kTorchTitanTarget, "microbatch_group_size",
                      "torch.distributed.pipelining's Interleaved1F1B runs microbatches in rounds of the pipeline "
                      "size; leave microbatch_group_size_per_vp_stage at its default");
     }
     if (!is_uniform_split(p)) {
-      cannot_express(in, kTarget, "partition",
+      cannot_express(in, kTorchTitanTarget, "partition",
                      "the export gives TorchTitan's split as pipeline_parallel_layers_per_stage, which needs the "
                      "same number of blocks in every stage; use a balanced partition");
     }
@@ -133,7 +133,7 @@ void parallelism(const ExportInput& in, Table& t, std::vector<std::string>& note
       case plan::ContextComm::P2p: t.text("context_parallel_rotate_method", "alltoall"); break;
       case plan::ContextComm::AllGather: t.text("context_parallel_rotate_method", "allgather"); break;
       case plan::ContextComm::AllToAll:
-        cannot_express(in, kTarget, "cp_comm_type",
+        cannot_express(in, kTorchTitanTarget, "cp_comm_type",
                        "TorchTitan's context parallelism is ring attention (rotate_method allgather or alltoall, "
                        "both over the sequence); it has no Ulysses head split (a2a); use p2p or all_gather");
     }
@@ -141,18 +141,18 @@ void parallelism(const ExportInput& in, Table& t, std::vector<std::string>& note
 
   if (p.degrees[plan::Axis::Expert] > 1) {
     if (p.zero == 0) {
-      cannot_express(in, kTarget, "expert",
+      cannot_express(in, kTorchTitanTarget, "expert",
                      "TorchTitan takes the expert-parallel ranks from the FSDP shard (and context) dimension; use "
                      "zero 2 or 3");
     }
     if (p.degrees[plan::Axis::ExpertTensor] != p.degrees[plan::Axis::Tensor] &&
         p.degrees[plan::Axis::ExpertTensor] != 1) {
-      cannot_express(in, kTarget, "expert_tensor",
+      cannot_express(in, kTorchTitanTarget, "expert_tensor",
                      fmt::format("TorchTitan's expert_tensor_parallel_degree is the tensor degree or 1, not {}",
                                  p.degrees[plan::Axis::ExpertTensor]));
     }
     if (p.overlap_moe_expert_comm) {
-      cannot_express(in, kTarget, "overlap.moe_expert_comm",
+      cannot_express(in, kTorchTitanTarget, "overlap.moe_expert_comm",
                      "TorchTitan's [parallelism] has no overlap of one microbatch's expert all-to-alls with another's "
                      "compute (Megatron-Core's combined 1F1B)");
     }
@@ -161,7 +161,7 @@ void parallelism(const ExportInput& in, Table& t, std::vector<std::string>& note
   }
 
   if (split_order(p, p.placement) != split_order(p, plan::kMegatronPlacement)) {
-    cannot_express(in, kTarget, "placement",
+    cannot_express(in, kTorchTitanTarget, "placement",
                    fmt::format("TorchTitan's device mesh orders ranks tp, cp, dp, pp (fastest first), not {}",
                                plan::to_string(p.placement)));
   }
@@ -170,23 +170,23 @@ void parallelism(const ExportInput& in, Table& t, std::vector<std::string>& note
 void check_rest(const ExportInput& in) {
   const plan::Plan& p = in.plan;
   if (p.optimizer != plan::Optimizer::Adam) {
-    cannot_express(in, kTarget, "optimizer", "the export writes TorchTitan's AdamW ([optimizer] name's default)");
+    cannot_express(in, kTorchTitanTarget, "optimizer", "the export writes TorchTitan's AdamW ([optimizer] name's default)");
   }
   if (p.expert_capacity_factor || p.pad_expert_input_to_capacity) {
-    cannot_express(in, kTarget, "moe_expert_capacity_factor",
+    cannot_express(in, kTorchTitanTarget, "moe_expert_capacity_factor",
                    "the export writes no capacity factor: TorchTitan's MoE layers are dropless");
   }
   if (plan::deduplicates_tokens(p.dispatcher)) {
-    cannot_express(in, kTarget, "moe_token_dispatcher_type",
+    cannot_express(in, kTorchTitanTarget, "moe_token_dispatcher_type",
                    "the export writes TorchTitan's all-to-all token exchange, not a flex dispatcher (DeepEP, HybridEP)");
   }
   if (p.activation_offload_layers > 0) {
-    cannot_express(in, kTarget, "activation_offload_layers",
+    cannot_express(in, kTorchTitanTarget, "activation_offload_layers",
                    "TorchTitan offloads parameters, gradients and optimizer state (training.enable_cpu_offload), not "
                    "the stashed activations of the first blocks");
   }
   if (!p.grad_reduce_in_fp32) {
-    cannot_express(in, kTarget, "grad_reduce_in_fp32",
+    cannot_express(in, kTorchTitanTarget, "grad_reduce_in_fp32",
                    "TorchTitan reduces gradients in float32 (mixed_precision_reduce takes only \"float32\")");
   }
 }
@@ -214,7 +214,7 @@ std::string export_torchtitan(const ExportInput& in) {
     case plan::Precision::Bf16:
     case plan::Precision::Fp32: break;
     case plan::Precision::Fp16:
-      cannot_express(in, kTarget, "precision",
+      cannot_express(in, kTorchTitanTarget, "precision",
                      "TorchTitan's mixed_precision_param is bfloat16 or float32; use bf16 or fp32");
     case plan::Precision::Fp8:
       model.set("converters", "[\"quantize.linear.float8\"]");
@@ -222,7 +222,7 @@ std::string export_torchtitan(const ExportInput& in) {
       quantize.text("recipe_name", "tensorwise");
       if (p.fp8_param_gather) {
         if (p.zero < 2) {
-          cannot_express(in, kTarget, "fp8_param_gather",
+          cannot_express(in, kTorchTitanTarget, "fp8_param_gather",
                          "TorchTitan gathers FP8 weights under FSDP only (enable_fsdp_float8_all_gather); use zero "
                          "2 or 3");
         }
@@ -232,14 +232,14 @@ std::string export_torchtitan(const ExportInput& in) {
       break;
     case plan::Precision::Mxfp8:
       if (p.fp8_param_gather) {
-        cannot_express(in, kTarget, "fp8_param_gather", "TorchTitan's MX converter has no FP8 weight all-gather");
+        cannot_express(in, kTorchTitanTarget, "fp8_param_gather", "TorchTitan's MX converter has no FP8 weight all-gather");
       }
       model.set("converters", "[\"quantize.linear.mx\"]");
       quantize.name = "quantize.linear.mx";
       quantize.text("recipe_name", "mxfp8_cublas");
       break;
     case plan::Precision::Fp8Blockwise:
-      cannot_express(in, kTarget, "precision",
+      cannot_express(in, kTorchTitanTarget, "precision",
                      "TorchTitan's float8 recipes are tensorwise, rowwise and rowwise_with_gw_hp, and MX; it has no "
                      "128 x 128 blockwise recipe");
   }
@@ -261,7 +261,7 @@ std::string export_torchtitan(const ExportInput& in) {
     case plan::Recompute::Full: checkpoint.text("mode", "full"); break;
     case plan::Recompute::Selective:
       if (!selective_is_flash_attention(p)) {
-        cannot_express(in, kTarget, "recompute",
+        cannot_express(in, kTorchTitanTarget, "recompute",
                        "TorchTitan's selective mode recomputes every nth block or per-op (selective_ac_option), not "
                        "Megatron's recompute_modules; use recompute: full or none");
       }

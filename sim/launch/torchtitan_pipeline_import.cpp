@@ -80,7 +80,7 @@ int highest_stage(std::string_view csv) {
   return std::max(highest, number);
 }
 
-std::string partition_text(const std::vector<int>& blocks) {
+std::string pipeline_partition_text(const std::vector<int>& blocks) {
   std::vector<int> bounds{0};
   for (const int b : blocks) bounds.push_back(bounds.back() + b);
   return fmt::format("[{}]", fmt::join(bounds, ", "));
@@ -242,7 +242,7 @@ PipelineRead read_pipeline(const TomlValues& toml, const PipelineInput& in, cons
   // blocks evenly with the remainder on the first stages: mpsim's balanced split.
   if (first_less != 0 || last_less != 0) {
     if (blocks) {
-      plan.put("", "partition", partition_text(torchtitan_split(toml, *blocks, stages, first_less, last_less)),
+      plan.put("", "partition", pipeline_partition_text(torchtitan_split(toml, *blocks, stages, first_less, last_less)),
                fmt::format("TorchTitan's split: {} and {}", line_of(toml, kFirstLess), line_of(toml, kLastLess)));
     } else {
       notes.push_back(fmt::format(

@@ -12,15 +12,15 @@ namespace mpsim::schedule::detail {
 
 namespace {
 
-struct Located {
+struct LocatedOp {
   int rank = -1;
   std::size_t index = 0;
 };
 
 /// Where each Recv's Send is (pairing has made it unique).
-std::vector<std::vector<Located>> sources(const Program& program) {
+std::vector<std::vector<LocatedOp>> sources(const Program& program) {
   const PipelineShape& shape = program.shape;
-  std::map<MessageId, Located> sends;  // the Send feeding each message
+  std::map<MessageId, LocatedOp> sends;  // the Send feeding each message
   for (int rank = 0; rank < shape.stages; ++rank) {
     const std::vector<Op>& stream = program.streams[static_cast<std::size_t>(rank)];
     for (std::size_t i = 0; i < stream.size(); ++i) {
@@ -28,7 +28,7 @@ std::vector<std::vector<Located>> sources(const Program& program) {
       if (is_send(op.kind)) sends[message_of(shape, rank, op)] = {rank, i};
     }
   }
-  std::vector<std::vector<Located>> source(program.streams.size());
+  std::vector<std::vector<LocatedOp>> source(program.streams.size());
   for (int rank = 0; rank < shape.stages; ++rank) {
     const std::vector<Op>& stream = program.streams[static_cast<std::size_t>(rank)];
     source[static_cast<std::size_t>(rank)].resize(stream.size());
@@ -45,14 +45,14 @@ std::vector<std::vector<Located>> sources(const Program& program) {
 }  // namespace
 
 std::optional<ProgramError> check_deadlock(const Program& program, const Naming& naming) {
-  const std::vector<std::vector<Located>> source = sources(program);
+  const std::vector<std::vector<LocatedOp>> source = sources(program);
   const auto ranks = program.streams.size();
   std::vector<std::size_t> cursor(ranks, 0);
   std::vector<std::vector<int>> waiters(ranks);  // waiters[q]: ranks blocked on a Send of rank q
   std::deque<int> runnable;
   for (std::size_t r = 0; r < ranks; ++r) runnable.push_back(static_cast<int>(r));
 
-  const auto blocked_on = [&](int r) -> const Located& { return source[r][cursor[r]]; };
+  const auto blocked_on = [&](int r) -> const LocatedOp& { return source[r][cursor[r]]; };
   while (!runnable.empty()) {
     const int r = runnable.front();
     runnable.pop_front();
@@ -60,7 +60,7 @@ std::optional<ProgramError> check_deadlock(const Program& program, const Naming&
     // Compute ops, Sends and collectives never wait in this abstract run; a Recv waits for its Send.
     while (cursor[r] < stream.size()) {
       if (is_recv(stream[cursor[r]].kind)) {
-        const Located& from = blocked_on(r);
+        const LocatedOp& from = blocked_on(r);
         if (from.rank < 0) return naming.error(r, cursor[r], "waits for a send that never comes");
         if (cursor[static_cast<std::size_t>(from.rank)] <= from.index) {
           waiters[static_cast<std::size_t>(from.rank)].push_back(r);
@@ -83,7 +83,7 @@ std::optional<ProgramError> check_deadlock(const Program& program, const Naming&
   for (std::size_t r = 0; r < ranks; ++r) {
     if (cursor[r] == program.streams[r].size()) continue;
     const int rank = static_cast<int>(r);
-    const Located& from = blocked_on(rank);
+    const LocatedOp& from = blocked_on(rank);
     const std::size_t stuck = naming.index(from.rank, cursor[static_cast<std::size_t>(from.rank)]);
     const Op& stuck_op = naming.shown->streams[static_cast<std::size_t>(from.rank)][stuck];
     return naming.error(rank, cursor[r],

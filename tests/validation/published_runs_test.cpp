@@ -37,7 +37,7 @@
 namespace mpsim {
 namespace {
 
-std::string repo(const std::string& relative) { return std::string(MPSIM_SOURCE_DIR) + "/" + relative; }
+std::string repo_path(const std::string& relative) { return std::string(MPSIM_SOURCE_DIR) + "/" + relative; }
 
 struct Outcome {
   std::string id;
@@ -63,11 +63,11 @@ Outcome simulate_row(const Field& row) {
   o.gpus = static_cast<int>(row.require("gpus").as_int_in(1, 1'000'000));
   if (auto a = row.get("assumed")) o.assumed = a->as_string();
 
-  YamlDocument topology_doc = YamlDocument::load(repo("topologies/" + row.require("topology").as_string()));
+  YamlDocument topology_doc = YamlDocument::load(repo_path("topologies/" + row.require("topology").as_string()));
   if (auto sets = row.get("topology_set")) {
     for (const auto& [key, value] : sets->entries()) topology_doc.apply(Override{"topology", key, value.as_string(), o.id});
   }
-  YamlDocument one_node = YamlDocument::load(repo("topologies/" + row.require("topology").as_string()));
+  YamlDocument one_node = YamlDocument::load(repo_path("topologies/" + row.require("topology").as_string()));
   one_node.apply(Override{"topology", "nodes", "1", o.id});
   const int per_node =
       static_cast<int>(topology::build_cluster(topology::load_topology_spec(one_node.root())).gpus().size());
@@ -153,14 +153,14 @@ std::string markdown(const std::vector<Outcome>& outcomes, const Field* not_expr
 
 /// Every row of `file` (MPSIM_VALIDATION_ROW: those whose id contains it), simulated and printed.
 std::vector<Outcome> simulate_rows(const std::string& file) {
-  const YamlDocument rows_doc = YamlDocument::load(repo(file));
+  const YamlDocument rows_doc = YamlDocument::load(repo_path(file));
   std::vector<Outcome> outcomes;
   for (const Field& row : rows_doc.root().require("rows").items()) {
     if (const char* only = std::getenv("MPSIM_VALIDATION_ROW");
         only != nullptr && row.require("id").as_string().find(only) == std::string::npos) {
       continue;
     }
-    const std::string topology_file = repo("topologies/" + row.require("topology").as_string());
+    const std::string topology_file = repo_path("topologies/" + row.require("topology").as_string());
     EXPECT_TRUE(std::filesystem::exists(topology_file)) << topology_file;
     outcomes.push_back(simulate_row(row));
     const Outcome& o = outcomes.back();
@@ -198,7 +198,7 @@ TEST(PublishedRuns, PredictionsHoldOnTodaysRuns) {
     EXPECT_LE(s.median_abs, 0.25) << gpu;
   }
   if (const char* path = std::getenv("MPSIM_VALIDATION_TABLE")) {
-    const YamlDocument skipped = YamlDocument::load(repo("tests/validation/not_expressible.yaml"));
+    const YamlDocument skipped = YamlDocument::load(repo_path("tests/validation/not_expressible.yaml"));
     const Field reasons = skipped.root().require("not_expressible");
     std::ofstream(path) << markdown(outcomes, &reasons);
   }
@@ -234,14 +234,14 @@ TEST(PublishedRuns, EveryPublishedRunIsExpressed) {
   std::size_t rows = 0;
   for (const char* file : {"tests/validation/published_runs.yaml", "tests/validation/moe_runs.yaml",
                            "tests/validation/context_runs.yaml"}) {
-    const YamlDocument doc = YamlDocument::load(repo(file));
+    const YamlDocument doc = YamlDocument::load(repo_path(file));
     for (const Field& row : doc.root().require("rows").items()) {
       ++rows;
       EXPECT_TRUE(ids.insert(row.require("id").as_string()).second) << row.require("id").as_string();
     }
   }
   EXPECT_EQ(rows, 138U);
-  const YamlDocument skipped = YamlDocument::load(repo("tests/validation/not_expressible.yaml"));
+  const YamlDocument skipped = YamlDocument::load(repo_path("tests/validation/not_expressible.yaml"));
   EXPECT_TRUE(skipped.root().require("not_expressible").items().empty());
 }
 

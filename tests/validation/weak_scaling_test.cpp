@@ -21,14 +21,14 @@
 namespace mpsim {
 namespace {
 
-std::string repo(const std::string& relative) { return std::string(MPSIM_SOURCE_DIR) + "/" + relative; }
+std::string source_path(const std::string& relative) { return std::string(MPSIM_SOURCE_DIR) + "/" + relative; }
 
 double step_seconds(int gpus) {
-  YamlDocument topology_doc = YamlDocument::load(repo("topologies/512x-dgx-h100.yaml"));
+  YamlDocument topology_doc = YamlDocument::load(source_path("topologies/512x-dgx-h100.yaml"));
   topology_doc.apply(Override{"topology", "nodes", std::to_string(gpus / 8), "test"});
   const auto cluster = topology::build_cluster(topology::load_topology_spec(topology_doc.root()));
-  const auto model = model::load_model_file(repo("configs/models/gpt3-175b.yaml"));
-  YamlDocument plan_doc = YamlDocument::load(repo("configs/plans/gpt3-175b-h100-weak-scaling.yaml"));
+  const auto model = model::load_model_file(source_path("configs/models/gpt3-175b.yaml"));
+  YamlDocument plan_doc = YamlDocument::load(source_path("configs/plans/gpt3-175b-h100-weak-scaling.yaml"));
   const int data = gpus / 32;
   plan_doc.apply(Override{"plan", "batch.global", std::to_string(16 * data), "test"});
   const auto plan = plan::resolve_plan(plan::load_plan_spec(plan_doc.root()), cluster, model);
