@@ -45,9 +45,9 @@ struct NetOptions {
 /// tensor degree does not divide the heads or the MLP widths, or for latent attention (simulated only).
 [[nodiscard]] NetDims net_dims(const model::Model& model, int tensor);
 
-/// The layers of chunk `chunk` of pipeline rank `pipeline_rank`, with parameter shapes for a
-/// tensor group of plan.tensor and the routed experts of expert rank `expert_rank` of plan.expert
-/// (no memory allocated).
+/// The layers of chunk `chunk` of pipeline rank `pipeline_rank`, with parameter shapes for a tensor
+/// group of the plan's tensor degree and the routed experts of expert rank `expert_rank` of its expert
+/// degree (no memory allocated).
 [[nodiscard]] std::vector<std::unique_ptr<Layer>> build_chunk_layers(const model::Model& model, const plan::Plan& plan,
                                                                      int pipeline_rank, int chunk, int expert_rank = 0);
 
