@@ -200,8 +200,9 @@ namespace {
 /// job: the error says how to run it on that many (the first N GPUs, or a cluster of that many nodes).
 InputError with_job_size_hint(const InputError& e, const plan::PlanSpec& spec, const topology::Cluster& cluster) {
   const int have = static_cast<int>(cluster.gpus().size());
-  if (e.field() != "data" || !spec.data) return e;
-  const int needed = spec.tensor * spec.context * spec.pipeline * *spec.data;
+  if (e.field() != "data" || !spec.written(plan::Axis::Data)) return e;
+  const int needed =
+      spec.degrees.product(plan::Axis::Tensor | plan::Axis::Context | plan::Axis::Pipeline | plan::Axis::Data);
   if (needed <= 0 || needed >= have) return e;
   std::string hint = fmt::format("; to run it on {} GPUs of this cluster: --gpus {}", needed, needed);
   const int per_node = cluster.node_count > 0 ? have / cluster.node_count : 0;

@@ -3,14 +3,25 @@
 #include <algorithm>
 
 #include "sim/engine/cost_model.h"
+#include "sim/plan/layout.h"
 #include "sim/plan/plan_check.h"
 
 namespace mpsim::planner {
 
 UnitCostKey unit_cost_key(const plan::PlanSpec& spec) {
-  return {spec.tensor,    spec.micro_batch, spec.recompute, spec.sequence_parallel,
-          spec.precision, spec.attention,   spec.attention_kernel, spec.context, spec.expert,
-          spec.expert_tensor.value_or(spec.tensor), spec.overlap_tensor_comm, spec.dispatcher, spec.flex_dispatcher_sms,
+  // A unit's cost depends on the degrees that split its work, not on how many stages or replicas run it.
+  plan::Degrees unit_degrees = plan::degrees_of(spec, 1);
+  unit_degrees.set(plan::Axis::Pipeline, 1).set(plan::Axis::DataReplica, 1);
+  return {unit_degrees,
+          spec.micro_batch,
+          spec.recompute,
+          spec.sequence_parallel,
+          spec.precision,
+          spec.attention,
+          spec.attention_kernel,
+          spec.overlap_tensor_comm,
+          spec.dispatcher,
+          spec.flex_dispatcher_sms,
           plan::traits(spec.schedule).forward_backward_pairs};
 }
 
@@ -86,7 +97,8 @@ StageCosts repeated_for_second_direction(StageCosts costs) {
 engine::RankParameters rank_parameters(const plan::PlanSpec& spec, const StageCosts& costs, int rank) {
   engine::RankParameters out;
   for (int c = 0; c < spec.virtual_stages; ++c) {
-    const auto vs = static_cast<std::size_t>(plan::virtual_stage_of(spec.schedule, spec.pipeline, rank, c));
+    const auto vs =
+        static_cast<std::size_t>(plan::virtual_stage_of(spec.schedule, spec.degrees[plan::Axis::Pipeline], rank, c));
     out.total += costs.parameters[vs];
     out.fp8 += costs.fp8_parameters[vs];
     out.expert += costs.expert_parameters[vs];
@@ -106,7 +118,7 @@ namespace {
 TimeNs overlapped_interleaved_bound(const plan::PlanSpec& spec, const StageCosts& costs, const LayoutSyncBounds& sync,
                                     const SyncShape& shape, const std::vector<engine::RankParameters>& parameters,
                                     const std::vector<std::int64_t>& dense_by_stage, BytesPerSec memory_bandwidth) {
-  const int p = spec.pipeline;
+  const int p = spec.degrees[plan::Axis::Pipeline];
   const int v = spec.virtual_stages;
   const std::int64_t m = spec.microbatches.value_or(1);
   const std::int64_t group = plan::microbatch_group_size_of(spec);
@@ -135,9 +147,9 @@ TimeNs overlapped_interleaved_bound(const plan::PlanSpec& spec, const StageCosts
 
 Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std::vector<CountVectors>& in_flight,
                   const EstimateContext& context) {
-  const int p = spec.pipeline;
+  const int p = spec.degrees[plan::Axis::Pipeline];
   const int v = spec.virtual_stages;
-  const int d = spec.data.value_or(1);
+  const int d = spec.written(plan::Axis::Data).value_or(1);
   Estimate out;
   std::vector<ChunkActivations> chunks(static_cast<std::size_t>(v));
   std::vector<engine::RankParameters> rank_parameters;
@@ -158,7 +170,7 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
     if (context.sync) {
       SyncShape shape;
       shape.data = d;
-      shape.replicas = d * spec.context;
+      shape.replicas = d * spec.degrees[plan::Axis::Context];
       shape.zero = spec.zero;
       shape.gradient_bytes_per_parameter =
           schedule::gradient_bytes_per_parameter(spec.grad_reduce_in_fp32, context.dtype_bytes);
@@ -188,7 +200,7 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
     // its units, and with ZeRO 3 the gathers of its dense weights before each pass and the
     // reduce-scatter of their gradients (over the same replicas as the gradient sync).
     const std::int64_t m = spec.microbatches.value_or(1);
-    const bool sharded_weights = spec.zero >= 3 && d * spec.context > 1 && context.sync != nullptr;
+    const bool sharded_weights = spec.zero >= 3 && d * spec.degrees[plan::Axis::Context] > 1 && context.sync != nullptr;
     for (int r = 0; r < p; ++r) {
       TimeNs comm;
       for (int c = 0; c < v; ++c) comm += costs.in_layer_comm[static_cast<std::size_t>(plan::virtual_stage_of(spec.schedule, p, r, c))];

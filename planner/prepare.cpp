@@ -5,9 +5,10 @@
 #include <utility>
 
 #include "planner/partitioner.h"
-#include "sim/engine/cost_model.h"
 #include "planner/search.h"
 #include "planner/thread_pool.h"
+#include "sim/engine/cost_model.h"
+#include "sim/plan/layout.h"
 #include "sim/plan/plan_check.h"
 
 namespace mpsim::planner {
@@ -39,7 +40,7 @@ struct Draft {
 
 Bytes largest_static_memory(const plan::PlanSpec& spec, const StageCosts& costs, int dtype_bytes) {
   Bytes worst;
-  for (int r = 0; r < spec.pipeline; ++r) {
+  for (int r = 0; r < spec.degrees[plan::Axis::Pipeline]; ++r) {
     worst = std::max(
         worst, engine::static_memory(rank_parameters(spec, costs, r), engine::state_format(spec, dtype_bytes)).total());
   }
@@ -73,7 +74,8 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   for (std::size_t i = 0; i < spec_ids.size(); ++i) spec_ids[i] = i;
   const auto cuts_and_cut_of = distinct<std::pair<std::size_t, int>>(spec_ids, [&](std::size_t i) {
     const plan::PlanSpec& s = space.candidates[i];
-    return std::make_pair(key_of[i], plan::partition_stage_count(s.schedule, s.pipeline, s.virtual_stages));
+    return std::make_pair(key_of[i],
+                          plan::partition_stage_count(s.schedule, s.degrees[plan::Axis::Pipeline], s.virtual_stages));
   });
   const auto& cuts = cuts_and_cut_of.first;
   const auto& cut_of = cuts_and_cut_of.second;
@@ -90,8 +92,8 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
     const std::vector<int>& mine = balanced[cut_of[i]];
     drafts.push_back({i, mine, {}, {}});
     if (options.even_partition) {
-      std::vector<int> even =
-          plan::even_partition(layers, plan::partition_stage_count(s.schedule, s.pipeline, s.virtual_stages));
+      std::vector<int> even = plan::even_partition(
+          layers, plan::partition_stage_count(s.schedule, s.degrees[plan::Axis::Pipeline], s.virtual_stages));
       if (even != mine) drafts.push_back({i, std::move(even), {}, {}});
     }
   }
@@ -118,8 +120,9 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   // backward (without overlap) and ZeRO 3's per-layer gathers.
   const auto layouts_and_layout_of_fitting = distinct<SyncLayout>(fitting, [&](std::size_t i) {
     const plan::PlanSpec& s = space.candidates[drafts[i].spec];
-    return SyncLayout{s.tensor,  s.context, s.pipeline, s.data.value_or(1),
-                      s.expert, s.expert_tensor.value_or(s.tensor), s.placement};
+    // HSDP's groups are not searched: the gradient sync is bounded over all data-parallel ranks.
+    return SyncLayout{plan::degrees_of(s, s.written(plan::Axis::Data).value_or(1)).set(plan::Axis::DataReplica, 1),
+                      s.placement};
   });
   const auto& layouts = layouts_and_layout_of_fitting.first;
   const auto& layout_of_fitting = layouts_and_layout_of_fitting.second;

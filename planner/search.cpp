@@ -38,8 +38,9 @@ Key bound_key(plan::Objective o, const Estimate& e) {
 }
 
 std::string short_plan(const plan::PlanSpec& s) {
-  return fmt::format("tensor {}, pipeline {}, data {}, micro batch {}, {} recompute", s.tensor, s.pipeline,
-                     s.data.value_or(1), s.micro_batch, model::to_string(s.recompute));
+  return fmt::format("tensor {}, pipeline {}, data {}, micro batch {}, {} recompute", s.degrees[plan::Axis::Tensor],
+                     s.degrees[plan::Axis::Pipeline], s.written(plan::Axis::Data).value_or(1), s.micro_batch,
+                     model::to_string(s.recompute));
 }
 
 /// Why no candidate fits, in one line.

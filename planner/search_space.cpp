@@ -33,17 +33,15 @@ bool resolves(const PlanSpec& spec, const topology::Cluster& cluster, const mode
 /// (no pipeline, one microbatch of one sample per replica).
 bool tensor_degree_valid(int t, const topology::Cluster& cluster, const model::Model& model) {
   PlanSpec spec;
-  spec.tensor = t;
-  spec.pipeline = 1;
+  spec.write(plan::Axis::Tensor, t);
+  spec.write(plan::Axis::Pipeline, 1);
   spec.micro_batch = 1;
   spec.microbatches = 1;
   return resolves(spec, cluster, model);
 }
 
 /// The degrees of one candidate layout.
-struct Shape {
-  int t = 1, c = 1, p = 1, d = 1, e = 1, et = 1;
-};
+using Shape = plan::Degrees;
 
 class Enumerator {
  public:
@@ -76,7 +74,15 @@ class Enumerator {
           if (mirror() && plan::stage_count_error(layers_, p, 1, false)) continue;
           const int d = gpus_ / (t * c * p);
           if (options_.global_batch % d != 0) continue;
-          for (const auto& [e, et] : expert_degrees(t, c, d)) add_batches(Shape{t, c, p, d, e, et});
+          for (const auto& [e, et] : expert_degrees(t, c, d)) {
+            add_batches(Shape{}
+                            .set(plan::Axis::Tensor, t)
+                            .set(plan::Axis::Context, c)
+                            .set(plan::Axis::Pipeline, p)
+                            .set(plan::Axis::Data, d)
+                            .set(plan::Axis::Expert, e)
+                            .set(plan::Axis::ExpertTensor, et));
+          }
         }
       }
     }
@@ -126,7 +132,7 @@ class Enumerator {
   }
 
   void add_batches(const Shape& shape) {
-    const int per_replica = options_.global_batch / shape.d;
+    const int per_replica = options_.global_batch / shape[plan::Axis::Data];
     for (int b = 1; b <= per_replica; b *= 2) {
       if (per_replica % b != 0) break;  // powers of two: once one fails, every larger one does
       if (options_.max_micro_batch > 0 && b > options_.max_micro_batch) break;
@@ -135,7 +141,7 @@ class Enumerator {
   }
 
   void add_schedule(const Shape& shape, int b, int m, ScheduleKind kind) {
-    const int p = shape.p;
+    const int p = shape[plan::Axis::Pipeline];
     if (!plan::has_virtual_stages(kind)) {
       add_rest(shape, b, m, kind, 1);
       return;
@@ -166,7 +172,7 @@ class Enumerator {
   }
 
   void add_rest(const Shape& shape, int b, int m, ScheduleKind kind, int v) {
-    const int replicas = shape.d * shape.c;  // of the dense weights
+    const int replicas = shape[plan::Axis::Data] * shape[plan::Axis::Context];  // of the dense weights
     for (const model::Recompute r : options_.recompute) {
       if (same_as_no_recompute(r)) continue;
       for (const int z : options_.zero) {
@@ -175,16 +181,12 @@ class Enumerator {
         for (std::size_t pl = 0; pl < options_.placements.size(); ++pl) {
           // Placements that order the same axes the same way once size-1 axes are dropped give one layout.
           if (pl > 0 && same_layout_as_earlier(pl, shape)) continue;
-          for (const bool sp : applicable(options_.sequence_parallel, shape.t > 1)) {
-            for (const bool overlap : applicable(options_.overlap, replicas > 1 || shape.t > 1)) {
+          for (const bool sp : applicable(options_.sequence_parallel, shape[plan::Axis::Tensor] > 1)) {
+            for (const bool overlap : applicable(options_.overlap, replicas > 1 || shape[plan::Axis::Tensor] > 1)) {
               for (const std::optional<plan::Precision>& precision : precisions_) {
                 PlanSpec spec;
-                spec.tensor = shape.t;
-                spec.context = shape.c;
-                spec.pipeline = shape.p;
-                spec.data = shape.d;
-                spec.expert = shape.e;
-                if (moe() != nullptr) spec.expert_tensor = shape.et;
+                spec.degrees = shape;
+                spec.unwritten = moe() != nullptr ? plan::AxisSet{} : plan::AxisSet{plan::Axis::ExpertTensor};
                 spec.virtual_stages = v;
                 spec.global_batch = options_.global_batch;
                 spec.micro_batch = b;
@@ -196,7 +198,7 @@ class Enumerator {
                 spec.sequence_parallel = sp;
                 spec.overlap_grad_reduce = overlap && replicas > 1;
                 spec.overlap_param_gather = overlap && replicas > 1 && z >= 1;
-                spec.overlap_tensor_comm = overlap && shape.t > 1;
+                spec.overlap_tensor_comm = overlap && shape[plan::Axis::Tensor] > 1;
                 spec.optimize = options_.objective;
                 spec.precision = precision;
                 spec.attention_kernel = options_.attention_kernel;
@@ -236,12 +238,7 @@ class Enumerator {
     const auto significant = [&](const plan::Placement& placement) {
       std::vector<plan::Axis> axes;
       for (const plan::Axis a : plan::complete_order(placement)) {
-        const int size = a == plan::Axis::Tensor     ? shape.t
-                         : a == plan::Axis::Context  ? shape.c
-                         : a == plan::Axis::Pipeline ? shape.p
-                         : a == plan::Axis::Data     ? shape.d
-                                                     : 1;
-        if (size > 1) axes.push_back(a);
+        if (shape[a] > 1) axes.push_back(a);
       }
       return axes;
     };

@@ -22,18 +22,13 @@ const engine::CollectiveBound* LayoutSyncBounds::of_experts(schedule::OpKind kin
 LayoutSyncBounds layout_sync_bounds(const topology::Cluster& cluster, const SyncLayout& shape,
                                     engine::CollectiveAlgorithm algorithm) {
   plan::Plan p;
-  p.degrees.set(plan::Axis::Tensor, shape.tensor);
-  p.degrees.set(plan::Axis::Context, shape.context);
-  p.degrees.set(plan::Axis::Pipeline, shape.pipeline);
-  p.degrees.set(plan::Axis::Data, shape.data);
-  p.degrees.set(plan::Axis::Expert, shape.expert);
-  p.degrees.set(plan::Axis::ExpertTensor, shape.expert_tensor);
+  p.degrees = shape.degrees;
   p.placement = shape.placement;
   const plan::Layout layout(p);
   const bool experts = schedule::splits_expert_gradients(p) && p.expert_data() > 1;
   topology::RouteFinder routes(cluster);
   LayoutSyncBounds out;
-  for (int rank = 0; rank < shape.pipeline; ++rank) {
+  for (int rank = 0; rank < shape.degrees[plan::Axis::Pipeline]; ++rank) {
     const std::vector<int> stage = layout.group(layout.with(0, plan::Axis::Pipeline, rank),
                                                 plan::Axis::Tensor | plan::Axis::Context | plan::Axis::Data);
     const auto groups = engine::device_groups(cluster, layout, stage, schedule::dense_replica_group(p));

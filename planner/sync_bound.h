@@ -36,12 +36,7 @@ struct LayoutSyncBounds {
 /// O(pipeline x (tensor x data + sampled routes)). Thread-safe (its own route finder).
 /// The layout of a candidate's data-parallel collectives.
 struct SyncLayout {
-  int tensor = 1;
-  int context = 1;
-  int pipeline = 1;
-  int data = 1;
-  int expert = 1;
-  int expert_tensor = 1;
+  plan::Degrees degrees;
   plan::Placement placement = plan::kMegatronPlacement;
   friend auto operator<=>(const SyncLayout&, const SyncLayout&) = default;
 };

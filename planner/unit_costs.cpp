@@ -28,15 +28,12 @@ bool same_unit(const model::Model& m, const plan::LayerRange& a, const plan::Lay
 /// A plan whose partition cuts `units` units one per virtual stage, on one pipeline rank.
 plan::Plan one_rank_per_unit(int units, const UnitCostKey& key) {
   plan::Plan p;
-  p.degrees.set(plan::Axis::Tensor, key.tensor);
-  p.degrees.set(plan::Axis::Pipeline, 1);
-  p.degrees.set(plan::Axis::Context, key.context);
-  p.degrees.set(plan::Axis::Expert, key.expert);
-  p.degrees.set(plan::Axis::ExpertTensor, key.expert_tensor);
+  p.degrees = key.degrees;
   // The fewest data replicas that let expert x expert_tensor fold into tensor x context x data; the
   // groups of rank 0 are then those of any plan with these degrees (Megatron's rank order).
-  const int folded = key.expert * key.expert_tensor;
-  p.degrees.set(plan::Axis::Data, folded / std::gcd(folded, key.tensor * key.context));
+  const int folded = key.degrees.product(plan::Axis::Expert | plan::Axis::ExpertTensor);
+  p.degrees.set(plan::Axis::Data,
+                folded / std::gcd(folded, key.degrees.product(plan::Axis::Tensor | plan::Axis::Context)));
   p.virtual_stages = units;
   p.micro_batch = key.micro_batch;
   p.recompute = key.recompute;

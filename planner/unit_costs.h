@@ -46,16 +46,15 @@ struct UnitCost {
 
 /// What the costs depend on besides the unit.
 struct UnitCostKey {
-  int tensor = 1;
+  /// tensor, context (each context rank runs its share of every layer), expert (the grouped GEMMs
+  /// hold experts / expert) and expert_tensor (which splits each expert's width); the other axes 1
+  plan::Degrees degrees;
   int micro_batch = 1;
   model::Recompute recompute = model::Recompute::None;
   bool sequence_parallel = false;
   std::optional<plan::Precision> precision;  ///< unset: the model's dtype
   plan::AttentionKernel attention = plan::kDefaultAttention;
   std::optional<topology::AttentionGeneration> attention_kernel;  ///< unset: the GPU kind's default rate
-  int context = 1;        ///< each context rank runs its share of every layer
-  int expert = 1;         ///< the grouped GEMMs hold experts / expert
-  int expert_tensor = 1;  ///< and split each expert's width by expert_tensor
   bool overlap_tensor_comm = false;  ///< tensor collectives beside the compute: a pass takes the longer of the two
   plan::MoeDispatcher dispatcher = plan::MoeDispatcher::AllToAll;  ///< how the expert all-to-alls move tokens
   std::optional<int> flex_dispatcher_sms;  ///< the SMs its kernels hold (unset: the backend's default)

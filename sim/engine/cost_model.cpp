@@ -66,15 +66,15 @@ StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept {
 
 StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
   // As a resolved plan's: dense states over data x context, the experts' over their replicas.
-  const plan::Degrees degrees = plan::degrees_of(spec, spec.data.value_or(1));
+  const plan::Degrees degrees = plan::degrees_of(spec, spec.written(plan::Axis::Data).value_or(1));
   return {dtype_bytes,
           spec.precision.value_or(plan::model_precision(dtype_bytes)),
           spec.zero,
           spec.grad_reduce_in_fp32,
           spec.fp8_param_gather,
-          spec.tensor,
-          spec.pipeline,
-          degrees.product(plan::Axis::Data | plan::Axis::Context) / std::max(1, spec.shard_groups),
+          spec.degrees[plan::Axis::Tensor],
+          spec.degrees[plan::Axis::Pipeline],
+          degrees.product(plan::Axis::Data | plan::Axis::Context) / std::max(1, spec.degrees[plan::Axis::DataReplica]),
           std::max(1, degrees[plan::Axis::ExpertData]),
           spec.optimizer};
 }

@@ -61,6 +61,7 @@ class Degrees {
   }
 
   friend constexpr bool operator==(const Degrees&, const Degrees&) = default;
+  friend constexpr auto operator<=>(const Degrees&, const Degrees&) = default;
 
  private:
   [[nodiscard]] constexpr int at(Axis a) const noexcept { return stored_[static_cast<std::size_t>(a)]; }

@@ -8,14 +8,9 @@
 namespace mpsim::plan {
 
 Degrees degrees_of(const PlanSpec& spec, int data) noexcept {
-  Degrees d;
-  d.set(Axis::Tensor, spec.tensor)
-      .set(Axis::Context, spec.context)
-      .set(Axis::Expert, spec.expert)
-      .set(Axis::ExpertTensor, spec.expert_tensor.value_or(spec.tensor))
-      .set(Axis::Data, data)
-      .set(Axis::Pipeline, spec.pipeline)
-      .set(Axis::DataReplica, spec.shard_groups);
+  Degrees d = spec.degrees;
+  d.set(Axis::ExpertTensor, spec.written(Axis::ExpertTensor).value_or(spec.degrees[Axis::Tensor]));
+  d.set(Axis::Data, data);
   return d;
 }
 

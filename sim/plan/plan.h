@@ -111,21 +111,15 @@ enum class AttentionKernel : std::uint8_t { Flash, Standard };
 [[nodiscard]] std::string_view to_string(AttentionKernel a) noexcept;
 inline constexpr AttentionKernel kDefaultAttention = AttentionKernel::Flash;
 
-/// A plan as written. Unset values are derived by resolve_plan(): `data` fills the cluster,
-/// `microbatches` follows from the global batch, `global_batch` from the microbatches.
-struct PlanSpec {
-  int tensor = 1;
-  int pipeline = 1;
-  std::optional<int> data;
-  int context = 1;                     ///< context parallelism: each rank runs 1/context of the sequence
-  int expert = 1;                      ///< expert parallelism of the MoE layers
-  std::optional<int> expert_tensor;    ///< tensor parallelism inside the experts; default: tensor (Megatron's)
+/// What a plan file states and a complete plan keeps as stated: PlanSpec (as written) and Plan
+/// (resolved) both are these settings plus their own, so resolve_plan copies them in one assignment.
+struct PlanSettings {
+  /// Every axis' degree. In a PlanSpec the axes in `unwritten` were left out of the file and
+  /// resolve_plan derives them (data fills the cluster; expert_tensor follows tensor, Megatron's default).
+  Degrees degrees;
   int virtual_stages = 1;
-  std::optional<int> global_batch;
   int micro_batch = 1;
-  std::optional<int> microbatches;
   ScheduleKind schedule = ScheduleKind::OneFOneB;
-  std::vector<int> partition;          ///< empty = balanced; else boundaries, pipeline*virtual_stages+1 of them
   Recompute recompute = Recompute::None;
   model::RecomputeModules recompute_modules;  ///< what selective recomputation recomputes (Megatron's recompute_modules)
   bool sequence_parallel = false;
@@ -138,10 +132,6 @@ struct PlanSpec {
   bool grad_reduce_in_fp32 = true;     ///< fp32 gradient buffer and reduction (Megatron-LM's default for 16-bit models)
   bool fp8_param_gather = false;       ///< FP8 weights only, gathered in FP8 (--fp8-param-gather; needs an FP8 precision)
   Optimizer optimizer = Optimizer::Adam;
-  /// HSDP: the data-parallel ranks form this many groups, each holding a whole copy of what ZeRO
-  /// shards, sharded within the group (Megatron's num_distributed_optimizer_instances; TorchTitan's
-  /// data_parallel_replicate_degree); 1: one group, ZeRO over all data-parallel ranks
-  int shard_groups = 1;
   ContextComm context_comm = ContextComm::P2p;
   /// The first blocks whose stashed activations go to host memory during the forward and come back
   /// before their backward (Megatron-Core's cpu_offloading_num_layers; pipeline 1, no recomputation)
@@ -153,60 +143,56 @@ struct PlanSpec {
   /// SMs the flex backend's kernels hold (moe_deepep_num_sms / moe_hybridep_num_sms); unset: Megatron-Core's
   /// defaults, 20 and 16
   std::optional<int> flex_dispatcher_sms;
-  std::optional<Precision> precision;  ///< unset: the model's dtype
   AttentionKernel attention = kDefaultAttention;
   /// The generation of FlashAttention-class kernels the run's software ships (fa2, fa3, fa4), which
   /// sets their rate (the GPU kind's `attention_kernels`); unset: the kind's `attention_efficiency`
   std::optional<topology::AttentionGeneration> attention_kernel;
   int zero = 0;
   Placement placement = kMegatronPlacement;
-  std::optional<int> active_microbatches;         ///< SageMaker interleaved cap; default pipeline + 2
-  std::optional<int> microbatch_group_size;       ///< Megatron microbatch_group_size_per_vp_stage; default pipeline
-  std::optional<int> zb_memory_limit;             ///< zb-auto: activations held at most, in microbatches; default pipeline
   Objective optimize = Objective::Speed;
   bool allow_tensor_across_nodes = false;
+
+  friend bool operator==(const PlanSettings&, const PlanSettings&) = default;
+};
+
+/// A plan as written. Unset values are derived by resolve_plan(): the degrees in `unwritten`,
+/// `microbatches` from the global batch, `global_batch` from the microbatches.
+struct PlanSpec : PlanSettings {
+  AxisSet unwritten = Axis::Data | Axis::ExpertTensor;
+  std::optional<int> global_batch;
+  std::optional<int> microbatches;
+  std::vector<int> partition;                ///< empty = balanced; else boundaries, pipeline*virtual_stages+1 of them
+  std::optional<Precision> precision;        ///< unset: the model's dtype
+  std::optional<int> active_microbatches;    ///< SageMaker interleaved cap; default pipeline + 2
+  std::optional<int> microbatch_group_size;  ///< Megatron microbatch_group_size_per_vp_stage; default pipeline
+  std::optional<int> zb_memory_limit;        ///< zb-auto: activations held at most, in microbatches; default pipeline
   /// Where each field was written (by its dotted name), so that checks against the cluster and the
   /// model still point at the file, line and field.
   std::map<std::string, SourceLocation> origins;
   std::string file;
+
+  /// The degree the file gave `a`; nothing where it left it to be derived.
+  [[nodiscard]] std::optional<int> written(Axis a) const noexcept {
+    return unwritten.contains(a) ? std::nullopt : std::optional<int>(degrees[a]);
+  }
+  /// Gives `a` the degree `degree`, as a file writing it does.
+  PlanSpec& write(Axis a, int degree) noexcept {
+    degrees.set(a, degree);
+    unwritten = unwritten.without(a);
+    return *this;
+  }
 };
 
-/// A complete plan, consistent with its cluster and model.
-struct Plan {
-  Degrees degrees;
-  int virtual_stages = 1;
+/// A complete plan, consistent with its cluster and model: the settings as written, and what
+/// resolve_plan derived from them.
+struct Plan : PlanSettings {
   int global_batch = 1;
-  int micro_batch = 1;
   int microbatches = 1;
-  ScheduleKind schedule = ScheduleKind::OneFOneB;
   std::vector<int> partition;  ///< boundaries over the model's layers, pipeline*virtual_stages+1 of them
-  Recompute recompute = Recompute::None;
-  model::RecomputeModules recompute_modules;
-  bool sequence_parallel = false;
-  bool overlap_tensor_comm = false;
-  bool overlap_grad_reduce = false;
-  bool overlap_param_gather = false;
-  bool overlap_moe_expert_comm = false;
-  bool grad_reduce_in_fp32 = true;
-  bool fp8_param_gather = false;
-  Optimizer optimizer = Optimizer::Adam;
-  ContextComm context_comm = ContextComm::P2p;
-  int activation_offload_layers = 0;
-  double routing_imbalance = 1.0;
-  std::optional<double> expert_capacity_factor;
-  bool pad_expert_input_to_capacity = false;
-  MoeDispatcher dispatcher = MoeDispatcher::AllToAll;
-  std::optional<int> flex_dispatcher_sms;
   Precision precision = Precision::Bf16;
-  AttentionKernel attention = kDefaultAttention;
-  std::optional<topology::AttentionGeneration> attention_kernel;
-  int zero = 0;
-  Placement placement = kMegatronPlacement;
   int active_microbatches = 3;
   int microbatch_group_size = 1;
   int zb_memory_limit = 1;
-  Objective optimize = Objective::Speed;
-  bool allow_tensor_across_nodes = false;
 
   [[nodiscard]] int gpus() const noexcept { return degrees.ranks(); }
   /// Replicas of each expert: expert layers regroup tensor x context x data as expert_tensor x

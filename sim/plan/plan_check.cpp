@@ -172,17 +172,17 @@ std::optional<std::string> stage_count_error(int layers, int pipeline, int virtu
 
 int microbatch_group_size_of(const PlanSpec& spec) noexcept {
   if (traits(spec.schedule).rule != ShapeRule::MicrobatchGroup) return 1;
-  return spec.microbatch_group_size.value_or(spec.pipeline);
+  return spec.microbatch_group_size.value_or(spec.degrees[Axis::Pipeline]);
 }
 
 int active_microbatches_of(const PlanSpec& spec) noexcept {
   if (traits(spec.schedule).rule != ShapeRule::ActiveCap) return 3;
-  return spec.active_microbatches.value_or(spec.pipeline + 2);  // SageMaker's default
+  return spec.active_microbatches.value_or(spec.degrees[Axis::Pipeline] + 2);  // SageMaker's default
 }
 
 int zb_memory_limit_of(const PlanSpec& spec) noexcept {
   if (traits(spec.schedule).rule != ShapeRule::MemoryLimit) return 1;
-  return spec.zb_memory_limit.value_or(spec.pipeline);  // ZB-1p: 1F1B's peak
+  return spec.zb_memory_limit.value_or(spec.degrees[Axis::Pipeline]);  // ZB-1p: 1F1B's peak
 }
 
 Precision model_precision(int dtype_bytes) noexcept {
@@ -204,27 +204,12 @@ topology::DType gemm_dtype(Precision p) noexcept {
 Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const model::Model& model) {
   const Checker check(spec);
   Plan p;
-  p.degrees.set(Axis::Tensor, spec.tensor);
-  p.degrees.set(Axis::Pipeline, spec.pipeline);
-  p.degrees.set(Axis::Context, spec.context);
-  p.degrees.set(Axis::Expert, spec.expert);
-  p.degrees.set(Axis::ExpertTensor, spec.expert_tensor.value_or(spec.tensor));
+  static_cast<PlanSettings&>(p) = spec;
+  // Axes the file left out: expert_tensor follows tensor (Megatron's default); data is set below.
+  p.degrees = degrees_of(spec, spec.written(Axis::Data).value_or(1));
   // The V schedules hold two chunks per rank: virtual_stages left out or 1 (no interleaving, the
   // default a Megatron plan writes) means those two.
   p.virtual_stages = is_v_shaped(spec.schedule) && spec.virtual_stages == 1 ? 2 : spec.virtual_stages;
-  p.micro_batch = spec.micro_batch;
-  p.schedule = spec.schedule;
-  p.recompute = spec.recompute;
-  p.recompute_modules = spec.recompute_modules;
-  p.sequence_parallel = spec.sequence_parallel;
-  p.overlap_tensor_comm = spec.overlap_tensor_comm;
-  p.overlap_grad_reduce = spec.overlap_grad_reduce;
-  p.overlap_param_gather = spec.overlap_param_gather;
-  p.overlap_moe_expert_comm = spec.overlap_moe_expert_comm;
-  p.grad_reduce_in_fp32 = spec.grad_reduce_in_fp32;
-  p.optimizer = spec.optimizer;
-  p.activation_offload_layers = spec.activation_offload_layers;
-  p.degrees.set(Axis::DataReplica, spec.shard_groups);
   // Megatron-Core's rules for --overlap-moe-expert-parallel-comm (TransformerConfig): expert
   // parallelism, interleaving when pipelined (its combined 1F1B), no full recomputation.
   if (p.overlap_moe_expert_comm) {
@@ -260,12 +245,6 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
                               [](const topology::Device& d) { return d.kind == topology::DeviceKind::Cpu; }),
                   "activation_offload_layers", "activation offloading needs a host CPU in the topology");
   }
-  p.fp8_param_gather = spec.fp8_param_gather;
-  p.routing_imbalance = spec.routing_imbalance;
-  p.expert_capacity_factor = spec.expert_capacity_factor;
-  p.pad_expert_input_to_capacity = spec.pad_expert_input_to_capacity;
-  p.dispatcher = spec.dispatcher;
-  p.flex_dispatcher_sms = spec.flex_dispatcher_sms;
   if (p.flex_dispatcher_sms && !cluster.gpus().empty()) {
     const int gpu_sms = cluster.gpu_kind_of(cluster.gpus().front()).sm_count;
     check.require(gpu_sms == 0 || *p.flex_dispatcher_sms < gpu_sms,
@@ -278,16 +257,9 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
       !cluster.gpu_kind_of(cluster.gpus().front()).peak_for(topology::DType::Bf16)) {
     p.precision = Precision::Fp16;  // Volta: 16-bit models train in FP16
   }
-  p.attention = spec.attention;
-  p.attention_kernel = spec.attention_kernel;
-  p.zero = spec.zero;
-  p.placement = spec.placement;
-  p.optimize = spec.optimize;
-  p.allow_tensor_across_nodes = spec.allow_tensor_across_nodes;
 
   // Degrees against the GPU count.
   const int gpus = static_cast<int>(cluster.gpus().size());
-  p.context_comm = spec.context_comm;
   check.require(p.degrees[Axis::Context] > 1 || p.context_comm == ContextComm::P2p, "cp_comm_type",
                 "cp_comm_type applies to context parallelism (context > 1)");
   if (p.degrees[Axis::Context] > 1 && model.shape && p.context_comm == ContextComm::AllToAll) {
@@ -308,8 +280,7 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
                               p.degrees[Axis::Context], p.degrees[Axis::Context], model.shape->seq_len));
   }
   const int model_parallel = p.degrees[Axis::Tensor] * p.degrees[Axis::Context] * p.degrees[Axis::Pipeline];
-  if (spec.data) {
-    p.degrees.set(Axis::Data, *spec.data);
+  if (spec.written(Axis::Data)) {
     check.require(
         model_parallel * p.degrees[Axis::Data] == gpus, "data",
         fmt::format("tensor {} x pipeline {} x data {} = {} GPUs, but the cluster has {}", p.degrees[Axis::Tensor],

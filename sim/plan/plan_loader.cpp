@@ -87,6 +87,10 @@ class Reader {
              int min = 1) {
     if (auto f = get(parent, key, canonical)) out = static_cast<int>(f->as_int_in(min, 1'000'000'000));
   }
+  /// Reads `key` as the degree of `axis`.
+  void degree(const Field& parent, std::string_view key, std::string_view canonical, Axis axis) {
+    if (auto f = get(parent, key, canonical)) spec_.write(axis, static_cast<int>(f->as_int_in(1, 1'000'000)));
+  }
 
  private:
   PlanSpec& spec_;
@@ -155,13 +159,13 @@ PlanSpec load_plan_spec(const Field& root) {
 
   if (auto par = root.get("parallelism")) {
     par->expect_keys({"tensor", "pipeline", "data", "virtual_stages", "context", "expert", "expert_tensor"});
-    r.count(*par, "tensor", "tensor", spec.tensor);
-    r.count(*par, "pipeline", "pipeline", spec.pipeline);
-    r.count(*par, "data", "data", spec.data);
+    r.degree(*par, "tensor", "tensor", Axis::Tensor);
+    r.degree(*par, "pipeline", "pipeline", Axis::Pipeline);
+    r.degree(*par, "data", "data", Axis::Data);
     r.count(*par, "virtual_stages", "virtual_stages", spec.virtual_stages);
-    r.count(*par, "context", "context", spec.context);
-    r.count(*par, "expert", "expert", spec.expert);
-    r.count(*par, "expert_tensor", "expert_tensor", spec.expert_tensor);
+    r.degree(*par, "context", "context", Axis::Context);
+    r.degree(*par, "expert", "expert", Axis::Expert);
+    r.degree(*par, "expert_tensor", "expert_tensor", Axis::ExpertTensor);
   }
   if (auto batch = root.get("batch")) {
     batch->expect_keys({"global", "micro", "microbatches"});
@@ -170,9 +174,9 @@ PlanSpec load_plan_spec(const Field& root) {
     r.count(*batch, "microbatches", "microbatches", spec.microbatches);
   }
   // SageMaker's names.
-  r.count(root, "partitions", "pipeline", spec.pipeline);
-  r.count(root, "pipeline_parallel_degree", "pipeline", spec.pipeline);
-  r.count(root, "tensor_parallel_degree", "tensor", spec.tensor);
+  r.degree(root, "partitions", "pipeline", Axis::Pipeline);
+  r.degree(root, "pipeline_parallel_degree", "pipeline", Axis::Pipeline);
+  r.degree(root, "tensor_parallel_degree", "tensor", Axis::Tensor);
   r.count(root, "microbatches", "microbatches", spec.microbatches);
   if (auto f = r.get(root, "pipeline", "schedule")) {
     constexpr auto kSageMaker = framework_schedule_names<&ScheduleTraits::sagemaker>();
@@ -184,12 +188,12 @@ PlanSpec load_plan_spec(const Field& root) {
     if (!f->as_bool()) f->fail("manual SageMaker partitioning is expressed here as 'partition: [boundaries]'");
   }
   // Megatron's names.
-  r.count(root, "tensor_model_parallel_size", "tensor", spec.tensor);
-  r.count(root, "pipeline_model_parallel_size", "pipeline", spec.pipeline);
-  r.count(root, "data_parallel_size", "data", spec.data);
-  r.count(root, "context_parallel_size", "context", spec.context);
-  r.count(root, "expert_model_parallel_size", "expert", spec.expert);
-  r.count(root, "expert_tensor_parallel_size", "expert_tensor", spec.expert_tensor);
+  r.degree(root, "tensor_model_parallel_size", "tensor", Axis::Tensor);
+  r.degree(root, "pipeline_model_parallel_size", "pipeline", Axis::Pipeline);
+  r.degree(root, "data_parallel_size", "data", Axis::Data);
+  r.degree(root, "context_parallel_size", "context", Axis::Context);
+  r.degree(root, "expert_model_parallel_size", "expert", Axis::Expert);
+  r.degree(root, "expert_tensor_parallel_size", "expert_tensor", Axis::ExpertTensor);
   r.count(root, "virtual_pipeline_model_parallel_size", "virtual_stages", spec.virtual_stages);
   r.count(root, "micro_batch_size", "micro_batch", spec.micro_batch);
   r.count(root, "global_batch_size", "global_batch", spec.global_batch);
@@ -278,9 +282,9 @@ PlanSpec load_plan_spec(const Field& root) {
   if (auto f = r.get(root, "optimizer", "optimizer")) spec.optimizer = f->as_enum(kOptimizerNames);
   r.count(root, "cpu_offloading_num_layers", "activation_offload_layers", spec.activation_offload_layers, 0);
   r.count(root, "activation_offload_layers", "activation_offload_layers", spec.activation_offload_layers, 0);
-  r.count(root, "shard_groups", "shard_groups", spec.shard_groups);
-  r.count(root, "num_distributed_optimizer_instances", "shard_groups", spec.shard_groups);
-  r.count(root, "data_parallel_replicate_degree", "shard_groups", spec.shard_groups);
+  r.degree(root, "shard_groups", "shard_groups", Axis::DataReplica);
+  r.degree(root, "num_distributed_optimizer_instances", "shard_groups", Axis::DataReplica);
+  r.degree(root, "data_parallel_replicate_degree", "shard_groups", Axis::DataReplica);
   if (auto f = r.get(root, "cp_comm_type", "cp_comm_type")) spec.context_comm = f->as_enum(kContextCommNames);
   if (auto f = r.get(root, "zero", "zero")) spec.zero = static_cast<int>(f->as_int_in(0, 3));
   if (auto f = r.get(root, "placement", "placement")) spec.placement = parse_placement(*f, false);

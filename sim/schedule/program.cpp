@@ -49,7 +49,7 @@ PipelineShape shape_of(const plan::Plan& plan) noexcept {
 
 PipelineShape shape_of(const plan::PlanSpec& spec) noexcept {
   PipelineShape shape;
-  shape.stages = spec.pipeline;
+  shape.stages = spec.degrees[plan::Axis::Pipeline];
   shape.microbatches = spec.microbatches.value_or(1);
   shape.chunks = spec.virtual_stages;
   shape.kind = spec.schedule;

@@ -135,11 +135,12 @@ TEST(LowerBound, GradientReductionRaisesTheBound) {
   };
   std::map<decltype(key(plan::PlanSpec{})), TimeNs> compute_only_of;
   for (const Prepared& p : without) {
-    if (p.spec.tensor == 1 && p.spec.pipeline == 1) compute_only_of[key(p.spec)] = p.estimate.lower_bound;
+    if (p.spec.degrees[plan::Axis::Tensor] == 1 && p.spec.degrees[plan::Axis::Pipeline] == 1)
+      compute_only_of[key(p.spec)] = p.estimate.lower_bound;
   }
   int pure_data = 0;
   for (const Prepared& p : with_sync) {
-    if (p.spec.tensor != 1 || p.spec.pipeline != 1) continue;
+    if (p.spec.degrees[plan::Axis::Tensor] != 1 || p.spec.degrees[plan::Axis::Pipeline] != 1) continue;
     ++pure_data;
     const auto simulated = engine::simulate(cluster, model, plan::resolve_plan(p.spec, cluster, model)).report.step_time_s;
     ASSERT_TRUE(compute_only_of.contains(key(p.spec)));

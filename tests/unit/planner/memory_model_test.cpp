@@ -72,8 +72,8 @@ TEST(StaticMemory, AsTheCostModelCountsIt) {
   for (const int zero : {0, 1, 2, 3}) {
     for (const int pipeline : {1, 2, 4}) {
       plan::PlanSpec spec;
-      spec.tensor = 2;
-      spec.pipeline = pipeline;
+      spec.write(plan::Axis::Tensor, 2);
+      spec.write(plan::Axis::Pipeline, pipeline);
       spec.global_batch = 16;
       spec.zero = zero;
       spec.grad_reduce_in_fp32 = pipeline != 2;  // both gradient formats

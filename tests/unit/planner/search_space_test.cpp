@@ -18,11 +18,12 @@ using testing::shipped_model;
 using testing::small_moe;
 
 auto fields(const plan::PlanSpec& s) {
-  return std::make_tuple(s.tensor, s.context, s.pipeline, s.data.value_or(0), s.expert, s.expert_tensor.value_or(0),
-                         s.virtual_stages, s.micro_batch, s.microbatches.value_or(0), s.global_batch.value_or(0),
-                         s.schedule, s.recompute, s.zero, s.placement, s.sequence_parallel, s.overlap_grad_reduce,
-                         s.overlap_param_gather, s.overlap_tensor_comm, s.microbatch_group_size.value_or(0),
-                         s.active_microbatches.value_or(0));
+  return std::make_tuple(s.degrees[plan::Axis::Tensor], s.degrees[plan::Axis::Context], s.degrees[plan::Axis::Pipeline],
+                         s.written(plan::Axis::Data).value_or(0), s.degrees[plan::Axis::Expert],
+                         s.written(plan::Axis::ExpertTensor).value_or(0), s.virtual_stages, s.micro_batch,
+                         s.microbatches.value_or(0), s.global_batch.value_or(0), s.schedule, s.recompute, s.zero,
+                         s.placement, s.sequence_parallel, s.overlap_grad_reduce, s.overlap_param_gather,
+                         s.overlap_tensor_comm, s.microbatch_group_size.value_or(0), s.active_microbatches.value_or(0));
 }
 
 
@@ -81,9 +82,9 @@ TEST(SearchSpace, DualPipeWhenNamedFollowsResolvePlansRules) {
     EXPECT_FALSE(mirrored.candidates.empty()) << c.name;
     EXPECT_EQ(all_fields(mirrored), all_fields(resolved)) << c.name;
     for (const auto& s : mirrored.candidates) {
-      EXPECT_EQ(s.pipeline % 2, 0) << c.name;
+      EXPECT_EQ(s.degrees[plan::Axis::Pipeline] % 2, 0) << c.name;
       EXPECT_EQ(*s.microbatches % 2, 0) << c.name;
-      EXPECT_GE(*s.microbatches, 2 * s.pipeline) << c.name;
+      EXPECT_GE(*s.microbatches, 2 * s.degrees[plan::Axis::Pipeline]) << c.name;
       EXPECT_LE(s.zero, 1) << c.name;
     }
   }
@@ -97,22 +98,22 @@ TEST(SearchSpace, AxesFollowTheClusterAndTheModel) {
   const SearchSpace space = enumerate_search_space(cluster, model, options);
   EXPECT_EQ(space.tensor_degrees, (std::vector<int>{1, 2, 4}));
   for (const auto& s : space.candidates) {
-    EXPECT_EQ(s.tensor * s.pipeline * *s.data, 8);
-    EXPECT_EQ(s.micro_batch * *s.microbatches * *s.data, 16);
+    EXPECT_EQ(s.degrees[plan::Axis::Tensor] * s.degrees[plan::Axis::Pipeline] * *s.written(plan::Axis::Data), 8);
+    EXPECT_EQ(s.micro_batch * *s.microbatches * *s.written(plan::Axis::Data), 16);
     EXPECT_TRUE(s.partition.empty());
     if (s.schedule == plan::ScheduleKind::Interleaved1F1B) {
-      EXPECT_GE(s.pipeline, 2);
-      EXPECT_EQ(24 % (s.pipeline * s.virtual_stages), 0);
+      EXPECT_GE(s.degrees[plan::Axis::Pipeline], 2);
+      EXPECT_EQ(24 % (s.degrees[plan::Axis::Pipeline] * s.virtual_stages), 0);
     } else if (plan::is_v_shaped(s.schedule)) {
-      EXPECT_GE(s.pipeline, 2);
+      EXPECT_GE(s.degrees[plan::Axis::Pipeline], 2);
       EXPECT_EQ(s.virtual_stages, 2);
       // The V splits the layers evenly over 2p stages; DualPipe holds p stages twice.
-      EXPECT_EQ(24 % plan::partition_stage_count(s.schedule, s.pipeline, 2), 0);
-      EXPECT_GE(*s.microbatches, plan::minimum_microbatches(s.schedule, s.pipeline));
+      EXPECT_EQ(24 % plan::partition_stage_count(s.schedule, s.degrees[plan::Axis::Pipeline], 2), 0);
+      EXPECT_GE(*s.microbatches, plan::minimum_microbatches(s.schedule, s.degrees[plan::Axis::Pipeline]));
     } else {
       EXPECT_EQ(s.virtual_stages, 1);
     }
-    if (*s.data == 1) {
+    if (*s.written(plan::Axis::Data) == 1) {
       EXPECT_EQ(s.zero, 0);
     }
   }
@@ -214,11 +215,14 @@ TEST(SearchSpace, ExpertContextSequenceParallelAndOverlapAxes) {
   std::set<std::pair<int, int>> experts;
   bool sp_with_tensor = false, sp_without_tensor = false;
   for (const auto& s : moe.candidates) {
-    experts.emplace(s.expert, s.expert_tensor.value_or(0));
-    EXPECT_EQ((s.tensor * s.data.value_or(1)) % (s.expert * s.expert_tensor.value_or(s.tensor)), 0);
-    sp_with_tensor = sp_with_tensor || (s.sequence_parallel && s.tensor > 1);
-    sp_without_tensor = sp_without_tensor || (s.sequence_parallel && s.tensor == 1);
-    EXPECT_EQ(s.context, 1);  // 1024 tokens: no context shard of 4096
+    experts.emplace(s.degrees[plan::Axis::Expert], s.written(plan::Axis::ExpertTensor).value_or(0));
+    EXPECT_EQ((s.degrees[plan::Axis::Tensor] * s.written(plan::Axis::Data).value_or(1)) %
+                  (s.degrees[plan::Axis::Expert] *
+                   s.written(plan::Axis::ExpertTensor).value_or(s.degrees[plan::Axis::Tensor])),
+              0);
+    sp_with_tensor = sp_with_tensor || (s.sequence_parallel && s.degrees[plan::Axis::Tensor] > 1);
+    sp_without_tensor = sp_without_tensor || (s.sequence_parallel && s.degrees[plan::Axis::Tensor] == 1);
+    EXPECT_EQ(s.degrees[plan::Axis::Context], 1);  // 1024 tokens: no context shard of 4096
   }
   EXPECT_TRUE(experts.contains({8, 1}));
   EXPECT_TRUE(experts.contains({4, 2}));
@@ -227,12 +231,13 @@ TEST(SearchSpace, ExpertContextSequenceParallelAndOverlapAxes) {
   // Context: 16384 tokens give context 1, 2 and 4 (4096 tokens per rank at least).
   const auto longer = enumerate_search_space(short_cluster(1, 8), long_sequence(), options);
   std::set<int> contexts;
-  for (const auto& s : longer.candidates) contexts.insert(s.context);
+  for (const auto& s : longer.candidates) contexts.insert(s.degrees[plan::Axis::Context]);
   EXPECT_EQ(contexts, (std::set<int>{1, 2, 4}));
   // Overlap only where there is something to overlap.
   for (const auto& s : longer.candidates) {
-    EXPECT_FALSE(s.tensor == 1 && s.overlap_tensor_comm);
-    EXPECT_FALSE(s.data.value_or(1) * s.context == 1 && s.overlap_grad_reduce);
+    EXPECT_FALSE(s.degrees[plan::Axis::Tensor] == 1 && s.overlap_tensor_comm);
+    EXPECT_FALSE(s.written(plan::Axis::Data).value_or(1) * s.degrees[plan::Axis::Context] == 1 &&
+                 s.overlap_grad_reduce);
   }
 }
 

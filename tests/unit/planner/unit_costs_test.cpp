@@ -23,7 +23,7 @@ TEST(UnitCosts, PairsChargeEachPassItsSlotsBesideThePartnersAllToAll) {
       "model: { family: llama, layers: 2, hidden: 128, heads: 4, ffn: 256, seq_len: 64, vocab: 512,\n"
       "         moe: { experts: 8, top_k: 2, expert_ffn: 64 } }\n");
   UnitCostKey key;
-  key.expert = 2;
+  key.degrees.set(plan::Axis::Expert, 2);
   const UnitCostModel units(box, model);
   const std::vector<UnitCost> blocking = units.costs(key);
   key.pairs_hide_comm = true;

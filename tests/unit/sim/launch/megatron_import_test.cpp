@@ -184,9 +184,9 @@ TEST(MegatronImport, ReadsAScriptAsPeopleWriteIt) {
   ASSERT_TRUE(imported.gpus);
   EXPECT_EQ(*imported.gpus, 128);
   const plan::PlanSpec spec = imported_spec(imported);
-  EXPECT_EQ(spec.tensor, 8);
-  EXPECT_EQ(spec.pipeline, 16);
-  EXPECT_EQ(spec.data, 1);
+  EXPECT_EQ(spec.degrees[plan::Axis::Tensor], 8);
+  EXPECT_EQ(spec.degrees[plan::Axis::Pipeline], 16);
+  EXPECT_EQ(spec.written(plan::Axis::Data), 1);
   EXPECT_EQ(spec.global_batch, 1536);
   EXPECT_EQ(spec.precision, plan::Precision::Fp16);
   EXPECT_FALSE(spec.grad_reduce_in_fp32);  // Megatron reduces fp16 gradients in fp16 unless told
@@ -197,7 +197,7 @@ TEST(MegatronImport, ReadsAScriptAsPeopleWriteIt) {
   // GPT-2's 50257 tokens, padded by Megatron to a multiple of 128 x 8.
   EXPECT_NE(imported.model_yaml.find("vocab: 51200"), std::string::npos) << imported.model_yaml;
   // The GPU count from the caller replaces the script's.
-  EXPECT_EQ(imported_spec(import_megatron(example_script(), "train.sh", 256, false)).data, 2);
+  EXPECT_EQ(imported_spec(import_megatron(example_script(), "train.sh", 256, false)).written(plan::Axis::Data), 2);
 }
 
 std::string import_error(const std::string& script) {

@@ -178,7 +178,7 @@ TEST(TorchTitanImport, ReadsAJobAsPeopleWriteIt) {
   EXPECT_EQ(*imported.gpus, 8);
   const plan::PlanSpec spec = titan_imported_spec(imported);
   EXPECT_EQ(spec.zero, 3);  // FSDP resharding after the forward: TorchTitan's "default" without a pipeline
-  EXPECT_EQ(spec.data, 8);
+  EXPECT_EQ(spec.written(plan::Axis::Data), 8);
   EXPECT_EQ(spec.micro_batch, 1);
   EXPECT_EQ(spec.global_batch, 8);  // global_batch_size's default: local x data-parallel degree
   EXPECT_EQ(spec.recompute, plan::Recompute::Full);
@@ -193,7 +193,7 @@ TEST(TorchTitanImport, ReadsAJobAsPeopleWriteIt) {
   // Without --gpus the shard degree's "-1" leaves the data-parallel size to the cluster.
   const ImportedLaunch unsized = import_torchtitan(read_text_file(file), file, {std::nullopt, nullptr, nullptr});
   EXPECT_FALSE(unsized.gpus);
-  EXPECT_FALSE(titan_imported_spec(unsized).data);
+  EXPECT_FALSE(titan_imported_spec(unsized).written(plan::Axis::Data));
 }
 
 // TorchTitan's default split counts the embedding and the output as a layer each: with the model, the

@@ -19,9 +19,9 @@ recompute: none
 zero: 0
 placement: tp-dp-pp
 )");
-  EXPECT_EQ(s.tensor, 8);
-  EXPECT_EQ(s.pipeline, 4);
-  EXPECT_EQ(s.data, 2);
+  EXPECT_EQ(s.degrees[Axis::Tensor], 8);
+  EXPECT_EQ(s.degrees[Axis::Pipeline], 4);
+  EXPECT_EQ(s.written(Axis::Data), 2);
   EXPECT_EQ(s.global_batch, 512);
   EXPECT_EQ(s.schedule, ScheduleKind::OneFOneB);
   EXPECT_TRUE(s.partition.empty());
@@ -32,7 +32,7 @@ placement: tp-dp-pp
 TEST(PlanLoader, SageMakerForm) {
   const PlanSpec s = spec_from("partitions: 4\nmicrobatches: 8\npipeline: simple\noptimize: memory\n"
                                "placement_strategy: spread\nactive_microbatches: 6\nddp: true\n");
-  EXPECT_EQ(s.pipeline, 4);
+  EXPECT_EQ(s.degrees[Axis::Pipeline], 4);
   EXPECT_EQ(s.microbatches, 8);
   EXPECT_EQ(s.schedule, ScheduleKind::GPipe);
   EXPECT_EQ(s.optimize, Objective::Memory);
@@ -47,7 +47,7 @@ TEST(PlanLoader, MegatronForm) {
   const PlanSpec s = spec_from(
       "tensor_model_parallel_size: 8\npipeline_model_parallel_size: 8\nvirtual_pipeline_model_parallel_size: 2\n"
       "micro_batch_size: 2\nglobal_batch_size: 2304\nrecompute_granularity: full\nschedule: interleaved-1f1b\n");
-  EXPECT_EQ(s.tensor, 8);
+  EXPECT_EQ(s.degrees[Axis::Tensor], 8);
   EXPECT_EQ(s.virtual_stages, 2);
   EXPECT_EQ(s.micro_batch, 2);
   EXPECT_EQ(s.global_batch, 2304);
@@ -159,7 +159,7 @@ TEST(PlanLoader, WrittenPlanReadsBack) {
   p.activation_offload_layers = 5;
   const PlanSpec back = spec_from(write_plan_yaml(p));
   EXPECT_EQ(back.optimizer, p.optimizer);
-  EXPECT_EQ(back.shard_groups, p.degrees[Axis::DataReplica]);
+  EXPECT_EQ(back.degrees[Axis::DataReplica], p.degrees[Axis::DataReplica]);
   EXPECT_EQ(back.context_comm, p.context_comm);
   EXPECT_EQ(back.activation_offload_layers, p.activation_offload_layers);
   EXPECT_EQ(back.grad_reduce_in_fp32, p.grad_reduce_in_fp32);
@@ -173,15 +173,15 @@ TEST(PlanLoader, WrittenPlanReadsBack) {
   EXPECT_EQ(back.overlap_moe_expert_comm, p.overlap_moe_expert_comm);
   EXPECT_EQ(back.dispatcher, p.dispatcher);
   EXPECT_EQ(back.flex_dispatcher_sms, p.flex_dispatcher_sms);
-  EXPECT_EQ(back.tensor, p.degrees[Axis::Tensor]);
-  EXPECT_EQ(back.pipeline, p.degrees[Axis::Pipeline]);
-  EXPECT_EQ(back.data, p.degrees[Axis::Data]);
+  EXPECT_EQ(back.degrees[Axis::Tensor], p.degrees[Axis::Tensor]);
+  EXPECT_EQ(back.degrees[Axis::Pipeline], p.degrees[Axis::Pipeline]);
+  EXPECT_EQ(back.written(Axis::Data), p.degrees[Axis::Data]);
   EXPECT_EQ(back.virtual_stages, p.virtual_stages);
   EXPECT_EQ(back.global_batch, p.global_batch);
   EXPECT_EQ(back.micro_batch, p.micro_batch);
   // Written as a comment: it follows from the global batch, the micro batch and the data degree.
   EXPECT_FALSE(back.microbatches.has_value());
-  EXPECT_EQ(*back.global_batch / (back.micro_batch * *back.data), p.microbatches);
+  EXPECT_EQ(*back.global_batch / (back.micro_batch * *back.written(Axis::Data)), p.microbatches);
   EXPECT_EQ(back.schedule, p.schedule);
   EXPECT_EQ(back.partition, p.partition);
   EXPECT_EQ(back.recompute, p.recompute);
