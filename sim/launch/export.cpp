@@ -89,13 +89,7 @@ std::string pipeline_layout(const plan::Plan& p) {
 std::vector<plan::Axis> split_order(const plan::Plan& p, const plan::Placement& placement) {
   std::vector<plan::Axis> order;
   for (const plan::Axis a : plan::complete_order(placement)) {
-    const int degree = a == plan::Axis::Tensor     ? p.degrees[plan::Axis::Tensor]
-                       : a == plan::Axis::Context  ? p.degrees[plan::Axis::Context]
-                       : a == plan::Axis::Expert   ? p.degrees[plan::Axis::Expert]
-                       : a == plan::Axis::Data     ? p.degrees[plan::Axis::Data]
-                       : a == plan::Axis::Pipeline ? p.degrees[plan::Axis::Pipeline]
-                                                   : 1;
-    if (degree > 1) order.push_back(a);
+    if (p.degrees[a] > 1) order.push_back(a);
   }
   return order;
 }

@@ -279,7 +279,8 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
                   fmt::format("context {} needs a sequence length divisible by 2 x {} (the model's is {})",
                               p.degrees[Axis::Context], p.degrees[Axis::Context], model.shape->seq_len));
   }
-  const int model_parallel = p.degrees[Axis::Tensor] * p.degrees[Axis::Context] * p.degrees[Axis::Pipeline];
+  // The ranks of one data-parallel replica: every other axis' degree.
+  const int model_parallel = Degrees(p.degrees).set(Axis::Data, 1).ranks();
   if (spec.written(Axis::Data)) {
     check.require(
         model_parallel * p.degrees[Axis::Data] == gpus, "data",
