@@ -33,12 +33,14 @@
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
 #include "sim/engine/simulator.h"
+#include "sim/engine/training_step.h"
 #include "sim/model/model_loader.h"
 #include "sim/plan/plan_check.h"
 #include "sim/plan/plan_json.h"
 #include "sim/plan/plan_loader.h"
 #include "sim/topology/topology_loader.h"
 #include "sim/trace/trace_json.h"
+#include "sim/training/training_json.h"
 
 namespace mpsim::cli {
 namespace {
@@ -97,7 +99,7 @@ struct PlanArgs {
   bool json = false;
   bool explain = false;
   int threads = 0;
-  TrainingFlags training;
+  training::TrainingRequest training;
   std::string deadline;  ///< --deadline, with --optimize cost
   std::string trace_links = "busiest";
   int verify_top = 0;         ///< --verify-top K
@@ -316,7 +318,7 @@ nlohmann::ordered_json evaluated_json(const planner::Evaluated& e, bool full,
   }
   out["plan"] = plan::plan_json(e.plan);
   out["lower_bound_s"] = e.estimate.lower_bound.to_seconds();
-  if (estimate) out["training"] = training_json(*estimate);
+  if (estimate) out["training"] = training::training_json(*estimate);
   return out;
 }
 
@@ -407,7 +409,8 @@ void run_cost_search(const PlanArgs& args) {
     Size size{n, {}, {}, result.infeasible};
     if (!result.ranked.empty()) {
       size.best = result.ranked.front();
-      size.run = training_for(args.training, in.cluster, in.model, size.best->plan, size.best->report);
+      size.run = training::estimate_request(
+          args.training, engine::training_step(in.cluster, in.model, size.best->plan, size.best->report));
     }
     sizes.push_back(std::move(size));
   }
@@ -507,7 +510,7 @@ void run_planner_command(const PlanArgs& args) {
   const std::string cluster_name = in.cluster.name.empty() ? "the cluster" : in.cluster.name;
 
   const auto estimate = [&](const planner::Evaluated& e) {
-    return training_for(args.training, in.cluster, in.model, e.plan, e.report);
+    return training::estimate_request(args.training, engine::training_step(in.cluster, in.model, e.plan, e.report));
   };
   nlohmann::ordered_json json;
   if (args.json) {
