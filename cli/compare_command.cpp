@@ -15,11 +15,11 @@
 
 #include "cli/commands.h"
 #include "cli/table.h"
+#include "interop/trace/framework_trace.h"
 #include "sim/core/gzip.h"
 #include "sim/core/input_error.h"
 #include "sim/core/units.h"
 #include "sim/trace/compare.h"
-#include "sim/trace/framework_trace.h"
 #include "sim/trace/trace_reader.h"
 
 namespace mpsim::cli {
@@ -60,7 +60,7 @@ int predicted_gpus_per_node(const trace::Report& predicted) {
 /// what load_step() reads. Throws InputError naming the file.
 trace::StepRecord load_measured(const CompareArgs& args, const trace::Report& predicted) {
   const std::string first = read_whole_file(args.measured.front());
-  const bool kineto = trace::is_kineto_trace(first);
+  const bool kineto = interop::is_kineto_trace(first);
   if (!kineto && args.measured.size() > 1) {
     throw InputError({args.measured[1], 0, 0}, "",
                      "several measured files are the ranks of one PyTorch profiler (Kineto) run; " + args.measured.front() +
@@ -68,15 +68,15 @@ trace::StepRecord load_measured(const CompareArgs& args, const trace::Report& pr
   }
   try {
     if (kineto) {
-      std::vector<trace::KinetoFile> ranks;
+      std::vector<interop::KinetoFile> ranks;
       for (const std::string& path : args.measured) ranks.push_back({path, path == args.measured.front() ? first : read_whole_file(path)});
       const trace::PlanSummary& p = predicted.plan;
       // Megatron's rank order puts a stage's tensor x context x data ranks together.
       const int ranks_per_stage = p.pipeline > 1 ? p.tensor * p.context * p.data : 0;
-      return trace::read_kineto_step(ranks, args.gpus_per_node.value_or(predicted_gpus_per_node(predicted)),
-                                     ranks_per_stage);
+      return interop::read_kineto_step(ranks, args.gpus_per_node.value_or(predicted_gpus_per_node(predicted)),
+                                       ranks_per_stage);
     }
-    if (trace::is_step_time_log(first)) return trace::read_step_time_log(first, args.measured.front());
+    if (interop::is_step_time_log(first)) return interop::read_step_time_log(first, args.measured.front());
   } catch (const trace::TraceReadError& e) {
     throw InputError({args.measured.front(), 0, 0}, "", e.what());
   }

@@ -30,7 +30,7 @@ void add_trace_links_option(CLI::App& command, std::string& value) {
       ->check(CLI::IsMember({"none", "busiest", "all"}));
 }
 
-void add_training_options(CLI::App& command, TrainingFlags& flags) {
+void add_training_options(CLI::App& command, training::TrainingRequest& flags) {
   command.add_option("--tokens", flags.tokens,
                      "Training time, GPU-hours, cost, energy and goodput for this many tokens: 15T, 300B, 2.5e12");
   command.add_option("--gpu-hour-price", flags.gpu_hour_price, "Price of one GPU-hour, for --tokens' cost")

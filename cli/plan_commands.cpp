@@ -27,18 +27,21 @@
 #include "cli/verify_top.h"
 #include "executor/interpreter/mpi_runtime.h"
 #include "executor/launch/mpirun_launch.h"
+#include "planner/cost_search.h"
 #include "planner/equivalent_plans.h"
 #include "planner/explain.h"
 #include "planner/search.h"
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
 #include "sim/engine/simulator.h"
+#include "sim/engine/training_step.h"
 #include "sim/model/model_loader.h"
 #include "sim/plan/plan_check.h"
 #include "sim/plan/plan_json.h"
 #include "sim/plan/plan_loader.h"
 #include "sim/topology/topology_loader.h"
 #include "sim/trace/trace_json.h"
+#include "sim/training/training_json.h"
 
 namespace mpsim::cli {
 namespace {
@@ -97,7 +100,7 @@ struct PlanArgs {
   bool json = false;
   bool explain = false;
   int threads = 0;
-  TrainingFlags training;
+  training::TrainingRequest training;
   std::string deadline;  ///< --deadline, with --optimize cost
   std::string trace_links = "busiest";
   int verify_top = 0;         ///< --verify-top K
@@ -178,7 +181,7 @@ planner::PlannerOptions planner_options(const PlanArgs& args) {
   o.space.max_expert = args.max_expert;
   o.space.max_micro_batch = args.max_micro_batch;
   // Cost: at one job size the fastest plan is the cheapest (GPU-hours grow with the step), so each
-  // size is searched for speed (run_cost_search).
+  // size is searched for speed (planner/cost_search.h).
   o.space.objective = args.optimize == "memory" ? plan::Objective::Memory : plan::Objective::Speed;
   if (!args.schedules.empty()) o.space.schedules = parse_schedules(args.schedules);
   if (!args.recompute.empty()) o.space.recompute = parse_recompute(args.recompute);
@@ -316,7 +319,7 @@ nlohmann::ordered_json evaluated_json(const planner::Evaluated& e, bool full,
   }
   out["plan"] = plan::plan_json(e.plan);
   out["lower_bound_s"] = e.estimate.lower_bound.to_seconds();
-  if (estimate) out["training"] = training_json(*estimate);
+  if (estimate) out["training"] = training::training_json(*estimate);
   return out;
 }
 
@@ -365,25 +368,8 @@ TimeNs parse_deadline(const std::string& text) {
   return TimeNs::seconds(value * scale);
 }
 
-/// The job sizes --optimize cost tries: with --gpus, that one; else whole nodes in powers of two up
-/// to the topology's (and all of them), or on one node powers of two up to its GPUs.
-std::vector<int> job_sizes(const PlanArgs& args, const topology::Cluster& whole) {
-  if (args.gpus.gpus) return {*args.gpus.gpus};
-  const int gpus = static_cast<int>(whole.gpus().size());
-  const int nodes = std::max(1, whole.node_count);
-  const int per_node = gpus / nodes;
-  std::vector<int> sizes;
-  if (nodes == 1) {
-    for (int n = 1; n < gpus; n *= 2) sizes.push_back(n);
-  } else {
-    for (int k = 1; k < nodes; k *= 2) sizes.push_back(k * per_node);
-  }
-  sizes.push_back(gpus);
-  return sizes;
-}
-
-/// --optimize cost: the best (fastest) plan of each job size, its --tokens run, and the size with the
-/// fewest GPU-hours whose run ends by --deadline.
+/// --optimize cost (planner/cost_search.h): the best (fastest) plan of each job size, its --tokens run,
+/// and the size with the fewest GPU-hours whose run ends by --deadline.
 void run_cost_search(const PlanArgs& args) {
   if (args.training.tokens.empty()) {
     throw InputError({"--optimize cost", 0, 0}, "", "cost is the GPU-hours of a run: give its length with --tokens");
@@ -391,38 +377,26 @@ void run_cost_search(const PlanArgs& args) {
   const bool has_deadline = !args.deadline.empty();
   const TimeNs deadline = has_deadline ? parse_deadline(args.deadline) : TimeNs::ns(0);
   const Inputs whole = load_planner_inputs(args);
-  struct Size {
-    int gpus = 0;
-    std::optional<planner::Evaluated> best;
-    std::optional<training::TrainingEstimate> run;
-    std::string infeasible;
-  };
-  std::vector<Size> sizes;
-  for (const int n : job_sizes(args, whole.cluster)) {
+  const std::vector<int> job_sizes =
+      planner::cost_job_sizes(static_cast<int>(whole.cluster.gpus().size()), whole.cluster.node_count, args.gpus.gpus);
+  const auto search_of = [&args](int n) {
     PlanArgs at = args;
     at.gpus.gpus = n;
     at.gpus.gpus_per_node.reset();
-    const Inputs in = load_planner_inputs(at);
-    const planner::PlannerResult result = planner::run_planner(in.cluster, in.model, planner_options(at));
-    Size size{n, {}, {}, result.infeasible};
-    if (!result.ranked.empty()) {
-      size.best = result.ranked.front();
-      size.run = training_for(args.training, in.cluster, in.model, size.best->plan, size.best->report);
-    }
-    sizes.push_back(std::move(size));
-  }
-  const Size* chosen = nullptr;
-  for (const Size& s : sizes) {
-    if (!s.run || (has_deadline && s.run->wall_time > deadline)) continue;
-    if (chosen == nullptr || s.run->gpu_hours < chosen->run->gpu_hours) chosen = &s;
-  }
+    Inputs in = load_planner_inputs(at);
+    return planner::JobSearch{std::move(in.cluster), std::move(in.model), planner_options(at)};
+  };
+  const planner::CostSearchResult found = planner::run_cost_search(
+      job_sizes, search_of, args.training, has_deadline ? std::optional<TimeNs>(deadline) : std::nullopt);
+  const std::vector<planner::JobSizeResult>& sizes = found.sizes;
+  const planner::JobSizeResult* chosen = found.chosen ? &sizes[*found.chosen] : nullptr;
 
   if (args.json) {
     nlohmann::ordered_json json;
     json["objective"] = "cost";
     json["deadline_s"] = has_deadline ? nlohmann::ordered_json(deadline.to_seconds()) : nlohmann::ordered_json();
     json["job_sizes"] = nlohmann::ordered_json::array();
-    for (const Size& s : sizes) {
+    for (const planner::JobSizeResult& s : sizes) {
       nlohmann::ordered_json entry{{"gpus", s.gpus}};
       if (s.best) {
         entry["best"] = evaluated_json(*s.best, false, s.run);
@@ -440,7 +414,7 @@ void run_cost_search(const PlanArgs& args) {
     std::vector<std::string> header{"GPUs", "step time", "run (days)", "effective", "GPU-hours", "cost"};
     header.insert(header.end(), kPlanHeader.begin(), kPlanHeader.end());
     t.add_row(header);
-    for (const Size& s : sizes) {
+    for (const planner::JobSizeResult& s : sizes) {
       std::vector<std::string> row{std::to_string(s.gpus) + (&s == chosen ? " *" : "")};
       if (!s.best) {
         row.push_back("no plan");
@@ -456,7 +430,7 @@ void run_cost_search(const PlanArgs& args) {
       t.add_row(row);
     }
     std::cout << t.render();
-    for (const Size& s : sizes) {
+    for (const planner::JobSizeResult& s : sizes) {
       if (!s.best) std::cout << fmt::format("{} GPUs: no plan: {}\n", s.gpus, s.infeasible);
     }
   }
@@ -507,7 +481,7 @@ void run_planner_command(const PlanArgs& args) {
   const std::string cluster_name = in.cluster.name.empty() ? "the cluster" : in.cluster.name;
 
   const auto estimate = [&](const planner::Evaluated& e) {
-    return training_for(args.training, in.cluster, in.model, e.plan, e.report);
+    return training::estimate_request(args.training, engine::training_step(in.cluster, in.model, e.plan, e.report));
   };
   nlohmann::ordered_json json;
   if (args.json) {

@@ -15,12 +15,12 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "interop/export/export.h"
+#include "interop/import/megatron_import.h"
+#include "interop/import/sagemaker_import.h"
+#include "interop/import/torchtitan_import.h"
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
-#include "sim/launch/export.h"
-#include "sim/launch/megatron_import.h"
-#include "sim/launch/sagemaker_import.h"
-#include "sim/launch/torchtitan_import.h"
 #include "sim/model/model_loader.h"
 #include "sim/plan/plan_loader.h"
 
@@ -48,23 +48,23 @@ void run_export(const ExportArgs& args) {
   for (const auto& s : args.sets) overrides.push_back(parse_override(s, "--set"));
   const Inputs in = load_inputs_on_gpus(args.files, overrides, args.gpus);
   const plan::PlanSpec spec = plan::load_plan_file(args.files.plan);
-  launch::Framework target{};
-  for (const auto& [name, framework] : launch::kFrameworkNames) {
+  interop::Framework target{};
+  for (const auto& [name, framework] : interop::kFrameworkNames) {
     if (name == args.target) target = framework;
   }
   // A schedule TorchTitan has no class for runs from a CSV, which needs a file beside the TOML; on
   // stdout the export is the error that says so.
-  const bool with_csv = target == launch::Framework::TorchTitan && launch::torchtitan_runs_from_csv(*in.plan) &&
-                        !args.output.empty();
+  const bool with_csv =
+      target == interop::Framework::TorchTitan && interop::torchtitan_runs_from_csv(*in.plan) && !args.output.empty();
   const std::filesystem::path csv = with_csv ? csv_beside_output(args.output) : std::filesystem::path();
-  const std::string text = launch::export_plan(
-      target, {*in.plan, spec, in.model, args.files.model, launch::launch_shape(in.cluster), csv.filename().string()});
+  const std::string text = interop::export_plan(
+      target, {*in.plan, spec, in.model, args.files.model, interop::launch_shape(in.cluster), csv.filename().string()});
   if (args.output.empty()) {
     std::cout << text;
     return;
   }
   // The CSV first, so that the TOML never names a file that is not there.
-  if (with_csv) write_file_atomically(csv, launch::torchtitan_schedule_csv(*in.plan));
+  if (with_csv) write_file_atomically(csv, interop::torchtitan_schedule_csv(*in.plan));
   write_file_atomically(args.output, text);
 }
 
@@ -77,11 +77,11 @@ struct ImportArgs {
   std::string model;  ///< torchtitan: the model the job trains
 };
 
-launch::ImportedLaunch import_torchtitan(const ImportArgs& args, const std::string& text) {
+interop::ImportedLaunch import_torchtitan(const ImportArgs& args, const std::string& text) {
   std::optional<model::Model> model;
   if (!args.model.empty()) model = model::load_model_file(args.model);
-  return launch::import_torchtitan(
-      text, args.script, {args.gpus, model ? &*model : nullptr, launch::csv_beside(args.script)});
+  return interop::import_torchtitan(text, args.script,
+                                    {args.gpus, model ? &*model : nullptr, interop::csv_beside(args.script)});
 }
 
 void run_import(const ImportArgs& args) {
@@ -96,10 +96,10 @@ void run_import(const ImportArgs& args) {
   if (!torchtitan && !args.model.empty()) {
     throw InputError({"--model", 0, 0}, "", "--model is for --from torchtitan (the model its [model] section names)");
   }
-  const launch::ImportedLaunch imported =
+  const interop::ImportedLaunch imported =
       torchtitan  ? import_torchtitan(args, text)
-      : sagemaker ? launch::import_sagemaker(text, args.script, args.gpus)
-                  : launch::import_megatron(text, args.script, args.gpus, !args.model_output.empty());
+      : sagemaker ? interop::import_sagemaker(text, args.script, args.gpus)
+                  : interop::import_megatron(text, args.script, args.gpus, !args.model_output.empty());
   if (!args.model_output.empty()) write_file_atomically(args.model_output, imported.model_yaml);
   if (args.output.empty()) {
     std::cout << imported.plan_yaml;
@@ -130,7 +130,7 @@ void add_plan_launch_commands(CLI::App& plan_cmd) {
                 "overrides, DeepSpeed JSON, TorchTitan TOML, SageMaker parameters)");
   cmd->add_option("plan", args->files.plan, "Plan YAML file")->required();
   std::vector<std::string> targets;
-  for (const auto& [name, framework] : launch::kFrameworkNames) targets.emplace_back(name);
+  for (const auto& [name, framework] : interop::kFrameworkNames) targets.emplace_back(name);
   cmd->add_option("--to", args->target, "megatron, nemo, deepspeed, torchtitan or sagemaker")
       ->required()
       ->check(CLI::IsMember(targets));

@@ -1,5 +1,5 @@
 // mpsim schedule show | export | import: a plan's per-rank instruction streams, and PyTorch's
-// pipelining CSV both ways (torch_csv.h).
+// pipelining CSV both ways (interop/formats/torch_csv.h).
 #include <iostream>
 #include <memory>
 #include <string>
@@ -12,10 +12,10 @@
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "cli/report_text.h"
+#include "interop/formats/torch_csv.h"
 #include "sim/core/text_file.h"
 #include "sim/engine/simulator.h"
 #include "sim/schedule/generators.h"
-#include "sim/schedule/torch_csv.h"
 #include "sim/trace/trace_json.h"
 
 namespace mpsim::cli {
@@ -66,7 +66,7 @@ void show(const ScheduleArgs& args) {
 
 void export_csv(const ScheduleArgs& args) {
   const Inputs in = load(args);
-  const std::string csv = schedule::to_torch_csv(schedule::compute_program(*in.plan));
+  const std::string csv = interop::to_torch_csv(schedule::compute_program(*in.plan));
   if (args.output.empty()) {
     std::cout << csv;
   } else {
@@ -77,7 +77,7 @@ void export_csv(const ScheduleArgs& args) {
 void import_csv(const ScheduleArgs& args) {
   const Inputs in = load(args);
   const schedule::Program order =
-      schedule::from_torch_csv(read_text_file(args.csv), args.csv, schedule::shape_of(*in.plan));
+      interop::from_torch_csv(read_text_file(args.csv), args.csv, schedule::shape_of(*in.plan));
   engine::EngineOptions options;
   options.compute_program = &order;
   options.record_timeline = !args.trace.empty();

@@ -13,13 +13,15 @@
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "cli/report_text.h"
-#include "cli/training_report.h"
 #include "cli/table.h"
+#include "cli/training_report.h"
+#include "planner/explain.h"
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
-#include "planner/explain.h"
 #include "sim/engine/simulator.h"
+#include "sim/engine/training_step.h"
 #include "sim/trace/trace_json.h"
+#include "sim/training/training_json.h"
 
 namespace mpsim::cli {
 namespace {
@@ -34,7 +36,7 @@ struct SimulateArgs {
   bool overlap_grad_reduce = false;
   bool unfold = false;
   bool json = false;
-  TrainingFlags training;
+  training::TrainingRequest training;
   bool explain = false;
   std::string trace_links = "busiest";
 };
@@ -60,12 +62,13 @@ void run_one(const SimulateArgs& args, const std::vector<Override>& overrides) {
     write_file_atomically_gzip_by_name(args.trace,
                                        chrome_trace_text(prediction.timeline, prediction.report, args.trace_links));
   }
-  const auto estimate = training_for(args.training, in.cluster, in.model, *in.plan, prediction.report);
+  const auto estimate = training::estimate_request(
+      args.training, engine::training_step(in.cluster, in.model, *in.plan, prediction.report));
   std::optional<planner::TimeBreakdown> explained;
   if (args.explain) explained = planner::breakdown(in.cluster, in.model, {0, *in.plan, prediction.report, {}});
   if (args.json) {
     nlohmann::ordered_json json = trace::report_json(prediction.report);
-    if (estimate) json["training"] = training_json(*estimate);
+    if (estimate) json["training"] = training::training_json(*estimate);
     if (explained) json["explain"] = breakdown_json(*explained);
     if (in.model.profile_spread) json["profile_spread"] = *in.model.profile_spread;
     std::cout << json.dump(2) << "\n";
@@ -151,9 +154,10 @@ void run_sweep(const SimulateArgs& args, std::vector<Override> overrides) {
       const Inputs in = load_inputs_on_gpus(args.files, with, args.gpus);
       const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, engine_options(args));
       const trace::Report& r = prediction.report;
-      const auto estimate = training_for(args.training, in.cluster, in.model, *in.plan, r);
+      const auto estimate =
+          training::estimate_request(args.training, engine::training_step(in.cluster, in.model, *in.plan, r));
       run["report"] = trace::report_json(r);
-      if (estimate) run["training"] = training_json(*estimate);
+      if (estimate) run["training"] = training::training_json(*estimate);
       row.insert(row.end(), {to_string(TimeNs::seconds(r.step_time_s)), fmt::format("{:.1f}", r.tflops_per_gpu),
                              percent(r.mfu), percent(r.bubble_fraction), percent(r.bubble_rate),
                              to_string(Bytes::bytes(r.peak_memory_bytes)), r.oom ? "yes" : "no"});

@@ -1,4 +1,4 @@
-# Dependencies point one way: cli, gui -> planner, executor -> sim. The executor never links the
+# Dependencies point one way: cli, gui -> planner, executor, interop -> sim. The executor never links the
 # simulator engine and the viewer links only the trace library. Checked at configure time.
 function(_mpsim_collect_links target out)
   set(seen "")
@@ -46,3 +46,5 @@ mpsim_forbid_link(mpsim_executor mpsim_engine mpsim_planner)
 mpsim_forbid_link(mpsim_executor_cuda mpsim_engine mpsim_planner)
 mpsim_forbid_link(mpsim_executor_profile mpsim_engine mpsim_planner)
 mpsim_forbid_link(mpsim_view mpsim_engine mpsim_planner mpsim_executor mpsim_topology mpsim_model mpsim_plan)
+# Other tools' formats read and write plans, schedules and traces: never the simulator, the planner or the executor.
+mpsim_forbid_link(mpsim_interop mpsim_engine mpsim_planner mpsim_executor)

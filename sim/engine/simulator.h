@@ -35,7 +35,7 @@ struct EngineOptions {
   Bytes grad_bucket;
   bool record_timeline = false;  ///< a TimelineRecorder observes the run; Prediction::timeline holds its trace
   Observer* observer = nullptr;  ///< also told what happens (observer.h); not owned
-  /// The compute order to run instead of the schedule's generator: an imported schedule (torch_csv.h)
+  /// The compute order to run instead of the schedule's generator: an imported schedule (interop/formats/torch_csv.h)
   /// of the plan's shape; not owned. The program built from it is validated before it runs.
   const schedule::Program* compute_program = nullptr;
   /// Routes shared with other simulations of the same cluster (route_cache.h); not owned. Ignored when

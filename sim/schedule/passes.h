@@ -233,7 +233,7 @@ struct ChunkGradientBytes {
 /// plan's tensor-communication overlap, then add_gradient_sync() with `sync` (its `zero`,
 /// `data_parallel`, parameter-gather overlap and byte sizes per parameter are taken from the plan).
 /// `compute`, when given, is the compute order to run instead of the generator's (an imported schedule,
-/// torch_csv.h), of the plan's shape.
+/// interop/formats/torch_csv.h), of the plan's shape.
 [[nodiscard]] Program plan_program(const model::Model& model, const plan::Plan& plan, GradientSync sync,
                                    const Program* compute = nullptr);
 

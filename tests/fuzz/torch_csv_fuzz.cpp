@@ -1,6 +1,6 @@
 // PyTorch's pipeline-schedule CSV (`mpsim schedule import`). The first byte picks the shape the
 // rows are read against, so the corpus reaches every schedule kind's placement rules.
-#include "sim/schedule/torch_csv.h"
+#include "interop/formats/torch_csv.h"
 #include "tests/fuzz/fuzz_input.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -14,6 +14,6 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   };
   const auto& shape = kShapes[data[0] % std::size(kShapes)];
   mpsim::fuzz::expect_only<mpsim::InputError>(
-      [&] { (void)mpsim::schedule::from_torch_csv(mpsim::fuzz::text_of(data + 1, size - 1), "fuzz.csv", shape); });
+      [&] { (void)mpsim::interop::from_torch_csv(mpsim::fuzz::text_of(data + 1, size - 1), "fuzz.csv", shape); });
   return 0;
 }

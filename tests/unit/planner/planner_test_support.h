@@ -3,6 +3,7 @@
 /// models with profiled layer times, plus the shipped small models.
 #include <random>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -45,6 +46,13 @@ inline topology::Cluster fast_cluster() {
       "pcie: { gen: 6, bandwidth: \"2000 GB/s\" }, matmul_efficiency: 0.68 }\n"
       "  intra_node: { kind: nvswitch, bandwidth: \"3000 GB/s\", latency: \"1 us\" }\n"
       "  inter_node: { kind: infiniband, bandwidth: \"16000 Gb/s\", latency: \"1 us\", nics_per_node: 4 }\n");
+}
+
+/// The ids of `plans`, in order.
+inline std::vector<std::size_t> ids(const std::vector<Evaluated>& plans) {
+  std::vector<std::size_t> out;
+  for (const auto& e : plans) out.push_back(e.id);
+  return out;
 }
 
 inline model::Model shipped_model(const std::string& name) {

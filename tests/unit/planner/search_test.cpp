@@ -14,8 +14,9 @@
 namespace mpsim::planner {
 namespace {
 
-using testing::short_cluster;
+using testing::ids;
 using testing::shipped_model;
+using testing::short_cluster;
 
 struct Simulated {
   std::size_t id;
@@ -39,12 +40,6 @@ std::vector<Simulated> exhaustive(const topology::Cluster& cluster, const model:
   std::sort(out.begin(), out.end(), [](const Simulated& a, const Simulated& b) {
     return std::tie(a.time_ns, a.id) < std::tie(b.time_ns, b.id);
   });
-  return out;
-}
-
-std::vector<std::size_t> ids(const std::vector<Evaluated>& v) {
-  std::vector<std::size_t> out;
-  for (const auto& e : v) out.push_back(e.id);
   return out;
 }
 

@@ -1,0 +1,342 @@
+// Megatron-Bridge's ConfigContainer overrides (megatron/bridge/training/config.py), written as the
+// YAML override file its recipe scripts merge into a recipe (--config-file: OmegaConf.merge, then
+// apply_overrides). Field names are Megatron-Core's TransformerConfig / ModelParallelConfig (model),
+// DistributedDataParallelConfig (ddp) and OptimizerConfig (optimizer), Bridge's CommOverlapConfig
+// (comm_overlap) and a registered mixed-precision preset (mixed_precision).
+#include <algorithm>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "interop/export/export.h"
+
+namespace mpsim::interop {
+
+namespace {
+
+constexpr std::string_view kBridgeTarget = "Megatron-Bridge";
+
+/// One top-level section of the override file: `key: value` lines, indented under its name.
+struct Section {
+  std::string name;
+  std::vector<std::string> lines;
+  template <typename T>
+  void set(std::string_view key, const T& value) {
+    lines.push_back(fmt::format("{}: {}", key, value));
+  }
+  void null(std::string_view key) { lines.push_back(fmt::format("{}: null", key)); }
+  void comment(std::string_view text) { lines.push_back(fmt::format("# {}", text)); }
+};
+
+/// A YAML string in double quotes (the layout's `|` and `*` are YAML syntax when bare).
+std::string yaml_string(std::string_view s) { return fmt::format("\"{}\"", s); }
+
+/// Megatron-Core's moe_layer_freq: N (one MoE block in every N, from the first), or one 0/1 per block.
+std::string moe_layer_freq(const model::TransformerShape& s) {
+  if (s.moe->dense_layers == 0) return std::to_string(s.moe->frequency);
+  std::vector<int> pattern;
+  for (int i = 0; i < s.layers; ++i) pattern.push_back(s.is_moe_block(i) ? 1 : 0);
+  return fmt::format("[{}]", fmt::join(pattern, ", "));
+}
+
+void model_shape(const ExportInput& in, Section& m) {
+  const model::TransformerShape& s = decoder_shape(in, kBridgeTarget);
+  if (s.activation != model::Activation::Gelu && s.activation != model::Activation::Swiglu) {
+    cannot_express_model(in, kBridgeTarget, "activation",
+                         fmt::format("the export writes GELU or SwiGLU models (gated_linear_unit), not {}",
+                                     model::to_string(s.activation)));
+  }
+  if (s.gated_mlp != (s.activation == model::Activation::Swiglu)) {
+    cannot_express_model(in, kBridgeTarget, "activation", "the export writes GELU or SwiGLU models (gated_linear_unit)");
+  }
+  m.comment("The model's shape (TransformerConfig). Start from a recipe of the same architecture: the");
+  m.comment("MLP's activation_func is the recipe provider's (a Python callable, not overridden here).");
+  m.set("num_layers", s.layers);
+  m.set("hidden_size", s.hidden);
+  m.set("ffn_hidden_size", s.ffn);
+  m.set("num_attention_heads", s.heads);
+  if (!s.mla) {
+    m.set("num_query_groups", s.kv_heads);
+    m.set("kv_channels", s.head_dim);
+  }
+  m.set("seq_length", s.seq_len);
+  if (s.positions == model::PositionKind::Learned && s.max_positions != s.seq_len) {
+    m.comment(fmt::format("the model's position table has {} rows; Megatron sizes it to seq_length", s.max_positions));
+  }
+  m.set("position_embedding_type", s.positions == model::PositionKind::Rotary ? "rope" : "learned_absolute");
+  m.set("normalization", s.norm == model::NormKind::RmsNorm ? "RMSNorm" : "LayerNorm");
+  m.set("gated_linear_unit", s.gated_mlp);
+  m.set("add_bias_linear", s.biases);
+  m.set("share_embeddings_and_output_weights", s.tied_embeddings);
+  m.set("qk_layernorm", s.qk_norm);
+  m.set("hidden_dropout", s.dropout ? 0.1 : 0.0);
+  m.set("attention_dropout", s.dropout ? 0.1 : 0.0);
+  m.set("vocab_size", s.vocab);
+  m.set("make_vocab_size_divisible_by", 1);
+  if (s.mla) {
+    m.set("multi_latent_attention", true);
+    if (s.mla->q_lora_rank > 0) m.set("q_lora_rank", s.mla->q_lora_rank);
+    m.set("kv_lora_rank", s.mla->kv_lora_rank);
+    m.set("qk_head_dim", s.mla->qk_nope_head_dim);
+    m.set("qk_pos_emb_head_dim", s.mla->qk_rope_head_dim);
+    m.set("v_head_dim", s.mla->v_head_dim);
+  }
+  if (s.moe) {
+    m.set("num_moe_experts", s.moe->experts);
+    m.set("moe_router_topk", s.moe->top_k);
+    m.set("moe_ffn_hidden_size", s.moe->expert_ffn);
+    if (s.moe->shared_experts > 0) {
+      m.set("moe_shared_expert_intermediate_size", s.moe->shared_experts * s.moe->shared_expert_ffn);
+    }
+    m.set("moe_layer_freq", moe_layer_freq(s));
+    if (s.moe->router_bias) m.set("moe_router_enable_expert_bias", true);
+    m.set("moe_grouped_gemm", true);
+  }
+  if (s.mtp_layers > 0) m.set("mtp_num_layers", s.mtp_layers);
+}
+
+/// The parallel sizes and the layer split. Every field is written, 1 and null included, so that
+/// what the recipe set does not survive the merge.
+void model_parallel(const ExportInput& in, Section& m) {
+  const plan::Plan& p = in.plan;
+  if (p.degrees[plan::Axis::Pipeline] > 1 &&
+      !plan::traits(p.schedule).megatron) {  // one stage runs no pipeline schedule
+    cannot_express(in, kBridgeTarget, "schedule",
+                   fmt::format("Megatron-Core runs 1F1B, or interleaved 1F1B with virtual stages, not {}",
+                               plan::to_string(p.schedule)));
+  }
+  if (plan::complete_order(p.placement) != plan::complete_order(plan::kMegatronPlacement)) {
+    cannot_express(in, kBridgeTarget, "placement",
+                   fmt::format("the export writes Megatron-Core's default rank order tp-cp-ep-dp-pp, not {}",
+                               plan::to_string(p.placement)));
+  }
+  m.set("tensor_model_parallel_size", p.degrees[plan::Axis::Tensor]);
+  m.set("pipeline_model_parallel_size", p.degrees[plan::Axis::Pipeline]);
+  m.set("context_parallel_size", p.degrees[plan::Axis::Context]);
+  if (p.degrees[plan::Axis::Context] > 1) m.set("cp_comm_type", plan::name_of(plan::kContextCommNames, p.context_comm));
+  m.set("expert_model_parallel_size", p.degrees[plan::Axis::Expert]);
+  m.set("expert_tensor_parallel_size", p.degrees[plan::Axis::ExpertTensor]);
+  m.set("sequence_parallel", p.sequence_parallel);
+  m.set("account_for_embedding_in_pipeline_split", false);
+  m.set("account_for_loss_in_pipeline_split", false);
+  const std::vector<int> blocks = blocks_per_stage(p);
+  bool layout = false;
+  if (!is_uniform_split(p)) {
+    const bool ends_only = p.virtual_stages == 1 && blocks.size() > 2 &&
+                           std::all_of(blocks.begin() + 1, blocks.end() - 1, [&](int b) { return b == blocks[1]; });
+    if (ends_only) {
+      if (blocks.front() != blocks[1]) {
+        m.set("num_layers_in_first_pipeline_stage", blocks.front());
+      } else {
+        m.null("num_layers_in_first_pipeline_stage");
+      }
+      if (blocks.back() != blocks[1]) {
+        m.set("num_layers_in_last_pipeline_stage", blocks.back());
+      } else {
+        m.null("num_layers_in_last_pipeline_stage");
+      }
+      m.null("pipeline_model_parallel_layout");
+    } else {
+      // The layout gives the virtual stages as well; the virtual size follows from it.
+      layout = true;
+      m.null("num_layers_in_first_pipeline_stage");
+      m.null("num_layers_in_last_pipeline_stage");
+      m.set("pipeline_model_parallel_layout", yaml_string(pipeline_layout(p)));
+    }
+  } else {
+    m.null("num_layers_in_first_pipeline_stage");
+    m.null("num_layers_in_last_pipeline_stage");
+    m.null("pipeline_model_parallel_layout");
+  }
+  if (p.virtual_stages > 1 && !layout) {
+    m.set("virtual_pipeline_model_parallel_size", p.virtual_stages);
+  } else {
+    m.null("virtual_pipeline_model_parallel_size");
+  }
+  if (plan::traits(p.schedule).rule == plan::ShapeRule::MicrobatchGroup) {
+    m.set("microbatch_group_size_per_vp_stage", p.microbatch_group_size);
+  }
+}
+
+void model_training(const ExportInput& in, Section& m) {
+  const plan::Plan& p = in.plan;
+  switch (p.recompute) {
+    case plan::Recompute::None:
+      m.null("recompute_granularity");
+      m.null("recompute_method");
+      m.null("recompute_num_layers");
+      break;
+    case plan::Recompute::Full:
+      m.set("recompute_granularity", "full");
+      m.set("recompute_method", "uniform");
+      m.set("recompute_num_layers", 1);
+      break;
+    case plan::Recompute::Selective: {
+      m.set("recompute_granularity", "selective");
+      m.null("recompute_method");
+      m.null("recompute_num_layers");
+      std::vector<std::string_view> names;
+      for (const auto& [name, module] : model::kRecomputeModuleNames) {
+        if (p.recompute_modules.has(module)) names.push_back(name);
+      }
+      m.set("recompute_modules", fmt::format("[{}]", fmt::join(names, ", ")));
+      break;
+    }
+  }
+  if (p.activation_offload_layers > 0) {
+    m.set("cpu_offloading", true);
+    m.set("cpu_offloading_num_layers", p.activation_offload_layers);
+  }
+  if (p.attention == plan::AttentionKernel::Standard) m.set("attention_backend", "unfused");
+  if (p.expert_capacity_factor) m.set("moe_expert_capacity_factor", *p.expert_capacity_factor);
+  if (p.pad_expert_input_to_capacity) m.set("moe_pad_expert_input_to_capacity", true);
+  if (plan::deduplicates_tokens(p.dispatcher)) {
+    m.set("moe_token_dispatcher_type", "flex");
+    m.set("moe_flex_dispatcher_backend", std::string(plan::name_of(plan::kFlexBackendNames, p.dispatcher)));
+    if (p.flex_dispatcher_sms) {
+      m.set(std::string(plan::name_of(plan::kFlexDispatcherSmsKeys, p.dispatcher)), *p.flex_dispatcher_sms);
+    }
+  }
+}
+
+/// The registered MixedPrecisionConfig preset (megatron/bridge/training/mixed_precision.py) of the
+/// plan's precision. The preset's setup() writes its grad_reduce_in_fp32 and fp8_param_gather over
+/// the ddp and model sections, so the plan's values must be the preset's.
+std::string_view mixed_precision_preset(const ExportInput& in) {
+  const plan::Plan& p = in.plan;
+  struct Preset {
+    std::string_view name;
+    bool grad_reduce_in_fp32;
+    bool fp8_param_gather;
+  };
+  Preset preset{};
+  switch (p.precision) {
+    case plan::Precision::Bf16: preset = {"bf16_mixed", true, false}; break;
+    case plan::Precision::Fp16: preset = {"fp16_mixed", false, false}; break;
+    case plan::Precision::Fp8: preset = {"bf16_with_fp8_current_scaling_mixed", true, true}; break;
+    case plan::Precision::Mxfp8: preset = {"bf16_with_mxfp8_mixed", true, true}; break;
+    case plan::Precision::Fp8Blockwise: preset = {"bf16_with_fp8_subchannel_scaling_mixed", true, false}; break;
+    case plan::Precision::Fp32:
+      cannot_express(in, kBridgeTarget, "precision",
+                     "Megatron-Bridge's mixed_precision presets are 16-bit (bf16_mixed, fp16_mixed and their FP8 "
+                     "variants); fp32 training is a MixedPrecisionConfig set in Python");
+  }
+  if (p.grad_reduce_in_fp32 != preset.grad_reduce_in_fp32) {
+    cannot_express(in, kBridgeTarget, "grad_reduce_in_fp32",
+                   fmt::format("the {} preset sets grad_reduce_in_fp32: {} and overrides ddp.grad_reduce_in_fp32; "
+                               "set grad_reduce_in_fp32: {} in the plan, or set it on a MixedPrecisionConfig in Python",
+                               preset.name, preset.grad_reduce_in_fp32, preset.grad_reduce_in_fp32));
+  }
+  if (p.fp8_param_gather != preset.fp8_param_gather) {
+    cannot_express(in, kBridgeTarget, "fp8_param_gather",
+                   fmt::format("the {} preset sets fp8_param_gather: {} and overrides ddp.fp8_param_gather; set "
+                               "fp8_param_gather: {} in the plan",
+                               preset.name, preset.fp8_param_gather, preset.fp8_param_gather));
+  }
+  return preset.name;
+}
+
+void write_data_parallel(const ExportInput& in, Section& ddp, Section& dist, Section& optimizer, Section& overlap) {
+  const plan::Plan& p = in.plan;
+  if (p.optimizer != plan::Optimizer::Adam) {
+    cannot_express(in, kBridgeTarget, "optimizer",
+                   "the export writes Megatron-Core's Adam optimizer (optimizer.optimizer: adam); Muon has no "
+                   "confirmed Megatron-Bridge field");
+  }
+  ddp.set("use_distributed_optimizer", p.zero == 1);
+  ddp.set("use_megatron_fsdp", p.zero >= 2);
+  // Megatron FSDP's ZeRO-2 / ZeRO-3 analogues (Megatron-LM's --data-parallel-sharding-strategy).
+  ddp.set("data_parallel_sharding_strategy",
+          p.zero == 2 ? "optim_grads" : p.zero == 3 ? "optim_grads_params" : "no_shard");
+  dist.set("use_megatron_fsdp", p.zero >= 2);
+  ddp.set("num_distributed_optimizer_instances", p.degrees[plan::Axis::DataReplica]);
+  if (p.overlap_param_gather && (!p.overlap_grad_reduce || p.zero == 0)) {
+    cannot_express(in, kBridgeTarget, "overlap.param_gather",
+                   "Megatron-Core overlaps the parameter all-gather only with a sharded optimizer (zero >= 1) and "
+                   "overlap_grad_reduce (overlap.grad_reduce: true)");
+  }
+  if (p.overlap_tensor_comm && !p.sequence_parallel) {
+    cannot_express(in, kBridgeTarget, "overlap.tensor_comm",
+                   "Megatron-Core's tp_comm_overlap needs sequence_parallel (sequence_parallel: true)");
+  }
+  ddp.set("overlap_grad_reduce", p.overlap_grad_reduce);
+  ddp.set("overlap_param_gather", p.overlap_param_gather);
+  ddp.set("grad_reduce_in_fp32", p.grad_reduce_in_fp32);
+  ddp.set("fp8_param_gather", p.fp8_param_gather);
+  optimizer.set("optimizer", "adam");
+  optimizer.set("use_distributed_optimizer", p.zero == 1);
+  // CommOverlapConfig turns the gradient and parameter overlaps on by itself when they are left
+  // unset (data parallel > 1 with the distributed optimizer): they are written either way.
+  overlap.set("_target_", "megatron.bridge.training.comm_overlap.CommOverlapConfig");
+  overlap.set("tp_comm_overlap", p.overlap_tensor_comm);
+  overlap.set("overlap_grad_reduce", p.overlap_grad_reduce);
+  overlap.set("overlap_param_gather", p.overlap_param_gather);
+  if (p.overlap_moe_expert_comm) overlap.set("overlap_moe_expert_parallel_comm", true);
+}
+
+std::string yaml_section(const Section& s) {
+  std::string out = s.name + ":\n";
+  for (const std::string& line : s.lines) out += "  " + line + "\n";
+  return out + "\n";
+}
+
+}  // namespace
+
+std::string export_nemo(const ExportInput& in) {
+  const plan::Plan& p = in.plan;
+  Section model{"model", {}};
+  model_shape(in, model);
+  model_parallel(in, model);
+  model_training(in, model);
+  Section train{"train", {}};
+  train.set("micro_batch_size", p.micro_batch);
+  train.set("global_batch_size", p.global_batch);
+  Section dataset{"dataset", {}};
+  dataset.set("seq_length", in.model.shape->seq_len);
+  Section ddp{"ddp", {}};
+  Section dist{"dist", {}};
+  Section optimizer{"optimizer", {}};
+  Section overlap{"comm_overlap", {}};
+  write_data_parallel(in, ddp, dist, optimizer, overlap);
+  const std::string_view precision = mixed_precision_preset(in);
+
+  const std::string plan_name =
+      in.spec.file.empty() ? "a plan" : std::filesystem::path(in.spec.file).filename().string();
+  std::string out;
+  out += fmt::format("# Megatron-Bridge overrides for {} ({}), written by `mpsim plan export --to nemo`.\n",
+                     in.model.name, plan_name);
+  out += fmt::format("# TP {} x CP {} x PP {} x DP {} = {} GPUs on {} node(s) of {}; {} microbatches of {} per step.\n",
+                     p.degrees[plan::Axis::Tensor], p.degrees[plan::Axis::Context], p.degrees[plan::Axis::Pipeline],
+                     p.degrees[plan::Axis::Data], p.gpus(), in.shape.nodes, in.shape.gpus_per_node, p.microbatches,
+                     p.micro_batch);
+  out += "# Megatron-Bridge's recipe scripts merge it into the recipe's ConfigContainer (--config-file;\n"
+         "# OmegaConf.merge, then apply_overrides), e.g. for a Llama 3 recipe:\n";
+  out += fmt::format("#   torchrun --nnodes {} --nproc-per-node {} examples/recipes/llama/pretrain_llama3_8b.py \\\n",
+                     in.shape.nodes, in.shape.gpus_per_node);
+  out += "#     --config-file this.yaml\n";
+  out += "# Each setting also goes on the command line as section.field=value (Hydra style), e.g.\n";
+  out += fmt::format("#   model.tensor_model_parallel_size={} train.global_batch_size={} mixed_precision={}\n",
+                     p.degrees[plan::Axis::Tensor], p.global_batch, precision);
+  out += "# NeMo 2 recipes take the parallel sizes as trainer.strategy.<field> (e.g.\n";
+  out += fmt::format("# trainer.strategy.tensor_model_parallel_size={}), the batch as data.micro_batch_size and\n",
+                     p.degrees[plan::Axis::Tensor]);
+  out += "# data.global_batch_size, and the model's fields as model.config.<field>.\n";
+  if (p.precision == plan::Precision::Fp8) {
+    out += "# bf16_with_fp8_current_scaling_mixed keeps the first and last transformer block in BF16\n"
+           "# (num_layers_at_start_in_bf16 / num_layers_at_end_in_bf16: 1); the prediction ran every block in FP8.\n";
+  }
+  if (p.routing_imbalance != 1.0) {
+    out += fmt::format("# The prediction assumed the busiest expert rank routes {}x the mean tokens (a property of\n"
+                       "# the data and the router, not a launch setting).\n",
+                       p.routing_imbalance);
+  }
+  out += "\n";
+  for (const Section* s : {&model, &train, &dataset, &ddp, &dist, &optimizer, &overlap}) {
+    if (!s->lines.empty()) out += yaml_section(*s);
+  }
+  out += fmt::format("mixed_precision: {}\n", precision);
+  return out;
+}
+
+}  // namespace mpsim::interop

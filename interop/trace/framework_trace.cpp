@@ -1,0 +1,241 @@
+#include "interop/trace/framework_trace.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <regex>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/trace/trace_reader.h"
+
+namespace mpsim::interop {
+namespace {
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+/// The collective an NCCL kernel runs, from its name (ncclDevKernel_AllReduce_Sum_bf16_RING_LL,
+/// ncclKernel_ReduceScatter_RING_LL_Sum_half, ncclDevKernel_SendRecv, ...).
+std::optional<trace::SpanKind> nccl_kind(std::string_view name) {
+  if (name.find("nccl") == std::string_view::npos) return std::nullopt;
+  const std::string n = lower(name);
+  if (n.find("allreduce") != std::string::npos) return trace::SpanKind::AllReduce;
+  if (n.find("reducescatter") != std::string::npos) return trace::SpanKind::ReduceScatter;
+  if (n.find("allgather") != std::string::npos) return trace::SpanKind::AllGather;
+  if (n.find("alltoall") != std::string::npos) return trace::SpanKind::AllToAll;
+  if (n.find("sendrecv") != std::string::npos || n.find("_send") != std::string::npos) return trace::SpanKind::Send;
+  if (n.find("_recv") != std::string::npos) return trace::SpanKind::Recv;
+  return std::nullopt;
+}
+
+/// The kind a record_function range stands for, from its name.
+std::optional<trace::SpanKind> range_kind(std::string_view name) {
+  const std::string n = lower(name);
+  if (n.rfind("optimizer.step", 0) == 0) return trace::SpanKind::Optimizer;
+  if (n.find("backward") != std::string::npos) return trace::SpanKind::Backward;
+  if (n.find("forward") != std::string::npos) return trace::SpanKind::Forward;
+  return std::nullopt;
+}
+
+struct Interval {
+  std::int64_t start = 0;
+  std::int64_t end = 0;
+};
+
+/// Total length of the union of `intervals`.
+std::int64_t union_length(std::vector<Interval> intervals) {
+  std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+  std::int64_t total = 0;
+  std::int64_t covered_to = std::numeric_limits<std::int64_t>::min();
+  for (const Interval& i : intervals) {
+    const std::int64_t from = std::max(i.start, covered_to);
+    if (i.end > from) total += i.end - from;
+    covered_to = std::max(covered_to, i.end);
+  }
+  return total;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2;
+}
+
+[[noreturn]] void fail(std::string_view source, const std::string& message) {
+  throw trace::TraceReadError(fmt::format("{}: {}", source, message));
+}
+
+/// A string member of an event, or "" when it is absent or not a string.
+std::string string_member(const nlohmann::json& event, const char* key) {
+  const auto it = event.find(key);
+  return it != event.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+/// A member of an event, or null.
+const nlohmann::json& member(const nlohmann::json& event, const char* key) {
+  static const nlohmann::json null_value;
+  const auto it = event.find(key);
+  return it != event.end() ? *it : null_value;
+}
+
+/// A number of microseconds (Kineto writes fractional microseconds) as nanoseconds.
+std::int64_t microseconds_ns(const nlohmann::json& value, std::string_view source, std::string_view field) {
+  if (!value.is_number()) fail(source, fmt::format("an event's \"{}\" is not a number", field));
+  const double us = value.get<double>();
+  if (!std::isfinite(us) || std::abs(us) > 1e15) fail(source, fmt::format("an event's \"{}\" is out of range", field));
+  return std::llround(us * 1000.0);
+}
+
+}  // namespace
+
+bool is_kineto_trace(std::string_view text) {
+  if (text.find("\"traceEvents\"") == std::string_view::npos || text.find("\"mpsim\"") != std::string_view::npos) {
+    return false;
+  }
+  return text.find("\"schemaVersion\"") != std::string_view::npos || text.find("ProfilerStep#") != std::string_view::npos;
+}
+
+trace::StepRecord read_kineto_step(const std::vector<KinetoFile>& ranks, int gpus_per_node, int ranks_per_stage) {
+  if (ranks.empty()) throw trace::TraceReadError("no trace files");
+  if (gpus_per_node < 1) gpus_per_node = 1;
+  trace::StepRecord out;
+  trace::Timeline timeline;
+  std::vector<double> step_durations_s;
+  struct RankResult {
+    int rank = 0;
+    double busy_per_step_s = 0;
+    double step_s = 0;
+  };
+  std::vector<RankResult> results;
+  for (std::size_t position = 0; position < ranks.size(); ++position) {
+    const KinetoFile& file = ranks[position];
+    const nlohmann::json doc = nlohmann::json::parse(file.text, nullptr, /*allow_exceptions=*/false);
+    if (doc.is_discarded() || !doc.is_object()) fail(file.name, "not a JSON object");
+    const auto events = doc.find("traceEvents");
+    if (events == doc.end() || !events->is_array()) fail(file.name, "no \"traceEvents\" array");
+    int rank = static_cast<int>(position);
+    if (const auto info = doc.find("distributedInfo"); info != doc.end() && info->is_object()) {
+      if (const auto r = info->find("rank"); r != info->end()) {
+        if (!r->is_number_integer() || r->get<std::int64_t>() < 0 || r->get<std::int64_t>() > 1'000'000) {
+          fail(file.name, "distributedInfo.rank is not a rank");
+        }
+        rank = static_cast<int>(r->get<std::int64_t>());
+      }
+    }
+    // The steps first: only what runs inside them counts.
+    std::vector<Interval> steps;
+    for (const auto& e : *events) {
+      if (!e.is_object() || string_member(e, "ph") != "X") continue;
+      if (string_member(e, "name").rfind("ProfilerStep#", 0) != 0) continue;
+      const std::int64_t start = microseconds_ns(member(e, "ts"), file.name, "ts");
+      const std::int64_t dur = microseconds_ns(member(e, "dur"), file.name, "dur");
+      if (dur <= 0) fail(file.name, "a ProfilerStep range has no duration");
+      steps.push_back({start, start + dur});
+    }
+    if (steps.empty()) {
+      fail(file.name, "no ProfilerStep#N ranges: profile with torch.profiler and call profiler.step() every iteration");
+    }
+    std::sort(steps.begin(), steps.end(), [](const Interval& a, const Interval& b) { return a.start < b.start; });
+    const std::int64_t window_start = steps.front().start;
+    const std::int64_t window_end = steps.back().end;
+    std::vector<double> rank_steps;
+    for (const Interval& s : steps) rank_steps.push_back(static_cast<double>(s.end - s.start) * 1e-9);
+    step_durations_s.insert(step_durations_s.end(), rank_steps.begin(), rank_steps.end());
+
+    const std::string device = fmt::format("node{}/gpu{}", rank / gpus_per_node, rank % gpus_per_node);
+    const auto lane = static_cast<std::uint32_t>(timeline.lanes.size());
+    timeline.lanes.push_back({fmt::format("node{}", rank / gpus_per_node), device});
+    std::vector<Interval> kernels;
+    for (const auto& e : *events) {
+      if (!e.is_object() || string_member(e, "ph") != "X") continue;
+      const std::string cat = string_member(e, "cat");
+      if (cat != "kernel" && cat != "gpu_user_annotation") continue;
+      const std::string text = string_member(e, "name");
+      if (text.empty()) continue;
+      const std::int64_t start = microseconds_ns(member(e, "ts"), file.name, "ts");
+      const std::int64_t dur = microseconds_ns(member(e, "dur"), file.name, "dur");
+      if (dur < 0) fail(file.name, "an event has a negative duration");
+      const std::int64_t end = start + dur;
+      if (end <= window_start || start >= window_end) continue;
+      std::optional<trace::SpanKind> kind;
+      if (cat == "kernel") {
+        kernels.push_back({std::max(start, window_start), std::min(end, window_end)});
+        kind = nccl_kind(text);
+      } else {
+        kind = range_kind(text);
+      }
+      if (kind) {
+        trace::Span span;
+        span.lane = lane;
+        span.kind = *kind;
+        span.start_ns = start - window_start;
+        span.end_ns = end - window_start;
+        timeline.spans.push_back(span);
+      }
+    }
+    const double per_step = static_cast<double>(union_length(kernels)) * 1e-9 / static_cast<double>(steps.size());
+    results.push_back({rank, per_step, median(rank_steps)});
+  }
+  std::sort(results.begin(), results.end(), [](const RankResult& a, const RankResult& b) { return a.rank < b.rank; });
+  for (std::size_t i = 1; i < results.size(); ++i) {
+    if (results[i].rank == results[i - 1].rank) {
+      throw trace::TraceReadError(fmt::format("two trace files are rank {}", results[i].rank));
+    }
+  }
+  trace::Report& report = out.report;
+  report.step_time_s = median(step_durations_s);
+  double idle_total = 0;
+  for (const RankResult& r : results) {
+    trace::DeviceReport d;
+    d.id = fmt::format("node{}/gpu{}", r.rank / gpus_per_node, r.rank % gpus_per_node);
+    d.stage = ranks_per_stage > 0 ? r.rank / ranks_per_stage : -1;
+    d.busy_s = std::min(r.busy_per_step_s, report.step_time_s);
+    d.idle_s = report.step_time_s - d.busy_s;
+    d.bubble_fraction = report.step_time_s > 0 ? d.idle_s / report.step_time_s : 0;
+    idle_total += d.idle_s;
+    report.devices.push_back(d);
+  }
+  report.bubble_fraction =
+      report.step_time_s > 0 ? idle_total / (report.step_time_s * static_cast<double>(results.size())) : 0;
+  out.timeline = std::move(timeline);
+  return out;
+}
+
+bool is_step_time_log(std::string_view text) {
+  return text.find("elapsed time per iteration (ms)") != std::string_view::npos ||
+         text.find("train_step_timing in s") != std::string_view::npos;
+}
+
+trace::StepRecord read_step_time_log(std::string_view text, std::string_view source_name) {
+  // Megatron-LM: "... | elapsed time per iteration (ms): 1234.5 | ..."; NeMo (Lightning's progress
+  // bar and logger): "train_step_timing in s: 1.23" or "train_step_timing in s=1.23".
+  static const std::regex megatron(R"(elapsed time per iteration \(ms\):\s*([0-9]+(?:\.[0-9]+)?))");
+  static const std::regex nemo(R"(train_step_timing in s\s*[:=]\s*([0-9]+(?:\.[0-9]+)?))");
+  std::vector<double> steps;
+  const std::string whole(text);
+  const auto number = [&](const std::string& digits) {
+    const double v = std::strtod(digits.c_str(), nullptr);  // digits only: no error but overflow
+    if (!std::isfinite(v) || v > 1e12) fail(source_name, fmt::format("'{}' is not a step time", digits.substr(0, 40)));
+    return v;
+  };
+  for (std::sregex_iterator it(whole.begin(), whole.end(), megatron), end; it != end; ++it) {
+    steps.push_back(number((*it)[1]) * 1e-3);
+  }
+  for (std::sregex_iterator it(whole.begin(), whole.end(), nemo), end; it != end; ++it) steps.push_back(number((*it)[1]));
+  if (steps.empty()) {
+    fail(source_name, "no step time: expected Megatron-LM's \"elapsed time per iteration (ms): X\" or NeMo's "
+                      "\"train_step_timing in s: X\"");
+  }
+  trace::StepRecord out;
+  out.report.step_time_s = median(steps);
+  return out;
+}
+
+}  // namespace mpsim::interop

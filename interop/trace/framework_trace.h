@@ -1,0 +1,48 @@
+#pragma once
+/// Measured steps from the frameworks people run, for `mpsim compare`: PyTorch profiler (Kineto)
+/// Chrome traces of a Megatron-LM / NeMo / TorchTitan run, one file per rank, and plain step-time
+/// logs (Megatron-LM's "elapsed time per iteration (ms)", NeMo's "train_step_timing in s").
+///
+/// A Kineto trace has the profiler's steps as `ProfilerStep#N` ranges (profiler.step() marks them),
+/// the GPU's kernels (cat "kernel": NCCL's collectives by their kernel names), and the
+/// record_function ranges the framework adds, projected on the GPU streams (cat
+/// "gpu_user_annotation"): forward / backward ranges where the framework names them so, and the
+/// optimizer's `Optimizer.step#...` range, which PyTorch's optimizers record.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/trace/compare.h"
+
+namespace mpsim::interop {
+
+/// Whether `text` is a PyTorch profiler trace (traceEvents with "schemaVersion" or kernel and
+/// ProfilerStep events, and no mpsim report).
+[[nodiscard]] bool is_kineto_trace(std::string_view text);
+
+/// One rank's trace: its text and the name to cite in errors.
+struct KinetoFile {
+  std::string name;
+  std::string text;
+};
+
+/// The measured step of a run from its ranks' traces: the step time is the median `ProfilerStep#N`
+/// duration over every step of every rank (the ranks wait for each other, so their steps are one
+/// step), a device per rank named as the simulator names GPUs (`node<rank / gpus_per_node>/gpu<rank %
+/// gpus_per_node>`, the rank from the trace's distributedInfo, else the file's position), its busy
+/// time the union of its kernels over the profiled steps divided by their number, and spans of the
+/// kinds the trace shows: NCCL all-reduce, reduce-scatter, all-gather, all-to-all and send/receive
+/// kernels; forward, backward and optimizer ranges. A rank's pipeline stage is rank / ranks_per_stage
+/// (Megatron's rank order tp-cp-ep-dp-pp, where a stage holds tensor x context x data ranks); 0: unknown
+/// (-1). Throws trace::TraceReadError naming the file.
+[[nodiscard]] trace::StepRecord read_kineto_step(const std::vector<KinetoFile>& ranks, int gpus_per_node,
+                                                 int ranks_per_stage);
+
+/// Whether `text` is a step-time log: a line with Megatron-LM's "elapsed time per iteration (ms):" or
+/// NeMo's "train_step_timing in s".
+[[nodiscard]] bool is_step_time_log(std::string_view text);
+/// The median logged step time (a report with no devices and no timeline). Throws trace::TraceReadError when
+/// no line gives a step time.
+[[nodiscard]] trace::StepRecord read_step_time_log(std::string_view text, std::string_view source_name);
+
+}  // namespace mpsim::interop
