@@ -9,7 +9,23 @@
 
 namespace mpsim::interop {
 
+namespace {
+
+/// The axes every exporter writes or refuses in its own terms. A plan with another axis above 1 is
+/// refused here, so that an exporter never drops an axis newer than itself silently.
+constexpr plan::AxisSet kAxesExportersHandle = plan::Axis::Tensor | plan::Axis::Context | plan::Axis::Expert |
+                                               plan::Axis::ExpertTensor | plan::Axis::Data | plan::Axis::Pipeline |
+                                               plan::Axis::DataReplica;
+
+}  // namespace
+
 std::string export_plan(Framework target, const ExportInput& input) {
+  for (const plan::Axis a : plan::kAllAxes) {
+    if (!plan::Degrees::is_set_by_plan(a) || kAxesExportersHandle.contains(a) || input.plan.degrees[a] == 1) continue;
+    cannot_express(input, plan::name_of(kFrameworkNames, target), plan::short_name(a),
+                   fmt::format("its exporter writes no {} degree (the plan has {})", plan::short_name(a),
+                               input.plan.degrees[a]));
+  }
   switch (target) {
     case Framework::Megatron: return export_megatron(input);
     case Framework::Nemo: return export_nemo(input);
