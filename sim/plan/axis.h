@@ -4,7 +4,7 @@
 ///
 /// Megatron-Core's vocabulary: attention layers lay ranks out over tensor, context, data and pipeline;
 /// expert layers regroup the same ranks over expert_tensor, expert, expert_data and pipeline
-/// (parallel folding). docs/simulator.md, "Adding a parallel dimension", lists what else a new axis touches.
+/// (parallel folding). docs/adding-a-parallel-axis.md lists what else a new axis touches.
 #include <array>
 #include <cstdint>
 #include <optional>
