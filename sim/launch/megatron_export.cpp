@@ -181,18 +181,14 @@ void training_args(const ExportInput& in, ArgGroup& g) {
   switch (p.recompute) {
     case plan::Recompute::None: break;
     case plan::Recompute::Full:
-      g.arg("--recompute-granularity", "full");
+      g.arg("--recompute-granularity", model::traits(p.recompute).megatron);
       g.arg("--recompute-method", "uniform");
       g.arg("--recompute-num-layers", 1);
       break;
     case plan::Recompute::Selective:
-      g.arg("--recompute-granularity", "selective");
+      g.arg("--recompute-granularity", model::traits(p.recompute).megatron);
       if (p.recompute_modules != model::RecomputeModules{}) {
-        std::vector<std::string_view> names;
-        for (const auto& [name, module] : model::kRecomputeModuleNames) {
-          if (p.recompute_modules.has(module)) names.push_back(name);
-        }
-        g.arg("--recompute-modules", fmt::format("{}", fmt::join(names, " ")));
+        g.arg("--recompute-modules", fmt::format("{}", fmt::join(model::module_names(p.recompute_modules), " ")));
       }
       break;
   }
