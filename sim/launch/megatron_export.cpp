@@ -167,7 +167,9 @@ void training_args(const ExportInput& in, ArgGroup& g) {
     case plan::Precision::Bf16: g.flag("--bf16"); break;
     case plan::Precision::Fp16: g.flag("--fp16"); break;
     case plan::Precision::Fp32: break;
-    default:
+    case plan::Precision::Fp8:
+    case plan::Precision::Mxfp8:
+    case plan::Precision::Fp8Blockwise:
       g.flag("--bf16");
       g.arg("--fp8-format", "hybrid");
       g.arg("--fp8-recipe", plan::name_of(plan::kMegatronFp8Recipes, p.precision));
