@@ -136,9 +136,7 @@ std::vector<plan::ScheduleKind> parse_schedules(const std::string& list) {
 }
 
 std::vector<model::Recompute> parse_recompute(const std::string& list) {
-  static constexpr std::pair<std::string_view, model::Recompute> kNames[] = {
-      {"none", model::Recompute::None}, {"selective", model::Recompute::Selective}, {"full", model::Recompute::Full}};
-  return parse_named_list(list, "--recompute", "recomputation", kNames);
+  return parse_named_list(list, "--recompute", "recomputation", model::kRecomputeNames);
 }
 
 std::vector<plan::Precision> parse_precisions(const std::string& list) {

@@ -44,11 +44,9 @@ struct SimulateArgs {
 
 engine::EngineOptions engine_options(const SimulateArgs& args) {
   engine::EngineOptions options;
-  options.collective = args.collective == "ring"           ? engine::CollectiveAlgorithm::Ring
-                       : args.collective == "tree"         ? engine::CollectiveAlgorithm::Tree
-                       : args.collective == "hierarchical" ? engine::CollectiveAlgorithm::Hierarchical
-                       : args.collective == "nvls"         ? engine::CollectiveAlgorithm::Nvls
-                                                           : engine::CollectiveAlgorithm::Auto;
+  for (const auto& [name, algorithm] : engine::kCollectiveAlgorithmNames) {
+    if (name == args.collective) options.collective = algorithm;
+  }
   options.overlap_grad_reduce = args.overlap_grad_reduce;
   options.fold_replicas = !args.unfold;
   options.record_timeline = !args.trace.empty();
@@ -201,8 +199,13 @@ void add_simulate_command(CLI::App& app) {
                   "One run per value: KEY=V1,V2,... (a table, or JSON with --json); several make a grid");
   cmd->add_option("--trace", args->trace, "Write the Chrome trace (opens in Perfetto; gzip when it ends in .gz)");
   add_trace_links_option(*cmd, args->trace_links);
-  cmd->add_option("--collective", args->collective, "Collective algorithm: auto (NCCL's choice), ring, tree, hierarchical, nvls")
-      ->check(CLI::IsMember({"auto", "ring", "tree", "hierarchical", "nvls"}));
+  cmd->add_option("--collective", args->collective,
+                  "Collective algorithm: auto (NCCL's choice), ring, tree, hierarchical, nvls")
+      ->check(CLI::IsMember([] {
+        std::vector<std::string> words;
+        for (const auto& [name, algorithm] : engine::kCollectiveAlgorithmNames) words.emplace_back(name);
+        return words;
+      }()));
   cmd->add_flag("--overlap-grad-reduce", args->overlap_grad_reduce, "Overlap gradient all-reduce with backward");
   cmd->add_flag("--unfold", args->unfold, "Simulate every data-parallel replica instead of one for all");
   cmd->add_flag("--json", args->json, "Print the report as JSON");

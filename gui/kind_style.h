@@ -10,19 +10,8 @@
 
 namespace mpsim::view {
 
-/// Legend categories: the three collectives share one entry.
-enum class KindGroup : std::uint8_t {
-  Forward,
-  Backward,
-  BackwardInput,
-  BackwardWeight,
-  Send,
-  Recv,
-  Collective,
-  Optimizer,
-  Transfer,
-  ForwardBackward,
-};
+/// Legend categories (the span traits' group column): the collectives share one entry.
+using KindGroup = mpsim::trace::SpanGroup;
 
 [[nodiscard]] KindGroup kindGroup(mpsim::trace::SpanKind kind) noexcept;
 [[nodiscard]] QColor kindColor(mpsim::trace::SpanKind kind) noexcept;

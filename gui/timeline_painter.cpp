@@ -63,8 +63,8 @@ void paintLegend(Canvas& canvas, const TimelineScene& scene, QSize size) {
   std::set<KindGroup> present;
   bool anyBubbles = false;
   for (const TraceModel* t : scene.traces()) {
-    for (unsigned k = 0; k <= static_cast<unsigned>(mpsim::trace::SpanKind::Transfer); ++k) {
-      if (t->kindMask() & (1u << k)) present.insert(kindGroup(static_cast<mpsim::trace::SpanKind>(k)));
+    for (const mpsim::trace::SpanTraits& k : mpsim::trace::kSpanTraits) {
+      if (t->kindMask() & (1u << static_cast<unsigned>(k.kind))) present.insert(k.group);
     }
     for (const TraceRow& r : t->rows()) anyBubbles = anyBubbles || !r.bubbles.empty();
   }

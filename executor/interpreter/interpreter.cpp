@@ -19,9 +19,9 @@
 #include "sim/plan/layout.h"
 #include "sim/schedule/message.h"
 #include "sim/schedule/passes.h"
+#include "sim/schedule/program.h"
 #include "sim/schedule/report_builder.h"
 #include "sim/schedule/report_parts.h"
-#include "sim/schedule/span_kind.h"
 #include "sim/schedule/validate.h"
 #include "sim/schedule/virtual_stage.h"
 

@@ -167,7 +167,9 @@ void training_args(const ExportInput& in, ArgGroup& g) {
     case plan::Precision::Bf16: g.flag("--bf16"); break;
     case plan::Precision::Fp16: g.flag("--fp16"); break;
     case plan::Precision::Fp32: break;
-    default:
+    case plan::Precision::Fp8:
+    case plan::Precision::Mxfp8:
+    case plan::Precision::Fp8Blockwise:
       g.flag("--bf16");
       g.arg("--fp8-format", "hybrid");
       g.arg("--fp8-recipe", plan::name_of(plan::kMegatronFp8Recipes, p.precision));
@@ -181,18 +183,14 @@ void training_args(const ExportInput& in, ArgGroup& g) {
   switch (p.recompute) {
     case plan::Recompute::None: break;
     case plan::Recompute::Full:
-      g.arg("--recompute-granularity", "full");
+      g.arg("--recompute-granularity", model::traits(p.recompute).megatron);
       g.arg("--recompute-method", "uniform");
       g.arg("--recompute-num-layers", 1);
       break;
     case plan::Recompute::Selective:
-      g.arg("--recompute-granularity", "selective");
+      g.arg("--recompute-granularity", model::traits(p.recompute).megatron);
       if (p.recompute_modules != model::RecomputeModules{}) {
-        std::vector<std::string_view> names;
-        for (const auto& [name, module] : model::kRecomputeModuleNames) {
-          if (p.recompute_modules.has(module)) names.push_back(name);
-        }
-        g.arg("--recompute-modules", fmt::format("{}", fmt::join(names, " ")));
+        g.arg("--recompute-modules", fmt::format("{}", fmt::join(model::module_names(p.recompute_modules), " ")));
       }
       break;
   }

@@ -168,19 +168,15 @@ void model_training(const ExportInput& in, Section& m) {
       m.null("recompute_num_layers");
       break;
     case plan::Recompute::Full:
-      m.set("recompute_granularity", "full");
+      m.set("recompute_granularity", model::traits(p.recompute).megatron);
       m.set("recompute_method", "uniform");
       m.set("recompute_num_layers", 1);
       break;
     case plan::Recompute::Selective: {
-      m.set("recompute_granularity", "selective");
+      m.set("recompute_granularity", model::traits(p.recompute).megatron);
       m.null("recompute_method");
       m.null("recompute_num_layers");
-      std::vector<std::string_view> names;
-      for (const auto& [name, module] : model::kRecomputeModuleNames) {
-        if (p.recompute_modules.has(module)) names.push_back(name);
-      }
-      m.set("recompute_modules", fmt::format("[{}]", fmt::join(names, ", ")));
+      m.set("recompute_modules", fmt::format("[{}]", fmt::join(model::module_names(p.recompute_modules), ", ")));
       break;
     }
   }

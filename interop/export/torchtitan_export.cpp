@@ -257,8 +257,10 @@ std::string export_torchtitan(const ExportInput& in) {
 
   Table checkpoint{"activation_checkpoint", {}};
   switch (p.recompute) {
-    case plan::Recompute::None: checkpoint.text("mode", "none"); break;
-    case plan::Recompute::Full: checkpoint.text("mode", "full"); break;
+    case plan::Recompute::None:
+    case plan::Recompute::Full:
+      checkpoint.text("mode", model::traits(p.recompute).torchtitan);
+      break;
     case plan::Recompute::Selective:
       if (!selective_is_flash_attention(p)) {
         cannot_express(in, kTorchTitanTarget, "recompute",
@@ -266,7 +268,7 @@ std::string export_torchtitan(const ExportInput& in) {
                        "Megatron's recompute_modules; use recompute: full or none");
       }
       checkpoint.comment("recompute: selective of the attention scores alone is FlashAttention's own backward.");
-      checkpoint.text("mode", "none");
+      checkpoint.text("mode", model::traits(plan::Recompute::None).torchtitan);
       break;
   }
 

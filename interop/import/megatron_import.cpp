@@ -305,7 +305,9 @@ void plan_fields(const Arguments& args, YamlOut& plan, std::optional<int> gpus, 
 
   // Recomputation.
   const auto granularity = args.value("--recompute-granularity");
-  if (granularity && granularity->text == "full") {
+  const std::string_view full = model::traits(model::Recompute::Full).megatron;
+  const std::string_view selective = model::traits(model::Recompute::Selective).megatron;
+  if (granularity && granularity->text == full) {
     const auto method = args.value("--recompute-method");
     const auto count = args.integer("--recompute-num-layers");
     if (!method || method->text != "uniform" || count.value_or(1) != 1) {
@@ -313,14 +315,13 @@ void plan_fields(const Arguments& args, YamlOut& plan, std::optional<int> gpus, 
                       "mpsim's full recomputation keeps every block's input: --recompute-method uniform "
                       "--recompute-num-layers 1");
     }
-    plan.put("recompute_granularity", "full", granularity->where);
+    plan.put("recompute_granularity", full, granularity->where);
   } else if (granularity || args.has("--recompute-activations")) {
-    if (granularity && granularity->text != "selective") {
+    if (granularity && granularity->text != selective) {
       Arguments::fail(granularity->where, "--recompute-granularity",
                       fmt::format("expected full or selective, not '{}'", granularity->text));
     }
-    plan.put("recompute_granularity", "selective",
-             granularity ? granularity->where : where("--recompute-activations"));
+    plan.put("recompute_granularity", selective, granularity ? granularity->where : where("--recompute-activations"));
     if (const auto modules = args.find("--recompute-modules")) {
       std::vector<std::string> names;
       for (const ShellWord& w : modules->values) names.push_back(w.text);

@@ -9,6 +9,7 @@
 
 #include "interop/import/torchtitan_import_detail.h"
 #include "sim/core/text_file.h"
+#include "sim/model/recompute.h"
 
 namespace mpsim::interop {
 
@@ -217,8 +218,10 @@ void precision(const TomlValues& toml, PlanYaml& plan) {
 void training_rest(const TomlValues& toml, PlanYaml& plan) {
   constexpr std::string_view kMode = "activation_checkpoint.mode";
   const std::string mode = toml.text(kMode).value_or("selective");
-  if (mode == "none" || mode == "full") {
-    plan.put("", "recompute", mode, line_of(toml, kMode));
+  constexpr auto kModes = core::column_words<model::kRecomputeTraits, &model::RecomputeTraits::torchtitan>();
+  const auto found = std::find_if(kModes.begin(), kModes.end(), [&](const auto& m) { return m.first == mode; });
+  if (found != kModes.end()) {
+    plan.put("", "recompute", std::string(model::to_string(found->second)), line_of(toml, kMode));
   } else {
     toml.fail(kMode, fmt::format("TorchTitan's \"{}\" checkpointing{} has no mpsim counterpart (mpsim's selective "
                                  "recomputation is Megatron's recompute_modules); set mode = \"full\" or \"none\"",

@@ -10,37 +10,6 @@
 
 namespace mpsim::engine {
 
-std::string_view to_string(CollectiveAlgorithm a) noexcept {
-  switch (a) {
-    case CollectiveAlgorithm::Auto: return "auto";
-    case CollectiveAlgorithm::Ring: return "ring";
-    case CollectiveAlgorithm::Tree: return "tree";
-    case CollectiveAlgorithm::Hierarchical: return "hierarchical";
-    case CollectiveAlgorithm::Nvls: return "nvls";
-  }
-  return "?";
-}
-
-CollectiveKind collective_kind(schedule::OpKind k) noexcept {
-  switch (k) {
-    case schedule::OpKind::ReduceScatter: return CollectiveKind::ReduceScatter;
-    case schedule::OpKind::AllGather: return CollectiveKind::AllGather;
-    case schedule::OpKind::AllToAll: return CollectiveKind::AllToAll;
-    case schedule::OpKind::AllReduce:
-    case schedule::OpKind::Forward:
-    case schedule::OpKind::Backward:
-    case schedule::OpKind::BackwardInput:
-    case schedule::OpKind::BackwardWeight:
-    case schedule::OpKind::SendActivation:
-    case schedule::OpKind::RecvActivation:
-    case schedule::OpKind::SendGrad:
-    case schedule::OpKind::RecvGrad:
-    case schedule::OpKind::OptimizerStep:
-    case schedule::OpKind::ForwardBackward: break;
-  }
-  return CollectiveKind::AllReduce;
-}
-
 std::vector<std::vector<topology::DeviceId>> device_groups(const topology::Cluster& cluster, const plan::Layout& layout,
                                                            const std::vector<int>& members, plan::AxisSet axes) {
   std::set<int> seen;

@@ -5,12 +5,15 @@
 /// run of identical rounds (the 2(n-1) steps of a ring all-reduce); the simulator moves it as one
 /// flow of `rounds` x `bytes` with `rounds` x the route latency, which is exact when the phase's
 /// contention does not change between rounds and saves 2(n-1) reallocations per collective.
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "sim/core/traits_table.h"
 #include "sim/core/units.h"
 #include "sim/plan/layout.h"
 #include "sim/schedule/program.h"
@@ -29,11 +32,57 @@ enum class CollectiveAlgorithm : std::uint8_t {
   Hierarchical,  ///< intra-node reduce-scatter, inter-node all-reduce, intra-node all-gather
   Nvls,          ///< NVLink SHARP all-reduce inside one NVSwitch node: the switch reduces and multicasts
 };
-[[nodiscard]] std::string_view to_string(CollectiveAlgorithm a) noexcept;
+struct CollectiveAlgorithmTraits {
+  CollectiveAlgorithm kind;
+  std::string_view name;  ///< `mpsim simulate --collective`'s word
+};
+/// One row per CollectiveAlgorithm, in the enum's order (`--collective` lists them so).
+inline constexpr std::array<CollectiveAlgorithmTraits, 5> kCollectiveAlgorithmTraits{{
+    {CollectiveAlgorithm::Auto, "auto"},
+    {CollectiveAlgorithm::Ring, "ring"},
+    {CollectiveAlgorithm::Tree, "tree"},
+    {CollectiveAlgorithm::Hierarchical, "hierarchical"},
+    {CollectiveAlgorithm::Nvls, "nvls"},
+}};
+static_assert(core::rows_in_enum_order(kCollectiveAlgorithmTraits),
+              "kCollectiveAlgorithmTraits: one row per CollectiveAlgorithm, in the enum's order");
+[[nodiscard]] constexpr std::string_view to_string(CollectiveAlgorithm a) noexcept {
+  return kCollectiveAlgorithmTraits[static_cast<std::size_t>(a)].name;
+}
+inline constexpr auto kCollectiveAlgorithmNames =
+    core::column_words<kCollectiveAlgorithmTraits, &CollectiveAlgorithmTraits::name>();
 
 enum class CollectiveKind : std::uint8_t { AllReduce, ReduceScatter, AllGather, AllToAll };
+struct CollectiveTraits {
+  CollectiveKind kind;
+  schedule::OpKind op;  ///< the Program op that runs it
+};
+/// One row per CollectiveKind, in the enum's order; every OpClass::Collective op has one.
+inline constexpr std::array<CollectiveTraits, 4> kCollectiveTraits{{
+    {CollectiveKind::AllReduce, schedule::OpKind::AllReduce},
+    {CollectiveKind::ReduceScatter, schedule::OpKind::ReduceScatter},
+    {CollectiveKind::AllGather, schedule::OpKind::AllGather},
+    {CollectiveKind::AllToAll, schedule::OpKind::AllToAll},
+}};
+static_assert(core::rows_in_enum_order(kCollectiveTraits),
+              "kCollectiveTraits: one row per CollectiveKind, in the enum's order");
+/// Every collective op runs exactly one collective, and only those do.
+[[nodiscard]] consteval bool collectives_match_ops() {
+  for (const schedule::OpTraits& op : schedule::kOpTraits) {
+    int rows = 0;
+    for (const CollectiveTraits& c : kCollectiveTraits) rows += c.op == op.kind ? 1 : 0;
+    if (rows != (op.op_class == schedule::OpClass::Collective ? 1 : 0)) return false;
+  }
+  return true;
+}
+static_assert(collectives_match_ops(), "kCollectiveTraits: one row per collective op kind");
 /// The collective a Program op runs. Precondition: schedule::is_collective(k).
-[[nodiscard]] CollectiveKind collective_kind(schedule::OpKind k) noexcept;
+[[nodiscard]] constexpr CollectiveKind collective_kind(schedule::OpKind k) noexcept {
+  for (const CollectiveTraits& c : kCollectiveTraits) {
+    if (c.op == k) return c.kind;
+  }
+  return CollectiveKind::AllReduce;
+}
 
 /// The groups a collective over `axes` runs on at once for the GPUs `members` (global ranks) stand
 /// for: the group of each member, once each, in the members' order, as devices. An actor's in-layer

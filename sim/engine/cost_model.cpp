@@ -239,7 +239,7 @@ PassTimes pass_times(const PassWork& work, const KernelRates& rates, BytesPerSec
   // scores' matmuls and their softmax/dropout traffic (selective; nothing under FlashAttention,
   // whose backward recomputes the scores itself).
   TimeNs recompute_time;
-  if (plan.recompute == Recompute::Full) {
+  if (model::traits(plan.recompute).whole_layer) {
     recompute_time = out.forward;
   } else if (model::replayed_recompute(score_rule, flash) == Recompute::Selective) {
     recompute_time =
@@ -317,7 +317,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
   // (unless its modules leave core_attn out).
   const Recompute score_rule = model::score_recompute(plan.recompute, plan.recompute_modules);
   const Recompute stash_rule = model::stash_recompute(score_rule, flash);
-  const bool recomputes_modules = plan.recompute == Recompute::Selective;
+  const bool recomputes_modules = model::traits(plan.recompute).takes_modules;
   CostModel out;
   topology::RouteFinder routes(cluster);
   for (int rank = 0; rank < plan.degrees[plan::Axis::Pipeline]; ++rank) {

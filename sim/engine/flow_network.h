@@ -16,30 +16,18 @@
 #include <vector>
 
 #include "sim/core/units.h"
+#include "sim/engine/network_model.h"
 #include "sim/topology/cluster.h"
 #include "sim/topology/route_table.h"
 
 namespace mpsim::engine {
 
-/// A link direction: link * 2 + (0 for a->b, 1 for b->a); a half-duplex link uses direction 0 for both.
-using ResourceId = std::uint32_t;
-struct Usage {
-  ResourceId resource;
-  std::uint32_t count;
-};
-
-/// Appends the link directions of `route` to `usage`; merge_usage() then sums repeated directions.
-void add_route_usage(const topology::Cluster& cluster, const topology::Route& route, std::vector<Usage>& usage);
-/// Sorts by resource and sums the counts of repeated resources.
-void merge_usage(std::vector<Usage>& usage);
-
-class FlowNetwork {
+/// The simulator's network model (NetworkModel, network_model.h).
+class FlowNetwork final : public NetworkModel {
  public:
-  using FlowId = std::uint32_t;
-  static constexpr BytesPerSec kUncapped = BytesPerSec::bytes_per_sec(std::numeric_limits<double>::infinity());
   /// The rate (bytes per ns) a flow over `usage`, capped at `cap` bytes per ns, gets alone on its
   /// links: its tightest link's capacity over its count there, what progressive filling gives it.
-  [[nodiscard]] double rate_alone(std::span<const Usage> usage, double cap) const noexcept;
+  [[nodiscard]] double rate_alone(std::span<const Usage> usage, double cap) const noexcept override;
   explicit FlowNetwork(const topology::Cluster& cluster);
   FlowNetwork(const FlowNetwork&) = delete;
   FlowNetwork& operator=(const FlowNetwork&) = delete;
@@ -66,26 +54,27 @@ class FlowNetwork {
   /// every step, its first-discovered member decides (the others then carry no unfrozen flow), and the
   /// component search visits the classes in the order in which it would first reach one of their
   /// members (a set's classes ordered by their highest member).
-  void use_usage_sets(std::span<const std::span<const Usage>> sets);
+  void use_usage_sets(std::span<const std::span<const Usage>> sets) override;
   /// Starts a flow over declared set `set` (use_usage_sets), as start() above.
-  const std::vector<FlowId>& start(TimeNs now, std::uint32_t set, Bytes bytes, BytesPerSec rate_cap = kUncapped);
+  const std::vector<FlowId>& start(TimeNs now, std::uint32_t set, Bytes bytes,
+                                   BytesPerSec rate_cap = kUncapped) override;
   /// Ends a finished flow at `now`; returns the flows whose rates changed, as start() does.
-  const std::vector<FlowId>& finish(TimeNs now, FlowId flow);
+  const std::vector<FlowId>& finish(TimeNs now, FlowId flow) override;
   /// When `flow` ends at its current rate (it must be active).
-  [[nodiscard]] TimeNs completion(FlowId flow) const;
+  [[nodiscard]] TimeNs completion(FlowId flow) const override;
   /// Incremented every time the flow's rate changes, to recognise stale completion events.
-  [[nodiscard]] std::uint32_t version(FlowId flow) const { return flows_[flow].version; }
+  [[nodiscard]] std::uint32_t version(FlowId flow) const override { return flows_[flow].version; }
 
   /// Traffic per link (both directions, every transfer a flow stands for) and time with traffic.
-  [[nodiscard]] const std::vector<double>& link_bytes() const noexcept {
+  [[nodiscard]] const std::vector<double>& link_bytes() const noexcept override {
     expand_link_groups();
     return link_bytes_;
   }
-  [[nodiscard]] const std::vector<std::int64_t>& link_busy_ns() const noexcept {
+  [[nodiscard]] const std::vector<std::int64_t>& link_busy_ns() const noexcept override {
     expand_link_groups();
     return link_busy_ns_;
   }
-  [[nodiscard]] std::size_t flows_started() const noexcept { return flows_.size(); }
+  [[nodiscard]] std::size_t flows_started() const noexcept override { return flows_.size(); }
 
  private:
   struct Flow {

@@ -4,6 +4,7 @@
 #include <deque>
 #include <limits>
 #include <map>
+#include <memory>
 #include <set>
 #include <tuple>
 #include <optional>
@@ -19,15 +20,15 @@
 #include "sim/engine/compute_contention.h"
 #include "sim/engine/pair_slots.h"
 #include "sim/engine/event_queue.h"
-#include "sim/engine/flow_network.h"
+#include "sim/engine/network_model.h"
 #include "sim/engine/timeline_recorder.h"
 #include "sim/plan/layout.h"
 #include "sim/schedule/generators.h"
 #include "sim/schedule/message.h"
 #include "sim/schedule/passes.h"
+#include "sim/schedule/program.h"
 #include "sim/schedule/report_builder.h"
 #include "sim/schedule/report_parts.h"
-#include "sim/schedule/span_kind.h"
 #include "sim/schedule/stash.h"
 #include "sim/schedule/validate.h"
 #include "sim/schedule/virtual_stage.h"
@@ -56,7 +57,7 @@ class Simulation {
         costs_(costs),
         options_(options),
         layout_(plan),
-        network_(cluster) {
+        network_(make_network_model(cluster)) {
     if (options.routes != nullptr && &options.routes->cluster() == &cluster) shared_routes_ = options.routes;
     // A layer's data-parallel collective runs inside one actor's pass; with replicas unfolded no
     // actor stands for the whole data-parallel group.
@@ -96,7 +97,7 @@ class Simulation {
   struct TransferSet {
     std::vector<Usage> usage;
     TimeNs latency;
-    std::uint32_t id = 0;  ///< its set in the flow network (FlowNetwork::use_usage_sets)
+    std::uint32_t id = 0;  ///< its set in the flow network (NetworkModel::use_usage_sets)
   };
   /// A collective's phases and the transfer set of each.
   struct Phases {
@@ -134,7 +135,7 @@ class Simulation {
     std::size_t pending;  // index into pending_flows_
   };
   struct FlowDone {
-    FlowNetwork::FlowId flow;
+    NetworkModel::FlowId flow;
     std::uint32_t version;
   };
   using Event = std::variant<ComputeDone, FlowActivate, FlowDone>;
@@ -165,11 +166,11 @@ class Simulation {
   /// every actor of the rank (gradient stream, `actor` < 0).
   const Phases& phases_of(int rank, int actor, std::size_t op_index);
   /// Builds every transfer set the program can use, so that the flow network knows them all before
-  /// the first flow (FlowNetwork::use_usage_sets). The sets are those the run would build as it goes.
+  /// the first flow (NetworkModel::use_usage_sets). The sets are those the run would build as it goes.
   void declare_transfer_sets();
   /// Starts a transfer set: after `rounds` x its largest route latency, one flow carries `rounds` x `bytes`.
   void start_transfer(const TransferSet& transfers, Bytes bytes, Payload payload, int rounds = 1,
-                      BytesPerSec cap = FlowNetwork::kUncapped);
+                      BytesPerSec cap = NetworkModel::kUncapped);
   /// The phases of a `kind` collective of `bytes` (`count` back to back) with `algorithm` over `groups`.
   /// With `senders`, only the transfers from those GPUs (see phases_of); with `routing`, an expert
   /// all-to-all's token dispatch (token_dispatch_rounds).
@@ -191,7 +192,7 @@ class Simulation {
   void start_compute(Actor& actor, const Op& op, std::size_t op_index);
   /// The stream of `actor` is free again: accounts its busy time and issues the next ops.
   void release(Actor& actor);
-  void on_flow_done(FlowNetwork::FlowId flow);
+  void on_flow_done(NetworkModel::FlowId flow);
   void deliver(const PointToPoint& message);
   void report_link_use(const LiveFlow& flow);
   void try_start_collective(int rank);
@@ -200,7 +201,7 @@ class Simulation {
   bool start_collective(std::size_t id);
   void finish_collective(std::size_t id);
   void finish_layer_collective(std::size_t id);
-  void reschedule(const std::vector<FlowNetwork::FlowId>& flows);
+  void reschedule(const std::vector<NetworkModel::FlowId>& flows);
   TimeNs compute_duration(const Actor& actor, const Op& op) const;
   /// An OpEvent for op `op_index` of `actor`'s rank from `start` to now.
   OpEvent event_of(int actor, std::size_t op_index, std::int64_t start, int stage, std::int64_t bytes) const;
@@ -218,7 +219,7 @@ class Simulation {
   const CostModel& costs_;
   const EngineOptions& options_;
   plan::Layout layout_;
-  FlowNetwork network_;
+  std::unique_ptr<NetworkModel> network_;  // the one way to the network
   EventQueue<Event> queue_;
   std::int64_t now_ = 0;
   std::uint64_t events_ = 0;
@@ -232,7 +233,7 @@ class Simulation {
   std::vector<std::size_t> next_collective_;      // by rank: index into collectives_of_rank_
   std::vector<PendingFlow> pending_flows_;
   std::vector<std::size_t> free_pending_;  // slots of pending_flows_ whose flow has started
-  std::unordered_map<FlowNetwork::FlowId, LiveFlow> live_flows_;
+  std::unordered_map<NetworkModel::FlowId, LiveFlow> live_flows_;
   std::optional<topology::RouteFinder> routes_finder_;  // made on first use, unless routes are shared
   SharedRoutes* shared_routes_ = nullptr;
   std::deque<topology::Route> own_routes_;
@@ -310,8 +311,8 @@ void Simulation::start_transfer(const TransferSet& transfers, Bytes bytes, Paylo
   queue_.push(TimeNs::ns(now_) + transfers.latency * rounds, FlowActivate{slot});
 }
 
-void Simulation::reschedule(const std::vector<FlowNetwork::FlowId>& flows) {
-  for (const auto f : flows) queue_.push(network_.completion(f), FlowDone{f, network_.version(f)});
+void Simulation::reschedule(const std::vector<NetworkModel::FlowId>& flows) {
+  for (const auto f : flows) queue_.push(network_->completion(f), FlowDone{f, network_->version(f)});
 }
 
 TimeNs Simulation::compute_duration(const Actor& actor, const Op& op) const {
@@ -516,7 +517,7 @@ void Simulation::declare_transfer_sets() {
   std::vector<std::span<const Usage>> sets;
   sets.reserve(transfer_set_by_id_.size());
   for (const TransferSet* t : transfer_set_by_id_) sets.emplace_back(t->usage);
-  network_.use_usage_sets(sets);
+  network_->use_usage_sets(sets);
   sets_declared_ = true;
 }
 
@@ -610,7 +611,7 @@ double Simulation::idle_time_ns(const Phases& phases) const {
   for (std::size_t i = 0; i < phases.rounds.size(); ++i) {
     const CollectiveRound& r = phases.rounds[i];
     const TransferSet& set = *phases.transfers[i];
-    const double rate = network_.rate_alone(set.usage, phases.caps[i].in_bytes_per_sec() * 1e-9);  // bytes per ns
+    const double rate = network_->rate_alone(set.usage, phases.caps[i].in_bytes_per_sec() * 1e-9);  // bytes per ns
     total += static_cast<double>(r.rounds) *
              (static_cast<double>(set.latency.base()) + static_cast<double>(r.bytes.count()) / rate);
   }
@@ -749,20 +750,20 @@ Prediction Simulation::run() {
       if (actor.layer_outstanding == 0) release(actor);
     } else if (const auto* activate = std::get_if<FlowActivate>(&event)) {
       PendingFlow& pending = pending_flows_[activate->pending];
-      const auto& changed = network_.start(TimeNs::ns(now_), pending.transfers->id, pending.bytes, pending.cap);
-      const FlowNetwork::FlowId id = static_cast<FlowNetwork::FlowId>(network_.flows_started() - 1);
+      const auto& changed = network_->start(TimeNs::ns(now_), pending.transfers->id, pending.bytes, pending.cap);
+      const NetworkModel::FlowId id = static_cast<NetworkModel::FlowId>(network_->flows_started() - 1);
       live_flows_.emplace(id, LiveFlow{std::move(pending.payload), now_, &pending.transfers->usage, pending.bytes});
       free_pending_.push_back(activate->pending);
       reschedule(changed);
     } else if (const auto* flow_done = std::get_if<FlowDone>(&event)) {
-      if (!live_flows_.contains(flow_done->flow) || network_.version(flow_done->flow) != flow_done->version) continue;
+      if (!live_flows_.contains(flow_done->flow) || network_->version(flow_done->flow) != flow_done->version) continue;
       on_flow_done(flow_done->flow);
     }
   }
 
   Prediction out;
   out.events = events_;
-  out.flows = network_.flows_started();
+  out.flows = network_->flows_started();
   for (const Actor& a : actors_) {
     if (a.cursor < program_.streams[static_cast<std::size_t>(a.rank)].size() || a.computing) {
       throw std::logic_error(fmt::format("simulation stalled: rank {} replica {} at op {}", a.rank, a.replica, a.cursor));
@@ -773,10 +774,10 @@ Prediction Simulation::run() {
   return out;
 }
 
-void Simulation::on_flow_done(FlowNetwork::FlowId flow) {
+void Simulation::on_flow_done(NetworkModel::FlowId flow) {
   auto node = live_flows_.extract(flow);
   const Payload payload = std::move(node.mapped().payload);
-  reschedule(network_.finish(TimeNs::ns(now_), flow));
+  reschedule(network_->finish(TimeNs::ns(now_), flow));
   report_link_use(node.mapped());
   if (const auto* p2p = std::get_if<PointToPoint>(&payload)) {
     const int from_rank = actors_[static_cast<std::size_t>(p2p->from_actor)].rank;
@@ -846,8 +847,8 @@ trace::Report Simulation::build_report() const {
   }
   // Links that carried traffic, in link order.
   std::vector<trace::LinkReport> links;
-  const auto& bytes = network_.link_bytes();
-  const auto& busy = network_.link_busy_ns();
+  const auto& bytes = network_->link_bytes();
+  const auto& busy = network_->link_busy_ns();
   for (std::size_t l = 0; l < bytes.size(); ++l) {
     if (bytes[l] <= 0) continue;
     links.push_back({cluster_.links()[l].name, static_cast<std::int64_t>(bytes[l] + 0.5), static_cast<double>(busy[l]) * 1e-9});

@@ -2,8 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/schedule/program.h"
 #include "sim/schedule/report_parts.h"
-#include "sim/schedule/span_kind.h"
 
 namespace mpsim::engine {
 

@@ -25,7 +25,7 @@ bool is_recomputed(LayerKind k) noexcept {
 }
 
 Flops recomputed_flops(const Model& model, const Layer& layer, Recompute recompute) noexcept {
-  if (recompute == Recompute::Full && is_recomputed(layer.kind)) return layer.forward_flops;
+  if (traits(recompute).whole_layer && is_recomputed(layer.kind)) return layer.forward_flops;
   if (recompute == Recompute::Selective && layer.kind == LayerKind::Transformer && model.shape) {
     // QK^T and scores x V of every attention core, 2 FLOP per multiply-add.
     double flops = 0;
@@ -45,7 +45,7 @@ Bytes stashed_activation_bytes(const Layer& layer, int micro_batch, int tensor, 
   const auto replicated = [&](Bytes per_sample) { return sequence_parallel ? split(per_sample) : whole(per_sample); };
 
   const ActivationFootprint& a = layer.stashed;
-  if (recompute == Recompute::Full && is_recomputed(layer.kind)) return replicated(a.layer_input);
+  if (traits(recompute).whole_layer && is_recomputed(layer.kind)) return replicated(a.layer_input);
   Bytes total = replicated(a.tp_replicated) + split(a.tp_sharded);
   if (recompute == Recompute::None) total += split(a.attention_scores);
   return total;
@@ -61,8 +61,7 @@ ModuleRecomputation module_recomputation(const Layer& layer, int micro_batch, in
   double flops = 0;
   for (const ModuleStash& m : layer.recomputable) {
     if (!modules.has(m.module)) continue;
-    const bool inside_moe = m.module == RecomputeModule::MoeActivation || m.module == RecomputeModule::SharedExperts;
-    if (inside_moe && modules.has(RecomputeModule::Moe)) continue;
+    if (traits(m.module).inside_moe && modules.has(RecomputeModule::Moe)) continue;
     const std::int64_t replicated = sequence_parallel ? split(m.tp_replicated.count()) : m.tp_replicated.count() * b;
     out.dropped += Bytes::bytes(replicated + split(m.tp_sharded.count()));
     out.dropped_gemm_input_elements +=

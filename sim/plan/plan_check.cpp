@@ -366,11 +366,12 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   // Recompute modules: Megatron reads them under selective recomputation only, and each names a part
   // the model has.
   if (p.recompute_modules != model::RecomputeModules{}) {
-    check.require(p.recompute == Recompute::Selective, "recompute_modules",
-                  fmt::format("recompute_modules apply to selective recomputation, not '{}'", model::to_string(p.recompute)));
-    for (const auto& entry : model::kRecomputeModuleNames) {
-      const std::string_view name = entry.first;  // variables, not bindings: the lambdas capture them
-      const model::RecomputeModule module = entry.second;
+    check.require(
+        model::traits(p.recompute).takes_modules, "recompute_modules",
+        fmt::format("recompute_modules apply to selective recomputation, not '{}'", model::to_string(p.recompute)));
+    for (const model::RecomputeModuleTraits& row : model::kRecomputeModuleTraits) {
+      const std::string_view name = row.name;
+      const model::RecomputeModule module = row.kind;
       if (!p.recompute_modules.has(module) || module == model::RecomputeModule::CoreAttention) continue;
       const bool present = std::any_of(model.layers.begin(), model.layers.end(), [module](const model::Layer& l) {
         return std::any_of(l.recomputable.begin(), l.recomputable.end(),

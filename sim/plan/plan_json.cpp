@@ -32,9 +32,7 @@ nlohmann::ordered_json plan_json(const Plan& p) {
   out["placement"] = to_string(p.placement);
   out["recompute"] = word(model::to_string(p.recompute));
   std::vector<std::string> modules;
-  for (const auto& [name, module] : model::kRecomputeModuleNames) {
-    if (p.recompute_modules.has(module)) modules.emplace_back(name);
-  }
+  for (const std::string_view name : model::module_names(p.recompute_modules)) modules.emplace_back(name);
   out["recompute_modules"] = modules;
   out["activation_offload_layers"] = p.activation_offload_layers;
   out["sequence_parallel"] = p.sequence_parallel;

@@ -22,8 +22,6 @@ std::string_view to_string(AttentionKernel a) noexcept { return a == AttentionKe
 
 namespace {
 
-constexpr std::pair<std::string_view, Recompute> kRecompute[] = {
-    {"none", Recompute::None}, {"selective", Recompute::Selective}, {"full", Recompute::Full}};
 constexpr std::pair<std::string_view, Objective> kObjective[] = {{"speed", Objective::Speed},
                                                                   {"memory", Objective::Memory}};
 constexpr std::pair<std::string_view, AttentionKernel> kAttention[] = {{"flash", AttentionKernel::Flash},
@@ -179,7 +177,7 @@ PlanSpec load_plan_spec(const Field& root) {
   r.degree(root, "tensor_parallel_degree", "tensor", Axis::Tensor);
   r.count(root, "microbatches", "microbatches", spec.microbatches);
   if (auto f = r.get(root, "pipeline", "schedule")) {
-    constexpr auto kSageMaker = framework_schedule_names<&ScheduleTraits::sagemaker>();
+    constexpr auto kSageMaker = core::column_words<kScheduleTraits, &ScheduleTraits::sagemaker>();
     spec.schedule = f->as_enum(kSageMaker);
   }
   if (auto f = r.get(root, "placement_strategy", "placement")) spec.placement = parse_placement(*f, true);
@@ -198,8 +196,7 @@ PlanSpec load_plan_spec(const Field& root) {
   r.count(root, "micro_batch_size", "micro_batch", spec.micro_batch);
   r.count(root, "global_batch_size", "global_batch", spec.global_batch);
   if (auto f = r.get(root, "recompute_granularity", "recompute")) {
-    constexpr std::pair<std::string_view, Recompute> kMegatron[] = {{"full", Recompute::Full},
-                                                                     {"selective", Recompute::Selective}};
+    constexpr auto kMegatron = core::column_words<model::kRecomputeTraits, &model::RecomputeTraits::megatron>();
     spec.recompute = f->as_enum(kMegatron);
   }
   if (auto f = r.get(root, "use_distributed_optimizer", "zero")) spec.zero = f->as_bool() ? 1 : 0;
@@ -248,7 +245,7 @@ PlanSpec load_plan_spec(const Field& root) {
       if (spec.partition.size() < 2) f->fail("a partition lists at least two boundaries, e.g. [0, 24]");
     }
   }
-  if (auto f = r.get(root, "recompute", "recompute")) spec.recompute = f->as_enum(kRecompute);
+  if (auto f = r.get(root, "recompute", "recompute")) spec.recompute = f->as_enum(model::kRecomputeNames);
   if (auto f = r.get(root, "routing_imbalance", "routing_imbalance")) {
     spec.routing_imbalance = f->as_double_in(1.0, 1000.0);
   }
@@ -324,11 +321,7 @@ std::string write_plan_yaml(const Plan& p) {
   out += fmt::format("partition: [{}]\n", fmt::join(p.partition, ", "));
   out += fmt::format("recompute: {}\n", model::to_string(p.recompute));
   if (p.recompute_modules != model::RecomputeModules{}) {
-    std::vector<std::string_view> names;
-    for (const auto& [name, module] : model::kRecomputeModuleNames) {
-      if (p.recompute_modules.has(module)) names.push_back(name);
-    }
-    out += fmt::format("recompute_modules: [{}]\n", fmt::join(names, ", "));
+    out += fmt::format("recompute_modules: [{}]\n", fmt::join(model::module_names(p.recompute_modules), ", "));
   }
   out += fmt::format("sequence_parallel: {}\n", p.sequence_parallel);
   out += fmt::format("precision: {}\n", to_string(p.precision));

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <utility>
 
+#include "sim/core/traits_table.h"
+
 namespace mpsim::plan {
 
 enum class ScheduleKind : std::uint8_t {
@@ -112,14 +114,8 @@ inline constexpr std::array<ScheduleTraits, kScheduleKindCount> kScheduleTraits{
 [[nodiscard]] constexpr const ScheduleTraits& traits(ScheduleKind k) noexcept {
   return kScheduleTraits[static_cast<std::size_t>(k)];
 }
-/// Every row sits at its kind's index, so traits() is a lookup.
-[[nodiscard]] consteval bool schedule_rows_in_enum_order() {
-  for (std::size_t i = 0; i < kScheduleTraits.size(); ++i) {
-    if (static_cast<std::size_t>(kScheduleTraits[i].kind) != i) return false;
-  }
-  return true;
-}
-static_assert(schedule_rows_in_enum_order(), "kScheduleTraits: one row per ScheduleKind, in the enum's order");
+static_assert(core::rows_in_enum_order(kScheduleTraits),
+              "kScheduleTraits: one row per ScheduleKind, in the enum's order");
 
 /// Every word plan files may use for a schedule, with its kind: each row's name, then its alias.
 [[nodiscard]] consteval std::size_t schedule_word_count() {
@@ -136,23 +132,6 @@ inline constexpr auto kScheduleNames = [] {
   }
   return out;
 }();
-
-/// The (word, kind) pairs of one framework's column of kScheduleTraits (the rows that name one), for
-/// import: `framework_schedule_names<&ScheduleTraits::torchtitan>()`.
-template <std::string_view ScheduleTraits::*Column>
-[[nodiscard]] consteval auto framework_schedule_names() {
-  constexpr std::size_t count = [] {
-    std::size_t n = 0;
-    for (const ScheduleTraits& t : kScheduleTraits) n += (t.*Column).empty() ? 0 : 1;
-    return n;
-  }();
-  std::array<std::pair<std::string_view, ScheduleKind>, count> out{};
-  std::size_t i = 0;
-  for (const ScheduleTraits& t : kScheduleTraits) {
-    if (!(t.*Column).empty()) out[i++] = {t.*Column, t.kind};
-  }
-  return out;
-}
 
 /// The plan file's word.
 [[nodiscard]] constexpr std::string_view to_string(ScheduleKind k) noexcept { return traits(k).name; }

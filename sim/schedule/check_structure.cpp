@@ -9,26 +9,6 @@ namespace mpsim::schedule::detail {
 
 namespace {
 
-bool carries_microbatch(OpKind k) noexcept {
-  switch (k) {
-    case OpKind::Forward:
-    case OpKind::Backward:
-    case OpKind::BackwardInput:
-    case OpKind::BackwardWeight:
-    case OpKind::SendActivation:
-    case OpKind::RecvActivation:
-    case OpKind::SendGrad:
-    case OpKind::RecvGrad:
-    case OpKind::ForwardBackward: return true;
-    case OpKind::AllReduce:
-    case OpKind::ReduceScatter:
-    case OpKind::AllGather:
-    case OpKind::AllToAll:
-    case OpKind::OptimizerStep: return false;
-  }
-  return false;
-}
-
 /// The virtual stage on the other end of a Send/Recv of virtual stage `vs`.
 int other_end(OpKind k, int vs) noexcept {
   return k == OpKind::SendActivation || k == OpKind::RecvGrad ? vs + 1 : vs - 1;
@@ -52,7 +32,7 @@ std::optional<ProgramError> check_structure(const Program& program) {
     const std::vector<Op>& stream = program.streams[static_cast<std::size_t>(rank)];
     for (std::size_t i = 0; i < stream.size(); ++i) {
       const Op& op = stream[i];
-      if (!carries_microbatch(op.kind)) continue;
+      if (!traits(op.kind).numbered) continue;
       for (const Op& part : compute_parts(op)) {
         if (part.chunk >= shape.chunks) {
           return naming.error(rank, i, fmt::format("names chunk {}, but ranks hold {}", part.chunk, shape.chunks));

@@ -111,7 +111,7 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
         const int k = layer.tensor_parallel_allreduces_forward;
         const Bytes bytes = Bytes::bytes(layer.output_bytes.count() * plan.micro_batch);
         // Full recomputation replays the forward, collectives included, before the backward.
-        const bool replayed = plan.recompute == model::Recompute::Full && model::is_recomputed(layer.kind);
+        const bool replayed = model::traits(plan.recompute).whole_layer && model::is_recomputed(layer.kind);
         if (plan.degrees[plan::Axis::Tensor] > 1) {
           add_tensor_reductions(chunk.forward, bytes, k, plan.sequence_parallel);
           add_tensor_reductions(chunk.backward, bytes, replayed ? 2 * k : k, plan.sequence_parallel);

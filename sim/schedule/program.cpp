@@ -6,26 +6,6 @@
 
 namespace mpsim::schedule {
 
-std::string_view to_string(OpKind k) noexcept {
-  switch (k) {
-    case OpKind::Forward: return "Forward";
-    case OpKind::Backward: return "Backward";
-    case OpKind::BackwardInput: return "BackwardInput";
-    case OpKind::BackwardWeight: return "BackwardWeight";
-    case OpKind::SendActivation: return "SendActivation";
-    case OpKind::RecvActivation: return "RecvActivation";
-    case OpKind::SendGrad: return "SendGrad";
-    case OpKind::RecvGrad: return "RecvGrad";
-    case OpKind::AllReduce: return "AllReduce";
-    case OpKind::ReduceScatter: return "ReduceScatter";
-    case OpKind::AllGather: return "AllGather";
-    case OpKind::AllToAll: return "AllToAll";
-    case OpKind::OptimizerStep: return "OptimizerStep";
-    case OpKind::ForwardBackward: return "ForwardBackward";
-  }
-  return "?";
-}
-
 std::string_view to_string(CommStream s) noexcept {
   switch (s) {
     case CommStream::Gradient: return "gradient";
@@ -59,66 +39,19 @@ PipelineShape shape_of(const plan::PlanSpec& spec) noexcept {
   return shape;
 }
 
-namespace {
-
-/// The letters before the microbatch number; empty for ops that carry no microbatch.
-std::string_view prefix(OpKind k) noexcept {
-  switch (k) {
-    case OpKind::Forward:
-    case OpKind::ForwardBackward: return "F";
-    case OpKind::Backward: return "B";
-    case OpKind::BackwardInput: return "I";
-    case OpKind::BackwardWeight: return "W";
-    case OpKind::SendActivation: return "sA";
-    case OpKind::RecvActivation: return "rA";
-    case OpKind::SendGrad: return "sG";
-    case OpKind::RecvGrad: return "rG";
-    case OpKind::AllReduce:
-    case OpKind::ReduceScatter:
-    case OpKind::AllGather:
-    case OpKind::AllToAll:
-    case OpKind::OptimizerStep: return {};
-  }
-  return {};
-}
-
-std::string_view whole_word(OpKind k) noexcept {
-  switch (k) {
-    case OpKind::AllReduce: return "AR";
-    case OpKind::ReduceScatter: return "RS";
-    case OpKind::AllGather: return "AG";
-    case OpKind::AllToAll: return "A2A";
-    case OpKind::OptimizerStep: return "OPT";
-    case OpKind::Forward:
-    case OpKind::Backward:
-    case OpKind::BackwardInput:
-    case OpKind::BackwardWeight:
-    case OpKind::SendActivation:
-    case OpKind::RecvActivation:
-    case OpKind::SendGrad:
-    case OpKind::RecvGrad:
-    case OpKind::ForwardBackward: return {};
-  }
-  return {};
-}
-
-bool is_pipeline_compute(OpKind k) noexcept { return is_compute(k) && k != OpKind::OptimizerStep; }
-
-}  // namespace
-
 std::string to_text(const Op& op, bool with_chunk) {
-  const std::string_view word = whole_word(op.kind);
+  const OpTraits& t = traits(op.kind);
   if (is_collective(op.kind) && is_in_layer(op.stream)) {
-    return op.count > 1 ? fmt::format("{}:{}*{}", word, plan::to_string(op.group), op.count)
-                        : fmt::format("{}:{}", word, plan::to_string(op.group));
+    return op.count > 1 ? fmt::format("{}:{}*{}", t.text, plan::to_string(op.group), op.count)
+                        : fmt::format("{}:{}", t.text, plan::to_string(op.group));
   }
-  if (!word.empty()) return std::string(word);
+  if (!t.numbered) return std::string(t.text);
   if (op.kind == OpKind::ForwardBackward) {
     const ComputeParts parts = compute_parts(op);
     return fmt::format("{}&{}", to_text(parts.ops[0], with_chunk), to_text(parts.ops[1], with_chunk));
   }
-  if (with_chunk) return fmt::format("{}{}.{}", prefix(op.kind), op.microbatch, op.chunk);
-  return fmt::format("{}{}", prefix(op.kind), op.microbatch);
+  if (with_chunk) return fmt::format("{}{}.{}", t.text, op.microbatch, op.chunk);
+  return fmt::format("{}{}", t.text, op.microbatch);
 }
 
 std::string to_text(const Program& program, bool with_comm) {
@@ -127,7 +60,7 @@ std::string to_text(const Program& program, bool with_comm) {
   for (const std::vector<Op>& stream : program.streams) {
     bool first = true;
     for (const Op& op : stream) {
-      if (!with_comm && !is_pipeline_compute(op.kind)) continue;
+      if (!with_comm && !is_pass(op.kind)) continue;
       if (!first) text += ' ';
       text += to_text(op, with_chunk);
       first = false;

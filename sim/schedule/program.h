@@ -30,8 +30,10 @@
 #include <string_view>
 #include <vector>
 
+#include "sim/core/traits_table.h"
 #include "sim/core/units.h"
 #include "sim/plan/plan.h"
+#include "sim/trace/timeline.h"
 
 namespace mpsim::schedule {
 
@@ -52,20 +54,62 @@ enum class OpKind : std::uint8_t {
   ForwardBackward, ///< F&B: a forward beside the fused backward of another (microbatch, chunk), one op
                    ///< (an F&B pair); `microbatch`/`chunk` are the forward's
 };
-[[nodiscard]] std::string_view to_string(OpKind k) noexcept;
+inline constexpr std::size_t kOpKindCount = 14;
+
+/// What an op does, as the simulator and the executor run it (the semantics above).
+enum class OpClass : std::uint8_t {
+  Pass,       ///< a pass of a model chunk: F, B, I, W, F&B
+  Optimizer,  ///< the optimizer step
+  Send,
+  Recv,
+  Collective,  ///< a collective over `group` (engine::kCollectiveTraits says which)
+};
+
+struct OpTraits {
+  OpKind kind;
+  std::string_view name;  ///< the enumerator's name: "Forward", "SendGrad", ...
+  /// to_text's notation: with `numbered`, the letters before the microbatch ("F", "sA"), else the whole
+  /// op ("AR", "OPT"); an F&B pair is written as its two passes.
+  std::string_view text;
+  bool numbered;  ///< about one (microbatch, chunk)
+  OpClass op_class;
+  trace::SpanKind span;  ///< the trace span it becomes, in the simulator's and the executor's traces alike
+};
+
+/// One row per OpKind, in the enum's order.
+inline constexpr std::array<OpTraits, kOpKindCount> kOpTraits{{
+    // kind, name, text, numbered, class, span
+    {OpKind::Forward, "Forward", "F", true, OpClass::Pass, trace::SpanKind::Forward},
+    {OpKind::Backward, "Backward", "B", true, OpClass::Pass, trace::SpanKind::Backward},
+    {OpKind::BackwardInput, "BackwardInput", "I", true, OpClass::Pass, trace::SpanKind::BackwardInput},
+    {OpKind::BackwardWeight, "BackwardWeight", "W", true, OpClass::Pass, trace::SpanKind::BackwardWeight},
+    {OpKind::SendActivation, "SendActivation", "sA", true, OpClass::Send, trace::SpanKind::Send},
+    {OpKind::RecvActivation, "RecvActivation", "rA", true, OpClass::Recv, trace::SpanKind::Recv},
+    {OpKind::SendGrad, "SendGrad", "sG", true, OpClass::Send, trace::SpanKind::Send},
+    {OpKind::RecvGrad, "RecvGrad", "rG", true, OpClass::Recv, trace::SpanKind::Recv},
+    {OpKind::AllReduce, "AllReduce", "AR", false, OpClass::Collective, trace::SpanKind::AllReduce},
+    {OpKind::ReduceScatter, "ReduceScatter", "RS", false, OpClass::Collective, trace::SpanKind::ReduceScatter},
+    {OpKind::AllGather, "AllGather", "AG", false, OpClass::Collective, trace::SpanKind::AllGather},
+    {OpKind::AllToAll, "AllToAll", "A2A", false, OpClass::Collective, trace::SpanKind::AllToAll},
+    {OpKind::OptimizerStep, "OptimizerStep", "OPT", false, OpClass::Optimizer, trace::SpanKind::Optimizer},
+    {OpKind::ForwardBackward, "ForwardBackward", "F", true, OpClass::Pass, trace::SpanKind::ForwardBackward},
+}};
+static_assert(core::rows_in_enum_order(kOpTraits), "kOpTraits: one row per OpKind, in the enum's order");
+
+[[nodiscard]] constexpr const OpTraits& traits(OpKind k) noexcept { return kOpTraits[static_cast<std::size_t>(k)]; }
+[[nodiscard]] constexpr std::string_view to_string(OpKind k) noexcept { return traits(k).name; }
+/// A pass or the optimizer step: what runs one at a time on the compute stream.
 [[nodiscard]] constexpr bool is_compute(OpKind k) noexcept {
-  return k == OpKind::Forward || k == OpKind::Backward || k == OpKind::BackwardInput ||
-         k == OpKind::BackwardWeight || k == OpKind::OptimizerStep || k == OpKind::ForwardBackward;
+  return traits(k).op_class == OpClass::Pass || traits(k).op_class == OpClass::Optimizer;
 }
-[[nodiscard]] constexpr bool is_send(OpKind k) noexcept {
-  return k == OpKind::SendActivation || k == OpKind::SendGrad;
-}
-[[nodiscard]] constexpr bool is_recv(OpKind k) noexcept {
-  return k == OpKind::RecvActivation || k == OpKind::RecvGrad;
-}
-[[nodiscard]] constexpr bool is_collective(OpKind k) noexcept {
-  return k == OpKind::AllReduce || k == OpKind::ReduceScatter || k == OpKind::AllGather || k == OpKind::AllToAll;
-}
+/// A pass of a model chunk (compute other than the optimizer step).
+[[nodiscard]] constexpr bool is_pass(OpKind k) noexcept { return traits(k).op_class == OpClass::Pass; }
+[[nodiscard]] constexpr bool is_send(OpKind k) noexcept { return traits(k).op_class == OpClass::Send; }
+[[nodiscard]] constexpr bool is_recv(OpKind k) noexcept { return traits(k).op_class == OpClass::Recv; }
+[[nodiscard]] constexpr bool is_collective(OpKind k) noexcept { return traits(k).op_class == OpClass::Collective; }
+/// The trace span an instruction becomes: one mapping for the simulator and the executor, so a
+/// predicted and a measured trace name the same op the same way.
+[[nodiscard]] constexpr trace::SpanKind span_kind(OpKind k) noexcept { return traits(k).span; }
 
 /// Where a collective runs and what waits for it.
 enum class CommStream : std::uint8_t {

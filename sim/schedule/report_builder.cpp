@@ -41,7 +41,7 @@ StepFlops step_flops(const model::Model& model, const plan::Plan& plan) noexcept
       model::score_recompute(plan.recompute, plan.recompute_modules), plan.attention == plan::AttentionKernel::Flash);
   for (const model::Layer& layer : model.layers) {
     recomputed += model::recomputed_flops(model, layer, replayed);
-    if (plan.recompute == model::Recompute::Selective) {
+    if (model::traits(plan.recompute).takes_modules) {
       // Per sample: one sample on one tensor rank of 1.
       recomputed += model::module_recomputation(layer, 1, 1, false, plan.recompute_modules).matmul_flops;
     }

@@ -15,9 +15,7 @@
 namespace mpsim::trace {
 namespace {
 
-constexpr std::size_t kKindCount = static_cast<std::size_t>(SpanKind::Transfer) + 1;
-
-using DurationsByKind = std::array<std::vector<std::int64_t>, kKindCount>;
+using DurationsByKind = std::array<std::vector<std::int64_t>, kSpanKindCount>;
 
 /// Span durations of a timeline, by kind.
 DurationsByKind durations_by_kind(const Timeline& timeline) {
@@ -172,7 +170,7 @@ Comparison compare(const StepRecord& predicted, const StepRecord& measured) {
   if (predicted.timeline || measured.timeline) {
     const DurationsByKind p = predicted.timeline ? durations_by_kind(*predicted.timeline) : DurationsByKind{};
     const DurationsByKind m = measured.timeline ? durations_by_kind(*measured.timeline) : DurationsByKind{};
-    for (std::size_t k = 0; k < kKindCount; ++k) {
+    for (std::size_t k = 0; k < kSpanKindCount; ++k) {
       if (p[k].empty() && m[k].empty()) continue;
       KindComparison kc;
       kc.kind = static_cast<SpanKind>(k);

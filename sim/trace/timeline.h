@@ -1,10 +1,14 @@
 #pragma once
 /// What happened, and when: spans on lanes (a device stream or a link). The simulator writes a
 /// predicted Timeline and the executor a measured one; the viewer and `compare` read both.
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "sim/core/traits_table.h"
 
 namespace mpsim::trace {
 
@@ -20,12 +24,68 @@ enum class SpanKind : std::uint8_t {
   AllGather,
   AllToAll,
   Optimizer,
-  Transfer,  ///< traffic on a link
+  Transfer,         ///< traffic on a link
   ForwardBackward,  ///< an F&B pair: one microbatch's forward beside another's backward, one span
 };
+inline constexpr std::size_t kSpanKindCount = 13;
+
+/// The viewer's legend entries: a group is drawn in one colour (gui/kind_style.h), and the four
+/// collectives share one.
+enum class SpanGroup : std::uint8_t {
+  Forward,
+  Backward,
+  BackwardInput,
+  BackwardWeight,
+  Send,
+  Recv,
+  Collective,
+  Optimizer,
+  Transfer,
+  ForwardBackward,
+};
+inline constexpr std::size_t kSpanGroupCount = 10;
+
+struct SpanTraits {
+  SpanKind kind;
+  std::string_view word;   ///< the Chrome trace's `cat`, which trace_reader reads back
+  std::string_view label;  ///< the viewer's name for it (tooltips): "all-reduce", "receive", ...
+  /// The span's name in a Chrome trace: with `numbered`, the letters its microbatch and chunk follow
+  /// ("F3.0", "send 3.0"), else the whole name.
+  std::string_view trace_name;
+  std::string_view bar;  ///< the viewer's bar label, likewise ("F3", "S3", "AR"); empty: none
+  bool numbered;         ///< about one microbatch: its name carries the microbatch and chunk
+  bool compute;          ///< a GPU's computation; else data moving (a transfer, a collective, a link's traffic)
+  SpanGroup group;
+};
+
+/// One row per SpanKind, in the enum's order.
+inline constexpr std::array<SpanTraits, kSpanKindCount> kSpanTraits{{
+    // kind, word, label, trace_name, bar, numbered, compute, group
+    {SpanKind::Forward, "forward", "forward", "F", "F", true, true, SpanGroup::Forward},
+    {SpanKind::Backward, "backward", "backward", "B", "B", true, true, SpanGroup::Backward},
+    {SpanKind::BackwardInput, "backward-input", "backward-input", "I", "I", true, true, SpanGroup::BackwardInput},
+    {SpanKind::BackwardWeight, "backward-weight", "backward-weight", "W", "W", true, true, SpanGroup::BackwardWeight},
+    {SpanKind::Send, "send", "send", "send ", "S", true, false, SpanGroup::Send},
+    {SpanKind::Recv, "recv", "receive", "recv ", "R", true, false, SpanGroup::Recv},
+    {SpanKind::AllReduce, "allreduce", "all-reduce", "allreduce", "AR", false, false, SpanGroup::Collective},
+    {SpanKind::ReduceScatter, "reducescatter", "reduce-scatter", "reducescatter", "RS", false, false,
+     SpanGroup::Collective},
+    {SpanKind::AllGather, "allgather", "all-gather", "allgather", "AG", false, false, SpanGroup::Collective},
+    {SpanKind::AllToAll, "alltoall", "all-to-all", "alltoall", "A2A", false, false, SpanGroup::Collective},
+    {SpanKind::Optimizer, "optimizer", "optimizer", "optimizer", "opt", false, true, SpanGroup::Optimizer},
+    {SpanKind::Transfer, "transfer", "transfer", "transfer", "", false, false, SpanGroup::Transfer},
+    // Named by its forward's microbatch and chunk.
+    {SpanKind::ForwardBackward, "forward-backward", "forward & backward", "F&B", "F&B", true, true,
+     SpanGroup::ForwardBackward},
+}};
+static_assert(core::rows_in_enum_order(kSpanTraits), "kSpanTraits: one row per SpanKind, in the enum's order");
+
+[[nodiscard]] constexpr const SpanTraits& traits(SpanKind k) noexcept {
+  return kSpanTraits[static_cast<std::size_t>(k)];
+}
 /// The `cat` word of the Chrome trace: forward, backward, backward-input, backward-weight, send, recv,
-/// allreduce, reducescatter, allgather, optimizer, transfer, forward-backward.
-[[nodiscard]] std::string_view to_string(SpanKind k) noexcept;
+/// allreduce, reducescatter, allgather, alltoall, optimizer, transfer, forward-backward.
+[[nodiscard]] constexpr std::string_view to_string(SpanKind k) noexcept { return traits(k).word; }
 
 struct Lane {
   std::string process;  ///< grouping row, e.g. "node0" or "links"

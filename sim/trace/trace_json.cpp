@@ -7,25 +7,6 @@
 
 namespace mpsim::trace {
 
-std::string_view to_string(SpanKind k) noexcept {
-  switch (k) {
-    case SpanKind::Forward: return "forward";
-    case SpanKind::Backward: return "backward";
-    case SpanKind::BackwardInput: return "backward-input";
-    case SpanKind::BackwardWeight: return "backward-weight";
-    case SpanKind::Send: return "send";
-    case SpanKind::Recv: return "recv";
-    case SpanKind::AllReduce: return "allreduce";
-    case SpanKind::ReduceScatter: return "reducescatter";
-    case SpanKind::AllGather: return "allgather";
-    case SpanKind::AllToAll: return "alltoall";
-    case SpanKind::Optimizer: return "optimizer";
-    case SpanKind::Transfer: return "transfer";
-    case SpanKind::ForwardBackward: return "forward-backward";
-  }
-  return "?";
-}
-
 nlohmann::ordered_json report_json(const Report& r) {
   using nlohmann::ordered_json;
   ordered_json out;
@@ -61,22 +42,9 @@ nlohmann::ordered_json report_json(const Report& r) {
 namespace {
 
 std::string span_name(const Span& s) {
-  std::string name;
-  switch (s.kind) {
-    case SpanKind::Forward: name = "F"; break;
-    case SpanKind::Backward: name = "B"; break;
-    case SpanKind::BackwardInput: name = "I"; break;
-    case SpanKind::BackwardWeight: name = "W"; break;
-    case SpanKind::Send: name = "send "; break;
-    case SpanKind::Recv: name = "recv "; break;
-    case SpanKind::AllReduce: return "allreduce";
-    case SpanKind::ReduceScatter: return "reducescatter";
-    case SpanKind::AllGather: return "allgather";
-    case SpanKind::AllToAll: return "alltoall";
-    case SpanKind::Optimizer: return "optimizer";
-    case SpanKind::Transfer: return "transfer";
-    case SpanKind::ForwardBackward: name = "F&B"; break;  // the forward's microbatch and chunk follow
-  }
+  const SpanTraits& t = traits(s.kind);
+  std::string name(t.trace_name);
+  if (!t.numbered) return name;
   if (s.microbatch >= 0) name += fmt::format("{}", s.microbatch);
   if (s.chunk >= 0) name += fmt::format(".{}", s.chunk);
   return name;

@@ -52,23 +52,8 @@ struct Event {
 };
 
 std::optional<SpanKind> kind_from_cat(std::string_view cat) {
-  static constexpr std::pair<std::string_view, SpanKind> kTable[] = {
-      {"forward", SpanKind::Forward},
-      {"backward", SpanKind::Backward},
-      {"backward-input", SpanKind::BackwardInput},
-      {"backward-weight", SpanKind::BackwardWeight},
-      {"send", SpanKind::Send},
-      {"recv", SpanKind::Recv},
-      {"allreduce", SpanKind::AllReduce},
-      {"reducescatter", SpanKind::ReduceScatter},
-      {"allgather", SpanKind::AllGather},
-      {"alltoall", SpanKind::AllToAll},
-      {"optimizer", SpanKind::Optimizer},
-      {"transfer", SpanKind::Transfer},
-      {"forward-backward", SpanKind::ForwardBackward},
-  };
-  for (const auto& [word, kind] : kTable) {
-    if (word == cat) return kind;
+  for (const SpanTraits& t : kSpanTraits) {
+    if (t.word == cat) return t.kind;
   }
   return std::nullopt;
 }

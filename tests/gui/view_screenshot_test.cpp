@@ -48,8 +48,8 @@ struct Fixture {
 };
 
 bool isKindColor(QRgb pixel) {
-  for (int k = 0; k <= static_cast<int>(mpsim::trace::SpanKind::Transfer); ++k) {
-    if (kindColor(static_cast<mpsim::trace::SpanKind>(k)).rgb() == pixel) return true;
+  for (const mpsim::trace::SpanTraits& k : mpsim::trace::kSpanTraits) {
+    if (kindColor(k.kind).rgb() == pixel) return true;
   }
   return false;
 }

@@ -110,15 +110,7 @@ Case draw_case(Draw& draw) {
 void expect_one_compute_at_a_time(const trace::Timeline& timeline, const std::string& where) {
   std::vector<std::vector<const trace::Span*>> by_lane(timeline.lanes.size());
   for (const trace::Span& s : timeline.spans) {
-    switch (s.kind) {
-      case trace::SpanKind::Forward:
-      case trace::SpanKind::Backward:
-      case trace::SpanKind::BackwardInput:
-      case trace::SpanKind::BackwardWeight:
-      case trace::SpanKind::ForwardBackward:
-      case trace::SpanKind::Optimizer: by_lane[s.lane].push_back(&s); break;
-      default: break;
-    }
+    if (trace::traits(s.kind).compute) by_lane[s.lane].push_back(&s);
   }
   for (std::size_t lane = 0; lane < by_lane.size(); ++lane) {
     auto& spans = by_lane[lane];

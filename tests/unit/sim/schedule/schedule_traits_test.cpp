@@ -102,7 +102,7 @@ TEST(ScheduleTraits, FrameworkNamesAreGivenWhereTheFrameworkRunsThemByName) {
       EXPECT_EQ(t.torchtitan_run, plan::TorchTitanRun::Never);
     }
   }
-  const auto sagemaker = plan::framework_schedule_names<&ScheduleTraits::sagemaker>();
+  const auto sagemaker = core::column_words<plan::kScheduleTraits, &ScheduleTraits::sagemaker>();
   ASSERT_EQ(sagemaker.size(), 2u);
   EXPECT_EQ(sagemaker[0].first, "simple");
   EXPECT_EQ(sagemaker[0].second, plan::ScheduleKind::GPipe);
