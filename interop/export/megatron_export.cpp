@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "interop/export/export.h"
+#include "interop/export/megatron_core_settings.h"
 
 namespace mpsim::interop {
 
@@ -44,15 +45,20 @@ std::string moe_layer_pattern(const model::TransformerShape& s) {
   return fmt::format("\"({})\"", fmt::join(parts, "+"));
 }
 
-void model_args(const ExportInput& in, ArgGroup& g) {
+/// The Megatron-Core settings of one run, as pretrain_gpt.py's arguments.
+void core_args(const std::vector<McoreSetting>& core, McoreRun run, ArgGroup& g) {
+  for (const McoreSetting& c : core) {
+    if (c.run != run) continue;
+    if (std::optional<std::string> a = c.megatron_argument()) g.lines.push_back(std::move(*a));
+  }
+}
+
+void model_args(const ExportInput& in, const std::vector<McoreSetting>& core, ArgGroup& g) {
   const model::TransformerShape& s = decoder_shape(in, kMegatronTarget);
   if (s.activation == model::Activation::Relu || (s.gated_mlp && s.activation != model::Activation::Swiglu)) {
     cannot_express_model(in, kMegatronTarget, "activation", "Megatron's flags give GELU, SwiGLU (--swiglu) or squared ReLU (--squared-relu)");
   }
-  g.arg("--num-layers", s.layers);
-  g.arg("--hidden-size", s.hidden);
-  g.arg("--ffn-hidden-size", s.ffn);
-  g.arg("--num-attention-heads", s.heads);
+  core_args(core, McoreRun::Size, g);
   if (!s.mla) {
     if (s.kv_heads != s.heads) {
       g.flag("--group-query-attention");
@@ -60,47 +66,26 @@ void model_args(const ExportInput& in, ArgGroup& g) {
     }
     if (s.head_dim * s.heads != s.hidden) g.arg("--kv-channels", s.head_dim);
   }
-  g.arg("--seq-length", s.seq_len);
+  core_args(core, McoreRun::Sequence, g);
   g.arg("--max-position-embeddings", s.positions == model::PositionKind::Learned ? s.max_positions : s.seq_len);
-  g.arg("--position-embedding-type", s.positions == model::PositionKind::Rotary ? "rope" : "learned_absolute");
-  g.arg("--normalization", s.norm == model::NormKind::RmsNorm ? "RMSNorm" : "LayerNorm");
+  core_args(core, McoreRun::Embedding, g);
   if (s.activation == model::Activation::Swiglu) g.flag("--swiglu");
   if (s.activation == model::Activation::SquaredRelu) g.flag("--squared-relu");
-  if (!s.biases) g.flag("--disable-bias-linear");
-  if (!s.tied_embeddings) g.flag("--untie-embeddings-and-output-weights");
-  if (s.qk_norm) g.flag("--qk-layernorm");
+  core_args(core, McoreRun::Linear, g);
   if (!s.dropout) {
     g.arg("--attention-dropout", 0);
     g.arg("--hidden-dropout", 0);
   }
-  // The model's vocabulary as mpsim counts it; --make-vocab-size-divisible-by 1 keeps Megatron from
-  // padding it further (it still rounds up to a multiple of the tensor size).
-  g.arg("--vocab-size", s.vocab);
-  g.arg("--make-vocab-size-divisible-by", 1);
-  if (s.mla) {
-    g.flag("--multi-latent-attention");
-    if (s.mla->q_lora_rank > 0) g.arg("--q-lora-rank", s.mla->q_lora_rank);
-    g.arg("--kv-lora-rank", s.mla->kv_lora_rank);
-    g.arg("--qk-head-dim", s.mla->qk_nope_head_dim);
-    g.arg("--qk-pos-emb-head-dim", s.mla->qk_rope_head_dim);
-    g.arg("--v-head-dim", s.mla->v_head_dim);
-  }
+  core_args(core, McoreRun::VocabAttention, g);
+  core_args(core, McoreRun::Experts, g);
   if (s.moe) {
-    g.arg("--num-experts", s.moe->experts);
-    g.arg("--moe-router-topk", s.moe->top_k);
-    g.arg("--moe-ffn-hidden-size", s.moe->expert_ffn);
-    if (s.moe->shared_experts > 0) {
-      g.arg("--moe-shared-expert-intermediate-size", s.moe->shared_experts * s.moe->shared_expert_ffn);
-    }
     const std::string pattern = moe_layer_pattern(s);
     if (pattern != "1") g.arg("--moe-layer-freq", pattern);
-    if (s.moe->router_bias) g.flag("--moe-router-enable-expert-bias");
-    g.flag("--moe-grouped-gemm");
   }
-  if (s.mtp_layers > 0) g.arg("--mtp-num-layers", s.mtp_layers);
+  core_args(core, McoreRun::Routing, g);
 }
 
-void parallel_args(const ExportInput& in, ArgGroup& g) {
+void parallel_args(const ExportInput& in, const std::vector<McoreSetting>& core, ArgGroup& g) {
   const plan::Plan& p = in.plan;
   // One stage runs no pipeline schedule (Megatron's forward_backward_no_pipelining).
   if (const plan::ScheduleTraits& schedule = plan::traits(p.schedule);
@@ -111,8 +96,7 @@ void parallel_args(const ExportInput& in, ArgGroup& g) {
                                    ? fmt::format(" (TorchTitan runs it: {})", schedule.torchtitan)
                                    : std::string()));
   }
-  g.arg("--tensor-model-parallel-size", p.degrees[plan::Axis::Tensor]);
-  g.arg("--pipeline-model-parallel-size", p.degrees[plan::Axis::Pipeline]);
+  core_args(core, McoreRun::ParallelSizes, g);
   const std::vector<int> blocks = blocks_per_stage(p);
   if (!is_uniform_split(p)) {
     const bool ends_only = p.virtual_stages == 1 && blocks.size() > 2 &&
@@ -139,11 +123,7 @@ void parallel_args(const ExportInput& in, ArgGroup& g) {
     g.arg("--expert-model-parallel-size", p.degrees[plan::Axis::Expert]);
     // The dispatchers the simulator models (Megatron's default all-gathers).
     if (plan::deduplicates_tokens(p.dispatcher)) {
-      g.arg("--moe-token-dispatcher-type", "flex");
-      g.arg("--moe-flex-dispatcher-backend", std::string(plan::name_of(plan::kFlexBackendNames, p.dispatcher)));
-      if (p.flex_dispatcher_sms) {
-        g.arg(plan::command_line_flag(plan::name_of(plan::kFlexDispatcherSmsKeys, p.dispatcher)), *p.flex_dispatcher_sms);
-      }
+      core_args(core, McoreRun::FlexDispatcher, g);
     } else {
       g.arg("--moe-token-dispatcher-type", "alltoall");
     }
@@ -161,7 +141,7 @@ void parallel_args(const ExportInput& in, ArgGroup& g) {
   }
 }
 
-void training_args(const ExportInput& in, ArgGroup& g) {
+void training_args(const ExportInput& in, const std::vector<McoreSetting>& core, ArgGroup& g) {
   const plan::Plan& p = in.plan;
   switch (p.precision) {
     case plan::Precision::Bf16: g.flag("--bf16"); break;
@@ -178,26 +158,13 @@ void training_args(const ExportInput& in, ArgGroup& g) {
   const bool megatron_fp32_default = p.precision != plan::Precision::Fp16;  // fp16: Megatron reduces in fp16
   if (p.grad_reduce_in_fp32 && !megatron_fp32_default) g.flag("--accumulate-allreduce-grads-in-fp32");
   if (!p.grad_reduce_in_fp32 && megatron_fp32_default) g.flag("--grad-reduce-in-bf16");
-  if (p.attention == plan::AttentionKernel::Standard) g.arg("--attention-backend", "unfused");
+  core_args(core, McoreRun::Attention, g);
 
-  switch (p.recompute) {
-    case plan::Recompute::None: break;
-    case plan::Recompute::Full:
-      g.arg("--recompute-granularity", model::traits(p.recompute).megatron);
-      g.arg("--recompute-method", "uniform");
-      g.arg("--recompute-num-layers", 1);
-      break;
-    case plan::Recompute::Selective:
-      g.arg("--recompute-granularity", model::traits(p.recompute).megatron);
-      if (p.recompute_modules != model::RecomputeModules{}) {
-        g.arg("--recompute-modules", fmt::format("{}", fmt::join(model::module_names(p.recompute_modules), " ")));
-      }
-      break;
+  core_args(core, McoreRun::Recompute, g);
+  if (p.recompute == plan::Recompute::Selective && p.recompute_modules != model::RecomputeModules{}) {
+    g.arg("--recompute-modules", fmt::format("{}", fmt::join(model::module_names(p.recompute_modules), " ")));
   }
-  if (p.activation_offload_layers > 0) {
-    g.flag("--cpu-offloading");
-    g.arg("--cpu-offloading-num-layers", p.activation_offload_layers);
-  }
+  core_args(core, McoreRun::Offload, g);
 
   switch (p.zero) {
     case 0: break;
@@ -230,8 +197,7 @@ void training_args(const ExportInput& in, ArgGroup& g) {
   if (p.overlap_moe_expert_comm) g.flag("--overlap-moe-expert-parallel-comm");
   // Muon's Megatron optimizer is not the distributed optimizer; dist_muon shards it.
   if (p.optimizer == plan::Optimizer::Muon) g.arg("--optimizer", p.zero >= 1 ? "dist_muon" : "muon");
-  if (p.expert_capacity_factor) g.arg("--moe-expert-capacity-factor", *p.expert_capacity_factor);
-  if (p.pad_expert_input_to_capacity) g.flag("--moe-pad-expert-input-to-capacity");
+  core_args(core, McoreRun::Capacity, g);
 }
 
 std::string bash_array(const ArgGroup& g) {
@@ -244,15 +210,16 @@ std::string bash_array(const ArgGroup& g) {
 
 std::string export_megatron(const ExportInput& in) {
   const plan::Plan& p = in.plan;
+  const std::vector<McoreSetting> core = megatron_core_settings(decoder_shape(in, kMegatronTarget), p);
   ArgGroup model{"MODEL_ARGS", {}};
-  model_args(in, model);
+  model_args(in, core, model);
   ArgGroup parallel{"MODEL_PARALLEL_ARGS", {}};
-  parallel_args(in, parallel);
+  parallel_args(in, core, parallel);
   ArgGroup batch{"BATCH_ARGS", {}};
   batch.arg("--micro-batch-size", p.micro_batch);
   batch.arg("--global-batch-size", p.global_batch);
   ArgGroup training{"TRAINING_ARGS", {}};
-  training_args(in, training);
+  training_args(in, core, training);
 
   std::string out = "#!/bin/bash\n";
   out += fmt::format("# Megatron-LM launch of {} ({}), written by `mpsim plan export --to megatron`.\n", in.model.name,

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "interop/export/export.h"
+#include "interop/export/megatron_core_settings.h"
 
 namespace mpsim::interop {
 
@@ -40,7 +41,14 @@ std::string moe_layer_freq(const model::TransformerShape& s) {
   return fmt::format("[{}]", fmt::join(pattern, ", "));
 }
 
-void model_shape(const ExportInput& in, Section& m) {
+/// The Megatron-Core settings of one run, as the section's fields.
+void core_fields(const std::vector<McoreSetting>& core, McoreRun run, Section& m) {
+  for (const McoreSetting& c : core) {
+    if (c.run == run) m.set(c.key, c.config_value());
+  }
+}
+
+void model_shape(const ExportInput& in, const std::vector<McoreSetting>& core, Section& m) {
   const model::TransformerShape& s = decoder_shape(in, kBridgeTarget);
   if (s.activation != model::Activation::Gelu && s.activation != model::Activation::Swiglu) {
     cannot_express_model(in, kBridgeTarget, "activation",
@@ -52,53 +60,29 @@ void model_shape(const ExportInput& in, Section& m) {
   }
   m.comment("The model's shape (TransformerConfig). Start from a recipe of the same architecture: the");
   m.comment("MLP's activation_func is the recipe provider's (a Python callable, not overridden here).");
-  m.set("num_layers", s.layers);
-  m.set("hidden_size", s.hidden);
-  m.set("ffn_hidden_size", s.ffn);
-  m.set("num_attention_heads", s.heads);
+  core_fields(core, McoreRun::Size, m);
   if (!s.mla) {
     m.set("num_query_groups", s.kv_heads);
     m.set("kv_channels", s.head_dim);
   }
-  m.set("seq_length", s.seq_len);
+  core_fields(core, McoreRun::Sequence, m);
   if (s.positions == model::PositionKind::Learned && s.max_positions != s.seq_len) {
     m.comment(fmt::format("the model's position table has {} rows; Megatron sizes it to seq_length", s.max_positions));
   }
-  m.set("position_embedding_type", s.positions == model::PositionKind::Rotary ? "rope" : "learned_absolute");
-  m.set("normalization", s.norm == model::NormKind::RmsNorm ? "RMSNorm" : "LayerNorm");
+  core_fields(core, McoreRun::Embedding, m);
   m.set("gated_linear_unit", s.gated_mlp);
-  m.set("add_bias_linear", s.biases);
-  m.set("share_embeddings_and_output_weights", s.tied_embeddings);
-  m.set("qk_layernorm", s.qk_norm);
+  core_fields(core, McoreRun::Linear, m);
   m.set("hidden_dropout", s.dropout ? 0.1 : 0.0);
   m.set("attention_dropout", s.dropout ? 0.1 : 0.0);
-  m.set("vocab_size", s.vocab);
-  m.set("make_vocab_size_divisible_by", 1);
-  if (s.mla) {
-    m.set("multi_latent_attention", true);
-    if (s.mla->q_lora_rank > 0) m.set("q_lora_rank", s.mla->q_lora_rank);
-    m.set("kv_lora_rank", s.mla->kv_lora_rank);
-    m.set("qk_head_dim", s.mla->qk_nope_head_dim);
-    m.set("qk_pos_emb_head_dim", s.mla->qk_rope_head_dim);
-    m.set("v_head_dim", s.mla->v_head_dim);
-  }
-  if (s.moe) {
-    m.set("num_moe_experts", s.moe->experts);
-    m.set("moe_router_topk", s.moe->top_k);
-    m.set("moe_ffn_hidden_size", s.moe->expert_ffn);
-    if (s.moe->shared_experts > 0) {
-      m.set("moe_shared_expert_intermediate_size", s.moe->shared_experts * s.moe->shared_expert_ffn);
-    }
-    m.set("moe_layer_freq", moe_layer_freq(s));
-    if (s.moe->router_bias) m.set("moe_router_enable_expert_bias", true);
-    m.set("moe_grouped_gemm", true);
-  }
-  if (s.mtp_layers > 0) m.set("mtp_num_layers", s.mtp_layers);
+  core_fields(core, McoreRun::VocabAttention, m);
+  core_fields(core, McoreRun::Experts, m);
+  if (s.moe) m.set("moe_layer_freq", moe_layer_freq(s));
+  core_fields(core, McoreRun::Routing, m);
 }
 
 /// The parallel sizes and the layer split. Every field is written, 1 and null included, so that
 /// what the recipe set does not survive the merge.
-void model_parallel(const ExportInput& in, Section& m) {
+void model_parallel(const ExportInput& in, const std::vector<McoreSetting>& core, Section& m) {
   const plan::Plan& p = in.plan;
   if (p.degrees[plan::Axis::Pipeline] > 1 &&
       !plan::traits(p.schedule).megatron) {  // one stage runs no pipeline schedule
@@ -111,8 +95,7 @@ void model_parallel(const ExportInput& in, Section& m) {
                    fmt::format("the export writes Megatron-Core's default rank order tp-cp-ep-dp-pp, not {}",
                                plan::to_string(p.placement)));
   }
-  m.set("tensor_model_parallel_size", p.degrees[plan::Axis::Tensor]);
-  m.set("pipeline_model_parallel_size", p.degrees[plan::Axis::Pipeline]);
+  core_fields(core, McoreRun::ParallelSizes, m);
   m.set("context_parallel_size", p.degrees[plan::Axis::Context]);
   if (p.degrees[plan::Axis::Context] > 1) m.set("cp_comm_type", plan::name_of(plan::kContextCommNames, p.context_comm));
   m.set("expert_model_parallel_size", p.degrees[plan::Axis::Expert]);
@@ -159,41 +142,16 @@ void model_parallel(const ExportInput& in, Section& m) {
   }
 }
 
-void model_training(const ExportInput& in, Section& m) {
+void model_training(const ExportInput& in, const std::vector<McoreSetting>& core, Section& m) {
   const plan::Plan& p = in.plan;
-  switch (p.recompute) {
-    case plan::Recompute::None:
-      m.null("recompute_granularity");
-      m.null("recompute_method");
-      m.null("recompute_num_layers");
-      break;
-    case plan::Recompute::Full:
-      m.set("recompute_granularity", model::traits(p.recompute).megatron);
-      m.set("recompute_method", "uniform");
-      m.set("recompute_num_layers", 1);
-      break;
-    case plan::Recompute::Selective: {
-      m.set("recompute_granularity", model::traits(p.recompute).megatron);
-      m.null("recompute_method");
-      m.null("recompute_num_layers");
-      m.set("recompute_modules", fmt::format("[{}]", fmt::join(model::module_names(p.recompute_modules), ", ")));
-      break;
-    }
+  core_fields(core, McoreRun::Recompute, m);
+  if (p.recompute == plan::Recompute::Selective) {
+    m.set("recompute_modules", fmt::format("[{}]", fmt::join(model::module_names(p.recompute_modules), ", ")));
   }
-  if (p.activation_offload_layers > 0) {
-    m.set("cpu_offloading", true);
-    m.set("cpu_offloading_num_layers", p.activation_offload_layers);
-  }
-  if (p.attention == plan::AttentionKernel::Standard) m.set("attention_backend", "unfused");
-  if (p.expert_capacity_factor) m.set("moe_expert_capacity_factor", *p.expert_capacity_factor);
-  if (p.pad_expert_input_to_capacity) m.set("moe_pad_expert_input_to_capacity", true);
-  if (plan::deduplicates_tokens(p.dispatcher)) {
-    m.set("moe_token_dispatcher_type", "flex");
-    m.set("moe_flex_dispatcher_backend", std::string(plan::name_of(plan::kFlexBackendNames, p.dispatcher)));
-    if (p.flex_dispatcher_sms) {
-      m.set(std::string(plan::name_of(plan::kFlexDispatcherSmsKeys, p.dispatcher)), *p.flex_dispatcher_sms);
-    }
-  }
+  core_fields(core, McoreRun::Offload, m);
+  core_fields(core, McoreRun::Attention, m);
+  core_fields(core, McoreRun::Capacity, m);
+  core_fields(core, McoreRun::FlexDispatcher, m);
 }
 
 /// The registered MixedPrecisionConfig preset (megatron/bridge/training/mixed_precision.py) of the
@@ -281,10 +239,11 @@ std::string yaml_section(const Section& s) {
 
 std::string export_nemo(const ExportInput& in) {
   const plan::Plan& p = in.plan;
+  const std::vector<McoreSetting> core = megatron_core_settings(decoder_shape(in, kBridgeTarget), p);
   Section model{"model", {}};
-  model_shape(in, model);
-  model_parallel(in, model);
-  model_training(in, model);
+  model_shape(in, core, model);
+  model_parallel(in, core, model);
+  model_training(in, core, model);
   Section train{"train", {}};
   train.set("micro_batch_size", p.micro_batch);
   train.set("global_batch_size", p.global_batch);

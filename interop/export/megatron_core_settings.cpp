@@ -1,0 +1,154 @@
+#include "interop/export/megatron_core_settings.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include <fmt/format.h>
+
+namespace mpsim::interop {
+
+namespace {
+
+const MegatronFlagName* flag_name(std::string_view key) {
+  const auto* it = std::find_if(std::begin(kMegatronFlagNames), std::end(kMegatronFlagNames),
+                                [&](const MegatronFlagName& f) { return f.key == key; });
+  return it == std::end(kMegatronFlagNames) ? nullptr : it;
+}
+
+/// Appends the settings of one run.
+struct RunWriter {
+  std::vector<McoreSetting>& out;
+  McoreRun run;
+  void set(std::string_view key, McoreValue value) { out.push_back({run, key, std::move(value)}); }
+  void set(std::string_view key, std::string_view value) { set(key, McoreValue(std::string(value))); }
+  void set(std::string_view key, const char* value) { set(key, McoreValue(std::string(value))); }
+  void set(std::string_view key, std::int64_t value) { set(key, McoreValue(value)); }
+  void set(std::string_view key, int value) { set(key, McoreValue(std::int64_t{value})); }
+  void set(std::string_view key, bool value) { set(key, McoreValue(value)); }
+  void unset(std::string_view key) { set(key, McoreValue()); }
+};
+
+void shape_settings(const model::TransformerShape& s, std::vector<McoreSetting>& out) {
+  RunWriter size{out, McoreRun::Size};
+  size.set("num_layers", s.layers);
+  size.set("hidden_size", s.hidden);
+  size.set("ffn_hidden_size", s.ffn);
+  size.set("num_attention_heads", s.heads);
+  RunWriter{out, McoreRun::Sequence}.set("seq_length", s.seq_len);
+  RunWriter embedding{out, McoreRun::Embedding};
+  embedding.set("position_embedding_type", s.positions == model::PositionKind::Rotary ? "rope" : "learned_absolute");
+  embedding.set("normalization", s.norm == model::NormKind::RmsNorm ? "RMSNorm" : "LayerNorm");
+  RunWriter linear{out, McoreRun::Linear};
+  linear.set("add_bias_linear", s.biases);
+  linear.set("share_embeddings_and_output_weights", s.tied_embeddings);
+  linear.set("qk_layernorm", s.qk_norm);
+  // The model's vocabulary as mpsim counts it; a divisor of 1 keeps Megatron from padding it further
+  // (it still rounds up to a multiple of the tensor size).
+  RunWriter attention{out, McoreRun::VocabAttention};
+  attention.set("vocab_size", s.vocab);
+  attention.set("make_vocab_size_divisible_by", 1);
+  if (s.mla) {
+    attention.set("multi_latent_attention", true);
+    if (s.mla->q_lora_rank > 0) attention.set("q_lora_rank", s.mla->q_lora_rank);
+    attention.set("kv_lora_rank", s.mla->kv_lora_rank);
+    attention.set("qk_head_dim", s.mla->qk_nope_head_dim);
+    attention.set("qk_pos_emb_head_dim", s.mla->qk_rope_head_dim);
+    attention.set("v_head_dim", s.mla->v_head_dim);
+  }
+  RunWriter experts{out, McoreRun::Experts};
+  RunWriter routing{out, McoreRun::Routing};
+  if (s.moe) {
+    experts.set("num_moe_experts", s.moe->experts);
+    experts.set("moe_router_topk", s.moe->top_k);
+    experts.set("moe_ffn_hidden_size", s.moe->expert_ffn);
+    if (s.moe->shared_experts > 0) {
+      experts.set("moe_shared_expert_intermediate_size", s.moe->shared_experts * s.moe->shared_expert_ffn);
+    }
+    if (s.moe->router_bias) routing.set("moe_router_enable_expert_bias", true);
+    routing.set("moe_grouped_gemm", true);
+  }
+  if (s.mtp_layers > 0) routing.set("mtp_num_layers", s.mtp_layers);
+}
+
+void plan_settings(const plan::Plan& p, std::vector<McoreSetting>& out) {
+  RunWriter sizes{out, McoreRun::ParallelSizes};
+  sizes.set("tensor_model_parallel_size", p.degrees[plan::Axis::Tensor]);
+  sizes.set("pipeline_model_parallel_size", p.degrees[plan::Axis::Pipeline]);
+  if (plan::deduplicates_tokens(p.dispatcher)) {
+    RunWriter flex{out, McoreRun::FlexDispatcher};
+    flex.set("moe_token_dispatcher_type", "flex");
+    flex.set("moe_flex_dispatcher_backend", plan::name_of(plan::kFlexBackendNames, p.dispatcher));
+    if (p.flex_dispatcher_sms)
+      flex.set(plan::name_of(plan::kFlexDispatcherSmsKeys, p.dispatcher), *p.flex_dispatcher_sms);
+  }
+  RunWriter recompute{out, McoreRun::Recompute};
+  switch (p.recompute) {
+    case plan::Recompute::None:
+      recompute.unset("recompute_granularity");
+      recompute.unset("recompute_method");
+      recompute.unset("recompute_num_layers");
+      break;
+    case plan::Recompute::Full:
+      recompute.set("recompute_granularity", model::traits(p.recompute).megatron);
+      recompute.set("recompute_method", "uniform");
+      recompute.set("recompute_num_layers", 1);
+      break;
+    case plan::Recompute::Selective:
+      recompute.set("recompute_granularity", model::traits(p.recompute).megatron);
+      recompute.unset("recompute_method");
+      recompute.unset("recompute_num_layers");
+      break;
+  }
+  if (p.activation_offload_layers > 0) {
+    RunWriter offload{out, McoreRun::Offload};
+    offload.set("cpu_offloading", true);
+    offload.set("cpu_offloading_num_layers", p.activation_offload_layers);
+  }
+  if (p.attention == plan::AttentionKernel::Standard)
+    RunWriter{out, McoreRun::Attention}.set("attention_backend", "unfused");
+  RunWriter capacity{out, McoreRun::Capacity};
+  if (p.expert_capacity_factor) capacity.set("moe_expert_capacity_factor", McoreValue(*p.expert_capacity_factor));
+  if (p.pad_expert_input_to_capacity) capacity.set("moe_pad_expert_input_to_capacity", true);
+}
+
+}  // namespace
+
+std::string McoreSetting::flag() const {
+  const MegatronFlagName* name = flag_name(key);
+  return name != nullptr ? std::string(name->flag) : plan::command_line_flag(key);
+}
+
+bool McoreSetting::switch_sets() const {
+  const MegatronFlagName* name = flag_name(key);
+  return name == nullptr || name->switch_sets;
+}
+
+std::optional<std::string> McoreSetting::megatron_argument() const {
+  if (std::holds_alternative<std::monostate>(value)) return std::nullopt;
+  if (const bool* b = std::get_if<bool>(&value)) {
+    if (*b != switch_sets()) return std::nullopt;
+    return flag();
+  }
+  return fmt::format("{} {}", flag(), config_value());
+}
+
+std::string McoreSetting::config_value() const {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) {
+          return "null";
+        } else {
+          return fmt::format("{}", v);
+        }
+      },
+      value);
+}
+
+std::vector<McoreSetting> megatron_core_settings(const model::TransformerShape& shape, const plan::Plan& plan) {
+  std::vector<McoreSetting> out;
+  shape_settings(shape, out);
+  plan_settings(plan, out);
+  return out;
+}
+
+}  // namespace mpsim::interop
