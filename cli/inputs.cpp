@@ -11,6 +11,7 @@
 #include "sim/model/model_loader.h"
 #include "sim/plan/plan.h"
 #include "sim/plan/plan_check.h"
+#include "sim/plan/plan_fields.h"
 #include "sim/plan/plan_loader.h"
 #include "sim/topology/instance_override.h"
 #include "sim/topology/topology_loader.h"
@@ -18,67 +19,41 @@
 namespace mpsim::cli {
 namespace {
 
-struct PlanAlias {
-  std::string_view shorthand;
-  std::string_view path;
-  std::vector<std::string_view> conflicting;  ///< other spellings of the same decision, dropped
-};
-
-/// One field of a plan under each of its spellings (mpsim's, Megatron's, SageMaker's): setting it by
-/// any of them drops the others from the file, so a what-if never finds a field "given twice".
-const std::vector<PlanAlias>& plan_aliases() {
-  static const std::vector<PlanAlias> aliases = {
-      {"tensor", "parallelism.tensor", {"tensor_model_parallel_size", "tensor_parallel_degree"}},
-      {"pipeline", "parallelism.pipeline", {"pipeline_model_parallel_size", "partitions", "pipeline_parallel_degree"}},
-      {"data", "parallelism.data", {"data_parallel_size"}},
-      {"context", "parallelism.context", {"context_parallel_size"}},
-      {"expert", "parallelism.expert", {"expert_model_parallel_size"}},
-      {"expert_tensor", "parallelism.expert_tensor", {"expert_tensor_parallel_size"}},
-      {"virtual_stages", "parallelism.virtual_stages", {"virtual_pipeline_model_parallel_size"}},
-      {"microbatches", "batch.microbatches", {"microbatches", "batch.global", "global_batch_size"}},
-      {"global_batch", "batch.global", {"global_batch_size", "batch.microbatches", "microbatches"}},
-      {"micro_batch", "batch.micro", {"micro_batch_size"}},
-      {"recompute", "recompute", {"recompute_granularity"}},
-      {"zero", "zero", {"use_distributed_optimizer"}},
-      {"schedule", "schedule", {"pipeline"}},  // SageMaker's `pipeline: interleaved|simple`
-      {"placement", "placement", {"placement_strategy"}},
-      {"attention", "attention", {"attention_backend", "use_flash_attn"}},
-      {"precision", "precision", {"fp8", "fp8_recipe", "bf16", "fp16"}},
-      {"grad_reduce_in_fp32", "grad_reduce_in_fp32", {"accumulate_allreduce_grads_in_fp32"}},
-      {"fp8_param_gather", "fp8_param_gather", {"fp8_params"}},
-      {"shard_groups", "shard_groups", {"num_distributed_optimizer_instances", "data_parallel_replicate_degree"}},
-      {"overlap.tensor_comm", "overlap.tensor_comm", {"tp_comm_overlap"}},
-      {"overlap.grad_reduce", "overlap.grad_reduce", {"overlap_grad_reduce"}},
-      {"overlap.param_gather", "overlap.param_gather", {"overlap_param_gather"}},
-      {"overlap.moe_expert_comm", "overlap.moe_expert_comm", {"overlap_moe_expert_parallel_comm"}},
-      {"moe_token_dispatcher_type", "moe_token_dispatcher_type", {"moe_enable_deepep"}},
+/// The other spellings of the field at `field.path`: its own, and the field it replaces under each of
+/// its spellings (setting the microbatch count drops the global batch, which follows from it).
+std::vector<std::string_view> conflicting_spellings(const plan::PlanField& field) {
+  std::vector<std::string_view> out;
+  const auto add_spellings = [&](const plan::PlanField& f) {
+    for (const std::string_view spelling : f.spellings) {
+      if (!spelling.empty()) out.push_back(spelling);
+    }
   };
-  return aliases;
-}
-
-/// The plan_aliases entry of the field at canonical `path`, or null when it has one spelling.
-const PlanAlias* alias_of(std::string_view path) {
-  for (const PlanAlias& a : plan_aliases()) {
-    if (a.path == path) return &a;
+  add_spellings(field);
+  if (const plan::PlanField* replaced = plan::plan_field(field.replaces)) {
+    out.push_back(replaced->path);
+    add_spellings(*replaced);
   }
-  return nullptr;
+  return out;
 }
 
 /// Whether `o` sets the plan field at canonical `path` under any of its spellings.
 bool sets_field(const Override& o, std::string_view path) {
   if (o.target != "plan") return false;
   if (o.path == path) return true;
-  const PlanAlias* a = alias_of(path);
-  return a != nullptr && (o.path == a->shorthand ||
-                          std::find(a->conflicting.begin(), a->conflicting.end(), o.path) != a->conflicting.end());
+  const plan::PlanField* field = plan::plan_field(path);
+  if (field == nullptr) return false;
+  const auto conflicting = conflicting_spellings(*field);
+  return (!field->shorthand.empty() && o.path == field->shorthand) ||
+         std::find(conflicting.begin(), conflicting.end(), o.path) != conflicting.end();
 }
 
-/// Erasures of the plan field at canonical `path` under each of its spellings (for the fields below,
-/// whose plan_aliases entries list only other spellings).
+/// Erasures of the plan field at canonical `path` under each of its spellings.
 void erase_field(std::string_view path, const std::string& origin, std::vector<Override>& erasures) {
   erasures.push_back({"plan", std::string(path), "~", origin});
-  if (const PlanAlias* a = alias_of(path)) {
-    for (const auto spelling : a->conflicting) erasures.push_back({"plan", std::string(spelling), "~", origin});
+  if (const plan::PlanField* field = plan::plan_field(path)) {
+    for (const auto spelling : conflicting_spellings(*field)) {
+      erasures.push_back({"plan", std::string(spelling), "~", origin});
+    }
   }
 }
 
@@ -101,11 +76,11 @@ Override resolve(const Override& o, const YamlDocument& doc, const std::vector<O
                  std::vector<Override>& erasures) {
   Override r = o;
   if (o.target == "plan") {
-    for (const PlanAlias& a : plan_aliases()) {
-      if (o.path != a.shorthand && o.path != a.path) continue;
-      r.path = std::string(a.path);
-      for (const auto conflict : a.conflicting) {
-        if (conflict != a.path) erasures.push_back({o.target, std::string(conflict), "~", o.origin});
+    for (const plan::PlanField& field : plan::kPlanFields) {
+      if (o.path != field.path && (field.shorthand.empty() || o.path != field.shorthand)) continue;
+      r.path = std::string(field.path);
+      for (const auto conflict : conflicting_spellings(field)) {
+        if (conflict != field.path) erasures.push_back({o.target, std::string(conflict), "~", o.origin});
       }
     }
     for (const auto derived : derived_from(r)) {

@@ -65,6 +65,10 @@ Field Field::require(std::string_view key) const {
 }
 
 void Field::expect_keys(std::initializer_list<std::string_view> allowed) const {
+  expect_keys(std::span<const std::string_view>(allowed.begin(), allowed.size()));
+}
+
+void Field::expect_keys(std::span<const std::string_view> allowed) const {
   if (!node_.IsMap()) fail("expected a mapping");
   std::set<std::string, std::less<>> seen;
   for (const auto& entry : node_) {

@@ -9,6 +9,7 @@
 #include <initializer_list>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -44,6 +45,7 @@ class Field {
   [[nodiscard]] bool has(std::string_view key) const;
   /// Throws at the first key not in `allowed`, and at a key given twice.
   void expect_keys(std::initializer_list<std::string_view> allowed) const;
+  void expect_keys(std::span<const std::string_view> allowed) const;
   /// Entries of a mapping in document order.
   [[nodiscard]] std::vector<std::pair<std::string, Field>> entries() const;
   /// Elements of a sequence; throws when this is not a sequence.

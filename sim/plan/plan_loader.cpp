@@ -1,11 +1,14 @@
 #include "sim/plan/plan_loader.h"
 
 #include <algorithm>
+#include <iterator>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include "sim/core/yaml_field.h"
+#include "sim/plan/plan_fields.h"
 
 namespace mpsim::plan {
 
@@ -61,6 +64,33 @@ Placement parse_placement(const Field& f, bool sagemaker) {
   }
   if (const auto error = placement_error(p)) f.fail(*error);
   return p;
+}
+
+/// Keys a plan file may hold that name no field: SageMaker's switches and a Megatron argument refused
+/// with a hint.
+constexpr std::string_view kKeysWithoutField[] = {"ddp", "auto_partition", "num_layers_per_virtual_pipeline_stage"};
+
+/// The keys a block of the plan file may hold ("" for the top level): kPlanFields' paths and
+/// spellings, in the table's order.
+std::vector<std::string_view> keys_of_block(std::string_view block) {
+  std::vector<std::string_view> keys;
+  const auto add = [&](std::string_view key) {
+    if (std::find(keys.begin(), keys.end(), key) == keys.end()) keys.push_back(key);
+  };
+  for (const PlanField& field : kPlanFields) {
+    const std::size_t dot = field.path.find('.');
+    const std::string_view head = field.path.substr(0, dot);
+    if (block.empty()) {
+      add(head);
+      for (const std::string_view spelling : field.spellings) {
+        if (!spelling.empty()) add(spelling);
+      }
+    } else if (dot != std::string_view::npos && head == block) {
+      add(field.path.substr(dot + 1));
+    }
+  }
+  if (block.empty()) keys.insert(keys.end(), std::begin(kKeysWithoutField), std::end(kKeysWithoutField));
+  return keys;
 }
 
 /// Reads `key` into `out` and remembers where it was written.
@@ -130,51 +160,34 @@ void read_dispatcher(const Field& root, Reader& r, PlanSpec& spec) {
 PlanSpec load_plan_spec(const Field& root) {
   PlanSpec spec;
   spec.file = root.file();
-  root.expect_keys({// mpsim
-                    "parallelism", "batch", "schedule", "partition", "recompute", "sequence_parallel", "zero",
-                    "placement", "active_microbatches", "microbatch_group_size_per_vp_stage", "zb_memory_limit", "optimize",
-                    "allow_tensor_across_nodes", "overlap", "precision", "attention", "attention_kernel", "grad_reduce_in_fp32",
-                    "fp8_param_gather", "recompute_modules", "routing_imbalance", "moe_expert_capacity_factor",
-                    "moe_pad_expert_input_to_capacity", "optimizer", "activation_offload_layers",
-                    "shard_groups", "num_distributed_optimizer_instances", "data_parallel_replicate_degree",
-                    "cp_comm_type", "moe_token_dispatcher_type", "moe_flex_dispatcher_backend", "moe_enable_deepep",
-                    "moe_deepep_num_sms", "moe_hybridep_num_sms",
-                    // SageMaker
-                    "partitions", "pipeline_parallel_degree", "tensor_parallel_degree", "microbatches", "pipeline",
-                    "placement_strategy", "ddp", "auto_partition",
-                    // Megatron
-                    "tensor_model_parallel_size", "pipeline_model_parallel_size", "data_parallel_size",
-                    "context_parallel_size", "expert_model_parallel_size", "expert_tensor_parallel_size",
-                    "virtual_pipeline_model_parallel_size", "num_layers_per_virtual_pipeline_stage",
-                    "micro_batch_size", "global_batch_size", "recompute_granularity", "use_distributed_optimizer",
-                    "tp_comm_overlap", "overlap_grad_reduce", "overlap_param_gather", "overlap_moe_expert_parallel_comm",
-                    "attention_backend",
-                    "cpu_offloading_num_layers",
-                    "use_flash_attn", "fp8", "fp8_recipe", "bf16", "fp16", "accumulate_allreduce_grads_in_fp32",
-                    // NeMo
-                    "fp8_params"});
+  root.expect_keys(keys_of_block(""));
   Reader r(spec);
 
   if (auto par = root.get("parallelism")) {
-    par->expect_keys({"tensor", "pipeline", "data", "virtual_stages", "context", "expert", "expert_tensor"});
-    r.degree(*par, "tensor", "tensor", Axis::Tensor);
-    r.degree(*par, "pipeline", "pipeline", Axis::Pipeline);
-    r.degree(*par, "data", "data", Axis::Data);
+    par->expect_keys(keys_of_block("parallelism"));
     r.count(*par, "virtual_stages", "virtual_stages", spec.virtual_stages);
-    r.degree(*par, "context", "context", Axis::Context);
-    r.degree(*par, "expert", "expert", Axis::Expert);
-    r.degree(*par, "expert_tensor", "expert_tensor", Axis::ExpertTensor);
+  }
+  // Every degree under each of its spellings (kPlanFields).
+  for (const PlanField& field : kPlanFields) {
+    if (!field.axis) continue;
+    const std::string_view canonical = field.shorthand.empty() ? field.path : field.shorthand;
+    const std::size_t dot = field.path.find('.');
+    if (dot == std::string_view::npos) {
+      r.degree(root, field.path, canonical, *field.axis);
+    } else if (auto block = root.get(field.path.substr(0, dot))) {
+      r.degree(*block, field.path.substr(dot + 1), canonical, *field.axis);
+    }
+    for (const std::string_view spelling : field.spellings) {
+      if (!spelling.empty()) r.degree(root, spelling, canonical, *field.axis);
+    }
   }
   if (auto batch = root.get("batch")) {
-    batch->expect_keys({"global", "micro", "microbatches"});
+    batch->expect_keys(keys_of_block("batch"));
     r.count(*batch, "global", "global_batch", spec.global_batch);
     r.count(*batch, "micro", "micro_batch", spec.micro_batch);
     r.count(*batch, "microbatches", "microbatches", spec.microbatches);
   }
   // SageMaker's names.
-  r.degree(root, "partitions", "pipeline", Axis::Pipeline);
-  r.degree(root, "pipeline_parallel_degree", "pipeline", Axis::Pipeline);
-  r.degree(root, "tensor_parallel_degree", "tensor", Axis::Tensor);
   r.count(root, "microbatches", "microbatches", spec.microbatches);
   if (auto f = r.get(root, "pipeline", "schedule")) {
     constexpr auto kSageMaker = core::column_words<kScheduleTraits, &ScheduleTraits::sagemaker>();
@@ -186,12 +199,6 @@ PlanSpec load_plan_spec(const Field& root) {
     if (!f->as_bool()) f->fail("manual SageMaker partitioning is expressed here as 'partition: [boundaries]'");
   }
   // Megatron's names.
-  r.degree(root, "tensor_model_parallel_size", "tensor", Axis::Tensor);
-  r.degree(root, "pipeline_model_parallel_size", "pipeline", Axis::Pipeline);
-  r.degree(root, "data_parallel_size", "data", Axis::Data);
-  r.degree(root, "context_parallel_size", "context", Axis::Context);
-  r.degree(root, "expert_model_parallel_size", "expert", Axis::Expert);
-  r.degree(root, "expert_tensor_parallel_size", "expert_tensor", Axis::ExpertTensor);
   r.count(root, "virtual_pipeline_model_parallel_size", "virtual_stages", spec.virtual_stages);
   r.count(root, "micro_batch_size", "micro_batch", spec.micro_batch);
   r.count(root, "global_batch_size", "global_batch", spec.global_batch);
@@ -263,7 +270,7 @@ PlanSpec load_plan_spec(const Field& root) {
   }
   if (auto f = r.get(root, "sequence_parallel", "sequence_parallel")) spec.sequence_parallel = f->as_bool();
   if (auto overlap = root.get("overlap")) {
-    overlap->expect_keys({"tensor_comm", "grad_reduce", "param_gather", "moe_expert_comm"});
+    overlap->expect_keys(keys_of_block("overlap"));
     if (auto f = r.get(*overlap, "tensor_comm", "overlap.tensor_comm")) spec.overlap_tensor_comm = f->as_bool();
     if (auto f = r.get(*overlap, "grad_reduce", "overlap.grad_reduce")) spec.overlap_grad_reduce = f->as_bool();
     if (auto f = r.get(*overlap, "param_gather", "overlap.param_gather")) spec.overlap_param_gather = f->as_bool();
@@ -279,9 +286,6 @@ PlanSpec load_plan_spec(const Field& root) {
   if (auto f = r.get(root, "optimizer", "optimizer")) spec.optimizer = f->as_enum(kOptimizerNames);
   r.count(root, "cpu_offloading_num_layers", "activation_offload_layers", spec.activation_offload_layers, 0);
   r.count(root, "activation_offload_layers", "activation_offload_layers", spec.activation_offload_layers, 0);
-  r.degree(root, "shard_groups", "shard_groups", Axis::DataReplica);
-  r.degree(root, "num_distributed_optimizer_instances", "shard_groups", Axis::DataReplica);
-  r.degree(root, "data_parallel_replicate_degree", "shard_groups", Axis::DataReplica);
   if (auto f = r.get(root, "cp_comm_type", "cp_comm_type")) spec.context_comm = f->as_enum(kContextCommNames);
   if (auto f = r.get(root, "zero", "zero")) spec.zero = static_cast<int>(f->as_int_in(0, 3));
   if (auto f = r.get(root, "placement", "placement")) spec.placement = parse_placement(*f, false);
