@@ -9,9 +9,13 @@
 namespace mpsim::planner {
 
 UnitCostKey unit_cost_key(const plan::PlanSpec& spec) {
-  // A unit's cost depends on the degrees that split its work, not on how many stages or replicas run it.
-  plan::Degrees unit_degrees = plan::degrees_of(spec, 1);
-  unit_degrees.set(plan::Axis::Pipeline, 1).set(plan::Axis::DataReplica, 1);
+  // A unit's cost depends on the degrees that split its work, not on how many stages or replicas run
+  // it (kPlanFields' unit_cost column, which plan_fields_cost_test holds this list to).
+  const plan::Degrees written = plan::degrees_of(spec, 1);
+  plan::Degrees unit_degrees;
+  for (const plan::Axis a : {plan::Axis::Tensor, plan::Axis::Context, plan::Axis::Expert, plan::Axis::ExpertTensor}) {
+    unit_degrees.set(a, written[a]);
+  }
   return {unit_degrees,
           spec.micro_batch,
           spec.recompute,
