@@ -70,8 +70,8 @@ Placement parse_placement(const Field& f, bool sagemaker) {
 /// with a hint.
 constexpr std::string_view kKeysWithoutField[] = {"ddp", "auto_partition", "num_layers_per_virtual_pipeline_stage"};
 
-/// The keys a block of the plan file may hold ("" for the top level): kPlanFields' paths and
-/// spellings, in the table's order.
+/// The keys a block of the plan file may hold ("" for the top level): kPlanFields' paths in the
+/// table's order, then (at the top level) the other tools' spellings.
 std::vector<std::string_view> keys_of_block(std::string_view block) {
   std::vector<std::string_view> keys;
   const auto add = [&](std::string_view key) {
@@ -82,14 +82,17 @@ std::vector<std::string_view> keys_of_block(std::string_view block) {
     const std::string_view head = field.path.substr(0, dot);
     if (block.empty()) {
       add(head);
-      for (const std::string_view spelling : field.spellings) {
-        if (!spelling.empty()) add(spelling);
-      }
     } else if (dot != std::string_view::npos && head == block) {
       add(field.path.substr(dot + 1));
     }
   }
-  if (block.empty()) keys.insert(keys.end(), std::begin(kKeysWithoutField), std::end(kKeysWithoutField));
+  if (!block.empty()) return keys;
+  for (const PlanField& field : kPlanFields) {
+    for (const std::string_view spelling : field.spellings) {
+      if (!spelling.empty()) add(spelling);
+    }
+  }
+  keys.insert(keys.end(), std::begin(kKeysWithoutField), std::end(kKeysWithoutField));
   return keys;
 }
 
