@@ -1,66 +1,93 @@
 #include "sim/plan/plan_json.h"
 
+#include <stdexcept>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "sim/plan/plan_fields.h"
+
 namespace mpsim::plan {
+namespace {
+
+using nlohmann::ordered_json;
+
+std::string word(std::string_view w) { return std::string(w); }
+
+/// The value of a field that is neither a degree nor a plain setting, in the plan file's spelling;
+/// null where the plan leaves it out (a schedule's parameter under another schedule, an unset option).
+ordered_json own_value(std::string_view path, const Plan& p) {
+  const bool flex = deduplicates_tokens(p.dispatcher);
+  if (path == "batch.global") return p.global_batch;
+  if (path == "batch.microbatches") return p.microbatches;
+  if (path == "schedule") return word(to_string(p.schedule));
+  // A schedule's own parameter, only where the schedule has it (the loader refuses it elsewhere).
+  if (path == "microbatch_group_size_per_vp_stage") {
+    return traits(p.schedule).rule == ShapeRule::MicrobatchGroup ? ordered_json(p.microbatch_group_size) : nullptr;
+  }
+  if (path == "active_microbatches") {
+    return traits(p.schedule).rule == ShapeRule::ActiveCap ? ordered_json(p.active_microbatches) : nullptr;
+  }
+  if (path == "zb_memory_limit") {
+    return traits(p.schedule).rule == ShapeRule::MemoryLimit ? ordered_json(p.zb_memory_limit) : nullptr;
+  }
+  if (path == "partition") return p.partition;
+  if (path == "placement") return to_string(p.placement);
+  if (path == "recompute") return word(model::to_string(p.recompute));
+  if (path == "recompute_modules") {
+    std::vector<std::string> modules;
+    for (const std::string_view name : model::module_names(p.recompute_modules)) modules.emplace_back(name);
+    return modules;
+  }
+  if (path == "cp_comm_type") return word(name_of(kContextCommNames, p.context_comm));
+  if (path == "precision") return word(to_string(p.precision));
+  if (path == "attention") return word(to_string(p.attention));
+  if (path == "attention_kernel") {
+    return p.attention_kernel ? ordered_json(word(topology::to_string(*p.attention_kernel))) : nullptr;
+  }
+  if (path == "zero") return p.zero;
+  if (path == "optimizer") return word(name_of(kOptimizerNames, p.optimizer));
+  if (path == "moe_expert_capacity_factor") {
+    return p.expert_capacity_factor ? ordered_json(*p.expert_capacity_factor) : nullptr;
+  }
+  if (path == "moe_pad_expert_input_to_capacity") {
+    return p.expert_capacity_factor ? ordered_json(p.pad_expert_input_to_capacity) : nullptr;
+  }
+  if (path == "moe_token_dispatcher_type") return flex ? "flex" : "alltoall";
+  if (path == "moe_flex_dispatcher_backend") {
+    return flex ? ordered_json(word(name_of(kFlexBackendNames, p.dispatcher))) : nullptr;
+  }
+  if (path == "moe_deepep_num_sms" || path == "moe_hybridep_num_sms") {
+    const bool mine = flex && name_of(kFlexDispatcherSmsKeys, p.dispatcher) == path;
+    return mine && p.flex_dispatcher_sms ? ordered_json(*p.flex_dispatcher_sms) : nullptr;
+  }
+  if (path == "optimize") return word(to_string(p.optimize));
+  throw std::logic_error("plan_json: no value for the plan field " + std::string(path));
+}
+
+}  // namespace
 
 nlohmann::ordered_json plan_json(const Plan& p) {
-  using nlohmann::ordered_json;
-  const auto word = [](std::string_view w) { return std::string(w); };
-  ordered_json out;
-  out["parallelism"] = {{"tensor", p.degrees[Axis::Tensor]},
-                        {"pipeline", p.degrees[Axis::Pipeline]},
-                        {"data", p.degrees[Axis::Data]},
-                        {"virtual_stages", p.virtual_stages},
-                        {"context", p.degrees[Axis::Context]},
-                        {"expert", p.degrees[Axis::Expert]},
-                        {"expert_tensor", p.degrees[Axis::ExpertTensor]}};
-  out["batch"] = {{"global", p.global_batch}, {"micro", p.micro_batch}, {"microbatches", p.microbatches}};
-  out["schedule"] = word(to_string(p.schedule));
-  // A schedule's own parameter, only where the schedule has it (the loader refuses it elsewhere).
-  switch (traits(p.schedule).rule) {
-    case ShapeRule::MicrobatchGroup: out["microbatch_group_size_per_vp_stage"] = p.microbatch_group_size; break;
-    case ShapeRule::ActiveCap: out["active_microbatches"] = p.active_microbatches; break;
-    case ShapeRule::MemoryLimit: out["zb_memory_limit"] = p.zb_memory_limit; break;
-    case ShapeRule::None:
-    case ShapeRule::VShape: break;
+  ordered_json out = ordered_json::object();
+  for (const PlanField& field : kPlanFields) {
+    ordered_json value;
+    if (field.axis) {
+      value = p.degrees[*field.axis];
+    } else if (!std::holds_alternative<std::monostate>(field.setting)) {
+      visit_setting(field, p, [&](auto v, auto) { value = v; });
+    } else {
+      value = own_value(field.path, p);
+    }
+    if (value.is_null()) continue;
+    const std::size_t dot = field.path.find('.');
+    if (dot == std::string_view::npos) {
+      out[word(field.path)] = std::move(value);
+    } else {
+      out[word(field.path.substr(0, dot))][word(field.path.substr(dot + 1))] = std::move(value);
+    }
   }
-  out["partition"] = p.partition;
-  out["placement"] = to_string(p.placement);
-  out["recompute"] = word(model::to_string(p.recompute));
-  std::vector<std::string> modules;
-  for (const std::string_view name : model::module_names(p.recompute_modules)) modules.emplace_back(name);
-  out["recompute_modules"] = modules;
-  out["activation_offload_layers"] = p.activation_offload_layers;
-  out["sequence_parallel"] = p.sequence_parallel;
-  out["cp_comm_type"] = word(name_of(kContextCommNames, p.context_comm));
-  out["precision"] = word(to_string(p.precision));
-  out["fp8_param_gather"] = p.fp8_param_gather;
-  out["attention"] = word(to_string(p.attention));
-  if (p.attention_kernel) out["attention_kernel"] = word(topology::to_string(*p.attention_kernel));
-  out["overlap"] = {{"grad_reduce", p.overlap_grad_reduce},
-                    {"param_gather", p.overlap_param_gather},
-                    {"tensor_comm", p.overlap_tensor_comm},
-                    {"moe_expert_comm", p.overlap_moe_expert_comm}};
-  out["zero"] = p.zero;
-  out["shard_groups"] = p.degrees[Axis::DataReplica];
-  out["grad_reduce_in_fp32"] = p.grad_reduce_in_fp32;
-  out["optimizer"] = word(name_of(kOptimizerNames, p.optimizer));
-  out["routing_imbalance"] = p.routing_imbalance;
-  if (p.expert_capacity_factor) {
-    out["moe_expert_capacity_factor"] = *p.expert_capacity_factor;
-    out["moe_pad_expert_input_to_capacity"] = p.pad_expert_input_to_capacity;
-  }
-  out["moe_token_dispatcher_type"] = deduplicates_tokens(p.dispatcher) ? "flex" : "alltoall";
-  if (deduplicates_tokens(p.dispatcher)) {
-    out["moe_flex_dispatcher_backend"] = word(name_of(kFlexBackendNames, p.dispatcher));
-    if (p.flex_dispatcher_sms) out[word(name_of(kFlexDispatcherSmsKeys, p.dispatcher))] = *p.flex_dispatcher_sms;
-  }
-  out["optimize"] = word(to_string(p.optimize));
-  out["allow_tensor_across_nodes"] = p.allow_tensor_across_nodes;
   return out;
 }
 

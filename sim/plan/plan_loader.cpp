@@ -1,7 +1,9 @@
 #include "sim/plan/plan_loader.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <iterator>
+#include <variant>
 #include <vector>
 
 #include <fmt/format.h>
@@ -118,12 +120,50 @@ class Reader {
              int min = 1) {
     if (auto f = get(parent, key, canonical)) out = static_cast<int>(f->as_int_in(min, 1'000'000'000));
   }
-  /// Reads `key` as the degree of `axis`.
-  void degree(const Field& parent, std::string_view key, std::string_view canonical, Axis axis) {
-    if (auto f = get(parent, key, canonical)) spec_.write(axis, static_cast<int>(f->as_int_in(1, 1'000'000)));
+  /// Reads `field` as the degree of `axis`: under its path, then under each other spelling.
+  void degree(const Field& root, const PlanField& field, Axis axis) {
+    for_each_spelling(root, field,
+                      [&](const Field& f) { spec_.write(axis, static_cast<int>(f.as_int_in(1, 1'000'000))); });
+  }
+  /// Reads a plain setting (PlanField::setting): under each other spelling, then under its path.
+  void setting(const Field& root, const PlanField& field) {
+    for_each_spelling(
+        root, field,
+        [&](const Field& f) {
+          if (const auto* flag = std::get_if<bool PlanSettings::*>(&field.setting)) spec_.*(*flag) = f.as_bool();
+          if (const auto* count = std::get_if<int PlanSettings::*>(&field.setting)) {
+            spec_.*(*count) = static_cast<int>(
+                f.as_int_in(static_cast<std::int64_t>(field.min), static_cast<std::int64_t>(field.max)));
+          }
+          if (const auto* number = std::get_if<double PlanSettings::*>(&field.setting)) {
+            spec_.*(*number) = f.as_double_in(field.min, field.max);
+          }
+        },
+        /*path_first=*/false);
   }
 
  private:
+  /// Calls `read` with each spelling of `field` the file gives, recording where (a second one is an
+  /// error): the path (in its block, if any) and the other tools' top-level names.
+  template <typename Read>
+  void for_each_spelling(const Field& root, const PlanField& field, Read&& read, bool path_first = true) {
+    const std::string_view canonical = field.shorthand.empty() ? field.path : field.shorthand;
+    const auto at_path = [&] {
+      const std::size_t dot = field.path.find('.');
+      if (dot == std::string_view::npos) {
+        if (auto f = get(root, field.path, canonical)) read(*f);
+      } else if (auto block = root.get(field.path.substr(0, dot))) {
+        if (auto f = get(*block, field.path.substr(dot + 1), canonical)) read(*f);
+      }
+    };
+    if (path_first) at_path();
+    for (const std::string_view spelling : field.spellings) {
+      if (spelling.empty()) continue;
+      if (auto f = get(root, spelling, canonical)) read(*f);
+    }
+    if (!path_first) at_path();
+  }
+
   PlanSpec& spec_;
 };
 
@@ -166,28 +206,19 @@ PlanSpec load_plan_spec(const Field& root) {
   root.expect_keys(keys_of_block(""));
   Reader r(spec);
 
-  if (auto par = root.get("parallelism")) {
-    par->expect_keys(keys_of_block("parallelism"));
-    r.count(*par, "virtual_stages", "virtual_stages", spec.virtual_stages);
+  for (const std::string_view block : {"parallelism", "batch", "overlap"}) {
+    if (auto f = root.get(block)) f->expect_keys(keys_of_block(block));
   }
-  // Every degree under each of its spellings (kPlanFields).
+  // Every degree and plain setting under each of its spellings (kPlanFields).
   for (const PlanField& field : kPlanFields) {
-    if (!field.axis) continue;
-    const std::string_view canonical = field.shorthand.empty() ? field.path : field.shorthand;
-    const std::size_t dot = field.path.find('.');
-    if (dot == std::string_view::npos) {
-      r.degree(root, field.path, canonical, *field.axis);
-    } else if (auto block = root.get(field.path.substr(0, dot))) {
-      r.degree(*block, field.path.substr(dot + 1), canonical, *field.axis);
-    }
-    for (const std::string_view spelling : field.spellings) {
-      if (!spelling.empty()) r.degree(root, spelling, canonical, *field.axis);
+    if (field.axis) {
+      r.degree(root, field, *field.axis);
+    } else if (!std::holds_alternative<std::monostate>(field.setting)) {
+      r.setting(root, field);
     }
   }
   if (auto batch = root.get("batch")) {
-    batch->expect_keys(keys_of_block("batch"));
     r.count(*batch, "global", "global_batch", spec.global_batch);
-    r.count(*batch, "micro", "micro_batch", spec.micro_batch);
     r.count(*batch, "microbatches", "microbatches", spec.microbatches);
   }
   // SageMaker's names.
@@ -202,20 +233,12 @@ PlanSpec load_plan_spec(const Field& root) {
     if (!f->as_bool()) f->fail("manual SageMaker partitioning is expressed here as 'partition: [boundaries]'");
   }
   // Megatron's names.
-  r.count(root, "virtual_pipeline_model_parallel_size", "virtual_stages", spec.virtual_stages);
-  r.count(root, "micro_batch_size", "micro_batch", spec.micro_batch);
   r.count(root, "global_batch_size", "global_batch", spec.global_batch);
   if (auto f = r.get(root, "recompute_granularity", "recompute")) {
     constexpr auto kMegatron = core::column_words<model::kRecomputeTraits, &model::RecomputeTraits::megatron>();
     spec.recompute = f->as_enum(kMegatron);
   }
   if (auto f = r.get(root, "use_distributed_optimizer", "zero")) spec.zero = f->as_bool() ? 1 : 0;
-  if (auto f = r.get(root, "tp_comm_overlap", "overlap.tensor_comm")) spec.overlap_tensor_comm = f->as_bool();
-  if (auto f = r.get(root, "overlap_grad_reduce", "overlap.grad_reduce")) spec.overlap_grad_reduce = f->as_bool();
-  if (auto f = r.get(root, "overlap_param_gather", "overlap.param_gather")) spec.overlap_param_gather = f->as_bool();
-  if (auto f = r.get(root, "overlap_moe_expert_parallel_comm", "overlap.moe_expert_comm")) {
-    spec.overlap_moe_expert_comm = f->as_bool();
-  }
   if (auto f = r.get(root, "attention_backend", "attention")) spec.attention = f->as_enum(kMegatronAttention);
   if (auto f = r.get(root, "use_flash_attn", "attention")) {
     spec.attention = f->as_bool() ? AttentionKernel::Flash : AttentionKernel::Standard;
@@ -236,10 +259,6 @@ PlanSpec load_plan_spec(const Field& root) {
   }
   if (auto f = r.get(root, "fp8_recipe", "fp8_recipe")) spec.precision = f->as_enum(kMegatronFp8Recipes);
   if (!spec.precision) spec.precision = sixteen_bit;
-  if (auto f = r.get(root, "accumulate_allreduce_grads_in_fp32", "grad_reduce_in_fp32")) {
-    spec.grad_reduce_in_fp32 = f->as_bool();
-  }
-  if (auto f = r.get(root, "fp8_params", "fp8_param_gather")) spec.fp8_param_gather = f->as_bool();
   if (auto f = root.get("num_layers_per_virtual_pipeline_stage")) {
     f->fail("give 'virtual_pipeline_model_parallel_size' (or parallelism.virtual_stages) instead: the layers per "
             "virtual stage follow from it");
@@ -256,9 +275,6 @@ PlanSpec load_plan_spec(const Field& root) {
     }
   }
   if (auto f = r.get(root, "recompute", "recompute")) spec.recompute = f->as_enum(model::kRecomputeNames);
-  if (auto f = r.get(root, "routing_imbalance", "routing_imbalance")) {
-    spec.routing_imbalance = f->as_double_in(1.0, 1000.0);
-  }
   if (auto f = r.get(root, "moe_expert_capacity_factor", "moe_expert_capacity_factor")) {
     spec.expert_capacity_factor = f->as_double_in(0.01, 1000.0);
   }
@@ -271,24 +287,12 @@ PlanSpec load_plan_spec(const Field& root) {
     spec.recompute_modules = model::RecomputeModules{0};
     for (const Field& item : f->items()) spec.recompute_modules.add(item.as_enum(model::kRecomputeModuleNames));
   }
-  if (auto f = r.get(root, "sequence_parallel", "sequence_parallel")) spec.sequence_parallel = f->as_bool();
-  if (auto overlap = root.get("overlap")) {
-    overlap->expect_keys(keys_of_block("overlap"));
-    if (auto f = r.get(*overlap, "tensor_comm", "overlap.tensor_comm")) spec.overlap_tensor_comm = f->as_bool();
-    if (auto f = r.get(*overlap, "grad_reduce", "overlap.grad_reduce")) spec.overlap_grad_reduce = f->as_bool();
-    if (auto f = r.get(*overlap, "param_gather", "overlap.param_gather")) spec.overlap_param_gather = f->as_bool();
-    if (auto f = r.get(*overlap, "moe_expert_comm", "overlap.moe_expert_comm")) spec.overlap_moe_expert_comm = f->as_bool();
-  }
   if (auto f = r.get(root, "precision", "precision")) spec.precision = f->as_enum(kPrecisionNames);
   if (auto f = r.get(root, "attention", "attention")) spec.attention = f->as_enum(kAttention);
   if (auto f = r.get(root, "attention_kernel", "attention_kernel")) {
     spec.attention_kernel = f->as_enum(topology::kAttentionGenerationNames);
   }
-  if (auto f = r.get(root, "grad_reduce_in_fp32", "grad_reduce_in_fp32")) spec.grad_reduce_in_fp32 = f->as_bool();
-  if (auto f = r.get(root, "fp8_param_gather", "fp8_param_gather")) spec.fp8_param_gather = f->as_bool();
   if (auto f = r.get(root, "optimizer", "optimizer")) spec.optimizer = f->as_enum(kOptimizerNames);
-  r.count(root, "cpu_offloading_num_layers", "activation_offload_layers", spec.activation_offload_layers, 0);
-  r.count(root, "activation_offload_layers", "activation_offload_layers", spec.activation_offload_layers, 0);
   if (auto f = r.get(root, "cp_comm_type", "cp_comm_type")) spec.context_comm = f->as_enum(kContextCommNames);
   if (auto f = r.get(root, "zero", "zero")) spec.zero = static_cast<int>(f->as_int_in(0, 3));
   if (auto f = r.get(root, "placement", "placement")) spec.placement = parse_placement(*f, false);
@@ -296,9 +300,6 @@ PlanSpec load_plan_spec(const Field& root) {
   r.count(root, "microbatch_group_size_per_vp_stage", "microbatch_group_size", spec.microbatch_group_size);
   r.count(root, "zb_memory_limit", "zb_memory_limit", spec.zb_memory_limit);
   if (auto f = r.get(root, "optimize", "optimize")) spec.optimize = f->as_enum(kObjective);
-  if (auto f = r.get(root, "allow_tensor_across_nodes", "allow_tensor_across_nodes")) {
-    spec.allow_tensor_across_nodes = f->as_bool();
-  }
   // Virtual stages without a schedule mean Megatron's interleaved one, as virtual_pipeline_model_parallel_size does there.
   if (spec.virtual_stages > 1 && !spec.origins.contains("schedule")) spec.schedule = ScheduleKind::Interleaved1F1B;
   return spec;
@@ -330,7 +331,6 @@ std::string write_plan_yaml(const Plan& p) {
   if (p.recompute_modules != model::RecomputeModules{}) {
     out += fmt::format("recompute_modules: [{}]\n", fmt::join(model::module_names(p.recompute_modules), ", "));
   }
-  out += fmt::format("sequence_parallel: {}\n", p.sequence_parallel);
   out += fmt::format("precision: {}\n", to_string(p.precision));
   out += fmt::format("attention: {}\n", to_string(p.attention));
   if (p.attention_kernel) out += fmt::format("attention_kernel: {}\n", topology::to_string(*p.attention_kernel));
@@ -338,8 +338,6 @@ std::string write_plan_yaml(const Plan& p) {
                      p.overlap_param_gather, p.overlap_tensor_comm,
                      p.overlap_moe_expert_comm ? ", moe_expert_comm: true" : "");
   out += fmt::format("zero: {}\n", p.zero);
-  if (!p.grad_reduce_in_fp32) out += "grad_reduce_in_fp32: false\n";
-  if (p.routing_imbalance != 1.0) out += fmt::format("routing_imbalance: {}\n", p.routing_imbalance);
   if (p.expert_capacity_factor) out += fmt::format("moe_expert_capacity_factor: {}\n", *p.expert_capacity_factor);
   if (p.pad_expert_input_to_capacity) out += "moe_pad_expert_input_to_capacity: true\n";
   if (deduplicates_tokens(p.dispatcher)) {
@@ -349,11 +347,10 @@ std::string write_plan_yaml(const Plan& p) {
       out += fmt::format("{}: {}\n", name_of(kFlexDispatcherSmsKeys, p.dispatcher), *p.flex_dispatcher_sms);
     }
   }
-  if (p.fp8_param_gather) out += "fp8_param_gather: true\n";
   if (p.optimizer == Optimizer::Muon) out += "optimizer: muon\n";
   if (p.degrees[Axis::DataReplica] > 1) out += fmt::format("shard_groups: {}\n", p.degrees[Axis::DataReplica]);
-  if (p.context_comm != ContextComm::P2p) out += fmt::format("cp_comm_type: {}\n", name_of(kContextCommNames, p.context_comm));
-  if (p.activation_offload_layers > 0) out += fmt::format("activation_offload_layers: {}\n", p.activation_offload_layers);
+  if (p.context_comm != ContextComm::P2p)
+    out += fmt::format("cp_comm_type: {}\n", name_of(kContextCommNames, p.context_comm));
   out += fmt::format("placement: {}\n", to_string(p.placement));
   if (p.schedule == ScheduleKind::SageMakerInterleaved) out += fmt::format("active_microbatches: {}\n", p.active_microbatches);
   if (p.schedule == ScheduleKind::ZbAuto) out += fmt::format("zb_memory_limit: {}\n", p.zb_memory_limit);
@@ -361,7 +358,13 @@ std::string write_plan_yaml(const Plan& p) {
     out += fmt::format("microbatch_group_size_per_vp_stage: {}\n", p.microbatch_group_size);
   }
   out += fmt::format("optimize: {}\n", to_string(p.optimize));
-  if (p.allow_tensor_across_nodes) out += "allow_tensor_across_nodes: true\n";
+  // Plain top-level settings away from their defaults (kPlanFields; those in a block are written above).
+  for (const PlanField& field : kPlanFields) {
+    if (field.path.find('.') != std::string_view::npos) continue;
+    visit_setting(field, p, [&](auto value, auto default_value) {
+      if (value != default_value) out += fmt::format("{}: {}\n", field.path, value);
+    });
+  }
   return out;
 }
 
