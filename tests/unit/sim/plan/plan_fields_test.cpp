@@ -8,6 +8,7 @@
 #include <string>
 
 #include "sim/core/input_error.h"
+#include "sim/core/text_file.h"
 #include "sim/core/yaml_field.h"
 #include "sim/plan/plan_loader.h"
 
@@ -64,6 +65,23 @@ TEST(PlanFields, NoKeyNamesTwoFields) {
   for (const PlanField& f : kPlanFields) {
     if (!f.replaces.empty()) {
       EXPECT_NE(plan_field(f.replaces), nullptr) << f.path;
+    }
+  }
+}
+
+// docs/formats.md's plan section names every key a plan file may hold, as `key` or `key: values`.
+TEST(PlanFields, EveryKeyIsDocumented) {
+  const std::string formats = read_text_file(std::string(MPSIM_SOURCE_DIR) + "/docs/formats.md");
+  const auto documented = [&](std::string_view key) {
+    const std::string quoted = "`" + std::string(key);
+    return formats.find(quoted + "`") != std::string::npos || formats.find(quoted + ":") != std::string::npos;
+  };
+  for (const PlanField& f : kPlanFields) {
+    EXPECT_TRUE(documented(f.path)) << f.path;
+    for (const std::string_view spelling : f.spellings) {
+      if (!spelling.empty()) {
+        EXPECT_TRUE(documented(spelling)) << spelling;
+      }
     }
   }
 }
