@@ -20,6 +20,7 @@
 #include "executor/launch/mpirun_launch.h"
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
+#include "sim/plan/degrees_text.h"
 #include "sim/trace/trace_json.h"
 
 namespace mpsim::cli {
@@ -62,10 +63,8 @@ int launch_ranks(const ExecuteArgs& args, const std::vector<Override>& overrides
 void print_execute_report(const Inputs& in, const executor::ExecuteResult& result, const std::string& backend) {
   const plan::Plan& p = *in.plan;
   const trace::Report& r = result.report;
-  std::cout << fmt::format("\n{} on {} ranks ({} backend): TP {} x PP {} x DP {}{}, {}, {} microbatches of {}\n",
-                           in.model.name, p.gpus(), backend, p.degrees[plan::Axis::Tensor],
-                           p.degrees[plan::Axis::Pipeline], p.degrees[plan::Axis::Data],
-                           p.virtual_stages > 1 ? fmt::format(" (x{} virtual)", p.virtual_stages) : "",
+  std::cout << fmt::format("\n{} on {} ranks ({} backend): {}{}, {}, {} microbatches of {}\n", in.model.name,
+                           p.gpus(), backend, plan::summary(p.degrees), p.virtual_stages > 1 ? fmt::format(" (x{} virtual)", p.virtual_stages) : "",
                            plan::to_string(p.schedule), p.microbatches, p.micro_batch);
   std::cout << fmt::format("  step time     {} (median of {} measured steps, step {})\n",
                            to_string(TimeNs::seconds(r.step_time_s)), result.step_times_s.size(), result.median_step + 1);

@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/table.h"
+#include "sim/plan/degrees_text.h"
 #include "sim/core/units.h"
 #include "sim/trace/link_lanes.h"
 #include "sim/trace/trace_json.h"
@@ -18,9 +19,8 @@ namespace mpsim::cli {
 
 void print_report(const Inputs& in, const trace::Report& r) {
   const plan::Plan& p = *in.plan;
-  std::cout << fmt::format("{} on {}: TP {} x PP {} x DP {}{}, {}, {} microbatches of {}\n\n", in.model.name,
-                           in.cluster.name.empty() ? "the cluster" : in.cluster.name, p.degrees[plan::Axis::Tensor],
-                           p.degrees[plan::Axis::Pipeline], p.degrees[plan::Axis::Data],
+  std::cout << fmt::format("{} on {}: {}{}, {}, {} microbatches of {}\n\n", in.model.name,
+                           in.cluster.name.empty() ? "the cluster" : in.cluster.name, plan::summary(p.degrees),
                            p.virtual_stages > 1 ? fmt::format(" (x{} virtual)", p.virtual_stages) : "",
                            plan::to_string(p.schedule), p.microbatches, p.micro_batch);
   std::cout << fmt::format("  step time     {}", to_string(TimeNs::seconds(r.step_time_s)));
@@ -62,7 +62,7 @@ void print_report(const Inputs& in, const trace::Report& r) {
     const double slowdown = slowdown_of(it->id);
     const std::string shown = slowdown != 1.0 ? fmt::format("{} ({:g}x slow)", it->id, slowdown) : it->id;
     stages.add_row(
-        {std::to_string(s), shown, std::to_string(p.degrees[plan::Axis::Tensor] * p.degrees[plan::Axis::Data]),
+        {std::to_string(s), shown, std::to_string(p.gpus() / p.degrees[plan::Axis::Pipeline]),
          to_string(TimeNs::seconds(it->busy_s)), to_string(TimeNs::seconds(it->idle_s)), percent(it->bubble_fraction),
          to_string(Bytes::bytes(it->peak_memory_bytes)) + (it->oom ? " OOM" : "")});
   }

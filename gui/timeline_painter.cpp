@@ -206,10 +206,13 @@ QString traceTitle(const TimelineScene& scene, int trace) {
     const auto& p = model.report()->plan;
     QString plan = QString::fromStdString(p.schedule);
     if (p.virtual_stages > 1) plan += QStringLiteral(" x%1 chunks").arg(p.virtual_stages);
-    plan += QStringLiteral(" \u00b7 TP %1 PP %2 DP %3 \u00b7 %4 microbatches")
+    // Every degree above one: a context- or expert-parallel run is not read as TP x PP x DP alone.
+    plan += QStringLiteral(" \u00b7 TP %1%2 PP %3 DP %4%5 \u00b7 %6 microbatches")
                 .arg(p.tensor)
+                .arg(p.context > 1 ? QStringLiteral(" CP %1").arg(p.context) : QString())
                 .arg(p.pipeline)
                 .arg(p.data)
+                .arg(p.expert > 1 ? QStringLiteral(" EP %1").arg(p.expert) : QString())
                 .arg(p.microbatches);
     parts << plan;
   }

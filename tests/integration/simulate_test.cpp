@@ -354,18 +354,120 @@ TEST(Simulate, SweepTable) {
   EXPECT_EQ(rows[3].rfind("64", 0), 0u) << rows[3];
 }
 
-TEST(Simulate, HumanReport) {
-  const CommandResult r = mpsim(simulate());
+/// A quantity as the human report prints it ("9.62 s", "701 ms", "13.9 GiB", "44.8%") equals `expected`
+/// (in seconds, bytes or a fraction) rounded to the digits printed: the text cannot drift from the JSON.
+void expect_printed(const std::string& printed, double expected, const std::string& what) {
+  static const std::map<std::string, double> kUnit{{"s", 1},      {"ms", 1e-3},           {"us", 1e-6},
+                                                   {"ns", 1e-9},  {"B", 1},               {"KiB", 1024.0},
+                                                   {"MiB", 1048576.0}, {"GiB", 1073741824.0}, {"TiB", 1099511627776.0},
+                                                   {"%", 0.01},   {"TFLOP/s", 1}};
+  std::smatch m;
+  ASSERT_TRUE(std::regex_match(printed, m, std::regex(R"(([0-9]+)(?:\.([0-9]+))? ?(s|ms|us|ns|B|KiB|MiB|GiB|TiB|%|TFLOP/s))")))
+      << what << ": '" << printed << "'";
+  const int decimals = static_cast<int>(m[2].length());
+  const double in_unit = expected / kUnit.at(m[3].str());
+  char rounded[64];
+  std::snprintf(rounded, sizeof rounded, "%.*f", decimals, in_unit);
+  const std::string digits = m[2].matched ? m[1].str() + "." + m[2].str() : m[1].str();
+  EXPECT_EQ(digits, rounded) << what << ": printed '" << printed << "', the JSON has " << expected;
+}
+
+/// The human report of `extra` and its --json report: every number the text prints (headline, the
+/// row of each stage, the busiest links) is the JSON's, rounded as printed, and the header names every
+/// parallel degree above one.
+void expect_text_matches_json(const std::string& extra) {
+  const CommandResult r = mpsim(simulate(extra));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_TRUE(r.err.empty()) << r.err;
   EXPECT_FALSE(json::accept(r.out)) << r.out;
-  EXPECT_NE(r.out.find("TP 8 x PP 2 x DP 2"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("step time"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("MFU"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("node0/gpu0"), std::string::npos) << r.out;
-  // Readable units, not raw SI numbers.
-  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"(step time\s+[0-9.]+ (s|ms))"))) << r.out;
-  EXPECT_TRUE(std::regex_search(r.out, std::regex(R"([0-9.]+ GiB)"))) << r.out;
+  const json j = report(extra);
+  ASSERT_FALSE(j.empty());
+  const std::string& text = r.out;
+  const auto capture = [&](const std::string& pattern) {
+    std::smatch m;
+    EXPECT_TRUE(std::regex_search(text, m, std::regex(pattern))) << pattern << "\n" << text;
+    std::vector<std::string> groups;
+    for (std::size_t i = 1; i < m.size(); ++i) groups.push_back(m[i].str());
+    return groups;
+  };
+  const std::string quantity = R"(([0-9.]+ ?(?:s|ms|us|ns|B|KiB|MiB|GiB|TiB|%|TFLOP/s)))";
+  const json& degrees = j["plan"]["parallelism"];
+  for (const auto& [axis, label] : {std::pair{"tensor", "TP"}, {"context", "CP"}, {"pipeline", "PP"},
+                                    {"data", "DP"}, {"expert", "EP"}}) {
+    if (degrees[axis].get<int>() > 1) {
+      EXPECT_NE(text.find(std::string(label) + " " + std::to_string(degrees[axis].get<int>())), std::string::npos)
+          << axis << "\n" << text;
+    }
+  }
+  auto step = capture(R"(step time +)" + quantity);
+  if (step.size() == 1) expect_printed(step[0], j["step_time_s"], "step time");
+  auto throughput = capture(R"(throughput +)" + quantity + R"( per GPU, MFU )" + quantity + R"( \()" + quantity);
+  if (throughput.size() == 3) {
+    expect_printed(throughput[0], j["tflops_per_gpu"], "TFLOP/s per GPU");
+    expect_printed(throughput[1], j["mfu"], "MFU");
+    expect_printed(throughput[2], j["hardware_tflops_per_gpu"], "executed TFLOP/s");
+  }
+  auto idle = capture(R"(idle +)" + quantity + R"( of all GPU time; pipeline bubble rate )" + quantity);
+  if (idle.size() == 2) {
+    expect_printed(idle[0], j["bubble_fraction"], "idle");
+    expect_printed(idle[1], j["bubble_rate"], "bubble rate");
+  }
+  std::map<std::string, json> device_by_id;
+  std::map<int, int> devices_per_stage;
+  for (const json& d : j["devices"]) {
+    device_by_id[d["id"]] = d;
+    ++devices_per_stage[d["stage"].get<int>()];
+  }
+  const auto worst = std::max_element(j["devices"].begin(), j["devices"].end(), [](const json& a, const json& b) {
+    return a["peak_memory_bytes"].get<double>() < b["peak_memory_bytes"].get<double>();
+  });
+  auto peak = capture(R"(peak memory +)" + quantity + " of " + quantity + R"( on (\S+))");
+  if (peak.size() == 3) {
+    expect_printed(peak[0], (*worst)["peak_memory_bytes"], "peak memory");
+    expect_printed(peak[1], (*worst)["memory_capacity_bytes"], "capacity");
+    EXPECT_EQ(peak[2], (*worst)["id"]);
+  }
+  // Stage rows: stage, first GPU, GPUs, busy, idle, idle share, peak memory.
+  const std::regex stage_row("^(\\d+) +(\\S+) +(\\d+) +" + quantity + " +" + quantity + " +" + quantity + " +" +
+                             quantity + "$");
+  int stage_rows = 0;
+  std::istringstream lines_in(text);
+  for (std::string line; std::getline(lines_in, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, stage_row)) continue;
+    ++stage_rows;
+    const int stage = std::stoi(m[1].str());
+    ASSERT_TRUE(device_by_id.count(m[2].str())) << line;
+    const json& d = device_by_id[m[2].str()];
+    EXPECT_EQ(d["stage"].get<int>(), stage) << line;
+    // Every GPU of the stage: the JSON lists each (no replica is folded in these small runs).
+    EXPECT_EQ(std::stoi(m[3].str()), devices_per_stage[stage]) << line;
+    expect_printed(m[4].str(), d["busy_s"], line);
+    expect_printed(m[5].str(), d["idle_s"], line);
+    expect_printed(m[6].str(), d["bubble_fraction"], line);
+    expect_printed(m[7].str(), d["peak_memory_bytes"], line);
+  }
+  EXPECT_EQ(stage_rows, degrees["pipeline"].get<int>()) << text;
+  // Busiest links: each printed row's busy time and traffic are that link's.
+  std::map<std::string, json> link_by_id;
+  for (const json& l : j["links"]) link_by_id[l["id"]] = l;
+  const std::regex link_row("^(\\S+) +" + quantity + " +" + quantity + "$");
+  int link_rows = 0;
+  std::istringstream links_in(text.substr(text.find("Busiest links:")));
+  for (std::string line; std::getline(links_in, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, link_row) || !link_by_id.count(m[1].str())) continue;
+    ++link_rows;
+    expect_printed(m[2].str(), link_by_id[m[1].str()]["busy_s"], line);
+    expect_printed(m[3].str(), link_by_id[m[1].str()]["bytes"], line);
+  }
+  EXPECT_GT(link_rows, 0) << text;
+}
+
+TEST(Simulate, HumanReport) {
+  expect_text_matches_json("");
+  // Context parallelism: the header and the GPUs of a stage count the context degree too.
+  expect_text_matches_json("--set plan.context=2 --set plan.data=1");
 }
 
 TEST(Simulate, TraceFile) {

@@ -27,7 +27,7 @@ std::unique_ptr<Backend>& shared_backend() {
 class CudaComm : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (!shared_backend()) GTEST_SKIP() << "needs a CUDA device and exactly 2 ranks (mpirun -np 2)";
+    MPSIM_REQUIRE_DEVICE(shared_backend() != nullptr, "needs a CUDA device and exactly 2 ranks (mpirun -np 2)");
   }
   Backend& backend() { return *shared_backend(); }
   int rank() { return backend().world_rank(); }
@@ -282,7 +282,7 @@ int main(int argc, char** argv) {
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     if (rank == 0) std::printf("skipped: needs exactly 2 ranks (mpirun -np 2) and a GPU each; %d ranks, %d GPUs\n", size, devices);
     MPI_Finalize();
-    return mpsim::executor::cuda_test::kSkipExitCode;
+    return mpsim::executor::cuda_test::cannot_run_exit_code();
   }
   mpsim::executor::shared_backend() = mpsim::executor::make_cuda_backend(mpsim::executor::BackendOptions{});
   ::testing::InitGoogleTest(&argc, argv);

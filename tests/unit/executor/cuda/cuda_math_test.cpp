@@ -185,7 +185,7 @@ class CudaMath : public ::testing::Test {
   }
   static void TearDownTestSuite() { backend_.reset(); }
   void SetUp() override {
-    if (!backend_) GTEST_SKIP() << "no CUDA device";
+    MPSIM_REQUIRE_DEVICE(backend_ != nullptr, cuda_test::no_device_reason());
     pool_ = std::make_unique<DevicePool>(*backend_);
   }
   void TearDown() override { pool_.reset(); }

@@ -4,8 +4,11 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <cstdlib>
 #include <random>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "executor/backend/backend.h"
@@ -20,9 +23,37 @@ inline int cuda_device_count() {
 /// True when the CUDA runtime reports at least one device.
 inline bool has_cuda_device() { return cuda_device_count() > 0; }
 
+/// Why the runtime reports no device, in its own words: a broken driver and a machine without a GPU
+/// read differently in a skip message.
+inline std::string no_device_reason() {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) return std::string("no CUDA device (") + cudaGetErrorName(status) + ")";
+  return "no CUDA device (the runtime reports 0)";
+}
+
+/// MPSIM_EXPECT_GPU=1, set on machines that have a GPU, makes a device test that cannot run fail
+/// instead of skipping, so a broken driver cannot pass the suite as a machine without a GPU would.
+inline bool gpu_expected() {
+  const char* value = std::getenv("MPSIM_EXPECT_GPU");
+  return value != nullptr && std::string_view(value) == "1";
+}
+
 /// The exit code with which a test program says it did not run (CTest's SKIP_RETURN_CODE): a skip
 /// can then never hide a failure the way a matched "SKIPPED" message could.
 inline constexpr int kSkipExitCode = 77;
+/// The exit code of a test program that could not run its tests: CTest's skip code, or a failure
+/// under MPSIM_EXPECT_GPU=1.
+inline int cannot_run_exit_code() { return gpu_expected() ? 1 : kSkipExitCode; }
+
+/// In a test body or SetUp: skip when `has_device` is false, or fail under MPSIM_EXPECT_GPU=1.
+#define MPSIM_REQUIRE_DEVICE(has_device, why)                                                      \
+  do {                                                                                            \
+    if (!(has_device)) {                                                                          \
+      if (::mpsim::executor::cuda_test::gpu_expected()) FAIL() << (why) << " under MPSIM_EXPECT_GPU=1"; \
+      GTEST_SKIP() << (why);                                                                      \
+    }                                                                                             \
+  } while (false)
 
 /// A row-major host matrix whose rows are `ld` floats apart (ld > cols exercises strided views).
 struct HostMatrix {

@@ -1,0 +1,27 @@
+#include "sim/plan/degrees_text.h"
+
+#include <cctype>
+
+#include <fmt/format.h>
+
+namespace mpsim::plan {
+
+std::string summary(const Degrees& degrees) {
+  std::string out;
+  const auto add = [&](Axis a) {
+    std::string label(short_name(a));
+    for (char& c : label) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    out += fmt::format("{}{} {}", out.empty() ? "" : " x ", label, degrees[a]);
+  };
+  add(Axis::Tensor);
+  if (degrees[Axis::Context] > 1) add(Axis::Context);
+  add(Axis::Pipeline);
+  add(Axis::Data);
+  if (degrees[Axis::Expert] > 1) {
+    add(Axis::Expert);
+    if (degrees[Axis::ExpertTensor] != degrees[Axis::Tensor]) add(Axis::ExpertTensor);
+  }
+  return out;
+}
+
+}  // namespace mpsim::plan
