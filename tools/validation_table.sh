@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
-# Regenerates docs/validation.md from the published-runs validation (tests/validation): every row of
-# tests/validation/published_runs.yaml simulated as published, predicted against published, with the
-# median and largest error per GPU kind and per source, and the rows not expressible yet.
+# Regenerates docs/validation.md from the validation against published runs (tests/validation): every
+# row simulated as published, predicted against published, with the median and largest |error| and the
+# signed mean error per GPU kind (check rows and fit rows apart) and per source, and the rows not
+# expressible yet. With a path argument, writes there instead (the validation_doc_current test
+# compares that with docs/validation.md).
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build=${MPSIM_BUILD_DIR:-$repo/build}
+target=${1:-$repo/docs/validation.md}
 table=$(mktemp)
 moe_table=$(mktemp)
 cp_table=$(mktemp)
-trap 'rm -f "$table" "$moe_table" "$cp_table"' EXIT
+sc21_table=$(mktemp)
+out=$(mktemp "$target.XXXXXX")
+trap 'rm -f "$table" "$moe_table" "$cp_table" "$sc21_table" "$out"' EXIT
+# The tests' bounds are not this script's business: their figures are written whether or not they hold.
 MPSIM_VALIDATION_TABLE="$table" MPSIM_VALIDATION_MOE_TABLE="$moe_table" MPSIM_VALIDATION_CP_TABLE="$cp_table" \
-  "$build/tests/validation/validation_test" --gtest_filter='PublishedRuns.*' >/dev/null
-out="$repo/docs/validation.md.tmp"
+  MPSIM_VALIDATION_SC21_TABLE="$sc21_table" \
+  "$build/tests/validation/validation_test" --gtest_filter='PublishedRuns.*Hold*:MegatronSc21.*' >/dev/null || true
+for written in "$table" "$moe_table" "$cp_table" "$sc21_table"; do
+  [[ -s "$written" ]] || { echo "tools/validation_table.sh: validation_test wrote no table" >&2; exit 1; }
+done
 {
   cat <<'HEADER'
 # Validation against published runs
@@ -24,9 +33,28 @@ sources leave out are those of the frameworks' recipes, listed per row under "as
 compared is the one the source gives: tokens/s per GPU, or model TFLOP/s per GPU (the model's own
 FLOP count, as Megatron counts it). Error = predicted / published − 1.
 
-`ctest -L validation` runs it (`PublishedRuns.PredictionsHoldOnTodaysRuns`): dense H100 rows must
-hold a median |error| ≤ 10 % and a largest ≤ 25 %, other kinds a median ≤ 25 %, and no row may be
-predicted out of memory (every published run fit). This page is written by `tools/validation_table.sh`.
+`ctest -L validation` runs it. No row may be predicted out of memory (every published run fit), and
+each group (dense, mixture of experts, context parallel, SC21) is held on each GPU kind to a median and
+a largest |error| and a band for its signed mean error (`kBounds` in `tests/validation/*_test.cpp`),
+set at the figures below plus a margin (median +1.5 points, largest +3, signed mean ±2) so that a change
+moving a group's predictions by 5 % fails until the bounds are edited with it. The bounds hold the
+**check rows** only: a row a constant was fitted on (its `fit:` in the rows' file, "fitted" below) is a
+**fit row**, reported apart, since matching it says nothing about the model.
+
+Fitted constants and their fit rows:
+
+| constant | fitted on | value |
+|---|---|---|
+| A100 `matmul_efficiency` (`configs/hardware/gpus.yaml`), carried to every kind as 0.76 × its mamf-finder maximum | the five SC21 rows marked fitted below (1.7B, 7.5B, 39.1B, 145.6B, 529.6B) | 0.66 |
+| `kBlockScaledGemmRateVsFp8` (`sim/engine/kernel_time.cpp`) | the five Llama-3 8B MXFP8 rows marked fitted below, against their FP8 twins (which it does not move) | 0.93 |
+| `kGemmLatency` (`sim/engine/kernel_time.cpp`) | two H100 FP8 cuBLASLt GEMM rows of the Azure AI Benchmarking Guide (1024³, 2048³), no row here | 4.5 µs |
+
+Every other rate comes from a published measurement of the kernel or link itself
+(`configs/hardware/gpus.yaml`, the link rates of `topologies/`), not from these rows. This page is
+written by `tools/validation_table.sh`; `PublishedRuns.DocsQuoteTodaysFigures` checks the figures
+other pages quote from it, and `validation_doc_current` that it is the script's output.
+
+## Dense runs
 
 HEADER
   cat "$table"
@@ -36,8 +64,9 @@ HEADER
 
 The mixture-of-experts runs of the Megatron-Bridge tables (`tests/validation/moe_runs.yaml`: Qwen3
 30B-A3B and 235B-A22B, gpt-oss-120b, DeepSeek-V3 with and without its multi-token-prediction depth),
-simulated with their expert-parallel plans. `PublishedRuns.MixtureOfExpertsRunsSimulate` requires every
-one to be expressible, to simulate and to fit in memory; no error bound holds them yet. Routing runs
+simulated with their expert-parallel plans. `PublishedRuns.MixtureOfExpertsRunsHold` requires every
+one to be expressible, to simulate and to fit in memory, and holds each GPU kind's rows to today's
+figures (they guard against regressions, not an accuracy claim). Routing runs
 uniform (the tables force-balance tokens, or drop them at capacity factor 1 with padding). Each row runs
 the token dispatcher its release's performance recipe sets: the flex dispatcher (DeepEP or HybridEP:
 a token crosses once to each node, and once to each GPU inside it; docs/simulator.md "Token
@@ -113,9 +142,9 @@ MOE
 
 The context-parallel runs of the NeMo long-sequence and Megatron-Bridge tables
 (`tests/validation/context_runs.yaml`: Llama 2 7B and Llama 3 8B from 8k to 1M tokens, Llama 3 70B,
-Llama 3.1 405B), simulated with their context-parallel plans. `PublishedRuns.ContextParallelRunsSimulate`
-requires every one to be expressible and to simulate; no error bound holds them yet, except NeMo's
-long-sequence rows on H100 (here and above), which must stay within 15 % and within 10 points of each
+Llama 3.1 405B), simulated with their context-parallel plans. `PublishedRuns.ContextParallelRunsHold`
+requires every one to be expressible and to simulate, and holds each GPU kind's rows to today's figures;
+NeMo's long-sequence rows on H100 (here and above) must also stay within 15 % and within 10 points of each
 other from 4k to 1M tokens (`PublishedRuns.LongSequenceErrorsDoNotGrowWithTheSequence`). Those rows are
 NeMo 24.03.01's, older than FlashAttention-3, and run the FlashAttention-2 generation of attention
 kernels (`attention_kernel: fa2`, 342 TFLOP/s on H100; docs/simulator.md "Compute"); at FA3's rate they
@@ -126,5 +155,21 @@ are not published.
 
 CP
   cat "$cp_table"
+  cat <<'SC21'
+
+## Megatron-LM SC21
+
+Megatron-LM SC21 (Narayanan et al., arXiv 2104.04473), Table 1 on Selene: all ten published
+configurations, 1.7B to 1008B parameters on 32 to 3072 A100 80GB, with the microbatch sizes and
+virtual stages of the paper's launch script (`configs/plans/megatron-sc21-*.yaml`), TFLOP/s per GPU
+counted with the paper's Eq. 3 (recomputation included; the engine's executed FLOPs equal it within
+1 %, which the test checks). A100 `matmul_efficiency` was fitted on five rows; the five held out must
+each be within 10 % (`MegatronSc21.HeldOutRowsWithinTenPercent`).
+
+SC21
+  cat "$sc21_table"
 } >"$out"
-mv "$out" "$repo/docs/validation.md"
+chmod 644 "$out"
+mv "$out" "$target"
+trap - EXIT
+rm -f "$table" "$moe_table" "$cp_table" "$sc21_table"
