@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <map>
 #include <sstream>
 #include <string>
@@ -181,21 +182,23 @@ int replay_idle(const Program& program, bool v_shape, const PassTimes& times) {
 // schedules.py), which runs them in microbatch order, as ../shared/reference/schedules.md A.1 notes.
 TEST(PublishedOrders, GPipe) {
   const std::string every_rank = "F0 F1 F2 F3 F4 F5 F6 F7 B0 B1 B2 B3 B4 B5 B6 B7";
-  EXPECT_TRUE(orders_match(make_gpipe(shape(ScheduleKind::GPipe, 4, 8)),
-                           {every_rank, every_rank, every_rank, every_rank}));
+  const Program program = make_gpipe(shape(ScheduleKind::GPipe, 4, 8));
+  const std::vector<std::string> published{every_rank, every_rank, every_rank, every_rank};
+  EXPECT_TRUE(orders_match(program, published));
 }
 
 // 1F1B (PipeDream-Flush): Narayanan et al., SC21, Figure 4 top (4 devices, 8 microbatches); PyTorch
 // Schedule1F1B; rule in ../shared/reference/schedules.md A.2 (Megatron's warm-up p - i - 1 forwards,
 // then F/B pairs, then the cool-down backwards).
 TEST(PublishedOrders, OneFOneB) {
-  EXPECT_TRUE(orders_match(make_1f1b(shape(ScheduleKind::OneFOneB, 4, 8)),
-                           {
-                               "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7",
-                               "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 B6 B7",
-                               "F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 F6 B5 F7 B6 B7",
-                               "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7",
-                           }));
+  const Program program = make_1f1b(shape(ScheduleKind::OneFOneB, 4, 8));
+  const std::vector<std::string> published{
+      "F0 F1 F2 F3 B0 F4 B1 F5 B2 F6 B3 F7 B4 B5 B6 B7",
+      "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 B6 B7",
+      "F0 F1 B0 F2 B1 F3 B2 F4 B3 F5 B4 F6 B5 F7 B6 B7",
+      "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7",
+  };
+  EXPECT_TRUE(orders_match(program, published));
 }
 
 // Interleaved 1F1B, p = 4, v = 2, m = 8: Narayanan et al., SC21, Figure 4 bottom (the same 4 devices and
@@ -206,18 +209,18 @@ TEST(PublishedOrders, OneFOneB) {
 // then alternates F and B, then drains the backwards. The figure is the source of the shape (4, 2, 8) and
 // of the depth-first rounds; the cell-by-cell order is the rule's, written out by hand.
 TEST(PublishedOrders, Interleaved1F1B) {
-  EXPECT_TRUE(orders_match(
-      make_interleaved_1f1b(shape(ScheduleKind::Interleaved1F1B, 4, 8, 2, 4)),
-      {
-          "F0.0 F1.0 F2.0 F3.0 F0.1 F1.1 F2.1 F3.1 F4.0 F5.0 F6.0 B0.1 F7.0 B1.1 F4.1 B2.1 F5.1 B3.1 F6.1 B0.0 "
-          "F7.1 B1.0 B2.0 B3.0 B4.1 B5.1 B6.1 B7.1 B4.0 B5.0 B6.0 B7.0",
-          "F0.0 F1.0 F2.0 F3.0 F0.1 F1.1 F2.1 F3.1 F4.0 B0.1 F5.0 B1.1 F6.0 B2.1 F7.0 B3.1 F4.1 B0.0 F5.1 B1.0 "
-          "F6.1 B2.0 F7.1 B3.0 B4.1 B5.1 B6.1 B7.1 B4.0 B5.0 B6.0 B7.0",
-          "F0.0 F1.0 F2.0 F3.0 F0.1 F1.1 F2.1 B0.1 F3.1 B1.1 F4.0 B2.1 F5.0 B3.1 F6.0 B0.0 F7.0 B1.0 F4.1 B2.0 "
-          "F5.1 B3.0 F6.1 B4.1 F7.1 B5.1 B6.1 B7.1 B4.0 B5.0 B6.0 B7.0",
-          "F0.0 F1.0 F2.0 F3.0 F0.1 B0.1 F1.1 B1.1 F2.1 B2.1 F3.1 B3.1 F4.0 B0.0 F5.0 B1.0 F6.0 B2.0 F7.0 B3.0 "
-          "F4.1 B4.1 F5.1 B5.1 F6.1 B6.1 F7.1 B7.1 B4.0 B5.0 B6.0 B7.0",
-      }));
+  const Program program = make_interleaved_1f1b(shape(ScheduleKind::Interleaved1F1B, 4, 8, 2, 4));
+  const std::vector<std::string> published{
+      "F0.0 F1.0 F2.0 F3.0 F0.1 F1.1 F2.1 F3.1 F4.0 F5.0 F6.0 B0.1 F7.0 B1.1 F4.1 B2.1 F5.1 B3.1 F6.1 B0.0 "
+      "F7.1 B1.0 B2.0 B3.0 B4.1 B5.1 B6.1 B7.1 B4.0 B5.0 B6.0 B7.0",
+      "F0.0 F1.0 F2.0 F3.0 F0.1 F1.1 F2.1 F3.1 F4.0 B0.1 F5.0 B1.1 F6.0 B2.1 F7.0 B3.1 F4.1 B0.0 F5.1 B1.0 "
+      "F6.1 B2.0 F7.1 B3.0 B4.1 B5.1 B6.1 B7.1 B4.0 B5.0 B6.0 B7.0",
+      "F0.0 F1.0 F2.0 F3.0 F0.1 F1.1 F2.1 B0.1 F3.1 B1.1 F4.0 B2.1 F5.0 B3.1 F6.0 B0.0 F7.0 B1.0 F4.1 B2.0 "
+      "F5.1 B3.0 F6.1 B4.1 F7.1 B5.1 B6.1 B7.1 B4.0 B5.0 B6.0 B7.0",
+      "F0.0 F1.0 F2.0 F3.0 F0.1 B0.1 F1.1 B1.1 F2.1 B2.1 F3.1 B3.1 F4.0 B0.0 F5.0 B1.0 F6.0 B2.0 F7.0 B3.0 "
+      "F4.1 B4.1 F5.1 B5.1 F6.1 B6.1 F7.1 B7.1 B4.0 B5.0 B6.0 B7.0",
+  };
+  EXPECT_TRUE(orders_match(program, published));
 }
 
 // ZB-H1, p = 4, m = 8: Qi et al., "Zero Bubble Pipeline Parallelism", ICLR 2024, Figure 3 (the handcrafted
@@ -226,13 +229,14 @@ TEST(PublishedOrders, Interleaved1F1B) {
 // for B, W(j) right after I(j + i) on rank i, the remaining W at the end; so the last rank's first W
 // waits for its p-th I.
 TEST(PublishedOrders, ZbH1) {
-  EXPECT_TRUE(orders_match(make_zb_h1(shape(ScheduleKind::ZbH1, 4, 8)),
-                           {
-                               "F0 F1 F2 F3 I0 W0 F4 I1 W1 F5 I2 W2 F6 I3 W3 F7 I4 W4 I5 W5 I6 W6 I7 W7",
-                               "F0 F1 F2 I0 F3 I1 W0 F4 I2 W1 F5 I3 W2 F6 I4 W3 F7 I5 W4 I6 W5 I7 W6 W7",
-                               "F0 F1 I0 F2 I1 F3 I2 W0 F4 I3 W1 F5 I4 W2 F6 I5 W3 F7 I6 W4 I7 W5 W6 W7",
-                               "F0 I0 F1 I1 F2 I2 F3 I3 W0 F4 I4 W1 F5 I5 W2 F6 I6 W3 F7 I7 W4 W5 W6 W7",
-                           }));
+  const Program program = make_zb_h1(shape(ScheduleKind::ZbH1, 4, 8));
+  const std::vector<std::string> published{
+      "F0 F1 F2 F3 I0 W0 F4 I1 W1 F5 I2 W2 F6 I3 W3 F7 I4 W4 I5 W5 I6 W6 I7 W7",
+      "F0 F1 F2 I0 F3 I1 W0 F4 I2 W1 F5 I3 W2 F6 I4 W3 F7 I5 W4 I6 W5 I7 W6 W7",
+      "F0 F1 I0 F2 I1 F3 I2 W0 F4 I3 W1 F5 I4 W2 F6 I5 W3 F7 I6 W4 I7 W5 W6 W7",
+      "F0 I0 F1 I1 F2 I2 F3 I3 W0 F4 I4 W1 F5 I5 W2 F6 I6 W3 F7 I7 W4 W5 W6 W7",
+  };
+  EXPECT_TRUE(orders_match(program, published));
 }
 
 // ZB-H2, p = 4, m = 8: the same paper, Figure 3 (the handcrafted schedule with about twice 1F1B's memory),
@@ -241,81 +245,92 @@ TEST(PublishedOrders, ZbH1) {
 // form the figure's parallelogram: rank 0 runs its first W right after its first I, rank i after its
 // (2i + 1)-th.
 TEST(PublishedOrders, ZbH2) {
-  EXPECT_TRUE(orders_match(make_zb_h2(shape(ScheduleKind::ZbH2, 4, 8)),
-                           {
-                               "F0 F1 F2 F3 F4 F5 F6 I0 W0 F7 I1 W1 I2 W2 I3 W3 I4 W4 I5 W5 I6 W6 I7 W7",
-                               "F0 F1 F2 F3 F4 I0 F5 I1 F6 I2 W0 F7 I3 W1 I4 W2 I5 W3 I6 W4 I7 W5 W6 W7",
-                               "F0 F1 F2 I0 F3 I1 F4 I2 F5 I3 F6 I4 W0 F7 I5 W1 I6 W2 I7 W3 W4 W5 W6 W7",
-                               "F0 I0 F1 I1 F2 I2 F3 I3 F4 I4 F5 I5 F6 I6 W0 F7 I7 W1 W2 W3 W4 W5 W6 W7",
-                           }));
+  const Program program = make_zb_h2(shape(ScheduleKind::ZbH2, 4, 8));
+  const std::vector<std::string> published{
+      "F0 F1 F2 F3 F4 F5 F6 I0 W0 F7 I1 W1 I2 W2 I3 W3 I4 W4 I5 W5 I6 W6 I7 W7",
+      "F0 F1 F2 F3 F4 I0 F5 I1 F6 I2 W0 F7 I3 W1 I4 W2 I5 W3 I6 W4 I7 W5 W6 W7",
+      "F0 F1 F2 I0 F3 I1 F4 I2 F5 I3 F6 I4 W0 F7 I5 W1 I6 W2 I7 W3 W4 W5 W6 W7",
+      "F0 I0 F1 I1 F2 I2 F3 I3 F4 I4 F5 I5 F6 I6 W0 F7 I7 W1 W2 W3 W4 W5 W6 W7",
+  };
+  EXPECT_TRUE(orders_match(program, published));
 }
 
 // V-Half and V-Min: Qi et al., "Pipeline Parallelism with Controllable Memory", NeurIPS 2024 (arXiv
-// 2405.15362). The paper's figures show the building blocks and the squeezed schedules, but their exact
-// cells could not be transcribed reliably from memory; the orders below are instead those of the authors'
-// published implementation, sail-sg/zero-bubble-pipeline-parallelism,
-// megatron/core/pipeline_parallel/zerobubble/scheduler/zbv_greedy.py (PipelineGraph with
-// mem_config "half" / "min", unit F, B, W costs, no communication; stage_order as create_schedule walks
-// it), run outside mpsim and copied here. There F/B/W of chunk 0/1 are its types F f B b W w with the
-// input-gradient of the V's far chunk ("B") first; chunk 0 of rank i is stage i, chunk 1 stage 2p - 1 - i.
-// p = 4 takes V-Half's extra gap (p even) and V-Min's none; p = 3 the other way round (3 divides p).
+// 2405.15362). The paper draws the building blocks and the squeezed schedules, but not every cell of
+// them could be transcribed reliably from memory of the figures, and ../shared/reference/schedules.md
+// gives only their bubble and memory. The orders below therefore come from the authors' published
+// implementation instead: sail-sg/zero-bubble-pipeline-parallelism,
+// megatron/core/pipeline_parallel/zerobubble/scheduler/zbv_greedy.py, PipelineGraph with mem_config
+// "half" or "min", unit F, B and W costs and no communication, each stage's stage_order as
+// create_schedule reads it; that file was run on its own, outside mpsim, and its output copied here.
+// Its pass types F f B b W w are written F.0 F.1 I.1 I.0 W.1 W.0 (its "B" is the input-gradient pass of
+// the V's far chunk, chunk 1). p = 4 takes V-Half's extra gap in the block (p even) and not V-Min's;
+// p = 3 the other way round (3 divides p).
 TEST(PublishedOrders, VHalf) {
-  EXPECT_TRUE(orders_match(
-      make_v_half(shape(ScheduleKind::VHalf, 4, 8, 2)),
-      {
-          "F0.0 F1.0 F2.0 F3.0 F4.0 F0.1 I0.1 W0.1 F1.1 I1.1 W1.1 F2.1 I0.0 I2.1 W2.1 F3.1 W0.0 F5.0 I1.0 I3.1 "
-          "W3.1 F4.1 W1.0 F6.0 I2.0 I4.1 W4.1 F5.1 W2.0 F7.0 I3.0 I5.1 W5.1 F6.1 I6.1 W6.1 I4.0 W3.0 W4.0 F7.1 "
-          "I7.1 I5.0 W7.1 I6.0 W5.0 W6.0 I7.0 W7.0",
-          "F0.0 F1.0 F2.0 F3.0 F0.1 F1.1 I0.1 W0.1 F2.1 I1.1 W1.1 I0.0 W0.0 F4.0 F3.1 I2.1 W2.1 I1.0 W1.0 F5.0 "
-          "F4.1 I3.1 W3.1 I2.0 W2.0 F6.0 F5.1 I4.1 W4.1 I3.0 F7.0 W3.0 F6.1 I5.1 W5.1 I4.0 I6.1 W6.1 F7.1 W4.0 "
-          "I5.0 I7.1 I6.0 W7.1 W5.0 W6.0 I7.0 W7.0",
-          "F0.0 F1.0 F2.0 F0.1 F1.1 F2.1 I0.1 W0.1 F3.0 I1.1 I0.0 W1.1 W0.0 F3.1 F4.0 I1.0 I2.1 W2.1 F4.1 W1.0 "
-          "F5.0 I2.0 I3.1 W3.1 F5.1 W2.0 F6.0 I3.0 I4.1 W4.1 F6.1 W3.0 F7.0 I4.0 I5.1 W5.1 F7.1 I6.1 I5.0 W6.1 "
-          "I6.0 I7.1 W7.1 W4.0 I7.0 W5.0 W6.0 W7.0",
-          "F0.0 F0.1 F1.0 F1.1 F2.0 F2.1 I0.1 W0.1 I0.0 W0.0 F3.0 F3.1 I1.1 W1.1 I1.0 W1.0 F4.0 F4.1 I2.1 W2.1 "
-          "I2.0 W2.0 F5.0 F5.1 I3.1 W3.1 I3.0 F6.0 W3.0 F6.1 I4.1 I4.0 W4.1 F7.0 W4.0 F7.1 I5.1 I5.0 I6.1 I6.0 "
-          "W5.1 W6.1 I7.1 I7.0 W7.1 W5.0 W6.0 W7.0",
-      }));
-  EXPECT_TRUE(orders_match(
-      make_v_half(shape(ScheduleKind::VHalf, 3, 6, 2)),
-      {
-          "F0.0 F1.0 F2.0 F0.1 I0.1 W0.1 F1.1 I1.1 W1.1 I0.0 W0.0 F3.0 F2.1 I2.1 W2.1 I1.0 W1.0 F4.0 F3.1 I3.1 "
-          "W3.1 I2.0 W2.0 F5.0 F4.1 I4.1 W4.1 I3.0 W3.0 F5.1 I5.1 I4.0 W5.1 W4.0 I5.0 W5.0",
-          "F0.0 F1.0 F0.1 F1.1 I0.1 W0.1 F2.0 I0.0 I1.1 W1.1 F2.1 W0.0 F3.0 I1.0 I2.1 W2.1 F3.1 W1.0 F4.0 I2.0 "
-          "I3.1 W3.1 F4.1 W2.0 F5.0 I3.0 I4.1 W4.1 F5.1 W3.0 I4.0 I5.1 W5.1 W4.0 I5.0 W5.0",
-          "F0.0 F0.1 F1.0 F1.1 I0.1 W0.1 I0.0 W0.0 F2.0 F2.1 I1.1 W1.1 I1.0 W1.0 F3.0 F3.1 I2.1 W2.1 I2.0 W2.0 "
-          "F4.0 F4.1 I3.1 I3.0 W3.1 F5.0 W3.0 F5.1 I4.1 I4.0 W4.1 W4.0 I5.1 I5.0 W5.1 W5.0",
-      }));
+  {
+    const Program program = make_v_half(shape(ScheduleKind::VHalf, 4, 8, 2));
+    const std::vector<std::string> published{
+        "F0.0 F1.0 F2.0 F3.0 F4.0 F0.1 I0.1 W0.1 F1.1 I1.1 W1.1 F2.1 I0.0 I2.1 W2.1 F3.1 W0.0 F5.0 I1.0 I3.1 "
+        "W3.1 F4.1 W1.0 F6.0 I2.0 I4.1 W4.1 F5.1 W2.0 F7.0 I3.0 I5.1 W5.1 F6.1 I6.1 W6.1 I4.0 W3.0 W4.0 F7.1 "
+        "I7.1 I5.0 W7.1 I6.0 W5.0 W6.0 I7.0 W7.0",
+        "F0.0 F1.0 F2.0 F3.0 F0.1 F1.1 I0.1 W0.1 F2.1 I1.1 W1.1 I0.0 W0.0 F4.0 F3.1 I2.1 W2.1 I1.0 W1.0 F5.0 "
+        "F4.1 I3.1 W3.1 I2.0 W2.0 F6.0 F5.1 I4.1 W4.1 I3.0 F7.0 W3.0 F6.1 I5.1 W5.1 I4.0 I6.1 W6.1 F7.1 W4.0 "
+        "I5.0 I7.1 I6.0 W7.1 W5.0 W6.0 I7.0 W7.0",
+        "F0.0 F1.0 F2.0 F0.1 F1.1 F2.1 I0.1 W0.1 F3.0 I1.1 I0.0 W1.1 W0.0 F3.1 F4.0 I1.0 I2.1 W2.1 F4.1 W1.0 "
+        "F5.0 I2.0 I3.1 W3.1 F5.1 W2.0 F6.0 I3.0 I4.1 W4.1 F6.1 W3.0 F7.0 I4.0 I5.1 W5.1 F7.1 I6.1 I5.0 W6.1 "
+        "I6.0 I7.1 W7.1 W4.0 I7.0 W5.0 W6.0 W7.0",
+        "F0.0 F0.1 F1.0 F1.1 F2.0 F2.1 I0.1 W0.1 I0.0 W0.0 F3.0 F3.1 I1.1 W1.1 I1.0 W1.0 F4.0 F4.1 I2.1 W2.1 "
+        "I2.0 W2.0 F5.0 F5.1 I3.1 W3.1 I3.0 F6.0 W3.0 F6.1 I4.1 I4.0 W4.1 F7.0 W4.0 F7.1 I5.1 I5.0 I6.1 I6.0 "
+        "W5.1 W6.1 I7.1 I7.0 W7.1 W5.0 W6.0 W7.0",
+    };
+    EXPECT_TRUE(orders_match(program, published));
+  }
+  {
+    const Program program = make_v_half(shape(ScheduleKind::VHalf, 3, 6, 2));
+    const std::vector<std::string> published{
+        "F0.0 F1.0 F2.0 F0.1 I0.1 W0.1 F1.1 I1.1 W1.1 I0.0 W0.0 F3.0 F2.1 I2.1 W2.1 I1.0 W1.0 F4.0 F3.1 I3.1 "
+        "W3.1 I2.0 W2.0 F5.0 F4.1 I4.1 W4.1 I3.0 W3.0 F5.1 I5.1 I4.0 W5.1 W4.0 I5.0 W5.0",
+        "F0.0 F1.0 F0.1 F1.1 I0.1 W0.1 F2.0 I0.0 I1.1 W1.1 F2.1 W0.0 F3.0 I1.0 I2.1 W2.1 F3.1 W1.0 F4.0 I2.0 "
+        "I3.1 W3.1 F4.1 W2.0 F5.0 I3.0 I4.1 W4.1 F5.1 W3.0 I4.0 I5.1 W5.1 W4.0 I5.0 W5.0",
+        "F0.0 F0.1 F1.0 F1.1 I0.1 W0.1 I0.0 W0.0 F2.0 F2.1 I1.1 W1.1 I1.0 W1.0 F3.0 F3.1 I2.1 W2.1 I2.0 W2.0 "
+        "F4.0 F4.1 I3.1 I3.0 W3.1 F5.0 W3.0 F5.1 I4.1 I4.0 W4.1 W4.0 I5.1 I5.0 W5.1 W5.0",
+    };
+    EXPECT_TRUE(orders_match(program, published));
+  }
 }
 
 // V-Min: the same paper and implementation (mem_config "min"); see VHalf above.
 TEST(PublishedOrders, VMin) {
-  EXPECT_TRUE(orders_match(
-      make_v_min(shape(ScheduleKind::VMin, 4, 8, 2)),
-      {
-          "F0.0 F1.0 F2.0 F0.1 I0.1 W0.1 F1.1 I1.1 W1.1 I0.0 W0.0 F3.0 F2.1 I2.1 I1.0 W2.1 W1.0 F4.0 F3.1 I3.1 "
-          "I2.0 W3.1 W2.0 F5.0 F4.1 I4.1 I3.0 W4.1 W3.0 F6.0 F5.1 I5.1 I4.0 W5.1 W4.0 F7.0 F6.1 I6.1 I5.0 W6.1 "
-          "W5.0 F7.1 I7.1 I6.0 W7.1 W6.0 I7.0 W7.0",
-          "F0.0 F1.0 F0.1 F1.1 I0.1 W0.1 F2.0 I0.0 I1.1 W1.1 W0.0 F2.1 F3.0 I1.0 I2.1 W2.1 W1.0 F3.1 F4.0 I2.0 "
-          "I3.1 W3.1 W2.0 F4.1 F5.0 I3.0 I4.1 W4.1 W3.0 F5.1 F6.0 I4.0 I5.1 W5.1 W4.0 F6.1 F7.0 I5.0 I6.1 W6.1 "
-          "W5.0 F7.1 I6.0 I7.1 W7.1 W6.0 I7.0 W7.0",
-          "F0.0 F1.0 F0.1 F1.1 I0.1 W0.1 F2.0 I0.0 W0.0 I1.1 F2.1 W1.1 I1.0 F3.0 W1.0 I2.1 F3.1 W2.1 I2.0 F4.0 "
-          "W2.0 I3.1 F4.1 W3.1 I3.0 F5.0 W3.0 I4.1 F5.1 W4.1 I4.0 F6.0 W4.0 I5.1 F6.1 W5.1 I5.0 F7.0 W5.0 I6.1 "
-          "F7.1 W6.1 I6.0 W6.0 I7.1 W7.1 I7.0 W7.0",
-          "F0.0 F0.1 F1.0 F1.1 I0.1 I0.0 W0.1 W0.0 F2.0 F2.1 I1.1 I1.0 W1.1 W1.0 F3.0 F3.1 I2.1 I2.0 W2.1 W2.0 "
-          "F4.0 F4.1 I3.1 I3.0 W3.1 W3.0 F5.0 F5.1 I4.1 I4.0 W4.1 W4.0 F6.0 F6.1 I5.1 I5.0 W5.1 W5.0 F7.0 F7.1 "
-          "I6.1 I6.0 W6.1 W6.0 I7.1 I7.0 W7.1 W7.0",
-      }));
-  EXPECT_TRUE(orders_match(
-      make_v_min(shape(ScheduleKind::VMin, 3, 6, 2)),
-      {
-          "F0.0 F1.0 F2.0 F0.1 I0.1 W0.1 F1.1 I0.0 I1.1 W1.1 W0.0 F2.1 F3.0 I1.0 I2.1 W2.1 W1.0 F3.1 F4.0 I2.0 "
-          "I3.1 W3.1 W2.0 F4.1 F5.0 I3.0 I4.1 W4.1 W3.0 F5.1 I5.1 I4.0 W5.1 W4.0 I5.0 W5.0",
-          "F0.0 F1.0 F0.1 F1.1 I0.1 W0.1 I0.0 F2.0 W0.0 I1.1 F2.1 W1.1 I1.0 F3.0 W1.0 I2.1 F3.1 W2.1 I2.0 F4.0 "
-          "W2.0 I3.1 F4.1 W3.1 I3.0 F5.0 W3.0 I4.1 F5.1 W4.1 I4.0 I5.1 W5.1 W4.0 I5.0 W5.0",
-          "F0.0 F0.1 F1.0 F1.1 I0.1 I0.0 W0.1 W0.0 F2.0 F2.1 I1.1 I1.0 W1.1 W1.0 F3.0 F3.1 I2.1 I2.0 W2.1 W2.0 "
-          "F4.0 F4.1 I3.1 I3.0 W3.1 W3.0 F5.0 F5.1 I4.1 I4.0 W4.1 W4.0 I5.1 I5.0 W5.1 W5.0",
-      }));
+  {
+    const Program program = make_v_min(shape(ScheduleKind::VMin, 4, 8, 2));
+    const std::vector<std::string> published{
+        "F0.0 F1.0 F2.0 F0.1 I0.1 W0.1 F1.1 I1.1 W1.1 I0.0 W0.0 F3.0 F2.1 I2.1 I1.0 W2.1 W1.0 F4.0 F3.1 I3.1 "
+        "I2.0 W3.1 W2.0 F5.0 F4.1 I4.1 I3.0 W4.1 W3.0 F6.0 F5.1 I5.1 I4.0 W5.1 W4.0 F7.0 F6.1 I6.1 I5.0 W6.1 "
+        "W5.0 F7.1 I7.1 I6.0 W7.1 W6.0 I7.0 W7.0",
+        "F0.0 F1.0 F0.1 F1.1 I0.1 W0.1 F2.0 I0.0 I1.1 W1.1 W0.0 F2.1 F3.0 I1.0 I2.1 W2.1 W1.0 F3.1 F4.0 I2.0 "
+        "I3.1 W3.1 W2.0 F4.1 F5.0 I3.0 I4.1 W4.1 W3.0 F5.1 F6.0 I4.0 I5.1 W5.1 W4.0 F6.1 F7.0 I5.0 I6.1 W6.1 "
+        "W5.0 F7.1 I6.0 I7.1 W7.1 W6.0 I7.0 W7.0",
+        "F0.0 F1.0 F0.1 F1.1 I0.1 W0.1 F2.0 I0.0 W0.0 I1.1 F2.1 W1.1 I1.0 F3.0 W1.0 I2.1 F3.1 W2.1 I2.0 F4.0 "
+        "W2.0 I3.1 F4.1 W3.1 I3.0 F5.0 W3.0 I4.1 F5.1 W4.1 I4.0 F6.0 W4.0 I5.1 F6.1 W5.1 I5.0 F7.0 W5.0 I6.1 "
+        "F7.1 W6.1 I6.0 W6.0 I7.1 W7.1 I7.0 W7.0",
+        "F0.0 F0.1 F1.0 F1.1 I0.1 I0.0 W0.1 W0.0 F2.0 F2.1 I1.1 I1.0 W1.1 W1.0 F3.0 F3.1 I2.1 I2.0 W2.1 W2.0 "
+        "F4.0 F4.1 I3.1 I3.0 W3.1 W3.0 F5.0 F5.1 I4.1 I4.0 W4.1 W4.0 F6.0 F6.1 I5.1 I5.0 W5.1 W5.0 F7.0 F7.1 "
+        "I6.1 I6.0 W6.1 W6.0 I7.1 I7.0 W7.1 W7.0",
+    };
+    EXPECT_TRUE(orders_match(program, published));
+  }
+  {
+    const Program program = make_v_min(shape(ScheduleKind::VMin, 3, 6, 2));
+    const std::vector<std::string> published{
+        "F0.0 F1.0 F2.0 F0.1 I0.1 W0.1 F1.1 I0.0 I1.1 W1.1 W0.0 F2.1 F3.0 I1.0 I2.1 W2.1 W1.0 F3.1 F4.0 I2.0 "
+        "I3.1 W3.1 W2.0 F4.1 F5.0 I3.0 I4.1 W4.1 W3.0 F5.1 I5.1 I4.0 W5.1 W4.0 I5.0 W5.0",
+        "F0.0 F1.0 F0.1 F1.1 I0.1 W0.1 I0.0 F2.0 W0.0 I1.1 F2.1 W1.1 I1.0 F3.0 W1.0 I2.1 F3.1 W2.1 I2.0 F4.0 "
+        "W2.0 I3.1 F4.1 W3.1 I3.0 F5.0 W3.0 I4.1 F5.1 W4.1 I4.0 I5.1 W5.1 W4.0 I5.0 W5.0",
+        "F0.0 F0.1 F1.0 F1.1 I0.1 I0.0 W0.1 W0.0 F2.0 F2.1 I1.1 I1.0 W1.1 W1.0 F3.0 F3.1 I2.1 I2.0 W2.1 W2.0 "
+        "F4.0 F4.1 I3.1 I3.0 W3.1 W3.0 F5.0 F5.1 I4.1 I4.0 W4.1 W4.0 I5.1 I5.0 W5.1 W5.0",
+    };
+    EXPECT_TRUE(orders_match(program, published));
+  }
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -356,11 +371,11 @@ TEST(PublishedBubbles, Interleaved1F1B) {
 }
 
 // Zero Bubble, Table 2: bubbles (p - 1)(T_F + T_B + T_W) for 1F1B, (p - 1)(T_F + T_B - T_W) for ZB-H1 and
-// (p - 1)(T_F + T_B - 2T_W) for ZB-H2, T_B the input-gradient pass, communication ignored. The table is
-// for the paper's regime (Table 1: T_W < T_F < T_B, T_B + T_W = 2T_F); where W outlasts F the expressions
-// undercount (ZB-H2's even goes negative), so the times below stay in it: equal times (the handcrafted
-// design point, where ZB-H1 idles a third of 1F1B and ZB-H2 not at all), two small integer mixes, and
-// Table 9's profiled 1.5B times in 0.1 ms (18.5, 18.1, 9.3 ms).
+// (p - 1)(T_F + T_B - 2T_W) for ZB-H2, T_B the input-gradient pass, communication ignored. The expressions
+// assume W no longer than F (the paper's Table 1 puts T_W below T_F); where W outlasts F they undercount
+// (ZB-H2's even goes negative), so the times below keep W <= F: equal times (the handcrafted design point,
+// where ZB-H1 idles a third of 1F1B and ZB-H2 not at all), two small integer mixes, and Table 9's profiled
+// 1.5B times in 0.1 ms (18.5, 18.1, 9.3 ms; zero_bubble.yaml).
 TEST(PublishedBubbles, ZeroBubbleHandcrafted) {
   const std::vector<std::tuple<int, int, int>> mixes{{1, 1, 1}, {3, 4, 2}, {2, 3, 1}, {185, 181, 93}};
   for (const auto& [f, b, w] : mixes) {
@@ -384,12 +399,11 @@ TEST(PublishedBubbles, ZeroBubbleHandcrafted) {
   }
 }
 
-// V-Half and V-Min (controllable-memory paper; its repository's README summary, quoted in
-// ../shared/reference/schedules.md A.4): with equal F, B, W, about half and two thirds of 1F1B's bubble.
-// A whole stage's passes take two chunk passes, so 1F1B's (p - 1)(T_F + T_B + T_W) is 6(p - 1) chunk
-// passes, and half and two thirds of it are 3(p - 1) and 4(p - 1). The squeeze the paper applies to the
-// building blocks only removes idle slots, so these are upper bounds (docs/schedules.md gives the exact
-// counts, which come from the implementation and are deliberately not used here).
+// V-Half and V-Min, bubble time: with equal F, B, W the controllable-memory paper puts them at about half
+// and two thirds of 1F1B's bubble. A whole stage's passes take two chunk passes here, so 1F1B's
+// (p - 1)(T_F + T_B + T_W) is 6(p - 1) chunk passes, and half and two thirds of it are 3(p - 1) and
+// 4(p - 1). The paper says "about", so they are upper bounds here (docs/schedules.md tabulates the exact
+// counts, which come from the implementation and are deliberately not used).
 TEST(PublishedBubbles, VHalfAndVMin) {
   const PassTimes equal{.forward = 1, .backward = 2, .input = 1, .weight = 1};
   for (const int p : {2, 3, 4, 6, 8}) {
@@ -402,6 +416,37 @@ TEST(PublishedBubbles, VHalfAndVMin) {
       EXPECT_GT(v_half, 0) << "p=" << p << " m=" << m;  // neither is a zero-bubble schedule
       EXPECT_GT(v_min, 0) << "p=" << p << " m=" << m;
     }
+  }
+}
+
+/// Whether a bubble of `idle` passes beside the 6m passes of work is a larger rate, idle / (6m + idle),
+/// than (num / den) times 1F1B's rate (p - 1)/(m + p - 1). Integers, so that ties are ties.
+bool above_readme_rate(int idle, int p, int m, int num, int den) {
+  return std::int64_t{idle} * den * (m + p - 1) > std::int64_t{num} * (p - 1) * (6 * m + idle);
+}
+
+// V-Half and V-Min, bubble rate: the zero-bubble repository's README (quoted in
+// ../shared/reference/schedules.md A.4) gives B/2 and 2B/3 (+ an O(n) overhead for V-Min), B being 1F1B's
+// rate. As rates these are tighter than half and two thirds of the bubble time, and docs/schedules.md
+// documents where the squeezed schedules sit a little above them (its table: V-Half at p = 5 and 7,
+// V-Min at p = 7 and 8); the authors' zbv_greedy.py, run at the same shapes, lands on the same side of
+// them. Asserted as documented: at most the README's rate everywhere else in that table, above it there.
+TEST(PublishedBubbles, VHalfAndVMinAgainstTheReadmeRates) {
+  const PassTimes equal{.forward = 1, .backward = 2, .input = 1, .weight = 1};
+  struct Case {
+    int p;
+    int m;
+    bool v_half_above;  // documented in docs/schedules.md's V-Half / V-Min table
+    bool v_min_above;
+  };
+  const std::vector<Case> table{{2, 8, false, false},  {3, 12, false, false}, {4, 16, false, false},
+                                {4, 32, false, false}, {5, 20, true, false},  {6, 24, false, false},
+                                {7, 28, true, true},   {8, 32, false, true},  {8, 64, false, false}};
+  for (const Case& c : table) {
+    const int v_half = replay_idle(make_v_half(shape(ScheduleKind::VHalf, c.p, c.m, 2)), true, equal);
+    const int v_min = replay_idle(make_v_min(shape(ScheduleKind::VMin, c.p, c.m, 2)), true, equal);
+    EXPECT_EQ(above_readme_rate(v_half, c.p, c.m, 1, 2), c.v_half_above) << "V-Half p=" << c.p << " m=" << c.m;
+    EXPECT_EQ(above_readme_rate(v_min, c.p, c.m, 2, 3), c.v_min_above) << "V-Min p=" << c.p << " m=" << c.m;
   }
 }
 
