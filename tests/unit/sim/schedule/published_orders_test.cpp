@@ -13,8 +13,6 @@
 // written "I" here (PyTorch's action letter, and the IR's), so that B always means a fused backward. With
 // more than one chunk per rank the chunk follows a dot: "F3.1" is microbatch 3 on the rank's chunk 1.
 // Microbatches count from 0 (the papers' figures count from 1).
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -23,6 +21,8 @@
 #include <string>
 #include <tuple>
 #include <vector>
+
+#include <gtest/gtest.h>
 
 #include "schedule_test_support.h"
 #include "sim/schedule/generators.h"
@@ -256,10 +256,9 @@ TEST(PublishedOrders, ZbH2) {
 }
 
 // V-Half and V-Min: Qi et al., "Pipeline Parallelism with Controllable Memory", NeurIPS 2024 (arXiv
-// 2405.15362). The paper draws the building blocks and the squeezed schedules, but not every cell of
-// them could be transcribed reliably from memory of the figures, and ../shared/reference/schedules.md
-// gives only their bubble and memory. The orders below therefore come from the authors' published
-// implementation instead: sail-sg/zero-bubble-pipeline-parallelism,
+// 2405.15362). The paper draws the building blocks and the squeezed schedules at sizes and resolutions
+// that leave cells ambiguous, and ../shared/reference/schedules.md gives only their bubble and memory.
+// The orders below therefore come from the authors' published implementation instead: sail-sg/zero-bubble-pipeline-parallelism,
 // megatron/core/pipeline_parallel/zerobubble/scheduler/zbv_greedy.py, PipelineGraph with mem_config
 // "half" or "min", unit F, B and W costs and no communication, each stage's stage_order as
 // create_schedule reads it; that file was run on its own, outside mpsim, and its output copied here.
