@@ -1,13 +1,19 @@
-// The planner end to end on small spaces: its answer is the exhaustive one, whatever the thread
-// count, and behaves sensibly when the cluster changes.
+// The planner end to end on small spaces: its answer is the one of simulating every candidate, whatever
+// the thread count, and behaves sensibly when the cluster changes.
 #include <algorithm>
+#include <cstdio>
+#include <iterator>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "planner/pareto.h"
 #include "planner/search.h"
+#include "planner/thread_pool.h"
+#include "sim/core/input_error.h"
 #include "sim/plan/plan_check.h"
 #include "tests/unit/planner/planner_test_support.h"
 
@@ -18,29 +24,135 @@ using testing::ids;
 using testing::shipped_model;
 using testing::short_cluster;
 
+/// One candidate of the planner's space and what the engine made of it.
 struct Simulated {
-  std::size_t id;
-  std::int64_t time_ns;
-  std::int64_t memory;
+  std::size_t id = 0;
+  plan::PlanSpec spec;
+  bool resolved = false;  ///< resolve_plan() accepted it
+  bool fits = false;      ///< resolved, and its simulated step kept `memory_reserve` free on every GPU
+  std::int64_t time_ns = 0;
+  std::int64_t memory = 0;
 };
 
-/// Every candidate that fits, simulated: sorted by (step time, id).
-std::vector<Simulated> exhaustive(const topology::Cluster& cluster, const model::Model& model,
-                                  const PlannerOptions& options) {
+std::string describe(const plan::PlanSpec& s) {
+  return fmt::format("tensor {}, pipeline {}, data {}, virtual stages {}, micro batch {}, {}, {} recompute, zero {}, "
+                     "placement {}, sequence parallel {}, overlap {}{}{}, partition [{}]",
+                     s.degrees[plan::Axis::Tensor], s.degrees[plan::Axis::Pipeline],
+                     s.written(plan::Axis::Data).value_or(1), s.virtual_stages, s.micro_batch,
+                     plan::to_string(s.schedule), model::to_string(s.recompute), s.zero, plan::to_string(s.placement),
+                     s.sequence_parallel ? "on" : "off", s.overlap_tensor_comm ? "t" : "-",
+                     s.overlap_grad_reduce ? "g" : "-", s.overlap_param_gather ? "p" : "-",
+                     fmt::join(s.partition, ", "));
+}
+
+/// The reference the planner's answer is checked against: every candidate of its space (its specs and
+/// partitions, numbered as it numbers them) simulated by the engine, none left out for its memory
+/// estimate or its step-time bound; the estimates prepare_candidates() computes are not read. Whether a
+/// plan fits is the simulated report's call: no GPU out of memory, and none into the reserve. So an
+/// estimate that wrongly prunes a plan shows up as a plan that fits here and that the planner never
+/// simulated.
+std::vector<Simulated> simulate_every_candidate(const topology::Cluster& cluster, const model::Model& model,
+                                                const PlannerOptions& options) {
   const auto prepared = prepare_candidates(cluster, model, options);
-  const Bytes usable = gpu_capacity(cluster) - options.memory_reserve;
+  std::vector<Simulated> out(prepared.size());
+  parallel_for(prepared.size(), 0, [&](std::size_t i) {
+    Simulated& s = out[i];
+    s.id = prepared[i].id;
+    EXPECT_EQ(s.id, i) << "the reference is indexed by id";
+    s.spec = prepared[i].spec;
+    plan::Plan plan;
+    try {
+      plan = plan::resolve_plan(s.spec, cluster, model);
+    } catch (const InputError&) {
+      return;  // not a plan: fits nowhere
+    }
+    s.resolved = true;
+    const trace::Report r = engine::simulate(cluster, model, plan).report;
+    const std::int64_t reserve = options.memory_reserve.count();
+    s.fits = !r.oom && std::all_of(r.devices.begin(), r.devices.end(), [&](const trace::DeviceReport& d) {
+      return d.peak_memory_bytes <= d.memory_capacity_bytes - reserve;
+    });
+    s.time_ns = TimeNs::seconds(r.step_time_s).base();
+    s.memory = r.peak_memory_bytes;
+  });
+  return out;
+}
+
+/// The candidates that fit, best first for `objective`: step time (speed), or peak memory then step
+/// time (memory), ties by id, as the planner ranks.
+std::vector<Simulated> fitting(const std::vector<Simulated>& all, plan::Objective objective) {
   std::vector<Simulated> out;
-  for (const Prepared& p : prepared) {
-    if (p.estimate.peak_memory > usable) continue;
-    const plan::Plan plan = plan::resolve_plan(p.spec, cluster, model);
-    const auto r = engine::simulate(cluster, model, plan).report;
-    if (r.oom || r.peak_memory_bytes > usable.count()) continue;
-    out.push_back({p.id, TimeNs::seconds(r.step_time_s).base(), r.peak_memory_bytes});
-  }
-  std::sort(out.begin(), out.end(), [](const Simulated& a, const Simulated& b) {
+  std::copy_if(all.begin(), all.end(), std::back_inserter(out), [](const Simulated& s) { return s.fits; });
+  std::sort(out.begin(), out.end(), [&](const Simulated& a, const Simulated& b) {
+    if (objective == plan::Objective::Memory) {
+      return std::tie(a.memory, a.time_ns, a.id) < std::tie(b.memory, b.time_ns, b.id);
+    }
     return std::tie(a.time_ns, a.id) < std::tie(b.time_ns, b.id);
   });
   return out;
+}
+
+/// `result` (the planner run with `options`) against the reference: its top K are the K best plans the
+/// engine says fit, in order, and its Pareto front is the front of all of those.
+void expect_best_of_what_fits(const std::vector<Simulated>& reference, const PlannerResult& result,
+                              const PlannerOptions& options, const std::string& name) {
+  const auto fit = fitting(reference, options.space.objective);
+  ASSERT_FALSE(fit.empty()) << name << ": the engine says no candidate fits";
+  ASSERT_EQ(result.ranked.size(), std::min<std::size_t>(static_cast<std::size_t>(options.top), fit.size())) << name;
+  for (std::size_t k = 0; k < result.ranked.size(); ++k) {
+    EXPECT_EQ(result.ranked[k].id, fit[k].id)
+        << name << " rank " << k << ": the planner has " << describe(reference.at(result.ranked[k].id).spec)
+        << ", simulating every candidate gives " << describe(fit[k].spec) << " (" << fit[k].time_ns << " ns, "
+        << fit[k].memory << " B)";
+    EXPECT_EQ(TimeNs::seconds(result.ranked[k].report.step_time_s).base(), fit[k].time_ns) << name;
+    EXPECT_EQ(result.ranked[k].report.peak_memory_bytes, fit[k].memory) << name;
+  }
+  // The front by its definition, pair by pair: no other plan at least as good on both axes and better
+  // on one, nor an equal one with a lower id; by peak memory ascending.
+  std::vector<Simulated> front;
+  for (const Simulated& s : fit) {
+    const bool beaten = std::any_of(fit.begin(), fit.end(), [&](const Simulated& o) {
+      if (o.time_ns > s.time_ns || o.memory > s.memory) return false;
+      return o.time_ns < s.time_ns || o.memory < s.memory || o.id < s.id;
+    });
+    if (!beaten) front.push_back(s);
+  }
+  std::sort(front.begin(), front.end(), [](const Simulated& a, const Simulated& b) { return a.memory < b.memory; });
+  std::vector<std::size_t> front_ids;
+  for (const Simulated& s : front) front_ids.push_back(s.id);
+  EXPECT_EQ(ids(result.pareto), front_ids) << name;
+}
+
+/// The planner without bound pruning simulates every candidate its memory estimate keeps, and keeps
+/// those that fit once simulated: each candidate it leaves out was pruned as not fitting, which the
+/// engine must confirm. Names every plan that fits and was pruned.
+void expect_nothing_that_fits_pruned(const topology::Cluster& cluster, const model::Model& model,
+                                     PlannerOptions options, const std::vector<Simulated>& reference,
+                                     const std::string& name) {
+  options.bound_pruning = false;
+  options.exact_pareto = false;
+  const PlannerResult r = run_planner(cluster, model, options);
+  const auto kept_ids = ids(r.evaluated);
+  const std::set<std::size_t> kept(kept_ids.begin(), kept_ids.end());
+  const std::int64_t usable = (gpu_capacity(cluster) - options.memory_reserve).base();
+  std::size_t misfits = 0;
+  std::size_t wrongly_pruned = 0;
+  constexpr std::size_t kNamed = 10;  // a broken estimate may prune hundreds: name the first few
+  for (const Simulated& s : reference) {
+    if (s.fits && !kept.contains(s.id) && ++wrongly_pruned <= kNamed) {
+      ADD_FAILURE() << name << ": candidate " << s.id << " (" << describe(s.spec) << ") was pruned as not fitting, "
+                    << "but the engine runs it at a peak of " << s.memory << " B of the " << usable << " B usable";
+    }
+    if (!s.fits && kept.contains(s.id)) {
+      ADD_FAILURE() << name << ": candidate " << s.id << " (" << describe(s.spec) << ") is among the planner's plans, "
+                    << "but the engine says it does not fit (peak " << s.memory << " B)";
+    }
+    if (!s.fits) ++misfits;
+  }
+  EXPECT_EQ(wrongly_pruned, 0U) << name << ": plans that fit, pruned as not fitting (the first " << kNamed
+                                << " named above)";
+  EXPECT_EQ(r.stats.pruned_memory + r.stats.pruned_invalid, misfits) << name;
+  EXPECT_EQ(r.stats.pruned_bound, 0U) << name;
 }
 
 struct SearchCase {
@@ -60,10 +172,13 @@ std::vector<SearchCase> small_cases() {
                  engine::testing::timed_layers(8, "4 ms", "4 ms", "3 ms", 4'000'000, 50'000'000), 16});
   out.push_back({"4x4 A100-40GB, gpt3-1.3b", short_cluster(4, 4, "a100-40gb", "100 Gb/s"), shipped_model("gpt3-1.3b"),
                  16, {model::Recompute::None, model::Recompute::Full}});
+  // GPUs small enough that memory decides: plans fit with a few per cent to spare, others do not.
+  out.push_back({"2x4 A100-16GiB, gpt3-1.3b", short_cluster(2, 4, testing::a100_with_memory("16 GiB")),
+                 shipped_model("gpt3-1.3b"), 16});
   return out;
 }
 
-/// One test per case of small_cases(), so that they run in parallel (each simulates every feasible plan).
+/// One test per case of small_cases(), so that they run in parallel (each simulates every candidate).
 class BestIsTheExhaustiveBest : public ::testing::TestWithParam<std::size_t> {};
 
 TEST_P(BestIsTheExhaustiveBest, TopKAndParetoFront) {
@@ -72,33 +187,25 @@ TEST_P(BestIsTheExhaustiveBest, TopKAndParetoFront) {
   options.space.global_batch = c.global_batch;
   options.space.recompute = c.recompute;
   // Every axis, in part: ZeRO without and with per-layer gathers, sequence parallelism where it
-  // applies (the exhaustive pass simulates every feasible candidate, so the space stays small).
+  // applies (the reference simulates every candidate, so the space stays small).
   options.space.zero = {0, 3};
   options.space.sequence_parallel = {true};
   options.top = 5;
-  const auto all = exhaustive(c.cluster, c.model, options);
-  ASSERT_FALSE(all.empty()) << c.name;
+  const auto reference = simulate_every_candidate(c.cluster, c.model, options);
   const PlannerResult result = run_planner(c.cluster, c.model, options);
-  ASSERT_EQ(result.ranked.size(), std::min<std::size_t>(5, all.size())) << c.name;
-  for (std::size_t k = 0; k < result.ranked.size(); ++k) {
-    EXPECT_EQ(result.ranked[k].id, all[k].id) << c.name << " rank " << k;
-    EXPECT_EQ(TimeNs::seconds(result.ranked[k].report.step_time_s).base(), all[k].time_ns) << c.name;
-  }
-  // The Pareto front of every feasible plan.
-  std::vector<ParetoPoint> points;
-  for (const Simulated& s : all) points.push_back({s.time_ns, s.memory, s.id});
-  std::vector<std::size_t> front;
-  for (const std::size_t i : pareto_front(points)) front.push_back(all[i].id);
-  EXPECT_EQ(ids(result.pareto), front) << c.name;
+  expect_best_of_what_fits(reference, result, options, c.name);
+  expect_nothing_that_fits_pruned(c.cluster, c.model, options, reference, c.name);
   // Branch and bound did prune.
-  EXPECT_LT(result.stats.evaluated, all.size()) << c.name;
+  const std::size_t fit = fitting(reference, options.space.objective).size();
+  EXPECT_LT(result.stats.evaluated, fit) << c.name;
   EXPECT_EQ(result.stats.evaluated + result.stats.pruned(), result.stats.candidates) << c.name;
-  std::printf("%s: %zu candidates, %zu fit, %zu simulated, best %.4f s\n", c.name.c_str(), result.stats.candidates,
-              all.size(), result.stats.evaluated, result.ranked.front().report.step_time_s);
+  EXPECT_EQ(result.stats.candidates, reference.size()) << c.name;
+  std::printf("%s: %zu candidates, %zu fit, %zu simulated, best %.4f s\n", c.name.c_str(), result.stats.candidates, fit,
+              result.stats.evaluated, result.ranked.empty() ? 0.0 : result.ranked.front().report.step_time_s);
 }
 
-INSTANTIATE_TEST_SUITE_P(Planner, BestIsTheExhaustiveBest, ::testing::Range<std::size_t>(0, 4));
-TEST(Planner, EverySmallCaseHasItsExhaustiveTest) { EXPECT_EQ(small_cases().size(), 4U); }
+INSTANTIATE_TEST_SUITE_P(Planner, BestIsTheExhaustiveBest, ::testing::Range<std::size_t>(0, 5));
+TEST(Planner, EverySmallCaseHasItsExhaustiveTest) { EXPECT_EQ(small_cases().size(), 5U); }
 
 TEST(Planner, SameAnswerWhateverTheThreadCount) {
   const SearchCase c = small_cases().front();
@@ -126,16 +233,75 @@ TEST(Planner, MemoryObjectiveMinimisesPeakMemory) {
   options.space.global_batch = c.global_batch;
   options.space.objective = plan::Objective::Memory;
   options.space.schedules = {plan::ScheduleKind::OneFOneB, plan::ScheduleKind::Interleaved1F1B, plan::ScheduleKind::ZbH2};
-  options.space.overlap = {false};  // overlap changes no memory: the exhaustive pass simulates half as many
+  options.space.overlap = {false};  // overlap changes no memory: the reference simulates half as many
   options.top = 3;
-  const auto all = exhaustive(c.cluster, c.model, options);
-  const auto least = std::min_element(all.begin(), all.end(), [](const Simulated& a, const Simulated& b) {
-    return std::tie(a.memory, a.time_ns, a.id) < std::tie(b.memory, b.time_ns, b.id);
-  });
+  const auto reference = simulate_every_candidate(c.cluster, c.model, options);
   const PlannerResult result = run_planner(c.cluster, c.model, options);
+  expect_best_of_what_fits(reference, result, options, c.name);
   ASSERT_FALSE(result.ranked.empty());
-  EXPECT_EQ(result.ranked.front().id, least->id);
   EXPECT_EQ(result.ranked.front().plan.optimize, plan::Objective::Memory);
+}
+
+/// A space small enough to write out: 4 GPUs on PCIe (tensor 1: no NVLink domain), 8 profiled layers
+/// with parameters and activations, and GPUs small enough that memory decides between plans. The
+/// candidates are the cross product of the options, written here rather than taken from the planner's
+/// enumeration, so that a plan the enumeration drops is caught as well as one the memory filter prunes.
+TEST(Planner, TightMemoryAgainstAnEnumerationOfItsOwn) {
+  const auto cluster = engine::testing::cluster_yaml(fmt::format(
+      "cluster: {{ gpus_per_node: 4, gpu: {}, "
+      "intra_node: {{ kind: pcie, bandwidth: \"16 GB/s\", latency: \"5 us\" }} }}\n",
+      testing::a100_with_memory("6 GiB")));
+  const auto model = engine::testing::model_yaml(
+      "model:\n  name: tight\n  layers:\n"
+      "    - { name: block, repeat: 8, forward_time: \"2 ms\", backward_input_time: \"2 ms\", "
+      "backward_weight_time: \"2 ms\", params: 50000000, activation_bytes: 100000000, output_bytes: 4000000 }\n");
+  constexpr int kGlobalBatch = 16;
+  PlannerOptions options;
+  options.space.global_batch = kGlobalBatch;
+  options.space.schedules = {plan::ScheduleKind::GPipe, plan::ScheduleKind::OneFOneB, plan::ScheduleKind::ZbH2};
+  options.space.recompute = {model::Recompute::None};
+  options.space.zero = {0, 1};
+  options.space.placements = {plan::kMegatronPlacement};
+  options.space.sequence_parallel = {false};
+  options.space.overlap = {false};
+  options.top = 5;
+
+  // (tensor, pipeline, data, micro batch, schedule, ZeRO): pipeline p of the 4 GPUs, data d = 4 / p,
+  // micro batches the powers of two dividing B / d, ZeRO 1 only where there are replicas to shard over.
+  using Key = std::tuple<int, int, int, int, int, int>;
+  std::set<Key> expected;
+  for (const int p : {1, 2, 4}) {
+    const int d = 4 / p;
+    for (int b = 1; (kGlobalBatch / d) % b == 0; b *= 2) {
+      for (const plan::ScheduleKind schedule : options.space.schedules) {
+        for (const int zero : options.space.zero) {
+          if (zero == 0 || d > 1) expected.insert({1, p, d, b, static_cast<int>(schedule), zero});
+        }
+      }
+    }
+  }
+  const auto reference = simulate_every_candidate(cluster, model, options);
+  std::set<Key> enumerated;
+  for (const Simulated& s : reference) {
+    const plan::PlanSpec& x = s.spec;
+    enumerated.insert({x.degrees[plan::Axis::Tensor], x.degrees[plan::Axis::Pipeline],
+                       x.written(plan::Axis::Data).value_or(1), x.micro_batch, static_cast<int>(x.schedule), x.zero});
+    EXPECT_TRUE(s.resolved) << describe(x);
+  }
+  EXPECT_EQ(enumerated, expected);
+  // Identical layers: the balanced partition is the even one, so one candidate per spec.
+  EXPECT_EQ(reference.size(), expected.size());
+
+  const std::string name = "4 PCIe GPUs of 6 GiB";
+  const PlannerResult result = run_planner(cluster, model, options);
+  expect_best_of_what_fits(reference, result, options, name);
+  expect_nothing_that_fits_pruned(cluster, model, options, reference, name);
+  // Memory decides: some candidates fit and some do not.
+  const std::size_t fit = fitting(reference, options.space.objective).size();
+  EXPECT_GT(fit, 0U);
+  EXPECT_LT(fit, reference.size());
+  std::printf("%s: %zu candidates, %zu fit, %zu simulated\n", name.c_str(), reference.size(), fit,
+              result.stats.evaluated);
 }
 
 TEST(Planner, SlowerNetworkNeverGivesAFasterBest) {
