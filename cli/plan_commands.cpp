@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -27,6 +28,7 @@
 #include "cli/verify_top.h"
 #include "executor/interpreter/mpi_runtime.h"
 #include "executor/launch/mpirun_launch.h"
+#include "interop/export/export.h"
 #include "planner/cost_search.h"
 #include "planner/equivalent_plans.h"
 #include "planner/explain.h"
@@ -88,6 +90,7 @@ struct PlanArgs {
   std::string precisions;
   std::string attention_kernel;  ///< fa2 | fa3 | fa4; empty: the GPU kind's default rate
   std::string moe_dispatcher = "alltoall";  ///< alltoall | deepep | hybridep
+  std::string framework;  ///< --framework: keep only plans it runs and exports; empty: any
   int max_tensor = 0;
   int max_context = 0;
   int max_expert = 0;
@@ -237,6 +240,16 @@ const std::vector<std::string> kPlanHeader{"tp",   "cp",   "pp",      "dp",     
                                            "mb",   "m",    "schedule", "recompute", "sp",       "zero",
                                            "overlap", "precision", "placement"};
 
+/// A merged row's plan cells: the placements (and, with one pipeline stage, the schedule names) that
+/// give the same plan, listed.
+std::vector<std::string> merged_cells(const planner::EquivalentPlans& group) {
+  auto cells = plan_cells(group.plan.plan);
+  const auto schedule = std::find(kPlanHeader.begin(), kPlanHeader.end(), "schedule") - kPlanHeader.begin();
+  cells[static_cast<std::size_t>(schedule)] = planner::schedules_text(group);
+  cells.back() = planner::placements_text(group);
+  return cells;
+}
+
 /// The ranking with equivalent plans (planner/equivalent_plans.h) in one row, their placements listed.
 std::string ranked_table(const std::vector<planner::Evaluated>& ranked) {
   const std::vector<planner::EquivalentPlans> merged = planner::merge_equivalent(ranked);
@@ -249,15 +262,15 @@ std::string ranked_table(const std::vector<planner::Evaluated>& ranked) {
     std::vector<std::string> row{std::to_string(i + 1), to_string(TimeNs::seconds(r.step_time_s)),
                                  percent(r.bubble_fraction), fmt::format("{:.1f}", r.tflops_per_gpu), percent(r.mfu),
                                  to_string(Bytes::bytes(r.peak_memory_bytes))};
-    auto cells = plan_cells(merged[i].plan.plan);
-    cells.back() = planner::placements_text(merged[i]);
+    const auto cells = merged_cells(merged[i]);
     row.insert(row.end(), cells.begin(), cells.end());
     t.add_row(row);
   }
   std::string out = t.render();
   if (merged.size() < ranked.size()) {
-    out += fmt::format("({} of the {} ranked plans differ from one above only in placement, with the same peak memory "
-                       "and a step within {}: listed in its row)\n",
+    out += fmt::format("({} of the {} ranked plans differ from one above only in placement (or, with one pipeline "
+                       "stage, in the schedule's name), with the same peak memory and a step within {}: listed in its "
+                       "row)\n",
                        ranked.size() - merged.size(), ranked.size(), percent(planner::kEquivalentStepShare));
   }
   return out;
@@ -297,8 +310,7 @@ std::string pareto_table(const std::vector<planner::Evaluated>& front) {
     const planner::Evaluated& e = group.plan;
     std::vector<std::string> row{to_string(Bytes::bytes(e.report.peak_memory_bytes)),
                                  to_string(TimeNs::seconds(e.report.step_time_s))};
-    auto cells = plan_cells(e.plan);
-    cells.back() = planner::placements_text(group);
+    const auto cells = merged_cells(group);
     row.insert(row.end(), cells.begin(), cells.end());
     t.add_row(row);
   }
@@ -443,6 +455,23 @@ void run_cost_search(const PlanArgs& args) {
   }
 }
 
+/// --framework: a plan the framework cannot run is one its export refuses (interop/export: every setting
+/// a target cannot express is an error there), so each ranked plan exports without error.
+std::function<std::optional<std::string>(const plan::PlanSpec&, const plan::Plan&)> refusal_of(
+    const std::string& framework, const Inputs& in, const std::string& model_file) {
+  const interop::Framework target = *interop::framework_named(framework);  // one of them (CLI::IsMember)
+  return [target, &in, model_file](const plan::PlanSpec& spec, const plan::Plan& plan) -> std::optional<std::string> {
+    try {
+      // A schedule TorchTitan runs from a CSV names one beside its TOML, as `plan export -o` writes it.
+      (void)interop::export_plan(target, {plan, spec, in.model, model_file, interop::launch_shape(in.cluster),
+                                          "schedule.csv"});
+      return std::nullopt;
+    } catch (const InputError& e) {
+      return e.message();
+    }
+  };
+}
+
 void run_planner_command(const PlanArgs& args) {
   // Under mpirun the processes divide the search; rank 0 gathers it and prints.
   std::optional<executor::MpiSession> mpi;
@@ -463,6 +492,7 @@ void run_planner_command(const PlanArgs& args) {
     options.shard = mpi->rank();
     options.shards = mpi->size();
   }
+  if (!args.framework.empty()) options.refuse = refusal_of(args.framework, in, args.files.model);
   Progress progress(!args.json && !divided && isatty(STDERR_FILENO) != 0);
   options.on_progress = [&progress](const planner::SearchProgress& p) { progress.update(p); };
   planner::PlannerResult result = planner::run_planner(in.cluster, in.model, options);
@@ -495,6 +525,7 @@ void run_planner_command(const PlanArgs& args) {
                       {"pruned_memory", stats.pruned_memory},
                       {"pruned_bound", stats.pruned_bound},
                       {"pruned_invalid", stats.pruned_invalid},
+                      {"pruned_framework", stats.pruned_framework},
                       {"objective", std::string(plan::to_string(options.space.objective))},
                       {"global_batch", args.global_batch},
                       {"gpus", gpus},
@@ -578,7 +609,11 @@ void run_planner_command(const PlanArgs& args) {
       "{} candidate plans; {} simulated in {:.1f} s; pruned {} over memory{}, {} by the step-time bound{}\n\n",
       stats.candidates, stats.evaluated, stats.search_time_s, stats.pruned_memory,
       options.memory_reserve.count() > 0 ? fmt::format(" (reserve {})", to_string(options.memory_reserve)) : "",
-      stats.pruned_bound, stats.pruned_invalid > 0 ? fmt::format(", {} invalid", stats.pruned_invalid) : "");
+      stats.pruned_bound,
+      fmt::format("{}{}", stats.pruned_invalid > 0 ? fmt::format(", {} invalid", stats.pruned_invalid) : "",
+                  stats.pruned_framework > 0
+                      ? fmt::format(", {} that {} cannot run", stats.pruned_framework, args.framework)
+                      : ""));
   std::cout << ranked_table(result.ranked);
   std::cout << "\nSpeed/memory Pareto front:\n" << pareto_table(result.pareto);
   if (!verified.empty()) {
@@ -645,6 +680,10 @@ void add_plan_commands(CLI::App& app) {
                        "(Megatron's flex dispatcher: a token crosses to each node once; the plan fields "
                        "moe_token_dispatcher_type and moe_flex_dispatcher_backend)")
       ->check(CLI::IsMember(plan::names_of(plan::kMoeDispatcherNames)));
+  plan_cmd->add_option("--framework", args->framework,
+                       "Search only plans this framework runs: each one its launch config exports without error "
+                       "(plan export --to)")
+      ->check(CLI::IsMember(plan::names_of(interop::kFrameworkNames)));
   plan_cmd->add_option("--max-tensor", args->max_tensor, "Largest tensor-parallel degree")->check(CLI::PositiveNumber);
   plan_cmd->add_option("--max-context", args->max_context, "Largest context-parallel degree")->check(CLI::PositiveNumber);
   plan_cmd->add_option("--max-expert", args->max_expert, "Largest expert-parallel degree (MoE models)")

@@ -48,10 +48,7 @@ void run_export(const ExportArgs& args) {
   for (const auto& s : args.sets) overrides.push_back(parse_override(s, "--set"));
   const Inputs in = load_inputs_on_gpus(args.files, overrides, args.gpus);
   const plan::PlanSpec spec = plan::load_plan_file(args.files.plan);
-  interop::Framework target{};
-  for (const auto& [name, framework] : interop::kFrameworkNames) {
-    if (name == args.target) target = framework;
-  }
+  const interop::Framework target = *interop::framework_named(args.target);  // one of them (CLI::IsMember)
   // A schedule TorchTitan has no class for runs from a CSV, which needs a file beside the TOML; on
   // stdout the export is the error that says so.
   const bool with_csv =
@@ -129,11 +126,9 @@ void add_plan_launch_commands(CLI::App& plan_cmd) {
       "export", "Write a plan as a framework's launch configuration (Megatron-LM script, NeMo / Megatron-Bridge "
                 "overrides, DeepSpeed JSON, TorchTitan TOML, SageMaker parameters)");
   cmd->add_option("plan", args->files.plan, "Plan YAML file")->required();
-  std::vector<std::string> targets;
-  for (const auto& [name, framework] : interop::kFrameworkNames) targets.emplace_back(name);
   cmd->add_option("--to", args->target, "megatron, nemo, deepspeed, torchtitan or sagemaker")
       ->required()
-      ->check(CLI::IsMember(targets));
+      ->check(CLI::IsMember(plan::names_of(interop::kFrameworkNames)));
   cmd->add_option("--topology", args->files.topology,
                   "Topology YAML: the data degree and the nodes the launch spans come from it")
       ->required();

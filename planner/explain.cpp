@@ -2,13 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
 
 #include "planner/lower_bound.h"
 #include "sim/engine/cost_model.h"
 #include "sim/plan/layout.h"
+#include "sim/plan/plan_json.h"
 #include "sim/schedule/program.h"
 
 namespace mpsim::planner {
@@ -54,27 +58,46 @@ TimeBreakdown breakdown(const topology::Cluster& cluster, const model::Model& mo
   return out;
 }
 
+namespace {
+
+/// "tensor 8 vs 4", "overlap.grad_reduce true vs false": each leaf of two plan objects that differs, by
+/// its path (the parallel degrees by their own names).
+void plan_differences(const nlohmann::ordered_json& a, const nlohmann::ordered_json& b, const std::string& path,
+                      std::vector<std::string>& out) {
+  if (a.is_object() && b.is_object()) {
+    for (const auto& [key, value] : a.items()) {
+      const std::string child = path.empty() || path == "parallelism" ? key : path + "." + key;
+      plan_differences(value, b.contains(key) ? b.at(key) : nlohmann::ordered_json(), child, out);
+    }
+    for (const auto& [key, value] : b.items()) {
+      if (!a.contains(key)) plan_differences(nlohmann::ordered_json(), value, path.empty() ? key : path + "." + key, out);
+    }
+    return;
+  }
+  if (a == b) return;
+  const auto text = [](const nlohmann::ordered_json& v) {
+    if (v.is_null()) return std::string("unset");
+    if (v.is_string()) return v.get<std::string>();
+    if (v.is_array()) {
+      std::vector<std::string> items;
+      for (const auto& item : v) items.push_back(item.is_string() ? item.get<std::string>() : item.dump());
+      return fmt::format("[{}]", fmt::join(items, ", "));
+    }
+    return v.dump();
+  };
+  out.push_back(fmt::format("{} {} vs {}", path, text(a), text(b)));
+}
+
+}  // namespace
+
 Comparison compare(const topology::Cluster& cluster, const model::Model& model, const Evaluated& winner,
                    const Evaluated& other) {
   Comparison out;
   const plan::Plan& a = winner.plan;
   const plan::Plan& b = other.plan;
-  const auto differ = [&](const char* name, const auto& x, const auto& y) {
-    if (x != y) out.differences.push_back(fmt::format("{} {} vs {}", name, x, y));
-  };
-  differ("tensor", a.degrees[plan::Axis::Tensor], b.degrees[plan::Axis::Tensor]);
-  differ("pipeline", a.degrees[plan::Axis::Pipeline], b.degrees[plan::Axis::Pipeline]);
-  differ("data", a.degrees[plan::Axis::Data], b.degrees[plan::Axis::Data]);
-  differ("virtual stages", a.virtual_stages, b.virtual_stages);
-  differ("micro batch", a.micro_batch, b.micro_batch);
-  differ("microbatches", a.microbatches, b.microbatches);
-  differ("schedule", std::string(plan::to_string(a.schedule)), std::string(plan::to_string(b.schedule)));
-  differ("recompute", std::string(model::to_string(a.recompute)), std::string(model::to_string(b.recompute)));
-  differ("zero", a.zero, b.zero);
-  differ("placement", plan::to_string(a.placement), plan::to_string(b.placement));
-  if (a.partition != b.partition) {
-    out.differences.push_back(fmt::format("partition [{}] vs [{}]", fmt::join(a.partition, ", "), fmt::join(b.partition, ", ")));
-  }
+  // Every field of the plan file that differs, from the plan's JSON (which the plan-field table writes),
+  // so that a field added there is named here without an edit.
+  plan_differences(plan::plan_json(a), plan::plan_json(b), "", out.differences);
   out.winner = breakdown(cluster, model, winner);
   out.other = breakdown(cluster, model, other);
   const double gaps[] = {out.other.compute_s - out.winner.compute_s, out.other.bubble_s - out.winner.bubble_s,

@@ -72,6 +72,9 @@ std::string infeasible_reason(const model::Model& model, const topology::Cluster
     return fmt::format("no plan fits in memory: the smallest peak is {} ({}), over the {} of a GPU",
                        to_string(smallest->estimate.peak_memory), short_plan(smallest->spec), per_gpu);
   }
+  if (stats.pruned_framework > 0 && stats.pruned_invalid == 0) {
+    return "the framework runs none of the plans that fit (--framework): " + first_invalid;
+  }
   if (!first_invalid.empty()) return "every plan that fits was rejected by the plan checks: " + first_invalid;
   return "no plan fits in memory once simulated";
 }
@@ -114,6 +117,7 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
   struct Outcome {
     std::optional<Evaluated> ok;
     std::string invalid;  ///< resolve_plan()'s message
+    bool refused = false;  ///< by options.refuse: `invalid` says why
   };
   const auto evaluate = [&](std::size_t id) {
     Outcome out;
@@ -125,6 +129,13 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
       out.invalid = e.message();
       return out;
     }
+    if (options.refuse) {
+      if (std::optional<std::string> why = options.refuse(p.spec, resolved)) {
+        out.invalid = std::move(*why);
+        out.refused = true;
+        return out;
+      }
+    }
     engine::EngineOptions engine = options.engine;
     engine.record_timeline = false;
     if (engine.routes == nullptr) engine.routes = &routes;
@@ -135,7 +146,7 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
   const auto commit = [&](std::size_t id, Outcome&& out) {
     done[id] = true;
     if (!out.ok) {
-      ++stats.pruned_invalid;
+      ++(out.refused ? stats.pruned_framework : stats.pruned_invalid);
       if (first_invalid.empty()) first_invalid = out.invalid;
       return;
     }
@@ -199,7 +210,7 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
   }
 
   stats.evaluated = simulated;
-  stats.pruned_bound = feasible.size() - simulated - stats.pruned_invalid;
+  stats.pruned_bound = feasible.size() - simulated - stats.pruned_invalid - stats.pruned_framework;
   std::sort(evaluated.begin(), evaluated.end(), [](const Evaluated& a, const Evaluated& b) { return a.id < b.id; });
   for (const auto& [key, id] : best) {
     const auto it = std::lower_bound(evaluated.begin(), evaluated.end(), id,

@@ -12,6 +12,7 @@
 /// (ordered_search.h).
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,9 @@ struct PlannerOptions {
   /// id is `shard` modulo `shards`; merge_shards() joins the parts.
   int shard = 0;
   int shards = 1;
+  /// The user's framework (`plan --framework`): why it cannot run a resolved plan, or nothing. A refused
+  /// candidate is never simulated (counted in pruned_framework). Called from worker threads.
+  std::function<std::optional<std::string>(const plan::PlanSpec&, const plan::Plan&)> refuse;
 };
 
 /// A candidate ready to simulate: a complete spec (partition included) and its estimates. When its
@@ -70,8 +74,11 @@ struct SearchStats {
   std::size_t pruned_memory = 0;   ///< peak memory over capacity - reserve
   std::size_t pruned_bound = 0;    ///< feasible, but their bound showed they could not make the results
   std::size_t pruned_invalid = 0;  ///< rejected by resolve_plan()
+  std::size_t pruned_framework = 0;  ///< refused by PlannerOptions::refuse (a plan the framework cannot run)
   double search_time_s = 0;
-  [[nodiscard]] std::size_t pruned() const noexcept { return pruned_memory + pruned_bound + pruned_invalid; }
+  [[nodiscard]] std::size_t pruned() const noexcept {
+    return pruned_memory + pruned_bound + pruned_invalid + pruned_framework;
+  }
 };
 
 struct PlannerResult {

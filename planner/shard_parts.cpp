@@ -23,7 +23,7 @@ std::string shard_part_text(const PlannerResult& mine) {
   }
   const SearchStats& s = mine.stats;
   const nlohmann::json part{{"plans", plans},
-                            {"stats", {s.candidates, s.evaluated, s.pruned_memory, s.pruned_bound, s.pruned_invalid}},
+                            {"stats", {s.candidates, s.evaluated, s.pruned_memory, s.pruned_bound, s.pruned_invalid, s.pruned_framework}},
                             {"infeasible", mine.infeasible}};
   return part.dump();
 }
@@ -52,6 +52,7 @@ PlannerResult merge_shard_parts(const std::vector<std::string_view>& parts, cons
     stats.pruned_memory = s.at(2).get<std::size_t>();  // the same before the space is divided
     stats.pruned_bound += s.at(3).get<std::size_t>();
     stats.pruned_invalid += s.at(4).get<std::size_t>();
+    stats.pruned_framework += s.at(5).get<std::size_t>();
     if (infeasible.empty()) infeasible = part.at("infeasible").get<std::string>();
   }
   PlannerResult merged = merge_shards(std::move(candidates), stats, options);

@@ -4,6 +4,7 @@
 /// a TorchTitan job TOML and SageMaker model parallelism's `parameters`. Names are each project's
 /// own (docs/export.md lists them with their sources). A setting a target cannot express is an
 /// InputError at the plan field that holds it, never a silent drop.
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -20,6 +21,13 @@ inline constexpr std::pair<std::string_view, Framework> kFrameworkNames[] = {
     {"megatron", Framework::Megatron},     {"nemo", Framework::Nemo},
     {"deepspeed", Framework::DeepSpeed},   {"torchtitan", Framework::TorchTitan},
     {"sagemaker", Framework::SageMaker}};
+/// The framework of a name of kFrameworkNames (the command line's word), if it is one.
+[[nodiscard]] constexpr std::optional<Framework> framework_named(std::string_view name) noexcept {
+  for (const auto& [word, framework] : kFrameworkNames) {
+    if (word == name) return framework;
+  }
+  return std::nullopt;
+}
 
 /// The nodes the plan's GPUs span, as the launcher is told them (torchrun's --nnodes and --nproc_per_node).
 struct LaunchShape {

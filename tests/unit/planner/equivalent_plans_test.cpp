@@ -1,4 +1,5 @@
-// Plans that differ only in placement and simulate to the same step are one row of a ranking.
+// Plans that differ only in placement (or, with one pipeline stage, in the schedule's name) and simulate
+// to the same step are one row of a ranking.
 #include <gtest/gtest.h>
 
 #include "planner/equivalent_plans.h"
@@ -41,6 +42,24 @@ TEST(EquivalentPlans, MergingKeepsTheRankingOrderAndListsThePlacements) {
   EXPECT_EQ(merged[0].plan.report.step_time_s, 17.4);
   EXPECT_EQ(placements_text(merged[1]), "tp-pp-dp");
   EXPECT_EQ(merged[2].plan.report.step_time_s, 17.6);
+}
+
+// With one pipeline stage every schedule runs the same forward-backward loop: only the name differs, and
+// the row lists the names; with two stages the schedule is a real difference.
+TEST(EquivalentPlans, OneStageScheduleNamesAreOnePlan) {
+  const auto with = [](int pipeline, plan::ScheduleKind kind) {
+    Evaluated e = evaluated(kTpDpPp, 12.0);
+    e.plan.degrees.set(plan::Axis::Pipeline, pipeline);
+    e.plan.schedule = kind;
+    return e;
+  };
+  EXPECT_TRUE(equivalent(with(1, plan::ScheduleKind::OneFOneB), with(1, plan::ScheduleKind::SageMakerInterleaved)));
+  EXPECT_FALSE(equivalent(with(2, plan::ScheduleKind::OneFOneB), with(2, plan::ScheduleKind::ZbH1)));
+  const std::vector<EquivalentPlans> merged = merge_equivalent(
+      {with(1, plan::ScheduleKind::OneFOneB), with(1, plan::ScheduleKind::ZbH1), with(1, plan::ScheduleKind::ZbH1)});
+  ASSERT_EQ(merged.size(), 1u);
+  EXPECT_EQ(schedules_text(merged[0]), "1f1b / zb-h1");
+  EXPECT_EQ(placements_text(merged[0]), "tp-dp-pp");  // each once
 }
 
 }  // namespace

@@ -33,9 +33,9 @@ std::string small_cluster_file() {
   return path.string();
 }
 
-std::string small_args() {
+std::string small_args(int top = 3) {
   return "plan --topology " + small_cluster_file() + " --model " + repo("configs/models/gpt3-1.3b.yaml") +
-         " --global-batch 16 --top 3";
+         " --global-batch 16 --top " + std::to_string(top);
 }
 
 TEST(PlanCommand, JsonContractPlanFileAndTrace) {
@@ -92,6 +92,45 @@ TEST(PlanCommand, TableAndExplanation) {
   EXPECT_NE(r.out.find("Pareto front"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Why #1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("#2 differs in"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("#2 differs in nothing"), std::string::npos) << r.out;
+}
+
+/// How many of the ranked plans of `plan_json` (a `plan --json` report) `plan export --to megatron` refuses.
+int plans_megatron_refuses(const nlohmann::json& plan_json) {
+  int refused = 0;
+  for (const auto& candidate : plan_json["candidates"]) {
+    const fs::path file = scratch() / "ranked.yaml";
+    std::ofstream(file) << candidate["plan"].dump();  // JSON is YAML
+    const CommandResult r = mpsim("plan export " + file.string() + " --to megatron --topology " +
+                                  small_cluster_file() + " --model " + repo("configs/models/gpt3-1.3b.yaml"));
+    if (r.exit_code != 0) ++refused;
+  }
+  return refused;
+}
+
+// --framework keeps only plans the framework runs: each ranked plan exports to it without error, where
+// the same search without it ranks V-shaped schedules Megatron-LM does not run.
+TEST(PlanCommand, FrameworkRanksOnlyPlansItsExportAccepts) {
+  const std::string search = small_args(10) + " --optimize memory --json";
+  const auto any = nlohmann::json::parse(mpsim(search).out);
+  EXPECT_GT(plans_megatron_refuses(any), 0);
+  EXPECT_EQ(any["search"]["pruned_framework"].get<int>(), 0);
+  const CommandResult r = mpsim(search + " --framework megatron");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto megatron = nlohmann::json::parse(r.out);
+  ASSERT_EQ(megatron["candidates"].size(), 10u);
+  EXPECT_EQ(plans_megatron_refuses(megatron), 0);
+  EXPECT_GT(megatron["search"]["pruned_framework"].get<int>(), 0);
+  EXPECT_NE(mpsim(small_args() + " --framework megatron").out.find("that megatron cannot run"), std::string::npos);
+}
+
+// With one pipeline stage every schedule runs the same loop: plans that differ only in its name are one
+// row, the names listed in it.
+TEST(PlanCommand, OneStageScheduleNamesAreOneRow) {
+  const CommandResult r = mpsim(small_args(10));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1f1b / "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("in the schedule's name"), std::string::npos) << r.out;
 }
 
 TEST(PlanCommand, DefaultsAreTheReadmeJob) {
