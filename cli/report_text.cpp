@@ -35,6 +35,12 @@ void print_report(const Inputs& in, const trace::Report& r) {
                            r.tflops_per_gpu, percent(r.mfu), r.hardware_tflops_per_gpu);
   std::cout << fmt::format("  idle          {} of all GPU time; pipeline bubble rate {}\n", percent(r.bubble_fraction),
                            percent(r.bubble_rate));
+  if (r.communication_wait_fraction > 0) {
+    // Exposed communication the idle share does not show: the stream is held while it waits.
+    std::cout << fmt::format("  comm wait     {} of all GPU time waiting on in-layer collectives (ZeRO-3 gathers, "
+                             "context exchanges, expert all-to-alls, overlaps outlasting their pass)\n",
+                             percent(r.communication_wait_fraction));
+  }
   const auto worst = std::max_element(r.devices.begin(), r.devices.end(), [](const auto& a, const auto& b) {
     return a.peak_memory_bytes < b.peak_memory_bytes;
   });

@@ -63,6 +63,10 @@ QString traceSection(const TraceModel& model, int index, std::size_t count, doub
     }
     if (p.context > 1) row(QStringLiteral("context"), QStringLiteral("CP %1").arg(p.context));
     row(QStringLiteral("bubble"), pct(report->bubble_fraction));
+    // Exposed communication the bubble does not show: compute streams held waiting on collectives.
+    if (report->communication_wait_fraction > 0) {
+      row(QStringLiteral("comm wait"), pct(report->communication_wait_fraction));
+    }
     row(QStringLiteral("MFU"), pct(report->mfu));
     row(QStringLiteral("TFLOP/s per GPU"), QString::number(report->tflops_per_gpu, 'f', 1));
     row(QStringLiteral("peak memory"),

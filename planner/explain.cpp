@@ -29,15 +29,18 @@ TimeBreakdown breakdown(const topology::Cluster& cluster, const model::Model& mo
   const trace::Report& r = e.report;
   TimeBreakdown out;
   out.step_s = r.step_time_s;
-  // The busiest pipeline rank (its devices all report the same numbers).
+  // The busiest pipeline rank (its devices all report the same numbers). The time its stream waited on
+  // in-layer collectives is exposed communication, not compute.
   double busiest = -1;
+  double waiting = 0;
   for (const trace::DeviceReport& d : r.devices) {
     if (d.busy_s > busiest) {
       busiest = d.busy_s;
+      waiting = d.communication_wait_s;
       out.stage = d.stage;
     }
   }
-  out.compute_s = std::max(0.0, busiest);
+  out.compute_s = std::max(0.0, busiest - waiting);
 
   const plan::Layout layout(p);
   const engine::CostModel costs = engine::build_cost_model(cluster, model, p, layout);

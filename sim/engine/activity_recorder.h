@@ -14,6 +14,7 @@ class ActivityRecorder final : public Observer {
   struct Actor {
     std::int64_t busy_ns = 0;
     std::int64_t pipeline_busy_ns = 0;
+    std::int64_t communication_wait_ns = 0;  ///< of busy_ns, waiting on in-layer collectives
     std::int64_t first_start_ns = -1;
     std::int64_t last_end_ns = 0;
     std::int64_t peak_memory_bytes = 0;
@@ -30,6 +31,9 @@ class ActivityRecorder final : public Observer {
     a.pipeline_busy_ns += end_ns - start_ns;
     if (a.first_start_ns < 0) a.first_start_ns = start_ns;
     a.last_end_ns = end_ns;
+  }
+  void communication_waited(int actor, std::int64_t start_ns, std::int64_t end_ns) override {
+    actors_[static_cast<std::size_t>(actor)].communication_wait_ns += end_ns - start_ns;
   }
   void memory_changed(int actor, std::int64_t, std::int64_t bytes) override {
     Actor& a = actors_[static_cast<std::size_t>(actor)];

@@ -78,6 +78,7 @@ class Simulation {
     bool computing = false;       // a compute op or a blocking in-layer collective holds the stream
     bool compute_ended = false;   // the compute op's own time is over; it waits for overlapped collectives
     std::int64_t busy_since = 0;
+    std::int64_t communication_since = -1;  // the held stream waits on in-layer collectives since; -1: not
     std::optional<std::int64_t> waiting_for;  // the message (message_number) a Recv blocks on
     std::int64_t waiting_since = 0;
     std::unordered_set<std::int64_t> arrived;
@@ -399,6 +400,10 @@ void Simulation::release(Actor& actor) {
   actor.compute_ended = false;
   const int index = static_cast<int>(&actor - actors_.data());
   notify([&](Observer& o) { o.stream_held(index, actor.busy_since, now_, actor.pipeline_op); });
+  if (actor.communication_since >= 0) {
+    notify([&](Observer& o) { o.communication_waited(index, actor.communication_since, now_); });
+    actor.communication_since = -1;
+  }
   advance(index);
 }
 
@@ -473,6 +478,7 @@ void Simulation::advance(int index) {
             actor.computing = true;
             actor.compute_ended = true;
             actor.busy_since = now_;
+            actor.communication_since = now_;
           }
           try_start_layer_collective(actor);
           break;
@@ -746,8 +752,12 @@ Prediction Simulation::run() {
     if (const auto* done = std::get_if<ComputeDone>(&event)) {
       Actor& actor = actors_[static_cast<std::size_t>(done->actor)];
       actor.compute_ended = true;
-      // An op with in-layer collectives beside it ends when they do.
-      if (actor.layer_outstanding == 0) release(actor);
+      // An op with in-layer collectives beside it ends when they do: the stream waits on them meanwhile.
+      if (actor.layer_outstanding == 0) {
+        release(actor);
+      } else {
+        actor.communication_since = now_;
+      }
     } else if (const auto* activate = std::get_if<FlowActivate>(&event)) {
       PendingFlow& pending = pending_flows_[activate->pending];
       const auto& changed = network_->start(TimeNs::ns(now_), pending.transfers->id, pending.bytes, pending.cap);
@@ -834,6 +844,7 @@ trace::Report Simulation::build_report() const {
     d.stage = stage;
     d.busy_ns = a.busy_ns;
     d.pipeline_busy_ns = a.pipeline_busy_ns;
+    d.communication_wait_ns = a.communication_wait_ns;
     d.first_start_ns = a.first_start_ns;
     d.last_end_ns = a.last_end_ns;
     d.peak_memory_bytes = a.peak_memory_bytes;

@@ -63,6 +63,7 @@ trace::Report build_report(double step_s, const std::vector<DeviceActivity>& dev
     d.id = a.id;
     d.stage = a.stage;
     d.busy_s = static_cast<double>(a.busy_ns) * 1e-9;
+    d.communication_wait_s = static_cast<double>(a.communication_wait_ns) * 1e-9;
     set_idle(d, step_s);
     d.peak_memory_bytes = a.peak_memory_bytes;
     d.memory_capacity_bytes = a.memory_capacity_bytes;
@@ -77,6 +78,7 @@ trace::Report build_report(double step_s, const std::vector<DeviceActivity>& dev
     }
   }
   r.bubble_fraction = idle_share(r.devices, step_s);
+  r.communication_wait_fraction = communication_wait_share(r.devices, step_s);
   r.bubble_rate = zero_bubble_rate(longest_span, pipeline_busy, plan.degrees[plan::Axis::Pipeline]);
   const double gpus = static_cast<double>(devices.size());
   if (step_s > 0 && gpus > 0) {

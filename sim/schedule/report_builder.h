@@ -26,6 +26,7 @@ struct DeviceActivity {
   /// The device whose passes stand for its pipeline rank in Zero Bubble's bubble rate (one per rank).
   bool represents_stage = false;
   trace::MemoryBreakdown memory;      ///< what the peak holds, when known
+  std::int64_t communication_wait_ns = 0;  ///< of busy, waiting on in-layer collectives (0: not known)
 };
 
 /// FLOPs of one whole step over all GPUs.

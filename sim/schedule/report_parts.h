@@ -35,6 +35,14 @@ inline void set_idle(trace::DeviceReport& d, double step_s) noexcept {
   return step_s > 0 && !devices.empty() ? idle / (step_s * static_cast<double>(devices.size())) : 0;
 }
 
+/// The share of all devices' step time their compute streams waited on in-layer collectives.
+[[nodiscard]] inline double communication_wait_share(const std::vector<trace::DeviceReport>& devices,
+                                                     double step_s) noexcept {
+  double waits = 0;
+  for (const auto& d : devices) waits += d.communication_wait_s;
+  return step_s > 0 && !devices.empty() ? waits / (step_s * static_cast<double>(devices.size())) : 0;
+}
+
 /// Zero Bubble's bubble rate: 1 - busy / (ranks x the longest rank's span), pipeline passes only.
 [[nodiscard]] inline double zero_bubble_rate(std::int64_t longest_span_ns, double pipeline_busy_ns, int ranks) noexcept {
   return longest_span_ns > 0 ? 1.0 - pipeline_busy_ns / (static_cast<double>(longest_span_ns) * ranks) : 0;

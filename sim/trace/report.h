@@ -30,6 +30,9 @@ struct DeviceReport {
   std::int64_t memory_capacity_bytes = 0;
   bool oom = false;
   MemoryBreakdown memory;  ///< all zero when not known (a measured step)
+  /// Of busy_s, the stream waiting on in-layer collectives (ZeRO-3 parameter gathers, context-parallel
+  /// exchanges, expert all-to-alls, or overlapped ones outlasting their pass): exposed communication.
+  double communication_wait_s = 0;
 };
 
 struct LinkReport {
@@ -61,6 +64,10 @@ struct Report {
   double step_time_s = 0;
   double bubble_fraction = 0;   ///< idle share of all devices' time in the step
   double bubble_rate = 0;       ///< Zero Bubble's: 1 - pass time / (ranks x longest first-to-last-pass span)
+  /// The share of all devices' time in the step their compute streams waited on in-layer collectives
+  /// (DeviceReport::communication_wait_s): exposed communication that bubble_fraction, which counts
+  /// only a free stream as idle, does not show.
+  double communication_wait_fraction = 0;
   double tflops_per_gpu = 0;    ///< model FLOPs (no recomputation) / step time / GPUs, in TFLOP/s
   double hardware_tflops_per_gpu = 0;  ///< FLOPs executed, recomputation included
   double mfu = 0;               ///< model FLOPs / (step time x GPUs x peak)

@@ -13,6 +13,7 @@ nlohmann::ordered_json report_json(const Report& r) {
   out["step_time_s"] = r.step_time_s;
   out["bubble_fraction"] = r.bubble_fraction;
   out["bubble_rate"] = r.bubble_rate;
+  out["communication_wait_fraction"] = r.communication_wait_fraction;
   out["tflops_per_gpu"] = r.tflops_per_gpu;
   out["hardware_tflops_per_gpu"] = r.hardware_tflops_per_gpu;
   out["mfu"] = r.mfu;
@@ -20,7 +21,8 @@ nlohmann::ordered_json report_json(const Report& r) {
   out["oom"] = r.oom;
   ordered_json devices = ordered_json::array();
   for (const auto& d : r.devices) {
-    ordered_json device = {{"id", d.id}, {"stage", d.stage}, {"busy_s", d.busy_s}, {"idle_s", d.idle_s},
+    ordered_json device = {{"id", d.id}, {"stage", d.stage}, {"busy_s", d.busy_s},
+                           {"communication_wait_s", d.communication_wait_s}, {"idle_s", d.idle_s},
                            {"bubble_fraction", d.bubble_fraction}, {"peak_memory_bytes", d.peak_memory_bytes},
                            {"memory_capacity_bytes", d.memory_capacity_bytes}, {"oom", d.oom}};
     if (d.memory.known()) {

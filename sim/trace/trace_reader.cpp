@@ -670,6 +670,7 @@ Report parse_report(const nlohmann::json& o) {
   read_field(o, "step_time_s", r.step_time_s, "");
   read_field(o, "bubble_fraction", r.bubble_fraction, "");
   read_field(o, "bubble_rate", r.bubble_rate, "");
+  read_field(o, "communication_wait_fraction", r.communication_wait_fraction, "");
   read_field(o, "tflops_per_gpu", r.tflops_per_gpu, "");
   read_field(o, "hardware_tflops_per_gpu", r.hardware_tflops_per_gpu, "");
   read_field(o, "mfu", r.mfu, "");
@@ -684,6 +685,7 @@ Report parse_report(const nlohmann::json& o) {
       read_field(d, "id", dr.id, where);
       read_field(d, "stage", dr.stage, where);
       read_field(d, "busy_s", dr.busy_s, where);
+      read_field(d, "communication_wait_s", dr.communication_wait_s, where);
       read_field(d, "idle_s", dr.idle_s, where);
       read_field(d, "bubble_fraction", dr.bubble_fraction, where);
       read_field(d, "peak_memory_bytes", dr.peak_memory_bytes, where);

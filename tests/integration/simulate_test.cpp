@@ -412,6 +412,13 @@ void expect_text_matches_json(const std::string& extra) {
     expect_printed(idle[0], j["bubble_fraction"], "idle");
     expect_printed(idle[1], j["bubble_rate"], "bubble rate");
   }
+  // Exposed communication the idle share does not show: its own line whenever there is any.
+  if (j["communication_wait_fraction"].get<double>() > 0) {
+    auto wait = capture(R"(comm wait +)" + quantity + " of all GPU time waiting on in-layer collectives");
+    if (wait.size() == 1) expect_printed(wait[0], j["communication_wait_fraction"], "comm wait");
+  } else {
+    EXPECT_EQ(text.find("comm wait"), std::string::npos) << text;
+  }
   std::map<std::string, json> device_by_id;
   std::map<int, int> devices_per_stage;
   for (const json& d : j["devices"]) {
@@ -468,6 +475,30 @@ TEST(Simulate, HumanReport) {
   expect_text_matches_json("");
   // Context parallelism: the header and the GPUs of a stage count the context degree too.
   expect_text_matches_json("--set plan.context=2 --set plan.data=1");
+  // ZeRO-3 on a slow network: the parameter gathers hold the compute stream, and the report says so.
+  expect_text_matches_json("--set plan.zero=3 --set topology.node.nics.bandwidth=\"25 Gb/s\"");
+}
+
+// Time the compute stream waits on in-layer collectives is exposed communication: ZeRO-3's parameter
+// gathers on a network a sixteenth as fast wait for most of what the step grows by, and the idle share,
+// which counts only a free stream, does not see them.
+TEST(Simulate, ZeroThreeGatherWaitsAreExposedCommunication) {
+  const json fast = report("--set plan.zero=3");
+  const json slow = report("--set plan.zero=3 --set topology.node.nics.bandwidth=\"25 Gb/s\"");
+  ASSERT_FALSE(fast.empty());
+  ASSERT_FALSE(slow.empty());
+  const double fast_step = fast["step_time_s"], slow_step = slow["step_time_s"];
+  ASSERT_GT(slow_step, 1.2 * fast_step);
+  const auto waits = [](const json& r) {
+    double most = 0;
+    for (const json& d : r["devices"]) most = std::max(most, d["communication_wait_s"].get<double>());
+    return most;
+  };
+  // Every second the step grew by on the busiest device went into waiting on collectives (within 10 %),
+  // and the share of all GPU time says as much.
+  EXPECT_NEAR(waits(slow) - waits(fast), slow_step - fast_step, 0.1 * (slow_step - fast_step));
+  EXPECT_GT(slow["communication_wait_fraction"].get<double>(), 0.5 * (slow_step - fast_step) / slow_step);
+  EXPECT_LT(slow["bubble_fraction"].get<double>(), slow["communication_wait_fraction"].get<double>());
 }
 
 TEST(Simulate, TraceFile) {
