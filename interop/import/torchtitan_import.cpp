@@ -78,8 +78,8 @@ struct DataParallel {
 
 /// The data-parallel degrees and what they make of ZeRO: DDP (zero 0) when nothing is sharded, FSDP2
 /// otherwise, with HSDP's replicas as shard groups.
-DataParallel data_parallel(const TomlValues& toml, std::int64_t model_parallel, int pipeline,
-                                 std::optional<int> gpus, PlanYaml& plan, std::optional<int>& job_gpus) {
+DataParallel data_parallel(const TomlValues& toml, std::int64_t model_parallel, int pipeline, std::optional<int> gpus,
+                           PlanYaml& plan, std::optional<int>& job_gpus) {
   const int replicate = count(toml, kReplicate, 1);
   const std::int64_t shard_written = toml.integer(kShard).value_or(-1);
   if (shard_written != -1 && (shard_written < 1 || shard_written > 1'000'000)) {
