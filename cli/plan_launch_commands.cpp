@@ -1,6 +1,7 @@
 // mpsim plan export (a plan as a framework's launch configuration, and the schedule CSV a TorchTitan
 // TOML names beside it) and mpsim plan import (a framework's launch script or config as a plan and a
 // model).
+#include <cstdint>
 #include <filesystem>
 #include <iostream>
 #include <map>
@@ -72,6 +73,7 @@ struct ImportArgs {
   std::string output;
   std::string model_output;
   std::string model;  ///< torchtitan: the model the job trains
+  std::optional<std::int64_t> vocab_size;  ///< megatron: the tokenizer's vocabulary, before Megatron pads it
 };
 
 interop::ImportedLaunch import_torchtitan(const ImportArgs& args, const std::string& text) {
@@ -90,13 +92,18 @@ void run_import(const ImportArgs& args) {
                      fmt::format("{} holds no model shape: --model-out is for --from megatron",
                                  sagemaker ? "SageMaker's parameters" : "TorchTitan's job config"));
   }
+  if (args.from != "megatron" && args.vocab_size) {
+    throw InputError({"--vocab-size", 0, 0}, "",
+                     "--vocab-size is the tokenizer's vocabulary of a Megatron-LM script's model: it is for --from "
+                     "megatron");
+  }
   if (!torchtitan && !args.model.empty()) {
     throw InputError({"--model", 0, 0}, "", "--model is for --from torchtitan (the model its [model] section names)");
   }
   const interop::ImportedLaunch imported =
       torchtitan  ? import_torchtitan(args, text)
       : sagemaker ? interop::import_sagemaker(text, args.script, args.gpus)
-                  : interop::import_megatron(text, args.script, args.gpus, !args.model_output.empty());
+                  : interop::import_megatron(text, args.script, args.gpus, !args.model_output.empty(), args.vocab_size);
   if (!args.model_output.empty()) write_file_atomically(args.model_output, imported.model_yaml);
   if (args.output.empty()) {
     std::cout << imported.plan_yaml;
@@ -107,8 +114,8 @@ void run_import(const ImportArgs& args) {
     std::cerr << (torchtitan ? "mpsim: note: data_parallel_shard_degree is -1 (the ranks left over) and --gpus is not "
                                "given: the plan leaves the data-parallel size to the cluster\n"
                              : "mpsim: note: the script does not say how many GPUs it runs on (torchrun's --nnodes "
-                               "and --nproc_per_node): the plan leaves the data-parallel size to the cluster; --gpus "
-                               "sets it\n");
+                               "and --nproc_per_node), so the degrees are not checked against them (--gpus gives "
+                               "them); the plan leaves the data-parallel size to the cluster either way\n");
   }
   for (const std::string& note : imported.notes) std::cerr << "mpsim: note: " << note << "\n";
   if (!imported.ignored.empty()) {
@@ -157,6 +164,11 @@ void add_plan_launch_commands(CLI::App& plan_cmd) {
       ->check(CLI::PositiveNumber);
   import_cmd->add_option("-o,--output", import_args->output, "Write the plan YAML here instead of printing it");
   import_cmd->add_option("--model-out", import_args->model_output, "Write the model the shape arguments describe (megatron)");
+  import_cmd->add_option("--vocab-size", import_args->vocab_size,
+                         "megatron: the tokenizer's vocabulary, for a tokenizer the import does not know (or to "
+                         "replace one it does); padded as Megatron-LM pads it (to --make-vocab-size-divisible-by x "
+                         "tensor)")
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{1'000'000'000}));
   import_cmd->add_option("--model", import_args->model,
                          "torchtitan: the model its [model] section builds; its blocks give TorchTitan's layer split "
                          "and training.seq_len is checked against it");

@@ -192,6 +192,28 @@ std::optional<std::vector<std::string>> TomlValues::texts(std::string_view key) 
   return read<std::vector<std::string>>(key, "a list of strings");
 }
 
+std::optional<std::vector<std::string>> TomlValues::string_list(std::string_view key) const {
+  const Entry* e = find(key);
+  if (e == nullptr) return std::nullopt;
+  if (const auto* list = std::get_if<std::vector<std::string>>(&e->value)) return *list;
+  const auto* text = std::get_if<std::string>(&e->value);
+  if (text == nullptr) {
+    fail(key, fmt::format("{} is a list of strings or a comma-separated string, not {}", key, e->shown));
+  }
+  std::vector<std::string> items;
+  std::size_t from = 0;
+  while (from <= text->size()) {
+    const std::size_t comma = std::min(text->find(',', from), text->size());
+    const std::size_t first = text->find_first_not_of(" \t", from);
+    if (first < comma) {
+      const std::size_t last = text->find_last_not_of(" \t", comma - 1);
+      items.push_back(text->substr(first, last - first + 1));
+    }
+    from = comma + 1;
+  }
+  return items;
+}
+
 SourceLocation TomlValues::where(std::string_view key) const {
   if (const auto it = entries_.find(key); it != entries_.end()) return it->second.where;
   const std::string_view table = key.substr(0, key.rfind('.') == std::string_view::npos ? 0 : key.rfind('.'));

@@ -27,6 +27,11 @@ class TomlValues {
   [[nodiscard]] std::optional<bool> flag(std::string_view key) const;
   [[nodiscard]] std::optional<std::string> text(std::string_view key) const;
   [[nodiscard]] std::optional<std::vector<std::string>> texts(std::string_view key) const;
+  /// A list of strings, or one string of comma-separated items (blanks around them and empty items dropped), as
+  /// TorchTitan reads its list settings: its argparse-era config manager split a TOML string with `string_list`
+  /// (torchtitan/config_manager.py until April 2025), its tyro one splits a command-line value at commas
+  /// (torchtitan/config/manager.py, list_str_rule), and its presets wrote `converters = "float8"`.
+  [[nodiscard]] std::optional<std::vector<std::string>> string_list(std::string_view key) const;
 
   /// Where `key`'s value is written; for an absent key, its table's header, else the file.
   [[nodiscard]] SourceLocation where(std::string_view key) const;

@@ -1,6 +1,7 @@
 #include "interop/import/megatron_import.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <functional>
 #include <filesystem>
@@ -203,13 +204,16 @@ std::string partition_text(const std::vector<int>& blocks) {
   return fmt::format("[{}]", fmt::join(bounds, ", "));
 }
 
-/// Megatron's vocabulary after padding: a multiple of --make-vocab-size-divisible-by x tensor.
+/// Megatron's vocabulary after padding: rounded up to a multiple of --make-vocab-size-divisible-by (default
+/// 128) x tensor, as _vocab_size_with_padding does (megatron/training/tokenizer/tokenizer.py; now
+/// vocab_size_with_padding in megatron/core/tokenizers/utils/build_tokenizer.py).
 std::int64_t padded_vocab(std::int64_t vocab, std::int64_t divisible_by, std::int64_t tensor) {
   const std::int64_t multiple = divisible_by * tensor;
   return (vocab + multiple - 1) / multiple * multiple;
 }
 
-void plan_fields(const Arguments& args, YamlOut& plan, std::optional<int> gpus, const SourceLocation& launcher) {
+void plan_fields(const Arguments& args, YamlOut& plan, std::optional<int> gpus, const SourceLocation& launcher,
+                 std::vector<std::string>& notes) {
   const auto where = [&](std::string_view name) { return args.find(name)->where; };
   const std::int64_t tensor = args.integer("--tensor-model-parallel-size").value_or(1);
   const std::int64_t pipeline = args.integer("--pipeline-model-parallel-size").value_or(1);
@@ -223,7 +227,12 @@ void plan_fields(const Arguments& args, YamlOut& plan, std::optional<int> gpus, 
                       fmt::format("{} GPUs do not divide into tensor {} x pipeline {} x context {}", *gpus, tensor,
                                   pipeline, context));
     }
-    plan.put("data_parallel_size", *gpus / (tensor * pipeline * context), launcher);
+    // Megatron-LM has no data-parallel argument: validate_args derives it, world size // (tensor x pipeline x
+    // context) (megatron/training/arguments.py). The plan leaves it to the cluster as well, so that it follows
+    // another cluster or a sweep of the other degrees instead of pinning the script's.
+    plan.raw(fmt::format("# data_parallel_size {} on the script's {} GPUs: left to the cluster, as Megatron-LM "
+                         "derives it",
+                         *gpus / (tensor * pipeline * context), *gpus));
   }
   for (const auto& [flag, key] : {std::pair{"--expert-model-parallel-size", "expert_model_parallel_size"},
                                   {"--expert-tensor-parallel-size", "expert_tensor_parallel_size"},
@@ -396,11 +405,122 @@ void plan_fields(const Arguments& args, YamlOut& plan, std::optional<int> gpus, 
     // Megatron reduces 16-bit gradients in fp32 by default for bf16 only.
     plan.put("accumulate_allreduce_grads_in_fp32", "false", SourceLocation{});
   }
-  if (const auto backend = args.value("--attention-backend")) plan.put("attention_backend", backend->text, backend->where);
-  if (args.has("--use-flash-attn")) plan.put("use_flash_attn", "true", where("--use-flash-attn"));
+  // Two arguments name the attention kernel, and Megatron-LM does not reconcile them (validate_args in
+  // megatron/training/arguments.py checks only that --attention-backend local comes with --spec local):
+  // --use-flash-attn was read by the legacy models alone (megatron/legacy/model/transformer.py, since
+  // removed), while Megatron-Core models run the kernel --attention-backend picks (default auto;
+  // TransformerConfig.attention_backend, LanguageModule._set_attention_backend). So the backend wins, and
+  // the plan gets one of the two, never both (the plan file would have `attention` twice).
+  const auto backend = args.value("--attention-backend");
+  const bool flash_switch = args.has("--use-flash-attn");
+  if (backend) {
+    plan.put("attention_backend", backend->text, backend->where);
+    if (flash_switch) {
+      notes.push_back(fmt::format("--use-flash-attn (line {}) is read only by Megatron-LM's legacy models; "
+                                  "Megatron-Core runs the kernel of --attention-backend {} (line {}), which the plan "
+                                  "takes",
+                                  where("--use-flash-attn").line, backend->text, backend->where.line));
+    }
+  } else if (flash_switch) {
+    plan.put("use_flash_attn", "true", where("--use-flash-attn"));
+  }
 }
 
-void model_fields(const Arguments& args, YamlOut& model, const std::string& name, const std::string& file) {
+/// A HuggingFace model whose tokenizer the import knows: the name as the Hub gives it (the organisation
+/// left out; a name ending in '-' is a prefix for the family) and the vocabulary its config.json gives
+/// (vocab_size). Megatron-LM sizes a HuggingFaceTokenizer by len(tokenizer), the same number for the Llama,
+/// Mistral and Mixtral rows; Qwen3 and DeepSeek-V3 pad their embedding beyond it, so the model is the
+/// checkpoint's, slightly larger than one built from the tokenizer alone (docs/export.md).
+struct HuggingFaceVocabulary {
+  std::string_view name;
+  std::int64_t vocab;
+};
+// Sources, each the model's released config.json: Meta-Llama-3-8B / -70B and Llama-3.1-405B (every Llama 3
+// and 3.1 model shares the one 128K tokenizer); Llama-2-7b-hf and Llama-2-70b-hf; Mixtral-8x7B-v0.1,
+// Mixtral-8x22B-v0.1 and its instruct model (32768); Qwen3-30B-A3B and Qwen3-235B-A22B; DeepSeek-V3;
+// gpt-oss-120b (each also cited by the shipped model in configs/models/). Mistral-7B-v0.1: transformers'
+// MistralConfig, whose defaults are that model's (vocab_size 32000); Mistral-7B-v0.3: its model card
+// ("Extended vocabulary to 32768").
+constexpr HuggingFaceVocabulary kHuggingFaceVocabularies[] = {
+    {"meta-llama-3-", 128256},
+    {"llama-3.1-", 128256},
+    {"meta-llama-3.1-", 128256},
+    {"llama-2-", 32000},
+    {"mistral-7b-v0.1", 32000},
+    {"mistral-7b-instruct-v0.1", 32000},
+    {"mistral-7b-v0.3", 32768},
+    {"mistral-7b-instruct-v0.3", 32768},
+    {"mixtral-8x7b-v0.1", 32000},
+    {"mixtral-8x22b-v0.1", 32000},
+    {"mixtral-8x22b-instruct-v0.1", 32768},
+    {"qwen3-30b-a3b", 151936},
+    {"qwen3-235b-a22b", 151936},
+    {"deepseek-v3", 129280},
+    {"gpt-oss-120b", 201088},
+};
+
+/// GPT-2's BPE vocabulary: 50257 tokens (Radford et al., "Language Models are Unsupervised Multitask
+/// Learners", 2019, section 2.3; the entries of its encoder.json, gpt2-vocab.json), which Megatron-LM's
+/// GPT2BPETokenizer counts (vocab_size: len(encoder), megatron/training/tokenizer/tokenizer.py).
+constexpr std::int64_t kGpt2Vocabulary = 50257;
+
+/// The tokenizer's vocabulary as the script gives it, or the error that asks for it.
+struct Vocabulary {
+  std::int64_t tokens = 0;
+  SourceLocation where;
+};
+
+Vocabulary script_vocabulary(const Arguments& args, const std::string& file, std::vector<std::string>& notes) {
+  const auto type = args.value("--tokenizer-type");
+  const Argument* model = args.find("--tokenizer-model");
+  const Argument* vocab_file = args.find("--vocab-file");
+  const Argument* merge_file = args.find("--merge-file");
+  const auto written = [](const Argument* a) -> std::optional<std::string> {
+    if (a == nullptr || a->values.size() != 1 || a->values.front().missing) return std::nullopt;
+    return a->values.front().text;
+  };
+  const auto vocab_size = args.integer("--vocab-size");
+  // Megatron-LM's example GPT scripts give GPT-2's two files without a type.
+  const bool gpt2 = type ? type->text == "GPT2BPETokenizer" : vocab_file != nullptr && merge_file != nullptr;
+  std::optional<std::int64_t> known;
+  SourceLocation known_at;
+  if (gpt2) {
+    known = kGpt2Vocabulary;
+    known_at = type ? type->where : vocab_file->where;
+    const std::optional<std::string> name = written(vocab_file);
+    std::string lower = name.value_or("");
+    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+    if (vocab_file != nullptr && lower.find("gpt2") == std::string::npos) {
+      notes.push_back(fmt::format("the model's vocabulary is GPT-2's {} tokens: the import does not read "
+                                  "--vocab-file{} (plan import --vocab-size N gives another)",
+                                  kGpt2Vocabulary, name ? " " + *name : ""));
+    }
+  } else if (type) {
+    known = known_vocabulary(type->text, written(model).value_or(""));
+    known_at = model != nullptr ? model->where : type->where;
+  }
+  if (known) {
+    if (vocab_size && *vocab_size != *known) {
+      notes.push_back(fmt::format("--vocab-size {} is not read by Megatron-LM's {} tokenizer, whose {} tokens the "
+                                  "model takes",
+                                  *vocab_size, gpt2 ? "GPT2BPETokenizer" : type->text, *known));
+    }
+    return {*known, known_at};
+  }
+  // NullTokenizer and TikTokenizer read --vocab-size, and so does every script `plan export` writes.
+  if (vocab_size) return {*vocab_size, args.find("--vocab-size")->where};
+  const std::string tokenizer =
+      type ? fmt::format("--tokenizer-type {}{}", type->text,
+                         written(model) ? " --tokenizer-model " + *written(model) : std::string())
+           : std::string("the tokenizer's files");
+  throw InputError(SourceLocation{file, 0, 0}, "--vocab-size",
+                   fmt::format("the model's vocabulary comes from {}, whose size the import does not know: give it "
+                               "with `plan import --vocab-size N` (the tokenizer's, before Megatron pads it)",
+                               tokenizer));
+}
+
+void model_fields(const Arguments& args, YamlOut& model, const std::string& name, const std::string& file,
+                  std::optional<std::int64_t> vocab_override, std::vector<std::string>& notes) {
   const auto where = [&](std::string_view flag) { return args.find(flag)->where; };
   const auto required = [&](std::string_view flag) {
     const auto v = args.integer(flag);
@@ -441,15 +561,18 @@ void model_fields(const Arguments& args, YamlOut& model, const std::string& name
   model.put("  ffn", ffn, args.has("--ffn-hidden-size") ? where("--ffn-hidden-size") : SourceLocation{});
   const std::int64_t seq = required("--seq-length");
   model.put("  seq_len", seq, where("--seq-length"));
-  const auto vocab = args.integer("--vocab-size");
-  if (!vocab) {
-    throw InputError(SourceLocation{file, 0, 0}, "--vocab-size",
-                     "the model's vocabulary comes from the tokenizer's files, which the import does not read: "
-                     "add --vocab-size to the script");
+  Vocabulary vocab;
+  if (vocab_override) {
+    vocab.tokens = *vocab_override;  // plan import --vocab-size: no line of the script
+    for (const char* flag : {"--tokenizer-type", "--tokenizer-model", "--vocab-file", "--merge-file", "--vocab-size"}) {
+      (void)args.has(flag);  // read, and replaced
+    }
+  } else {
+    vocab = script_vocabulary(args, file, notes);
   }
   const std::int64_t divisible_by = args.integer("--make-vocab-size-divisible-by").value_or(128);
   const std::int64_t tensor = args.integer("--tensor-model-parallel-size").value_or(1);
-  model.put("  vocab", padded_vocab(*vocab, divisible_by, tensor), where("--vocab-size"));
+  model.put("  vocab", padded_vocab(vocab.tokens, divisible_by, tensor), vocab.where);
   // Read either way: rotary positions have no table, and mpsim times routed experts as one grouped GEMM.
   (void)args.has("--max-position-embeddings");
   (void)args.has("--moe-grouped-gemm");
@@ -531,8 +654,22 @@ bool is_pretrain_script(const std::string& word) {
 
 }  // namespace
 
+std::optional<std::int64_t> known_vocabulary(std::string_view tokenizer_type, std::string_view model) {
+  if (tokenizer_type == "GPT2BPETokenizer") return kGpt2Vocabulary;
+  if (tokenizer_type != "HuggingFaceTokenizer") return std::nullopt;
+  // A Hub name (meta-llama/Meta-Llama-3-8B) or a local copy named after it (/models/Meta-Llama-3-8B/).
+  while (!model.empty() && model.back() == '/') model.remove_suffix(1);
+  std::string name(model.substr(model.rfind('/') == std::string_view::npos ? 0 : model.rfind('/') + 1));
+  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const HuggingFaceVocabulary& v : kHuggingFaceVocabularies) {
+    const bool family = v.name.ends_with('-');
+    if (family ? name.starts_with(v.name) : name == v.name) return v.vocab;
+  }
+  return std::nullopt;
+}
+
 ImportedLaunch import_megatron(std::string_view script, const std::string& file, std::optional<int> gpus,
-                               bool with_model) {
+                               bool with_model, std::optional<std::int64_t> vocab_size) {
   const std::vector<ShellCommand> commands = read_shell_commands(script, file);
   const ShellCommand* training = nullptr;
   std::size_t script_at = 0;
@@ -569,12 +706,15 @@ ImportedLaunch import_megatron(std::string_view script, const std::string& file,
   const Arguments args(megatron_words);
   const std::string source = std::filesystem::path(file).filename().string();
   YamlOut plan(fmt::format("# Imported by `mpsim plan import --from megatron` from {}; Megatron-LM's names\n", source));
-  plan_fields(args, plan, out.gpus, launcher_at);
+  plan_fields(args, plan, out.gpus, launcher_at, out.notes);
   out.plan_yaml = plan.text();
   YamlOut model(fmt::format("# Imported by `mpsim plan import --from megatron` from {}'s shape arguments\n", source));
+  std::vector<std::string> model_notes;
   try {
-    model_fields(args, model, std::filesystem::path(file).stem().string(), file);
+    model_fields(args, model, std::filesystem::path(file).stem().string(), file, vocab_size, model_notes);
     out.model_yaml = model.text();
+    // What the model assumed matters only where it is written.
+    if (with_model) out.notes.insert(out.notes.end(), model_notes.begin(), model_notes.end());
   } catch (const InputError&) {
     if (with_model) throw;  // otherwise the shape arguments are only marked as read
   }

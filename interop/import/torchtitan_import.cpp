@@ -3,9 +3,11 @@
 #include "interop/import/torchtitan_import.h"
 
 #include <algorithm>
+#include <cctype>
 #include <filesystem>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "interop/import/torchtitan_import_detail.h"
 #include "sim/core/text_file.h"
@@ -22,8 +24,11 @@ void PlanYaml::put(std::string_view section, std::string_view key, const std::st
   lines_.push_back({std::string(section), std::move(line)});
 }
 
+void PlanYaml::comment(const std::string& text) { comments_.push_back("# " + text); }
+
 std::string PlanYaml::text(const std::string& header) const {
   std::string out = header;
+  for (const std::string& c : comments_) out += c + "\n";
   std::vector<std::string> sections;
   for (const Line& l : lines_) {
     if (!l.section.empty() && std::find(sections.begin(), sections.end(), l.section) == sections.end()) {
@@ -65,10 +70,16 @@ using detail::PlanYaml;
 constexpr std::string_view kShard = "parallelism.data_parallel_shard_degree";
 constexpr std::string_view kReplicate = "parallelism.data_parallel_replicate_degree";
 
+/// The data-parallel size where the job's degrees or GPUs give it, and whether the plan writes it.
+struct DataParallel {
+  std::optional<int> size;
+  bool written = false;
+};
+
 /// The data-parallel degrees and what they make of ZeRO: DDP (zero 0) when nothing is sharded, FSDP2
-/// otherwise, with HSDP's replicas as shard groups. Returns the data-parallel size when the job says it.
-std::optional<int> data_parallel(const TomlValues& toml, std::int64_t model_parallel, int pipeline,
-                                 std::optional<int> gpus, PlanYaml& plan, std::optional<int>& job_gpus) {
+/// otherwise, with HSDP's replicas as shard groups.
+DataParallel data_parallel(const TomlValues& toml, std::int64_t model_parallel, int pipeline, std::optional<int> gpus,
+                           PlanYaml& plan, std::optional<int>& job_gpus) {
   const int replicate = count(toml, kReplicate, 1);
   const std::int64_t shard_written = toml.integer(kShard).value_or(-1);
   if (shard_written != -1 && (shard_written < 1 || shard_written > 1'000'000)) {
@@ -115,18 +126,26 @@ std::optional<int> data_parallel(const TomlValues& toml, std::int64_t model_para
   } else {
     plan.put("", "zero", "0", fmt::format("DDP: {}", line_of(toml, kShard)));
   }
-  if (!shard) return std::nullopt;
+  if (!shard) return {};
   const int data = replicate * *shard;
+  // A shard degree of -1 takes the ranks left over: TorchTitan derives it from the world size, and so does
+  // the plan (from the cluster), so that it follows another cluster or a sweep of the other degrees.
+  if (shard_written == -1) {
+    plan.comment(fmt::format("data {} on the job's {} GPUs: left to the cluster, as {} -1 derives it", data,
+                             others * *shard, kShard));
+    return {data, false};
+  }
   plan.put("parallelism", "data", std::to_string(data),
            fmt::format("{} x {}", line_of(toml, kReplicate), line_of(toml, kShard)));
-  return data;
+  return {data, true};
 }
 
 /// [training] batch sizes: with a pipeline, local_batch_size holds a step's microbatches; without
 /// one it is the micro batch. global_batch_size above local x data-parallel ranks is gradient
 /// accumulation, which mpsim runs as more microbatches of one step.
-void batch(const TomlValues& toml, int pipeline, int local, const detail::PipelineRead& pipe, std::optional<int> data,
+void batch(const TomlValues& toml, int pipeline, int local, const detail::PipelineRead& pipe, const DataParallel& dp,
            PlanYaml& plan, std::vector<std::string>& notes) {
+  const std::optional<int> data = dp.size;
   constexpr std::string_view kGlobal = "training.global_batch_size";
   std::int64_t global = toml.integer(kGlobal).value_or(-1);
   if (global != -1 && (global < 1 || global > 1'000'000'000)) {
@@ -142,7 +161,15 @@ void batch(const TomlValues& toml, int pipeline, int local, const detail::Pipeli
                                      "degree {} (TorchTitan refuses it)",
                                      global, local, *data));
     }
-    plan.put("batch", "global", std::to_string(global), line_of(toml, toml.has(kGlobal) ? kGlobal : "training.local_batch_size"));
+    if (dp.written || toml.has(kGlobal)) {
+      plan.put("batch", "global", std::to_string(global),
+               line_of(toml, toml.has(kGlobal) ? kGlobal : "training.local_batch_size"));
+    } else {
+      // The default global batch, local x data-parallel degree, grows with the derived degree: the plan
+      // says the per-rank part (the same microbatches each step) and lets the cluster give the rest.
+      plan.put("batch", "microbatches", std::to_string(pipeline > 1 ? pipe.microbatches : 1),
+               line_of(toml, "training.local_batch_size"));
+    }
     if (pipeline > 1 && global > per_step) {
       notes.push_back(fmt::format("TorchTitan runs {} pipeline steps of {} microbatches per optimizer step "
                                   "(global_batch_size {} over local_batch_size {} x {} ranks); the plan runs them as "
@@ -172,7 +199,7 @@ void precision(const TomlValues& toml, PlanYaml& plan) {
   }
   bool fp8 = false;
   bool mx = false;
-  for (const std::string& c : toml.texts("model.converters").value_or(std::vector<std::string>{})) {
+  for (const std::string& c : toml.string_list("model.converters").value_or(std::vector<std::string>{})) {
     if (c == "quantize.linear.float8" || c == "float8") {
       fp8 = true;
     } else if (c == "quantize.linear.mx" || c == "mx") {
@@ -214,20 +241,80 @@ void precision(const TomlValues& toml, PlanYaml& plan) {
   }
 }
 
-/// [activation_checkpoint] mode (TorchTitan's default: selective) and what else the plan models.
-void training_rest(const TomlValues& toml, PlanYaml& plan) {
+/// Whether any block of `m` can recompute `module` (a model without it refuses it in recompute_modules).
+bool has_module(const model::Model& m, model::RecomputeModule module) {
+  return std::any_of(m.layers.begin(), m.layers.end(), [module](const model::Layer& l) {
+    return std::any_of(l.recomputable.begin(), l.recomputable.end(),
+                       [module](const model::ModuleStash& s) { return s.module == module; });
+  });
+}
+
+/// [activation_checkpoint]: TorchTitan's modes none and full are mpsim's. Its selective mode (the default,
+/// with selective_ac_option "2") has no exact counterpart: it becomes the nearest recomputation mpsim has,
+/// and a note says what is approximated (torchtitan/distributed/activation_checkpoint.py).
+void activation_checkpoint(const TomlValues& toml, const model::Model* model, PlanYaml& plan,
+                           std::vector<std::string>& notes) {
   constexpr std::string_view kMode = "activation_checkpoint.mode";
+  constexpr std::string_view kOption = "activation_checkpoint.selective_ac_option";
   const std::string mode = toml.text(kMode).value_or("selective");
+  const std::string option = toml.text(kOption).value_or("2");  // read either way: it applies to selective only
   constexpr auto kModes = core::column_words<model::kRecomputeTraits, &model::RecomputeTraits::torchtitan>();
   const auto found = std::find_if(kModes.begin(), kModes.end(), [&](const auto& m) { return m.first == mode; });
   if (found != kModes.end()) {
     plan.put("", "recompute", std::string(model::to_string(found->second)), line_of(toml, kMode));
-  } else {
-    toml.fail(kMode, fmt::format("TorchTitan's \"{}\" checkpointing{} has no mpsim counterpart (mpsim's selective "
-                                 "recomputation is Megatron's recompute_modules); set mode = \"full\" or \"none\"",
-                                 mode, toml.has(kMode) ? "" : " (its default, the key being absent)"));
+    return;
   }
-  (void)toml.text("activation_checkpoint.selective_ac_option");  // applies to the selective mode only
+  if (mode != "selective") {
+    toml.fail(kMode, fmt::format("TorchTitan's \"{}\" checkpointing has no mpsim counterpart; set mode = \"full\", "
+                                 "\"selective\" or \"none\"",
+                                 mode));
+  }
+  const std::string at = fmt::format("{}, {}", line_of(toml, kMode), line_of(toml, kOption));
+  if (option == "op") {
+    // Per-op: the block's matmuls alternate saved and recomputed, the attention kernel's output is saved, and
+    // the norms, the activation and the other pointwise ops are recomputed. Megatron-Core's selective
+    // recomputation of the norms and the MLP (its intermediates) is the nearest.
+    std::vector<std::string> modules{"layernorm"};
+    if (model == nullptr || has_module(*model, model::RecomputeModule::Mlp)) modules.emplace_back("mlp");
+    if (model != nullptr && has_module(*model, model::RecomputeModule::MoeActivation)) modules.emplace_back("moe_act");
+    plan.put("", "recompute", std::string(model::to_string(model::Recompute::Selective)), at);
+    plan.put("", "recompute_modules", fmt::format("[{}]", fmt::join(modules, ", ")), at);
+    notes.push_back(fmt::format(
+        "TorchTitan's per-op selective checkpointing (selective_ac_option \"op\") saves the attention output and "
+        "every other matmul's output and recomputes the rest; the plan approximates it with selective recomputation "
+        "of [{}], which also recomputes the MLP input projection TorchTitan saves and keeps the attention "
+        "projections TorchTitan recomputes",
+        fmt::join(modules, ", ")));
+    return;
+  }
+  std::int64_t every = -1;
+  if (!option.empty() && option.size() <= 9 &&
+      std::all_of(option.begin(), option.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
+    every = std::stoll(option);
+  }
+  if (every < 0) {
+    toml.fail(kOption, fmt::format("selective_ac_option is \"op\" or a whole number (checkpoint every nth block), "
+                                   "not \"{}\" (TorchTitan refuses it)",
+                                   option));
+  }
+  // TorchTitan wraps block k (counting from 1) in full checkpointing when `not ac_freq or k % ac_freq == 0`:
+  // every block for 0 and 1, which is mpsim's full recomputation.
+  if (every <= 1) {
+    plan.put("", "recompute", std::string(model::to_string(model::Recompute::Full)), at);
+    return;
+  }
+  // One block in `every` recomputes; mpsim recomputes all blocks or none. None is as near (at every 2) or
+  // nearer, and errs towards more memory, so the plan never fits where the job would not.
+  plan.put("", "recompute", std::string(model::to_string(model::Recompute::None)), at);
+  notes.push_back(fmt::format(
+      "TorchTitan checkpoints one block in {} (selective_ac_option \"{}\"), and mpsim recomputes every block or "
+      "none: the plan recomputes none (recompute: none), which over-states the activation memory by what those "
+      "blocks drop and under-states the step by their second forward",
+      every, option));
+}
+
+/// What else the plan models: the optimizer and CPU offload.
+void training_rest(const TomlValues& toml) {
   const std::string optimizer = toml.text("optimizer.name").value_or("AdamW");
   if (optimizer != "AdamW" && optimizer != "Adam") {
     toml.fail("optimizer.name", fmt::format("mpsim models Adam(W) and Muon's memory; '{}' is neither", optimizer));
@@ -261,7 +348,7 @@ ImportedLaunch import_torchtitan(std::string_view text, const std::string& file,
   if (context > 1) {
     plan.put("parallelism", "context", std::to_string(context), line_of(toml, "parallelism.context_parallel_degree"));
   }
-  const std::optional<int> data =
+  const DataParallel data =
       data_parallel(toml, static_cast<std::int64_t>(tensor) * context * pipeline, pipeline, options.gpus, plan, out.gpus);
   if (!out.gpus) out.gpus = options.gpus;
 
@@ -300,7 +387,8 @@ ImportedLaunch import_torchtitan(std::string_view text, const std::string& file,
                                    seq_len, options.model->shape->seq_len));
   }
   precision(toml, plan);
-  training_rest(toml, plan);
+  activation_checkpoint(toml, options.model, plan, out.notes);
+  training_rest(toml);
   out.ignored = toml.unread();
 
   const std::string source = std::filesystem::path(file).filename().string();

@@ -36,10 +36,11 @@ struct TorchTitanImportOptions {
 };
 
 /// Throws InputError at the TOML's line and column naming the key (`parallelism.pipeline_parallel_degree`):
-/// not TOML, a value of the wrong type, a setting mpsim cannot represent (TorchTitan's selective activation
+/// not TOML, a value of the wrong type, a setting mpsim cannot represent (memory_budget activation
 /// checkpointing, a float8 recipe other than tensorwise, a schedule with no mpsim counterpart), degrees
 /// that do not multiply to `gpus`, batch sizes TorchTitan rejects; at the CSV's line and column for a
-/// CSV that is not a schedule of the job's shape.
+/// CSV that is not a schedule of the job's shape. Selective activation checkpointing is read as the nearest
+/// recomputation mpsim has, with a note in `notes`.
 [[nodiscard]] ImportedLaunch import_torchtitan(std::string_view toml, const std::string& file,
                                                const TorchTitanImportOptions& options);
 

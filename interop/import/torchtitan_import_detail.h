@@ -17,6 +17,8 @@ class PlanYaml {
  public:
   /// `section` "" is the top level; `comment` (may be empty) follows the value after "#".
   void put(std::string_view section, std::string_view key, const std::string& value, const std::string& comment);
+  /// A comment line at the top level (after the header).
+  void comment(const std::string& text);
   [[nodiscard]] std::string text(const std::string& header) const;
 
  private:
@@ -25,6 +27,7 @@ class PlanYaml {
     std::string text;
   };
   std::vector<Line> lines_;
+  std::vector<std::string> comments_;
 };
 
 /// "job.toml:12" for a key's value (the file's name only), or the file alone when the key is absent.

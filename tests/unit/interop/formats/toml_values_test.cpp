@@ -32,6 +32,26 @@ TEST(TomlValues, ReadsEachTypeByDottedKey) {
   EXPECT_TRUE(toml.has("optimizer.lr"));
 }
 
+// TorchTitan's list settings read a comma-separated string as the list (its config managers split it, and its
+// presets wrote `converters = "float8"`); a list reads as itself, and another type is an error at the value.
+TEST(TomlValues, AStringListIsAListOrACommaSeparatedString) {
+  const TomlValues toml = TomlValues::parse(
+      "[model]\none = \"float8\"\ntwo = \" float8 , mx,\"\nlist = [\"a\", \"b\"]\nempty = \"\"\nnumber = 3\n",
+      "job.toml");
+  EXPECT_EQ(toml.string_list("model.one"), (std::vector<std::string>{"float8"}));
+  EXPECT_EQ(toml.string_list("model.two"), (std::vector<std::string>{"float8", "mx"}));
+  EXPECT_EQ(toml.string_list("model.list"), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(toml.string_list("model.empty"), std::vector<std::string>{});
+  EXPECT_FALSE(toml.string_list("model.absent"));
+  try {
+    (void)toml.string_list("model.number");
+    FAIL() << "a number is no list";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where().line, 6);
+    EXPECT_EQ(e.field(), "model.number");
+  }
+}
+
 TEST(TomlValues, SaysWhereEachValueIs) {
   const TomlValues toml = TomlValues::parse(kJob, "job.toml");
   const SourceLocation tensor = toml.where("parallelism.tensor_parallel_degree");

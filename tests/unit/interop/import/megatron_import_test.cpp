@@ -186,7 +186,11 @@ TEST(MegatronImport, ReadsAScriptAsPeopleWriteIt) {
   const plan::PlanSpec spec = imported_spec(imported);
   EXPECT_EQ(spec.degrees[plan::Axis::Tensor], 8);
   EXPECT_EQ(spec.degrees[plan::Axis::Pipeline], 16);
-  EXPECT_EQ(spec.written(plan::Axis::Data), 1);
+  // Megatron-LM derives the data-parallel size from the world size, and so does the plan (from the cluster):
+  // 128 GPUs over tensor 8 x pipeline 16 is a comment.
+  EXPECT_FALSE(spec.written(plan::Axis::Data));
+  EXPECT_NE(imported.plan_yaml.find("# data_parallel_size 1 on the script's 128 GPUs"), std::string::npos)
+      << imported.plan_yaml;
   EXPECT_EQ(spec.global_batch, 1536);
   EXPECT_EQ(spec.precision, plan::Precision::Fp16);
   EXPECT_FALSE(spec.grad_reduce_in_fp32);  // Megatron reduces fp16 gradients in fp16 unless told
@@ -196,8 +200,29 @@ TEST(MegatronImport, ReadsAScriptAsPeopleWriteIt) {
   EXPECT_EQ(imported.ignored, (std::vector<std::string>{"--data-path", "--lr", "--rampup-batch-size"}));
   // GPT-2's 50257 tokens, padded by Megatron to a multiple of 128 x 8.
   EXPECT_NE(imported.model_yaml.find("vocab: 51200"), std::string::npos) << imported.model_yaml;
-  // The GPU count from the caller replaces the script's.
-  EXPECT_EQ(imported_spec(import_megatron(example_script(), "train.sh", 256, false)).written(plan::Axis::Data), 2);
+  // The GPU count from the caller replaces the script's, and still pins nothing.
+  const ImportedLaunch on_256 = import_megatron(example_script(), "train.sh", 256, false);
+  EXPECT_EQ(on_256.gpus, 256);
+  EXPECT_FALSE(imported_spec(on_256).written(plan::Axis::Data));
+  EXPECT_NE(on_256.plan_yaml.find("# data_parallel_size 2 on the script's 256 GPUs"), std::string::npos);
+}
+
+// An imported plan leaves the data-parallel size to the cluster, so it resolves on another cluster and with
+// other degrees (`simulate --sweep plan.tensor=2,4,8`) instead of insisting on the script's GPU count.
+TEST(MegatronImport, TheDataParallelSizeFollowsTheCluster) {
+  const ImportedLaunch imported = import_megatron(
+      "torchrun --nnodes 2 --nproc_per_node 8 pretrain_gpt.py --tensor-model-parallel-size 2 --global-batch-size 64\n",
+      "train.sh", std::nullopt, false);
+  ASSERT_EQ(imported.gpus, 16);
+  const topology::Cluster one_node = topology::load_topology_file(repo_path(testing::kDgxH100));
+  const model::Model llama = model::load_model_file(repo_path(testing::kLlama8b));
+  for (const int tensor : {2, 4, 8}) {
+    plan::PlanSpec spec = imported_spec(imported);
+    spec.write(plan::Axis::Tensor, tensor);
+    const plan::Plan p = plan::resolve_plan(spec, one_node, llama);
+    EXPECT_EQ(p.degrees[plan::Axis::Data], 8 / tensor) << tensor;
+    EXPECT_EQ(p.global_batch, 64);
+  }
 }
 
 std::string import_error(const std::string& script) {
@@ -239,6 +264,154 @@ TEST(MegatronImport, ALayoutGivesThePartitionAndTheVirtualStages) {
   const plan::PlanSpec spec = imported_spec(imported);
   EXPECT_EQ(spec.virtual_stages, 2);
   EXPECT_EQ(spec.partition, (std::vector<int>{0, 1, 3, 5, 8}));
+}
+
+// Megatron-Core runs the kernel --attention-backend names; --use-flash-attn only ever switched the legacy
+// models (megatron/training/arguments.py does not reconcile the two). A script with both gives a plan with
+// the backend alone (a plan with both would give `attention` twice), and a note.
+TEST(MegatronImport, TheAttentionBackendWinsOverUseFlashAttn) {
+  const auto imported = [](const std::string& args) {
+    return import_megatron("python pretrain_gpt.py " + args + "\n", "train.sh", std::nullopt, false);
+  };
+  const ImportedLaunch both = imported("--attention-backend fused --use-flash-attn");
+  EXPECT_NE(both.plan_yaml.find("attention_backend: fused"), std::string::npos) << both.plan_yaml;
+  EXPECT_EQ(both.plan_yaml.find("use_flash_attn"), std::string::npos) << both.plan_yaml;
+  EXPECT_EQ(imported_spec(both).attention, plan::AttentionKernel::Flash);
+  ASSERT_EQ(both.notes.size(), 1u);
+  EXPECT_NE(both.notes.front().find("--attention-backend fused"), std::string::npos) << both.notes.front();
+  EXPECT_TRUE(both.ignored.empty()) << ::testing::PrintToString(both.ignored);
+  // The backend decides where they disagree.
+  EXPECT_EQ(imported_spec(imported("--use-flash-attn --attention-backend unfused")).attention,
+            plan::AttentionKernel::Standard);
+  // Either alone is read as before.
+  const ImportedLaunch flash = imported("--use-flash-attn");
+  EXPECT_NE(flash.plan_yaml.find("use_flash_attn: true"), std::string::npos) << flash.plan_yaml;
+  EXPECT_TRUE(flash.notes.empty());
+  EXPECT_EQ(imported_spec(imported("--attention-backend local")).attention, plan::AttentionKernel::Standard);
+}
+
+// The tokenizers whose vocabulary the import knows: GPT-2's BPE (50257) and HuggingFace tokenizers of the
+// models in its table, by Hub name or by a local folder named after one, case aside.
+TEST(MegatronImport, KnownTokenizersGiveTheirVocabulary) {
+  EXPECT_EQ(known_vocabulary("GPT2BPETokenizer", ""), 50257);
+  EXPECT_EQ(known_vocabulary("HuggingFaceTokenizer", "meta-llama/Meta-Llama-3-8B"), 128256);
+  EXPECT_EQ(known_vocabulary("HuggingFaceTokenizer", "/models/meta-llama-3-70b-instruct/"), 128256);
+  EXPECT_EQ(known_vocabulary("HuggingFaceTokenizer", "meta-llama/Llama-3.1-405B"), 128256);
+  EXPECT_EQ(known_vocabulary("HuggingFaceTokenizer", "meta-llama/Llama-2-7b-hf"), 32000);
+  EXPECT_EQ(known_vocabulary("HuggingFaceTokenizer", "mistralai/Mistral-7B-v0.1"), 32000);
+  EXPECT_EQ(known_vocabulary("HuggingFaceTokenizer", "mistralai/Mistral-7B-Instruct-v0.3"), 32768);
+  EXPECT_EQ(known_vocabulary("HuggingFaceTokenizer", "mistralai/Mixtral-8x7B-v0.1"), 32000);
+  EXPECT_EQ(known_vocabulary("HuggingFaceTokenizer", "mistralai/Mixtral-8x22B-Instruct-v0.1"), 32768);
+  EXPECT_EQ(known_vocabulary("HuggingFaceTokenizer", "Qwen/Qwen3-30B-A3B"), 151936);
+  EXPECT_EQ(known_vocabulary("HuggingFaceTokenizer", "deepseek-ai/DeepSeek-V3"), 129280);
+  EXPECT_EQ(known_vocabulary("HuggingFaceTokenizer", "openai/gpt-oss-120b"), 201088);
+  // Not in the table (the Qwen2.5 sizes differ in config.json), or not a HuggingFace tokenizer.
+  EXPECT_FALSE(known_vocabulary("HuggingFaceTokenizer", "Qwen/Qwen2.5-7B"));
+  EXPECT_FALSE(known_vocabulary("HuggingFaceTokenizer", ""));
+  EXPECT_FALSE(known_vocabulary("SentencePieceTokenizer", "meta-llama/Meta-Llama-3-8B"));
+}
+
+/// The shape arguments a tokenizer test needs, before the tokenizer's.
+constexpr const char* kShape =
+    "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2 --hidden-size 256 --num-attention-heads 4 "
+    "--seq-length 128 --tensor-model-parallel-size 2 ";
+
+std::int64_t vocab_of(const ImportedLaunch& imported) {
+  return model::load_model(YamlDocument::parse(imported.model_yaml, "model.yaml").root()).shape->vocab;
+}
+
+std::string model_error(const std::string& script, std::optional<std::int64_t> vocab = std::nullopt) {
+  try {
+    (void)import_megatron(script, "train.sh", std::nullopt, true, vocab);
+  } catch (const InputError& e) {
+    return e.field() + ": " + e.message();
+  }
+  return "<no error>";
+}
+
+// The vocabulary is the tokenizer's, padded as Megatron pads it (to a multiple of 128 x tensor 2 here);
+// `plan import --vocab-size` stands in for a tokenizer the import does not know, or replaces one it does.
+TEST(MegatronImport, TheVocabularyComesFromTheTokenizer) {
+  const auto with_model = [](const std::string& args, std::optional<std::int64_t> vocab = std::nullopt) {
+    return import_megatron(kShape + args + "\n", "train.sh", std::nullopt, true, vocab);
+  };
+  EXPECT_EQ(vocab_of(with_model("--tokenizer-type GPT2BPETokenizer --vocab-file gpt2-vocab.json --merge-file "
+                                "gpt2-merges.txt")),
+            50432);
+  // Megatron-LM's example scripts give the two files without a type; a vocabulary file not named for GPT-2
+  // is still taken as GPT-2's, with a note.
+  EXPECT_EQ(vocab_of(with_model("--vocab-file gpt2-vocab.json --merge-file gpt2-merges.txt")), 50432);
+  const ImportedLaunch other_file = with_model("--tokenizer-type GPT2BPETokenizer --vocab-file my-bpe.json");
+  EXPECT_EQ(vocab_of(other_file), 50432);
+  ASSERT_EQ(other_file.notes.size(), 1u);
+  EXPECT_NE(other_file.notes.front().find("--vocab-file my-bpe.json"), std::string::npos) << other_file.notes.front();
+  // 128256 over a multiple of 256.
+  EXPECT_EQ(vocab_of(with_model("--tokenizer-type HuggingFaceTokenizer --tokenizer-model meta-llama/Meta-Llama-3-8B")),
+            128256);
+  EXPECT_EQ(vocab_of(with_model("--tokenizer-type HuggingFaceTokenizer --tokenizer-model mistralai/Mistral-7B-v0.1")),
+            32000);
+  // Megatron's tokenizers of a known size do not read --vocab-size: a note says so.
+  const ImportedLaunch both = with_model("--tokenizer-type GPT2BPETokenizer --vocab-size 50304");
+  EXPECT_EQ(vocab_of(both), 50432);
+  ASSERT_EQ(both.notes.size(), 1u);
+  EXPECT_NE(both.notes.front().find("--vocab-size 50304 is not read"), std::string::npos) << both.notes.front();
+  // A tokenizer the import does not know: the error asks for plan import's --vocab-size, and that gives it.
+  const std::string unknown =
+      std::string(kShape) + "--tokenizer-type HuggingFaceTokenizer --tokenizer-model Qwen/Qwen2.5-7B\n";
+  const std::string error = model_error(unknown);
+  EXPECT_EQ(error.rfind("--vocab-size: ", 0), 0u) << error;
+  EXPECT_NE(error.find("--tokenizer-model Qwen/Qwen2.5-7B"), std::string::npos) << error;
+  EXPECT_NE(error.find("plan import --vocab-size N"), std::string::npos) << error;
+  EXPECT_EQ(vocab_of(import_megatron(unknown, "train.sh", std::nullopt, true, 151665)), 151808);
+  // It replaces a known one too, and the tokenizer's arguments count as read.
+  const ImportedLaunch replaced = with_model("--tokenizer-type GPT2BPETokenizer --vocab-file gpt2-vocab.json", 32000);
+  EXPECT_EQ(vocab_of(replaced), 32000);
+  EXPECT_TRUE(replaced.ignored.empty()) << ::testing::PrintToString(replaced.ignored);
+  // No tokenizer and no size at all.
+  EXPECT_EQ(model_error(std::string(kShape) + "\n").rfind("--vocab-size: ", 0), 0u);
+}
+
+/// The plan and the model a sample script imports to, resolved on one shipped DGX H100 with the imported
+/// model and with the shipped one.
+void resolves_on_a_dgx_h100(const ImportedLaunch& imported, const std::string& shipped_model) {
+  const topology::Cluster cluster = topology::load_topology_file(repo_path(testing::kDgxH100));
+  const model::Model model = model::load_model(YamlDocument::parse(imported.model_yaml, "model.yaml").root());
+  EXPECT_NO_THROW((void)plan::resolve_plan(imported_spec(imported), cluster, model)) << imported.plan_yaml;
+  EXPECT_NO_THROW((void)plan::resolve_plan(imported_spec(imported), cluster,
+                                           model::load_model_file(repo_path(shipped_model))))
+      << imported.plan_yaml;
+}
+
+// tests/data/launch/train_gpt_1.3b_bpe.sh: GPT-2's tokenizer files and both attention switches, as most GPT
+// scripts have them. It imports, and the plan resolves on another cluster than the script's two nodes.
+TEST(MegatronImport, AGptScriptWithBpeFilesAndBothAttentionSwitches) {
+  const std::string file = repo_path("tests/data/launch/train_gpt_1.3b_bpe.sh");
+  const ImportedLaunch imported = import_megatron(read_text_file(file), file, std::nullopt, true);
+  EXPECT_EQ(imported.gpus, 16);
+  EXPECT_EQ(vocab_of(imported), 50432);  // 50257 to a multiple of 128 x tensor 2
+  const plan::PlanSpec spec = imported_spec(imported);
+  EXPECT_EQ(spec.attention, plan::AttentionKernel::Flash);
+  EXPECT_EQ(spec.degrees[plan::Axis::Tensor], 2);
+  EXPECT_FALSE(spec.written(plan::Axis::Data));
+  EXPECT_EQ(spec.global_batch, 512);
+  ASSERT_EQ(imported.notes.size(), 1u);  // the attention switches'
+  EXPECT_NE(imported.notes.front().find("--use-flash-attn"), std::string::npos);
+  resolves_on_a_dgx_h100(imported, "configs/models/gpt3-1.3b.yaml");
+}
+
+// tests/data/launch/train_llama3_8b_hf.sh: a HuggingFace tokenizer by its Hub name.
+TEST(MegatronImport, ALlamaScriptWithAHuggingFaceTokenizer) {
+  const std::string file = repo_path("tests/data/launch/train_llama3_8b_hf.sh");
+  const ImportedLaunch imported = import_megatron(read_text_file(file), file, std::nullopt, true);
+  EXPECT_EQ(imported.gpus, 32);
+  EXPECT_EQ(vocab_of(imported), 128512);  // 128256 to a multiple of 128 x tensor 4
+  EXPECT_NE(imported.model_yaml.find("vocab: 128512   # train_llama3_8b_hf.sh:"), std::string::npos)
+      << imported.model_yaml;
+  EXPECT_TRUE(imported.notes.empty()) << ::testing::PrintToString(imported.notes);
+  const plan::PlanSpec spec = imported_spec(imported);
+  EXPECT_EQ(spec.recompute, plan::Recompute::Selective);
+  EXPECT_FALSE(spec.written(plan::Axis::Data));
+  resolves_on_a_dgx_h100(imported, testing::kLlama8b);
 }
 
 }  // namespace

@@ -178,9 +178,14 @@ TEST(TorchTitanImport, ReadsAJobAsPeopleWriteIt) {
   EXPECT_EQ(*imported.gpus, 8);
   const plan::PlanSpec spec = titan_imported_spec(imported);
   EXPECT_EQ(spec.zero, 3);  // FSDP resharding after the forward: TorchTitan's "default" without a pipeline
-  EXPECT_EQ(spec.written(plan::Axis::Data), 8);
+  // data_parallel_shard_degree -1: TorchTitan derives the degree from the world size, and the plan leaves it
+  // to the cluster; global_batch_size's default (local x data-parallel degree) grows with it, so the plan
+  // gives the per-rank part.
+  EXPECT_FALSE(spec.written(plan::Axis::Data));
+  EXPECT_NE(imported.plan_yaml.find("# data 8 on the job's 8 GPUs"), std::string::npos) << imported.plan_yaml;
   EXPECT_EQ(spec.micro_batch, 1);
-  EXPECT_EQ(spec.global_batch, 8);  // global_batch_size's default: local x data-parallel degree
+  EXPECT_FALSE(spec.global_batch);
+  EXPECT_EQ(spec.microbatches, 1);
   EXPECT_EQ(spec.recompute, plan::Recompute::Full);
   EXPECT_EQ(spec.precision, plan::Precision::Bf16);
   // Each value names the line it came from.
@@ -295,13 +300,123 @@ TEST(TorchTitanImport, ErrorsNameTheKeyAndItsLine) {
   EXPECT_TRUE(starts(titan_import_error("[model]\nconverters = [\"quantize.linear.float8\"]\n[quantize.linear.float8]\n"
                                   "recipe_name = \"rowwise\"\n"),
                      "quantize.linear.float8.recipe_name @ job.toml:4: mpsim's fp8 is tensorwise"));
-  EXPECT_TRUE(starts(titan_import_error("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"op\"\n"),
-                     "activation_checkpoint.mode @ job.toml:2: TorchTitan's \"selective\" checkpointing has no mpsim"));
-  // Absent, the mode is TorchTitan's default: selective, the same error at the file.
-  EXPECT_TRUE(starts(titan_import_error("[training]\nlocal_batch_size = 2\n"), "activation_checkpoint.mode @ job.toml:0:"));
+  EXPECT_TRUE(starts(titan_import_error("[activation_checkpoint]\nmode = \"memory_budget\"\n"),
+                     "activation_checkpoint.mode @ job.toml:2: TorchTitan's \"memory_budget\" checkpointing has no "
+                     "mpsim"));
+  EXPECT_TRUE(
+      starts(titan_import_error("[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"-2\"\n"),
+             "activation_checkpoint.selective_ac_option @ job.toml:3: selective_ac_option is \"op\" or a whole"));
+  EXPECT_TRUE(starts(titan_import_error("[model]\nconverters = \"float8,mx\"\n"),
+                     "model.converters @ job.toml:2: float8 and MX converters both"));
+  EXPECT_TRUE(starts(titan_import_error("[model]\nconverters = 8\n"),
+                     "model.converters @ job.toml:2: model.converters is a list of strings or a comma-separated"));
   EXPECT_TRUE(starts(titan_import_error("[activation_checkpoint]\nmode = \"none\"\n[training]\nenable_cpu_offload = true\n"),
                      "training.enable_cpu_offload @ job.toml:4:"));
   EXPECT_EQ(titan_import_error("[activation_checkpoint]\nmode = \"none\"\n"), "<no error>");
+}
+
+/// The plan a job with `ac` as its [activation_checkpoint] section imports to, with its notes.
+ImportedLaunch with_checkpointing(const std::string& ac, const model::Model* model = nullptr) {
+  return import_torchtitan("[activation_checkpoint]\n" + ac, "job.toml", {std::nullopt, model, nullptr});
+}
+
+// TorchTitan's selective checkpointing is the nearest recomputation mpsim has, with a note where that is an
+// approximation: every block checkpointed (option 0 or 1) is full recomputation; one block in N (its default,
+// "2") is none; per op ("op") is selective recomputation of the norms and the MLP.
+TEST(TorchTitanImport, SelectiveCheckpointingIsTheNearestRecomputation) {
+  for (const char* every_block : {"0", "1"}) {
+    const ImportedLaunch full = with_checkpointing("mode = \"selective\"\nselective_ac_option = \"" +
+                                                   std::string(every_block) + "\"\n");
+    EXPECT_EQ(titan_imported_spec(full).recompute, plan::Recompute::Full) << every_block;
+    EXPECT_TRUE(full.notes.empty()) << every_block;
+  }
+  const ImportedLaunch every_4th = with_checkpointing("mode = \"selective\"\nselective_ac_option = \"4\"\n");
+  EXPECT_EQ(titan_imported_spec(every_4th).recompute, plan::Recompute::None);
+  ASSERT_EQ(every_4th.notes.size(), 1u);
+  EXPECT_NE(every_4th.notes.front().find("one block in 4"), std::string::npos) << every_4th.notes.front();
+  EXPECT_NE(every_4th.plan_yaml.find("# Note: TorchTitan checkpoints one block in 4"), std::string::npos)
+      << every_4th.plan_yaml;
+  // Absent, the mode is TorchTitan's default, selective, every 2nd block.
+  const ImportedLaunch absent =
+      import_torchtitan("[training]\nlocal_batch_size = 2\n", "job.toml", {std::nullopt, nullptr, nullptr});
+  EXPECT_EQ(titan_imported_spec(absent).recompute, plan::Recompute::None);
+  ASSERT_EQ(absent.notes.size(), 1u);
+  EXPECT_NE(absent.notes.front().find("one block in 2 (selective_ac_option \"2\")"), std::string::npos)
+      << absent.notes.front();
+
+  const model::Model llama = model::load_model_file(testing::repo_path(kLlama8b));
+  const model::Model mixtral = model::load_model_file(testing::repo_path("configs/models/mixtral-8x7b.yaml"));
+  const ImportedLaunch per_op = with_checkpointing("mode = \"selective\"\nselective_ac_option = \"op\"\n", &llama);
+  const plan::PlanSpec spec = titan_imported_spec(per_op);
+  EXPECT_EQ(spec.recompute, plan::Recompute::Selective);
+  model::RecomputeModules norms_and_mlp{0};
+  norms_and_mlp.add(model::RecomputeModule::LayerNorm);
+  norms_and_mlp.add(model::RecomputeModule::Mlp);
+  EXPECT_EQ(spec.recompute_modules, norms_and_mlp);
+  ASSERT_EQ(per_op.notes.size(), 1u);
+  EXPECT_NE(per_op.notes.front().find("per-op"), std::string::npos) << per_op.notes.front();
+  // Resolves with the model (which has every module it names); a model of experts only recomputes their
+  // activation in the MLP's place.
+  const ResolvedPlan on_h100(kDgxH100, kLlama8b, spec);
+  EXPECT_EQ(on_h100.plan.recompute, plan::Recompute::Selective);
+  const plan::PlanSpec moe = titan_imported_spec(
+      with_checkpointing("mode = \"selective\"\nselective_ac_option = \"op\"\n", &mixtral));
+  EXPECT_FALSE(moe.recompute_modules.has(model::RecomputeModule::Mlp));
+  EXPECT_TRUE(moe.recompute_modules.has(model::RecomputeModule::MoeActivation));
+  EXPECT_NO_THROW((void)ResolvedPlan(kDgxH100, "configs/models/mixtral-8x7b.yaml", moe));
+}
+
+// converters takes TorchTitan's list or the comma-separated string its older presets and command line write.
+TEST(TorchTitanImport, ConvertersAsAString) {
+  for (const char* converters : {"\"float8\"", "[\"float8\"]", "\"quantize.linear.float8\"", "\" float8, \""}) {
+    const ImportedLaunch imported = import_torchtitan(
+        "[model]\nconverters = " + std::string(converters) + "\n[activation_checkpoint]\nmode = \"none\"\n", "job.toml",
+        {std::nullopt, nullptr, nullptr});
+    EXPECT_EQ(titan_imported_spec(imported).precision, plan::Precision::Fp8) << converters;
+  }
+  const ImportedLaunch empty = import_torchtitan("[model]\nconverters = \"\"\n[activation_checkpoint]\nmode = \"none\"\n",
+                                                 "job.toml", {std::nullopt, nullptr, nullptr});
+  EXPECT_EQ(titan_imported_spec(empty).precision, plan::Precision::Bf16);
+}
+
+// An explicit shard degree fixes the data-parallel size; -1 leaves it to the cluster, so the plan resolves
+// with other degrees (`simulate --sweep plan.tensor=2,4,8`).
+TEST(TorchTitanImport, OnlyAnExplicitShardDegreeFixesTheDataSize) {
+  const model::Model llama = model::load_model_file(testing::repo_path(kLlama8b));
+  const topology::Cluster one_node = topology::load_topology_file(testing::repo_path(kDgxH100));
+  const ImportedLaunch derived = import_torchtitan(
+      "[parallelism]\ndata_parallel_shard_degree = -1\n[activation_checkpoint]\nmode = \"full\"\n", "job.toml",
+      {8, &llama, nullptr});
+  EXPECT_EQ(derived.gpus, 8);
+  for (const int tensor : {2, 4, 8}) {
+    plan::PlanSpec spec = titan_imported_spec(derived);
+    spec.write(plan::Axis::Tensor, tensor);
+    EXPECT_EQ(plan::resolve_plan(spec, one_node, llama).degrees[plan::Axis::Data], 8 / tensor) << tensor;
+  }
+  const ImportedLaunch fixed = import_torchtitan(
+      "[parallelism]\ndata_parallel_shard_degree = 8\n[activation_checkpoint]\nmode = \"full\"\n", "job.toml",
+      {8, &llama, nullptr});
+  EXPECT_EQ(titan_imported_spec(fixed).written(plan::Axis::Data), 8);
+}
+
+// tests/data/launch/torchtitan_llama3_8b_preset.toml: TorchTitan's Llama 3 8B preset's settings, with float8
+// converters as a string. It imports, with notes for what is approximated, and resolves on a DGX H100.
+TEST(TorchTitanImport, TheLlama3PresetImports) {
+  const std::string file = testing::repo_path("tests/data/launch/torchtitan_llama3_8b_preset.toml");
+  const model::Model llama = model::load_model_file(testing::repo_path(kLlama8b));
+  const ImportedLaunch imported = import_torchtitan(read_text_file(file), file, {8, &llama, csv_beside(file)});
+  const plan::PlanSpec spec = titan_imported_spec(imported);
+  EXPECT_EQ(spec.precision, plan::Precision::Fp8);
+  EXPECT_EQ(spec.recompute, plan::Recompute::Selective);
+  EXPECT_EQ(spec.zero, 3);
+  EXPECT_FALSE(spec.written(plan::Axis::Data));
+  ASSERT_EQ(imported.notes.size(), 1u);
+  EXPECT_NE(imported.notes.front().find("selective_ac_option \"op\""), std::string::npos) << imported.notes.front();
+  EXPECT_NE(std::find(imported.ignored.begin(), imported.ignored.end(), "quantize.linear.float8.filter_fqns"),
+            imported.ignored.end());
+  const ResolvedPlan resolved(kDgxH100, kLlama8b, spec);
+  EXPECT_EQ(resolved.plan.degrees[plan::Axis::Data], 8);
+  EXPECT_EQ(resolved.plan.precision, plan::Precision::Fp8);
 }
 
 }  // namespace
