@@ -22,7 +22,7 @@ namespace mpsim::interop {
 enum class McoreRun : std::uint8_t {
   Size,            ///< num_layers .. num_attention_heads
   Sequence,        ///< seq_length
-  Embedding,       ///< position_embedding_type, normalization
+  Embedding,       ///< position_embedding_type, normalization, rotary_base, norm_epsilon
   Linear,          ///< add_bias_linear, share_embeddings_and_output_weights, qk_layernorm
   VocabAttention,  ///< vocab_size, make_vocab_size_divisible_by, then the MLA fields
   Experts,         ///< num_moe_experts .. moe_shared_expert_intermediate_size
