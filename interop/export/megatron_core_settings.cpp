@@ -41,7 +41,7 @@ void shape_settings(const model::TransformerShape& s, std::vector<McoreSetting>&
   // Both frameworks default to 10000 and 1e-5, which silently trains a different Llama-3 (500000)
   // or Qwen3 (1000000, 1e-6): the model's values are always written.
   if (s.positions == model::PositionKind::Rotary) embedding.set("rotary_base", s.rotary_base);
-  embedding.set("norm_epsilon", McoreValue(s.norm_epsilon));
+  embedding.set("layernorm_epsilon", McoreValue(s.norm_epsilon));
   RunWriter linear{out, McoreRun::Linear};
   linear.set("add_bias_linear", s.biases);
   linear.set("share_embeddings_and_output_weights", s.tied_embeddings);

@@ -174,9 +174,9 @@ void training_args(const ExportInput& in, const std::vector<McoreSetting>& core,
     default:
       // Megatron FSDP shards gradients (ZeRO-2) or gradients and parameters (ZeRO-3) as well. Its
       // version 1 (the default) runs Megatron-Core's distributed optimizer, and validate_args accepts
-      // only the fsdp_dtensor checkpoint format with it. Fused gradient accumulation is off as the
-      // Megatron FSDP user guide's required flags have it: validate_args only warns that TE must
-      // support it for sharded gradients, and an unsupported TE fails at the first backward.
+      // only the fsdp_dtensor checkpoint format with it. Fused gradient accumulation is off, as in the
+      // required flags of the January 2026 Megatron FSDP user guide: validate_args warns that TE must
+      // support it for sharded gradients, and off runs with any TE at the cost of a gradient copy.
       if (p.optimizer == plan::Optimizer::Muon) {
         cannot_express(in, kMegatronTarget, "optimizer",
                        "Megatron-LM's validate_args accepts only the Adam and SGD optimizers with Megatron FSDP "

@@ -184,7 +184,7 @@ constexpr std::pair<std::string_view, BridgeRecipe> kOwnRecipes[] = {
     {"deepseek-v3", {"deepseek_v3_pretrain_config", "deepseek", true}},
     {"kimi-k2", {"kimi_k2_pretrain_config", "kimi", true}},
     {"gpt-oss-120b", {"gpt_oss_120b_pretrain_config", "gpt_oss", true}},
-    {"gpt3-175b", {"gpt3_175b_pretrain_config", "gpt", true}},
+    {"gpt3-175b", {"gpt3_175b_pretrain_config", "gpt.gpt3_175b", true}},  // not re-exported by recipes.gpt
 };
 
 /// The model's own recipe, else one whose provider builds the same kind of blocks: latent attention

@@ -155,7 +155,7 @@ TEST(NemoExport, MegatronFsdpOverridesAreTheOnesBridgeRuns) {
   EXPECT_NE(yaml.find("optimizer:\n  optimizer: adam\n  use_distributed_optimizer: true\n"), std::string::npos) << yaml;
   EXPECT_NE(yaml.find("\ncheckpoint:\n  ckpt_format: fsdp_dtensor\n"), std::string::npos) << yaml;
   EXPECT_NE(yaml.find("  gradient_accumulation_fusion: false\n"), std::string::npos) << yaml;
-  EXPECT_NE(yaml.find("  rotary_base: 500000\n  norm_epsilon: 1.0e-05\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("  rotary_base: 500000\n  layernorm_epsilon: 1.0e-05\n"), std::string::npos) << yaml;
   // Without FSDP none of it is written.
   const std::string ddp = ResolvedPlan(kDgxH100, kLlama8b, spec_from("zero: 1\n")).exported(Framework::Nemo);
   EXPECT_EQ(ddp.find("checkpoint:"), std::string::npos) << ddp;
@@ -175,7 +175,7 @@ TEST(NemoExport, NamesTheModelsOwnRecipeAndTheMoeDispatcher) {
   EXPECT_EQ(qwen.find("llama3_8b"), std::string::npos) << qwen;
   // Written at expert size 1 too, so that the recipe's dispatcher does not survive the merge.
   EXPECT_NE(qwen.find("  moe_token_dispatcher_type: alltoall\n"), std::string::npos) << qwen;
-  EXPECT_NE(qwen.find("  rotary_base: 1000000\n  norm_epsilon: 1.0e-06\n"), std::string::npos) << qwen;
+  EXPECT_NE(qwen.find("  rotary_base: 1000000\n  layernorm_epsilon: 1.0e-06\n"), std::string::npos) << qwen;
   EXPECT_NE(nemo("configs/models/llama3-70b.yaml", "{}\n").find("--recipe llama3_70b_pretrain_config "),
             std::string::npos);
   EXPECT_NE(nemo(kMixtral, "{}\n").find("# Recipe: qwen3_30b_a3b_pretrain_config (megatron.bridge.recipes.qwen), the "

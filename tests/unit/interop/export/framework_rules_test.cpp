@@ -3,11 +3,13 @@
 // plan says) is the failure a user meets first. Each rule names the file and function it comes from;
 // they were read at Megatron-LM d98e8a6 and Megatron-Bridge 067f987 (both August 2026), and the rules
 // are restated in words, not copied. The exports checked are every shipped plan's that the target can
-// express (one it cannot is refused with an InputError, which is the export's job) and the planner's
-// first plan for Llama-3 70B on 64 H100, plus the Megatron FSDP variant of it that users reported.
+// express (one it cannot is refused with an InputError, which is the export's job), the planner's
+// first plan for Llama-3 70B on 64 H100 (Megatron FSDP beside tensor and context parallelism: the
+// launch users reported) and two more Megatron FSDP plans (ZeRO-2 style; Qwen3 MoE with experts).
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -29,7 +31,9 @@ using testing::ResolvedPlan;
 
 struct MegatronLaunch {
   std::map<std::string, std::vector<std::string>, std::less<>> args;  ///< argparse keeps the last
-  std::optional<std::string> max_connections;  ///< CUDA_DEVICE_MAX_CONNECTIONS, unset: nullopt
+  /// CUDA_DEVICE_MAX_CONNECTIONS as the script leaves it; nullopt: unset (the launching shell is
+  /// taken to set nothing, which is why an FSDP script unsets it rather than relying on that).
+  std::optional<std::string> max_connections;
   std::int64_t world_size = 0;
 
   [[nodiscard]] bool has(std::string_view flag) const { return args.contains(flag); }
@@ -73,7 +77,7 @@ MegatronLaunch read_megatron(const std::string& script) {
     for (auto w = script_at + 1; w != command.words.end(); ++w) {
       if (w->text.rfind("--", 0) == 0) {
         flag = w->text;
-        launch.args[flag];
+        launch.args[flag].clear();
       } else if (!flag.empty()) {  // a flag's values run to the next flag; a switch has none
         launch.args[flag].push_back(w->text);
       }
@@ -103,8 +107,9 @@ const MegatronRule kMegatronRules[] = {
        const std::string optimizer = l.value("--optimizer").value_or("adam");
        return !l.fsdp() || optimizer == "adam" || optimizer == "sgd";
      }},
-    {"the Megatron FSDP user guide's required flags (docs/discussions/megatron-fsdp-user-guide, January 2026; "
-     "validate_args warns that TE must support fused accumulation into sharded gradients)",
+    {"the required flags of Megatron-LM's January 2026 FSDP user guide (docs/discussions/megatron-fsdp-user-guide, "
+     "commit 55103f9); validate_args warns that TE must support fused accumulation into sharded gradients, and the "
+     "guide that replaced it makes fusion the default: a safe choice of the export rather than a refusal",
      "Megatron FSDP sharding gradients runs with --no-gradient-accumulation-fusion",
      [](const MegatronLaunch& l) { return !l.fsdp() || l.has("--no-gradient-accumulation-fusion"); }},
     {kValidateArgs, "tensor or context parallelism without FSDP (on Hopper and earlier) needs "
@@ -244,12 +249,14 @@ const BridgeRule kBridgeRules[] = {
      [](const BridgeConfig& c) { return !c.flag("model", "sequence_parallel") || c.tensor() > 1; }},
     {"src/megatron/bridge/training/comm_overlap.py CommOverlapConfig (turns tp_comm_overlap off otherwise)",
      "comm_overlap.tp_comm_overlap needs model.sequence_parallel",
-     [](const BridgeConfig& c) { return !c.flag("comm_overlap", "tp_comm_overlap") || c.flag("model", "sequence_parallel"); }},
+     [](const BridgeConfig& c) {
+       return !c.flag("comm_overlap", "tp_comm_overlap") || c.flag("model", "sequence_parallel");
+     }},
     {kTransformerConfig, "without a layout or uneven first and last stages, num_layers is a multiple of the "
                          "pipeline size, and the layers of a stage a multiple of the virtual size",
      [](const BridgeConfig& c) {
-       if (c.field("model", "pipeline_model_parallel_layout") || c.field("model", "num_layers_in_first_pipeline_stage") ||
-           c.field("model", "num_layers_in_last_pipeline_stage"))
+       if (c.field("model", "pipeline_model_parallel_layout") ||
+           c.field("model", "num_layers_in_first_pipeline_stage") || c.field("model", "num_layers_in_last_pipeline_stage"))
          return true;
        const std::int64_t layers = c.integer("model", "num_layers", 0);
        if (layers % c.pipeline() != 0) return false;
