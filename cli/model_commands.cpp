@@ -54,6 +54,8 @@ Json shape_json(const model::TransformerShape& s) {
   j["norm"] = model::to_string(s.norm);
   j["positions"] = model::to_string(s.positions);
   if (s.positions == model::PositionKind::Learned) j["max_positions"] = s.max_positions;
+  if (s.positions == model::PositionKind::Rotary) j["rotary_base"] = s.rotary_base;
+  j["norm_epsilon"] = s.norm_epsilon;
   if (s.token_types > 0) j["token_types"] = s.token_types;
   j["tied_embeddings"] = s.tied_embeddings;
   j["gated_mlp"] = s.gated_mlp;

@@ -38,6 +38,10 @@ void shape_settings(const model::TransformerShape& s, std::vector<McoreSetting>&
   RunWriter embedding{out, McoreRun::Embedding};
   embedding.set("position_embedding_type", s.positions == model::PositionKind::Rotary ? "rope" : "learned_absolute");
   embedding.set("normalization", s.norm == model::NormKind::RmsNorm ? "RMSNorm" : "LayerNorm");
+  // Both frameworks default to 10000 and 1e-5, which silently trains a different Llama-3 (500000)
+  // or Qwen3 (1000000, 1e-6): the model's values are always written.
+  if (s.positions == model::PositionKind::Rotary) embedding.set("rotary_base", s.rotary_base);
+  embedding.set("layernorm_epsilon", McoreValue(s.norm_epsilon));
   RunWriter linear{out, McoreRun::Linear};
   linear.set("add_bias_linear", s.biases);
   linear.set("share_embeddings_and_output_weights", s.tied_embeddings);
@@ -135,8 +139,15 @@ std::optional<std::string> McoreSetting::megatron_argument() const {
 std::string McoreSetting::config_value() const {
   return std::visit(
       [](const auto& v) -> std::string {
-        if constexpr (std::is_same_v<std::decay_t<decltype(v)>, std::monostate>) {
+        using T = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<T, std::monostate>) {
           return "null";
+        } else if constexpr (std::is_same_v<T, double>) {
+          // YAML 1.1 (PyYAML) reads 1e-05 as a string; 1.0e-05 is a float there and to argparse.
+          std::string text = fmt::format("{}", v);
+          if (const auto e = text.find('e'); e != std::string::npos && text.find('.') == std::string::npos)
+            text.insert(e, ".0");
+          return text;
         } else {
           return fmt::format("{}", v);
         }

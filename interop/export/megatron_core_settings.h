@@ -22,7 +22,7 @@ namespace mpsim::interop {
 enum class McoreRun : std::uint8_t {
   Size,            ///< num_layers .. num_attention_heads
   Sequence,        ///< seq_length
-  Embedding,       ///< position_embedding_type, normalization
+  Embedding,       ///< position_embedding_type, normalization, rotary_base, layernorm_epsilon
   Linear,          ///< add_bias_linear, share_embeddings_and_output_weights, qk_layernorm
   VocabAttention,  ///< vocab_size, make_vocab_size_divisible_by, then the MLA fields
   Experts,         ///< num_moe_experts .. moe_shared_expert_intermediate_size
@@ -49,6 +49,7 @@ struct MegatronFlagName {
 inline constexpr MegatronFlagName kMegatronFlagNames[] = {
     {"num_moe_experts", "--num-experts"},
     {"add_bias_linear", "--disable-bias-linear", false},
+    {"layernorm_epsilon", "--norm-epsilon"},  // RMSNorm's too, despite the name
     // Megatron-LM's switch sets untie_embeddings_and_output_weights, whose negation is Megatron-Core's field.
     {"share_embeddings_and_output_weights", "--untie-embeddings-and-output-weights", false},
 };

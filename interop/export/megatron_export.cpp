@@ -172,9 +172,20 @@ void training_args(const ExportInput& in, const std::vector<McoreSetting>& core,
       if (p.optimizer != plan::Optimizer::Muon) g.flag("--use-distributed-optimizer");
       break;
     default:
-      // Megatron FSDP shards gradients (ZeRO-2) or gradients and parameters (ZeRO-3) as well.
+      // Megatron FSDP shards gradients (ZeRO-2) or gradients and parameters (ZeRO-3) as well. Its
+      // version 1 (the default) runs Megatron-Core's distributed optimizer, and validate_args accepts
+      // only the fsdp_dtensor checkpoint format with it. Fused gradient accumulation is off, as in the
+      // required flags of the January 2026 Megatron FSDP user guide: validate_args warns that TE must
+      // support it for sharded gradients, and off runs with any TE at the cost of a gradient copy.
+      if (p.optimizer == plan::Optimizer::Muon) {
+        cannot_express(in, kMegatronTarget, "optimizer",
+                       "Megatron-LM's validate_args accepts only the Adam and SGD optimizers with Megatron FSDP "
+                       "(zero 2 or 3); Muon runs with zero 0 or 1 (dist_muon)");
+      }
       g.flag("--use-megatron-fsdp");
       g.arg("--data-parallel-sharding-strategy", p.zero == 2 ? "optim_grads" : "optim_grads_params");
+      g.flag("--use-distributed-optimizer");
+      g.flag("--no-gradient-accumulation-fusion");
       g.arg("--ckpt-format", "fsdp_dtensor");
   }
   if (p.degrees[plan::Axis::DataReplica] > 1)
@@ -236,10 +247,15 @@ std::string export_megatron(const ExportInput& in) {
                        p.routing_imbalance);
   }
   out += "set -euo pipefail\n\n";
-  // Megatron-LM asserts it for tensor or context parallelism on Hopper and earlier GPUs, so that
-  // the communication kernels launch in the order the overlap expects.
-  if (p.degrees[plan::Axis::Tensor] > 1 || p.degrees[plan::Axis::Context] > 1)
+  // Megatron-LM asserts one connection for tensor or context parallelism on Hopper and earlier GPUs,
+  // so that the communication kernels launch in the order the overlap expects, but asserts more than
+  // one under Megatron FSDP (which then only warns about tensor or context parallelism). Containers
+  // often set it to 1, so the FSDP launch unsets it rather than leaving it alone.
+  if (p.zero >= 2) {
+    out += "# Megatron FSDP needs CUDA_DEVICE_MAX_CONNECTIONS unset or above 1.\nunset CUDA_DEVICE_MAX_CONNECTIONS\n";
+  } else if (p.degrees[plan::Axis::Tensor] > 1 || p.degrees[plan::Axis::Context] > 1) {
     out += "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
+  }
   out += fmt::format("GPUS_PER_NODE={}\nNUM_NODES={}\n\n", in.shape.gpus_per_node, in.shape.nodes);
   out += "DISTRIBUTED_ARGS=(\n"
          "    --nproc_per_node $GPUS_PER_NODE\n"

@@ -58,8 +58,8 @@ void model_shape(const ExportInput& in, const std::vector<McoreSetting>& core, S
   if (s.gated_mlp != (s.activation == model::Activation::Swiglu)) {
     cannot_express_model(in, kBridgeTarget, "activation", "the export writes GELU or SwiGLU models (gated_linear_unit)");
   }
-  m.comment("The model's shape (TransformerConfig). Start from a recipe of the same architecture: the");
-  m.comment("MLP's activation_func is the recipe provider's (a Python callable, not overridden here).");
+  m.comment("The model's shape (TransformerConfig). The MLP's activation_func is the recipe provider's");
+  m.comment("(a Python callable, not overridden here): hence the recipe the header names.");
   core_fields(core, McoreRun::Size, m);
   if (!s.mla) {
     m.set("num_query_groups", s.kv_heads);
@@ -151,7 +151,53 @@ void model_training(const ExportInput& in, const std::vector<McoreSetting>& core
   core_fields(core, McoreRun::Offload, m);
   core_fields(core, McoreRun::Attention, m);
   core_fields(core, McoreRun::Capacity, m);
-  core_fields(core, McoreRun::FlexDispatcher, m);
+  if (plan::deduplicates_tokens(p.dispatcher)) {
+    core_fields(core, McoreRun::FlexDispatcher, m);
+  } else if (in.model.shape->moe) {
+    // The exchange the simulator models. Written at any expert size: a recipe's dispatcher (Qwen3's
+    // sets alltoall, and flex in its DeepEP variants) would otherwise survive the merge.
+    m.set("moe_token_dispatcher_type", "alltoall");
+  }
+  // Megatron FSDP's sharded gradients: fused accumulation off, as in the Megatron-LM export and
+  // Megatron-Bridge's own FSDP performance recipes (perf_recipes/llama/*/llama3.py).
+  if (p.zero >= 2) m.set("gradient_accumulation_fusion", false);
+}
+
+/// The Megatron-Bridge recipe an override file is merged into: the recipe's model provider supplies
+/// what the file does not override (the MLP's activation function, router settings, initialisation).
+struct BridgeRecipe {
+  std::string_view function;  ///< the recipe's generic name (megatron.bridge.recipes.<module>)
+  std::string_view module;
+  bool own = false;  ///< the model's own recipe, rather than one of the same architecture
+};
+
+/// Shipped models (configs/models) with a recipe of their own in Megatron-Bridge (its generic
+/// *_pretrain_config names, src/megatron/bridge/recipes/*/__init__ aliases, mid-2026).
+constexpr std::pair<std::string_view, BridgeRecipe> kOwnRecipes[] = {
+    {"llama2-7b", {"llama2_7b_pretrain_config", "llama", true}},
+    {"llama3-8b", {"llama3_8b_pretrain_config", "llama", true}},
+    {"llama3-70b", {"llama3_70b_pretrain_config", "llama", true}},
+    {"llama3-405b", {"llama31_405b_pretrain_config", "llama", true}},
+    {"llama31-405b", {"llama31_405b_pretrain_config", "llama", true}},
+    {"qwen3-30b-a3b", {"qwen3_30b_a3b_pretrain_config", "qwen", true}},
+    {"qwen3-235b-a22b", {"qwen3_235b_a22b_pretrain_config", "qwen", true}},
+    {"deepseek-v3", {"deepseek_v3_pretrain_config", "deepseek", true}},
+    {"kimi-k2", {"kimi_k2_pretrain_config", "kimi", true}},
+    {"gpt-oss-120b", {"gpt_oss_120b_pretrain_config", "gpt_oss", true}},
+    {"gpt3-175b", {"gpt3_175b_pretrain_config", "gpt.gpt3_175b", true}},  // not re-exported by recipes.gpt
+};
+
+/// The model's own recipe, else one whose provider builds the same kind of blocks: latent attention
+/// (DeepSeek-V3), RMSNorm and SwiGLU experts (Qwen3 MoE), a dense Llama, or a GELU GPT.
+BridgeRecipe bridge_recipe(const model::TransformerShape& s, std::string_view model_name) {
+  for (const auto& [name, recipe] : kOwnRecipes) {
+    if (name == model_name) return recipe;
+  }
+  if (s.mla) return {"deepseek_v3_pretrain_config", "deepseek"};
+  const bool llama_like = s.norm == model::NormKind::RmsNorm && s.activation == model::Activation::Swiglu;
+  if (s.moe && llama_like) return {"qwen3_30b_a3b_pretrain_config", "qwen"};
+  if (llama_like) return {"llama3_8b_pretrain_config", "llama"};
+  return {"vanilla_gpt_pretrain_config", "gpt"};
 }
 
 /// The registered MixedPrecisionConfig preset (megatron/bridge/training/mixed_precision.py) of the
@@ -191,14 +237,17 @@ std::string_view mixed_precision_preset(const ExportInput& in) {
   return preset.name;
 }
 
-void write_data_parallel(const ExportInput& in, Section& ddp, Section& dist, Section& optimizer, Section& overlap) {
+void write_data_parallel(const ExportInput& in, Section& ddp, Section& dist, Section& optimizer, Section& overlap,
+                         Section& checkpoint) {
   const plan::Plan& p = in.plan;
   if (p.optimizer != plan::Optimizer::Adam) {
     cannot_express(in, kBridgeTarget, "optimizer",
                    "the export writes Megatron-Core's Adam optimizer (optimizer.optimizer: adam); Muon has no "
                    "confirmed Megatron-Bridge field");
   }
-  ddp.set("use_distributed_optimizer", p.zero == 1);
+  // Megatron FSDP (version 1, the default) runs on the distributed optimizer: Bridge's config check
+  // turns it on by itself, but writing false beside use_megatron_fsdp states a launch that is not run.
+  ddp.set("use_distributed_optimizer", p.zero >= 1);
   ddp.set("use_megatron_fsdp", p.zero >= 2);
   // Megatron FSDP's ZeRO-2 / ZeRO-3 analogues (Megatron-LM's --data-parallel-sharding-strategy).
   ddp.set("data_parallel_sharding_strategy",
@@ -218,8 +267,15 @@ void write_data_parallel(const ExportInput& in, Section& ddp, Section& dist, Sec
   ddp.set("overlap_param_gather", p.overlap_param_gather);
   ddp.set("grad_reduce_in_fp32", p.grad_reduce_in_fp32);
   ddp.set("fp8_param_gather", p.fp8_param_gather);
+  if (p.zero >= 2) {
+    // Bridge's FSDP check turns averaging in the collective off unless symmetric registration is
+    // disabled (its FSDP performance recipes set false); fsdp_dtensor is the only checkpoint format
+    // it accepts with Megatron FSDP when saving or loading.
+    ddp.set("average_in_collective", false);
+    checkpoint.set("ckpt_format", "fsdp_dtensor");
+  }
   optimizer.set("optimizer", "adam");
-  optimizer.set("use_distributed_optimizer", p.zero == 1);
+  optimizer.set("use_distributed_optimizer", p.zero >= 1);
   // CommOverlapConfig turns the gradient and parameter overlaps on by itself when they are left
   // unset (data parallel > 1 with the distributed optimizer): they are written either way.
   overlap.set("_target_", "megatron.bridge.training.comm_overlap.CommOverlapConfig");
@@ -253,7 +309,8 @@ std::string export_nemo(const ExportInput& in) {
   Section dist{"dist", {}};
   Section optimizer{"optimizer", {}};
   Section overlap{"comm_overlap", {}};
-  write_data_parallel(in, ddp, dist, optimizer, overlap);
+  Section checkpoint{"checkpoint", {}};
+  write_data_parallel(in, ddp, dist, optimizer, overlap, checkpoint);
   const std::string_view precision = mixed_precision_preset(in);
 
   const std::string plan_name =
@@ -265,11 +322,17 @@ std::string export_nemo(const ExportInput& in) {
                      p.degrees[plan::Axis::Tensor], p.degrees[plan::Axis::Context], p.degrees[plan::Axis::Pipeline],
                      p.degrees[plan::Axis::Data], p.gpus(), in.shape.nodes, in.shape.gpus_per_node, p.microbatches,
                      p.micro_batch);
-  out += "# Megatron-Bridge's recipe scripts merge it into the recipe's ConfigContainer (--config-file;\n"
-         "# OmegaConf.merge, then apply_overrides), e.g. for a Llama 3 recipe:\n";
-  out += fmt::format("#   torchrun --nnodes {} --nproc-per-node {} examples/recipes/llama/pretrain_llama3_8b.py \\\n",
-                     in.shape.nodes, in.shape.gpus_per_node);
-  out += "#     --config-file this.yaml\n";
+  const BridgeRecipe recipe = bridge_recipe(*in.model.shape, in.model.name);
+  out += fmt::format("# Recipe: {} (megatron.bridge.recipes.{}), {}.\n", recipe.function, recipe.module,
+                     recipe.own ? "the model's own" : "the closest architecture (the model has none)");
+  out += "# Merge this file into the recipe's ConfigContainer (OmegaConf.merge, then apply_overrides, as the\n"
+         "# recipe scripts' --config-file does), or give each setting to Megatron-Bridge's recipe runner:\n";
+  out += fmt::format("#   torchrun --nnodes {} --nproc-per-node {} scripts/training/run_recipe.py \\\n", in.shape.nodes,
+                     in.shape.gpus_per_node);
+  out += fmt::format("#     --recipe {} --mode pretrain section.field=value ...\n", recipe.function);
+  if (p.zero >= 2) {
+    out += "# Megatron FSDP: leave CUDA_DEVICE_MAX_CONNECTIONS unset or above 1 (Bridge asserts it).\n";
+  }
   out += "# Each setting also goes on the command line as section.field=value (Hydra style), e.g.\n";
   out += fmt::format("#   model.tensor_model_parallel_size={} train.global_batch_size={} mixed_precision={}\n",
                      p.degrees[plan::Axis::Tensor], p.global_batch, precision);
@@ -287,7 +350,7 @@ std::string export_nemo(const ExportInput& in) {
                        p.routing_imbalance);
   }
   out += "\n";
-  for (const Section* s : {&model, &train, &dataset, &ddp, &dist, &optimizer, &overlap}) {
+  for (const Section* s : {&model, &train, &dataset, &ddp, &dist, &optimizer, &overlap, &checkpoint}) {
     if (!s->lines.empty()) out += yaml_section(*s);
   }
   out += fmt::format("mixed_precision: {}\n", precision);

@@ -27,7 +27,7 @@ const std::set<std::string, std::less<>> kSwitches = {
     "--moe-pad-expert-input-to-capacity", "--group-query-attention", "--swiglu", "--squared-relu",
     "--disable-bias-linear", "--untie-embeddings-and-output-weights", "--qk-layernorm", "--multi-latent-attention",
     "--moe-router-enable-expert-bias", "--moe-grouped-gemm", "--add-bias-linear", "--add-qkv-bias",
-    "--moe-enable-deepep"};
+    "--moe-enable-deepep", "--no-gradient-accumulation-fusion"};
 
 /// One argument as the command line gives it: its values (none for a switch) and where it is written.
 struct Argument {
@@ -582,6 +582,10 @@ void model_fields(const Arguments& args, YamlOut& model, const std::string& name
   }
   model.put("  positions", positions == "rope" ? "rotary" : "learned", SourceLocation{});
   model.put("  norm", rms ? "rmsnorm" : "layernorm", SourceLocation{});
+  if (positions == "rope") {
+    if (const auto base = args.integer("--rotary-base")) model.put("  rotary_base", *base, where("--rotary-base"));
+  }
+  if (const auto eps = args.value("--norm-epsilon")) model.put("  norm_epsilon", eps->text, eps->where);
   model.put("  activation", swiglu ? "swiglu" : args.has("--squared-relu") ? "squared_relu" : "gelu", SourceLocation{});
   model.put("  biases", args.has("--disable-bias-linear") ? "false" : "true", SourceLocation{});
   model.put("  tied_embeddings", args.has("--untie-embeddings-and-output-weights") ? "false" : "true", SourceLocation{});

@@ -32,6 +32,10 @@ constexpr std::int64_t kMaxParams = std::int64_t{1} << 50;
 constexpr std::int64_t kMaxRepeat = kMaxLayers;
 constexpr std::int64_t kMaxAllreduces = 64;
 constexpr std::int64_t kMaxExperts = 1 << 16;
+constexpr std::int64_t kMaxRotaryBase = std::int64_t{1} << 40;  // released models use 1e4 to 1e7
+// Released models use 1e-6 to 1e-5; outside these bounds a value is a typo (a missing minus sign).
+constexpr double kMinNormEpsilon = 1e-12;
+constexpr double kMaxNormEpsilon = 1e-2;
 
 constexpr std::pair<std::string_view, Family> kFamilies[] = {
     {"gpt", Family::Gpt}, {"llama", Family::Llama}, {"t5", Family::T5}, {"bert", Family::Bert}};
@@ -119,7 +123,7 @@ Model parse_hyperparameters(const Field& m, std::string_view default_name) {
   m.expect_keys({"name", "family", "dtype", "layers", "encoder_layers", "decoder_layers", "hidden", "heads",
                  "kv_heads", "head_dim", "ffn", "seq_len", "decoder_seq_len", "vocab", "max_positions",
                  "token_types", "tied_embeddings", "activation", "gated_mlp", "biases", "dropout", "pooler", "norm", "positions",
-                 "moe", "mla", "qk_norm", "attention_sinks", "mtp_layers"});
+                 "moe", "mla", "qk_norm", "attention_sinks", "mtp_layers", "rotary_base", "norm_epsilon"});
   const Family family = m.require("family").as_enum(kFamilies);
   const bool t5 = family == Family::T5;
 
@@ -196,6 +200,11 @@ Model parse_hyperparameters(const Field& m, std::string_view default_name) {
   if (const auto f = m.get("token_types")) s.token_types = bounded_int(*f, 0, kMaxTokenTypes);
   if (const auto v = optional_bool(m, "qk_norm")) s.qk_norm = *v;
   if (const auto v = optional_bool(m, "attention_sinks")) s.attention_sinks = *v;
+  if (const auto f = m.get("rotary_base")) {
+    if (s.positions != PositionKind::Rotary) f->fail("only rotary positions have a base");
+    s.rotary_base = bounded_int(*f, 1, kMaxRotaryBase);
+  }
+  if (const auto f = m.get("norm_epsilon")) s.norm_epsilon = f->as_double_in(kMinNormEpsilon, kMaxNormEpsilon);
   if (const auto f = m.get("moe")) s.moe = parse_moe(*f, s);
   if (const auto f = m.get("mla")) {
     if (m.has("head_dim")) m.require("head_dim").fail("with mla, the query-key head width comes from mla");

@@ -11,7 +11,8 @@
 ///    (see default_shape()): name (default: the file's stem), dtype (bf16|fp16|fp32; default bf16),
 ///    kv_heads, head_dim, ffn, decoder_seq_len (t5), max_positions, token_types, tied_embeddings,
 ///    gated_mlp, biases, dropout, pooler, norm (layernorm|rmsnorm), positions (learned|rotary|relative),
-///    moe, mla, qk_norm, attention_sinks, mtp_layers (multi-token prediction depths, gpt and llama).
+///    moe, mla, qk_norm, attention_sinks, mtp_layers (multi-token prediction depths, gpt and llama),
+///    rotary_base (RoPE's theta; rotary positions only), norm_epsilon.
 ///
 /// 2. An explicit layer list:
 ///      model:

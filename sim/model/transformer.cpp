@@ -420,6 +420,7 @@ TransformerShape default_shape(Family family, int layers, std::int64_t hidden, s
       s.ffn = 0;  // LLaMA's width is rounded from 8h/3 with per-model multipliers: it must be given
       s.norm = NormKind::RmsNorm;
       s.positions = PositionKind::Rotary;
+      s.rotary_base = kDefaultRotaryBase;
       s.activation = Activation::Swiglu;
       s.gated_mlp = true;
       s.biases = false;
@@ -448,6 +449,7 @@ TransformerShape default_shape(Family family, int layers, std::int64_t hidden, s
 
 void set_positions(TransformerShape& s, PositionKind positions) {
   s.positions = positions;
+  s.rotary_base = positions == PositionKind::Rotary ? (s.rotary_base > 0 ? s.rotary_base : kDefaultRotaryBase) : 0;
   s.max_positions = positions == PositionKind::Learned ? std::max(s.max_positions, s.seq_len) : 0;
   s.relative_buckets = positions == PositionKind::Relative ? kT5RelativeBuckets : 0;
 }

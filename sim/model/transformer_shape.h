@@ -66,6 +66,11 @@ struct MlaShape {
   friend bool operator==(const MlaShape&, const MlaShape&) = default;
 };
 
+/// RoFormer's and LLaMA 1/2's RoPE base, and Megatron-LM's --rotary-base default.
+inline constexpr std::int64_t kDefaultRotaryBase = 10'000;
+/// PyTorch's LayerNorm default and Megatron-Core's norm_epsilon default.
+inline constexpr double kDefaultNormEpsilon = 1e-5;
+
 /// All widths are counts of elements; sequence lengths are tokens per sample.
 /// `default_shape()` fills the family defaults; `shape_error()` states the preconditions of the generator.
 struct TransformerShape {
@@ -95,6 +100,11 @@ struct TransformerShape {
   PositionKind positions = PositionKind::Learned;
   bool qk_norm = false;            ///< a norm over head_dim on queries and on keys (Qwen3; Megatron's qk_layernorm)
   bool attention_sinks = false;    ///< a learned sink logit per head (gpt-oss)
+  /// RoPE's base (theta): launch configurations must carry it, since a framework's default (Megatron's
+  /// 10000) silently trains another model. 0 unless positions == Rotary. Costs nothing in the simulator.
+  std::int64_t rotary_base = 0;
+  /// The norms' epsilon, likewise only carried to launch configurations (Megatron's default 1e-5).
+  double norm_epsilon = kDefaultNormEpsilon;
   std::optional<MoeShape> moe;     ///< MoE blocks; none: every block has the dense MLP
   std::optional<MlaShape> mla;     ///< latent attention instead of kv_heads x head_dim keys and values
   /// Multi-token prediction depths (DeepSeek-V3; Megatron-Core's mtp_num_layers): after the blocks,

@@ -26,6 +26,7 @@ MODEL_ARGS=(
     --max-position-embeddings 2048
     --position-embedding-type learned_absolute
     --normalization LayerNorm
+    --norm-epsilon 1.0e-05
     --vocab-size 51200
     --make-vocab-size-divisible-by 1
 )

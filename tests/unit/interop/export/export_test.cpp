@@ -77,6 +77,39 @@ TEST(MegatronExport, MoeLayersFollowMegatronsFrequencyArgument) {
   EXPECT_NE(script.find("--multi-latent-attention\n"), std::string::npos);
 }
 
+// Megatron-LM's validate_args refuses Megatron FSDP with one CUDA connection and sets the
+// distributed optimizer under it; the FSDP user guide's required flags add no fused accumulation.
+TEST(MegatronExport, MegatronFsdpLaunchesWithWhatMegatronRequires) {
+  const std::string script = megatron("parallelism: { tensor: 2 }\nsequence_parallel: true\nzero: 3\n");
+  EXPECT_EQ(script.find("CUDA_DEVICE_MAX_CONNECTIONS=1"), std::string::npos) << script;
+  EXPECT_NE(script.find("\nunset CUDA_DEVICE_MAX_CONNECTIONS\n"), std::string::npos) << script;
+  EXPECT_NE(script.find("    --use-megatron-fsdp\n    --data-parallel-sharding-strategy optim_grads_params\n"
+                        "    --use-distributed-optimizer\n    --no-gradient-accumulation-fusion\n"
+                        "    --ckpt-format fsdp_dtensor\n"),
+            std::string::npos)
+      << script;
+  // Without FSDP, tensor parallelism keeps its one connection.
+  EXPECT_NE(megatron("parallelism: { tensor: 2 }\nzero: 1\n").find("\nexport CUDA_DEVICE_MAX_CONNECTIONS=1\n"),
+            std::string::npos);
+  // validate_args takes only Adam and SGD with Megatron FSDP; Muon stays with zero 1 (dist_muon).
+  EXPECT_EQ(export_error(Framework::Megatron, "zero: 3\noptimizer: muon\n").rfind("optimizer: ", 0), 0u);
+  EXPECT_EQ(export_error(Framework::Megatron, "zero: 1\noptimizer: muon\n"), "<no error>");
+}
+
+// Megatron's defaults (rotary base 10000, epsilon 1e-5) would train another Llama-3 or Qwen3.
+TEST(MegatronExport, WritesTheModelsRotaryBaseAndNormEpsilon) {
+  const std::string llama = megatron("{}\n");
+  EXPECT_NE(llama.find("    --rotary-base 500000\n    --norm-epsilon 1.0e-05\n"), std::string::npos) << llama;
+  const std::string qwen = megatron("parallelism: { expert: 8 }\n", "configs/models/qwen3-30b-a3b.yaml");
+  EXPECT_NE(qwen.find("    --rotary-base 1000000\n    --norm-epsilon 1.0e-06\n"), std::string::npos) << qwen;
+  EXPECT_NE(qwen.find("    --untie-embeddings-and-output-weights\n"), std::string::npos) << qwen;
+  EXPECT_NE(qwen.find("    --moe-token-dispatcher-type alltoall\n"), std::string::npos) << qwen;
+  // Learned positions have no base.
+  const std::string gpt = ResolvedPlan("topologies/4x-p4d.yaml", "configs/models/gpt3-13b.yaml", spec_from("{}\n"))
+                              .exported(Framework::Megatron);
+  EXPECT_EQ(gpt.find("--rotary-base"), std::string::npos) << gpt;
+}
+
 TEST(MegatronExport, AHandListedModelHasNoShapeArguments) {
   EXPECT_EQ(export_error(Framework::Megatron, "{}\n", "configs/models/mnist-cnn.yaml").rfind("model.layers: ", 0), 0u);
 }
@@ -106,6 +139,50 @@ TEST(NemoExport, NamesTheFieldItCannotExpress) {
   EXPECT_EQ(error_field(t, "optimizer: muon\n"), "optimizer");
   EXPECT_EQ(error_field(t, "overlap: { param_gather: true }\nzero: 1\n"), "overlap.param_gather");
   EXPECT_EQ(error_field(t, "parallelism: { tensor: 2 }\noverlap: { tensor_comm: true }\n"), "overlap.tensor_comm");
+}
+
+// Megatron-Bridge's FSDP check (config.py _validate_and_apply_megatron_fsdp_v1_configs) runs the
+// distributed optimizer, saves only fsdp_dtensor and turns averaging in the collective off.
+TEST(NemoExport, MegatronFsdpOverridesAreTheOnesBridgeRuns) {
+  const std::string yaml = ResolvedPlan(kDgxH100, "configs/models/llama3-70b.yaml",
+                                        spec_from("parallelism: { tensor: 2 }\nsequence_parallel: true\nzero: 3\n"))
+                               .exported(Framework::Nemo);
+  EXPECT_NE(yaml.find("ddp:\n  use_distributed_optimizer: true\n  use_megatron_fsdp: true\n"
+                      "  data_parallel_sharding_strategy: optim_grads_params\n"),
+            std::string::npos)
+      << yaml;
+  EXPECT_NE(yaml.find("  average_in_collective: false\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("optimizer:\n  optimizer: adam\n  use_distributed_optimizer: true\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("\ncheckpoint:\n  ckpt_format: fsdp_dtensor\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("  gradient_accumulation_fusion: false\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("  rotary_base: 500000\n  layernorm_epsilon: 1.0e-05\n"), std::string::npos) << yaml;
+  // Without FSDP none of it is written.
+  const std::string ddp = ResolvedPlan(kDgxH100, kLlama8b, spec_from("zero: 1\n")).exported(Framework::Nemo);
+  EXPECT_EQ(ddp.find("checkpoint:"), std::string::npos) << ddp;
+  EXPECT_EQ(ddp.find("average_in_collective"), std::string::npos) << ddp;
+}
+
+// The header names the recipe the file is merged into: the model's own where Megatron-Bridge has
+// one, else one of the same architecture (never Llama-3 8B for an MoE model).
+TEST(NemoExport, NamesTheModelsOwnRecipeAndTheMoeDispatcher) {
+  const auto nemo = [](const char* model, const char* plan) {
+    return ResolvedPlan(kDgxH100, model, spec_from(plan)).exported(Framework::Nemo);
+  };
+  const std::string qwen = nemo("configs/models/qwen3-30b-a3b.yaml", "{}\n");
+  EXPECT_NE(qwen.find("# Recipe: qwen3_30b_a3b_pretrain_config (megatron.bridge.recipes.qwen), the model's own.\n"),
+            std::string::npos)
+      << qwen;
+  EXPECT_EQ(qwen.find("llama3_8b"), std::string::npos) << qwen;
+  // Written at expert size 1 too, so that the recipe's dispatcher does not survive the merge.
+  EXPECT_NE(qwen.find("  moe_token_dispatcher_type: alltoall\n"), std::string::npos) << qwen;
+  EXPECT_NE(qwen.find("  rotary_base: 1000000\n  layernorm_epsilon: 1.0e-06\n"), std::string::npos) << qwen;
+  EXPECT_NE(nemo("configs/models/llama3-70b.yaml", "{}\n").find("--recipe llama3_70b_pretrain_config "),
+            std::string::npos);
+  EXPECT_NE(nemo(kMixtral, "{}\n").find("# Recipe: qwen3_30b_a3b_pretrain_config (megatron.bridge.recipes.qwen), the "
+                                         "closest architecture (the model has none)"),
+            std::string::npos);
+  EXPECT_NE(nemo("configs/models/deepseek-v3.yaml", "parallelism: { tensor: 8 }\n").find("deepseek_v3_pretrain_config"),
+            std::string::npos);
 }
 
 TEST(NemoExport, WritesTheMixedPrecisionPresetOfThePrecision) {

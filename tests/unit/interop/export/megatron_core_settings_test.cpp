@@ -36,6 +36,7 @@ TEST(MegatronCoreSettings, AFlagIsTheDashedKeyOrANamedException) {
   const std::map<std::string, std::pair<std::string, bool>> exceptions = {
       {"num_moe_experts", {"--num-experts", true}},
       {"add_bias_linear", {"--disable-bias-linear", false}},
+      {"layernorm_epsilon", {"--norm-epsilon", true}},  // TransformerConfig's argparse_meta arg_names
       {"share_embeddings_and_output_weights", {"--untie-embeddings-and-output-weights", false}}};
   std::set<std::string> keys;
   for (const McoreSetting& s : settings_of(moe_mla_plan("cpu_offloading_num_layers: 2\n"))) {

@@ -123,8 +123,8 @@ TEST(MegatronRoundTrip, EverySettingComesBack) {
       "parallelism: { tensor: 2, pipeline: 2, virtual_stages: 2 }\npartition: [0, 10, 16, 24, 32]\nzero: 1\noverlap: { grad_reduce: true, param_gather: true }\nprecision: mxfp8\n"
       "grad_reduce_in_fp32: false\nplacement: tp-pp-dp\nattention: standard\nshard_groups: 2\n",
       "parallelism: { pipeline: 2, virtual_stages: 4 }\nbatch: { global: 64, micro: 2 }\n"
-      "microbatch_group_size_per_vp_stage: 4\nrecompute: full\nzero: 3\noptimizer: muon\n",
-      "activation_offload_layers: 2\nprecision: fp16\n",
+      "microbatch_group_size_per_vp_stage: 4\nrecompute: full\nzero: 3\n",
+      "activation_offload_layers: 2\nprecision: fp16\nzero: 1\noptimizer: muon\n",
       "parallelism: { tensor: 2, context: 2 }\ncp_comm_type: a2a\nsequence_parallel: true\nprecision: fp8-blockwise\n",
   };
   for (const char* yaml : plans) {

@@ -243,6 +243,30 @@ TEST(ModelLoader, MalformedInputsAreLocated) {
   expect_error("name: x\n", "1:1", "name", "unknown field");
 }
 
+// Launch exports write both (Megatron's defaults would train another Llama 3 or Qwen3); the simulator
+// itself reads neither.
+TEST(ModelLoader, RotaryBaseAndNormEpsilon) {
+  const std::string llama = "model:\n  family: llama\n  layers: 4\n  hidden: 64\n  heads: 4\n  ffn: 128\n"
+                            "  seq_len: 8\n  vocab: 10\n";
+  const Model plain = parse_text(llama);
+  EXPECT_EQ(plain.shape->rotary_base, 10'000);
+  EXPECT_EQ(plain.shape->norm_epsilon, 1e-5);
+  const Model given = parse_text(llama + "  rotary_base: 500000\n  norm_epsilon: 1.0e-6\n");
+  EXPECT_EQ(given.shape->rotary_base, 500'000);
+  EXPECT_EQ(given.shape->norm_epsilon, 1e-6);
+  const std::string gpt = "model:\n  family: gpt\n  layers: 2\n  hidden: 64\n  heads: 4\n  seq_len: 8\n  vocab: 10\n";
+  EXPECT_EQ(parse_text(gpt).shape->rotary_base, 0);
+  EXPECT_EQ(parse_text(gpt + "  positions: rotary\n").shape->rotary_base, 10'000);
+  expect_error(gpt + "  rotary_base: 10000\n", "8:16", "model.rotary_base", "only rotary positions");
+  expect_error(llama + "  rotary_base: 0\n", "9:16", "model.rotary_base", "at least 1");
+  expect_error(llama + "  norm_epsilon: -1e-5\n", "9:17", "model.norm_epsilon", "must be between");
+  // The shipped files carry the released configs' values.
+  EXPECT_EQ(load_model_file(kModels / "llama3-70b.yaml").shape->rotary_base, 500'000);
+  const Model qwen = load_model_file(kModels / "qwen3-30b-a3b.yaml");
+  EXPECT_EQ(qwen.shape->rotary_base, 1'000'000);
+  EXPECT_EQ(qwen.shape->norm_epsilon, 1e-6);
+}
+
 TEST(ModelLoader, MissingFileIsAnInputError) {
   EXPECT_THROW((void)load_model_file(kModels / "no-such-model.yaml"), InputError);
 }

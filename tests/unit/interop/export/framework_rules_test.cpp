@@ -1,0 +1,445 @@
+// The checks each framework runs on its configuration before it trains, as a table of rules that the
+// exports must pass: an export that a framework refuses at startup (or quietly runs otherwise than the
+// plan says) is the failure a user meets first. Each rule names the file and function it comes from;
+// they were read at Megatron-LM d98e8a6 and Megatron-Bridge 067f987 (both August 2026), and the rules
+// are restated in words, not copied. The exports checked are every shipped plan's that the target can
+// express (one it cannot is refused with an InputError, which is the export's job), the planner's
+// first plan for Llama-3 70B on 64 H100 (Megatron FSDP beside tensor and context parallelism: the
+// launch users reported) and two more Megatron FSDP plans (ZeRO-2 style; Qwen3 MoE with experts).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "interop/formats/shell_script.h"
+#include "sim/core/input_error.h"
+#include "sim/core/yaml_field.h"
+#include "tests/unit/interop/interop_test_support.h"
+
+namespace mpsim::interop {
+namespace {
+
+using testing::ResolvedPlan;
+
+// ---- A Megatron-LM launch, as pretrain_gpt.py and the environment see it ----------------------------
+
+struct MegatronLaunch {
+  std::map<std::string, std::vector<std::string>, std::less<>> args;  ///< argparse keeps the last
+  /// CUDA_DEVICE_MAX_CONNECTIONS as the script leaves it; nullopt: unset (the launching shell is
+  /// taken to set nothing, which is why an FSDP script unsets it rather than relying on that).
+  std::optional<std::string> max_connections;
+  std::int64_t world_size = 0;
+
+  [[nodiscard]] bool has(std::string_view flag) const { return args.contains(flag); }
+  [[nodiscard]] std::optional<std::string> value(std::string_view flag) const {
+    const auto it = args.find(flag);
+    if (it == args.end() || it->second.empty()) return std::nullopt;
+    return it->second.front();
+  }
+  [[nodiscard]] std::int64_t integer(std::string_view flag, std::int64_t fallback) const {
+    const auto v = value(flag);
+    return v ? std::stoll(*v) : fallback;
+  }
+  [[nodiscard]] std::int64_t tensor() const { return integer("--tensor-model-parallel-size", 1); }
+  [[nodiscard]] std::int64_t pipeline() const { return integer("--pipeline-model-parallel-size", 1); }
+  [[nodiscard]] std::int64_t context() const { return integer("--context-parallel-size", 1); }
+  [[nodiscard]] std::int64_t data() const { return world_size / (tensor() * pipeline() * context()); }
+  [[nodiscard]] bool fsdp() const { return has("--use-megatron-fsdp"); }
+};
+
+MegatronLaunch read_megatron(const std::string& script) {
+  MegatronLaunch launch;
+  // The environment: the script's own export or unset (the lines the export writes).
+  std::istringstream lines(script);
+  for (std::string line; std::getline(lines, line);) {
+    constexpr std::string_view kExport = "export CUDA_DEVICE_MAX_CONNECTIONS=";
+    if (line.rfind(kExport, 0) == 0) launch.max_connections = line.substr(kExport.size());
+    if (line == "unset CUDA_DEVICE_MAX_CONNECTIONS") launch.max_connections.reset();
+  }
+  for (const ShellCommand& command : read_shell_commands(script, "launch.sh")) {
+    const auto script_at = std::find_if(command.words.begin(), command.words.end(),
+                                        [](const ShellWord& w) { return w.text == "pretrain_gpt.py"; });
+    if (script_at == command.words.end()) continue;
+    std::int64_t nodes = 1;
+    std::int64_t per_node = 1;
+    for (auto w = command.words.begin(); w + 1 < script_at; ++w) {
+      if (w->text == "--nnodes") nodes = std::stoll((w + 1)->text);
+      if (w->text == "--nproc_per_node") per_node = std::stoll((w + 1)->text);
+    }
+    launch.world_size = nodes * per_node;
+    std::string flag;
+    for (auto w = script_at + 1; w != command.words.end(); ++w) {
+      if (w->text.rfind("--", 0) == 0) {
+        flag = w->text;
+        launch.args[flag].clear();
+      } else if (!flag.empty()) {  // a flag's values run to the next flag; a switch has none
+        launch.args[flag].push_back(w->text);
+      }
+    }
+  }
+  return launch;
+}
+
+struct MegatronRule {
+  std::string_view source;  ///< the Megatron-LM file and function that enforces it
+  std::string_view rule;    ///< the rule in words
+  bool (*holds)(const MegatronLaunch&);
+};
+
+constexpr std::string_view kValidateArgs = "megatron/training/arguments.py validate_args";
+
+const MegatronRule kMegatronRules[] = {
+    {kValidateArgs, "Megatron FSDP needs CUDA_DEVICE_MAX_CONNECTIONS unset or above 1",
+     [](const MegatronLaunch& l) { return !l.fsdp() || l.max_connections.value_or("") != "1"; }},
+    {kValidateArgs, "Megatron FSDP (version 1, the default) runs the distributed optimizer (validate_args turns it "
+                    "on; docs/user-guide/features/megatron_fsdp.md lists --use-distributed-optimizer)",
+     [](const MegatronLaunch& l) { return !l.fsdp() || l.has("--use-distributed-optimizer"); }},
+    {kValidateArgs, "Megatron FSDP needs --ckpt-format fsdp_dtensor, and fsdp_dtensor needs Megatron FSDP",
+     [](const MegatronLaunch& l) { return l.fsdp() == (l.value("--ckpt-format") == "fsdp_dtensor"); }},
+    {kValidateArgs, "Megatron FSDP runs only the adam and sgd optimizers",
+     [](const MegatronLaunch& l) {
+       const std::string optimizer = l.value("--optimizer").value_or("adam");
+       return !l.fsdp() || optimizer == "adam" || optimizer == "sgd";
+     }},
+    {"the required flags of Megatron-LM's January 2026 FSDP user guide (docs/discussions/megatron-fsdp-user-guide, "
+     "commit 55103f9); validate_args warns that TE must support fused accumulation into sharded gradients, and the "
+     "guide that replaced it makes fusion the default: a safe choice of the export rather than a refusal",
+     "Megatron FSDP sharding gradients runs with --no-gradient-accumulation-fusion",
+     [](const MegatronLaunch& l) { return !l.fsdp() || l.has("--no-gradient-accumulation-fusion"); }},
+    {kValidateArgs, "tensor or context parallelism without FSDP (on Hopper and earlier) needs "
+                    "CUDA_DEVICE_MAX_CONNECTIONS=1",
+     [](const MegatronLaunch& l) {
+       const bool model_parallel = l.tensor() > 1 || l.context() > 1;
+       return !model_parallel || l.fsdp() || l.has("--overlap-moe-expert-parallel-comm") ||
+              l.max_connections == "1";
+     }},
+    {kValidateArgs, "the world size is a multiple of tensor x pipeline x context",
+     [](const MegatronLaunch& l) { return l.world_size % (l.tensor() * l.pipeline() * l.context()) == 0; }},
+    {kValidateArgs, "without a layout or uneven first and last stages, num_layers is a multiple of the pipeline size",
+     [](const MegatronLaunch& l) {
+       if (l.has("--pipeline-model-parallel-layout") || l.has("--decoder-first-pipeline-num-layers") ||
+           l.has("--decoder-last-pipeline-num-layers"))
+         return true;
+       return l.integer("--num-layers", 0) % l.pipeline() == 0;
+     }},
+    {kValidateArgs, "the layers of a pipeline stage are a multiple of --num-layers-per-virtual-pipeline-stage",
+     [](const MegatronLaunch& l) {
+       if (!l.has("--num-layers-per-virtual-pipeline-stage")) return true;
+       const std::int64_t per_stage = l.integer("--num-layers", 0) / l.pipeline();
+       return per_stage % l.integer("--num-layers-per-virtual-pipeline-stage", 1) == 0;
+     }},
+    {"megatron/core/num_microbatches_calculator.py ConstantNumMicroBatchesCalculator",
+     "the global batch is a multiple of micro batch x data-parallel size",
+     [](const MegatronLaunch& l) {
+       return l.integer("--global-batch-size", 0) % (l.integer("--micro-batch-size", 1) * l.data()) == 0;
+     }},
+    {"megatron/core/model_parallel_config.py ModelParallelConfig.__post_init__ (validate_args turns it off at "
+     "tensor 1 instead)",
+     "sequence parallelism needs tensor parallelism",
+     [](const MegatronLaunch& l) { return !l.has("--sequence-parallel") || l.tensor() > 1; }},
+    {kValidateArgs, "--tp-comm-overlap needs --sequence-parallel",
+     [](const MegatronLaunch& l) { return !l.has("--tp-comm-overlap") || l.has("--sequence-parallel"); }},
+    {kValidateArgs, "--overlap-param-gather needs the distributed optimizer, Megatron FSDP or dist_muon, and "
+                    "--overlap-grad-reduce",
+     [](const MegatronLaunch& l) {
+       if (!l.has("--overlap-param-gather")) return true;
+       const bool sharded = l.has("--use-distributed-optimizer") || l.fsdp() || l.value("--optimizer") == "dist_muon";
+       return sharded && l.has("--overlap-grad-reduce");
+     }},
+    {kValidateArgs, "--fp8-param-gather needs the distributed optimizer or Megatron FSDP",
+     [](const MegatronLaunch& l) {
+       return !l.has("--fp8-param-gather") || l.has("--use-distributed-optimizer") || l.fsdp();
+     }},
+    {kValidateArgs, "expert parallelism needs --num-experts, a multiple of the expert-parallel size",
+     [](const MegatronLaunch& l) {
+       const std::int64_t expert = l.integer("--expert-model-parallel-size", 1);
+       return expert == 1 || (l.has("--num-experts") && l.integer("--num-experts", 0) % expert == 0);
+     }},
+    {"megatron/core/transformer/transformer_config.py TransformerConfig.__post_init__",
+     "num_attention_heads is a multiple of the tensor size",
+     [](const MegatronLaunch& l) { return l.integer("--num-attention-heads", 0) % l.tensor() == 0; }},
+    {"megatron/core/transformer/transformer_config.py TransformerConfig.__post_init__",
+     "num_query_groups is a multiple of the tensor size, or the tensor size a multiple of it",
+     [](const MegatronLaunch& l) {
+       const std::int64_t groups = l.integer("--num-query-groups", l.integer("--num-attention-heads", 1));
+       return groups % l.tensor() == 0 || l.tensor() % groups == 0;
+     }},
+    {kValidateArgs, "with context parallelism, seq_length is a multiple of 2 x the context size",
+     [](const MegatronLaunch& l) { return l.context() == 1 || l.integer("--seq-length", 0) % (2 * l.context()) == 0; }},
+};
+
+// ---- A Megatron-Bridge override file ------------------------------------------------------------------
+
+struct BridgeConfig {
+  YamlDocument doc;
+  std::int64_t world_size = 0;
+
+  [[nodiscard]] std::optional<Field> field(std::string_view section, std::string_view key) const {
+    const auto s = doc.root().get(section);
+    if (!s) return std::nullopt;
+    const auto f = s->get(key);
+    if (!f || f->is_null()) return std::nullopt;
+    return f;
+  }
+  [[nodiscard]] bool flag(std::string_view section, std::string_view key) const {
+    const auto f = field(section, key);
+    return f && f->as_bool();
+  }
+  [[nodiscard]] std::int64_t integer(std::string_view section, std::string_view key, std::int64_t fallback) const {
+    const auto f = field(section, key);
+    return f ? f->as_int() : fallback;
+  }
+  [[nodiscard]] std::string text(std::string_view section, std::string_view key) const {
+    const auto f = field(section, key);
+    return f ? f->as_string() : std::string();
+  }
+  [[nodiscard]] std::int64_t tensor() const { return integer("model", "tensor_model_parallel_size", 1); }
+  [[nodiscard]] std::int64_t pipeline() const { return integer("model", "pipeline_model_parallel_size", 1); }
+  [[nodiscard]] std::int64_t context() const { return integer("model", "context_parallel_size", 1); }
+  [[nodiscard]] bool fsdp() const { return flag("ddp", "use_megatron_fsdp") || flag("dist", "use_megatron_fsdp"); }
+};
+
+struct BridgeRule {
+  std::string_view source;
+  std::string_view rule;
+  bool (*holds)(const BridgeConfig&);
+};
+
+constexpr std::string_view kBridgeValidate =
+    "src/megatron/bridge/training/config.py ConfigContainer.validate / _validate_and_apply_megatron_fsdp_v1_configs";
+constexpr std::string_view kTransformerConfig =
+    "megatron/core/transformer/transformer_config.py TransformerConfig.__post_init__";
+
+const BridgeRule kBridgeRules[] = {
+    {kBridgeValidate, "ddp.use_megatron_fsdp and dist.use_megatron_fsdp agree (Bridge sets both)",
+     [](const BridgeConfig& c) { return c.flag("ddp", "use_megatron_fsdp") == c.flag("dist", "use_megatron_fsdp"); }},
+    {kBridgeValidate, "Megatron FSDP (version 1) runs the distributed optimizer: ddp and optimizer "
+                      "use_distributed_optimizer are true (Bridge turns them on, so false states another launch)",
+     [](const BridgeConfig& c) {
+       return !c.fsdp() ||
+              (c.flag("ddp", "use_distributed_optimizer") && c.flag("optimizer", "use_distributed_optimizer"));
+     }},
+    {"src/megatron/bridge/training/config.py _validate_and_sync_distributed_optimizer_settings",
+     "ddp.use_distributed_optimizer and optimizer.use_distributed_optimizer agree",
+     [](const BridgeConfig& c) {
+       return c.flag("ddp", "use_distributed_optimizer") == c.flag("optimizer", "use_distributed_optimizer");
+     }},
+    {kBridgeValidate, "Megatron FSDP saves and loads only checkpoint.ckpt_format fsdp_dtensor",
+     [](const BridgeConfig& c) { return !c.fsdp() || c.text("checkpoint", "ckpt_format") == "fsdp_dtensor"; }},
+    {kBridgeValidate, "Megatron FSDP turns ddp.average_in_collective off (unless symmetric registration is "
+                      "disabled), so the file says false",
+     [](const BridgeConfig& c) {
+       const auto f = c.field("ddp", "average_in_collective");
+       return !c.fsdp() || (f && !f->as_bool());
+     }},
+    {"megatron/training/arguments.py validate_args and megatron/core/num_microbatches_calculator.py",
+     "the global batch is a multiple of micro batch x data-parallel size",
+     [](const BridgeConfig& c) {
+       const std::int64_t data = c.world_size / (c.tensor() * c.pipeline() * c.context());
+       return c.integer("train", "global_batch_size", 0) % (c.integer("train", "micro_batch_size", 1) * data) == 0;
+     }},
+    {"megatron/core/model_parallel_config.py ModelParallelConfig.__post_init__",
+     "sequence_parallel needs tensor_model_parallel_size > 1",
+     [](const BridgeConfig& c) { return !c.flag("model", "sequence_parallel") || c.tensor() > 1; }},
+    {"src/megatron/bridge/training/comm_overlap.py CommOverlapConfig (turns tp_comm_overlap off otherwise)",
+     "comm_overlap.tp_comm_overlap needs model.sequence_parallel",
+     [](const BridgeConfig& c) {
+       return !c.flag("comm_overlap", "tp_comm_overlap") || c.flag("model", "sequence_parallel");
+     }},
+    {kTransformerConfig, "without a layout or uneven first and last stages, num_layers is a multiple of the "
+                         "pipeline size, and the layers of a stage a multiple of the virtual size",
+     [](const BridgeConfig& c) {
+       if (c.field("model", "pipeline_model_parallel_layout") ||
+           c.field("model", "num_layers_in_first_pipeline_stage") || c.field("model", "num_layers_in_last_pipeline_stage"))
+         return true;
+       const std::int64_t layers = c.integer("model", "num_layers", 0);
+       if (layers % c.pipeline() != 0) return false;
+       return (layers / c.pipeline()) % c.integer("model", "virtual_pipeline_model_parallel_size", 1) == 0;
+     }},
+    {kTransformerConfig, "num_attention_heads is a multiple of the tensor size",
+     [](const BridgeConfig& c) { return c.integer("model", "num_attention_heads", 0) % c.tensor() == 0; }},
+    {kTransformerConfig, "num_query_groups is a multiple of the tensor size, or the tensor size a multiple of it",
+     [](const BridgeConfig& c) {
+       const std::int64_t groups = c.integer("model", "num_query_groups", c.integer("model", "num_attention_heads", 1));
+       return groups % c.tensor() == 0 || c.tensor() % groups == 0;
+     }},
+    {"megatron/core/transformer/moe/moe_layer.py MoELayer (and validate_args for Megatron-LM)",
+     "num_moe_experts is a multiple of expert_model_parallel_size",
+     [](const BridgeConfig& c) {
+       const std::int64_t expert = c.integer("model", "expert_model_parallel_size", 1);
+       return expert == 1 || c.integer("model", "num_moe_experts", 0) % expert == 0;
+     }},
+    {"the recipe's own dispatcher survives the merge otherwise (recipes/qwen/h100/qwen3_moe.py sets alltoall, "
+     "and flex in its DeepEP variants)",
+     "an MoE model states moe_token_dispatcher_type",
+     [](const BridgeConfig& c) {
+       return !c.field("model", "num_moe_experts") || !c.text("model", "moe_token_dispatcher_type").empty();
+     }},
+};
+
+// ---- The exports checked ------------------------------------------------------------------------------
+
+struct ExportCase {
+  std::string name;
+  std::string topology;
+  std::string model;
+  std::string plan;      ///< a shipped plan's path, or the plan's YAML when it starts with "inline:"
+  int gpus = 0;          ///< the job's first GPUs; 0: the whole topology
+  /// The plan field each export refuses, where it cannot express the plan; empty: it must export.
+  std::string megatron_refuses = {};
+  std::string bridge_refuses = {};
+};
+
+void PrintTo(const ExportCase& c, std::ostream* os) { *os << c.name; }
+
+ResolvedPlan resolve(const ExportCase& c) {
+  constexpr std::string_view kInline = "inline:";
+  if (c.plan.rfind(kInline, 0) == 0) {
+    return ResolvedPlan(c.topology, c.model, testing::spec_from(c.plan.substr(kInline.size())), c.gpus);
+  }
+  return ResolvedPlan(c.topology, c.model, c.plan, c.gpus);
+}
+
+/// The export, or nothing when the target refuses the plan as the case expects: with an InputError at
+/// `refuses` (a schedule or precision it has no setting for), which is the export's job, not a rule's.
+std::optional<std::string> export_or_refusal(const ResolvedPlan& r, Framework target, const std::string& refuses) {
+  try {
+    std::string text = r.exported(target);
+    EXPECT_TRUE(refuses.empty()) << "exported, though the case expects a refusal at " << refuses;
+    return text;
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), refuses) << e.what();
+    return std::nullopt;
+  }
+}
+
+// The planner's first plan for Llama-3 70B on 64 H100 (8 DGX H100 of topologies/16x-dgx-h100.yaml,
+// the default global batch of 256), as `mpsim plan --topology topologies/16x-dgx-h100.yaml --gpus 64
+// --model configs/models/llama3-70b.yaml` wrote it: Megatron FSDP (ZeRO-3) beside tensor and context
+// parallelism, the launch users reported. Pinned rather than searched here (the search takes seconds):
+// should the planner come to prefer another plan, this one stays the reported case.
+constexpr const char* kLlama70bPlannerFirst =
+    "inline:parallelism: { tensor: 2, pipeline: 1, data: 16, virtual_stages: 1, context: 2 }\n"
+    "batch: { global: 256, micro: 1 }\nschedule: 1f1b\npartition: [0, 80]\nrecompute: none\nprecision: bf16\n"
+    "attention: flash\noverlap: { grad_reduce: true, param_gather: true, tensor_comm: true }\nzero: 3\n"
+    "placement: tp-dp-pp\nsequence_parallel: true\n";
+// Megatron FSDP with tensor parallelism alone, and ZeRO-2 style sharding.
+constexpr const char* kLlama70bFsdp =
+    "inline:parallelism: { tensor: 2 }\nbatch: { global: 128, micro: 1 }\nsequence_parallel: true\nzero: 2\n"
+    "overlap: { grad_reduce: true, param_gather: true }\n";
+constexpr const char* kQwen3MoeFsdp =
+    "inline:parallelism: { expert: 8 }\nbatch: { global: 256, micro: 2 }\nzero: 3\n";
+
+const ExportCase kCases[] = {
+    {"cpu_tiny_1f1b_pp2", "topologies/dgx-a100.yaml", "configs/models/cpu-gpt-tiny.yaml",
+     "configs/plans/cpu-tiny-1f1b-pp2.yaml", 2, "", "precision"},
+    {"cpu_tiny_zb_h1_pp2", "topologies/dgx-a100.yaml", "configs/models/cpu-gpt-tiny.yaml",
+     "configs/plans/cpu-tiny-zb-h1-pp2.yaml", 2, "schedule", "schedule"},
+    {"gpt3_1_3b_sagemaker", "topologies/p4d.24xlarge.yaml", "configs/models/gpt3-1.3b.yaml",
+     "configs/plans/gpt3-1.3b-sagemaker.yaml", 0, "schedule", "schedule"},
+    {"gpt3_13b_4x_p4d", "topologies/4x-p4d.yaml", "configs/models/gpt3-13b.yaml", "configs/plans/gpt3-13b-4x-p4d.yaml"},
+    {"gpt3_175b_h100_weak_scaling", "topologies/512x-dgx-h100.yaml", "configs/models/gpt3-175b.yaml",
+     "configs/plans/gpt3-175b-h100-weak-scaling.yaml"},
+    {"megatron_175b_interleaved", "topologies/16x-dgx-h100.yaml", "configs/models/gpt3-175b.yaml",
+     "configs/plans/megatron-175b-interleaved.yaml"},
+    {"megatron_sc21_1_7b", "topologies/selene.yaml", "configs/models/megatron-1.7b.yaml",
+     "configs/plans/megatron-sc21-1.7b.yaml", 32},
+    {"megatron_sc21_3_6b", "topologies/selene.yaml", "configs/models/megatron-3.6b.yaml",
+     "configs/plans/megatron-sc21-3.6b.yaml", 64},
+    {"megatron_sc21_7_5b", "topologies/selene.yaml", "configs/models/megatron-7.5b.yaml",
+     "configs/plans/megatron-sc21-7.5b.yaml", 128},
+    {"megatron_sc21_18_4b", "topologies/selene.yaml", "configs/models/megatron-18.4b.yaml",
+     "configs/plans/megatron-sc21-18.4b.yaml", 256},
+    {"megatron_sc21_39_1b", "topologies/selene.yaml", "configs/models/megatron-39.1b.yaml",
+     "configs/plans/megatron-sc21-39.1b.yaml", 512},
+    {"megatron_sc21_76_1b", "topologies/selene.yaml", "configs/models/megatron-76.1b.yaml",
+     "configs/plans/megatron-sc21-76.1b.yaml", 1024},
+    {"megatron_sc21_145_6b", "topologies/selene.yaml", "configs/models/megatron-145.6b.yaml",
+     "configs/plans/megatron-sc21-145.6b.yaml", 1536},
+    {"megatron_sc21_310_1b", "topologies/selene.yaml", "configs/models/megatron-310.1b.yaml",
+     "configs/plans/megatron-sc21-310.1b.yaml", 1920},
+    {"megatron_sc21_529_6b", "topologies/selene.yaml", "configs/models/megatron-529.6b.yaml",
+     "configs/plans/megatron-sc21-529.6b.yaml", 2520},
+    {"megatron_sc21_1008b", "topologies/selene.yaml", "configs/models/megatron-1008b.yaml",
+     "configs/plans/megatron-sc21-1008b.yaml", 3072},
+    {"llama3_70b_64_h100_planner_first", "topologies/16x-dgx-h100.yaml", "configs/models/llama3-70b.yaml",
+     kLlama70bPlannerFirst, 64},
+    {"llama3_70b_64_h100_fsdp", "topologies/16x-dgx-h100.yaml", "configs/models/llama3-70b.yaml", kLlama70bFsdp, 64},
+    {"qwen3_30b_a3b_64_h100_fsdp", "topologies/16x-dgx-h100.yaml", "configs/models/qwen3-30b-a3b.yaml", kQwen3MoeFsdp,
+     64},
+};
+
+class FrameworkRules : public ::testing::TestWithParam<ExportCase> {};
+
+TEST_P(FrameworkRules, MegatronLmAcceptsTheScript) {
+  const ResolvedPlan r = resolve(GetParam());
+  const std::optional<std::string> script = export_or_refusal(r, Framework::Megatron, GetParam().megatron_refuses);
+  if (!script) return;
+  const MegatronLaunch launch = read_megatron(*script);
+  ASSERT_EQ(launch.world_size, r.plan.gpus()) << *script;
+  for (const MegatronRule& rule : kMegatronRules) {
+    EXPECT_TRUE(rule.holds(launch)) << rule.rule << " (" << rule.source << ")\n" << *script;
+  }
+}
+
+TEST_P(FrameworkRules, MegatronBridgeAcceptsTheOverrides) {
+  const ResolvedPlan r = resolve(GetParam());
+  const std::optional<std::string> yaml = export_or_refusal(r, Framework::Nemo, GetParam().bridge_refuses);
+  if (!yaml) return;
+  const BridgeConfig config{YamlDocument::parse(*yaml, "overrides.yaml"), r.plan.gpus()};
+  for (const BridgeRule& rule : kBridgeRules) {
+    EXPECT_TRUE(rule.holds(config)) << rule.rule << " (" << rule.source << ")\n" << *yaml;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Exports, FrameworkRules, ::testing::ValuesIn(kCases),
+                         [](const ::testing::TestParamInfo<ExportCase>& info) { return info.param.name; });
+
+// The rules are not vacuous: the launches users reported fail the rules they broke.
+TEST(FrameworkRuleTable, CatchesTheReportedLaunches) {
+  const auto failed = [](const std::string& script) {
+    std::vector<std::string_view> rules;
+    const MegatronLaunch launch = read_megatron(script);
+    for (const MegatronRule& rule : kMegatronRules) {
+      if (!rule.holds(launch)) rules.push_back(rule.rule);
+    }
+    return rules;
+  };
+  const std::string fsdp_with_one_connection =
+      "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"
+      "torchrun --nproc_per_node 8 --nnodes 8 pretrain_gpt.py --num-layers 80 --num-attention-heads 64 "
+      "--tensor-model-parallel-size 2 --sequence-parallel --micro-batch-size 1 --global-batch-size 128 "
+      "--use-megatron-fsdp --data-parallel-sharding-strategy optim_grads_params --ckpt-format fsdp_dtensor\n";
+  EXPECT_EQ(failed(fsdp_with_one_connection),
+            (std::vector<std::string_view>{kMegatronRules[0].rule, kMegatronRules[1].rule, kMegatronRules[4].rule}));
+  const std::string uneven_batch =
+      "torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py --num-layers 30 --num-attention-heads 32 "
+      "--pipeline-model-parallel-size 4 --micro-batch-size 3 --global-batch-size 16 --expert-model-parallel-size 4 "
+      "--num-experts 6\n";
+  EXPECT_EQ(failed(uneven_batch).size(), 3U);
+
+  // The reported NeMo overrides: FSDP with the distributed optimizer off, no checkpoint format, no
+  // average_in_collective, and an MoE model that leaves the recipe's dispatcher.
+  const std::string reported_overrides =
+      "model:\n  num_layers: 48\n  num_attention_heads: 32\n  num_moe_experts: 128\n  expert_model_parallel_size: 8\n"
+      "train:\n  micro_batch_size: 1\n  global_batch_size: 256\n"
+      "ddp:\n  use_distributed_optimizer: false\n  use_megatron_fsdp: true\n"
+      "dist:\n  use_megatron_fsdp: true\n"
+      "optimizer:\n  use_distributed_optimizer: false\n";
+  const BridgeConfig config{YamlDocument::parse(reported_overrides, "overrides.yaml"), 64};
+  std::vector<std::string_view> bridge_failed;
+  for (const BridgeRule& rule : kBridgeRules) {
+    if (!rule.holds(config)) bridge_failed.push_back(rule.rule);
+  }
+  EXPECT_EQ(bridge_failed, (std::vector<std::string_view>{kBridgeRules[1].rule, kBridgeRules[3].rule,
+                                                          kBridgeRules[4].rule, kBridgeRules[12].rule}));
+}
+
+}  // namespace
+}  // namespace mpsim::interop
