@@ -21,10 +21,10 @@ nlohmann::ordered_json report_json(const Report& r) {
   out["oom"] = r.oom;
   ordered_json devices = ordered_json::array();
   for (const auto& d : r.devices) {
-    ordered_json device = {{"id", d.id}, {"stage", d.stage}, {"busy_s", d.busy_s},
-                           {"communication_wait_s", d.communication_wait_s}, {"idle_s", d.idle_s},
+    ordered_json device = {{"id", d.id}, {"stage", d.stage}, {"busy_s", d.busy_s}, {"idle_s", d.idle_s},
                            {"bubble_fraction", d.bubble_fraction}, {"peak_memory_bytes", d.peak_memory_bytes},
-                           {"memory_capacity_bytes", d.memory_capacity_bytes}, {"oom", d.oom}};
+                           {"memory_capacity_bytes", d.memory_capacity_bytes}, {"oom", d.oom},
+                           {"communication_wait_s", d.communication_wait_s}};
     if (d.memory.known()) {
       device["memory"] = {{"weights", d.memory.weights},         {"gradients", d.memory.gradients},
                           {"optimizer", d.memory.optimizer},     {"activations", d.memory.activations},

@@ -28,6 +28,8 @@ Report small_report() {
   r.devices.push_back({"node0/gpu0", 0, 0.375, 0.125, 0.25, 41'231'231'231LL, 42'949'672'960LL, false,
                         {8'000'000'000LL, 16'000'000'000LL, 6'000'000'000LL, 9'231'231'231LL, 2'000'000'000LL}});
   r.devices.push_back({"node1/gpu0", 1, 0.25, 0.25, 0.5, 1'000, 42'949'672'960LL, true, {}});
+  r.devices.back().communication_wait_s = 0.125;
+  r.communication_wait_fraction = 0.0625;
   r.links.push_back({"node0/nvlink:gpu0-gpu1", 123'456, 0.01});
   r.plan.document = R"({"parallelism":{"tensor":8,"pipeline":2,"data":2},"batch":{"global":32,"micro":1,)"
                     R"("microbatches":16},"schedule":"1f1b","zero":1})";
@@ -131,6 +133,8 @@ TEST(ReportJson, Values) {
   EXPECT_DOUBLE_EQ(d["busy_s"].get<double>(), 0.25);
   EXPECT_DOUBLE_EQ(d["idle_s"].get<double>(), 0.25);
   EXPECT_DOUBLE_EQ(d["bubble_fraction"].get<double>(), 0.5);
+  EXPECT_DOUBLE_EQ(d["communication_wait_s"].get<double>(), 0.125);
+  EXPECT_DOUBLE_EQ(j["communication_wait_fraction"].get<double>(), 0.0625);
   EXPECT_EQ(d["peak_memory_bytes"].get<std::int64_t>(), 1000);
   EXPECT_EQ(d["oom"], true);
   EXPECT_TRUE(d["oom"].is_boolean());

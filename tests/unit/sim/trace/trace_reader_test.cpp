@@ -31,6 +31,8 @@ Report sample_report() {
   r.devices.push_back({"node0/gpu0", 0, 0.375, 0.125, 0.25, 41'231'231'231LL, 42'949'672'960LL, false,
                         {8'000'000'000LL, 16'000'000'000LL, 6'000'000'000LL, 9'231'231'231LL, 2'000'000'000LL}});
   r.devices.push_back({"node1/gpu0", 1, 0.1, 0.2, 2.0 / 3.0, 1'000, 42'949'672'960LL, true, {}});
+  r.devices.back().communication_wait_s = 0.0625;
+  r.communication_wait_fraction = 1.0 / 7.0;
   r.links.push_back({"node0/nvlink:gpu0-gpu1", 123'456, 0.01});
   r.links.push_back({"node0/nic0", 0, 0.0});
   r.plan.document = R"({"parallelism":{"tensor":8,"pipeline":2,"data":2,"virtual_stages":2,"context":2,"expert":4,)"
@@ -123,6 +125,7 @@ void expect_same(const Report& a, const Report& b) {
   EXPECT_EQ(a.step_time_s, b.step_time_s);
   EXPECT_EQ(a.bubble_fraction, b.bubble_fraction);
   EXPECT_EQ(a.bubble_rate, b.bubble_rate);
+  EXPECT_EQ(a.communication_wait_fraction, b.communication_wait_fraction);
   EXPECT_EQ(a.tflops_per_gpu, b.tflops_per_gpu);
   EXPECT_EQ(a.hardware_tflops_per_gpu, b.hardware_tflops_per_gpu);
   EXPECT_EQ(a.mfu, b.mfu);
@@ -137,6 +140,7 @@ void expect_same(const Report& a, const Report& b) {
     EXPECT_EQ(x.busy_s, y.busy_s);
     EXPECT_EQ(x.idle_s, y.idle_s);
     EXPECT_EQ(x.bubble_fraction, y.bubble_fraction);
+    EXPECT_EQ(x.communication_wait_s, y.communication_wait_s);
     EXPECT_EQ(x.peak_memory_bytes, y.peak_memory_bytes);
     EXPECT_EQ(x.memory_capacity_bytes, y.memory_capacity_bytes);
     EXPECT_EQ(x.oom, y.oom);
