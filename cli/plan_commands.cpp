@@ -87,10 +87,12 @@ struct PlanArgs {
   std::string optimize = "speed";
   std::string schedules;
   std::string recompute;
+  std::string zero;  ///< --zero: only these ZeRO stages
   std::string precisions;
   std::string attention_kernel;  ///< fa2 | fa3 | fa4; empty: the GPU kind's default rate
   std::string moe_dispatcher = "alltoall";  ///< alltoall | deepep | hybridep
   std::string framework;  ///< --framework: keep only plans it runs and exports; empty: any
+  std::vector<std::string> defaults_used;  ///< "--topology topologies/4x-p4d.yaml": inputs not given, as taken
   int max_tensor = 0;
   int max_context = 0;
   int max_expert = 0;
@@ -142,6 +144,11 @@ std::vector<model::Recompute> parse_recompute(const std::string& list) {
   return parse_named_list(list, "--recompute", "recomputation", model::kRecomputeNames);
 }
 
+/// ZeRO stages as `--zero` names them (the plan field `zero`'s values).
+constexpr std::pair<std::string_view, int> kZeroStages[] = {{"0", 0}, {"1", 1}, {"2", 2}, {"3", 3}};
+
+std::vector<int> parse_zero(const std::string& list) { return parse_named_list(list, "--zero", "ZeRO stage", kZeroStages); }
+
 std::vector<plan::Precision> parse_precisions(const std::string& list) {
   return parse_named_list(list, "--precisions", "precision", plan::kPrecisionNames);
 }
@@ -186,6 +193,7 @@ planner::PlannerOptions planner_options(const PlanArgs& args) {
   o.space.objective = args.optimize == "memory" ? plan::Objective::Memory : plan::Objective::Speed;
   if (!args.schedules.empty()) o.space.schedules = parse_schedules(args.schedules);
   if (!args.recompute.empty()) o.space.recompute = parse_recompute(args.recompute);
+  if (!args.zero.empty()) o.space.zero = parse_zero(args.zero);
   if (!args.precisions.empty()) o.space.precisions = parse_precisions(args.precisions);
   if (!args.attention_kernel.empty()) {
     o.space.attention_kernel = topology::parse_attention_generation(args.attention_kernel);
@@ -529,7 +537,8 @@ void run_planner_command(const PlanArgs& args) {
                       {"objective", std::string(plan::to_string(options.space.objective))},
                       {"global_batch", args.global_batch},
                       {"gpus", gpus},
-                      {"memory_reserve_bytes", options.memory_reserve.count()}};
+                      {"memory_reserve_bytes", options.memory_reserve.count()},
+                      {"defaults_used", args.defaults_used}};
     json["search_time_s"] = stats.search_time_s;
   }
   if (result.ranked.empty()) {
@@ -603,6 +612,10 @@ void run_planner_command(const PlanArgs& args) {
     return;
   }
 
+  // A plan on inputs nobody gave must say so: the README's job is a default, not the user's cluster.
+  if (!args.defaults_used.empty()) {
+    std::cout << fmt::format("Not given, so the defaults: {}\n", fmt::join(args.defaults_used, ", "));
+  }
   std::cout << fmt::format("{} on {} ({} GPUs), global batch {}, optimizing for {}\n", in.model.name, cluster_name, gpus,
                            args.global_batch, plan::to_string(options.space.objective));
   std::cout << fmt::format(
@@ -680,6 +693,7 @@ void add_plan_commands(CLI::App& app) {
                        "(Megatron's flex dispatcher: a token crosses to each node once; the plan fields "
                        "moe_token_dispatcher_type and moe_flex_dispatcher_backend)")
       ->check(CLI::IsMember(plan::names_of(plan::kMoeDispatcherNames)));
+  plan_cmd->add_option("--zero", args->zero, "Only these ZeRO stages, e.g. 0,1 (default 0,1,2,3)");
   plan_cmd->add_option("--framework", args->framework,
                        "Search only plans this framework runs: each one its launch config exports without error "
                        "(plan export --to)")
@@ -712,7 +726,15 @@ void add_plan_commands(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   plan_cmd->add_option("--threads", args->threads, "Simulation threads (default: all cores)")->check(CLI::PositiveNumber);
   plan_cmd->callback([plan_cmd, args] {
-    if (plan_cmd->get_subcommands().empty()) run_planner_command(*args);
+    if (!plan_cmd->get_subcommands().empty()) return;
+    args->defaults_used.clear();
+    const PlanArgs defaults;
+    if (plan_cmd->count("--topology") == 0) args->defaults_used.push_back("--topology " + defaults.files.topology);
+    if (plan_cmd->count("--model") == 0) args->defaults_used.push_back("--model " + defaults.files.model);
+    if (plan_cmd->count("--global-batch") == 0) {
+      args->defaults_used.push_back(fmt::format("--global-batch {}", defaults.global_batch));
+    }
+    run_planner_command(*args);
   });
 }
 

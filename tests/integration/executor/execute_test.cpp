@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "tests/integration/executor/parameter_dump.h"
 #include "tests/support/run_mpsim.h"
 
 namespace mpsim::testing {
@@ -33,20 +34,7 @@ using Parameters = std::map<std::string, std::vector<double>>;
 
 Parameters read_parameters(const std::filesystem::path& file) {
   Parameters out;
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> fields;
-    std::stringstream ss(line);
-    std::string f;
-    while (std::getline(ss, f, '\t')) fields.push_back(f);
-    if (fields.size() != 5) continue;
-    std::vector<double> values;
-    std::stringstream vs(fields[4]);
-    double v = 0;
-    while (vs >> v) values.push_back(v);
-    out[fields[1]] = std::move(values);
-  }
+  for (auto& [name, tensor] : read_parameter_dump(file)) out[name] = std::move(tensor.values);
   return out;
 }
 

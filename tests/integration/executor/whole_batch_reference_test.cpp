@@ -10,8 +10,6 @@
 // (executor::sample_tokens). Everything that trains is written below: the layers' math from their
 // documented definitions (executor/net/layers.h, network.h), the mean cross-entropy over all the
 // global batch's tokens, and the optimizers' updates.
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -29,10 +27,12 @@
 
 #include <Eigen/Dense>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "executor/net/init.h"
 #include "executor/net/layers.h"
 #include "executor/net/network.h"
+#include "tests/integration/executor/parameter_dump.h"
 #include "tests/support/run_mpsim.h"
 
 namespace mpsim::testing {
@@ -388,36 +388,12 @@ const Trained& reference(Optimizer optimizer) {
 
 // --- the executor's run ------------------------------------------------------------------------------
 
-struct Dumped {
-  int rows = 0;
-  int cols = 0;
-  std::vector<double> values;  // row-major
-};
+using Dumped = DumpedTensor;
 
 struct ExecutorRun {
   std::map<std::string, Dumped> parameters;
   std::vector<double> losses;  // "step N: loss X" lines
 };
-
-/// `layer<TAB>name<TAB>rows<TAB>cols<TAB>values...` (docs/executor.md, --dump-parameters).
-std::map<std::string, Dumped> read_dump(const std::filesystem::path& file) {
-  std::map<std::string, Dumped> out;
-  std::ifstream in(file);
-  std::string line;
-  while (std::getline(in, line)) {
-    std::vector<std::string> fields;
-    std::stringstream ss(line);
-    std::string f;
-    while (std::getline(ss, f, '\t')) fields.push_back(f);
-    if (fields.size() != 5) continue;
-    Dumped d{std::stoi(fields[2]), std::stoi(fields[3]), {}};
-    std::stringstream vs(fields[4]);
-    double v = 0;
-    while (vs >> v) d.values.push_back(v);
-    out[fields[1]] = std::move(d);
-  }
-  return out;
-}
 
 std::vector<double> read_losses(const std::string& out) {
   std::vector<double> losses;
@@ -439,7 +415,7 @@ ExecutorRun execute(int ranks, const std::string& sets, Optimizer optimizer, con
       repo("configs/plans/cpu-tiny-1f1b-pp2.yaml"), sets, kSeed, kSteps, optimizer == Optimizer::Sgd ? "sgd" : "adam",
       file.string()));
   EXPECT_EQ(run.exit_code, 0) << run.err;
-  return {read_dump(file), read_losses(run.out)};
+  return {read_parameter_dump(file), read_losses(run.out)};
 }
 
 // --- the comparison ------------------------------------------------------------------------------------

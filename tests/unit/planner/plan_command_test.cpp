@@ -124,6 +124,17 @@ TEST(PlanCommand, FrameworkRanksOnlyPlansItsExportAccepts) {
   EXPECT_NE(mpsim(small_args() + " --framework megatron").out.find("that megatron cannot run"), std::string::npos);
 }
 
+// --zero bounds the ZeRO stages searched; a stage that is not one is refused naming the option.
+TEST(PlanCommand, ZeroStagesCanBeBounded) {
+  const auto j = nlohmann::json::parse(mpsim(small_args(10) + " --zero 0,1 --json").out);
+  ASSERT_FALSE(j["candidates"].empty());
+  for (const auto& c : j["candidates"]) EXPECT_LE(c["plan"]["zero"].get<int>(), 1) << c["plan"].dump();
+  const CommandResult bad = mpsim(small_args() + " --zero 1,4");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("--zero 1,4"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("unknown ZeRO stage '4'"), std::string::npos) << bad.err;
+}
+
 // With one pipeline stage every schedule runs the same loop: plans that differ only in its name are one
 // row, the names listed in it.
 TEST(PlanCommand, OneStageScheduleNamesAreOneRow) {
@@ -137,6 +148,14 @@ TEST(PlanCommand, DefaultsAreTheReadmeJob) {
   const CommandResult r = mpsim("plan --top 1 --threads 2", repo(""));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("gpt3-13b on 4x AWS p4d.24xlarge (32 GPUs), global batch 256"), std::string::npos) << r.out;
+  // It says which inputs were defaults, and only those.
+  EXPECT_NE(r.out.find("Not given, so the defaults: --topology topologies/4x-p4d.yaml, --model "
+                       "configs/models/gpt3-13b.yaml, --global-batch 256"),
+            std::string::npos)
+      << r.out;
+  const auto given = nlohmann::json::parse(mpsim(small_args() + " --json").out);
+  EXPECT_TRUE(given["search"]["defaults_used"].empty());
+  EXPECT_EQ(mpsim(small_args()).out.find("Not given"), std::string::npos);
 }
 
 TEST(PlanCommand, NoFeasiblePlanExitsOneWithTheReason) {
