@@ -77,10 +77,12 @@ token permutation kernels and CUDA graphs, which change from release to release 
 Jobs of 128 and 256 GB200 / GB300 GPUs run as racks of 64, as the launcher places them
 (`simulate --gpus`), so that no expert group straddles two racks.
 
-What the errors say: the simulator prices what the newest release runs. The median absolute error by
-release is 64.7 % (25.09, 15 rows), 37.9 % (25.11, 17), 36.7 % (26.04.01, 20) and 9.4 % (26.08, 8 rows,
-whose recipes run full-iteration CUDA graphs, fused grouped MLPs and overlapped all-to-alls), almost
-every error positive (predicted faster). The gap of the older releases grows with the work of a
+What the errors say: the simulator prices what the newest release runs. By release: 25.09
+<!-- figure: MoE/release-25.09 -->median |error| 64.7 %, largest 109.6 %, signed mean +57.1 % (15 rows)<!-- /figure -->; 25.11
+<!-- figure: MoE/release-25.11 -->median |error| 37.9 %, largest 299.5 %, signed mean +69.7 % (17 rows)<!-- /figure -->; 26.04.01
+<!-- figure: MoE/release-26.04.01 -->median |error| 36.7 %, largest 85.7 %, signed mean +37.5 % (20 rows)<!-- /figure -->; 26.08
+<!-- figure: MoE/release-26.08 -->median |error| 9.4 %, largest 32.6 %, signed mean +3.6 % (8 rows)<!-- /figure --> (whose recipes run full-iteration CUDA graphs, fused
+grouped MLPs and overlapped all-to-alls), almost every error positive (predicted faster). The gap of the older releases grows with the work of a
 microbatch, not with the count of microbatches: Qwen3-30B-A3B in 26.04.01 took 12.6-13.1 ms per layer
 and microbatch at micro batch 4 (B200, GB200) and 21.5-22.2 ms at 8 (B300, GB300), against 7.9-8.2 and
 15.6-16.4 ms predicted, so a fixed host cost per kernel launch (6.4 us per PyTorch launch, 10 us per

@@ -213,8 +213,9 @@ TEST(PublishedRuns, ContextParallelRunsHold) {
 
 // Every figure docs/ quote for a group of published rows is that group's figure now: a page quotes
 // "median |error| ..., largest ..., signed mean ... (N rows)" of a group's check rows between
-// `<!-- figure: GROUP/GPU -->` and `<!-- /figure -->`, and this compares each with the rows simulated
-// here, so no page keeps a figure the validation no longer gives.
+// `<!-- figure: GROUP/SUBSET -->` and `<!-- /figure -->` (SUBSET: a GPU kind, or `release-X`, the rows
+// of release X), and this compares each with the rows simulated here, so no page keeps a figure the
+// validation no longer gives.
 TEST(PublishedRuns, DocsQuoteTodaysFigures) {
   std::map<std::string, std::vector<Outcome>> groups{
       {"dense", simulate_rows("tests/validation/published_runs.yaml")},
@@ -222,7 +223,7 @@ TEST(PublishedRuns, DocsQuoteTodaysFigures) {
       {"CP", simulate_rows("tests/validation/context_runs.yaml")},
       {"SC21", validation::sc21_outcomes()},
   };
-  const std::regex marker(R"(<!-- figure: ([A-Za-z0-9]+)/([A-Za-z0-9-]+) -->([^<]*)<!-- /figure -->)");
+  const std::regex marker(R"(<!-- figure: ([A-Za-z0-9]+)/([A-Za-z0-9.-]+) -->([^<]*)<!-- /figure -->)");
   int quoted = 0;
   std::vector<std::filesystem::path> pages{repo_path("README.md")};
   for (const auto& entry : std::filesystem::recursive_directory_iterator(repo_path("docs"))) {
@@ -234,20 +235,25 @@ TEST(PublishedRuns, DocsQuoteTodaysFigures) {
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     for (auto it = std::sregex_iterator(text.begin(), text.end(), marker); it != std::sregex_iterator(); ++it) {
       ++quoted;
-      const std::string group = (*it)[1].str(), gpu = (*it)[2].str();
+      const std::string group = (*it)[1].str(), subset = (*it)[2].str();
       const auto found = groups.find(group);
       if (found == groups.end()) {
         ADD_FAILURE() << page.filename() << " quotes unknown group " << group;
         continue;
       }
-      const auto check_rows = validation::by_gpu(found->second, true);
-      const auto rows = check_rows.find(gpu);
-      if (rows == check_rows.end()) {
-        ADD_FAILURE() << page.filename() << " quotes " << group << " on " << gpu << ", which has no check rows";
+      const std::string release = subset.starts_with("release-") ? "-" + subset.substr(8) + "-" : "";
+      std::vector<const Outcome*> rows;
+      for (const Outcome& o : found->second) {
+        if (o.is_check() && (release.empty() ? o.gpu == subset : o.id.find(release) != std::string::npos)) {
+          rows.push_back(&o);
+        }
+      }
+      if (rows.empty()) {
+        ADD_FAILURE() << page.filename() << " quotes " << group << "/" << subset << ", which has no check rows";
         continue;
       }
-      EXPECT_EQ((*it)[3].str(), validation::quoted_figures(summarize(rows->second)))
-          << page.filename() << " quotes figures of " << group << "/" << gpu << " that are not today's";
+      EXPECT_EQ((*it)[3].str(), validation::quoted_figures(summarize(rows)))
+          << page.filename() << " quotes figures of " << group << "/" << subset << " that are not today's";
     }
   }
   EXPECT_GE(quoted, 4) << "docs/simulator.md quotes the validation's figures between figure markers";
