@@ -10,8 +10,8 @@
 
 #include "cli/commands.h"
 #include "cli/table.h"
-#include "sim/plan/degrees_text.h"
 #include "sim/core/units.h"
+#include "sim/plan/degrees_text.h"
 #include "sim/trace/link_lanes.h"
 #include "sim/trace/trace_json.h"
 
