@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/did_you_mean.h"
 #include "sim/core/text_file.h"
 
 namespace mpsim {
@@ -82,7 +83,8 @@ void Field::expect_keys(std::span<const std::string_view> allowed) const {
       std::string list;
       for (const auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
       throw InputError(location_of(*file_, entry.first.Mark()), key_path,
-                       fmt::format("unknown field '{}' (expected one of: {})", name, list));
+                       fmt::format("unknown field '{}'{} (expected one of: {})", name, did_you_mean(name, allowed),
+                                   list));
     }
     if (!seen.insert(name).second) {
       throw InputError(location_of(*file_, entry.first.Mark()), key_path, "field given twice");

@@ -29,7 +29,9 @@ TEST(YamlField, LocatesMissingAndWrongFields) {
 TEST(YamlField, UnknownAndRepeatedKeys) {
   const auto doc = YamlDocument::parse("a: 1\nbandwith: 2\n", "t.yaml");
   const std::string e = error_of([&] { doc.root().expect_keys({"a", "bandwidth"}); });
-  EXPECT_EQ(e, "t.yaml:2:1: unknown field 'bandwith' (expected one of: a, bandwidth) (field 'bandwith')");
+  EXPECT_EQ(e,
+            "t.yaml:2:1: unknown field 'bandwith'; did you mean 'bandwidth'? (expected one of: a, bandwidth) "
+            "(field 'bandwith')");
 }
 
 TEST(YamlField, SyntaxErrorsCarryTheParserPosition) {
