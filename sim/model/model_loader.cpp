@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/input_kind.h"
 #include "sim/core/yaml_field.h"
 #include "sim/model/transformer.h"
 
@@ -397,6 +398,7 @@ Model parse_model(const Field& model, std::string_view default_name) {
 }
 
 Model load_model(const Field& root) {
+  expect_input_kind(root, InputKind::Model);
   root.expect_keys({"model"});
   const std::string stem = std::filesystem::path(root.file()).stem().string();
   return parse_model(root.require("model"), stem.empty() ? std::string("model") : stem);

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "sim/core/input_kind.h"
 #include "sim/core/yaml_field.h"
 #include "sim/plan/plan_fields.h"
 
@@ -203,6 +204,7 @@ void read_dispatcher(const Field& root, Reader& r, PlanSpec& spec) {
 PlanSpec load_plan_spec(const Field& root) {
   PlanSpec spec;
   spec.file = root.file();
+  expect_input_kind(root, InputKind::Plan);
   root.expect_keys(keys_of_block(""));
   Reader r(spec);
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/input_kind.h"
 #include "sim/core/yaml_field.h"
 
 namespace mpsim::topology {
@@ -198,6 +199,7 @@ TopologySpec load_topology_spec(const Field& root, int depth,
                                 const std::function<void(YamlDocument&)>& patch_included) {
   TopologySpec spec;
   spec.file = root.file();
+  expect_input_kind(root, InputKind::Topology);
   if (root.has("cluster")) {
     root.expect_keys({"cluster", "source"});
     if (auto s = root.get("source")) spec.source = s->as_string();
