@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <sstream>
@@ -33,6 +34,8 @@
 #include "planner/equivalent_plans.h"
 #include "planner/explain.h"
 #include "planner/search.h"
+#include "planner/sensitivity.h"
+#include "planner/thread_pool.h"
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
 #include "sim/engine/simulator.h"
@@ -104,6 +107,7 @@ struct PlanArgs {
   std::string trace;
   bool json = false;
   bool explain = false;
+  bool robust = false;  ///< --robust: rank the plans found by the worse of their two what-ifs
   int threads = 0;
   training::TrainingRequest training;
   std::string deadline;  ///< --deadline, with --optimize cost
@@ -259,17 +263,23 @@ std::vector<std::string> merged_cells(const planner::EquivalentPlans& group) {
 }
 
 /// The ranking with equivalent plans (planner/equivalent_plans.h) in one row, their placements listed.
-std::string ranked_table(const std::vector<planner::Evaluated>& ranked) {
+std::string ranked_table(const std::vector<planner::Evaluated>& ranked,
+                         const std::map<std::size_t, planner::Sensitivity>& sensitivities) {
   const std::vector<planner::EquivalentPlans> merged = planner::merge_equivalent(ranked);
   Table t;
-  std::vector<std::string> header{"#", "step time", "idle", "TFLOP/s/GPU", "MFU", "peak memory"};
+  // net/2 and gpu+15%: the step's change with every network link at half its bandwidth, and with one
+  // GPU 15 % slow (planner/sensitivity.h).
+  std::vector<std::string> header{"#", "step time", "net/2", "gpu+15%", "idle", "TFLOP/s/GPU", "MFU", "peak memory"};
   header.insert(header.end(), kPlanHeader.begin(), kPlanHeader.end());
   t.add_row(header);
   for (std::size_t i = 0; i < merged.size(); ++i) {
     const trace::Report& r = merged[i].plan.report;
-    std::vector<std::string> row{std::to_string(i + 1), to_string(TimeNs::seconds(r.step_time_s)),
-                                 percent(r.bubble_fraction), fmt::format("{:.1f}", r.tflops_per_gpu), percent(r.mfu),
-                                 to_string(Bytes::bytes(r.peak_memory_bytes))};
+    const planner::Sensitivity& s = sensitivities.at(merged[i].plan.id);
+    const auto change = [&](double step_s) { return fmt::format("{:+.1f}%", 100.0 * (step_s / r.step_time_s - 1.0)); };
+    std::vector<std::string> row{std::to_string(i + 1),         to_string(TimeNs::seconds(r.step_time_s)),
+                                 change(s.half_network_step_s), change(s.slow_gpu_step_s),
+                                 percent(r.bubble_fraction),    fmt::format("{:.1f}", r.tflops_per_gpu),
+                                 percent(r.mfu),                to_string(Bytes::bytes(r.peak_memory_bytes))};
     const auto cells = merged_cells(merged[i]);
     row.insert(row.end(), cells.begin(), cells.end());
     t.add_row(row);
@@ -512,6 +522,20 @@ void run_planner_command(const PlanArgs& args) {
     if (mpi->rank() != 0) return;
     result.stats.search_time_s = searched_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
+  // Each ranked plan's step under the two what-ifs (planner/sensitivity.h); --robust ranks by the worse.
+  std::map<std::size_t, planner::Sensitivity> sensitivities;
+  {
+    std::vector<planner::Sensitivity> found(result.ranked.size());
+    planner::parallel_for(result.ranked.size(), options.threads, [&](std::size_t i) {
+      found[i] = planner::sensitivity(in.cluster, in.model, result.ranked[i].plan, options.engine);
+    });
+    for (std::size_t i = 0; i < found.size(); ++i) sensitivities[result.ranked[i].id] = found[i];
+  }
+  if (args.robust) {
+    std::stable_sort(result.ranked.begin(), result.ranked.end(), [&](const auto& a, const auto& b) {
+      return sensitivities.at(a.id).worse() < sensitivities.at(b.id).worse();
+    });
+  }
   const planner::SearchStats& stats = result.stats;
   const int gpus = static_cast<int>(in.cluster.gpus().size());
   const std::string cluster_name = in.cluster.name.empty() ? "the cluster" : in.cluster.name;
@@ -524,7 +548,12 @@ void run_planner_command(const PlanArgs& args) {
     json["best"] = result.ranked.empty() ? nlohmann::ordered_json()
                                          : evaluated_json(result.ranked.front(), true, estimate(result.ranked.front()));
     json["candidates"] = nlohmann::ordered_json::array();
-    for (const auto& e : result.ranked) json["candidates"].push_back(evaluated_json(e, false, estimate(e)));
+    for (const auto& e : result.ranked) {
+      nlohmann::ordered_json entry = evaluated_json(e, false, estimate(e));
+      const planner::Sensitivity& s = sensitivities.at(e.id);
+      entry["sensitivity"] = {{"half_network_step_s", s.half_network_step_s}, {"slow_gpu_step_s", s.slow_gpu_step_s}};
+      json["candidates"].push_back(std::move(entry));
+    }
     json["pareto"] = nlohmann::ordered_json::array();
     for (const auto& e : result.pareto) json["pareto"].push_back(evaluated_json(e, false, estimate(e)));
     json["evaluated"] = stats.evaluated;
@@ -627,7 +656,8 @@ void run_planner_command(const PlanArgs& args) {
                   stats.pruned_framework > 0
                       ? fmt::format(", {} that {} cannot run", stats.pruned_framework, args.framework)
                       : ""));
-  std::cout << ranked_table(result.ranked);
+  if (args.robust) std::cout << "Ranked by the worse of the two what-ifs (net/2, gpu+15%), among the plans found:\n";
+  std::cout << ranked_table(result.ranked, sensitivities);
   std::cout << "\nSpeed/memory Pareto front:\n" << pareto_table(result.pareto);
   if (!verified.empty()) {
     std::cout << fmt::format("\nVerified: the {} best plans run with the {} backend on {} ranks (median of {} steps after "
@@ -714,6 +744,9 @@ void add_plan_commands(CLI::App& app) {
   plan_cmd->add_option("--trace", args->trace, "Write the best plan's Chrome trace (gzip when it ends in .gz)");
   add_trace_links_option(*plan_cmd, args->trace_links);
   plan_cmd->add_flag("--json", args->json, "Print the result as JSON");
+  plan_cmd->add_flag("--robust", args->robust,
+                     "Rank the plans found by their step with every network link at half bandwidth or one GPU "
+                     "15% slow, whichever is worse");
   plan_cmd->add_flag("--explain", args->explain, "Where the best plan's time goes, and why the runner-up lost");
   add_training_options(*plan_cmd, args->training);
   plan_cmd->add_option("--verify-top", args->verify_top,

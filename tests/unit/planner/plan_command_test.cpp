@@ -3,6 +3,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -122,6 +123,35 @@ TEST(PlanCommand, FrameworkRanksOnlyPlansItsExportAccepts) {
   EXPECT_EQ(plans_megatron_refuses(megatron), 0);
   EXPECT_GT(megatron["search"]["pruned_framework"].get<int>(), 0);
   EXPECT_NE(mpsim(small_args() + " --framework megatron").out.find("that megatron cannot run"), std::string::npos);
+}
+
+// Each ranked plan's step with every network link at half its bandwidth and with one GPU 15 % slow:
+// neither is faster than the plan's own step, the slow GPU costs at most its 15 %, and --robust ranks the
+// plans found by the worse of the two.
+TEST(PlanCommand, SensitivityAndRobustRanking) {
+  const auto j = nlohmann::json::parse(mpsim(small_args(10) + " --json").out);
+  ASSERT_FALSE(j["candidates"].empty());
+  bool network_matters = false;
+  for (const auto& c : j["candidates"]) {
+    const double step = c["step_time_s"], half = c["sensitivity"]["half_network_step_s"],
+                 slow = c["sensitivity"]["slow_gpu_step_s"];
+    EXPECT_GE(half, step * (1 - 1e-12)) << c["plan"].dump();
+    EXPECT_GE(slow, step * (1 - 1e-12)) << c["plan"].dump();
+    EXPECT_LE(slow, step * 1.15 * (1 + 1e-9)) << c["plan"].dump();
+    network_matters = network_matters || half > step * 1.001;
+  }
+  EXPECT_TRUE(network_matters);  // 2 nodes: data-parallel traffic crosses InfiniBand
+  const auto robust = nlohmann::json::parse(mpsim(small_args(10) + " --robust --json").out);
+  double last = 0;
+  for (const auto& c : robust["candidates"]) {
+    const double worse = std::max(c["sensitivity"]["half_network_step_s"].get<double>(),
+                                  c["sensitivity"]["slow_gpu_step_s"].get<double>());
+    EXPECT_GE(worse, last);
+    last = worse;
+  }
+  const CommandResult text = mpsim(small_args() + " --robust");
+  EXPECT_NE(text.out.find("net/2"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("Ranked by the worse of the two what-ifs"), std::string::npos) << text.out;
 }
 
 // --zero bounds the ZeRO stages searched; a stage that is not one is refused naming the option.
