@@ -108,6 +108,7 @@ struct PlanArgs {
   bool json = false;
   bool explain = false;
   bool robust = false;  ///< --robust: rank the plans found by the worse of their two what-ifs
+  std::string baseline;  ///< --baseline PLAN: the plan the team runs today, shown beside the ranking
   int threads = 0;
   training::TrainingRequest training;
   std::string deadline;  ///< --deadline, with --optimize cost
@@ -602,6 +603,18 @@ void run_planner_command(const PlanArgs& args) {
     write_file_atomically_gzip_by_name(args.trace,
                                        chrome_trace_text(prediction.timeline, prediction.report, args.trace_links));
   }
+  // --baseline: the user's own plan on the same cluster and model, against #1.
+  std::optional<planner::Evaluated> baseline;
+  std::optional<planner::Comparison> against_baseline;
+  std::optional<planner::Sensitivity> baseline_sensitivity;
+  if (!args.baseline.empty()) {
+    planner::Evaluated e;
+    e.plan = plan::resolve_plan(plan::load_plan_file(args.baseline), in.cluster, in.model);
+    e.report = engine::simulate(in.cluster, in.model, e.plan, options.engine).report;
+    baseline = std::move(e);
+    against_baseline = planner::compare(in.cluster, in.model, best, *baseline);
+    baseline_sensitivity = planner::sensitivity(in.cluster, in.model, baseline->plan, options.engine);
+  }
   std::optional<planner::Comparison> comparison;
   std::optional<planner::TimeBreakdown> alone;
   if (args.explain) {
@@ -617,6 +630,14 @@ void run_planner_command(const PlanArgs& args) {
   }
 
   if (args.json) {
+    if (baseline) {
+      nlohmann::ordered_json entry = evaluated_json(*baseline, false, estimate(*baseline));
+      entry["sensitivity"] = {{"half_network_step_s", baseline_sensitivity->half_network_step_s},
+                              {"slow_gpu_step_s", baseline_sensitivity->slow_gpu_step_s}};
+      entry["differences"] = against_baseline->differences;
+      entry["main_reason"] = against_baseline->main_reason;
+      json["baseline"] = std::move(entry);
+    }
     if (comparison) {
       json["explain"] = {{"best", breakdown_json(comparison->winner)},
                          {"runner_up", breakdown_json(comparison->other)},
@@ -664,6 +685,19 @@ void run_planner_command(const PlanArgs& args) {
                              "{} warm-up), fastest measured first:\n",
                              verified.size(), args.verify_backend, best.plan.gpus(), 3, 1)
               << verified_table(verified);
+  }
+  if (baseline) {
+    const trace::Report& r = baseline->report;
+    const double gap = r.step_time_s / best.report.step_time_s - 1.0;
+    const auto change = [&](double step_s) { return fmt::format("{:+.1f}%", 100.0 * (step_s / r.step_time_s - 1.0)); };
+    std::cout << fmt::format("\nYour plan ({}): step {} ({:+.1f}% against #1), peak memory {}, net/2 {}, gpu+15% {}\n",
+                             args.baseline, to_string(TimeNs::seconds(r.step_time_s)), 100.0 * gap,
+                             to_string(Bytes::bytes(r.peak_memory_bytes)), change(baseline_sensitivity->half_network_step_s),
+                             change(baseline_sensitivity->slow_gpu_step_s));
+    std::cout << fmt::format("  it differs from #1 in {}; {} on {}\n",
+                             against_baseline->differences.empty() ? "nothing"
+                                                                   : fmt::format("{}", fmt::join(against_baseline->differences, ", ")),
+                             gap >= 0 ? "it loses" : "it wins", against_baseline->main_reason);
   }
   if (const auto best_run = estimate(best)) std::cout << "\n#1: " << training_text(*best_run);
   if (comparison || alone) {
@@ -744,6 +778,9 @@ void add_plan_commands(CLI::App& app) {
   plan_cmd->add_option("--trace", args->trace, "Write the best plan's Chrome trace (gzip when it ends in .gz)");
   add_trace_links_option(*plan_cmd, args->trace_links);
   plan_cmd->add_flag("--json", args->json, "Print the result as JSON");
+  plan_cmd->add_option("--baseline", args->baseline,
+                       "A plan file (the plan run today): simulated on the same cluster and model and shown beside "
+                       "the ranking, with what differs from #1 and why it loses");
   plan_cmd->add_flag("--robust", args->robust,
                      "Rank the plans found by their step with every network link at half bandwidth or one GPU "
                      "15% slow, whichever is worse");

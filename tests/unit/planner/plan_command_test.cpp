@@ -154,6 +154,30 @@ TEST(PlanCommand, SensitivityAndRobustRanking) {
   EXPECT_NE(text.out.find("Ranked by the worse of the two what-ifs"), std::string::npos) << text.out;
 }
 
+// --baseline: the team's own plan, simulated on the same inputs and shown beside the ranking with what
+// differs from #1. A plan of the searched space cannot beat the best of it.
+TEST(PlanCommand, BaselineIsShownBesideTheRanking) {
+  const fs::path file = scratch() / "today.yaml";
+  std::ofstream(file) << "parallelism: { tensor: 1, pipeline: 2 }\nbatch: { global: 16, micro: 1 }\n"
+                         "schedule: 1f1b\nrecompute: full\nzero: 0\n";
+  const CommandResult r = mpsim(small_args() + " --json --baseline " + file.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("baseline"));
+  EXPECT_GE(j["baseline"]["step_time_s"].get<double>(), j["best"]["step_time_s"].get<double>());
+  EXPECT_EQ(j["baseline"]["plan"]["parallelism"]["pipeline"], 2);
+  EXPECT_FALSE(j["baseline"]["differences"].empty());
+  EXPECT_TRUE(j["baseline"].contains("sensitivity"));
+  const CommandResult text = mpsim(small_args() + " --baseline " + file.string());
+  EXPECT_NE(text.out.find("Your plan (" + file.string() + "): step"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("it differs from #1 in "), std::string::npos) << text.out;
+  // A baseline that is not a plan for these inputs is bad input naming its file.
+  std::ofstream(file) << "parallelism: { tensor: 3 }\n";
+  const CommandResult bad = mpsim(small_args() + " --baseline " + file.string());
+  EXPECT_EQ(bad.exit_code, 2) << bad.out;
+  EXPECT_NE(bad.err.find("today.yaml"), std::string::npos) << bad.err;
+}
+
 // --zero bounds the ZeRO stages searched; a stage that is not one is refused naming the option.
 TEST(PlanCommand, ZeroStagesCanBeBounded) {
   const auto j = nlohmann::json::parse(mpsim(small_args(10) + " --zero 0,1 --json").out);
