@@ -397,6 +397,24 @@ TimeNs parse_deadline(const std::string& text) {
   return TimeNs::seconds(value * scale);
 }
 
+/// --framework: a plan the framework cannot run is one its export refuses (interop/export: every setting
+/// a target cannot express is an error there), so each ranked plan exports without error.
+/// The model and the launch shape are copied: a cost search moves its inputs after setting this.
+std::function<std::optional<std::string>(const plan::PlanSpec&, const plan::Plan&)> refusal_of(
+    const std::string& framework, const Inputs& in, const std::string& model_file) {
+  const interop::Framework target = *interop::framework_named(framework);  // one of them (CLI::IsMember)
+  return [target, model = in.model, shape = interop::launch_shape(in.cluster), model_file](
+             const plan::PlanSpec& spec, const plan::Plan& plan) -> std::optional<std::string> {
+    try {
+      // A schedule TorchTitan runs from a CSV names one beside its TOML, as `plan export -o` writes it.
+      (void)interop::export_plan(target, {plan, spec, model, model_file, shape, "schedule.csv"});
+      return std::nullopt;
+    } catch (const InputError& e) {
+      return e.message();
+    }
+  };
+}
+
 /// --optimize cost (planner/cost_search.h): the best (fastest) plan of each job size, its --tokens run,
 /// and the size with the fewest GPU-hours whose run ends by --deadline.
 void run_cost_search(const PlanArgs& args) {
@@ -413,7 +431,9 @@ void run_cost_search(const PlanArgs& args) {
     at.gpus.gpus = n;
     at.gpus.gpus_per_node.reset();
     Inputs in = load_planner_inputs(at);
-    return planner::JobSearch{std::move(in.cluster), std::move(in.model), planner_options(at)};
+    planner::PlannerOptions options = planner_options(at);
+    if (!args.framework.empty()) options.refuse = refusal_of(args.framework, in, args.files.model);
+    return planner::JobSearch{std::move(in.cluster), std::move(in.model), std::move(options)};
   };
   const planner::CostSearchResult found = planner::run_cost_search(
       job_sizes, search_of, args.training, has_deadline ? std::optional<TimeNs>(deadline) : std::nullopt);
@@ -472,23 +492,6 @@ void run_cost_search(const PlanArgs& args) {
     std::cout << fmt::format("\n* {} GPUs: ", chosen->gpus) << training_text(*chosen->run);
     if (!args.output.empty()) std::cout << fmt::format("\nIts plan written to {} (run it with --gpus {})\n", args.output, chosen->gpus);
   }
-}
-
-/// --framework: a plan the framework cannot run is one its export refuses (interop/export: every setting
-/// a target cannot express is an error there), so each ranked plan exports without error.
-std::function<std::optional<std::string>(const plan::PlanSpec&, const plan::Plan&)> refusal_of(
-    const std::string& framework, const Inputs& in, const std::string& model_file) {
-  const interop::Framework target = *interop::framework_named(framework);  // one of them (CLI::IsMember)
-  return [target, &in, model_file](const plan::PlanSpec& spec, const plan::Plan& plan) -> std::optional<std::string> {
-    try {
-      // A schedule TorchTitan runs from a CSV names one beside its TOML, as `plan export -o` writes it.
-      (void)interop::export_plan(target, {plan, spec, in.model, model_file, interop::launch_shape(in.cluster),
-                                          "schedule.csv"});
-      return std::nullopt;
-    } catch (const InputError& e) {
-      return e.message();
-    }
-  };
 }
 
 void run_planner_command(const PlanArgs& args) {

@@ -123,6 +123,24 @@ TEST(PlanCommand, FrameworkRanksOnlyPlansItsExportAccepts) {
   EXPECT_EQ(plans_megatron_refuses(megatron), 0);
   EXPECT_GT(megatron["search"]["pruned_framework"].get<int>(), 0);
   EXPECT_NE(mpsim(small_args() + " --framework megatron").out.find("that megatron cannot run"), std::string::npos);
+  // The cheapest-job-size search keeps to the framework too: each size's plan exports.
+  const CommandResult cost = mpsim("plan --topology " + small_cluster_file() + " --model " +
+                                   repo("configs/models/gpt3-1.3b.yaml") +
+                                   " --global-batch 16 --optimize cost --tokens 1e9 --framework megatron --json");
+  ASSERT_EQ(cost.exit_code, 0) << cost.err;
+  const auto cost_json = nlohmann::json::parse(cost.out);
+  int exported = 0;
+  for (const auto& size : cost_json["job_sizes"]) {
+    if (!size.contains("best")) continue;
+    const fs::path file = scratch() / "job-size.yaml";
+    std::ofstream(file) << size["best"]["plan"].dump();
+    const CommandResult r = mpsim("plan export " + file.string() + " --to megatron --topology " + small_cluster_file() +
+                                  " --gpus " + std::to_string(size["gpus"].get<int>()) + " --model " +
+                                  repo("configs/models/gpt3-1.3b.yaml"));
+    EXPECT_EQ(r.exit_code, 0) << size["gpus"] << " GPUs: " << r.err;
+    ++exported;
+  }
+  EXPECT_GT(exported, 0);
 }
 
 // Each ranked plan's step with every network link at half its bandwidth and with one GPU 15 % slow:
