@@ -37,8 +37,9 @@ void print_report(const Inputs& in, const trace::Report& r) {
                            percent(r.bubble_rate));
   if (r.communication_wait_fraction > 0) {
     // Exposed communication the idle share does not show: the stream is held while it waits.
-    std::cout << fmt::format("  comm wait     {} of all GPU time waiting on in-layer collectives (ZeRO-3 gathers, "
-                             "context exchanges, expert all-to-alls, overlaps outlasting their pass)\n",
+    std::cout << fmt::format("  comm wait     {} of all GPU time waiting on in-layer collectives (tensor-parallel "
+                             "reductions, ZeRO-3 gathers, context and expert exchanges, overlaps outlasting their "
+                             "pass)\n",
                              percent(r.communication_wait_fraction));
   }
   const auto worst = std::max_element(r.devices.begin(), r.devices.end(), [](const auto& a, const auto& b) {

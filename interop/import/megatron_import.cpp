@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "interop/formats/shell_script.h"
+#include "sim/core/ascii_case.h"
 #include "sim/core/input_error.h"
 #include "sim/plan/plan.h"
 
@@ -488,9 +489,7 @@ Vocabulary script_vocabulary(const Arguments& args, const std::string& file, std
     known = kGpt2Vocabulary;
     known_at = type ? type->where : vocab_file->where;
     const std::optional<std::string> name = written(vocab_file);
-    std::string lower = name.value_or("");
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (vocab_file != nullptr && lower.find("gpt2") == std::string::npos) {
+    if (vocab_file != nullptr && ascii_lower(name.value_or("")).find("gpt2") == std::string::npos) {
       notes.push_back(fmt::format("the model's vocabulary is GPT-2's {} tokens: the import does not read "
                                   "--vocab-file{} (plan import --vocab-size N gives another)",
                                   kGpt2Vocabulary, name ? " " + *name : ""));
@@ -663,8 +662,8 @@ std::optional<std::int64_t> known_vocabulary(std::string_view tokenizer_type, st
   if (tokenizer_type != "HuggingFaceTokenizer") return std::nullopt;
   // A Hub name (meta-llama/Meta-Llama-3-8B) or a local copy named after it (/models/Meta-Llama-3-8B/).
   while (!model.empty() && model.back() == '/') model.remove_suffix(1);
-  std::string name(model.substr(model.rfind('/') == std::string_view::npos ? 0 : model.rfind('/') + 1));
-  std::transform(name.begin(), name.end(), name.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string name =
+      ascii_lower(model.substr(model.rfind('/') == std::string_view::npos ? 0 : model.rfind('/') + 1));
   for (const HuggingFaceVocabulary& v : kHuggingFaceVocabularies) {
     const bool family = v.name.ends_with('-');
     if (family ? name.starts_with(v.name) : name == v.name) return v.vocab;

@@ -274,9 +274,13 @@ void activation_checkpoint(const TomlValues& toml, const model::Model* model, Pl
     // Per-op: the block's matmuls alternate saved and recomputed, the attention kernel's output is saved, and
     // the norms, the activation and the other pointwise ops are recomputed. Megatron-Core's selective
     // recomputation of the norms and the MLP (its intermediates) is the nearest.
-    std::vector<std::string> modules{"layernorm"};
-    if (model == nullptr || has_module(*model, model::RecomputeModule::Mlp)) modules.emplace_back("mlp");
-    if (model != nullptr && has_module(*model, model::RecomputeModule::MoeActivation)) modules.emplace_back("moe_act");
+    std::vector<std::string_view> modules{model::traits(model::RecomputeModule::LayerNorm).name};
+    if (model == nullptr || has_module(*model, model::RecomputeModule::Mlp)) {
+      modules.push_back(model::traits(model::RecomputeModule::Mlp).name);
+    }
+    if (model != nullptr && has_module(*model, model::RecomputeModule::MoeActivation)) {
+      modules.push_back(model::traits(model::RecomputeModule::MoeActivation).name);
+    }
     plan.put("", "recompute", std::string(model::to_string(model::Recompute::Selective)), at);
     plan.put("", "recompute_modules", fmt::format("[{}]", fmt::join(modules, ", ")), at);
     notes.push_back(fmt::format(

@@ -13,6 +13,7 @@
 #include "interop/formats/torch_csv.h"
 #include "interop/import/schedule_match.h"
 #include "interop/import/torchtitan_import_detail.h"
+#include "sim/core/ascii_case.h"
 #include "sim/plan/plan_check.h"
 
 namespace mpsim::interop::detail {
@@ -34,14 +35,9 @@ struct ScheduleClass {
 
 /// get_schedule_class's names, compared without case as it does.
 ScheduleClass schedule_class(const TomlValues& toml, const std::string& written) {
-  const auto lower = [](std::string_view text) {
-    std::string out(text);
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::tolower(c); });
-    return out;
-  };
-  const std::string name = lower(written);
+  const std::string name = ascii_lower(written);
   for (const plan::ScheduleTraits& t : plan::kScheduleTraits) {
-    if (t.torchtitan_run == plan::TorchTitanRun::ByName && lower(t.torchtitan) == name) {
+    if (t.torchtitan_run == plan::TorchTitanRun::ByName && ascii_lower(t.torchtitan) == name) {
       return {t.kind, t.chunks == plan::ChunkLayout::One, t.chunks == plan::ChunkLayout::V};
     }
   }

@@ -1,7 +1,6 @@
 #include "interop/trace/framework_trace.h"
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <limits>
@@ -11,22 +10,17 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "sim/core/ascii_case.h"
 #include "sim/trace/trace_reader.h"
 
 namespace mpsim::interop {
 namespace {
 
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 /// The collective an NCCL kernel runs, from its name (ncclDevKernel_AllReduce_Sum_bf16_RING_LL,
 /// ncclKernel_ReduceScatter_RING_LL_Sum_half, ncclDevKernel_SendRecv, ...).
 std::optional<trace::SpanKind> nccl_kind(std::string_view name) {
   if (name.find("nccl") == std::string_view::npos) return std::nullopt;
-  const std::string n = lower(name);
+  const std::string n = ascii_lower(name);
   if (n.find("allreduce") != std::string::npos) return trace::SpanKind::AllReduce;
   if (n.find("reducescatter") != std::string::npos) return trace::SpanKind::ReduceScatter;
   if (n.find("allgather") != std::string::npos) return trace::SpanKind::AllGather;
@@ -38,7 +32,7 @@ std::optional<trace::SpanKind> nccl_kind(std::string_view name) {
 
 /// The kind a record_function range stands for, from its name.
 std::optional<trace::SpanKind> range_kind(std::string_view name) {
-  const std::string n = lower(name);
+  const std::string n = ascii_lower(name);
   if (n.rfind("optimizer.step", 0) == 0) return trace::SpanKind::Optimizer;
   if (n.find("backward") != std::string::npos) return trace::SpanKind::Backward;
   if (n.find("forward") != std::string::npos) return trace::SpanKind::Forward;

@@ -41,7 +41,8 @@ class Observer {
   /// collectives it waited for, or a blocking in-layer collective. `pipeline`: a pass (not the optimizer).
   virtual void stream_held(int /*actor*/, std::int64_t /*start_ns*/, std::int64_t /*end_ns*/, bool /*pipeline*/) {}
   /// Of such a hold, the compute stream waited on in-layer collectives from `start` to `end`: a blocking
-  /// one (a ZeRO-3 parameter gather, a context-parallel exchange, an expert all-to-all), or overlapped
+  /// one (a tensor-parallel reduction not overlapped, a ZeRO-3 parameter gather, a context-parallel
+  /// exchange, an expert all-to-all), or overlapped
   /// ones that outlasted their pass. Exposed communication, though the stream is held.
   virtual void communication_waited(int /*actor*/, std::int64_t /*start_ns*/, std::int64_t /*end_ns*/) {}
   /// A Recv waited for its data (only when it had to).

@@ -30,8 +30,9 @@ struct DeviceReport {
   std::int64_t memory_capacity_bytes = 0;
   bool oom = false;
   MemoryBreakdown memory;  ///< all zero when not known (a measured step)
-  /// Of busy_s, the stream waiting on in-layer collectives (ZeRO-3 parameter gathers, context-parallel
-  /// exchanges, expert all-to-alls, or overlapped ones outlasting their pass): exposed communication.
+  /// Of busy_s, the stream waiting on in-layer collectives (tensor-parallel reductions not overlapped,
+  /// ZeRO-3 parameter gathers, context-parallel exchanges, expert all-to-alls, or overlapped ones
+  /// outlasting their pass): exposed communication.
   double communication_wait_s = 0;
 };
 

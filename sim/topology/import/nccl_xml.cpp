@@ -2,7 +2,6 @@
 #include "sim/topology/import/nccl_xml.h"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <map>
 #include <optional>
@@ -10,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/core/ascii_case.h"
 #include "sim/topology/import/nccl_model.h"
 #include "sim/topology/import/nic_choice.h"
 #include "sim/topology/import/node_builder.h"
@@ -54,11 +54,6 @@ struct Found {
   // CPU
   CpuModel cpu;
 };
-
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
 
 class XmlImporter {
  public:
@@ -156,7 +151,7 @@ class XmlImporter {
   }
 
   void walk_pci(const XmlElement& e, std::size_t parent, const std::string& path) {
-    const std::string pci_class = lower(required(e, path, "class").value);
+    const std::string pci_class = ascii_lower(required(e, path, "class").value);
     const XmlAttribute* speed = e.attribute("link_speed");
     const int width = static_cast<int>(std::clamp(int_attr(e, path, "link_width").value_or(0), 0LL, 64LL));
     const PcieLink link = pcie_link(speed != nullptr ? std::string_view(speed->value) : std::string_view(), width);
@@ -167,7 +162,7 @@ class XmlImporter {
       gpu.parent = parent;
       gpu.uplink = link.bandwidth;
       gpu.origin = origin(e, path);
-      gpu.busid = lower(required(e, path, "busid").value);
+      gpu.busid = ascii_lower(required(e, path, "busid").value);
       for_each_child(e, path, [&](const XmlElement& c, const std::string& child_path) {
         if (c.name != "gpu" || gpu.gpu != nullptr) return;
         gpu.gpu = &c;
@@ -320,9 +315,9 @@ class XmlImporter {
       for_each_child(*gpu.gpu, gpu.gpu_path, [&](const XmlElement& nv, const std::string& path) {
         if (nv.name != "nvlink") return;
         const int count = int_in(nv, path, "count", 1, 64);
-        const std::string tclass = lower(required(nv, path, "tclass").value);
+        const std::string tclass = ascii_lower(required(nv, path, "tclass").value);
         if (tclass.rfind("0x03", 0) == 0) {  // another GPU
-          const auto it = index_of_busid.find(lower(required(nv, path, "target").value));
+          const auto it = index_of_busid.find(ascii_lower(required(nv, path, "target").value));
           if (it == index_of_busid.end()) {
             dropped += count;
             return;
