@@ -19,10 +19,14 @@ void add_schedule_commands(CLI::App& app);
 void add_execute_command(CLI::App& app);
 void add_compare_command(CLI::App& app);
 void add_profile_command(CLI::App& app);
+void add_calibrate_command(CLI::App& app);
 
 struct GpuSelection;
 /// `--gpus N` and `--gpus-per-node K` of plan and simulate, filling `selection` (kept alive by the caller).
 void add_gpu_selection_options(CLI::App& command, GpuSelection& selection);
+
+/// `--profile FILE` of simulate and plan: a software profile (mpsim calibrate) for the inputs' cluster.
+void add_profile_option(CLI::App& command, std::string& profile);
 
 /// `--trace-links none|busiest|all` of simulate and plan (sim/trace/link_lanes.h), filling `value`.
 void add_trace_links_option(CLI::App& command, std::string& value);

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/measured_step.h"
 #include "cli/table.h"
 #include "interop/trace/framework_trace.h"
 #include "sim/core/gzip.h"
@@ -31,89 +32,6 @@ struct CompareArgs {
   std::optional<int> gpus_per_node;
   bool json = false;
 };
-
-std::string read_whole_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError({path, 0, 0}, "", "cannot open the file");
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw InputError({path, 0, 0}, "", "cannot read the file");
-  // Traces and PyTorch profiler traces are often gzipped (.json.gz): recognised by content, not name.
-  try {
-    return gunzip_if_gzip(std::move(text));
-  } catch (const GzipError& e) {
-    throw InputError({path, 0, 0}, "", e.what());
-  }
-}
-
-/// A trace (Chrome trace with the report under "mpsim", as `simulate --trace` and `execute --trace`
-/// write), or a bare report (`simulate --json`), which has no timeline. Throws InputError naming the file.
-trace::StepRecord load_step(const std::string& path);
-
-/// The GPUs per node of the predicted devices' names (node0/gpu0, node0/gpu1, ...): 8 when it names none.
-int predicted_gpus_per_node(const trace::Report& predicted) {
-  const auto on_node0 = std::count_if(predicted.devices.begin(), predicted.devices.end(),
-                                      [](const trace::DeviceReport& d) { return d.id.rfind("node0/", 0) == 0; });
-  return on_node0 > 0 ? static_cast<int>(on_node0) : 8;
-}
-
-/// The measured side: a framework's run (a PyTorch profiler trace per rank, or a step-time log), or
-/// what load_step() reads. Throws InputError naming the file.
-trace::StepRecord load_measured(const CompareArgs& args, const trace::Report& predicted) {
-  const std::string first = read_whole_file(args.measured.front());
-  const bool kineto = interop::is_kineto_trace(first);
-  if (!kineto && args.measured.size() > 1) {
-    throw InputError({args.measured[1], 0, 0}, "",
-                     "several measured files are the ranks of one PyTorch profiler (Kineto) run; " + args.measured.front() +
-                         " is not one");
-  }
-  try {
-    if (kineto) {
-      std::vector<interop::KinetoFile> ranks;
-      for (const std::string& path : args.measured) ranks.push_back({path, path == args.measured.front() ? first : read_whole_file(path)});
-      const trace::PlanSummary& p = predicted.plan;
-      // Megatron's rank order puts a stage's tensor x context x data ranks together.
-      const int ranks_per_stage = p.pipeline > 1 ? p.tensor * p.context * p.data : 0;
-      return interop::read_kineto_step(ranks, args.gpus_per_node.value_or(predicted_gpus_per_node(predicted)),
-                                       ranks_per_stage);
-    }
-    if (interop::is_step_time_log(first)) return interop::read_step_time_log(first, args.measured.front());
-  } catch (const trace::TraceReadError& e) {
-    throw InputError({args.measured.front(), 0, 0}, "", e.what());
-  }
-  return load_step(args.measured.front());
-}
-
-trace::StepRecord load_step(const std::string& path) {
-  const std::string text = read_whole_file(path);
-  trace::StepRecord step;
-  try {
-    if (text.find("\"traceEvents\"") != std::string::npos) {
-      trace::TraceFile file = trace::parse_trace(text, path);
-      if (file.report) {
-        step.report = std::move(*file.report);
-      } else {
-        // A trace without the report: the step spans the whole timeline; devices are unknown.
-        step.report.step_time_s = trace::timeline_extent_s(file.timeline);
-      }
-      step.timeline = std::move(file.timeline);
-      return step;
-    }
-    const nlohmann::json doc = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
-    if (doc.is_discarded()) throw InputError({path, 0, 0}, "", "not JSON: expected a trace or a report");
-    if (!doc.is_object() || !doc.contains("step_time_s")) {
-      throw InputError({path, 0, 0}, "",
-                       "neither a trace (no \"traceEvents\") nor a report (no \"step_time_s\"); give the output "
-                       "of `simulate --trace` or `simulate --json`");
-    }
-    step.report = trace::parse_report(doc);
-  } catch (const trace::TraceReadError& e) {
-    // parse_trace's messages already start with the file name; parse_report's do not.
-    const std::string what = e.what();
-    if (what.rfind(path + ": ", 0) == 0) throw InputError({path, 0, 0}, "", what.substr(path.size() + 2));
-    throw InputError({path, 0, 0}, "", what);
-  }
-  return step;
-}
 
 std::string seconds_or_dash(const std::optional<double>& s) { return s ? cli::seconds(*s) : "-"; }
 std::string percent_or_dash(const std::optional<double>& fraction) { return fraction ? cli::percent(*fraction) : "-"; }
@@ -204,7 +122,7 @@ void add_compare_command(CLI::App& app) {
       "  mpsim compare pred.json train.log                                  (Megatron-LM or NeMo step times)");
   cmd->callback([args] {
     const trace::StepRecord predicted = load_step(args->predicted);
-    const trace::StepRecord measured = load_measured(*args, predicted.report);
+    const trace::StepRecord measured = load_measured_step(args->measured, args->gpus_per_node, predicted.report);
     const trace::Comparison c = trace::compare(predicted, measured);
     if (args->json) {
       std::cout << trace::comparison_json(c).dump(2) << "\n";

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "sim/calibration/profile_file.h"
 #include "sim/core/input_error.h"
 #include "sim/core/yaml_field.h"
 #include "sim/model/model_loader.h"
@@ -190,6 +191,7 @@ InputError with_job_size_hint(const InputError& e, const plan::PlanSpec& spec, c
 /// The model and plan on a cluster already loaded (with `applied`, the overrides it took).
 Inputs load_inputs_on(const InputFiles& files, const std::vector<Override>& overrides, std::vector<Override>& applied,
                       topology::Cluster cluster) {
+  if (!files.profile.empty()) calibration::apply_profile(calibration::load_profile_file(files.profile), cluster);
   Inputs inputs{std::move(cluster), {}, std::nullopt};
   const YamlDocument model_doc = load_with(files.model, "model", overrides, applied);
   inputs.model = blame_overrides(applied, [&] { return model::load_model(model_doc.root()); });

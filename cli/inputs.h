@@ -15,6 +15,7 @@ struct InputFiles {
   std::string topology;
   std::string model;
   std::string plan;  ///< may be empty (the planner has none)
+  std::string profile;  ///< --profile: a software profile (sim/calibration) applied to the cluster; may be empty
 };
 
 struct Inputs {
@@ -23,7 +24,8 @@ struct Inputs {
   std::optional<plan::Plan> plan;
 };
 
-/// Loads and checks the inputs. Plan shorthands are accepted in overrides: plan.tensor,
+/// Loads and checks the inputs; a software profile's factors are applied to the cluster before the
+/// plan is resolved. Plan shorthands are accepted in overrides: plan.tensor,
 /// plan.pipeline, plan.data, plan.virtual_stages (parallelism.*), plan.microbatches (keeps the
 /// microbatch size, so the global batch follows), plan.global_batch, plan.micro_batch. For a short-form
 /// topology `topology.inter_node.bandwidth` means `topology.cluster.inter_node.bandwidth`; for one

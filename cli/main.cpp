@@ -31,6 +31,7 @@ int main(int argc, char** argv) {
   add_execute_command(app);
   add_compare_command(app);
   add_profile_command(app);
+  add_calibrate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -12,6 +12,11 @@
 
 namespace mpsim::cli {
 
+void add_profile_option(CLI::App& command, std::string& profile) {
+  command.add_option("--profile", profile,
+                     "A software profile (mpsim calibrate): its factors scale the GPU kinds' and links' rates");
+}
+
 void add_gpu_selection_options(CLI::App& command, GpuSelection& selection) {
   command.add_option_function<int>(
       "--gpus", [&selection](const int& n) { selection.gpus = n; },

@@ -83,7 +83,7 @@ void run_check(const CheckArgs& args) {
 // ---- mpsim plan (the planner) ----------------------------------------------------------------
 
 struct PlanArgs {
-  InputFiles files{"topologies/4x-p4d.yaml", "configs/models/gpt3-13b.yaml", ""};
+  InputFiles files{"topologies/4x-p4d.yaml", "configs/models/gpt3-13b.yaml", "", ""};
   std::vector<std::string> sets;
   int global_batch = 256;
   GpuSelection gpus;  ///< --gpus N [--gpus-per-node K]
@@ -742,6 +742,7 @@ void add_plan_commands(CLI::App& app) {
   plan_cmd->add_option("--global-batch", args->global_batch, "Samples per step (default 256)")
       ->check(CLI::PositiveNumber);
   add_gpu_selection_options(*plan_cmd, args->gpus);
+  add_profile_option(*plan_cmd, args->files.profile);
   plan_cmd->add_option("--optimize", args->optimize, "speed (step time), memory (peak memory, then step time) or cost (GPU-hours of the --tokens run over job sizes)")
       ->check(CLI::IsMember({"speed", "memory", "cost"}));
   plan_cmd->add_option("--deadline", args->deadline,

@@ -193,6 +193,7 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_option("--topology", args->files.topology, "Topology YAML")->required();
   cmd->add_option("--model", args->files.model, "Model YAML")->required();
   cmd->add_option("--plan", args->files.plan, "Plan YAML")->required();
+  add_profile_option(*cmd, args->files.profile);
   cmd->add_option("--set", args->sets, "Override a field: plan.microbatches=32, topology.node.nics.bandwidth=\"100 Gb/s\"");
   add_gpu_selection_options(*cmd, args->gpus);
   cmd->add_option("--sweep", args->sweeps,

@@ -130,6 +130,8 @@ void Cluster::set_link_rate(LinkId link, BytesPerSec bandwidth, TimeNs latency) 
   l.latency = latency;
 }
 
+void Cluster::replace_gpu_kind(int index, GpuKind kind) { gpu_kinds_.at(static_cast<std::size_t>(index)) = std::move(kind); }
+
 void Cluster::take_link_down(LinkId link) {
   links_.at(link.value).down = true;
   // The graph again without the links that are down; an edge's index stays its link id.

@@ -95,6 +95,8 @@ class Cluster {
   /// What-ifs on one device or link (instance_override.h). A slowdown applies to a GPU's passes.
   void set_slowdown(DeviceId gpu, double slowdown);
   void set_link_rate(LinkId link, BytesPerSec bandwidth, TimeNs latency);
+  /// A software profile's rates (sim/calibration): the GPUs of kind `index` run at `kind`'s numbers.
+  void replace_gpu_kind(int index, GpuKind kind);
   /// Takes the link out of the graph, so no route uses it; it stays in links() marked down.
   void take_link_down(LinkId link);
 

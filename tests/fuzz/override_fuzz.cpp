@@ -43,7 +43,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (o.target == "topology" && large_count(o.value)) return;  // node counts: see kMaxFuzzNodes
     }
     const mpsim::cli::InputFiles files{source_path("topologies/4x-p4d.yaml"), source_path("configs/models/gpt3-13b.yaml"),
-                                       source_path("configs/plans/gpt3-13b-4x-p4d.yaml")};
+                                       source_path("configs/plans/gpt3-13b-4x-p4d.yaml"), ""};
     (void)mpsim::cli::load_inputs(files, overrides);
   });
   return 0;

@@ -1,0 +1,142 @@
+// mpsim calibrate: a software profile fitted to measured runs (docs/calibration.md).
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/inputs.h"
+#include "cli/measured_step.h"
+#include "cli/table.h"
+#include "sim/calibration/calibrate.h"
+#include "sim/calibration/profile_file.h"
+#include "sim/core/input_error.h"
+#include "sim/core/text_file.h"
+
+namespace mpsim::cli {
+namespace {
+
+struct CalibrateArgs {
+  std::vector<std::string> runs_files;
+  InputFiles files;                    ///< with --measured: the measured run's inputs
+  std::vector<std::string> measured;   ///< a step-time log, or a PyTorch profiler trace per rank
+  std::vector<std::string> sets;
+  std::string output;
+  std::string name;
+  std::vector<std::string> factors;
+  int max_factors = 0;
+  bool json = false;
+};
+
+/// The run that --topology, --model, --plan and --measured describe: its step from the log or traces.
+calibration::MeasuredRun measured_run(const CalibrateArgs& args) {
+  for (const auto& [flag, value] : {std::pair{"--topology", args.files.topology}, {"--model", args.files.model},
+                                    {"--plan", args.files.plan}}) {
+    if (value.empty()) throw InputError({"--measured", 0, 0}, "", fmt::format("needs {} (the measured run's)", flag));
+  }
+  std::vector<Override> overrides;
+  for (const std::string& s : args.sets) overrides.push_back(parse_override(s, "--set"));
+  Inputs in = load_inputs(args.files, overrides);
+  calibration::MeasuredRun run;
+  run.id = args.measured.front();
+  run.file = args.measured.front();
+  run.cluster = std::move(in.cluster);
+  run.model = std::move(in.model);
+  run.plan = std::move(*in.plan);
+  const trace::Report predicted = calibration::predict(run, {});
+  const trace::StepRecord step = load_measured_step(args.measured, std::nullopt, predicted);
+  if (step.report.step_time_s <= 0) throw InputError({args.measured.front(), 0, 0}, "", "gives no step time");
+  run.figure = calibration::FigureKind::StepTime;
+  run.measured = step.report.step_time_s;
+  return run;
+}
+
+calibration::CalibrationOptions calibration_options(const CalibrateArgs& args) {
+  calibration::CalibrationOptions options;
+  options.max_factors = args.max_factors;
+  if (!args.factors.empty()) {
+    options.factors.clear();
+    for (const std::string& name : args.factors) {
+      const auto kind = calibration::factor_kind_named(name);
+      if (!kind) {
+        throw InputError({"--factors " + name, 0, 0}, "",
+                         fmt::format("unknown factor (one of {})", fmt::join(calibration::factor_names(), ", ")));
+      }
+      options.factors.push_back(*kind);
+    }
+  }
+  return options;
+}
+
+void print_profile(const calibration::SoftwareProfile& profile) {
+  if (profile.factors.empty()) {
+    std::cout << "No factor moves these runs' predicted steps: the profile is empty.\n";
+  } else {
+    Table factors;
+    factors.add_row({"factor", "value", "meaning"});
+    for (const calibration::Factor& f : profile.factors) {
+      factors.add_row({std::string(calibration::to_string(f.kind)), fmt::format("{:.3f}", f.value),
+                       fmt::format("{:+.1f} % against the catalogue's rate", (f.value - 1) * 100)});
+    }
+    std::cout << factors.render();
+  }
+  Table runs;
+  runs.add_row({"run", "measured step", "uncalibrated", "error", "calibrated", "error"});
+  for (const calibration::FitResidual& r : profile.residuals) {
+    runs.add_row({r.run, seconds(r.measured_step_s), seconds(r.uncalibrated_step_s),
+                  fmt::format("{:+.1f} %", (r.uncalibrated_step_s / r.measured_step_s - 1) * 100),
+                  seconds(r.predicted_step_s), fmt::format("{:+.1f} %", r.error() * 100)});
+  }
+  std::cout << "\n" << runs.render();
+}
+
+void run_calibrate(const CalibrateArgs& args) {
+  if (args.runs_files.empty() && args.measured.empty()) {
+    throw InputError({"mpsim calibrate", 0, 0}, "", "give a runs file, or --measured with --topology, --model and --plan");
+  }
+  std::vector<calibration::MeasuredRun> runs;
+  const std::vector<std::filesystem::path> shipped{std::filesystem::path(MPSIM_DATA_DIR) / "topologies"};
+  for (const std::string& file : args.runs_files) {
+    for (auto& run : calibration::load_measured_runs(file, shipped)) runs.push_back(std::move(run));
+  }
+  if (!args.measured.empty()) runs.push_back(measured_run(args));
+  std::string name = args.name;
+  if (name.empty()) name = args.output.empty() ? "profile" : std::filesystem::path(args.output).stem().string();
+  const calibration::SoftwareProfile profile = calibration::calibrate(runs, name, calibration_options(args));
+  if (!args.output.empty()) write_file_atomically(args.output, calibration::write_profile_yaml(profile));
+  if (args.json) {
+    std::cout << calibration::profile_json(profile).dump(2) << "\n";
+  } else {
+    print_profile(profile);
+    if (!args.output.empty()) std::cout << fmt::format("\nwrote {}\n", args.output);
+  }
+}
+
+}  // namespace
+
+void add_calibrate_command(CLI::App& app) {
+  auto args = std::make_shared<CalibrateArgs>();
+  CLI::App* cmd = app.add_subcommand("calibrate", "Fit a software profile (factors on the catalogue's rates) to measured runs");
+  cmd->add_option("runs", args->runs_files, "Runs files (the row format of tests/validation/published_runs.yaml)");
+  cmd->add_option("-o,--output", args->output, "Write the profile here (YAML; use it with --profile)");
+  cmd->add_option("--name", args->name, "The profile's name (default: the output file's stem)");
+  cmd->add_option("--topology", args->files.topology, "With --measured: the measured run's topology");
+  cmd->add_option("--model", args->files.model, "With --measured: its model");
+  cmd->add_option("--plan", args->files.plan, "With --measured: its plan");
+  cmd->add_option("--set", args->sets, "With --measured: override an input field, PATH=VALUE (repeatable)");
+  cmd->add_option("--measured", args->measured,
+                  "A Megatron-LM / NeMo step-time log, or a PyTorch profiler trace per rank, of that run");
+  cmd->add_option("--factors", args->factors, "Only these factors may be fitted (comma-separated)")->delimiter(',');
+  cmd->add_option("--max-factors", args->max_factors, "At most this many factors (default: as many as the runs determine)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", args->json, "Print the profile as JSON");
+  cmd->callback([args] { run_calibrate(*args); });
+}
+
+}  // namespace mpsim::cli

@@ -1,0 +1,23 @@
+#pragma once
+/// Reading a step: what `simulate --trace` / `--json` and `execute` write, and the measured runs of
+/// the frameworks (PyTorch profiler traces per rank, Megatron-LM / NeMo step-time logs). For compare
+/// and calibrate.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/trace/compare.h"
+
+namespace mpsim::cli {
+
+/// A trace (Chrome trace with the report under "mpsim", as `simulate --trace` and `execute --trace`
+/// write), or a bare report (`simulate --json`), which has no timeline. Throws InputError naming the file.
+[[nodiscard]] trace::StepRecord load_step(const std::string& path);
+
+/// The measured side: a framework's run (a PyTorch profiler trace per rank, or a step-time log), or
+/// what load_step() reads. `predicted` names the devices a Kineto rank maps to (its GPUs per node,
+/// unless `gpus_per_node` is given, and its stages). Throws InputError naming the file.
+[[nodiscard]] trace::StepRecord load_measured_step(const std::vector<std::string>& measured,
+                                                   std::optional<int> gpus_per_node, const trace::Report& predicted);
+
+}  // namespace mpsim::cli

@@ -1,0 +1,250 @@
+#include "sim/calibration/calibrate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <stdexcept>
+
+#include <Eigen/Dense>
+
+#include "sim/engine/simulator.h"
+
+namespace mpsim::calibration {
+
+namespace {
+
+/// The value a factor is probed at to measure its elasticity.
+constexpr double kProbe = 0.8;
+/// The smallest value a factor may take: a rate a twentieth of the catalogue's is a broken run, not a
+/// software stack.
+constexpr double kFloor = 0.05;
+constexpr int kMaxIterations = 16;
+/// The fit is done when every run's step is within this of its measurement (log error: 0.1 %).
+constexpr double kMatched = 1e-3;
+/// A factor pinned at its bound leaves this much error or more: the next factor joins the fit.
+constexpr double kUnexplained = 0.01;
+
+struct StepRun {
+  const MeasuredRun* run = nullptr;
+  double measured_s = 0;
+  double uncalibrated_s = 0;
+};
+
+struct Candidate {
+  FactorKind kind;
+  Eigen::VectorXd elasticity;  ///< by run
+};
+
+/// Whether a factor can move the run at all (saves its probe): FP8 GEMMs only under an FP8 precision,
+/// network links only between nodes.
+bool can_move(FactorKind kind, const MeasuredRun& run) {
+  if (kind == FactorKind::Fp8Gemm) return run.plan.precision != plan::Precision::Bf16 && run.plan.precision != plan::Precision::Fp16 &&
+                                        run.plan.precision != plan::Precision::Fp32;
+  if (kind == FactorKind::NetworkTransfers) return run.cluster.node_count > 1;
+  return true;
+}
+
+/// The candidates with their elasticities, most influential first (summed over the runs); ties keep
+/// kFactorKinds' order, so the choice is deterministic.
+std::vector<Candidate> probe_factors(const std::vector<StepRun>& runs, const CalibrationOptions& options) {
+  std::vector<Candidate> candidates;
+  for (FactorKind kind : options.factors) {
+    Candidate c{kind, Eigen::VectorXd::Zero(static_cast<Eigen::Index>(runs.size()))};
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+      if (!can_move(kind, *runs[i].run)) continue;
+      const double probed = predict(*runs[i].run, {{kind, kProbe}}).step_time_s;
+      c.elasticity[static_cast<Eigen::Index>(i)] = std::log(probed / runs[i].uncalibrated_s) / std::log(1 / kProbe);
+    }
+    if (c.elasticity.maxCoeff() >= kSmallestElasticity) candidates.push_back(std::move(c));
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.elasticity.sum() > b.elasticity.sum(); });
+  return candidates;
+}
+
+/// The first of `candidates` the runs tell apart (see the header), at most `limit`.
+std::vector<const Candidate*> distinct_factors(const std::vector<Candidate>& candidates, std::size_t limit) {
+  std::vector<const Candidate*> kept;
+  for (const Candidate& c : candidates) {
+    if (kept.size() >= limit) break;
+    Eigen::MatrixXd e(c.elasticity.size(), static_cast<Eigen::Index>(kept.size() + 1));
+    for (std::size_t k = 0; k < kept.size(); ++k) e.col(static_cast<Eigen::Index>(k)) = kept[k]->elasticity;
+    e.col(static_cast<Eigen::Index>(kept.size())) = c.elasticity;
+    const Eigen::VectorXd singular = Eigen::JacobiSVD<Eigen::MatrixXd>(e).singularValues();
+    if (singular[singular.size() - 1] >= kDistinctFactors * singular[0]) kept.push_back(&c);
+  }
+  return kept;
+}
+
+/// Least squares of the runs' log step errors over the factors' log values, by Gauss-Newton with
+/// Broyden's updates of the Jacobian (first the probes' elasticities, re-measured once when a step
+/// stops helping) and step halving.
+class Fit {
+ public:
+  /// `start`: values to begin from (a narrower fit's), 1 for the factors it lacks.
+  Fit(const std::vector<StepRun>& runs, std::vector<const Candidate*> factors, const std::vector<Factor>& start = {})
+      : runs_(&runs), factors_(std::move(factors)) {
+    const auto k = static_cast<Eigen::Index>(factors_.size());
+    const auto n = static_cast<Eigen::Index>(runs_->size());
+    x_ = Eigen::VectorXd::Zero(k);
+    lower_ = Eigen::VectorXd::Constant(k, std::log(kFloor));
+    upper_.resize(k);
+    jacobian_.resize(n, k);
+    for (Eigen::Index j = 0; j < k; ++j) {
+      upper_[j] = std::log(factor_ceiling(factors_[static_cast<std::size_t>(j)]->kind, runs_->front().run->cluster));
+      jacobian_.col(j) = -factors_[static_cast<std::size_t>(j)]->elasticity;
+    }
+    log_measured_.resize(n);
+    log_steps_.resize(n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+      log_measured_[i] = std::log((*runs_)[static_cast<std::size_t>(i)].measured_s);
+      log_steps_[i] = std::log((*runs_)[static_cast<std::size_t>(i)].uncalibrated_s);
+    }
+    for (const Factor& f : start) {
+      for (Eigen::Index j = 0; j < k; ++j) {
+        if (factors_[static_cast<std::size_t>(j)]->kind == f.kind) x_[j] = std::log(f.value);
+      }
+    }
+    if (!start.empty()) log_steps_ = log_steps_at(x_);
+  }
+
+  void solve() {
+    bool remeasured = false;
+    for (int iteration = 0; iteration < kMaxIterations && residual().cwiseAbs().maxCoeff() > kMatched; ++iteration) {
+      const Eigen::VectorXd r = residual();
+      const Eigen::VectorXd delta = step_within_bounds(r);
+      bool improved = false;
+      double scale = 1;
+      for (int halving = 0; halving < 4 && !improved; ++halving, scale /= 2) {
+        const Eigen::VectorXd next = (x_ + scale * delta).cwiseMax(lower_).cwiseMin(upper_);
+        const Eigen::VectorXd dx = next - x_;
+        if (dx.cwiseAbs().maxCoeff() < 1e-6) break;  // pinned at the bounds
+        const Eigen::VectorXd next_steps = log_steps_at(next);
+        const Eigen::VectorXd next_residual = next_steps - log_measured_;
+        // Broyden: the Jacobian made to agree with the step just taken.
+        jacobian_ += ((next_steps - log_steps_) - jacobian_ * dx) * dx.transpose() / dx.squaredNorm();
+        if (next_residual.squaredNorm() < r.squaredNorm()) {
+          x_ = next;
+          log_steps_ = next_steps;
+          improved = true;
+        }
+      }
+      if (improved) continue;
+      if (remeasured) break;
+      remeasure_jacobian();
+      remeasured = true;
+    }
+  }
+
+  [[nodiscard]] std::vector<Factor> factors() const { return factors_at(x_); }
+  /// The Gauss-Newton step over the factors free to move: one at a bound that the step would push
+  /// further out is held there, and the others share the step without it.
+  [[nodiscard]] Eigen::VectorXd step_within_bounds(const Eigen::VectorXd& r) const {
+    Eigen::MatrixXd free = jacobian_;
+    Eigen::VectorXd delta = free.completeOrthogonalDecomposition().solve(-r);
+    for (int pass = 0; pass < static_cast<int>(x_.size()); ++pass) {
+      bool held = false;
+      for (Eigen::Index j = 0; j < x_.size(); ++j) {
+        const bool outward = (x_[j] >= upper_[j] - 1e-9 && delta[j] > 0) || (x_[j] <= lower_[j] + 1e-9 && delta[j] < 0);
+        if (outward && free.col(j).squaredNorm() > 0) {
+          free.col(j).setZero();
+          held = true;
+        }
+      }
+      if (!held) break;
+      delta = free.completeOrthogonalDecomposition().solve(-r);
+    }
+    return delta;
+  }
+  [[nodiscard]] Eigen::VectorXd residual() const { return log_steps_ - log_measured_; }
+  [[nodiscard]] Eigen::VectorXd log_steps() const { return log_steps_; }
+  [[nodiscard]] bool pinned() const {
+    for (Eigen::Index j = 0; j < x_.size(); ++j) {
+      if (x_[j] >= upper_[j] - 1e-9 || x_[j] <= lower_[j] + 1e-9) return true;
+    }
+    return false;
+  }
+
+ private:
+  [[nodiscard]] std::vector<Factor> factors_at(const Eigen::VectorXd& x) const {
+    std::vector<Factor> out;
+    for (std::size_t k = 0; k < factors_.size(); ++k) out.push_back({factors_[k]->kind, std::exp(x[static_cast<Eigen::Index>(k)])});
+    return out;
+  }
+  [[nodiscard]] Eigen::VectorXd log_steps_at(const Eigen::VectorXd& x) const {
+    const auto factors = factors_at(x);
+    Eigen::VectorXd out(static_cast<Eigen::Index>(runs_->size()));
+    for (std::size_t i = 0; i < runs_->size(); ++i) {
+      out[static_cast<Eigen::Index>(i)] = std::log(predict(*(*runs_)[i].run, factors).step_time_s);
+    }
+    return out;
+  }
+  /// A one-sided difference towards the inside of the bounds.
+  void remeasure_jacobian() {
+    constexpr double kStep = 0.05;
+    for (Eigen::Index j = 0; j < x_.size(); ++j) {
+      Eigen::VectorXd moved = x_;
+      moved[j] += moved[j] + kStep <= upper_[j] ? kStep : -kStep;
+      jacobian_.col(j) = (log_steps_at(moved) - log_steps_) / (moved[j] - x_[j]);
+    }
+  }
+
+  const std::vector<StepRun>* runs_;
+  std::vector<const Candidate*> factors_;
+  Eigen::VectorXd x_, lower_, upper_, log_measured_, log_steps_;
+  Eigen::MatrixXd jacobian_;
+};
+
+}  // namespace
+
+trace::Report predict(const MeasuredRun& run, const std::vector<Factor>& factors) {
+  if (factors.empty()) return engine::simulate(run.cluster, run.model, run.plan).report;
+  topology::Cluster cluster = run.cluster;
+  apply_factors(factors, cluster);
+  return engine::simulate(cluster, run.model, run.plan).report;
+}
+
+SoftwareProfile calibrate(const std::vector<MeasuredRun>& runs, std::string name, const CalibrationOptions& options) {
+  std::vector<StepRun> steps;
+  std::set<std::string> gpu_kinds;
+  for (const MeasuredRun& run : runs) {
+    if (run.measured <= 0) continue;  // a peak memory alone
+    const trace::Report uncalibrated = predict(run, {});
+    steps.push_back({&run, run.measured_step_s(uncalibrated), uncalibrated.step_time_s});
+    gpu_kinds.insert(run.gpu_kind());
+  }
+  if (steps.empty()) throw std::invalid_argument("no run gives a step time or a throughput to calibrate on");
+
+  const std::vector<Candidate> candidates = probe_factors(steps, options);
+  const std::size_t limit = std::min<std::size_t>(
+      steps.size(), options.max_factors > 0 ? static_cast<std::size_t>(options.max_factors) : kFactorKinds.size());
+  std::vector<const Candidate*> chosen = distinct_factors(candidates, limit);
+  Fit fit(steps, chosen);
+  fit.solve();
+  // A factor stopped at its bound leaves the rest of the error to the next most influential factor, which
+  // the pinned one no longer competes with.
+  while (fit.pinned() && fit.residual().cwiseAbs().maxCoeff() >= kUnexplained &&
+         (options.max_factors == 0 || chosen.size() < static_cast<std::size_t>(options.max_factors))) {
+    const auto next = std::find_if(candidates.begin(), candidates.end(), [&](const Candidate& c) {
+      return std::find(chosen.begin(), chosen.end(), &c) == chosen.end();
+    });
+    if (next == candidates.end()) break;
+    chosen.push_back(&*next);
+    Fit wider(steps, chosen, fit.factors());
+    wider.solve();
+    fit = std::move(wider);
+  }
+
+  SoftwareProfile profile;
+  profile.name = std::move(name);
+  profile.factors = fit.factors();
+  profile.gpu_kinds.assign(gpu_kinds.begin(), gpu_kinds.end());
+  const Eigen::VectorXd log_steps = fit.log_steps();
+  for (std::size_t i = 0; i < steps.size(); ++i) {
+    profile.residuals.push_back(
+        {steps[i].run->id, steps[i].measured_s, std::exp(log_steps[static_cast<Eigen::Index>(i)]), steps[i].uncalibrated_s});
+  }
+  return profile;
+}
+
+}  // namespace mpsim::calibration

@@ -1,0 +1,39 @@
+#pragma once
+/// Fitting a software profile to measured runs (docs/calibration.md, "How the fit works").
+///
+/// Each factor's elasticity on each run is measured by simulating the run with that factor at 0.8:
+/// e = ln(t(0.8) / t(1)) / ln(1 / 0.8), the share of the run's step that scales with the factor's rate
+/// (1: all of it, 0: none). The fit takes the factors in order of their summed elasticity and keeps one
+/// only while the runs tell it apart from those already kept (the elasticity matrix's smallest singular
+/// value at least kDistinctFactors of its largest) and while there are fewer factors than runs: one
+/// run sets one factor, the one that dominates its predicted step. It then solves for the values that
+/// minimise the squared log errors of the runs' steps (Gauss-Newton on the simulations themselves, the
+/// Jacobian re-measured at each step), each value held within (0, factor_ceiling].
+#include <string>
+#include <vector>
+
+#include "sim/calibration/measured_run.h"
+#include "sim/calibration/software_profile.h"
+
+namespace mpsim::calibration {
+
+/// Two factors are told apart when the runs' elasticity matrix's smallest singular value is at least
+/// this share of its largest (0.1: no factor's effect is within 10 % of a mix of the others').
+inline constexpr double kDistinctFactors = 0.1;
+/// A factor moves a run when its elasticity there is at least this (2 % of the step).
+inline constexpr double kSmallestElasticity = 0.02;
+
+struct CalibrationOptions {
+  std::vector<FactorKind> factors{kFactorKinds.begin(), kFactorKinds.end()};  ///< the factors the fit may use
+  int max_factors = 0;  ///< 0: as many as the runs determine
+};
+
+/// The run simulated on its cluster with `factors` applied.
+[[nodiscard]] trace::Report predict(const MeasuredRun& run, const std::vector<Factor>& factors);
+
+/// The profile that best explains `runs`' measured steps (runs with only a peak memory are skipped).
+/// Throws std::invalid_argument when no run gives a step figure.
+[[nodiscard]] SoftwareProfile calibrate(const std::vector<MeasuredRun>& runs, std::string name,
+                                        const CalibrationOptions& options = {});
+
+}  // namespace mpsim::calibration

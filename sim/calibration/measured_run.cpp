@@ -1,0 +1,175 @@
+#include "sim/calibration/measured_run.h"
+
+#include <fmt/format.h>
+
+#include "sim/core/text_file.h"
+#include "sim/core/yaml_field.h"
+#include "sim/model/model_loader.h"
+#include "sim/plan/plan_check.h"
+#include "sim/plan/plan_loader.h"
+#include "sim/topology/topology_spec.h"
+#include "sim/topology/job_shape.h"
+#include "sim/topology/topology_loader.h"
+
+namespace mpsim::calibration {
+
+namespace {
+
+constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+
+std::filesystem::path find_topology(const Field& field, const RunPaths& paths) {
+  const std::filesystem::path written = field.as_string();
+  std::vector<std::filesystem::path> tried;
+  if (written.is_absolute()) {
+    tried.push_back(written);
+  } else {
+    tried.push_back(paths.base_dir / written);
+    for (const auto& dir : paths.topology_dirs) tried.push_back(dir / written);
+  }
+  for (const auto& candidate : tried) {
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(candidate, ec)) return candidate;
+  }
+  field.fail(fmt::format("no topology file '{}' next to the runs file or among the shipped topologies", written.string()));
+}
+
+/// The row's topology, with its `topology_set` overrides, scaled to `gpus` as simulate --gpus does:
+/// whole nodes, part of one, or equal NVLink domains.
+topology::Cluster run_cluster(const Field& row, const RunPaths& paths, int gpus, const std::string& id) {
+  const std::filesystem::path file = find_topology(row.require("topology"), paths);
+  const auto load = [&](std::optional<int> nodes) {
+    YamlDocument doc = YamlDocument::load(file);
+    if (auto sets = row.get("topology_set")) {
+      for (const auto& [key, value] : sets->entries()) doc.apply(Override{"topology", key, value.as_string(), id});
+    }
+    if (nodes) doc.apply(Override{"topology", "nodes", std::to_string(*nodes), id});
+    return topology::build_cluster(topology::load_topology_spec(doc.root()));
+  };
+  const int per_node = static_cast<int>(load(1).gpus().size());
+  const topology::JobShape shape = topology::job_shape(gpus, per_node);
+  topology::Cluster cluster = load(shape.nodes);
+  cluster.keep_job_gpus(shape);
+  return cluster;
+}
+
+model::Model run_model(const Field& field, const RunPaths& paths, const std::string& id) {
+  if (field.is_scalar()) return model::load_model_file(paths.base_dir / field.as_string());
+  return model::parse_model(field, id);
+}
+
+plan::PlanSpec run_plan(const Field& field, const RunPaths& paths) {
+  if (field.is_scalar()) return plan::load_plan_file(paths.base_dir / field.as_string());
+  return plan::load_plan_spec(field);
+}
+
+void read_measured(const Field& measured, MeasuredRun& run) {
+  measured.expect_keys({"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "model_tflops_per_gpu",
+                        "peak_memory_gib"});
+  int figures = 0;
+  if (auto f = measured.get("step_time_s")) {
+    run.figure = FigureKind::StepTime;
+    run.measured = f->as_double_in(1e-9, 1e9);
+    ++figures;
+  }
+  if (auto f = measured.get("tokens_per_s_per_gpu")) {
+    run.figure = FigureKind::TokensPerSecPerGpu;
+    run.measured = f->as_double_in(1e-6, 1e12);
+    ++figures;
+  }
+  for (const char* key : {"tflops_per_gpu", "model_tflops_per_gpu"}) {
+    if (auto f = measured.get(key)) {
+      run.figure = FigureKind::ModelTflopsPerGpu;
+      run.measured = f->as_double_in(1e-6, 1e9);
+      ++figures;
+    }
+  }
+  if (auto peak = measured.get("peak_memory_gib")) run.measured_peak_gib = peak->as_double_in(1e-6, 1e9);
+  if (figures == 0 && !run.measured_peak_gib) {
+    measured.fail("needs one of step_time_s, tokens_per_s_per_gpu, tflops_per_gpu (or peak_memory_gib)");
+  }
+  if (figures > 1) measured.fail("gives more than one of step_time_s, tokens_per_s_per_gpu, tflops_per_gpu");
+}
+
+}  // namespace
+
+const std::string& MeasuredRun::gpu_kind() const { return cluster.gpu_kind_of(cluster.gpus().front()).id; }
+
+double MeasuredRun::measured_step_s(const trace::Report& prediction) const {
+  switch (figure) {
+    case FigureKind::StepTime:
+      return measured;
+    case FigureKind::TokensPerSecPerGpu:
+      return prediction.step_time_s * predicted_figure(prediction) / measured;
+    case FigureKind::ModelTflopsPerGpu:
+      return prediction.step_time_s * prediction.tflops_per_gpu / measured;
+  }
+  return measured;
+}
+
+double MeasuredRun::predicted_figure(const trace::Report& prediction) const {
+  switch (figure) {
+    case FigureKind::StepTime:
+      return prediction.step_time_s;
+    case FigureKind::TokensPerSecPerGpu: {
+      const double tokens_per_step = static_cast<double>(plan.global_batch) * static_cast<double>(model.shape->seq_len);
+      return tokens_per_step / prediction.step_time_s / plan.gpus();
+    }
+    case FigureKind::ModelTflopsPerGpu:
+      return prediction.tflops_per_gpu;
+  }
+  return prediction.step_time_s;
+}
+
+std::string MeasuredRun::group() const {
+  if (model.shape && model.shape->moe) return "mixture of experts";
+  if (plan.degrees[plan::Axis::Context] > 1) return "context parallel";
+  return "dense";
+}
+
+MeasuredRun load_measured_run(const Field& row, const RunPaths& paths) {
+  row.expect_keys({"id", "source", "gpu", "topology", "topology_set", "gpus", "model", "plan", "measured", "published",
+                   "assumed", "fit", "release"});
+  MeasuredRun run;
+  run.id = row.require("id").as_string();
+  run.file = row.file();
+  if (auto gpu = row.get("gpu")) run.gpu_label = gpu->as_string();
+  if (auto fit = row.get("fit")) run.fit = fit->as_string();
+  const int gpus = static_cast<int>(row.require("gpus").as_int_in(1, 1'000'000));
+  const Field gpus_field = row.require("gpus");
+  try {
+    run.cluster = run_cluster(row, paths, gpus, run.id);
+  } catch (const std::invalid_argument& e) {
+    gpus_field.fail(e.what());
+  }
+  run.model = run_model(row.require("model"), paths, run.id);
+  run.plan = plan::resolve_plan(run_plan(row.require("plan"), paths), run.cluster, run.model);
+  const bool has_measured = row.has("measured");
+  if (has_measured && row.has("published")) row.fail("gives both 'measured' and 'published' (they are one field)");
+  read_measured(row.require(has_measured ? "measured" : "published"), run);
+  return run;
+}
+
+std::vector<MeasuredRun> parse_measured_runs(const std::string& text, const std::string& source_name,
+                                             const RunPaths& paths) {
+  // The document may be a list, which YamlDocument::root() refuses: parse once for its errors' lines,
+  // then read the list as it is.
+  (void)YamlDocument::parse(text, source_name);
+  Field root(std::make_shared<const std::string>(source_name), YAML::Load(text), "", YAML::Mark());
+  if (root.is_null()) root.fail("file is empty");
+  if (root.is_map()) {
+    root.expect_keys({"rows"});
+    root = root.require("rows");
+  }
+  if (!root.is_sequence()) root.fail("a runs file is a list of runs (or 'rows:' holding one)");
+  std::vector<MeasuredRun> runs;
+  for (const Field& row : root.items()) runs.push_back(load_measured_run(row, paths));
+  if (runs.empty()) root.fail("holds no runs");
+  return runs;
+}
+
+std::vector<MeasuredRun> load_measured_runs(const std::filesystem::path& file,
+                                            const std::vector<std::filesystem::path>& topology_dirs) {
+  return parse_measured_runs(read_text_file(file), file.string(), RunPaths{file.parent_path(), topology_dirs});
+}
+
+}  // namespace mpsim::calibration

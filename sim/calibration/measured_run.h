@@ -1,0 +1,60 @@
+#pragma once
+/// Measured runs: a training run's cluster, model and plan with what it measured, in the row format of
+/// tests/validation/published_runs.yaml (docs/calibration.md, "Runs files"). What `mpsim calibrate`
+/// fits a software profile to, and what the validation tests simulate.
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/core/yaml_field_fwd.h"
+#include "sim/model/model.h"
+#include "sim/plan/plan.h"
+#include "sim/topology/cluster.h"
+#include "sim/trace/report.h"
+
+namespace mpsim::calibration {
+
+/// The figure a run published: a step time, or a throughput that a step time follows from.
+enum class FigureKind : std::uint8_t { StepTime, TokensPerSecPerGpu, ModelTflopsPerGpu };
+
+struct MeasuredRun {
+  std::string id;
+  std::string file;              ///< the runs file, for messages
+  std::string gpu_label;         ///< the row's `gpu` as written (empty when absent)
+  std::string fit;               ///< the row's `fit` (validation rows: the constant fitted on it)
+  topology::Cluster cluster;     ///< scaled to the run's GPUs
+  model::Model model;
+  plan::Plan plan;
+  FigureKind figure = FigureKind::StepTime;
+  double measured = 0;           ///< in the figure's unit: s, tokens/s per GPU, TFLOP/s per GPU
+  std::optional<double> measured_peak_gib;
+
+  /// The catalogue id of the run's GPUs (the first GPU's kind).
+  [[nodiscard]] const std::string& gpu_kind() const;
+  /// The run's measured step, given a prediction of it (a throughput figure is a step time once the
+  /// tokens or model FLOPs per step are known: the prediction's).
+  [[nodiscard]] double measured_step_s(const trace::Report& prediction) const;
+  /// The prediction's figure, in the measured one's unit.
+  [[nodiscard]] double predicted_figure(const trace::Report& prediction) const;
+  /// "mixture of experts", "context parallel" or "dense": the validation's groups.
+  [[nodiscard]] std::string group() const;
+};
+
+/// Where a row's relative paths are looked for: its runs file's folder first, then `topology_dirs`
+/// for topology file names (the shipped topologies/).
+struct RunPaths {
+  std::filesystem::path base_dir;
+  std::vector<std::filesystem::path> topology_dirs;
+};
+
+/// One row. Throws InputError at the field.
+[[nodiscard]] MeasuredRun load_measured_run(const Field& row, const RunPaths& paths);
+/// Every row of a runs file: a list, or a mapping whose `rows` holds it. Throws InputError.
+[[nodiscard]] std::vector<MeasuredRun> load_measured_runs(const std::filesystem::path& file,
+                                                          const std::vector<std::filesystem::path>& topology_dirs);
+/// The same from text (the fuzz harness): relative paths are looked for under `paths`.
+[[nodiscard]] std::vector<MeasuredRun> parse_measured_runs(const std::string& text, const std::string& source_name,
+                                                           const RunPaths& paths);
+
+}  // namespace mpsim::calibration

@@ -1,0 +1,87 @@
+#include "sim/calibration/profile_file.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "sim/core/did_you_mean.h"
+#include "sim/core/yaml_field.h"
+
+namespace mpsim::calibration {
+
+namespace {
+/// A factor beyond this is a unit mistake, not a software stack (ten times the catalogue's rate).
+constexpr double kLargestFactor = 10;
+}  // namespace
+
+SoftwareProfile load_profile(const Field& root) {
+  root.expect_keys({"profile"});
+  const Field p = root.require("profile");
+  p.expect_keys({"name", "gpu_kinds", "factors", "runs"});
+  SoftwareProfile profile;
+  if (auto name = p.get("name")) profile.name = name->as_string();
+  if (auto kinds = p.get("gpu_kinds")) {
+    for (const Field& kind : kinds->items_or_scalar()) profile.gpu_kinds.push_back(kind.as_string());
+    std::sort(profile.gpu_kinds.begin(), profile.gpu_kinds.end());
+  }
+  const Field factors = p.require("factors");
+  if (!factors.is_map()) factors.fail("expected a mapping of factor names to values (e.g. gemm: 0.9)");
+  for (const auto& [key, value] : factors.entries()) {
+    const auto kind = factor_kind_named(key);
+    if (!kind) {
+      std::string known;
+      for (std::string_view n : factor_names()) known += (known.empty() ? "" : ", ") + std::string(n);
+      value.fail(fmt::format("unknown factor '{}'{} (one of {})", key, did_you_mean(key, factor_names()), known));
+    }
+    profile.factors.push_back({*kind, value.as_double_in(1e-6, kLargestFactor)});
+  }
+  if (auto runs = p.get("runs")) {
+    for (const Field& run : runs->items()) {
+      run.expect_keys({"id", "measured_step_s", "predicted_step_s", "uncalibrated_step_s"});
+      profile.residuals.push_back({run.require("id").as_string(), run.require("measured_step_s").as_double_in(1e-12, 1e12),
+                                   run.require("predicted_step_s").as_double_in(1e-12, 1e12),
+                                   run.require("uncalibrated_step_s").as_double_in(1e-12, 1e12)});
+    }
+  }
+  return profile;
+}
+
+SoftwareProfile load_profile_file(const std::filesystem::path& path) {
+  return load_profile(YamlDocument::load(path).root());
+}
+
+std::string write_profile_yaml(const SoftwareProfile& profile) {
+  std::string out = "profile:\n";
+  out += fmt::format("  name: \"{}\"\n", profile.name);
+  out += "  gpu_kinds: [";
+  for (std::size_t i = 0; i < profile.gpu_kinds.size(); ++i) out += (i ? ", " : "") + profile.gpu_kinds[i];
+  out += "]\n  factors:";
+  if (profile.factors.empty()) out += " {}";
+  out += "\n";
+  for (const Factor& f : profile.factors) out += fmt::format("    {}: {:.6g}\n", to_string(f.kind), f.value);
+  if (!profile.residuals.empty()) {
+    out += "  # the runs it was fitted on: measured step, the step predicted with the profile and without\n  runs:\n";
+    for (const FitResidual& r : profile.residuals) {
+      out += fmt::format("    - {{id: \"{}\", measured_step_s: {:.6g}, predicted_step_s: {:.6g}, uncalibrated_step_s: {:.6g}}}\n",
+                         r.run, r.measured_step_s, r.predicted_step_s, r.uncalibrated_step_s);
+    }
+  }
+  return out;
+}
+
+nlohmann::json profile_json(const SoftwareProfile& profile) {
+  nlohmann::json factors = nlohmann::json::object();
+  for (const Factor& f : profile.factors) factors[std::string(to_string(f.kind))] = f.value;
+  nlohmann::json runs = nlohmann::json::array();
+  for (const FitResidual& r : profile.residuals) {
+    runs.push_back({{"id", r.run},
+                    {"measured_step_s", r.measured_step_s},
+                    {"predicted_step_s", r.predicted_step_s},
+                    {"uncalibrated_step_s", r.uncalibrated_step_s},
+                    {"error", r.error()}});
+  }
+  return {{"name", profile.name}, {"gpu_kinds", profile.gpu_kinds}, {"factors", factors}, {"runs", runs}};
+}
+
+}  // namespace mpsim::calibration

@@ -1,0 +1,100 @@
+#include "sim/calibration/software_profile.h"
+
+#include <algorithm>
+#include <limits>
+
+namespace mpsim::calibration {
+
+namespace {
+constexpr std::array<std::string_view, kFactorKinds.size()> kFactorNames = {
+    "gemm", "fp8_gemm", "attention", "memory_bound", "nvlink_transfers", "network_transfers"};
+/// Links and HBM: how far above the nominal rate a factor may go (see factor_ceiling).
+constexpr double kRateCeiling = 1.25;
+}  // namespace
+
+std::string_view to_string(FactorKind kind) noexcept { return kFactorNames[static_cast<std::size_t>(kind)]; }
+
+std::optional<FactorKind> factor_kind_named(std::string_view name) noexcept {
+  for (FactorKind kind : kFactorKinds) {
+    if (to_string(kind) == name) return kind;
+  }
+  return std::nullopt;
+}
+
+std::span<const std::string_view> factor_names() noexcept { return kFactorNames; }
+
+double SoftwareProfile::factor(FactorKind kind) const noexcept {
+  for (const Factor& f : factors) {
+    if (f.kind == kind) return f.value;
+  }
+  return 1.0;
+}
+
+bool SoftwareProfile::fitted_on(std::string_view gpu_kind_id) const noexcept {
+  return std::find(gpu_kinds.begin(), gpu_kinds.end(), gpu_kind_id) != gpu_kinds.end();
+}
+
+double factor_ceiling(FactorKind kind, const topology::Cluster& cluster) noexcept {
+  const bool efficiency = kind == FactorKind::Gemm || kind == FactorKind::Fp8Gemm || kind == FactorKind::Attention;
+  double ceiling = efficiency ? std::numeric_limits<double>::infinity() : kRateCeiling;
+  for (const topology::GpuKind& gpu : cluster.gpu_kinds()) {
+    switch (kind) {
+      case FactorKind::Gemm:
+        ceiling = std::min({ceiling, 1.0 / gpu.matmul_efficiency, 1.0 / gpu.fp8_matmul_efficiency});
+        break;
+      case FactorKind::Fp8Gemm:
+        ceiling = std::min(ceiling, 1.0 / gpu.fp8_matmul_efficiency);
+        break;
+      case FactorKind::Attention:
+        ceiling = std::min(ceiling, 1.0 / gpu.attention_efficiency);
+        for (const auto& [generation, efficiency] : gpu.attention_kernels) ceiling = std::min(ceiling, 1.0 / efficiency);
+        break;
+      default:
+        break;
+    }
+  }
+  return ceiling;
+}
+
+void apply_factors(const std::vector<Factor>& factors, topology::Cluster& cluster) {
+  for (std::size_t i = 0; i < cluster.gpu_kinds().size(); ++i) {
+    topology::GpuKind gpu = cluster.gpu_kinds()[i];
+    for (const Factor& f : factors) {
+      switch (f.kind) {
+        case FactorKind::Gemm:  // every GEMM: a stack's GEMM path (its kernels, launches, layouts) serves all precisions
+          gpu.matmul_efficiency *= f.value;
+          gpu.fp8_matmul_efficiency *= f.value;
+          break;
+        case FactorKind::Fp8Gemm:
+          gpu.fp8_matmul_efficiency *= f.value;
+          break;
+        case FactorKind::Attention:
+          gpu.attention_efficiency *= f.value;
+          for (auto& [generation, efficiency] : gpu.attention_kernels) efficiency *= f.value;
+          break;
+        case FactorKind::MemoryBound:
+          gpu.memory_bandwidth = gpu.memory_bandwidth * f.value;
+          break;
+        default:
+          break;
+      }
+    }
+    cluster.replace_gpu_kind(static_cast<int>(i), std::move(gpu));
+  }
+  for (std::size_t i = 0; i < cluster.links().size(); ++i) {
+    const topology::Link& link = cluster.links()[i];
+    double scale = 1.0;
+    for (const Factor& f : factors) {
+      if ((f.kind == FactorKind::NvlinkTransfers && link.kind == topology::LinkKind::NvLink) ||
+          (f.kind == FactorKind::NetworkTransfers && link.kind == topology::LinkKind::Net)) {
+        scale *= f.value;
+      }
+    }
+    if (scale != 1.0) {
+      cluster.set_link_rate(topology::LinkId{static_cast<std::uint32_t>(i)}, link.bandwidth * scale,
+                            link.latency);
+    }
+  }
+}
+
+}  // namespace mpsim::calibration

@@ -1,0 +1,75 @@
+#pragma once
+/// A software profile: what one software stack (a framework release, its kernels and its recipe's
+/// overlaps) reaches on the hardware, as a few named factors on the GPU kinds' and links' catalogue
+/// rates. `mpsim calibrate` fits them from measured runs (calibrate.h); `--profile FILE` applies them
+/// to a cluster before anything is simulated, so the engine, the planner and its bounds all see the
+/// same rates (docs/calibration.md).
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/topology/cluster.h"
+
+namespace mpsim::calibration {
+
+/// What a factor scales. Each multiplies a rate (1 = the catalogue's; 0.9 = 10 % slower).
+enum class FactorKind : std::uint8_t {
+  Gemm,               ///< every GEMM: the GPU kind's matmul_efficiency and fp8_matmul_efficiency
+  Fp8Gemm,            ///< FP8 GEMMs beyond that: fp8_matmul_efficiency
+  Attention,          ///< FlashAttention: attention_efficiency and every kernel generation's rate
+  MemoryBound,        ///< elementwise work and the optimizer step: the HBM bandwidth
+  NvlinkTransfers,    ///< collectives and sends inside an NVLink domain: NVLink links' bandwidth
+  NetworkTransfers,   ///< collectives and sends between nodes: network links' bandwidth
+};
+inline constexpr std::array<FactorKind, 6> kFactorKinds = {FactorKind::Gemm,        FactorKind::Fp8Gemm,
+                                                           FactorKind::Attention,   FactorKind::MemoryBound,
+                                                           FactorKind::NvlinkTransfers, FactorKind::NetworkTransfers};
+[[nodiscard]] std::string_view to_string(FactorKind kind) noexcept;
+[[nodiscard]] std::optional<FactorKind> factor_kind_named(std::string_view name) noexcept;
+/// Every factor's name, for error messages.
+[[nodiscard]] std::span<const std::string_view> factor_names() noexcept;
+
+/// A factor fitted to some runs: how far its value may go is the physics' (an efficiency above the
+/// peak is refused: the fit stops at the bound and the residual says what is left).
+struct Factor {
+  FactorKind kind = FactorKind::Gemm;
+  double value = 1.0;
+};
+
+/// One run the profile was fitted on: the measured step against the calibrated prediction.
+struct FitResidual {
+  std::string run;
+  double measured_step_s = 0;
+  double predicted_step_s = 0;  ///< with the profile
+  double uncalibrated_step_s = 0;
+  [[nodiscard]] double error() const noexcept { return predicted_step_s / measured_step_s - 1; }
+};
+
+struct SoftwareProfile {
+  std::string name;
+  std::vector<Factor> factors;           ///< at most one per kind
+  std::vector<std::string> gpu_kinds;    ///< catalogue ids of the runs' GPUs, sorted
+  std::vector<FitResidual> residuals;    ///< the runs it was fitted on, in the runs files' order
+  [[nodiscard]] double factor(FactorKind kind) const noexcept;  ///< 1 when absent
+  /// Whether the profile was fitted on runs of this GPU kind.
+  [[nodiscard]] bool fitted_on(std::string_view gpu_kind_id) const noexcept;
+  friend bool operator==(const SoftwareProfile&, const SoftwareProfile&) = default;
+};
+
+/// The largest value a factor may take on `cluster`: a kernel efficiency no higher than 1 of the peak
+/// on any of its GPU kinds; a link or HBM no faster than 1.25 x its catalogue rate (collectives reach
+/// 0.68-0.95 of a link's nominal rate, collective_tuning.h, so 1.25 x lets a stack beat those figures
+/// without inventing bandwidth the hardware lacks).
+[[nodiscard]] double factor_ceiling(FactorKind kind, const topology::Cluster& cluster) noexcept;
+
+/// The cluster with `factors` applied to every GPU kind and link.
+void apply_factors(const std::vector<Factor>& factors, topology::Cluster& cluster);
+inline void apply_profile(const SoftwareProfile& profile, topology::Cluster& cluster) {
+  apply_factors(profile.factors, cluster);
+}
+
+}  // namespace mpsim::calibration

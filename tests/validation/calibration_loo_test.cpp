@@ -1,0 +1,222 @@
+// Calibration validated leave-one-out (docs/validation.md, "Calibrated"): the published runs of
+// tests/validation fall into cells of one software release, one GPU kind and one group (dense, mixture
+// of experts, context parallel). In each cell, a profile is fitted on k = 1 run (`mpsim calibrate` on
+// that row alone) and predicts every other run of the cell; every run is the calibration run in turn.
+// With k = 2, each pair of neighbouring rows (in the file's order) calibrates and the rest are predicted.
+// Errors are those of the uncalibrated table: measured step / predicted step - 1 (= predicted
+// throughput / published - 1).
+//
+// With MPSIM_VALIDATION_LOO_TABLE=path the Markdown for docs/validation.md is written there.
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include "sim/calibration/calibrate.h"
+#include "sim/calibration/measured_run.h"
+#include "sim/calibration/profile_file.h"
+#include "tests/validation/validation_support.h"
+
+namespace mpsim {
+namespace {
+
+using calibration::MeasuredRun;
+
+/// The software release a row's id names: `mbridge-26.04.01-...` → mbridge-26.04.01, `nemo2407-...` →
+/// nemo2407, `nemo-longseq-...` → nemo-longseq, `megatronlm-...` → megatronlm.
+std::string release_of(const std::string& id) {
+  const auto first = id.find('-');
+  if (first == std::string::npos) return id;
+  const std::string head = id.substr(0, first);
+  if (head != "mbridge" && head != "nemo") return head;
+  const auto second = id.find('-', first + 1);
+  return id.substr(0, second);
+}
+
+struct LooCell {
+  std::string release;
+  std::string gpu;
+  std::string group;
+  std::vector<std::size_t> runs;            ///< indices into the fixture's runs
+  std::vector<double> uncalibrated_errors;  ///< by run
+  std::vector<double> k1_errors;            ///< every (calibration run, held-out run) pair
+  std::vector<double> k2_errors;            ///< every (neighbouring pair, held-out run)
+};
+
+/// Runs `task(0..count-1)` on a few threads; each task writes only its own slot, so the results do not
+/// depend on the thread count.
+template <typename Task>
+void parallel_for(std::size_t count, Task task) {
+  const std::size_t threads = std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 4);
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&] {
+      for (std::size_t i = next++; i < count; i = next++) task(i);
+    });
+  }
+  for (std::thread& thread : pool) thread.join();
+}
+
+struct Spread {
+  double median_abs = 0;
+  double max_abs = 0;
+  std::size_t count = 0;
+};
+Spread spread_of(const std::vector<double>& errors) {
+  Spread s;
+  s.count = errors.size();
+  if (errors.empty()) return s;
+  std::vector<double> abs;
+  for (double e : errors) abs.push_back(std::fabs(e));
+  s.median_abs = validation::median(abs);
+  s.max_abs = *std::max_element(abs.begin(), abs.end());
+  return s;
+}
+std::string spread_cell(const Spread& s) {
+  return s.count == 0 ? "-" : fmt::format("{:.1f} / {:.1f} %", s.median_abs * 100, s.max_abs * 100);
+}
+
+class LeaveOneOut : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::vector<std::filesystem::path> shipped{std::string(MPSIM_SOURCE_DIR) + "/topologies"};
+    for (const char* file : {"published_runs.yaml", "moe_runs.yaml", "context_runs.yaml"}) {
+      for (MeasuredRun& run :
+           calibration::load_measured_runs(std::string(MPSIM_SOURCE_DIR) + "/tests/validation/" + file, shipped)) {
+        runs_->push_back(std::move(run));
+      }
+    }
+    const std::size_t n = runs_->size();
+    measured_step_s_->resize(n);
+    uncalibrated_step_s_->resize(n);
+    one_run_profiles_->resize(n);
+    parallel_for(n, [](std::size_t i) {
+      const MeasuredRun& run = (*runs_)[i];
+      const trace::Report uncalibrated = calibration::predict(run, {});
+      (*uncalibrated_step_s_)[i] = uncalibrated.step_time_s;
+      (*measured_step_s_)[i] = run.measured_step_s(uncalibrated);
+      (*one_run_profiles_)[i] = calibration::calibrate({run}, "k1");
+    });
+    std::map<std::tuple<std::string, std::string, std::string>, LooCell> by_key;
+    for (std::size_t i = 0; i < n; ++i) {
+      const MeasuredRun& run = (*runs_)[i];
+      LooCell& cell = by_key[{run.group(), release_of(run.id), run.gpu_label}];
+      cell.release = release_of(run.id);
+      cell.gpu = run.gpu_label;
+      cell.group = run.group();
+      cell.runs.push_back(i);
+      cell.uncalibrated_errors.push_back((*measured_step_s_)[i] / (*uncalibrated_step_s_)[i] - 1);
+    }
+    for (auto& [key, cell] : by_key) cells_->push_back(std::move(cell));
+
+    // Every held-out prediction: (cell, calibration run or pair, held-out run), each a slot of its own.
+    struct Prediction {
+      LooCell* cell;
+      std::size_t first;   ///< position in the cell of the calibration run (k = 1) or the pair's first (k = 2)
+      std::size_t held_out;
+      bool pair;
+      double error = 0;
+    };
+    std::vector<Prediction> predictions;
+    std::vector<std::pair<LooCell*, std::size_t>> pairs;  ///< k = 2 calibrations
+    for (LooCell& cell : *cells_) {
+      const std::size_t size = cell.runs.size();
+      for (std::size_t a = 0; a < size; ++a) {
+        for (std::size_t b = 0; b < size; ++b) {
+          if (a != b) predictions.push_back({&cell, a, b, false});
+          if (size >= 3 && b != a && b != (a + 1) % size) predictions.push_back({&cell, a, b, true});
+        }
+        if (size >= 3) pairs.push_back({&cell, a});
+      }
+    }
+    std::vector<calibration::SoftwareProfile> pair_profiles(pairs.size());
+    parallel_for(pairs.size(), [&](std::size_t p) {
+      const LooCell& cell = *pairs[p].first;
+      const std::size_t a = pairs[p].second;
+      pair_profiles[p] = calibration::calibrate(
+          {(*runs_)[cell.runs[a]], (*runs_)[cell.runs[(a + 1) % cell.runs.size()]]}, "k2");
+    });
+    const auto pair_profile = [&](const LooCell* cell, std::size_t a) -> const calibration::SoftwareProfile& {
+      for (std::size_t p = 0; p < pairs.size(); ++p) {
+        if (pairs[p].first == cell && pairs[p].second == a) return pair_profiles[p];
+      }
+      throw std::logic_error("no such pair");
+    };
+    parallel_for(predictions.size(), [&](std::size_t p) {
+      Prediction& prediction = predictions[p];
+      const std::size_t held_out = prediction.cell->runs[prediction.held_out];
+      const calibration::SoftwareProfile& profile = prediction.pair
+                                                        ? pair_profile(prediction.cell, prediction.first)
+                                                        : (*one_run_profiles_)[prediction.cell->runs[prediction.first]];
+      prediction.error = (*measured_step_s_)[held_out] /
+                             calibration::predict((*runs_)[held_out], profile.factors).step_time_s - 1;
+    });
+    for (const Prediction& prediction : predictions) {
+      (prediction.pair ? prediction.cell->k2_errors : prediction.cell->k1_errors).push_back(prediction.error);
+    }
+  }
+  static inline std::vector<MeasuredRun>* runs_ = new std::vector<MeasuredRun>;
+  static inline std::vector<double>* measured_step_s_ = new std::vector<double>;
+  static inline std::vector<double>* uncalibrated_step_s_ = new std::vector<double>;
+  static inline std::vector<calibration::SoftwareProfile>* one_run_profiles_ = new std::vector<calibration::SoftwareProfile>;
+  static inline std::vector<LooCell>* cells_ = new std::vector<LooCell>;
+};
+
+std::string loo_markdown(const std::vector<LooCell>& cells) {
+  std::string out =
+      "| group | release | GPU | rows | uncalibrated median / max | k = 1 median / max | k = 2 median / max |\n"
+      "|---|---|---|---:|---:|---:|---:|\n";
+  std::map<std::string, std::array<std::vector<double>, 3>> by_group;
+  for (const LooCell& c : cells) {
+    if (c.runs.size() < 2) continue;
+    out += fmt::format("| {} | {} | {} | {} | {} | {} | {} |\n", c.group, c.release, c.gpu, c.runs.size(),
+                       spread_cell(spread_of(c.uncalibrated_errors)), spread_cell(spread_of(c.k1_errors)),
+                       spread_cell(spread_of(c.k2_errors)));
+    auto& g = by_group[c.group];
+    g[0].insert(g[0].end(), c.uncalibrated_errors.begin(), c.uncalibrated_errors.end());
+    g[1].insert(g[1].end(), c.k1_errors.begin(), c.k1_errors.end());
+    g[2].insert(g[2].end(), c.k2_errors.begin(), c.k2_errors.end());
+  }
+  out += "\n| group | uncalibrated median / max | k = 1 median / max (predictions) | k = 2 median / max (predictions) |\n"
+         "|---|---:|---:|---:|\n";
+  for (const auto& [group, errors] : by_group) {
+    out += fmt::format("| {} | {} | {} ({}) | {} ({}) |\n", group, spread_cell(spread_of(errors[0])),
+                       spread_cell(spread_of(errors[1])), errors[1].size(), spread_cell(spread_of(errors[2])),
+                       errors[2].size());
+  }
+  return out;
+}
+
+TEST_F(LeaveOneOut, CalibratedPredictionsOfHeldOutRuns) {
+  ASSERT_EQ(runs_->size(), 138U);
+  const std::string table = loo_markdown(*cells_);
+  std::printf("%s", table.c_str());
+  if (const char* path = std::getenv("MPSIM_VALIDATION_LOO_TABLE")) std::ofstream(path) << table;
+}
+
+// One run: the profile brings that run's prediction to its measurement (within 1 %): when the
+// factor that dominates it stops at its physical bound, the next one takes the rest.
+TEST_F(LeaveOneOut, OneRunIsMatched) {
+  for (std::size_t i = 0; i < runs_->size(); ++i) {
+    const MeasuredRun& run = (*runs_)[i];
+    const calibration::SoftwareProfile& profile = (*one_run_profiles_)[i];
+    ASSERT_EQ(profile.residuals.size(), 1U);
+    EXPECT_LE(std::fabs(profile.residuals.front().error()), 0.01) << run.id << " factor "
+        << calibration::write_profile_yaml(profile);
+  }
+}
+
+}  // namespace
+}  // namespace mpsim
