@@ -27,11 +27,6 @@
 #include <gtest/gtest.h>
 
 #include "sim/core/yaml_field.h"
-#include "sim/engine/simulator.h"
-#include "sim/model/model_loader.h"
-#include "sim/plan/plan_check.h"
-#include "sim/plan/plan_loader.h"
-#include "sim/topology/topology_loader.h"
 #include "tests/validation/validation_support.h"
 
 namespace mpsim {
@@ -40,46 +35,21 @@ namespace {
 using validation::Bound;
 using validation::Outcome;
 using validation::Summary;
+using validation::repo_path;
 using validation::summarize;
 
-std::string repo_path(const std::string& relative) { return std::string(MPSIM_SOURCE_DIR) + "/" + relative; }
-
-Outcome simulate_row(const Field& row) {
-  Outcome o;
-  o.id = row.require("id").as_string();
-  o.source = row.require("source").as_string();
-  o.gpu = row.require("gpu").as_string();
-  o.gpus = static_cast<int>(row.require("gpus").as_int_in(1, 1'000'000));
-  if (auto a = row.get("assumed")) o.assumed = a->as_string();
-  if (auto fit = row.get("fit")) o.fit = fit->as_string();
-
-  YamlDocument topology_doc = YamlDocument::load(repo_path("topologies/" + row.require("topology").as_string()));
-  if (auto sets = row.get("topology_set")) {
-    for (const auto& [key, value] : sets->entries()) topology_doc.apply(Override{"topology", key, value.as_string(), o.id});
-  }
-  YamlDocument one_node = YamlDocument::load(repo_path("topologies/" + row.require("topology").as_string()));
-  one_node.apply(Override{"topology", "nodes", "1", o.id});
-  const int per_node =
-      static_cast<int>(topology::build_cluster(topology::load_topology_spec(one_node.root())).gpus().size());
-  // As simulate --gpus: whole nodes, part of one, or equal NVLink domains (256 GPUs as 4 racks of 64).
-  const topology::JobShape shape = topology::job_shape(o.gpus, per_node);
-  topology_doc.apply(Override{"topology", "nodes", std::to_string(shape.nodes), o.id});
-  auto cluster = topology::build_cluster(topology::load_topology_spec(topology_doc.root()));
-  cluster.keep_job_gpus(shape);
-
-  const auto model = model::parse_model(row.require("model"), o.id);
-  const auto plan = plan::resolve_plan(plan::load_plan_spec(row.require("plan")), cluster, model);
-  const auto prediction = engine::simulate(cluster, model, plan);
-  const auto& report = prediction.report;
-  o.step_s = report.step_time_s;
-  o.oom = report.oom;
-  o.peak_gib = static_cast<double>(report.peak_memory_bytes) / (1024.0 * 1024 * 1024);
-  o.capacity_gib = static_cast<double>(report.devices.front().memory_capacity_bytes) / (1024.0 * 1024 * 1024);
+/// A row simulated as published, with the throughput figure its source gives.
+Outcome throughput_outcome(const Field& row) {
+  const validation::SimulatedRow simulated = validation::simulate_row(row);
+  Outcome o = simulated.outcome;
+  const trace::Report& report = simulated.prediction.report;
+  const plan::Plan& plan = simulated.plan;
   const Field published = row.require("published");
   if (auto tokens = published.get("tokens_per_s_per_gpu")) {
     o.figure = "tokens/s/GPU";
     o.published = tokens->as_double_in(1e-3, 1e9);
-    const double tokens_per_step = static_cast<double>(plan.global_batch) * static_cast<double>(model.shape->seq_len);
+    const double tokens_per_step =
+        static_cast<double>(plan.global_batch) * static_cast<double>(simulated.model.shape->seq_len);
     o.predicted = tokens_per_step / report.step_time_s / plan.gpus();
   } else {
     o.figure = "TFLOP/s/GPU";
@@ -99,14 +69,7 @@ std::string markdown(const std::vector<Outcome>& outcomes, const Field* not_expr
                        o.oom ? " OOM" : "", o.fit, o.assumed);
   }
   out += "\n" + validation::summary_markdown(outcomes);
-  std::map<std::string, std::vector<const Outcome*>> sources;
-  for (const Outcome& o : outcomes) sources[o.source].push_back(&o);
-  out += "\n| source | rows | median abs error | max abs error | signed mean error |\n|---|---:|---:|---:|---:|\n";
-  for (const auto& [name, rows] : sources) {
-    const Summary s = summarize(rows);
-    out += fmt::format("| {} | {} | {:.1f} % | {:.1f} % | {:+.1f} % |\n", name, s.rows, s.median_abs * 100,
-                       s.max_abs * 100, s.mean_signed * 100);
-  }
+  out += "\n" + validation::source_summary_markdown(outcomes);
   if (not_expressible == nullptr) return out;
   if (not_expressible->items().empty()) return out + "\nEvery row of the file is expressible and simulates.\n";
   out += "\nRows not expressible yet:\n\n| row | reason |\n|---|---|\n";
@@ -127,7 +90,7 @@ std::vector<Outcome> simulate_rows(const std::string& file) {
     }
     const std::string topology_file = repo_path("topologies/" + row.require("topology").as_string());
     EXPECT_TRUE(std::filesystem::exists(topology_file)) << topology_file;
-    outcomes.push_back(simulate_row(row));
+    outcomes.push_back(throughput_outcome(row));
     const Outcome& o = outcomes.back();
     std::printf("%-56s %5d GPUs  %-13s predicted %8.0f  published %8.0f  error %+6.1f%%  peak %5.1f GiB%s\n",
                 o.id.c_str(), o.gpus, o.figure.c_str(), o.predicted, o.published, o.error() * 100, o.peak_gib,

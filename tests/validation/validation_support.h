@@ -1,7 +1,7 @@
 #pragma once
-// What the validation tests share: a row's outcome (predicted against published, and whether a
-// constant was fitted on it), the summary of a group of rows, the bounds each group is held to, and
-// the Markdown docs/validation.md is made of.
+// What the validation tests share: a row of a validation file simulated as published, a row's outcome
+// (predicted against published, and whether a constant was fitted on it), the summary of a group of
+// rows, the bounds each group is held to, and the Markdown docs/validation.md is made of.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -12,7 +12,15 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "sim/core/yaml_field.h"
+#include "sim/engine/simulator.h"
+#include "sim/model/model.h"
+#include "sim/plan/plan.h"
+
 namespace mpsim::validation {
+
+/// `relative` in the source tree.
+std::string repo_path(const std::string& relative);
 
 /// One published run simulated as published.
 struct Outcome {
@@ -34,6 +42,18 @@ struct Outcome {
   [[nodiscard]] double error() const { return predicted / published - 1; }
   [[nodiscard]] bool is_check() const { return fit.empty(); }
 };
+
+/// A row of a validation file (tests/validation/*.yaml: id, source, gpu, topology, gpus, model, plan,
+/// assumed, fit) simulated as published: on its topology with as many nodes as its GPUs take, its
+/// model and its plan resolved against them. `outcome` holds the row's names and the step's time and
+/// peak memory; each test compares its own published figure.
+struct SimulatedRow {
+  Outcome outcome;
+  model::Model model;
+  plan::Plan plan;
+  engine::Prediction prediction;
+};
+SimulatedRow simulate_row(const Field& row);
 
 inline double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -89,6 +109,17 @@ struct Bound {
   double mean_high;
 };
 
+/// Holds the summary `s` of the rows `label` names to `bound` (its row count too with `count_rows`).
+inline void expect_summary_within(const std::string& label, const Summary& s, const Bound& bound, bool count_rows) {
+  if (count_rows) {
+    EXPECT_EQ(s.rows, bound.rows) << label;
+  }
+  EXPECT_LE(s.median_abs, bound.median_abs) << label << ": median |error|";
+  EXPECT_LE(s.max_abs, bound.max_abs) << label << ": largest |error|";
+  EXPECT_GE(s.mean_signed, bound.mean_low) << label << ": signed mean error";
+  EXPECT_LE(s.mean_signed, bound.mean_high) << label << ": signed mean error";
+}
+
 /// Holds each GPU kind's check rows of `group` to its bound in `bounds`; a kind without one fails (every
 /// group is bounded). Prints each kind's figures, fit rows too.
 template <std::size_t N>
@@ -109,13 +140,7 @@ void expect_within_bounds(const std::string& group, const std::vector<Outcome>& 
         ADD_FAILURE() << group << " rows on " << gpu << " have no bound";
         continue;
       }
-      if (count_rows) {
-        EXPECT_EQ(s.rows, bound->rows) << group << " " << gpu;
-      }
-      EXPECT_LE(s.median_abs, bound->median_abs) << group << " " << gpu << ": median |error|";
-      EXPECT_LE(s.max_abs, bound->max_abs) << group << " " << gpu << ": largest |error|";
-      EXPECT_GE(s.mean_signed, bound->mean_low) << group << " " << gpu << ": signed mean error";
-      EXPECT_LE(s.mean_signed, bound->mean_high) << group << " " << gpu << ": signed mean error";
+      expect_summary_within(group + " " + gpu, s, *bound, count_rows);
     }
   }
 }
@@ -138,6 +163,20 @@ inline std::string summary_markdown(const std::vector<Outcome>& outcomes) {
       out += fmt::format("| {} | {} {} | {:.1f} % | {:.1f} % | {:+.1f} % |\n", gpu, s.rows, check ? "check" : "fit",
                          s.median_abs * 100, s.max_abs * 100, s.mean_signed * 100);
     }
+  }
+  return out;
+}
+
+/// The Markdown summary of a group's rows by source, check and fit rows together.
+inline std::string source_summary_markdown(const std::vector<Outcome>& outcomes) {
+  std::map<std::string, std::vector<const Outcome*>> sources;
+  for (const Outcome& o : outcomes) sources[o.source].push_back(&o);
+  std::string out =
+      "| source | rows | median abs error | max abs error | signed mean error |\n|---|---:|---:|---:|---:|\n";
+  for (const auto& [name, rows] : sources) {
+    const Summary s = summarize(rows);
+    out += fmt::format("| {} | {} | {:.1f} % | {:.1f} % | {:+.1f} % |\n", name, s.rows, s.median_abs * 100,
+                       s.max_abs * 100, s.mean_signed * 100);
   }
   return out;
 }
