@@ -191,8 +191,11 @@ InputError with_job_size_hint(const InputError& e, const plan::PlanSpec& spec, c
 /// The model and plan on a cluster already loaded (with `applied`, the overrides it took).
 Inputs load_inputs_on(const InputFiles& files, const std::vector<Override>& overrides, std::vector<Override>& applied,
                       topology::Cluster cluster) {
-  if (!files.profile.empty()) calibration::apply_profile(calibration::load_profile_file(files.profile), cluster);
-  Inputs inputs{std::move(cluster), {}, std::nullopt};
+  Inputs inputs{std::move(cluster), {}, std::nullopt, std::nullopt};
+  if (!files.profile.empty()) {
+    inputs.profile = calibration::load_profile_file(files.profile);
+    calibration::apply_profile(*inputs.profile, inputs.cluster);
+  }
   const YamlDocument model_doc = load_with(files.model, "model", overrides, applied);
   inputs.model = blame_overrides(applied, [&] { return model::load_model(model_doc.root()); });
   if (!files.plan.empty()) {

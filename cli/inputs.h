@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/calibration/software_profile.h"
 #include "sim/core/yaml_override.h"
 #include "sim/model/model.h"
 #include "sim/plan/plan.h"
@@ -22,6 +23,7 @@ struct Inputs {
   topology::Cluster cluster;
   model::Model model;
   std::optional<plan::Plan> plan;
+  std::optional<calibration::SoftwareProfile> profile;  ///< applied to `cluster` already
 };
 
 /// Loads and checks the inputs; a software profile's factors are applied to the cluster before the

@@ -17,6 +17,22 @@
 
 namespace mpsim::cli {
 
+std::optional<calibration::StepBand> step_band_of(const Inputs& in, const trace::Report& r) {
+  if (!in.plan || in.cluster.gpus().empty()) return std::nullopt;
+  return calibration::step_band(r.step_time_s, calibration::prediction_group(in.model, *in.plan),
+                                in.cluster.gpu_kind_of(in.cluster.gpus().front()).id, in.profile ? &*in.profile : nullptr);
+}
+
+nlohmann::ordered_json prediction_json(const Inputs& in, const trace::Report& r) {
+  nlohmann::ordered_json json = trace::report_json(r);
+  if (const auto band = step_band_of(in, r)) {
+    json["step_time_band_s"] = {band->low_s, band->high_s};
+    json["calibrated"] = band->calibrated;
+    json["band_basis"] = calibration::band_basis_text(*band);
+  }
+  return json;
+}
+
 void print_report(const Inputs& in, const trace::Report& r) {
   const plan::Plan& p = *in.plan;
   std::cout << fmt::format("{} on {}: {}{}, {}, {} microbatches of {}\n\n", in.model.name,
@@ -31,6 +47,10 @@ void print_report(const Inputs& in, const trace::Report& r) {
                              to_string(TimeNs::seconds(r.step_time_s * (1 + *spread / 2))), percent(*spread));
   }
   std::cout << "\n";
+  if (const auto band = step_band_of(in, r)) {
+    std::cout << fmt::format("  band          {} to {} ({})\n", to_string(TimeNs::seconds(band->low_s)),
+                             to_string(TimeNs::seconds(band->high_s)), calibration::band_basis_text(*band));
+  }
   std::cout << fmt::format("  throughput    {:.1f} TFLOP/s per GPU, MFU {} ({:.1f} TFLOP/s executed, recomputation included)\n",
                            r.tflops_per_gpu, percent(r.mfu), r.hardware_tflops_per_gpu);
   std::cout << fmt::format("  idle          {} of all GPU time; pipeline bubble rate {}\n", percent(r.bubble_fraction),
@@ -115,7 +135,7 @@ nlohmann::ordered_json breakdown_json(const planner::TimeBreakdown& b) {
           {"exposed_communication_s", b.exposed_communication_s}};
 }
 
-std::string chrome_trace_text(const trace::Timeline& timeline, const trace::Report& report,
+std::string chrome_trace_text(const trace::Timeline& timeline, const nlohmann::ordered_json& report,
                               const std::string& trace_links) {
   trace::LinkLanes lanes = trace::LinkLanes::Busiest;
   for (const auto& [name, value] : trace::kLinkLanesNames) {

@@ -83,10 +83,11 @@ void import_csv(const ScheduleArgs& args) {
   options.record_timeline = !args.trace.empty();
   const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, options);
   if (!args.trace.empty()) {
-    write_file_atomically_gzip_by_name(args.trace, trace::chrome_trace(prediction.timeline, prediction.report));
+    write_file_atomically_gzip_by_name(args.trace,
+                                       trace::chrome_trace(prediction.timeline, prediction_json(in, prediction.report)));
   }
   if (args.json) {
-    std::cout << trace::report_json(prediction.report).dump(2) << "\n";
+    std::cout << prediction_json(in, prediction.report).dump(2) << "\n";
     return;
   }
   std::cout << fmt::format("The order of {} (stages placed as {} places them):\n\n", args.csv,

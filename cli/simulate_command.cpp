@@ -57,15 +57,15 @@ void run_one(const SimulateArgs& args, const std::vector<Override>& overrides) {
   const Inputs in = load_inputs_on_gpus(args.files, overrides, args.gpus);
   const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, engine_options(args));
   if (!args.trace.empty()) {
-    write_file_atomically_gzip_by_name(args.trace,
-                                       chrome_trace_text(prediction.timeline, prediction.report, args.trace_links));
+    write_file_atomically_gzip_by_name(
+        args.trace, chrome_trace_text(prediction.timeline, prediction_json(in, prediction.report), args.trace_links));
   }
   const auto estimate = training::estimate_request(
       args.training, engine::training_step(in.cluster, in.model, *in.plan, prediction.report));
   std::optional<planner::TimeBreakdown> explained;
   if (args.explain) explained = planner::breakdown(in.cluster, in.model, {0, *in.plan, prediction.report, {}});
   if (args.json) {
-    nlohmann::ordered_json json = trace::report_json(prediction.report);
+    nlohmann::ordered_json json = prediction_json(in, prediction.report);
     if (estimate) json["training"] = training::training_json(*estimate);
     if (explained) json["explain"] = breakdown_json(*explained);
     if (in.model.profile_spread) json["profile_spread"] = *in.model.profile_spread;
@@ -154,7 +154,7 @@ void run_sweep(const SimulateArgs& args, std::vector<Override> overrides) {
       const trace::Report& r = prediction.report;
       const auto estimate =
           training::estimate_request(args.training, engine::training_step(in.cluster, in.model, *in.plan, r));
-      run["report"] = trace::report_json(r);
+      run["report"] = prediction_json(in, r);
       if (estimate) run["training"] = training::training_json(*estimate);
       row.insert(row.end(), {to_string(TimeNs::seconds(r.step_time_s)), fmt::format("{:.1f}", r.tflops_per_gpu),
                              percent(r.mfu), percent(r.bubble_fraction), percent(r.bubble_rate),

@@ -1,5 +1,7 @@
 #include "sim/calibration/measured_run.h"
 
+#include <utility>
+
 #include <fmt/format.h>
 
 #include "sim/core/text_file.h"
@@ -126,6 +128,20 @@ std::string MeasuredRun::group() const {
   return "dense";
 }
 
+RunInputs load_run_inputs(const Field& row, const RunPaths& paths) {
+  const std::string id = row.require("id").as_string();
+  const Field gpus = row.require("gpus");
+  RunInputs inputs;
+  try {
+    inputs.cluster = run_cluster(row, paths, static_cast<int>(gpus.as_int_in(1, 1'000'000)), id);
+  } catch (const std::invalid_argument& e) {
+    gpus.fail(e.what());
+  }
+  inputs.model = run_model(row.require("model"), paths, id);
+  inputs.plan = plan::resolve_plan(run_plan(row.require("plan"), paths), inputs.cluster, inputs.model);
+  return inputs;
+}
+
 MeasuredRun load_measured_run(const Field& row, const RunPaths& paths) {
   row.expect_keys({"id", "source", "gpu", "topology", "topology_set", "gpus", "model", "plan", "measured", "published",
                    "assumed", "fit", "release"});
@@ -134,15 +150,10 @@ MeasuredRun load_measured_run(const Field& row, const RunPaths& paths) {
   run.file = row.file();
   if (auto gpu = row.get("gpu")) run.gpu_label = gpu->as_string();
   if (auto fit = row.get("fit")) run.fit = fit->as_string();
-  const int gpus = static_cast<int>(row.require("gpus").as_int_in(1, 1'000'000));
-  const Field gpus_field = row.require("gpus");
-  try {
-    run.cluster = run_cluster(row, paths, gpus, run.id);
-  } catch (const std::invalid_argument& e) {
-    gpus_field.fail(e.what());
-  }
-  run.model = run_model(row.require("model"), paths, run.id);
-  run.plan = plan::resolve_plan(run_plan(row.require("plan"), paths), run.cluster, run.model);
+  RunInputs inputs = load_run_inputs(row, paths);
+  run.cluster = std::move(inputs.cluster);
+  run.model = std::move(inputs.model);
+  run.plan = std::move(inputs.plan);
   const bool has_measured = row.has("measured");
   if (has_measured && row.has("published")) row.fail("gives both 'measured' and 'published' (they are one field)");
   read_measured(row.require(has_measured ? "measured" : "published"), run);

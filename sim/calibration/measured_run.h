@@ -48,6 +48,15 @@ struct RunPaths {
   std::vector<std::filesystem::path> topology_dirs;
 };
 
+/// What a row runs: its topology (with `topology_set`) scaled to its `gpus`, its model and its plan
+/// resolved against them. Reads only those fields; throws InputError at the field.
+struct RunInputs {
+  topology::Cluster cluster;
+  model::Model model;
+  plan::Plan plan;
+};
+[[nodiscard]] RunInputs load_run_inputs(const Field& row, const RunPaths& paths);
+
 /// One row. Throws InputError at the field.
 [[nodiscard]] MeasuredRun load_measured_run(const Field& row, const RunPaths& paths);
 /// Every row of a runs file: a list, or a mapping whose `rows` holds it. Throws InputError.

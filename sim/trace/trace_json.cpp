@@ -62,6 +62,10 @@ std::string microseconds(std::int64_t ns) {
 }  // namespace
 
 std::string chrome_trace(const Timeline& timeline, const Report& report) {
+  return chrome_trace(timeline, report_json(report));
+}
+
+std::string chrome_trace(const Timeline& timeline, const nlohmann::ordered_json& report) {
   // Process ids by first appearance of a process name, thread ids by lane order: deterministic.
   std::map<std::string, int> pids;
   std::vector<int> lane_pid(timeline.lanes.size());
@@ -101,7 +105,7 @@ std::string chrome_trace(const Timeline& timeline, const Report& report) {
         microseconds(s.end_ns - s.start_ns), s.microbatch, s.chunk, s.stage, s.bytes, op));
   }
   out += "\n],\"displayTimeUnit\":\"ms\",\"mpsim\":";
-  out += report_json(report).dump();
+  out += report.dump();
   out += "}\n";
   return out;
 }

@@ -13,5 +13,7 @@ namespace mpsim::trace {
 
 [[nodiscard]] nlohmann::ordered_json report_json(const Report& report);
 [[nodiscard]] std::string chrome_trace(const Timeline& timeline, const Report& report);
+/// The same with the report as a command prints it (report_json and what the command adds to it).
+[[nodiscard]] std::string chrome_trace(const Timeline& timeline, const nlohmann::ordered_json& report);
 
 }  // namespace mpsim::trace

@@ -401,6 +401,13 @@ void expect_text_matches_json(const std::string& extra) {
   }
   auto step = capture(R"(step time +)" + quantity);
   if (step.size() == 1) expect_printed(step[0], j["step_time_s"], "step time");
+  // The band (sim/calibration/prediction_band.h), and what it rests on, as the JSON gives them.
+  auto band = capture(R"(band +)" + quantity + " to " + quantity);
+  if (band.size() == 2) {
+    expect_printed(band[0], j["step_time_band_s"][0], "band low");
+    expect_printed(band[1], j["step_time_band_s"][1], "band high");
+  }
+  EXPECT_NE(text.find(j["band_basis"].get<std::string>()), std::string::npos) << text;
   auto throughput = capture(R"(throughput +)" + quantity + R"( per GPU, MFU )" + quantity + R"( \()" + quantity);
   if (throughput.size() == 3) {
     expect_printed(throughput[0], j["tflops_per_gpu"], "TFLOP/s per GPU");

@@ -1,0 +1,89 @@
+#include "sim/calibration/prediction_band.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace mpsim::calibration {
+
+namespace {
+
+// Written from tests/validation/calibration_loo_test.cpp's output (LeaveOneOut.BandTablesAreTodays
+// checks them); the errors are measured step / predicted step - 1.
+constexpr std::array kUncalibrated = {
+    ErrorSpread{"context parallel", "", -0.094, 0.215, 24},
+    ErrorSpread{"context parallel", "b200", -0.122, 0.217, 10},
+    ErrorSpread{"context parallel", "h100-sxm", 0.058, 0.156, 11},
+    ErrorSpread{"dense", "", -0.090, 0.150, 49},
+    ErrorSpread{"dense", "gb200", 0.077, 0.198, 11},
+    ErrorSpread{"dense", "gb300", -0.142, -0.001, 5},
+    ErrorSpread{"dense", "h100-sxm", -0.083, 0.150, 29},
+    ErrorSpread{"mixture of experts", "", -0.025, 0.832, 60},
+    ErrorSpread{"mixture of experts", "b200", 0.551, 1.211, 13},
+    ErrorSpread{"mixture of experts", "gb200", 0.074, 0.787, 19},
+    ErrorSpread{"mixture of experts", "gb300", -0.077, 0.379, 14},
+    ErrorSpread{"mixture of experts", "h100-sxm", -0.102, 0.811, 10},
+};
+constexpr std::array kCalibrated = {
+    ErrorSpread{"context parallel", "", -0.091, 0.073, 66},
+    ErrorSpread{"dense", "", -0.140, 0.170, 272},
+    ErrorSpread{"mixture of experts", "", -0.399, 0.482, 206},
+};
+
+const ErrorSpread* find_spread(std::span<const ErrorSpread> table, std::string_view group, std::string_view gpu_kind) {
+  for (const ErrorSpread& s : table) {
+    if (s.group == group && s.gpu_kind == gpu_kind) return &s;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+std::string_view prediction_group(const model::Model& model, const plan::Plan& plan) noexcept {
+  if (model.shape && model.shape->moe) return "mixture of experts";
+  if (plan.degrees[plan::Axis::Context] > 1) return "context parallel";
+  return "dense";
+}
+
+std::span<const ErrorSpread> uncalibrated_spreads() noexcept { return kUncalibrated; }
+std::span<const ErrorSpread> calibrated_spreads() noexcept { return kCalibrated; }
+
+double percentile(std::vector<double> values, double p) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const double at = p * static_cast<double>(values.size() - 1);
+  const auto below = static_cast<std::size_t>(std::floor(at));
+  const std::size_t above = std::min(below + 1, values.size() - 1);
+  return values[below] + (at - static_cast<double>(below)) * (values[above] - values[below]);
+}
+
+std::optional<StepBand> step_band(double step_s, std::string_view group, std::string_view gpu_kind,
+                                  const SoftwareProfile* profile) {
+  const bool calibrated = profile != nullptr && !profile->factors.empty() && profile->fitted_on(gpu_kind);
+  const ErrorSpread* spread = nullptr;
+  if (calibrated) {
+    spread = find_spread(kCalibrated, group, "");
+  } else {
+    spread = find_spread(kUncalibrated, group, gpu_kind);
+    if (spread == nullptr) spread = find_spread(kUncalibrated, group, "");
+  }
+  if (spread == nullptr) return std::nullopt;
+  return StepBand{step_s * (1 + spread->low), step_s * (1 + spread->high), calibrated, *spread};
+}
+
+std::string band_basis_text(const StepBand& band) {
+  const ErrorSpread& s = band.basis;
+  const std::string where = s.gpu_kind.empty() ? "on every GPU kind" : fmt::format("on {}", s.gpu_kind);
+  if (band.calibrated) {
+    return fmt::format("calibrated: {} runs predicted by a profile fitted on another run of their release and GPU kind "
+                       "measured {:+.0f} % to {:+.0f} % off ({} predictions)",
+                       s.group, s.low * 100, s.high * 100, s.predictions);
+  }
+  return fmt::format("uncalibrated: published {} runs {} measured {:+.0f} % to {:+.0f} % off their predictions ({} rows; "
+                     "mpsim calibrate on a run of yours narrows it)",
+                     s.group, where, s.low * 100, s.high * 100, s.predictions);
+}
+
+}  // namespace mpsim::calibration

@@ -1,0 +1,57 @@
+#pragma once
+/// How sure a prediction is: the band its measured step is expected in, from how far predictions of its
+/// kind have been from published measurements (docs/calibration.md, "Bands"; docs/validation.md).
+///
+/// Uncalibrated, the band is the 10th to 90th percentile of the errors of the validation's check rows
+/// of the same group (dense, mixture of experts, context parallel) on the same GPU kind (the group's
+/// rows on every kind where the kind has fewer than kFewestRows); calibrated (a profile fitted on runs
+/// of the same GPU kind), of the leave-one-out errors of profiles fitted on one run of the same release,
+/// GPU kind and group. The tables are today's figures; tests/validation/calibration_loo_test.cpp
+/// recomputes them from the rows and fails when they drift.
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "sim/calibration/software_profile.h"
+#include "sim/model/model.h"
+#include "sim/plan/plan.h"
+
+namespace mpsim::calibration {
+
+/// The validation's groups: "dense", "mixture of experts", "context parallel".
+[[nodiscard]] std::string_view prediction_group(const model::Model& model, const plan::Plan& plan) noexcept;
+
+/// The errors (measured step / predicted step - 1) of a set of predictions: their 10th and 90th
+/// percentiles and how many they are.
+struct ErrorSpread {
+  std::string_view group;
+  std::string_view gpu_kind;  ///< catalogue id; "" for every kind
+  double low = 0;
+  double high = 0;
+  int predictions = 0;
+};
+/// A GPU kind's own rows give its spread from this many on.
+inline constexpr int kFewestRows = 5;
+[[nodiscard]] std::span<const ErrorSpread> uncalibrated_spreads() noexcept;
+[[nodiscard]] std::span<const ErrorSpread> calibrated_spreads() noexcept;
+
+/// The p-th percentile (0..1) of `values` by linear interpolation between the order statistics.
+[[nodiscard]] double percentile(std::vector<double> values, double p);
+
+struct StepBand {
+  double low_s = 0;
+  double high_s = 0;
+  bool calibrated = false;
+  ErrorSpread basis;  ///< the spread it came from
+};
+
+/// The band of a prediction of `step_s`; `profile` is the one applied (if any) and `gpu_kind` the
+/// run's GPUs' catalogue id. Nothing when no spread covers the group.
+[[nodiscard]] std::optional<StepBand> step_band(double step_s, std::string_view group, std::string_view gpu_kind,
+                                                const SoftwareProfile* profile);
+
+/// "uncalibrated: dense runs on h100-sxm were measured -3 % to +17 % off their predictions (28 rows)".
+[[nodiscard]] std::string band_basis_text(const StepBand& band);
+
+}  // namespace mpsim::calibration
