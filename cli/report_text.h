@@ -11,8 +11,8 @@
 
 namespace mpsim::cli {
 
-/// The plan's line, step time, throughput, idle share, peak memory, the per-stage table and the
-/// busiest links, to stdout.
+/// The plan's line, step time, throughput, idle share, peak memory, the per-stage table, what each
+/// stage's peak memory holds and the busiest links, to stdout.
 void print_report(const Inputs& in, const trace::Report& r);
 
 /// "compute 1.2 s (80.0%), bubble ..., exposed communication ..." (planner/explain.h).

@@ -81,6 +81,7 @@ void import_csv(const ScheduleArgs& args) {
   engine::EngineOptions options;
   options.compute_program = &order;
   options.record_timeline = !args.trace.empty();
+  options.record_memory_timeline = args.json || !args.trace.empty();  // its report is simulate's
   const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, options);
   if (!args.trace.empty()) {
     write_file_atomically_gzip_by_name(args.trace, trace::chrome_trace(prediction.timeline, prediction.report));

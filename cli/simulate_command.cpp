@@ -50,6 +50,8 @@ engine::EngineOptions engine_options(const SimulateArgs& args) {
   options.overlap_grad_reduce = args.overlap_grad_reduce;
   options.fold_replicas = !args.unfold;
   options.record_timeline = !args.trace.empty();
+  // Memory over time is part of the JSON report, in the trace's too; the text report does not show it.
+  options.record_memory_timeline = args.json || !args.trace.empty();
   return options;
 }
 

@@ -1,6 +1,7 @@
 #pragma once
 /// JSON forms: the report (docs/simulator.md, "The report"), and the Chrome Trace Event file that opens in Perfetto
-/// (one process per node, one thread per lane, "X" events) carrying the report under "mpsim".
+/// (one process per node, one thread per lane, "X" events; a "C" counter track of each traced GPU's memory
+/// when the report has its timeline) carrying the report under "mpsim".
 /// Output is deterministic: same inputs, same bytes.
 #include <string>
 
