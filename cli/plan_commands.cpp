@@ -604,7 +604,8 @@ void run_planner_command(const PlanArgs& args) {
     engine.record_timeline = true;
     const auto prediction = engine::simulate(in.cluster, in.model, best.plan, engine);
     write_file_atomically_gzip_by_name(
-        args.trace, chrome_trace_text(prediction.timeline, trace::report_json(prediction.report), args.trace_links));
+        args.trace, chrome_trace_text(prediction.timeline, prediction.report, trace::report_json(prediction.report),
+                                      args.trace_links));
   }
   // --baseline: the user's own plan on the same cluster and model, against #1.
   std::optional<planner::Evaluated> baseline;

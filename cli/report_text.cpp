@@ -17,6 +17,28 @@
 
 namespace mpsim::cli {
 
+namespace {
+
+/// What each stage's peak holds (the GPUs the stage table shows): the static parts, held all step, and
+/// the activations the schedule has stashed at the peak. Nothing when the report does not know it (a
+/// measured step).
+void print_peak_breakdown(const std::vector<const trace::DeviceReport*>& devices) {
+  if (std::none_of(devices.begin(), devices.end(), [](const auto* d) { return d->memory.known(); })) return;
+  std::cout << "\nPeak memory by stage:\n";
+  Table table;
+  table.add_row({"stage", "weights", "gradients", "optimizer", "activations", "reserved"});
+  const auto bytes = [](std::int64_t n) { return to_string(Bytes::bytes(n)); };
+  for (const trace::DeviceReport* d : devices) {
+    const trace::MemoryBreakdown& m = d->memory;
+    table.add_row({std::to_string(d->stage), bytes(m.weights), bytes(m.gradients), bytes(m.optimizer),
+                   bytes(m.activations), bytes(m.reserved)});
+  }
+  std::cout << table.render();
+}
+
+}  // namespace
+
+
 std::optional<calibration::StepBand> step_band_of(const Inputs& in, const trace::Report& r) {
   if (!in.plan || in.cluster.gpus().empty()) return std::nullopt;
   return calibration::step_band(r.step_time_s, calibration::prediction_group(in.model, *in.plan),
@@ -78,22 +100,27 @@ void print_report(const Inputs& in, const trace::Report& r) {
     return device ? in.cluster.device(*device).slowdown : 1.0;
   };
   const bool slowed = std::any_of(r.devices.begin(), r.devices.end(), [&](const auto& d) { return slowdown_of(d.id) != 1.0; });
-  Table stages;
-  stages.add_row({"stage", slowed ? "slowest GPU" : "first GPU", "GPUs", "busy", "idle", "idle share", "peak memory"});
+  std::vector<const trace::DeviceReport*> shown_devices;  // one per stage that has a device
   for (int s = 0; s < p.degrees[plan::Axis::Pipeline]; ++s) {
     auto it = std::find_if(r.devices.begin(), r.devices.end(), [s](const auto& d) { return d.stage == s; });
     if (it == r.devices.end()) continue;
     for (auto d = it; d != r.devices.end(); ++d) {
       if (d->stage == s && slowdown_of(d->id) > slowdown_of(it->id)) it = d;
     }
-    const double slowdown = slowdown_of(it->id);
-    const std::string shown = slowdown != 1.0 ? fmt::format("{} ({:g}x slow)", it->id, slowdown) : it->id;
+    shown_devices.push_back(&*it);
+  }
+  Table stages;
+  stages.add_row({"stage", slowed ? "slowest GPU" : "first GPU", "GPUs", "busy", "idle", "idle share", "peak memory"});
+  for (const trace::DeviceReport* d : shown_devices) {
+    const double slowdown = slowdown_of(d->id);
+    const std::string shown = slowdown != 1.0 ? fmt::format("{} ({:g}x slow)", d->id, slowdown) : d->id;
     stages.add_row(
-        {std::to_string(s), shown, std::to_string(p.gpus() / p.degrees[plan::Axis::Pipeline]),
-         to_string(TimeNs::seconds(it->busy_s)), to_string(TimeNs::seconds(it->idle_s)), percent(it->bubble_fraction),
-         to_string(Bytes::bytes(it->peak_memory_bytes)) + (it->oom ? " OOM" : "")});
+        {std::to_string(d->stage), shown, std::to_string(p.gpus() / p.degrees[plan::Axis::Pipeline]),
+         to_string(TimeNs::seconds(d->busy_s)), to_string(TimeNs::seconds(d->idle_s)), percent(d->bubble_fraction),
+         to_string(Bytes::bytes(d->peak_memory_bytes)) + (d->oom ? " OOM" : "")});
   }
   std::cout << stages.render();
+  print_peak_breakdown(shown_devices);
   if (!r.links.empty()) {
     std::vector<trace::LinkReport> links = r.links;
     // Ties in busy time are common: a flow keeps every link of its route busy as long as its slowest link
@@ -135,13 +162,14 @@ nlohmann::ordered_json breakdown_json(const planner::TimeBreakdown& b) {
           {"exposed_communication_s", b.exposed_communication_s}};
 }
 
-std::string chrome_trace_text(const trace::Timeline& timeline, const nlohmann::ordered_json& report,
+std::string chrome_trace_text(const trace::Timeline& timeline, const trace::Report& report,
+                              const nlohmann::ordered_json& report_object,
                               const std::string& trace_links) {
   trace::LinkLanes lanes = trace::LinkLanes::Busiest;
   for (const auto& [name, value] : trace::kLinkLanesNames) {
     if (name == trace_links) lanes = value;
   }
-  return trace::chrome_trace(trace::select_link_lanes(timeline, lanes), report);
+  return trace::chrome_trace(trace::select_link_lanes(timeline, lanes), report, report_object);
 }
 
 }  // namespace mpsim::cli

@@ -21,8 +21,8 @@ namespace mpsim::cli {
 /// (`step_time_band_s`, `calibrated`, `band_basis`).
 [[nodiscard]] nlohmann::ordered_json prediction_json(const Inputs& in, const trace::Report& r);
 
-/// The plan's line, step time (and its band), throughput, idle share, peak memory, the per-stage table and the
-/// busiest links, to stdout.
+/// The plan's line, step time (and its band), throughput, idle share, peak memory, the per-stage table,
+/// what each stage's peak memory holds and the busiest links, to stdout.
 void print_report(const Inputs& in, const trace::Report& r);
 
 /// "compute 1.2 s (80.0%), bubble ..., exposed communication ..." (planner/explain.h).
@@ -31,7 +31,7 @@ void print_report(const Inputs& in, const trace::Report& r);
 
 /// The Chrome trace of a prediction with the link lanes --trace-links keeps (`trace_links`: its value,
 /// checked by add_trace_links_option).
-[[nodiscard]] std::string chrome_trace_text(const trace::Timeline& timeline, const nlohmann::ordered_json& report,
-                                            const std::string& trace_links);
+[[nodiscard]] std::string chrome_trace_text(const trace::Timeline& timeline, const trace::Report& report,
+                                            const nlohmann::ordered_json& report_object, const std::string& trace_links);
 
 }  // namespace mpsim::cli

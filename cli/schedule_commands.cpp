@@ -81,10 +81,12 @@ void import_csv(const ScheduleArgs& args) {
   engine::EngineOptions options;
   options.compute_program = &order;
   options.record_timeline = !args.trace.empty();
+  options.record_memory_timeline = args.json || !args.trace.empty();  // its report is simulate's
   const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, options);
   if (!args.trace.empty()) {
     write_file_atomically_gzip_by_name(args.trace,
-                                       trace::chrome_trace(prediction.timeline, prediction_json(in, prediction.report)));
+                                       trace::chrome_trace(prediction.timeline, prediction.report,
+                                                           prediction_json(in, prediction.report)));
   }
   if (args.json) {
     std::cout << prediction_json(in, prediction.report).dump(2) << "\n";

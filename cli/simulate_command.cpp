@@ -50,6 +50,8 @@ engine::EngineOptions engine_options(const SimulateArgs& args) {
   options.overlap_grad_reduce = args.overlap_grad_reduce;
   options.fold_replicas = !args.unfold;
   options.record_timeline = !args.trace.empty();
+  // Memory over time is part of the JSON report, in the trace's too; the text report does not show it.
+  options.record_memory_timeline = args.json || !args.trace.empty();
   return options;
 }
 
@@ -57,8 +59,8 @@ void run_one(const SimulateArgs& args, const std::vector<Override>& overrides) {
   const Inputs in = load_inputs_on_gpus(args.files, overrides, args.gpus);
   const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, engine_options(args));
   if (!args.trace.empty()) {
-    write_file_atomically_gzip_by_name(
-        args.trace, chrome_trace_text(prediction.timeline, prediction_json(in, prediction.report), args.trace_links));
+    write_file_atomically_gzip_by_name(args.trace, chrome_trace_text(prediction.timeline, prediction.report,
+                                                                     prediction_json(in, prediction.report), args.trace_links));
   }
   const auto estimate = training::estimate_request(
       args.training, engine::training_step(in.cluster, in.model, *in.plan, prediction.report));

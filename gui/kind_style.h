@@ -36,6 +36,9 @@ inline const QColor kBubbleOutline{0xe1, 0x1d, 0x48, 0xb0};
 inline const QColor kSelection{0x25, 0x63, 0xeb, 0x30};
 inline const QColor kSelectionEdge{0x25, 0x63, 0xeb};
 inline const QColor kHighlightEdge{0x11, 0x18, 0x27};
+/// Memory rows: a slate outside Tableau 10, which the span kinds use up.
+inline const QColor kMemoryFill{0xb4, 0xc0, 0xd0};
+inline const QColor kMemoryPeak{0x47, 0x55, 0x69};
 }  // namespace palette
 
 }  // namespace mpsim::view

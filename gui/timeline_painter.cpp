@@ -8,6 +8,7 @@
 #include <set>
 
 #include "gui/kind_style.h"
+#include "gui/memory_lane.h"
 
 namespace mpsim::view {
 
@@ -62,11 +63,15 @@ void paintLegend(Canvas& canvas, const TimelineScene& scene, QSize size) {
   canvas.line(QPointF(0, top + 0.5), QPointF(size.width(), top + 0.5), palette::kGrid, 1, false);
   std::set<KindGroup> present;
   bool anyBubbles = false;
+  bool anyMemory = false;
   for (const TraceModel* t : scene.traces()) {
     for (const mpsim::trace::SpanTraits& k : mpsim::trace::kSpanTraits) {
       if (t->kindMask() & (1u << static_cast<unsigned>(k.kind))) present.insert(k.group);
     }
-    for (const TraceRow& r : t->rows()) anyBubbles = anyBubbles || !r.bubbles.empty();
+    for (const TraceRow& r : t->rows()) {
+      anyBubbles = anyBubbles || !r.bubbles.empty();
+      anyMemory = anyMemory || r.memoryDevice >= 0;
+    }
   }
   qreal x = 10;
   const qreal base = baselineFor(kSmall, top, m.legendHeight);
@@ -83,6 +88,12 @@ void paintLegend(Canvas& canvas, const TimelineScene& scene, QSize size) {
     x += 25;
     canvas.text(QPointF(x, base), QStringLiteral("bubble (idle)"), kSmall);
     x += Canvas::textWidth(QStringLiteral("bubble (idle)"), kSmall) + 16;
+  }
+  if (anyMemory) {
+    canvas.rect(QRectF(x, top + (m.legendHeight - 12) / 2.0, 12, 12), 2, palette::kMemoryFill, QColor(), 0, false);
+    x += 17;
+    canvas.text(QPointF(x, base), QStringLiteral("memory"), kSmall);
+    x += Canvas::textWidth(QStringLiteral("memory"), kSmall) + 16;
   }
   const QString hint = QStringLiteral("wheel: zoom  drag: select range  right-drag: pan  click: follow microbatch");
   const qreal hintWidth = Canvas::textWidth(hint, kSmall);
@@ -311,7 +322,11 @@ void paintTimeline(Canvas& canvas, const TimelineScene& scene, QSize size) {
         canvas.pushClip(QRectF(plot.left(), std::max(top, rows.top()), plot.width(),
                                std::min<qreal>(v.height, rows.bottom() - top)));
         if (row.showsBubbles) paintBubbles(canvas, scene, row, plot, top, v.height);
-        paintBars(canvas, scene, model, v.row, plot, top, v.height);
+        if (row.memoryDevice >= 0) {
+          paintMemoryLane(canvas, scene, model, row, plot, top, v.height);
+        } else {
+          paintBars(canvas, scene, model, v.row, plot, top, v.height);
+        }
         canvas.popClip();
         break;
       }

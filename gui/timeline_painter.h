@@ -1,7 +1,8 @@
 #pragma once
 /// Draws a TimelineScene: time axis with grid, one header per trace (with its step time and the
 /// difference to the first trace), collapsible node groups, lanes with bars coloured by kind,
-/// bubbles on compute streams, the highlighted microbatch, the selection and the legend.
+/// bubbles on compute streams, GPUs' memory rows (memory_lane.h), the highlighted microbatch, the
+/// selection and the legend.
 ///
 /// Cost per frame is bounded by what is visible: rows outside the vertical range are skipped,
 /// spans outside the time range are culled by binary search, and spans thinner than a pixel are

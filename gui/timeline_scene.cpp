@@ -33,8 +33,10 @@ void TimelineScene::relayout() {
         continue;
       }
       for (const int r : model.groups()[static_cast<std::size_t>(g)].rows) {
-        const int h =
-            model.rows()[static_cast<std::size_t>(r)].showsBubbles ? m_metrics.computeLaneHeight : m_metrics.laneHeight;
+        const TraceRow& row = model.rows()[static_cast<std::size_t>(r)];
+        const int h = row.showsBubbles            ? m_metrics.computeLaneHeight
+                      : row.memoryDevice >= 0 ? m_metrics.memoryLaneHeight
+                                              : m_metrics.laneHeight;
         m_rows.push_back({RowType::Lane, t, g, g, r, y, h});
         y += h;
       }

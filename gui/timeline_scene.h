@@ -27,6 +27,7 @@ struct LayoutMetrics {
   int groupHeaderHeight = 22;
   int laneHeight = 22;
   int computeLaneHeight = 30;
+  int memoryLaneHeight = 34;
   int gap = 6;  ///< space after each trace
 };
 

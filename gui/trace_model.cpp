@@ -99,11 +99,49 @@ void TraceModel::buildRows() {
     }
     TraceGroup& group = m_groups[static_cast<std::size_t>(it->second)];
     group.isLinks = group.isLinks && isLink;
+    std::optional<TraceRow> memory = isCompute ? memoryRowFor(row) : std::nullopt;
     group.rows.push_back(static_cast<int>(m_rows.size()));
     m_rows.push_back(std::move(row));
+    if (memory) {
+      group.rows.push_back(static_cast<int>(m_rows.size()));
+      m_rows.push_back(std::move(*memory));
+    }
   }
   // Device groups first, links last, otherwise in order of appearance.
   std::stable_partition(m_groups.begin(), m_groups.end(), [](const TraceGroup& g) { return !g.isLinks; });
+  setMemoryRange();
+}
+
+std::optional<TraceRow> TraceModel::memoryRowFor(const TraceRow& compute) const {
+  if (!m_report) return std::nullopt;
+  // A GPU's lanes are named "gpu3 compute", "gpu3 send", ... under its node's process.
+  const QString local = compute.thread.section(QLatin1Char(' '), 0, 0);
+  const std::string id = (compute.process + QLatin1Char('/') + local).toStdString();
+  const auto& devices = m_report->devices;
+  const auto device = std::find_if(devices.begin(), devices.end(), [&](const mpsim::trace::DeviceReport& d) {
+    return d.id == id && !d.memory_timeline.empty();
+  });
+  if (device == devices.end()) return std::nullopt;
+  TraceRow row;
+  row.lane = compute.lane;
+  row.process = compute.process;
+  row.thread = local + QStringLiteral(" memory");
+  row.label = QStringLiteral("%1 memory %2").arg(local, formatBytes(device->peak_memory_bytes));  // its peak
+  row.memoryDevice = static_cast<int>(device - devices.begin());
+  return row;
+}
+
+void TraceModel::setMemoryRange() {
+  bool any = false;
+  for (const TraceRow& row : m_rows) {
+    if (row.memoryDevice < 0) continue;
+    const auto& device = m_report->devices[static_cast<std::size_t>(row.memoryDevice)];
+    for (const mpsim::trace::MemoryPoint& p : device.memory_timeline) {
+      m_memoryRange.lowBytes = any ? std::min(m_memoryRange.lowBytes, p.bytes) : p.bytes;
+      m_memoryRange.highBytes = any ? std::max(m_memoryRange.highBytes, p.bytes) : p.bytes;
+      any = true;
+    }
+  }
 }
 
 std::size_t TraceModel::firstStartingAtOrAfter(int row, double t, std::size_t from) const {

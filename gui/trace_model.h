@@ -1,7 +1,8 @@
 #pragma once
 /// One opened trace, arranged for display: rows (one per device stream, and one per link that
 /// carried traffic) grouped by process, each with its spans sorted by start and its idle gaps
-/// (bubbles); look-ups by time for culling and hit testing; tooltip text; microbatch paths.
+/// (bubbles), and under a GPU's compute row its memory over the step when the report has it;
+/// look-ups by time for culling and hit testing; tooltip text; microbatch paths.
 /// Immutable after construction; cheap queries are O(log n) per row.
 #include <QString>
 
@@ -33,6 +34,16 @@ struct TraceRow {
   std::vector<std::int64_t> starts;  ///< start of each of `spans`, contiguous for the searches
   std::vector<Bubble> bubbles;       ///< sorted, disjoint
   std::int64_t maxSpanNs = 0;        ///< longest span of the row (bounds the culling search)
+  /// A memory row (no spans; drawn under its GPU's compute row): the index in the report's devices
+  /// of the GPU whose memory_timeline it draws. -1 for the other rows.
+  int memoryDevice = -1;
+};
+
+/// The range the memory rows of a trace share, so that their heights compare: from the lowest value
+/// of any timeline to the highest (the largest peak).
+struct MemoryRange {
+  std::int64_t lowBytes = 0;
+  std::int64_t highBytes = 0;
 };
 
 struct TraceGroup {
@@ -60,6 +71,7 @@ class TraceModel {
   /// Extent of all spans (0, 0 when empty).
   [[nodiscard]] std::int64_t startNs() const noexcept { return m_startNs; }
   [[nodiscard]] std::int64_t endNs() const noexcept { return m_endNs; }
+  [[nodiscard]] const MemoryRange& memoryRange() const noexcept { return m_memoryRange; }
   /// Step time: the report's when present, the extent otherwise.
   [[nodiscard]] double stepTimeNs() const noexcept;
 
@@ -83,6 +95,9 @@ class TraceModel {
 
  private:
   void buildRows();
+  /// The memory row under a compute row, when the report has that GPU's memory timeline.
+  [[nodiscard]] std::optional<TraceRow> memoryRowFor(const TraceRow& compute) const;
+  void setMemoryRange();
 
   QString m_sourcePath;
   mpsim::trace::Timeline m_timeline;
@@ -92,6 +107,7 @@ class TraceModel {
   std::int64_t m_startNs = 0;
   std::int64_t m_endNs = 0;
   std::uint32_t m_kindMask = 0;
+  MemoryRange m_memoryRange;
 };
 
 }  // namespace mpsim::view

@@ -1,11 +1,13 @@
 #pragma once
 /// The engine observer the report is built from: per actor, how long its compute stream was held,
-/// when its passes began and ended, its memory peak, and when it went idle.
+/// when its passes began and ended, its memory peak (and, when asked, its memory over time), and when
+/// it went idle.
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "sim/engine/observer.h"
+#include "sim/trace/memory_timeline.h"
 
 namespace mpsim::engine {
 
@@ -19,7 +21,10 @@ class ActivityRecorder final : public Observer {
     std::int64_t last_end_ns = 0;
     std::int64_t peak_memory_bytes = 0;
     std::int64_t finish_ns = 0;
+    trace::MemoryTimelineBuilder memory_timeline;  ///< fed only when the recorder records timelines
   };
+
+  explicit ActivityRecorder(bool record_memory_timeline = false) : record_memory_timeline_(record_memory_timeline) {}
 
   void actor_added(int actor, int, int, topology::DeviceId, const std::vector<int>&) override {
     if (actors_.size() <= static_cast<std::size_t>(actor)) actors_.resize(static_cast<std::size_t>(actor) + 1);
@@ -35,9 +40,10 @@ class ActivityRecorder final : public Observer {
   void communication_waited(int actor, std::int64_t start_ns, std::int64_t end_ns) override {
     actors_[static_cast<std::size_t>(actor)].communication_wait_ns += end_ns - start_ns;
   }
-  void memory_changed(int actor, std::int64_t, std::int64_t bytes) override {
+  void memory_changed(int actor, std::int64_t time_ns, std::int64_t bytes) override {
     Actor& a = actors_[static_cast<std::size_t>(actor)];
     a.peak_memory_bytes = std::max(a.peak_memory_bytes, bytes);
+    if (record_memory_timeline_) a.memory_timeline.set(time_ns, bytes);
   }
   void actor_idle(int actor, std::int64_t time_ns) override {
     Actor& a = actors_[static_cast<std::size_t>(actor)];
@@ -54,6 +60,7 @@ class ActivityRecorder final : public Observer {
 
  private:
   std::vector<Actor> actors_;
+  bool record_memory_timeline_ = false;
 };
 
 }  // namespace mpsim::engine

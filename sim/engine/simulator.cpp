@@ -57,7 +57,8 @@ class Simulation {
         costs_(costs),
         options_(options),
         layout_(plan),
-        network_(make_network_model(cluster)) {
+        network_(make_network_model(cluster)),
+        activity_(options.record_memory_timeline) {
     if (options.routes != nullptr && &options.routes->cluster() == &cluster) shared_routes_ = options.routes;
     // A layer's data-parallel collective runs inside one actor's pass; with replicas unfolded no
     // actor stands for the whole data-parallel group.
@@ -854,6 +855,7 @@ trace::Report Simulation::build_report() const {
                 cost.static_memory.optimizer.count(), a.peak_memory_bytes - cost.static_memory.total().count(),
                 cost.static_memory.reserved.count()};
     d.represents_stage = actor.replica == 0 && g == actor.shown_member;
+    d.memory_timeline = a.memory_timeline.points();
     devices.push_back(std::move(d));
   }
   // Links that carried traffic, in link order.

@@ -34,6 +34,9 @@ struct EngineOptions {
   /// Gradient bucket; zero means Megatron's default, max(40M, 1M x data-parallel size) parameters.
   Bytes grad_bucket;
   bool record_timeline = false;  ///< a TimelineRecorder observes the run; Prediction::timeline holds its trace
+  /// Each device's report holds its memory over the step (trace::DeviceReport::memory_timeline). Off
+  /// by default: the planner's thousands of reports would each carry a timeline per GPU.
+  bool record_memory_timeline = false;
   Observer* observer = nullptr;  ///< also told what happens (observer.h); not owned
   /// The compute order to run instead of the schedule's generator: an imported schedule (interop/formats/torch_csv.h)
   /// of the plan's shape; not owned. The program built from it is validated before it runs.

@@ -68,6 +68,7 @@ trace::Report build_report(double step_s, const std::vector<DeviceActivity>& dev
     d.peak_memory_bytes = a.peak_memory_bytes;
     d.memory_capacity_bytes = a.memory_capacity_bytes;
     d.memory = a.memory;
+    d.memory_timeline = a.memory_timeline;
     d.oom = d.memory_capacity_bytes > 0 && d.peak_memory_bytes > d.memory_capacity_bytes;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, d.peak_memory_bytes);
     r.oom = r.oom || d.oom;

@@ -27,6 +27,7 @@ struct DeviceActivity {
   bool represents_stage = false;
   trace::MemoryBreakdown memory;      ///< what the peak holds, when known
   std::int64_t communication_wait_ns = 0;  ///< of busy, waiting on in-layer collectives (0: not known)
+  std::vector<trace::MemoryPoint> memory_timeline = {};  ///< its memory over the step, when recorded
 };
 
 /// FLOPs of one whole step over all GPUs.

@@ -20,6 +20,13 @@ struct MemoryBreakdown {
   friend bool operator==(const MemoryBreakdown&, const MemoryBreakdown&) = default;
 };
 
+/// A device's allocated bytes from `time_s` (seconds from the step's start) until the next point.
+struct MemoryPoint {
+  double time_s = 0;
+  std::int64_t bytes = 0;
+  friend bool operator==(const MemoryPoint&, const MemoryPoint&) = default;
+};
+
 struct DeviceReport {
   std::string id;            ///< "node0/gpu3"
   int stage = 0;             ///< pipeline rank
@@ -34,6 +41,10 @@ struct DeviceReport {
   /// ZeRO-3 parameter gathers, context-parallel exchanges, expert all-to-alls, or overlapped ones
   /// outlasting their pass): exposed communication.
   double communication_wait_s = 0;
+  /// Allocated memory through the step as a step function: its change points in time order, equal
+  /// neighbours merged (memory_timeline.h); its largest value is peak_memory_bytes. Empty unless asked
+  /// for (engine::EngineOptions::record_memory_timeline).
+  std::vector<MemoryPoint> memory_timeline = {};
 };
 
 struct LinkReport {

@@ -1,5 +1,7 @@
 #include "sim/trace/trace_json.h"
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <fmt/format.h>
@@ -30,6 +32,11 @@ nlohmann::ordered_json report_json(const Report& r) {
                           {"optimizer", d.memory.optimizer},     {"activations", d.memory.activations},
                           {"reserved", d.memory.reserved}};
     }
+    if (!d.memory_timeline.empty()) {
+      ordered_json timeline = ordered_json::array();
+      for (const MemoryPoint& p : d.memory_timeline) timeline.push_back({p.time_s, p.bytes});
+      device["memory_timeline"] = std::move(timeline);
+    }
     devices.push_back(std::move(device));
   }
   out["devices"] = devices;
@@ -59,13 +66,36 @@ std::string microseconds(std::int64_t ns) {
   return fmt::format("{}{}.{:03d}", negative ? "-" : "", a / 1000, static_cast<int>(a % 1000));
 }
 
+/// Each device with lanes in the trace (a thread "gpu3 ..." under its node's process) and a memory
+/// timeline: a counter track "gpu3 memory" of "C" events, one per change point, which Perfetto draws
+/// as a graph of the memory through the step.
+template <typename Append>
+void append_memory_counters(const Timeline& timeline, const Report& report, const std::map<std::string, int>& pids,
+                            const Append& append) {
+  for (const DeviceReport& d : report.devices) {
+    const auto slash = d.id.find('/');
+    if (d.memory_timeline.empty() || slash == std::string::npos) continue;
+    const auto pid = pids.find(d.id.substr(0, slash));
+    const std::string prefix = d.id.substr(slash + 1) + " ";
+    const auto lane_of_device = [&](const Lane& l) { return l.process == pid->first && l.thread.starts_with(prefix); };
+    const bool has_lanes =
+        pid != pids.end() && std::any_of(timeline.lanes.begin(), timeline.lanes.end(), lane_of_device);
+    if (!has_lanes) continue;
+    const std::string name = nlohmann::json(prefix + "memory").dump();
+    for (const MemoryPoint& p : d.memory_timeline) {
+      append(fmt::format(R"({{"ph":"C","name":{},"pid":{},"ts":{},"args":{{"bytes":{}}}}})", name, pid->second,
+                         microseconds(std::llround(p.time_s * 1e9)), p.bytes));
+    }
+  }
+}
+
 }  // namespace
 
 std::string chrome_trace(const Timeline& timeline, const Report& report) {
-  return chrome_trace(timeline, report_json(report));
+  return chrome_trace(timeline, report, report_json(report));
 }
 
-std::string chrome_trace(const Timeline& timeline, const nlohmann::ordered_json& report) {
+std::string chrome_trace(const Timeline& timeline, const Report& report, const nlohmann::ordered_json& report_object) {
   // Process ids by first appearance of a process name, thread ids by lane order: deterministic.
   std::map<std::string, int> pids;
   std::vector<int> lane_pid(timeline.lanes.size());
@@ -104,8 +134,9 @@ std::string chrome_trace(const Timeline& timeline, const nlohmann::ordered_json&
         span_name(s), to_string(s.kind), lane_pid[s.lane], s.lane + 1, microseconds(s.start_ns),
         microseconds(s.end_ns - s.start_ns), s.microbatch, s.chunk, s.stage, s.bytes, op));
   }
+  append_memory_counters(timeline, report, pids, append);
   out += "\n],\"displayTimeUnit\":\"ms\",\"mpsim\":";
-  out += report.dump();
+  out += report_object.dump();
   out += "}\n";
   return out;
 }

@@ -701,6 +701,15 @@ Report parse_report(const nlohmann::json& o) {
         read_field(m, "activations", dr.memory.activations, in);
         read_field(m, "reserved", dr.memory.reserved, in);
       }
+      if (const auto* timeline = array_field(d, "memory_timeline")) {
+        for (std::size_t k = 0; k < timeline->size(); ++k) {
+          const auto& point = (*timeline)[k];
+          if (!point.is_array() || point.size() != 2 || !point[0].is_number() || !point[1].is_number_integer()) {
+            report_error(where, fmt::format("memory_timeline[{}]", k), "a pair [time_s, bytes]");
+          }
+          dr.memory_timeline.push_back({point[0].get<double>(), point[1].get<std::int64_t>()});
+        }
+      }
       r.devices.push_back(std::move(dr));
     }
   }

@@ -6,6 +6,7 @@
 //   node1 / gpu1 compute  bubble [0,120us) F0 [120,220us) F1 [220,320us) B0 [320,400us) B1 [400,480us)
 //                         bubble [480,800us)
 //   links / node0/nic0-node1/nic0   two transfers; links / unused   no traffic (not shown)
+// knownReportWithMemory adds gpu0's memory timeline: a memory row under its compute row.
 #include <QString>
 #include <QTemporaryDir>
 
@@ -69,6 +70,17 @@ inline mpsim::trace::Report knownReport() {
   return r;
 }
 
+/// knownReport with gpu0's memory over the step: 512 MiB held all step, and 256 MiB stashed by each
+/// forward until its backward (F0 at 0, F1 at 100 us, B0 at 400 us, B1 at 600 us): its peak, 1 GiB,
+/// from 100 to 400 us. gpu1 has no timeline.
+inline mpsim::trace::Report knownReportWithMemory() {
+  mpsim::trace::Report r = knownReport();
+  constexpr std::int64_t kMiB = 1 << 20;
+  r.devices.front().memory_timeline = {
+      {0.0, 768 * kMiB}, {100e-6, 1024 * kMiB}, {400e-6, 768 * kMiB}, {600e-6, 512 * kMiB}};
+  return r;
+}
+
 /// Writes `text` to dir/name and returns the path.
 inline QString writeFile(const QTemporaryDir& dir, const QString& name, const std::string& text) {
   const QString path = dir.filePath(name);
@@ -79,6 +91,11 @@ inline QString writeFile(const QTemporaryDir& dir, const QString& name, const st
 
 inline QString writeKnownTrace(const QTemporaryDir& dir, const QString& name = QStringLiteral("known.json")) {
   return writeFile(dir, name, mpsim::trace::chrome_trace(knownTimeline(), knownReport()));
+}
+
+inline QString writeKnownTraceWithMemory(const QTemporaryDir& dir) {
+  const std::string text = mpsim::trace::chrome_trace(knownTimeline(), knownReportWithMemory());
+  return writeFile(dir, QStringLiteral("memory.json"), text);
 }
 
 }  // namespace mpsim::view::testing

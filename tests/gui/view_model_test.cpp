@@ -229,6 +229,32 @@ class ViewModelTest : public QObject {
     QCOMPARE(scene.highlightedMicrobatch(), -1);
   }
 
+  void memoryRowUnderItsComputeRow() {
+    QTemporaryDir dir;
+    QString error;
+    const auto model = TraceModel::load(testing::writeKnownTraceWithMemory(dir), &error);
+    QVERIFY2(model, qPrintable(error));
+    QStringList threads;
+    for (const auto& r : model->rows()) threads << r.thread;
+    // gpu1's report has no timeline: no memory row for it.
+    QCOMPARE(threads,
+             (QStringList{"gpu0 compute", "gpu0 memory", "gpu0 send", "gpu1 compute", "node0/nic0-node1/nic0"}));
+    const TraceRow& memory = model->rows()[1];
+    QCOMPARE(memory.memoryDevice, 0);
+    QVERIFY(memory.spans.empty());
+    QVERIFY(!memory.showsBubbles);
+    QCOMPARE(memory.label, QStringLiteral("gpu0 memory ") + formatBytes(std::int64_t{1} << 30));  // its peak
+    QCOMPARE(model->memoryRange().lowBytes, std::int64_t{512} << 20);
+    QCOMPARE(model->memoryRange().highBytes, std::int64_t{1} << 30);
+    TimelineScene scene;
+    scene.setTraces({model.get()});
+    const auto row =
+        std::find_if(scene.rows().begin(), scene.rows().end(), [](const VisualRow& v) { return v.row == 1; });
+    QVERIFY(row != scene.rows().end());
+    QCOMPARE(row->height, scene.metrics().memoryLaneHeight);
+    QCOMPARE(row->group, 0);  // node0's
+  }
+
   void collapsingAGroupHidesItsRows() {
     QTemporaryDir dir;
     const auto model = loadKnown(dir);

@@ -7,6 +7,7 @@
 #include <QTest>
 #include <QXmlStreamReader>
 
+#include <algorithm>
 #include <memory>
 #include <set>
 
@@ -101,6 +102,36 @@ class ViewScreenshotTest : public QObject {
       const int x = static_cast<int>(f.scene.plotRect(kSize).left() + f.scene.mapping().toPixel(mid));
       QCOMPARE(QColor(image.pixel(x, top + 6)), kindColor(s.kind));
     }
+  }
+
+  // gpu0's memory row: filled up to its value, from the trace's lowest (512 MiB, the row's bottom)
+  // to its highest (1 GiB, the top): full from 100 to 400 us, empty after 600 us.
+  void memoryRowFollowsTheTimeline() {
+    QTemporaryDir dir;
+    QString error;
+    const auto model = TraceModel::load(testing::writeKnownTraceWithMemory(dir), &error);
+    QVERIFY2(model, qPrintable(error));
+    TimelineScene scene;
+    scene.setTraces({model.get()});
+    scene.fit(kSize);
+    const QImage image = renderImage(scene, kSize);
+    const auto row = std::find_if(scene.rows().begin(), scene.rows().end(), [&](const VisualRow& v) {
+      return v.type == RowType::Lane && model->rows()[static_cast<std::size_t>(v.row)].memoryDevice >= 0;
+    });
+    QVERIFY(row != scene.rows().end());
+    const int top = static_cast<int>(scene.rowsRect(kSize).top()) + row->y - scene.scrollY();
+    const QRectF plot = scene.plotRect(kSize);
+    const auto at = [&](double ns, int y) {
+      return QColor(image.pixel(static_cast<int>(plot.left() + scene.mapping().toPixel(ns)), y));
+    };
+    const int nearTop = top + 6;
+    const int middle = top + row->height / 2;
+    // Times clear of the grid lines, which fall on round times.
+    QVERIFY(at(237'000, nearTop) != palette::kBackground);  // at the peak: filled to the top
+    QVERIFY(at(237'000, middle) != palette::kBackground);
+    QCOMPARE(at(693'000, middle), palette::kBackground);  // back to the lowest: nothing above the bottom
+    QCOMPARE(at(37'000, nearTop), palette::kBackground);  // 768 MiB: half way up
+    QVERIFY(at(37'000, top + row->height - 6) != palette::kBackground);
   }
 
   void knownBubbleIsBackground() {

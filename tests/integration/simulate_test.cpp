@@ -445,6 +445,7 @@ void expect_text_matches_json(const std::string& extra) {
   const std::regex stage_row("^(\\d+) +(\\S+) +(\\d+) +" + quantity + " +" + quantity + " +" + quantity + " +" +
                              quantity + "$");
   int stage_rows = 0;
+  std::map<int, std::string> shown_by_stage;
   std::istringstream lines_in(text);
   for (std::string line; std::getline(lines_in, line);) {
     std::smatch m;
@@ -452,6 +453,7 @@ void expect_text_matches_json(const std::string& extra) {
     ++stage_rows;
     const int stage = std::stoi(m[1].str());
     ASSERT_TRUE(device_by_id.count(m[2].str())) << line;
+    shown_by_stage[stage] = m[2].str();
     const json& d = device_by_id[m[2].str()];
     EXPECT_EQ(d["stage"].get<int>(), stage) << line;
     // Every GPU of the stage: the JSON lists each (no replica is folded in these small runs).
@@ -462,6 +464,24 @@ void expect_text_matches_json(const std::string& extra) {
     expect_printed(m[7].str(), d["peak_memory_bytes"], line);
   }
   EXPECT_EQ(stage_rows, degrees["pipeline"].get<int>()) << text;
+  // What each stage's peak holds: the JSON memory breakdown of the GPU its stage row names.
+  const auto breakdown_at = text.find("Peak memory by stage:");
+  ASSERT_NE(breakdown_at, std::string::npos) << text;
+  const std::regex breakdown_row("^(\\d+) +" + quantity + " +" + quantity + " +" + quantity + " +" + quantity + " +" +
+                                 quantity + "$");
+  int breakdown_rows = 0;
+  std::istringstream breakdown_in(text.substr(breakdown_at));
+  for (std::string line; std::getline(breakdown_in, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, breakdown_row)) continue;
+    ++breakdown_rows;
+    const json& memory = device_by_id[shown_by_stage[std::stoi(m[1].str())]]["memory"];
+    int column = 2;
+    for (const char* part : {"weights", "gradients", "optimizer", "activations", "reserved"}) {
+      expect_printed(m[column++].str(), memory[part], line);
+    }
+  }
+  EXPECT_EQ(breakdown_rows, degrees["pipeline"].get<int>()) << text;
   // Busiest links: each printed row's busy time and traffic are that link's.
   std::map<std::string, json> link_by_id;
   for (const json& l : j["links"]) link_by_id[l["id"]] = l;
@@ -526,6 +546,7 @@ TEST(Simulate, TraceFile) {
   std::map<int, std::string> process_names;
   std::map<std::pair<int, int>, std::string> thread_names;
   std::size_t x_events = 0;
+  std::map<std::pair<int, std::string>, std::int64_t> counter_peaks;  // by (pid, counter name)
   std::map<std::string, int> per_cat;
   const double step_us = step_time(j["mpsim"]) * 1e6;
   const std::regex compute_name(R"([FBIW]\d+\.\d+)");
@@ -541,6 +562,15 @@ TEST(Simulate, TraceFile) {
         EXPECT_EQ(thread_names.count(key), 0u) << "thread named twice: " << e.dump();
         thread_names[key] = e["args"]["name"];
       }
+      continue;
+    }
+    if (e["ph"] == "C") {
+      // A traced GPU's memory: its report's timeline point by point, within the step.
+      for (const char* key : {"name", "pid", "ts", "args"}) ASSERT_TRUE(e.contains(key)) << e.dump();
+      EXPECT_TRUE(e["args"]["bytes"].is_number_integer()) << e.dump();
+      EXPECT_LE(e["ts"].get<double>(), step_us + 1e-3) << e.dump();
+      std::int64_t& peak = counter_peaks[{e["pid"].get<int>(), e["name"].get<std::string>()}];
+      peak = std::max(peak, e["args"]["bytes"].get<std::int64_t>());
       continue;
     }
     ASSERT_EQ(e["ph"], "X") << e.dump();
@@ -571,6 +601,15 @@ TEST(Simulate, TraceFile) {
   EXPECT_FALSE(thread_names.empty());
   for (const auto& [pid, name] : process_names) {
     EXPECT_TRUE(std::regex_match(name, std::regex(R"(node\d+|links|fabric.*)"))) << name;
+  }
+  // One memory counter per GPU with lanes (the first of each of the two stages), peaking at its peak.
+  ASSERT_EQ(counter_peaks.size(), 2u);
+  for (const auto& [key, peak] : counter_peaks) {
+    const std::string id = process_names[key.first] + "/" + key.second.substr(0, key.second.find(' '));
+    const auto device = std::find_if(j["mpsim"]["devices"].begin(), j["mpsim"]["devices"].end(),
+                                     [&](const json& d) { return d["id"] == id; });
+    ASSERT_NE(device, j["mpsim"]["devices"].end()) << id;
+    EXPECT_EQ(peak, (*device)["peak_memory_bytes"].get<std::int64_t>()) << id;
   }
   // Every microbatch's forward and backward on each of the two pipeline stages, at least.
   EXPECT_GE(per_cat["forward"], 2 * 128);

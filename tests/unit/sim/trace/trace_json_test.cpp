@@ -164,6 +164,15 @@ TEST(ReportJson, Values) {
   EXPECT_FALSE(j.contains("expert_load"));  // dense: no routing to report
 }
 
+// Memory over time: [[t_s, bytes], ...] where the report has it, nothing where it has not.
+TEST(ReportJson, MemoryTimelineAsPairs) {
+  Report r = small_report();
+  r.devices.front().memory_timeline = {{0.0, 100}, {0.25, 300}, {0.5, 100}};
+  const nlohmann::ordered_json j = report_json(r);
+  EXPECT_EQ(j["devices"][0]["memory_timeline"].dump(), "[[0.0,100],[0.25,300],[0.5,100]]");
+  EXPECT_FALSE(j["devices"][1].contains("memory_timeline"));
+}
+
 TEST(ReportJson, EmptyReportHasEmptyLists) {
   const nlohmann::ordered_json j = report_json(Report{});
   EXPECT_TRUE(j["devices"].is_array());
@@ -187,6 +196,30 @@ TEST(ChromeTrace, ParsesWithExactEventCount) {
     const std::string ph = e["ph"];
     EXPECT_TRUE(ph == "X" || ph == "M") << e.dump();
   }
+}
+
+// A counter track per traced GPU with a memory timeline, under its node's process; GPUs the trace has
+// no lanes for (folded replicas) get none.
+TEST(ChromeTrace, MemoryCountersForTracedGpus) {
+  Report r = small_report();
+  r.devices.front().memory_timeline = {{0.0, 100}, {0.001234567, 300}};
+  r.devices.push_back(r.devices.front());
+  r.devices.back().id = "node0/gpu1";
+  const auto j = nlohmann::json::parse(chrome_trace(small_timeline(), r));
+  const auto counters = events_with(j, "C");
+  ASSERT_EQ(counters.size(), 2u);
+  int node0 = 0;
+  for (const auto& e : events_with(j, "M")) {
+    if (e["name"] == "process_name" && e["args"]["name"] == "node0") node0 = e["pid"];
+  }
+  for (const auto& e : counters) {
+    EXPECT_EQ(e["name"], "gpu0 memory");
+    EXPECT_EQ(e["pid"], node0);
+  }
+  EXPECT_EQ(counters[0]["ts"].get<double>(), 0.0);
+  EXPECT_EQ(counters[0]["args"]["bytes"], 100);
+  EXPECT_NE(chrome_trace(small_timeline(), r).find(R"("ts":1234.567,"args":{"bytes":300})"), std::string::npos);
+  EXPECT_TRUE(events_with(nlohmann::json::parse(chrome_trace(small_timeline(), small_report())), "C").empty());
 }
 
 TEST(ChromeTrace, ProcessAndThreadNamesOnceEach) {

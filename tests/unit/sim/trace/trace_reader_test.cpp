@@ -30,6 +30,8 @@ Report sample_report() {
   r.oom = true;
   r.devices.push_back({"node0/gpu0", 0, 0.375, 0.125, 0.25, 41'231'231'231LL, 42'949'672'960LL, false,
                         {8'000'000'000LL, 16'000'000'000LL, 6'000'000'000LL, 9'231'231'231LL, 2'000'000'000LL}});
+  r.devices.front().memory_timeline = {
+      {0.0, 39'231'231'231LL}, {0.001234567, 41'231'231'231LL}, {0.1, 39'231'231'231LL}};
   r.devices.push_back({"node1/gpu0", 1, 0.1, 0.2, 2.0 / 3.0, 1'000, 42'949'672'960LL, true, {}});
   r.devices.back().communication_wait_s = 0.0625;
   r.communication_wait_fraction = 1.0 / 7.0;
@@ -145,6 +147,7 @@ void expect_same(const Report& a, const Report& b) {
     EXPECT_EQ(x.memory_capacity_bytes, y.memory_capacity_bytes);
     EXPECT_EQ(x.oom, y.oom);
     EXPECT_EQ(x.memory, y.memory);
+    EXPECT_EQ(x.memory_timeline, y.memory_timeline);
   }
   ASSERT_EQ(a.links.size(), b.links.size());
   for (std::size_t i = 0; i < a.links.size(); ++i) {
