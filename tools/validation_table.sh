@@ -15,15 +15,17 @@ cp_table=$(mktemp)
 sc21_table=$(mktemp)
 memory_table=$(mktemp)
 loo_table=$(mktemp)
+zero3_table=$(mktemp)
 out=$(mktemp "$target.XXXXXX")
-trap 'rm -f "$table" "$moe_table" "$cp_table" "$sc21_table" "$memory_table" "$loo_table" "$out"' EXIT
+trap 'rm -f "$table" "$moe_table" "$cp_table" "$sc21_table" "$memory_table" "$loo_table" "$zero3_table" "$out"' EXIT
 # The tests' bounds are not this script's business: their figures are written whether or not they hold.
 MPSIM_VALIDATION_TABLE="$table" MPSIM_VALIDATION_MOE_TABLE="$moe_table" MPSIM_VALIDATION_CP_TABLE="$cp_table" \
   MPSIM_VALIDATION_SC21_TABLE="$sc21_table" MPSIM_VALIDATION_MEMORY_TABLE="$memory_table" \
-  MPSIM_VALIDATION_LOO_TABLE="$loo_table" "$build/tests/validation/validation_test" \
-  --gtest_filter='PublishedRuns.*Hold*:MegatronSc21.*:MeasuredMemory.*:LeaveOneOut.CalibratedPredictionsOfHeldOutRuns' \
+  MPSIM_VALIDATION_LOO_TABLE="$loo_table" MPSIM_VALIDATION_ZERO3_TABLE="$zero3_table" \
+  "$build/tests/validation/validation_test" \
+  --gtest_filter='PublishedRuns.*Hold*:MegatronSc21.*:MeasuredMemory.*:LeaveOneOut.*:Zero3Family.*' \
   >/dev/null || true
-for written in "$table" "$moe_table" "$cp_table" "$sc21_table" "$memory_table" "$loo_table"; do
+for written in "$table" "$moe_table" "$cp_table" "$sc21_table" "$memory_table" "$loo_table" "$zero3_table"; do
   [[ -s "$written" ]] || { echo "tools/validation_table.sh: validation_test wrote no table" >&2; exit 1; }
 done
 {
@@ -233,12 +235,34 @@ worse (8.2 → 14.1 % median) because one run's factor is not the others'. Mixtu
 37.9 to 24.3 % median: identical configurations published up to twice apart within one release (see
 above) are beyond any profile. Bands (the 10th to 90th percentile of the k = 1 errors) cover 78 % of
 another release's held-out mixture-of-experts predictions, 71 % of dense and 26 % of context-parallel
-ones (`LeaveOneOut.CalibratedBandsCoverOtherReleases`).
+ones (`LeaveOneOut.CalibrationOnHeldOutRuns`).
 
 LOO
   cat "$loo_table"
+  cat <<'ZERO3'
+
+### ZeRO-3 at scale
+
+SC21's Table 2 (`tests/validation/sc21_zero3_runs.yaml`): DeepSpeed's ZeRO-3 without model
+parallelism, GPT 174.6B on 384, 768 and 1536 A100s (global batch 1536) and 529.6B on 640, 1120 and
+2240 (batch 2560, then 2240), each step from the published TFLOP/s per GPU and the paper's Eq. 3.
+`Zero3Family.CalibratedOnTheSmallestRun` predicts each run uncalibrated, with a profile fitted on its
+family's smallest run, and with one fitted on all three.
+
+Uncalibrated, mpsim prices ZeRO-3's parameter gathers as NCCL's rings over every NIC, prefetched a layer
+ahead and hidden under the compute: the predicted step halves with the GPU count, while the measured one
+stops falling at 768 GPUs (each GPU gathers the whole model per step whatever the count, and the 2021
+implementation could not hide it). The target — the larger runs within 10 % when calibrated on the
+smallest — is not met, and cannot be from step times: at the smallest size the gathers are hidden in the
+prediction, so no factor but the GEMM rate moves that step (the network's elasticity there is below 2 %),
+and the profile fitted on it attributes the whole gap to GEMMs, which does not carry to the larger runs.
+Fitted on the whole family, the runs set the network factor as well. Telling the two apart from one run
+takes the run's kernel times (a profiler trace's GEMM durations), which `calibrate` does not read yet.
+
+ZERO3
+  cat "$zero3_table"
 } >"$out"
 chmod 644 "$out"
 mv "$out" "$target"
 trap - EXIT
-rm -f "$table" "$moe_table" "$cp_table" "$sc21_table" "$memory_table" "$loo_table"
+rm -f "$table" "$moe_table" "$cp_table" "$sc21_table" "$memory_table" "$loo_table" "$zero3_table"

@@ -3,7 +3,8 @@
 ///
 /// Each factor's elasticity on each run is measured by simulating the run with that factor at 0.8:
 /// e = ln(t(0.8) / t(1)) / ln(1 / 0.8), the share of the run's step that scales with the factor's rate
-/// (1: all of it, 0: none). The fit takes the factors in order of their summed elasticity and keeps one
+/// (1: all of it, 0: none). A factor that moves no run by kSmallestElasticity there is probed again at
+/// 0.25: work hidden under other work (ZeRO-3's gathers under the compute) shows only far out. The fit takes the factors in order of their summed elasticity and keeps one
 /// only while the runs tell it apart from those already kept (the elasticity matrix's smallest singular
 /// value at least kDistinctFactors of its largest) and while there are fewer factors than runs: one
 /// run sets one factor, the one that dominates its predicted step. It then solves for the values that
