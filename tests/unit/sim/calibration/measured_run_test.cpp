@@ -1,0 +1,132 @@
+// Runs files: a throughput figure is the step time it implies, and every malformed file is an
+// InputError that names the file and the field.
+#include "sim/calibration/measured_run.h"
+
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "calibration_test_support.h"
+#include "sim/calibration/calibrate.h"
+
+namespace mpsim::calibration {
+namespace {
+
+using testing::gpt3_13b_row;
+using testing::kRunsFileName;
+using testing::runs_file_error;
+using testing::runs_from;
+
+TEST(MeasuredRuns, ARowReadsItsClusterModelPlanAndFigure) {
+  const auto runs = runs_from(gpt3_13b_row("p4d", "{step_time_s: 12.5, peak_memory_gib: 30}"));
+  ASSERT_EQ(runs.size(), 1u);
+  const MeasuredRun& run = runs.front();
+  EXPECT_EQ(run.id, "p4d");
+  EXPECT_EQ(run.file, kRunsFileName);
+  EXPECT_EQ(run.cluster.gpus().size(), 32u);
+  EXPECT_EQ(run.gpu_kind(), "a100-40gb");
+  EXPECT_EQ(run.plan.gpus(), 32);
+  EXPECT_EQ(run.figure, FigureKind::StepTime);
+  EXPECT_DOUBLE_EQ(run.measured, 12.5);
+  ASSERT_TRUE(run.measured_peak_gib.has_value());
+  EXPECT_DOUBLE_EQ(*run.measured_peak_gib, 30);
+}
+
+TEST(MeasuredRuns, RowsUnderRowsAndPublishedReadAsAList) {
+  const auto runs = runs_from("rows:\n" + gpt3_13b_row("a", "{step_time_s: 10}") +
+                              "- id: b\n  topology: 4x-p4d.yaml\n  gpus: 32\n  model: configs/models/gpt3-13b.yaml\n"
+                              "  plan: configs/plans/gpt3-13b-4x-p4d.yaml\n  published: {step_time_s: 11}\n");
+  ASSERT_EQ(runs.size(), 2u);
+  EXPECT_EQ(runs[1].id, "b");
+  EXPECT_DOUBLE_EQ(runs[1].measured, 11);
+}
+
+TEST(MeasuredRuns, TokensPerSecondPerGpuIsTheStepItImplies) {
+  // GPT-3 13B, the plan's global batch 256 of 2048 tokens on 32 GPUs, at a 10 s step:
+  // 256 x 2048 / 10 / 32 = 1638.4 tokens/s per GPU.
+  const double step_s = 10;
+  const double tokens_per_s_per_gpu = 256.0 * 2048.0 / step_s / 32.0;
+  const auto runs = runs_from(gpt3_13b_row("step", "{step_time_s: 10}") +
+                              gpt3_13b_row("tokens", "{tokens_per_s_per_gpu: " + std::to_string(tokens_per_s_per_gpu) + "}"));
+  ASSERT_EQ(runs.size(), 2u);
+  ASSERT_EQ(runs[1].plan.global_batch, 256);
+  ASSERT_EQ(runs[1].figure, FigureKind::TokensPerSecPerGpu);
+  const trace::Report prediction = predict(runs[1], {});
+  ASSERT_GT(prediction.step_time_s, 0);
+  ASSERT_GT(std::abs(prediction.step_time_s - step_s), 0.01);  // the conversion does not just echo the prediction
+  EXPECT_NEAR(runs[1].measured_step_s(prediction), step_s, 1e-9 * step_s);
+  EXPECT_DOUBLE_EQ(runs[0].measured_step_s(prediction), step_s);
+  // And back: the prediction's own figure in tokens/s per GPU.
+  EXPECT_NEAR(runs[1].predicted_figure(prediction), 256.0 * 2048.0 / prediction.step_time_s / 32.0, 1e-9);
+}
+
+/// `message` names the runs file and the field path (" (field 'PATH')").
+void expect_names_file_and_field(const std::string& message, const std::string& field) {
+  EXPECT_NE(message.find(kRunsFileName), std::string::npos) << message;
+  EXPECT_NE(message.find("(field '" + field + "')"), std::string::npos) << message;
+}
+
+TEST(RunsFileErrors, AnUnknownKeyInARow) {
+  const std::string e = runs_file_error(gpt3_13b_row("a", "{step_time_s: 10}") + "  measuredd: {step_time_s: 10}\n");
+  expect_names_file_and_field(e, "[0].measuredd");
+}
+
+TEST(RunsFileErrors, BothMeasuredAndPublished) {
+  const std::string e = runs_file_error(gpt3_13b_row("a", "{step_time_s: 10}") + "  published: {step_time_s: 10}\n");
+  expect_names_file_and_field(e, "[0]");
+  EXPECT_NE(e.find("both 'measured' and 'published'"), std::string::npos) << e;
+}
+
+TEST(RunsFileErrors, NoFigure) {
+  const std::string e = runs_file_error(gpt3_13b_row("a", "{assumed_step: 10}"));
+  EXPECT_NE(e.find(kRunsFileName), std::string::npos) << e;
+  EXPECT_NE(e.find("[0].measured"), std::string::npos) << e;
+  const std::string empty = runs_file_error(gpt3_13b_row("a", "{}"));
+  expect_names_file_and_field(empty, "[0].measured");
+}
+
+TEST(RunsFileErrors, TwoFigures) {
+  const std::string e = runs_file_error(gpt3_13b_row("a", "{step_time_s: 10, tokens_per_s_per_gpu: 1000}"));
+  expect_names_file_and_field(e, "[0].measured");
+  EXPECT_NE(e.find("more than one"), std::string::npos) << e;
+}
+
+TEST(RunsFileErrors, AMissingTopologyFile) {
+  const std::string e = runs_file_error(gpt3_13b_row("a", "{step_time_s: 10}", "no-such-cluster.yaml"));
+  expect_names_file_and_field(e, "[0].topology");
+  EXPECT_NE(e.find("no-such-cluster.yaml"), std::string::npos) << e;
+}
+
+TEST(RunsFileErrors, ANegativeStepTime) {
+  const std::string e = runs_file_error(gpt3_13b_row("a", "{step_time_s: -3}"));
+  expect_names_file_and_field(e, "[0].measured.step_time_s");
+}
+
+TEST(RunsFileErrors, TheSecondRowIsNamedByItsIndex) {
+  const std::string e = runs_file_error(gpt3_13b_row("a", "{step_time_s: 10}") + gpt3_13b_row("b", "{step_time_s: 0}"));
+  expect_names_file_and_field(e, "[1].measured.step_time_s");
+}
+
+TEST(RunsFileErrors, AnEmptyList) {
+  const std::string e = runs_file_error("[]\n");
+  EXPECT_NE(e.find(kRunsFileName), std::string::npos) << e;
+  EXPECT_NE(e.find("holds no runs"), std::string::npos) << e;
+  const std::string under_rows = runs_file_error("rows: []\n");
+  expect_names_file_and_field(under_rows, "rows");
+}
+
+TEST(RunsFileErrors, AScalarTopLevel) {
+  const std::string e = runs_file_error("just a sentence\n");
+  EXPECT_NE(e.find(kRunsFileName), std::string::npos) << e;
+  EXPECT_NE(e.find("a runs file is a list"), std::string::npos) << e;
+  EXPECT_NE(runs_file_error("").find("empty"), std::string::npos);
+}
+
+TEST(RunsFileErrors, AnUnknownTopLevelKey) {
+  const std::string e = runs_file_error("runs:\n" + gpt3_13b_row("a", "{step_time_s: 10}"));
+  expect_names_file_and_field(e, "runs");
+}
+
+}  // namespace
+}  // namespace mpsim::calibration
