@@ -69,6 +69,21 @@ TEST(ProfileFile, WritingIsDeterministicAndStableUnderARoundTrip) {
   EXPECT_EQ(write_profile_yaml(profile_from(once)), once);
 }
 
+TEST(ProfileFile, NamesThatNeedQuotingReadBack) {
+  // Run ids are what the runs files say and, with --measured, the log's path; the name is --name's.
+  SoftwareProfile p;
+  p.name = "stack \"b\" \\ 2";
+  p.factors = {{FactorKind::Gemm, 0.9}};
+  p.gpu_kinds = {"custom gpu, rev [2]", "h100-sxm"};
+  p.residuals = {{"C:\\logs\\run 7: \"bf16\".log", 10, 10.01, 9}, {"tab\there #not a comment", 1, 1, 1}};
+  const SoftwareProfile read = profile_from(write_profile_yaml(p));
+  EXPECT_EQ(read.name, p.name);
+  EXPECT_EQ(read.gpu_kinds, p.gpu_kinds);
+  ASSERT_EQ(read.residuals.size(), 2u);
+  EXPECT_EQ(read.residuals[0].run, p.residuals[0].run);
+  EXPECT_EQ(read.residuals[1].run, p.residuals[1].run);
+}
+
 TEST(ProfileFile, AnEmptyProfileReadsBack) {
   SoftwareProfile p;
   p.name = "nothing";
@@ -99,6 +114,13 @@ TEST(ProfileFileErrors, AFactorOutOfRange) {
                             "profile.factors.gemm");
   }
   EXPECT_EQ(profile_error("profile:\n  factors:\n    gemm: 9.5\n"), "<no error>");
+}
+
+TEST(ProfileFileErrors, AFactorGivenTwice) {
+  // Applied, the second value would multiply the first: a profile holds one value per factor.
+  const std::string e = profile_error("profile:\n  factors:\n    gemm: 0.9\n    gemm: 0.8\n");
+  expect_profile_error_at(e, "profile.factors.gemm");
+  EXPECT_NE(e.find("given twice"), std::string::npos) << e;
 }
 
 TEST(ProfileFileErrors, NoFactors) {
