@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <stdexcept>
 
@@ -91,7 +92,11 @@ class Fit {
     upper_.resize(k);
     jacobian_.resize(n, k);
     for (Eigen::Index j = 0; j < k; ++j) {
-      upper_[j] = std::log(factor_ceiling(factors_[static_cast<std::size_t>(j)]->kind, runs_->front().run->cluster));
+      // The profile applies to every run's GPUs: the lowest of the runs' ceilings (runs of several GPU kinds).
+      const FactorKind kind = factors_[static_cast<std::size_t>(j)]->kind;
+      double ceiling = std::numeric_limits<double>::infinity();
+      for (const StepRun& run : *runs_) ceiling = std::min(ceiling, factor_ceiling(kind, run.run->cluster));
+      upper_[j] = std::log(ceiling);
       jacobian_.col(j) = -factors_[static_cast<std::size_t>(j)]->elasticity;
     }
     log_measured_.resize(n);

@@ -131,6 +131,26 @@ TEST_F(Calibrate, AnEfficiencyStopsAtThePeak) {
   EXPECT_GT(profile.residuals.front().error(), 0.01);
 }
 
+TEST_F(Calibrate, TheCeilingHoldsOnEveryRunsGpus) {
+  // An H100 run listed before an A100 one: H100's GEMMs are further from their peak (0.61 against
+  // 0.66), so its ceiling is the higher. Both runs asking for more than either peak, the fit must
+  // stop where the A100s reach theirs: the factor applies to every run's GPUs.
+  MeasuredRun h100 = runs_from(gpt3_13b_row("h100", "{step_time_s: 1}", "16x-dgx-h100.yaml")).front();
+  MeasuredRun a100 = *compute_bound_;
+  ASSERT_GT(factor_ceiling(FactorKind::Gemm, h100.cluster), factor_ceiling(FactorKind::Gemm, a100.cluster) * 1.05);
+  h100.measured = predict(h100, {}).step_time_s / 3;
+  a100.measured = predict(a100, {}).step_time_s / 3;
+  CalibrationOptions gemm_only;
+  gemm_only.factors = {FactorKind::Gemm};
+  const SoftwareProfile profile = calibrate({h100, a100}, "two-gpu-kinds", gemm_only);
+  ASSERT_EQ(profile.factors.size(), 1u);
+  EXPECT_LE(profile.factors.front().value, factor_ceiling(FactorKind::Gemm, a100.cluster) * (1 + 1e-9));
+  topology::Cluster applied = a100.cluster;
+  apply_profile(profile, applied);
+  EXPECT_LE(applied.gpu_kinds().front().matmul_efficiency, 1.0 + 1e-9);
+  EXPECT_EQ(profile.gpu_kinds, (std::vector<std::string>{"a100-40gb", "h100-sxm"}));
+}
+
 TEST(CalibrateInputs, RunsWithOnlyAPeakMemoryGiveNoStepToFit) {
   const auto runs = runs_from(gpt3_13b_row("memory-only", "{peak_memory_gib: 30}"));
   EXPECT_THROW((void)calibrate(runs, "none"), std::invalid_argument);
