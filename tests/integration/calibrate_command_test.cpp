@@ -126,6 +126,17 @@ TEST_F(CalibrateCommand, ABadRunsFileIsOneLineNamingFileAndLine) {
   EXPECT_FALSE(fs::exists(calibrate_scratch() / "never.yaml"));
 }
 
+TEST_F(CalibrateCommand, RunsWithOnlyPeakMemoriesAreAnInputError) {
+  const fs::path memory_only = calibrate_scratch() / "memory-only.yaml";
+  std::string row = run_row(10);
+  row.replace(row.find("step_time_s: "), std::string::npos, "peak_memory_gib: 30}\n");
+  std::ofstream(memory_only) << row;
+  const CommandResult r = mpsim_calibrate(memory_only.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("mpsim: error: " + memory_only.string() + ": ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("no run gives a step time"), std::string::npos) << r.err;
+}
+
 TEST_F(CalibrateCommand, AnUnknownFactorExits2) {
   const CommandResult r = mpsim_calibrate(runs_.string() + " --factors gemm,nosuch");
   EXPECT_EQ(r.exit_code, 2);
