@@ -17,7 +17,7 @@ constexpr std::size_t kMaxFuzzRows = 8;
 
 /// Whether `node` is a scalar that yaml-cpp may read as an integer above kMaxFuzzNodes (0x300, 0600).
 bool large_count(const YAML::Node& node) {
-  if (!node.IsScalar()) return false;
+  if (!node || !node.IsScalar()) return false;
   try {
     return node.as<double>() > static_cast<double>(mpsim::fuzz::kMaxFuzzNodes);
   } catch (const YAML::Exception&) {
@@ -38,14 +38,16 @@ bool too_large(const std::string& text) {
   } catch (const YAML::Exception&) {
     return false;  // the reader reports the syntax error
   }
-  if (root.IsMap() && root["rows"]) root = root["rows"];
-  if (!root.IsSequence()) return false;
-  if (root.size() > kMaxFuzzRows) return true;
-  for (const YAML::Node& row : root) {
+  // Looked up through a const node: a missing key gives an undefined node rather than adding one.
+  const YAML::Node& document = root;
+  const YAML::Node rows = document.IsMap() ? document["rows"] : document;
+  if (!rows || !rows.IsSequence()) return false;
+  if (rows.size() > kMaxFuzzRows) return true;
+  for (const YAML::Node& row : rows) {
     if (!row.IsMap()) continue;
     if (large_count(row["gpus"])) return true;
     const YAML::Node sets = row["topology_set"];
-    if (!sets.IsMap()) continue;
+    if (!sets || !sets.IsMap()) continue;
     for (const auto& entry : sets) {
       if (large_count(entry.second)) return true;
     }
