@@ -61,6 +61,19 @@ TEST(MeasuredRuns, TokensPerSecondPerGpuIsTheStepItImplies) {
   EXPECT_NEAR(runs[1].predicted_figure(prediction), 256.0 * 2048.0 / prediction.step_time_s / 32.0, 1e-9);
 }
 
+TEST(MeasuredRuns, ModelTflopsPerGpuIsTheStepItImplies) {
+  // A step's model FLOPs are fixed by the model and the batch: the figure x the step is the same at
+  // any step. The prediction's figure at its own step says what 10 s would give.
+  const MeasuredRun probe = runs_from(gpt3_13b_row("probe", "{step_time_s: 10}")).front();
+  const trace::Report prediction = predict(probe, {});
+  ASSERT_GT(prediction.tflops_per_gpu, 0);
+  const double at_10_s = prediction.tflops_per_gpu * prediction.step_time_s / 10;
+  const MeasuredRun run = runs_from(gpt3_13b_row("tflops", "{model_tflops_per_gpu: " + std::to_string(at_10_s) + "}")).front();
+  ASSERT_EQ(run.figure, FigureKind::ModelTflopsPerGpu);
+  EXPECT_NEAR(run.measured_step_s(prediction), 10, 1e-5);  // std::to_string keeps 6 decimals
+  EXPECT_DOUBLE_EQ(run.predicted_figure(prediction), prediction.tflops_per_gpu);
+}
+
 /// `message` names the runs file and the field path (" (field 'PATH')").
 void expect_names_file_and_field(const std::string& message, const std::string& field) {
   EXPECT_NE(message.find(kRunsFileName), std::string::npos) << message;
@@ -79,11 +92,15 @@ TEST(RunsFileErrors, BothMeasuredAndPublished) {
 }
 
 TEST(RunsFileErrors, NoFigure) {
-  const std::string e = runs_file_error(gpt3_13b_row("a", "{assumed_step: 10}"));
-  EXPECT_NE(e.find(kRunsFileName), std::string::npos) << e;
-  EXPECT_NE(e.find("[0].measured"), std::string::npos) << e;
-  const std::string empty = runs_file_error(gpt3_13b_row("a", "{}"));
-  expect_names_file_and_field(empty, "[0].measured");
+  const std::string e = runs_file_error(gpt3_13b_row("a", "{}"));
+  expect_names_file_and_field(e, "[0].measured");
+  EXPECT_NE(e.find("needs one of step_time_s"), std::string::npos) << e;
+}
+
+TEST(RunsFileErrors, AMisspeltFigure) {
+  const std::string e = runs_file_error(gpt3_13b_row("a", "{step_time: 10}"));
+  expect_names_file_and_field(e, "[0].measured.step_time");
+  EXPECT_NE(e.find("did you mean 'step_time_s'"), std::string::npos) << e;
 }
 
 TEST(RunsFileErrors, TwoFigures) {
