@@ -114,6 +114,9 @@ class Fit {
   }
 
   void solve() {
+    // No factor moves the runs (or none of those allowed): nothing to solve for, and an empty
+    // step's largest coefficient is undefined.
+    if (x_.size() == 0) return;
     bool remeasured = false;
     for (int iteration = 0; iteration < kMaxIterations && residual().cwiseAbs().maxCoeff() > kMatched; ++iteration) {
       const Eigen::VectorXd r = residual();

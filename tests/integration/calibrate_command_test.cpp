@@ -144,6 +144,13 @@ TEST_F(CalibrateCommand, AnUnknownFactorExits2) {
   EXPECT_NE(r.err.find("network_transfers"), std::string::npos) << r.err;  // the known ones are listed
 }
 
+TEST_F(CalibrateCommand, FactorsThatCannotMoveTheRunGiveAnEmptyProfile) {
+  // A BF16 run has no FP8 GEMMs.
+  const CommandResult r = mpsim_calibrate(runs_.string() + " --factors fp8_gemm");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("the profile is empty"), std::string::npos) << r.out;
+}
+
 TEST(CalibrateMeasuredLog, AMegatronLogIsTheRunsMeasuredStep) {
   const fs::path log = calibrate_scratch() / "train.log";
   std::ofstream(log) << " [2024-05-01 10:00:00] iteration        1/    1000 | consumed samples:          256 | "

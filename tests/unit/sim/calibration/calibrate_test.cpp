@@ -151,6 +151,21 @@ TEST_F(Calibrate, TheCeilingHoldsOnEveryRunsGpus) {
   EXPECT_EQ(profile.gpu_kinds, (std::vector<std::string>{"a100-40gb", "h100-sxm"}));
 }
 
+TEST_F(Calibrate, NoFactorThatMovesTheRunsGivesAnEmptyProfile) {
+  // FP8 GEMMs are not in a BF16 run: the one factor allowed cannot move it, so nothing is fitted and
+  // the runs' calibrated predictions are their uncalibrated ones.
+  MeasuredRun run = *compute_bound_;
+  const double uncalibrated_s = predict(run, {}).step_time_s;
+  run.measured = 1.2 * uncalibrated_s;
+  CalibrationOptions fp8_only;
+  fp8_only.factors = {FactorKind::Fp8Gemm};
+  const SoftwareProfile profile = calibrate({run}, "nothing-moves", fp8_only);
+  EXPECT_TRUE(profile.factors.empty());
+  ASSERT_EQ(profile.residuals.size(), 1u);
+  EXPECT_DOUBLE_EQ(profile.residuals.front().predicted_step_s, uncalibrated_s);
+  EXPECT_NEAR(profile.residuals.front().error(), 1 / 1.2 - 1, 1e-12);
+}
+
 TEST(CalibrateInputs, RunsWithOnlyAPeakMemoryGiveNoStepToFit) {
   const auto runs = runs_from(gpt3_13b_row("memory-only", "{peak_memory_gib: 30}"));
   EXPECT_THROW((void)calibrate(runs, "none"), std::invalid_argument);
