@@ -50,6 +50,8 @@ bool can_move(FactorKind kind, const MeasuredRun& run) {
 std::vector<Candidate> probe_factors(const std::vector<StepRun>& runs, const CalibrationOptions& options) {
   std::vector<Candidate> candidates;
   for (FactorKind kind : options.factors) {
+    // A kind listed twice is one candidate: two would be fitted as two factors on the same rate.
+    if (std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& c) { return c.kind == kind; })) continue;
     Candidate c{kind, Eigen::VectorXd::Zero(static_cast<Eigen::Index>(runs.size()))};
     for (std::size_t i = 0; i < runs.size(); ++i) {
       if (!can_move(kind, *runs[i].run)) continue;

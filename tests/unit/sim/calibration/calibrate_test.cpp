@@ -151,6 +151,19 @@ TEST_F(Calibrate, TheCeilingHoldsOnEveryRunsGpus) {
   EXPECT_EQ(profile.gpu_kinds, (std::vector<std::string>{"a100-40gb", "h100-sxm"}));
 }
 
+TEST_F(Calibrate, AFactorListedTwiceIsFittedOnce) {
+  // Pinned at its ceiling, a factor makes way for the next candidate: that must not be the same
+  // factor again (applied twice, it would pass the peak, and the profile would not read back).
+  MeasuredRun run = *compute_bound_;
+  run.measured = predict(run, {}).step_time_s / 3;
+  CalibrationOptions gemm_twice;
+  gemm_twice.factors = {FactorKind::Gemm, FactorKind::Gemm};
+  const SoftwareProfile profile = calibrate({run}, "gemm-twice", gemm_twice);
+  ASSERT_EQ(profile.factors.size(), 1u);
+  EXPECT_NEAR(profile.factors.front().value, factor_ceiling(FactorKind::Gemm, run.cluster), 1e-9);
+  EXPECT_NEAR(profile.residuals.front().predicted_step_s, predict(run, profile.factors).step_time_s, 1e-9);
+}
+
 TEST_F(Calibrate, NoFactorThatMovesTheRunsGivesAnEmptyProfile) {
   // FP8 GEMMs are not in a BF16 run: the one factor allowed cannot move it, so nothing is fitted and
   // the runs' calibrated predictions are their uncalibrated ones.
