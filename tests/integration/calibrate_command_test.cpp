@@ -93,6 +93,17 @@ TEST_F(CalibrateCommand, SimulateWithTheProfilePredictsTheMeasuredStep) {
   EXPECT_GT(std::abs(uncalibrated_s_ - measured_s_), 0.1 * measured_s_);
 }
 
+TEST_F(CalibrateCommand, PlanWithTheProfileSimulatesItsBaselineAtTheMeasuredStep) {
+  // The planner reads the same rates: the plan run today, as its baseline, at the measured step.
+  ASSERT_EQ(calibrated_.exit_code, 0) << calibrated_.err;
+  const CommandResult r = mpsim::testing::run_mpsim(
+      "plan --topology " + repo("topologies/4x-p4d.yaml") + " --model " + repo("configs/models/gpt3-13b.yaml") +
+      " --baseline " + repo("configs/plans/gpt3-13b-4x-p4d.yaml") + " --profile " + profile_.string() + " --top 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const double baseline = json::parse(r.out).at("baseline").at("step_time_s").get<double>();
+  EXPECT_NEAR(baseline, measured_s_, 0.01 * measured_s_);
+}
+
 TEST_F(CalibrateCommand, JsonGivesTheFactorsAndTheRuns) {
   const CommandResult r = mpsim_calibrate(runs_.string() + " --json --name stack-a");
   ASSERT_EQ(r.exit_code, 0) << r.err;
