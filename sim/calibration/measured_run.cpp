@@ -1,5 +1,8 @@
 #include "sim/calibration/measured_run.h"
 
+#include <string_view>
+#include <system_error>
+
 #include <fmt/format.h>
 
 #include "sim/core/text_file.h"
@@ -52,14 +55,38 @@ topology::Cluster run_cluster(const Field& row, const RunPaths& paths, int gpus,
   return cluster;
 }
 
+/// A row's model or plan file, next to the runs file; a missing one fails at the row's field.
+std::filesystem::path find_input_file(const Field& field, const RunPaths& paths, std::string_view what) {
+  const std::filesystem::path written = field.as_string();
+  const std::filesystem::path file = paths.base_dir / written;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    field.fail(fmt::format("no {} file '{}' next to the runs file", what, written.string()));
+  }
+  return file;
+}
+
 model::Model run_model(const Field& field, const RunPaths& paths, const std::string& id) {
-  if (field.is_scalar()) return model::load_model_file(paths.base_dir / field.as_string());
+  if (field.is_scalar()) return model::load_model_file(find_input_file(field, paths, "model"));
   return model::parse_model(field, id);
 }
 
 plan::PlanSpec run_plan(const Field& field, const RunPaths& paths) {
-  if (field.is_scalar()) return plan::load_plan_file(paths.base_dir / field.as_string());
+  if (field.is_scalar()) return plan::load_plan_file(find_input_file(field, paths, "plan"));
   return plan::load_plan_spec(field);
+}
+
+/// Runs `read`; an error it locates in another file (a model or plan file, which several rows may
+/// share) also names the run it was read for, and the run's line in the runs file.
+template <class Read>
+auto for_row(const Field& row, const std::string& id, Read&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const InputError& e) {
+    if (e.where().file == row.file()) throw;
+    const SourceLocation at = row.location();
+    throw InputError(e.where(), e.field(), fmt::format("{} (run '{}', {}:{})", e.message(), id, at.file, at.line));
+  }
 }
 
 void read_measured(const Field& measured, MeasuredRun& run) {
@@ -137,12 +164,14 @@ MeasuredRun load_measured_run(const Field& row, const RunPaths& paths) {
   const int gpus = static_cast<int>(row.require("gpus").as_int_in(1, 1'000'000));
   const Field gpus_field = row.require("gpus");
   try {
-    run.cluster = run_cluster(row, paths, gpus, run.id);
+    run.cluster = for_row(row, run.id, [&] { return run_cluster(row, paths, gpus, run.id); });
   } catch (const std::invalid_argument& e) {
     gpus_field.fail(e.what());
   }
-  run.model = run_model(row.require("model"), paths, run.id);
-  run.plan = plan::resolve_plan(run_plan(row.require("plan"), paths), run.cluster, run.model);
+  run.model = for_row(row, run.id, [&] { return run_model(row.require("model"), paths, run.id); });
+  run.plan = for_row(row, run.id, [&] {
+    return plan::resolve_plan(run_plan(row.require("plan"), paths), run.cluster, run.model);
+  });
   const bool has_measured = row.has("measured");
   if (has_measured && row.has("published")) row.fail("gives both 'measured' and 'published' (they are one field)");
   read_measured(row.require(has_measured ? "measured" : "published"), run);

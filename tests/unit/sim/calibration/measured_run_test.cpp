@@ -115,6 +115,28 @@ TEST(RunsFileErrors, AMissingTopologyFile) {
   EXPECT_NE(e.find("no-such-cluster.yaml"), std::string::npos) << e;
 }
 
+TEST(RunsFileErrors, AMissingModelOrPlanFile) {
+  const std::string model = runs_file_error(
+      "- id: a\n  topology: 4x-p4d.yaml\n  gpus: 32\n  model: configs/models/no-such-model.yaml\n"
+      "  plan: configs/plans/gpt3-13b-4x-p4d.yaml\n  measured: {step_time_s: 10}\n");
+  expect_names_file_and_field(model, "[0].model");
+  EXPECT_NE(model.find("no-such-model.yaml"), std::string::npos) << model;
+  const std::string plan = runs_file_error(
+      "- id: a\n  topology: 4x-p4d.yaml\n  gpus: 32\n  model: configs/models/gpt3-13b.yaml\n"
+      "  plan: configs/plans/no-such-plan.yaml\n  measured: {step_time_s: 10}\n");
+  expect_names_file_and_field(plan, "[0].plan");
+}
+
+TEST(RunsFileErrors, AnErrorInASharedPlanFileNamesTheRun) {
+  // Both rows use the shipped 32-GPU plan; the second runs on 16 GPUs. The error is in the plan file,
+  // and it says which run (and which line of the runs file) it was read for.
+  const std::string second = gpt3_13b_row("on-16-gpus", "{step_time_s: 10}");
+  const std::string e = runs_file_error(gpt3_13b_row("on-32-gpus", "{step_time_s: 10}") +
+                                        std::string(second).replace(second.find("gpus: 32"), 8, "gpus: 16"));
+  EXPECT_NE(e.find("gpt3-13b-4x-p4d.yaml"), std::string::npos) << e;
+  EXPECT_NE(e.find("run 'on-16-gpus', " + std::string(kRunsFileName) + ":7)"), std::string::npos) << e;
+}
+
 TEST(RunsFileErrors, ANegativeStepTime) {
   const std::string e = runs_file_error(gpt3_13b_row("a", "{step_time_s: -3}"));
   expect_names_file_and_field(e, "[0].measured.step_time_s");
