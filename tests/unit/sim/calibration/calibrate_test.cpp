@@ -2,7 +2,9 @@
 // predictions under known factors, so the fit has an exact answer to recover.
 #include "sim/calibration/calibrate.h"
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -47,16 +49,17 @@ double fitted(const SoftwareProfile& profile, FactorKind kind) {
 
 class Calibrate : public ::testing::Test {
  protected:
+  // Read once for the suite: each test copies what it changes.
   static void SetUpTestSuite() {
-    compute_bound_ = new MeasuredRun(compute_bound_run());
-    network_bound_ = new MeasuredRun(network_bound_run());
+    compute_bound_.emplace(compute_bound_run());
+    network_bound_.emplace(network_bound_run());
   }
   static void TearDownTestSuite() {
-    delete compute_bound_;
-    delete network_bound_;
+    compute_bound_.reset();
+    network_bound_.reset();
   }
-  static inline const MeasuredRun* compute_bound_ = nullptr;
-  static inline const MeasuredRun* network_bound_ = nullptr;
+  static inline std::optional<MeasuredRun> compute_bound_;
+  static inline std::optional<MeasuredRun> network_bound_;
 };
 
 TEST_F(Calibrate, TheTwoRunsAreBoundByDifferentRates) {
@@ -107,6 +110,17 @@ TEST_F(Calibrate, OneRunFitsOneFactor) {
   EXPECT_LT(std::abs(profile.residuals.front().error()), 1e-3);
 }
 
+TEST_F(Calibrate, AFactorAtItsCeilingMakesWayForTheNext) {
+  // The exception to one factor per run: a run faster than the GEMMs at their peak can explain pins
+  // them there, and the next most influential factor takes on the rest.
+  MeasuredRun run = *compute_bound_;
+  run.measured = predict(run, {}).step_time_s / 3;
+  const SoftwareProfile profile = calibrate({run}, "too-fast-for-gemm");
+  ASSERT_GE(profile.factors.size(), 2u);
+  EXPECT_EQ(profile.factors.front().kind, FactorKind::Gemm);
+  EXPECT_NEAR(profile.factors.front().value, factor_ceiling(FactorKind::Gemm, run.cluster), 1e-9);
+}
+
 TEST_F(Calibrate, TwoRunsOfDifferentShapesRecoverTwoFactors) {
   const std::vector<Factor> truth = {{FactorKind::Gemm, 0.8}, {FactorKind::NetworkTransfers, 0.6}};
   const std::vector<MeasuredRun> runs = {measured_under(*compute_bound_, truth), measured_under(*network_bound_, truth)};
@@ -116,6 +130,19 @@ TEST_F(Calibrate, TwoRunsOfDifferentShapesRecoverTwoFactors) {
   EXPECT_NEAR(fitted(profile, FactorKind::NetworkTransfers), 0.6, 0.02 * 0.6);
   ASSERT_EQ(profile.residuals.size(), 2u);
   for (const FitResidual& r : profile.residuals) EXPECT_LT(std::abs(r.error()), 1e-2) << r.run;
+}
+
+TEST_F(Calibrate, MaxFactorsLimitsTheFit) {
+  const std::vector<Factor> truth = {{FactorKind::Gemm, 0.8}, {FactorKind::NetworkTransfers, 0.6}};
+  const std::vector<MeasuredRun> runs = {measured_under(*compute_bound_, truth), measured_under(*network_bound_, truth)};
+  CalibrationOptions one_factor;
+  one_factor.max_factors = 1;
+  const SoftwareProfile profile = calibrate(runs, "one-factor", one_factor);
+  ASSERT_EQ(profile.factors.size(), 1u);
+  // One factor cannot explain two runs slowed by two: some run is left off by more than the fit's 0.1 %.
+  double worst = 0;
+  for (const FitResidual& r : profile.residuals) worst = std::max(worst, std::abs(r.error()));
+  EXPECT_GT(worst, 1e-2);
 }
 
 TEST_F(Calibrate, AnEfficiencyStopsAtThePeak) {
