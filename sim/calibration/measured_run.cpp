@@ -89,6 +89,7 @@ auto for_row(const Field& row, const std::string& id, Read&& read) -> decltype(r
   }
 }
 
+/// The row's figure; `run`'s model is read already (a throughput in tokens needs its sequence length).
 void read_measured(const Field& measured, MeasuredRun& run) {
   measured.expect_keys({"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "model_tflops_per_gpu",
                         "peak_memory_gib"});
@@ -99,6 +100,11 @@ void read_measured(const Field& measured, MeasuredRun& run) {
     ++figures;
   }
   if (auto f = measured.get("tokens_per_s_per_gpu")) {
+    // The step's tokens are global batch x seq_len: a hand-listed model has no sequence length.
+    if (!run.model.shape) {
+      f->fail("needs a model with a sequence length (seq_len); for a hand-listed model give step_time_s or "
+              "model_tflops_per_gpu");
+    }
     run.figure = FigureKind::TokensPerSecPerGpu;
     run.measured = f->as_double_in(1e-6, 1e12);
     ++figures;

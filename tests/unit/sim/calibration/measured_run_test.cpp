@@ -137,6 +137,18 @@ TEST(RunsFileErrors, AnErrorInASharedPlanFileNamesTheRun) {
   EXPECT_NE(e.find("run 'on-16-gpus', " + std::string(kRunsFileName) + ":7)"), std::string::npos) << e;
 }
 
+TEST(RunsFileErrors, TokensPerSecondOfAModelWithoutTokens) {
+  // A hand-listed model (the MNIST network) has no sequence length: tokens per second say nothing
+  // about its step.
+  const std::string mnist =
+      "- id: mnist\n  topology: dgx-a100.yaml\n  gpus: 1\n  model: configs/models/mnist-cnn.yaml\n"
+      "  plan: {parallelism: {tensor: 1, pipeline: 1, data: 1}, batch: {global: 64, micro: 64}, schedule: 1f1b}\n";
+  const std::string e = runs_file_error(mnist + "  measured: {tokens_per_s_per_gpu: 1000}\n");
+  expect_names_file_and_field(e, "[0].measured.tokens_per_s_per_gpu");
+  EXPECT_NE(e.find("seq_len"), std::string::npos) << e;
+  EXPECT_EQ(runs_file_error(mnist + "  measured: {step_time_s: 0.01}\n"), "<no error>");
+}
+
 TEST(RunsFileErrors, ANegativeStepTime) {
   const std::string e = runs_file_error(gpt3_13b_row("a", "{step_time_s: -3}"));
   expect_names_file_and_field(e, "[0].measured.step_time_s");
