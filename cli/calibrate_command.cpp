@@ -1,4 +1,5 @@
 // mpsim calibrate: a software profile fitted to measured runs (docs/calibration.md).
+#include <algorithm>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -106,6 +107,12 @@ void run_calibrate(const CalibrateArgs& args) {
     for (auto& run : calibration::load_measured_runs(file, shipped)) runs.push_back(std::move(run));
   }
   if (!args.measured.empty()) runs.push_back(measured_run(args));
+  // calibrate() takes this as a broken precondition; here it is the runs files' content (--measured
+  // always gives a step), so it is reported as their error.
+  if (std::none_of(runs.begin(), runs.end(), [](const calibration::MeasuredRun& run) { return run.measured > 0; })) {
+    throw InputError({args.runs_files.front(), 0, 0}, "",
+                     "no run gives a step time or a throughput to calibrate on (only peak memories)");
+  }
   std::string name = args.name;
   if (name.empty()) name = args.output.empty() ? "profile" : std::filesystem::path(args.output).stem().string();
   const calibration::SoftwareProfile profile = calibration::calibrate(runs, name, calibration_options(args));

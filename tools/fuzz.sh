@@ -13,7 +13,7 @@ build=${1:?usage: tools/fuzz.sh BUILD_DIR SECONDS [HARNESS ...]}
 seconds=${2:?usage: tools/fuzz.sh BUILD_DIR SECONDS [HARNESS ...]}
 shift 2
 all=(topology_fuzz model_fuzz plan_fuzz override_fuzz nvidia_smi_fuzz nccl_xml_fuzz trace_fuzz torch_csv_fuzz
-  step_record_fuzz launch_script_fuzz framework_trace_fuzz gzip_fuzz torchtitan_job_fuzz)
+  step_record_fuzz launch_script_fuzz framework_trace_fuzz gzip_fuzz torchtitan_job_fuzz runs_file_fuzz profile_fuzz)
 harnesses=("$@")
 [[ ${#harnesses[@]} -eq 0 ]] && harnesses=("${all[@]}")
 out=${MPSIM_FUZZ_OUT:-$build/fuzz-out}
@@ -49,6 +49,8 @@ seeds() {
         { cat "${f%.csv}.toml"; printf '\n#csv\n'; cat "$f"; } > "$dir/$(basename "${f%.csv}")-with-csv"
       done
       echo "" ;;
+    runs_file_fuzz) cp "$repo"/tests/fuzz/seeds/runs_file/* "$dir"; echo yaml ;;
+    profile_fuzz) cp "$repo"/tests/fuzz/seeds/profile/* "$dir"; echo yaml ;;
     *) echo "tools/fuzz.sh: unknown harness '$name' (known: $(tr "\n" " " < "$out/known"))" >&2; return 1 ;;
   esac
 }

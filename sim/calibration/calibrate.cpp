@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 #include <stdexcept>
 
@@ -57,6 +58,8 @@ double elasticity(const StepRun& run, FactorKind kind, double value) {
 std::vector<Candidate> probe_factors(const std::vector<StepRun>& runs, const CalibrationOptions& options) {
   std::vector<Candidate> candidates;
   for (FactorKind kind : options.factors) {
+    // A kind listed twice is one candidate: two would be fitted as two factors on the same rate.
+    if (std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& c) { return c.kind == kind; })) continue;
     Candidate c{kind, Eigen::VectorXd::Zero(static_cast<Eigen::Index>(runs.size()))};
     for (std::size_t i = 0; i < runs.size(); ++i) {
       if (!can_move(kind, *runs[i].run)) continue;
@@ -105,7 +108,11 @@ class Fit {
     upper_.resize(k);
     jacobian_.resize(n, k);
     for (Eigen::Index j = 0; j < k; ++j) {
-      upper_[j] = std::log(factor_ceiling(factors_[static_cast<std::size_t>(j)]->kind, runs_->front().run->cluster));
+      // The profile applies to every run's GPUs: the lowest of the runs' ceilings (runs of several GPU kinds).
+      const FactorKind kind = factors_[static_cast<std::size_t>(j)]->kind;
+      double ceiling = std::numeric_limits<double>::infinity();
+      for (const StepRun& run : *runs_) ceiling = std::min(ceiling, factor_ceiling(kind, run.run->cluster));
+      upper_[j] = std::log(ceiling);
       jacobian_.col(j) = -factors_[static_cast<std::size_t>(j)]->elasticity;
     }
     log_measured_.resize(n);
@@ -123,6 +130,9 @@ class Fit {
   }
 
   void solve() {
+    // No factor moves the runs (or none of those allowed): nothing to solve for, and an empty
+    // step's largest coefficient is undefined.
+    if (x_.size() == 0) return;
     bool remeasured = false;
     for (int iteration = 0; iteration < kMaxIterations && residual().cwiseAbs().maxCoeff() > kMatched; ++iteration) {
       const Eigen::VectorXd r = residual();

@@ -1,5 +1,7 @@
 #include "sim/calibration/measured_run.h"
 
+#include <string_view>
+#include <system_error>
 #include <utility>
 
 #include <fmt/format.h>
@@ -54,16 +56,41 @@ topology::Cluster run_cluster(const Field& row, const RunPaths& paths, int gpus,
   return cluster;
 }
 
+/// A row's model or plan file, next to the runs file; a missing one fails at the row's field.
+std::filesystem::path find_input_file(const Field& field, const RunPaths& paths, std::string_view what) {
+  const std::filesystem::path written = field.as_string();
+  const std::filesystem::path file = paths.base_dir / written;
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(file, ec)) {
+    field.fail(fmt::format("no {} file '{}' next to the runs file", what, written.string()));
+  }
+  return file;
+}
+
 model::Model run_model(const Field& field, const RunPaths& paths, const std::string& id) {
-  if (field.is_scalar()) return model::load_model_file(paths.base_dir / field.as_string());
+  if (field.is_scalar()) return model::load_model_file(find_input_file(field, paths, "model"));
   return model::parse_model(field, id);
 }
 
 plan::PlanSpec run_plan(const Field& field, const RunPaths& paths) {
-  if (field.is_scalar()) return plan::load_plan_file(paths.base_dir / field.as_string());
+  if (field.is_scalar()) return plan::load_plan_file(find_input_file(field, paths, "plan"));
   return plan::load_plan_spec(field);
 }
 
+/// Runs `read`; an error it locates in another file (a model or plan file, which several rows may
+/// share) also names the run it was read for, and the run's line in the runs file.
+template <class Read>
+auto for_row(const Field& row, const std::string& id, Read&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const InputError& e) {
+    if (e.where().file == row.file()) throw;
+    const SourceLocation at = row.location();
+    throw InputError(e.where(), e.field(), fmt::format("{} (run '{}', {}:{})", e.message(), id, at.file, at.line));
+  }
+}
+
+/// The row's figure; `run`'s model is read already (a throughput in tokens needs its sequence length).
 void read_measured(const Field& measured, MeasuredRun& run) {
   measured.expect_keys({"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "model_tflops_per_gpu",
                         "peak_memory_gib"});
@@ -74,6 +101,11 @@ void read_measured(const Field& measured, MeasuredRun& run) {
     ++figures;
   }
   if (auto f = measured.get("tokens_per_s_per_gpu")) {
+    // The step's tokens are global batch x seq_len: a hand-listed model has no sequence length.
+    if (!run.model.shape) {
+      f->fail("needs a model with a sequence length (seq_len); for a hand-listed model give step_time_s or "
+              "model_tflops_per_gpu");
+    }
     run.figure = FigureKind::TokensPerSecPerGpu;
     run.measured = f->as_double_in(1e-6, 1e12);
     ++figures;
@@ -132,13 +164,16 @@ RunInputs load_run_inputs(const Field& row, const RunPaths& paths) {
   const std::string id = row.require("id").as_string();
   const Field gpus = row.require("gpus");
   RunInputs inputs;
+  const int gpu_count = static_cast<int>(gpus.as_int_in(1, 1'000'000));
   try {
-    inputs.cluster = run_cluster(row, paths, static_cast<int>(gpus.as_int_in(1, 1'000'000)), id);
+    inputs.cluster = for_row(row, id, [&] { return run_cluster(row, paths, gpu_count, id); });
   } catch (const std::invalid_argument& e) {
     gpus.fail(e.what());
   }
-  inputs.model = run_model(row.require("model"), paths, id);
-  inputs.plan = plan::resolve_plan(run_plan(row.require("plan"), paths), inputs.cluster, inputs.model);
+  inputs.model = for_row(row, id, [&] { return run_model(row.require("model"), paths, id); });
+  inputs.plan = for_row(row, id, [&] {
+    return plan::resolve_plan(run_plan(row.require("plan"), paths), inputs.cluster, inputs.model);
+  });
   return inputs;
 }
 

@@ -13,6 +13,15 @@ namespace mpsim::calibration {
 namespace {
 /// A factor beyond this is a unit mistake, not a software stack (ten times the catalogue's rate).
 constexpr double kLargestFactor = 10;
+
+/// `text` as a double-quoted YAML scalar, escaped as YAML needs (a quote, a backslash, a control
+/// character), so that load_profile reads back the same string: run ids are file paths and the
+/// runs files' ids, names are what --name says.
+std::string quoted(const std::string& text) {
+  YAML::Emitter out;
+  out << YAML::DoubleQuoted << text;
+  return out.c_str();
+}
 }  // namespace
 
 SoftwareProfile load_profile(const Field& root) {
@@ -53,9 +62,9 @@ SoftwareProfile load_profile_file(const std::filesystem::path& path) {
 
 std::string write_profile_yaml(const SoftwareProfile& profile) {
   std::string out = "profile:\n";
-  out += fmt::format("  name: \"{}\"\n", profile.name);
+  out += fmt::format("  name: {}\n", quoted(profile.name));
   out += "  gpu_kinds: [";
-  for (std::size_t i = 0; i < profile.gpu_kinds.size(); ++i) out += (i ? ", " : "") + profile.gpu_kinds[i];
+  for (std::size_t i = 0; i < profile.gpu_kinds.size(); ++i) out += (i ? ", " : "") + quoted(profile.gpu_kinds[i]);
   out += "]\n  factors:";
   if (profile.factors.empty()) out += " {}";
   out += "\n";
@@ -63,8 +72,8 @@ std::string write_profile_yaml(const SoftwareProfile& profile) {
   if (!profile.residuals.empty()) {
     out += "  # the runs it was fitted on: measured step, the step predicted with the profile and without\n  runs:\n";
     for (const FitResidual& r : profile.residuals) {
-      out += fmt::format("    - {{id: \"{}\", measured_step_s: {:.6g}, predicted_step_s: {:.6g}, uncalibrated_step_s: {:.6g}}}\n",
-                         r.run, r.measured_step_s, r.predicted_step_s, r.uncalibrated_step_s);
+      out += fmt::format("    - {{id: {}, measured_step_s: {:.6g}, predicted_step_s: {:.6g}, uncalibrated_step_s: {:.6g}}}\n",
+                         quoted(r.run), r.measured_step_s, r.predicted_step_s, r.uncalibrated_step_s);
     }
   }
   return out;

@@ -1,0 +1,187 @@
+// mpsim calibrate end to end: a runs file whose measured step is 20 % slower than the uncalibrated
+// prediction becomes a profile with which `simulate --profile` predicts that step; the JSON output;
+// a Megatron-LM log as the measurement; bad input.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <system_error>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/run_mpsim.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using mpsim::testing::CommandResult;
+using mpsim::testing::repo;
+using nlohmann::json;
+
+fs::path calibrate_scratch() { return mpsim::testing::scratch("calibrate"); }
+
+class RemoveCalibrateScratch : public ::testing::Environment {
+ public:
+  void TearDown() override {
+    std::error_code ignored;
+    fs::remove_all(fs::temp_directory_path() / ("mpsim-calibrate-" + std::to_string(::getpid())), ignored);
+  }
+};
+[[maybe_unused]] const auto* const remove_calibrate_scratch = ::testing::AddGlobalTestEnvironment(new RemoveCalibrateScratch);
+
+CommandResult mpsim_calibrate(const std::string& args) { return mpsim::testing::run_mpsim("calibrate " + args); }
+
+/// GPT-3 13B on 4 p4d, the shipped plan: the run every test here measures.
+const std::string kRunInputs = "--topology " + repo("topologies/4x-p4d.yaml") + " --model " +
+                               repo("configs/models/gpt3-13b.yaml") + " --plan " + repo("configs/plans/gpt3-13b-4x-p4d.yaml");
+
+std::string file_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+/// The run's row: the topology by name among the shipped ones, the model and plan by path.
+std::string run_row(double step_time_s, const std::string& extra = "") {
+  return "- id: gpt3-13b-p4d\n"
+         "  topology: 4x-p4d.yaml\n"
+         "  gpus: 32\n"
+         "  model: " + repo("configs/models/gpt3-13b.yaml") + "\n" +
+         "  plan: " + repo("configs/plans/gpt3-13b-4x-p4d.yaml") + "\n" + extra +
+         "  measured: {step_time_s: " + std::to_string(step_time_s) + "}\n";
+}
+
+/// The uncalibrated prediction, a runs file measuring 1.2 x it, and the profile calibrate writes for it.
+class CalibrateCommand : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const CommandResult plain = mpsim::testing::run_mpsim("simulate " + kRunInputs + " --json");
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    uncalibrated_s_ = json::parse(plain.out).at("step_time_s").get<double>();
+    ASSERT_GT(uncalibrated_s_, 0);
+    measured_s_ = 1.2 * uncalibrated_s_;
+    runs_ = calibrate_scratch() / "runs.yaml";
+    std::ofstream(runs_) << run_row(measured_s_);
+    profile_ = calibrate_scratch() / "p.yaml";
+    calibrated_ = mpsim_calibrate(runs_.string() + " -o " + profile_.string());
+  }
+  static inline double uncalibrated_s_ = 0, measured_s_ = 0;
+  static inline fs::path runs_, profile_;
+  static inline CommandResult calibrated_;
+};
+
+TEST_F(CalibrateCommand, WritesAProfile) {
+  ASSERT_EQ(calibrated_.exit_code, 0) << calibrated_.err;
+  EXPECT_NE(calibrated_.out.find("wrote " + profile_.string()), std::string::npos) << calibrated_.out;
+  const std::string profile = file_text(profile_);
+  EXPECT_EQ(profile.rfind("profile:\n", 0), 0u) << profile;
+  EXPECT_NE(profile.find("name: \"p\""), std::string::npos) << profile;  // the output file's stem
+  EXPECT_NE(profile.find("id: \"gpt3-13b-p4d\""), std::string::npos) << profile;
+}
+
+TEST_F(CalibrateCommand, SimulateWithTheProfilePredictsTheMeasuredStep) {
+  ASSERT_EQ(calibrated_.exit_code, 0) << calibrated_.err;
+  const CommandResult r = mpsim::testing::run_mpsim("simulate " + kRunInputs + " --profile " + profile_.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const double predicted = json::parse(r.out).at("step_time_s").get<double>();
+  EXPECT_NEAR(predicted, measured_s_, 0.01 * measured_s_);
+  // Without the profile the prediction is 20 % off: the profile is what closes the gap.
+  EXPECT_GT(std::abs(uncalibrated_s_ - measured_s_), 0.1 * measured_s_);
+}
+
+TEST_F(CalibrateCommand, PlanWithTheProfileSimulatesItsBaselineAtTheMeasuredStep) {
+  // The planner reads the same rates: the plan run today, as its baseline, at the measured step.
+  ASSERT_EQ(calibrated_.exit_code, 0) << calibrated_.err;
+  const CommandResult r = mpsim::testing::run_mpsim(
+      "plan --topology " + repo("topologies/4x-p4d.yaml") + " --model " + repo("configs/models/gpt3-13b.yaml") +
+      " --baseline " + repo("configs/plans/gpt3-13b-4x-p4d.yaml") + " --profile " + profile_.string() + " --top 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const double baseline = json::parse(r.out).at("baseline").at("step_time_s").get<double>();
+  EXPECT_NEAR(baseline, measured_s_, 0.01 * measured_s_);
+}
+
+TEST_F(CalibrateCommand, JsonGivesTheFactorsAndTheRuns) {
+  const CommandResult r = mpsim_calibrate(runs_.string() + " --json --name stack-a");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json profile = json::parse(r.out);
+  EXPECT_EQ(profile.at("name"), "stack-a");
+  EXPECT_EQ(profile.at("gpu_kinds"), json::array({"a100-40gb"}));
+  ASSERT_TRUE(profile.at("factors").is_object());
+  ASSERT_EQ(profile.at("factors").size(), 1u);  // one run sets one factor
+  for (const auto& [name, value] : profile.at("factors").items()) {
+    EXPECT_GT(value.get<double>(), 0) << name;
+    EXPECT_LT(value.get<double>(), 1) << name;  // the measured run is slower than the catalogue's rates
+  }
+  ASSERT_EQ(profile.at("runs").size(), 1u);
+  const json& run = profile.at("runs").at(0);
+  EXPECT_EQ(run.at("id"), "gpt3-13b-p4d");
+  EXPECT_NEAR(run.at("measured_step_s").get<double>(), measured_s_, 1e-6 * measured_s_);
+  EXPECT_NEAR(run.at("uncalibrated_step_s").get<double>(), uncalibrated_s_, 1e-9 * uncalibrated_s_);
+  EXPECT_LT(std::abs(run.at("error").get<double>()), 1e-2);
+}
+
+TEST_F(CalibrateCommand, ABadRunsFileIsOneLineNamingFileAndLine) {
+  const fs::path bad = calibrate_scratch() / "bad-runs.yaml";
+  // Line 6: the misspelt field.
+  std::ofstream(bad) << run_row(10, "  measuredd: {step_time_s: 10}\n");
+  const CommandResult r = mpsim_calibrate(bad.string() + " -o " + (calibrate_scratch() / "never.yaml").string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_TRUE(r.out.empty()) << r.out;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  EXPECT_NE(r.err.find(bad.string() + ":6:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("measuredd"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(calibrate_scratch() / "never.yaml"));
+}
+
+TEST_F(CalibrateCommand, RunsWithOnlyPeakMemoriesAreAnInputError) {
+  const fs::path memory_only = calibrate_scratch() / "memory-only.yaml";
+  std::string row = run_row(10);
+  row.replace(row.find("step_time_s: "), std::string::npos, "peak_memory_gib: 30}\n");
+  std::ofstream(memory_only) << row;
+  const CommandResult r = mpsim_calibrate(memory_only.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err.rfind("mpsim: error: " + memory_only.string() + ": ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("no run gives a step time"), std::string::npos) << r.err;
+}
+
+TEST_F(CalibrateCommand, AnUnknownFactorExits2) {
+  const CommandResult r = mpsim_calibrate(runs_.string() + " --factors gemm,nosuch");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("nosuch"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("network_transfers"), std::string::npos) << r.err;  // the known ones are listed
+}
+
+TEST_F(CalibrateCommand, FactorsThatCannotMoveTheRunGiveAnEmptyProfile) {
+  // A BF16 run has no FP8 GEMMs.
+  const CommandResult r = mpsim_calibrate(runs_.string() + " --factors fp8_gemm");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("the profile is empty"), std::string::npos) << r.out;
+}
+
+TEST(CalibrateMeasuredLog, AMegatronLogIsTheRunsMeasuredStep) {
+  const fs::path log = calibrate_scratch() / "train.log";
+  std::ofstream(log) << " [2024-05-01 10:00:00] iteration        1/    1000 | consumed samples:          256 | "
+                        "elapsed time per iteration (ms): 20000.0 | learning rate: 1.0E-04 | lm loss: 1.1E+01 |\n";
+  const fs::path profile = calibrate_scratch() / "from-log.yaml";
+  const CommandResult r = mpsim_calibrate(kRunInputs + " --measured " + log.string() + " -o " + profile.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json runs = json::parse(r.out).at("runs");
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_DOUBLE_EQ(runs.at(0).at("measured_step_s").get<double>(), 20.0);
+  EXPECT_EQ(runs.at(0).at("id"), log.string());
+  EXPECT_NE(file_text(profile).find("measured_step_s: 20,"), std::string::npos) << file_text(profile);
+}
+
+TEST(CalibrateMeasuredLog, MeasuredNeedsTheRunsInputs) {
+  const fs::path log = calibrate_scratch() / "alone.log";
+  std::ofstream(log) << "elapsed time per iteration (ms): 20000.0\n";
+  const CommandResult r = mpsim_calibrate("--measured " + log.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--topology"), std::string::npos) << r.err;
+}
+
+}  // namespace

@@ -1,0 +1,215 @@
+// calibrate() against the simulator itself: runs whose "measured" steps are the simulator's own
+// predictions under known factors, so the fit has an exact answer to recover.
+#include "sim/calibration/calibrate.h"
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "calibration_test_support.h"
+
+namespace mpsim::calibration {
+namespace {
+
+using testing::gpt3_13b_row;
+using testing::runs_from;
+
+/// GPT-3 13B on 4 p4d at its shipped plan (tensor parallel in the node, two pipeline stages across
+/// nodes): the step is mostly GEMMs.
+MeasuredRun compute_bound_run() { return runs_from(gpt3_13b_row("compute-bound", "{step_time_s: 1}")).front(); }
+
+/// The same job on p4d nodes whose NICs run at a fortieth of their rate: the pipeline's sends and the
+/// gradient reduction between nodes take most of the step.
+MeasuredRun network_bound_run() {
+  return runs_from(gpt3_13b_row("network-bound", "{step_time_s: 1}", "p4d.24xlarge.yaml",
+                                "  topology_set: {node.nics.bandwidth: \"2.5 Gb/s\"}\n"))
+      .front();
+}
+
+/// `run` with its measured step what the simulator predicts under `truth`.
+MeasuredRun measured_under(MeasuredRun run, const std::vector<Factor>& truth) {
+  run.figure = FigureKind::StepTime;
+  run.measured = predict(run, truth).step_time_s;
+  return run;
+}
+
+/// The fitted value of `kind`, or 0 when the profile has no such factor (so a comparison with the
+/// expected value fails visibly).
+double fitted(const SoftwareProfile& profile, FactorKind kind) {
+  for (const Factor& f : profile.factors) {
+    if (f.kind == kind) return f.value;
+  }
+  return 0;
+}
+
+class Calibrate : public ::testing::Test {
+ protected:
+  // Read once for the suite: each test copies what it changes.
+  static void SetUpTestSuite() {
+    compute_bound_.emplace(compute_bound_run());
+    network_bound_.emplace(network_bound_run());
+  }
+  static void TearDownTestSuite() {
+    compute_bound_.reset();
+    network_bound_.reset();
+  }
+  static inline std::optional<MeasuredRun> compute_bound_;
+  static inline std::optional<MeasuredRun> network_bound_;
+};
+
+TEST_F(Calibrate, TheTwoRunsAreBoundByDifferentRates) {
+  // What the two-factor test below relies on: a 0.8 GEMM rate moves the first run more than the
+  // second, a 0.8 network rate the second more than the first.
+  const double compute_base = predict(*compute_bound_, {}).step_time_s;
+  const double network_base = predict(*network_bound_, {}).step_time_s;
+  const auto elasticity = [](double base, double probed) { return std::log(probed / base) / std::log(1 / 0.8); };
+  const double gemm_on_compute = elasticity(compute_base, predict(*compute_bound_, {{FactorKind::Gemm, 0.8}}).step_time_s);
+  const double gemm_on_network = elasticity(network_base, predict(*network_bound_, {{FactorKind::Gemm, 0.8}}).step_time_s);
+  const double net_on_compute =
+      elasticity(compute_base, predict(*compute_bound_, {{FactorKind::NetworkTransfers, 0.8}}).step_time_s);
+  const double net_on_network =
+      elasticity(network_base, predict(*network_bound_, {{FactorKind::NetworkTransfers, 0.8}}).step_time_s);
+  EXPECT_GT(gemm_on_compute, 0.5);
+  EXPECT_GT(net_on_network, 0.5);
+  EXPECT_GT(gemm_on_compute, net_on_compute);
+  EXPECT_GT(net_on_network, gemm_on_network);
+}
+
+TEST_F(Calibrate, OneRunRecoversTheGemmFactorItWasSlowedBy) {
+  const MeasuredRun run = measured_under(*compute_bound_, {{FactorKind::Gemm, 0.8}});
+  CalibrationOptions gemm_only;
+  gemm_only.factors = {FactorKind::Gemm};
+  const SoftwareProfile profile = calibrate({run}, "gemm-only", gemm_only);
+  ASSERT_EQ(profile.factors.size(), 1u);
+  EXPECT_EQ(profile.factors.front().kind, FactorKind::Gemm);
+  EXPECT_NEAR(profile.factors.front().value, 0.8, 0.005 * 0.8);
+  ASSERT_EQ(profile.residuals.size(), 1u);
+  const FitResidual& residual = profile.residuals.front();
+  EXPECT_EQ(residual.run, "compute-bound");
+  EXPECT_DOUBLE_EQ(residual.measured_step_s, run.measured);
+  EXPECT_DOUBLE_EQ(residual.uncalibrated_step_s, predict(*compute_bound_, {}).step_time_s);
+  EXPECT_LT(std::abs(residual.error()), 1e-3);
+  // The residual's prediction is the run simulated with the fitted profile.
+  EXPECT_NEAR(residual.predicted_step_s, predict(run, profile.factors).step_time_s, 1e-9 * run.measured);
+  EXPECT_EQ(profile.gpu_kinds, std::vector<std::string>{"a100-40gb"});
+}
+
+TEST_F(Calibrate, OneRunFitsOneFactor) {
+  // With every factor allowed, one run sets one factor (the one that dominates its step): here the
+  // GEMMs', at the value the run was slowed by.
+  const MeasuredRun run = measured_under(*compute_bound_, {{FactorKind::Gemm, 0.8}});
+  const SoftwareProfile profile = calibrate({run}, "one-run");
+  ASSERT_EQ(profile.factors.size(), 1u);
+  EXPECT_EQ(profile.factors.front().kind, FactorKind::Gemm);
+  EXPECT_NEAR(profile.factors.front().value, 0.8, 0.005 * 0.8);
+  EXPECT_LT(std::abs(profile.residuals.front().error()), 1e-3);
+}
+
+TEST_F(Calibrate, AFactorAtItsCeilingMakesWayForTheNext) {
+  // The exception to one factor per run: a run faster than the GEMMs at their peak can explain pins
+  // them there, and the next most influential factor takes on the rest.
+  MeasuredRun run = *compute_bound_;
+  run.measured = predict(run, {}).step_time_s / 3;
+  const SoftwareProfile profile = calibrate({run}, "too-fast-for-gemm");
+  ASSERT_GE(profile.factors.size(), 2u);
+  EXPECT_EQ(profile.factors.front().kind, FactorKind::Gemm);
+  EXPECT_NEAR(profile.factors.front().value, factor_ceiling(FactorKind::Gemm, run.cluster), 1e-9);
+}
+
+TEST_F(Calibrate, TwoRunsOfDifferentShapesRecoverTwoFactors) {
+  const std::vector<Factor> truth = {{FactorKind::Gemm, 0.8}, {FactorKind::NetworkTransfers, 0.6}};
+  const std::vector<MeasuredRun> runs = {measured_under(*compute_bound_, truth), measured_under(*network_bound_, truth)};
+  const SoftwareProfile profile = calibrate(runs, "two-runs");
+  ASSERT_EQ(profile.factors.size(), 2u);
+  EXPECT_NEAR(fitted(profile, FactorKind::Gemm), 0.8, 0.02 * 0.8);
+  EXPECT_NEAR(fitted(profile, FactorKind::NetworkTransfers), 0.6, 0.02 * 0.6);
+  ASSERT_EQ(profile.residuals.size(), 2u);
+  for (const FitResidual& r : profile.residuals) EXPECT_LT(std::abs(r.error()), 1e-2) << r.run;
+}
+
+TEST_F(Calibrate, MaxFactorsLimitsTheFit) {
+  const std::vector<Factor> truth = {{FactorKind::Gemm, 0.8}, {FactorKind::NetworkTransfers, 0.6}};
+  const std::vector<MeasuredRun> runs = {measured_under(*compute_bound_, truth), measured_under(*network_bound_, truth)};
+  CalibrationOptions one_factor;
+  one_factor.max_factors = 1;
+  const SoftwareProfile profile = calibrate(runs, "one-factor", one_factor);
+  ASSERT_EQ(profile.factors.size(), 1u);
+  // One factor cannot explain two runs slowed by two: some run is left off by more than the fit's 0.1 %.
+  double worst = 0;
+  for (const FitResidual& r : profile.residuals) worst = std::max(worst, std::abs(r.error()));
+  EXPECT_GT(worst, 1e-2);
+}
+
+TEST_F(Calibrate, AnEfficiencyStopsAtThePeak) {
+  // A step a third of the prediction would need GEMMs faster than the GPU's peak: the fit stops at
+  // the ceiling and the residual says what is left.
+  MeasuredRun run = *compute_bound_;
+  run.measured = predict(run, {}).step_time_s / 3;
+  CalibrationOptions gemm_only;
+  gemm_only.factors = {FactorKind::Gemm};
+  const SoftwareProfile profile = calibrate({run}, "too-fast", gemm_only);
+  ASSERT_EQ(profile.factors.size(), 1u);
+  EXPECT_NEAR(profile.factors.front().value, factor_ceiling(FactorKind::Gemm, run.cluster), 1e-9);
+  EXPECT_GT(profile.residuals.front().error(), 0.01);
+}
+
+TEST_F(Calibrate, TheCeilingHoldsOnEveryRunsGpus) {
+  // An H100 run listed before an A100 one: H100's GEMMs are further from their peak (0.61 against
+  // 0.66), so its ceiling is the higher. Both runs asking for more than either peak, the fit must
+  // stop where the A100s reach theirs: the factor applies to every run's GPUs.
+  MeasuredRun h100 = runs_from(gpt3_13b_row("h100", "{step_time_s: 1}", "16x-dgx-h100.yaml")).front();
+  MeasuredRun a100 = *compute_bound_;
+  ASSERT_GT(factor_ceiling(FactorKind::Gemm, h100.cluster), factor_ceiling(FactorKind::Gemm, a100.cluster) * 1.05);
+  h100.measured = predict(h100, {}).step_time_s / 3;
+  a100.measured = predict(a100, {}).step_time_s / 3;
+  CalibrationOptions gemm_only;
+  gemm_only.factors = {FactorKind::Gemm};
+  const SoftwareProfile profile = calibrate({h100, a100}, "two-gpu-kinds", gemm_only);
+  ASSERT_EQ(profile.factors.size(), 1u);
+  EXPECT_LE(profile.factors.front().value, factor_ceiling(FactorKind::Gemm, a100.cluster) * (1 + 1e-9));
+  topology::Cluster applied = a100.cluster;
+  apply_profile(profile, applied);
+  EXPECT_LE(applied.gpu_kinds().front().matmul_efficiency, 1.0 + 1e-9);
+  EXPECT_EQ(profile.gpu_kinds, (std::vector<std::string>{"a100-40gb", "h100-sxm"}));
+}
+
+TEST_F(Calibrate, AFactorListedTwiceIsFittedOnce) {
+  // Pinned at its ceiling, a factor makes way for the next candidate: that must not be the same
+  // factor again (applied twice, it would pass the peak, and the profile would not read back).
+  MeasuredRun run = *compute_bound_;
+  run.measured = predict(run, {}).step_time_s / 3;
+  CalibrationOptions gemm_twice;
+  gemm_twice.factors = {FactorKind::Gemm, FactorKind::Gemm};
+  const SoftwareProfile profile = calibrate({run}, "gemm-twice", gemm_twice);
+  ASSERT_EQ(profile.factors.size(), 1u);
+  EXPECT_NEAR(profile.factors.front().value, factor_ceiling(FactorKind::Gemm, run.cluster), 1e-9);
+  EXPECT_NEAR(profile.residuals.front().predicted_step_s, predict(run, profile.factors).step_time_s, 1e-9);
+}
+
+TEST_F(Calibrate, NoFactorThatMovesTheRunsGivesAnEmptyProfile) {
+  // FP8 GEMMs are not in a BF16 run: the one factor allowed cannot move it, so nothing is fitted and
+  // the runs' calibrated predictions are their uncalibrated ones.
+  MeasuredRun run = *compute_bound_;
+  const double uncalibrated_s = predict(run, {}).step_time_s;
+  run.measured = 1.2 * uncalibrated_s;
+  CalibrationOptions fp8_only;
+  fp8_only.factors = {FactorKind::Fp8Gemm};
+  const SoftwareProfile profile = calibrate({run}, "nothing-moves", fp8_only);
+  EXPECT_TRUE(profile.factors.empty());
+  ASSERT_EQ(profile.residuals.size(), 1u);
+  EXPECT_DOUBLE_EQ(profile.residuals.front().predicted_step_s, uncalibrated_s);
+  EXPECT_NEAR(profile.residuals.front().error(), 1 / 1.2 - 1, 1e-12);
+}
+
+TEST(CalibrateInputs, RunsWithOnlyAPeakMemoryGiveNoStepToFit) {
+  const auto runs = runs_from(gpt3_13b_row("memory-only", "{peak_memory_gib: 30}"));
+  EXPECT_THROW((void)calibrate(runs, "none"), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace mpsim::calibration

@@ -1,0 +1,137 @@
+// Profile files: what write_profile_yaml writes, load_profile reads back (6 significant digits), the
+// same bytes every time; every malformed profile is an InputError at its field.
+#include "sim/calibration/profile_file.h"
+
+#include <cmath>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "sim/core/input_error.h"
+#include "sim/core/yaml_field.h"
+
+namespace mpsim::calibration {
+namespace {
+
+constexpr const char* kProfileFileName = "inline-profile.yaml";
+
+SoftwareProfile profile_from(const std::string& yaml) {
+  return load_profile(YamlDocument::parse(yaml, kProfileFileName).root());
+}
+
+std::string profile_error(const std::string& yaml) {
+  try {
+    (void)profile_from(yaml);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+/// Values with more digits than the file keeps.
+SoftwareProfile detailed_profile() {
+  SoftwareProfile p;
+  p.name = "megatron-core 0.9 tuned";
+  p.factors = {{FactorKind::Gemm, 0.812345678}, {FactorKind::NetworkTransfers, 1.1234567891}, {FactorKind::Attention, 0.5}};
+  p.gpu_kinds = {"a100-40gb", "h100-sxm"};
+  p.residuals = {{"gpt3-13b-p4d", 12.3456789, 12.3401234, 10.9876543},
+                 {"logs/run-7/step.log", 0.000123456789, 0.000123399, 0.0001}};
+  return p;
+}
+
+/// Within the 6 significant digits the file keeps.
+void expect_six_digits(double read, double written) { EXPECT_NEAR(read, written, 5e-6 * std::abs(written)); }
+
+TEST(ProfileFile, WhatIsWrittenReadsBack) {
+  const SoftwareProfile written = detailed_profile();
+  const SoftwareProfile read = profile_from(write_profile_yaml(written));
+  EXPECT_EQ(read.name, written.name);
+  EXPECT_EQ(read.gpu_kinds, written.gpu_kinds);
+  ASSERT_EQ(read.factors.size(), written.factors.size());
+  for (std::size_t i = 0; i < written.factors.size(); ++i) {
+    EXPECT_EQ(read.factors[i].kind, written.factors[i].kind);
+    expect_six_digits(read.factors[i].value, written.factors[i].value);
+  }
+  ASSERT_EQ(read.residuals.size(), written.residuals.size());
+  for (std::size_t i = 0; i < written.residuals.size(); ++i) {
+    EXPECT_EQ(read.residuals[i].run, written.residuals[i].run);
+    expect_six_digits(read.residuals[i].measured_step_s, written.residuals[i].measured_step_s);
+    expect_six_digits(read.residuals[i].predicted_step_s, written.residuals[i].predicted_step_s);
+    expect_six_digits(read.residuals[i].uncalibrated_step_s, written.residuals[i].uncalibrated_step_s);
+  }
+}
+
+TEST(ProfileFile, WritingIsDeterministicAndStableUnderARoundTrip) {
+  const SoftwareProfile p = detailed_profile();
+  const std::string once = write_profile_yaml(p);
+  EXPECT_EQ(write_profile_yaml(p), once);
+  // Read back, the values are already at 6 digits: writing them again gives the same bytes.
+  EXPECT_EQ(write_profile_yaml(profile_from(once)), once);
+}
+
+TEST(ProfileFile, NamesThatNeedQuotingReadBack) {
+  // Run ids are what the runs files say and, with --measured, the log's path; the name is --name's.
+  SoftwareProfile p;
+  p.name = "stack \"b\" \\ 2";
+  p.factors = {{FactorKind::Gemm, 0.9}};
+  p.gpu_kinds = {"custom gpu, rev [2]", "h100-sxm"};
+  p.residuals = {{"C:\\logs\\run 7: \"bf16\".log", 10, 10.01, 9}, {"tab\there #not a comment", 1, 1, 1}};
+  const SoftwareProfile read = profile_from(write_profile_yaml(p));
+  EXPECT_EQ(read.name, p.name);
+  EXPECT_EQ(read.gpu_kinds, p.gpu_kinds);
+  ASSERT_EQ(read.residuals.size(), 2u);
+  EXPECT_EQ(read.residuals[0].run, p.residuals[0].run);
+  EXPECT_EQ(read.residuals[1].run, p.residuals[1].run);
+}
+
+TEST(ProfileFile, AnEmptyProfileReadsBack) {
+  SoftwareProfile p;
+  p.name = "nothing";
+  const SoftwareProfile read = profile_from(write_profile_yaml(p));
+  EXPECT_EQ(read.name, "nothing");
+  EXPECT_TRUE(read.factors.empty());
+  EXPECT_TRUE(read.gpu_kinds.empty());
+  EXPECT_TRUE(read.residuals.empty());
+}
+
+/// `message` names the profile file and the field path.
+void expect_profile_error_at(const std::string& message, const std::string& field) {
+  EXPECT_NE(message.find(kProfileFileName), std::string::npos) << message;
+  EXPECT_NE(message.find("(field '" + field + "')"), std::string::npos) << message;
+}
+
+TEST(ProfileFileErrors, AnUnknownFactorSuggestsTheNearestName) {
+  const std::string e = profile_error("profile:\n  factors:\n    gem: 0.9\n");
+  expect_profile_error_at(e, "profile.factors.gem");
+  EXPECT_NE(e.find("did you mean 'gemm'"), std::string::npos) << e;
+  EXPECT_NE(e.find("network_transfers"), std::string::npos) << e;  // the known names are listed
+}
+
+TEST(ProfileFileErrors, AFactorOutOfRange) {
+  for (const char* value : {"0", "20", "-0.5"}) {
+    SCOPED_TRACE(value);
+    expect_profile_error_at(profile_error(std::string("profile:\n  factors:\n    gemm: ") + value + "\n"),
+                            "profile.factors.gemm");
+  }
+  EXPECT_EQ(profile_error("profile:\n  factors:\n    gemm: 9.5\n"), "<no error>");
+}
+
+TEST(ProfileFileErrors, AFactorGivenTwice) {
+  // Applied, the second value would multiply the first: a profile holds one value per factor.
+  const std::string e = profile_error("profile:\n  factors:\n    gemm: 0.9\n    gemm: 0.8\n");
+  expect_profile_error_at(e, "profile.factors.gemm");
+  EXPECT_NE(e.find("given twice"), std::string::npos) << e;
+}
+
+TEST(ProfileFileErrors, NoFactors) {
+  expect_profile_error_at(profile_error("profile:\n  name: x\n"), "profile.factors");
+  expect_profile_error_at(profile_error("profile:\n  factors: [gemm]\n"), "profile.factors");
+}
+
+TEST(ProfileFileErrors, AnUnknownTopLevelKey) {
+  expect_profile_error_at(profile_error("profile:\n  factors: {gemm: 0.9}\nextra: 1\n"), "extra");
+  expect_profile_error_at(profile_error("profile:\n  factors: {gemm: 0.9}\n  fitted: yes\n"), "profile.fitted");
+}
+
+}  // namespace
+}  // namespace mpsim::calibration
