@@ -33,6 +33,7 @@
 #include "planner/cost_search.h"
 #include "planner/equivalent_plans.h"
 #include "planner/explain.h"
+#include "planner/memory_margin.h"
 #include "planner/search.h"
 #include "planner/sensitivity.h"
 #include "planner/thread_pool.h"
@@ -103,6 +104,7 @@ struct PlanArgs {
   int top = 10;
   std::string pareto = "exact";
   std::string memory_reserve;
+  double memory_margin_percent = 100 * planner::kDefaultMemoryMargin;  ///< --memory-margin
   std::string output;
   std::string trace;
   bool json = false;
@@ -214,6 +216,7 @@ planner::PlannerOptions planner_options(const PlanArgs& args) {
     if (!reserve.ok()) throw InputError({"--memory-reserve " + args.memory_reserve, 0, 0}, "", reserve.error);
     o.memory_reserve = reserve.value;
   }
+  o.memory_margin = args.memory_margin_percent / 100;
   return o;
 }
 
@@ -336,6 +339,18 @@ std::string pareto_table(const std::vector<planner::Evaluated>& front) {
   return t.render();
 }
 
+/// The warning under the ranking for the best plan only the memory margin left out (it beats `first`,
+/// the ranking's #1), with its row.
+std::string margin_warning(const planner::Evaluated& left_out, const planner::Evaluated& first, Bytes capacity,
+                           const planner::PlannerOptions& options) {
+  return fmt::format("\nWarning: a plan {:.1f}% faster than #1 is not ranked: its peak, {} of {}, is within the {:g}% "
+                     "memory margin, and measured peaks run above predicted ones (docs/validation.md, \"Memory\"), so "
+                     "it may run out of memory; --memory-margin 0 ranks it:\n",
+                     100.0 * (1.0 - left_out.report.step_time_s / first.report.step_time_s),
+                     to_string(Bytes::bytes(left_out.report.peak_memory_bytes)), to_string(capacity),
+                     100 * options.memory_margin) +
+         pareto_table({left_out});
+}
 
 /// "plan + report": the report (docs/simulator.md, "The report") with the complete plan under "plan".
 /// `full` keeps the per-device and per-link lists.
@@ -526,6 +541,12 @@ void run_planner_command(const PlanArgs& args) {
     if (mpi->rank() != 0) return;
     result.stats.search_time_s = searched_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
+  // The best plan only the memory margin kept out, when the objective would have ranked it #1.
+  const planner::Evaluated* left_out_by_margin =
+      result.within_margin && (result.ranked.empty() || planner::ranks_before(options.space.objective, *result.within_margin,
+                                                                               result.ranked.front()))
+          ? &*result.within_margin
+          : nullptr;
   // Each ranked plan's step under the two what-ifs (planner/sensitivity.h); --robust ranks by the worse.
   std::map<std::size_t, planner::Sensitivity> sensitivities;
   {
@@ -560,6 +581,8 @@ void run_planner_command(const PlanArgs& args) {
     }
     json["pareto"] = nlohmann::ordered_json::array();
     for (const auto& e : result.pareto) json["pareto"].push_back(evaluated_json(e, false, estimate(e)));
+    json["within_margin"] = left_out_by_margin ? evaluated_json(*left_out_by_margin, false, estimate(*left_out_by_margin))
+                                               : nlohmann::ordered_json();
     json["evaluated"] = stats.evaluated;
     json["pruned"] = stats.pruned();
     json["search"] = {{"candidates", stats.candidates},
@@ -571,6 +594,9 @@ void run_planner_command(const PlanArgs& args) {
                       {"global_batch", args.global_batch},
                       {"gpus", gpus},
                       {"memory_reserve_bytes", options.memory_reserve.count()},
+                      {"memory_margin", options.memory_margin},
+                      {"usable_memory_bytes", result.usable.count()},
+                      {"within_margin", stats.within_margin},
                       {"defaults_used", args.defaults_used}};
     json["search_time_s"] = stats.search_time_s;
   }
@@ -673,16 +699,21 @@ void run_planner_command(const PlanArgs& args) {
   std::cout << fmt::format("{} on {} ({} GPUs), global batch {}, optimizing for {}\n", in.model.name, cluster_name, gpus,
                            args.global_batch, plan::to_string(options.space.objective));
   std::cout << fmt::format(
-      "{} candidate plans; {} simulated in {:.1f} s; pruned {} over memory{}, {} by the step-time bound{}\n\n",
+      "{} candidate plans; {} simulated in {:.1f} s; pruned {} over memory{}, {} by the step-time bound{}\n",
       stats.candidates, stats.evaluated, stats.search_time_s, stats.pruned_memory,
-      options.memory_reserve.count() > 0 ? fmt::format(" (reserve {})", to_string(options.memory_reserve)) : "",
+      stats.within_margin > 0 ? fmt::format(" ({} of them only by the margin)", stats.within_margin) : "",
       stats.pruned_bound,
       fmt::format("{}{}", stats.pruned_invalid > 0 ? fmt::format(", {} invalid", stats.pruned_invalid) : "",
                   stats.pruned_framework > 0
                       ? fmt::format(", {} that {} cannot run", stats.pruned_framework, args.framework)
                       : ""));
+  std::cout << fmt::format("Memory a plan may use: {} per GPU\n\n",
+                           planner::usable_memory_text(result.capacity, result.usable, options));
   if (args.robust) std::cout << "Ranked by the worse of the two what-ifs (net/2, gpu+15%), among the plans found:\n";
   std::cout << ranked_table(result.ranked, sensitivities);
+  if (left_out_by_margin != nullptr) {
+    std::cout << margin_warning(*left_out_by_margin, result.ranked.front(), result.capacity, options);
+  }
   std::cout << "\nSpeed/memory Pareto front:\n" << pareto_table(result.pareto);
   if (!verified.empty()) {
     std::cout << fmt::format("\nVerified: the {} best plans run with the {} backend on {} ranks (median of {} steps after "
@@ -778,6 +809,14 @@ void add_plan_commands(CLI::App& app) {
                        "simulated for the ranking (faster)")
       ->check(CLI::IsMember({"exact", "simulated"}));
   plan_cmd->add_option("--memory-reserve", args->memory_reserve, "Memory kept free on every GPU, e.g. \"2 GiB\"");
+  plan_cmd->add_option("--memory-margin", args->memory_margin_percent,
+                       fmt::format("Percent of each GPU's memory (after --memory-reserve) also kept free, since measured "
+                                   "peaks run above predicted ones: a plan is ranked when its peak is at most (capacity "
+                                   "- reserve) x (1 - PCT/100); 0 turns it off (default {:g}, from the worst "
+                                   "under-predicted allocated peak of docs/validation.md, \"Memory\")",
+                                   100 * planner::kDefaultMemoryMargin))
+      ->type_name("PCT")
+      ->check(CLI::Range(0.0, 99.0));
   plan_cmd->add_option("--set", args->sets, "Override a topology or model field: topology.node.nics.bandwidth=\"100 Gb/s\", topology.nodes=16");
   plan_cmd->add_option("-o,--output", args->output, "Write the best plan as a plan YAML");
   plan_cmd->add_option("--trace", args->trace, "Write the best plan's Chrome trace (gzip when it ends in .gz)");

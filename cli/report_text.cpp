@@ -10,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/table.h"
+#include "planner/memory_margin.h"
 #include "sim/core/units.h"
 #include "sim/plan/degrees_text.h"
 #include "sim/trace/link_lanes.h"
@@ -36,6 +37,16 @@ void print_peak_breakdown(const std::vector<const trace::DeviceReport*>& devices
   std::cout << table.render();
 }
 
+/// Whether a GPU's peak fits its memory only without the planner's default margin (memory_margin.h):
+/// `mpsim plan` would not rank this plan.
+bool within_memory_margin(const trace::Report& r) {
+  if (r.oom) return false;
+  return std::any_of(r.devices.begin(), r.devices.end(), [](const trace::DeviceReport& d) {
+    return Bytes::bytes(d.peak_memory_bytes) >
+           planner::usable_memory(Bytes::bytes(d.memory_capacity_bytes), Bytes(), planner::kDefaultMemoryMargin);
+  });
+}
+
 }  // namespace
 
 
@@ -52,6 +63,8 @@ nlohmann::ordered_json prediction_json(const Inputs& in, const trace::Report& r)
     json["calibrated"] = band->calibrated;
     json["band_basis"] = calibration::band_basis_text(*band);
   }
+  json["memory_margin"] = planner::kDefaultMemoryMargin;
+  json["within_memory_margin"] = within_memory_margin(r);
   return json;
 }
 
@@ -88,9 +101,15 @@ void print_report(const Inputs& in, const trace::Report& r) {
     return a.peak_memory_bytes < b.peak_memory_bytes;
   });
   if (worst != r.devices.end()) {
+    // The planner's margin said beside every peak: a plan within it fits here but may not in a run.
+    const std::string margin = fmt::format("{:g}%", 100 * planner::kDefaultMemoryMargin);
     std::cout << fmt::format("  peak memory   {} of {} on {}{}\n", to_string(Bytes::bytes(worst->peak_memory_bytes)),
                              to_string(Bytes::bytes(worst->memory_capacity_bytes)), worst->id,
-                             r.oom ? "  OUT OF MEMORY" : "");
+                             r.oom                      ? "  OUT OF MEMORY"
+                             : within_memory_margin(r) ? fmt::format(" (within the planner's {} memory margin: a run "
+                                                                     "may run out of memory)",
+                                                                     margin)
+                                                       : fmt::format(" (fits the planner's {} memory margin)", margin));
   }
   std::cout << "\n";
   // With a slowdown what-if the stage row names its slowest GPU (the one the stage waits for, also

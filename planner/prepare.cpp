@@ -60,6 +60,8 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   const SearchSpace space = enumerate_search_space(cluster, model, options.space);
   const int threads = effective_threads(options.threads);
   const UnitCostModel units(cluster, model);
+  // Without the margin: the candidates only the margin prunes are estimated whole, for the search's
+  // best plan within the margin (PlannerResult::within_margin).
   const Bytes usable = gpu_capacity(cluster) - options.memory_reserve;
 
   // Unit costs, once per (tensor, micro batch, recomputation).

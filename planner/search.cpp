@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <optional>
+#include <string>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "planner/ordered_search.h"
 #include "planner/pareto.h"
@@ -45,24 +48,22 @@ std::string short_plan(const plan::PlanSpec& s) {
 
 /// Why no candidate fits, in one line.
 std::string infeasible_reason(const model::Model& model, const topology::Cluster& cluster,
-                              const std::vector<Prepared>& prepared, Bytes capacity, Bytes reserve,
-                              const SearchStats& stats, const std::string& first_invalid) {
+                              const std::vector<Prepared>& prepared, Bytes capacity, Bytes usable,
+                              const PlannerOptions& options, const SearchStats& stats,
+                              const std::string& first_invalid) {
   const auto gpus = static_cast<std::int64_t>(cluster.gpus().size());
   if (prepared.empty()) {
     return fmt::format("no candidate plan for {} GPUs and this global batch: the data-parallel degree must divide "
                        "the global batch (check --global-batch, --max-tensor, --schedules)",
                        gpus);
   }
-  const std::string per_gpu = reserve.count() > 0
-                                  ? fmt::format("{} ({} less a {} reserve)", to_string(capacity - reserve),
-                                                to_string(capacity), to_string(reserve))
-                                  : to_string(capacity);
+  const std::string per_gpu = usable_memory_text(capacity, usable, options);
   if (stats.pruned_memory == prepared.size()) {
     // The least any split can need: weights, gradients and optimizer state once across the cluster.
     const std::int64_t per_parameter = model.dtype_bytes + engine::kGradientBytesPerParameter +
                                        engine::optimizer_bytes_per_parameter(prepared.front().spec.optimizer);
     const Bytes least = Bytes::bytes(model.parameters() * per_parameter);
-    if (least > (capacity - reserve) * gpus) {
+    if (least > usable * gpus) {
       return fmt::format("{} needs at least {} for weights, gradients and optimizer state; {} x {} available",
                          model.name.empty() ? "the model" : model.name, to_string(least), gpus, per_gpu);
     }
@@ -85,7 +86,9 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
   const auto started = std::chrono::steady_clock::now();
   PlannerResult result;
   result.capacity = gpu_capacity(cluster);
-  const Bytes usable = result.capacity - options.memory_reserve;
+  result.usable = usable_memory(result.capacity, options.memory_reserve, options.memory_margin);
+  const Bytes usable = result.usable;
+  const Bytes unreserved = result.capacity - options.memory_reserve;
   const plan::Objective objective = options.space.objective;
   const int threads = effective_threads(options.threads);
   const std::size_t top = static_cast<std::size_t>(std::max(1, options.top));
@@ -94,17 +97,27 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
   stats.candidates = prepared.size();
 
   std::vector<std::size_t> feasible;
+  std::vector<std::size_t> margin_only;  // fit capacity - reserve, not the margin
   for (const Prepared& p : prepared) {
-    if (p.estimate.peak_memory <= usable) feasible.push_back(p.id);
+    if (p.estimate.peak_memory <= usable) {
+      feasible.push_back(p.id);
+    } else if (p.estimate.peak_memory <= unreserved) {
+      margin_only.push_back(p.id);
+    }
   }
   stats.pruned_memory = prepared.size() - feasible.size();
+  stats.within_margin = margin_only.size();
   if (options.shards > 1) {  // this process's share of a divided search
     std::erase_if(feasible, [&](std::size_t id) { return static_cast<int>(id % static_cast<std::size_t>(options.shards)) != options.shard; });
   }
-  std::sort(feasible.begin(), feasible.end(), [&](std::size_t a, std::size_t b) {
-    return std::make_pair(bound_key(objective, prepared[a].estimate), a) <
-           std::make_pair(bound_key(objective, prepared[b].estimate), b);
-  });
+  const auto in_bound_order = [&](std::vector<std::size_t>& ids) {
+    std::sort(ids.begin(), ids.end(), [&](std::size_t a, std::size_t b) {
+      return std::make_pair(bound_key(objective, prepared[a].estimate), a) <
+             std::make_pair(bound_key(objective, prepared[b].estimate), b);
+    });
+  };
+  in_bound_order(feasible);
+  in_bound_order(margin_only);
 
   // Committed state, guarded by the ordered search's lock.
   std::vector<Evaluated> evaluated;
@@ -209,6 +222,26 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
     run_ordered_search(rest, threads, front);
   }
 
+  // The best plan only the margin keeps out, for the report's warning: branch and bound for one.
+  // Not counted in the stats (they describe the ranked search).
+  std::optional<std::pair<Key, std::size_t>> best_within_margin;
+  OrderedSearch<Outcome> within;
+  within.decide = [&](std::size_t id) {
+    if (!options.bound_pruning || !best_within_margin) return Decision::Evaluate;
+    return bound_key(objective, prepared[id].estimate) > best_within_margin->first ? Decision::Stop
+                                                                                  : Decision::Evaluate;
+  };
+  within.evaluate = evaluate;
+  within.commit = [&](std::size_t id, Outcome&& out) {
+    if (!out.ok || out.ok->report.oom || Bytes::bytes(out.ok->report.peak_memory_bytes) > unreserved) return;
+    const std::pair<Key, std::size_t> entry{objective_key(objective, out.ok->report), id};
+    if (!best_within_margin || entry < *best_within_margin) {
+      best_within_margin = entry;
+      result.within_margin = std::move(*out.ok);
+    }
+  };
+  run_ordered_search(margin_only, threads, within);
+
   stats.evaluated = simulated;
   stats.pruned_bound = feasible.size() - simulated - stats.pruned_invalid - stats.pruned_framework;
   std::sort(evaluated.begin(), evaluated.end(), [](const Evaluated& a, const Evaluated& b) { return a.id < b.id; });
@@ -224,11 +257,28 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
   for (const std::size_t i : pareto_front(points)) result.pareto.push_back(evaluated[i]);
   result.evaluated = std::move(evaluated);
   if (result.ranked.empty()) {
-    result.infeasible = infeasible_reason(model, cluster, prepared, result.capacity, options.memory_reserve, stats,
-                                          first_invalid);
+    result.infeasible =
+        infeasible_reason(model, cluster, prepared, result.capacity, usable, options, stats, first_invalid);
+    if (result.within_margin) {
+      result.infeasible += fmt::format("; {} plans fit only without the {:g}% memory margin (--memory-margin 0 ranks "
+                                       "them, at the risk of running out of memory)",
+                                       stats.within_margin, 100 * options.memory_margin);
+    }
   }
   stats.search_time_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   return result;
+}
+
+std::string usable_memory_text(Bytes capacity, Bytes usable, const PlannerOptions& options) {
+  std::vector<std::string> less;
+  if (options.memory_reserve.count() > 0) less.push_back(fmt::format("a {} reserve", to_string(options.memory_reserve)));
+  if (options.memory_margin > 0) less.push_back(fmt::format("a {:g}% margin", 100 * options.memory_margin));
+  if (less.empty()) return to_string(capacity);
+  return fmt::format("{} ({} less {})", to_string(usable), to_string(capacity), fmt::join(less, " and "));
+}
+
+bool ranks_before(plan::Objective o, const Evaluated& a, const Evaluated& b) {
+  return std::make_pair(objective_key(o, a.report), a.id) < std::make_pair(objective_key(o, b.report), b.id);
 }
 
 PlannerResult merge_shards(std::vector<Evaluated> candidates, const SearchStats& stats, const PlannerOptions& options) {
@@ -238,15 +288,13 @@ PlannerResult merge_shards(std::vector<Evaluated> candidates, const SearchStats&
   candidates.erase(std::unique(candidates.begin(), candidates.end(),
                                [](const Evaluated& a, const Evaluated& b) { return a.id == b.id; }),
                    candidates.end());
-  std::vector<std::pair<Key, std::size_t>> keyed;
-  for (std::size_t i = 0; i < candidates.size(); ++i) {
-    keyed.emplace_back(objective_key(options.space.objective, candidates[i].report), i);
-  }
-  std::sort(keyed.begin(), keyed.end(), [&](const auto& a, const auto& b) {
-    return std::make_pair(a.first, candidates[a.second].id) < std::make_pair(b.first, candidates[b.second].id);
+  std::vector<std::size_t> order(candidates.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
+    return ranks_before(options.space.objective, candidates[a], candidates[b]);
   });
   const std::size_t top = static_cast<std::size_t>(std::max(1, options.top));
-  for (std::size_t k = 0; k < keyed.size() && k < top; ++k) result.ranked.push_back(candidates[keyed[k].second]);
+  for (std::size_t k = 0; k < order.size() && k < top; ++k) result.ranked.push_back(candidates[order[k]]);
   std::vector<ParetoPoint> points;
   for (const Evaluated& e : candidates) {
     points.push_back({TimeNs::seconds(e.report.step_time_s).base(), e.report.peak_memory_bytes, e.id});

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "planner/candidate.h"
+#include "planner/memory_margin.h"
 #include "planner/search_space.h"
 #include "sim/engine/simulator.h"
 #include "sim/model/model.h"
@@ -36,7 +37,10 @@ struct PlannerOptions {
   SearchSpaceOptions space;
   int top = 10;                  ///< K: how many plans are ranked (>= 1)
   int threads = 0;               ///< <= 0: hardware concurrency
-  Bytes memory_reserve;          ///< kept free on every GPU: a plan fits when peak <= capacity - reserve
+  Bytes memory_reserve;          ///< kept free on every GPU
+  /// The share of capacity - reserve also kept free (memory_margin.h): a plan fits when its peak is
+  /// at most usable_memory(capacity, reserve, margin). 0: none.
+  double memory_margin = kDefaultMemoryMargin;
   bool even_partition = true;    ///< also try the even layer split where it differs from the balanced one
   bool bound_pruning = true;     ///< false: simulate every feasible candidate
   bool exact_pareto = true;      ///< also simulate what the Pareto front may need beyond the top K
@@ -53,7 +57,7 @@ struct PlannerOptions {
 };
 
 /// A candidate ready to simulate: a complete spec (partition included) and its estimates. When its
-/// static memory alone is over capacity - reserve, the estimate holds only that static part (and no
+/// static memory alone is over capacity - reserve (the margin not counted), the estimate holds only that static part (and no
 /// bound): it is pruned either way.
 struct Prepared {
   std::size_t id = 0;            ///< deterministic order: enumeration order, balanced before even partition
@@ -71,7 +75,9 @@ struct Evaluated {
 struct SearchStats {
   std::size_t candidates = 0;      ///< specs x partitions
   std::size_t evaluated = 0;       ///< simulated (committed)
-  std::size_t pruned_memory = 0;   ///< peak memory over capacity - reserve
+  std::size_t pruned_memory = 0;   ///< peak memory over the usable memory (usable_memory())
+  /// Of pruned_memory: the candidates whose peak fits capacity - reserve, over it only by the margin.
+  std::size_t within_margin = 0;
   std::size_t pruned_bound = 0;    ///< feasible, but their bound showed they could not make the results
   std::size_t pruned_invalid = 0;  ///< rejected by resolve_plan()
   std::size_t pruned_framework = 0;  ///< refused by PlannerOptions::refuse (a plan the framework cannot run)
@@ -87,6 +93,11 @@ struct PlannerResult {
   std::vector<Evaluated> evaluated;  ///< every feasible plan simulated, by id
   SearchStats stats;
   Bytes capacity;                  ///< GPU memory the plans had (before the reserve)
+  Bytes usable;                    ///< what a plan's peak may be: capacity less the reserve and the margin
+  /// The best plan (by the objective) of those that fit capacity - reserve only without the margin:
+  /// not ranked, since its measured peak may be over the memory; the report shows it with a warning
+  /// when it beats #1. Searched whole by every shard of a divided search.
+  std::optional<Evaluated> within_margin;
   std::string infeasible;          ///< why there is no plan, when `ranked` is empty
 };
 
@@ -105,6 +116,13 @@ struct PlannerResult {
 /// ranks (objective, then id) gives the one-process result.
 [[nodiscard]] PlannerResult merge_shards(std::vector<Evaluated> candidates, const SearchStats& stats,
                                          const PlannerOptions& options);
+
+/// "74.4 GiB (80.0 GiB less a 7% margin)": what a plan's peak may be on a GPU of `capacity`
+/// (`usable`: PlannerResult::usable), and why it is less; the capacity alone without reserve or margin.
+[[nodiscard]] std::string usable_memory_text(Bytes capacity, Bytes usable, const PlannerOptions& options);
+
+/// Whether `a` ranks before `b` under objective `o` (as the ranking orders: objective, then id).
+[[nodiscard]] bool ranks_before(plan::Objective o, const Evaluated& a, const Evaluated& b);
 
 /// GPU memory a plan may use: the largest GPU kind's capacity.
 [[nodiscard]] Bytes gpu_capacity(const topology::Cluster& cluster);

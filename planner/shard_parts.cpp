@@ -23,7 +23,8 @@ std::string shard_part_text(const PlannerResult& mine) {
   }
   const SearchStats& s = mine.stats;
   const nlohmann::json part{{"plans", plans},
-                            {"stats", {s.candidates, s.evaluated, s.pruned_memory, s.pruned_bound, s.pruned_invalid, s.pruned_framework}},
+                            {"stats", {s.candidates, s.evaluated, s.pruned_memory, s.pruned_bound, s.pruned_invalid, s.pruned_framework,
+                                       s.within_margin}},
                             {"infeasible", mine.infeasible}};
   return part.dump();
 }
@@ -53,10 +54,13 @@ PlannerResult merge_shard_parts(const std::vector<std::string_view>& parts, cons
     stats.pruned_bound += s.at(3).get<std::size_t>();
     stats.pruned_invalid += s.at(4).get<std::size_t>();
     stats.pruned_framework += s.at(5).get<std::size_t>();
+    stats.within_margin = s.at(6).get<std::size_t>();  // the same before the space is divided
     if (infeasible.empty()) infeasible = part.at("infeasible").get<std::string>();
   }
   PlannerResult merged = merge_shards(std::move(candidates), stats, options);
   merged.capacity = mine.capacity;
+  merged.usable = mine.usable;
+  merged.within_margin = mine.within_margin;  // every process searches all of those (run_planner)
   if (merged.ranked.empty()) merged.infeasible = infeasible;
   return merged;
 }

@@ -441,6 +441,11 @@ void expect_text_matches_json(const std::string& extra) {
     expect_printed(peak[1], (*worst)["memory_capacity_bytes"], "capacity");
     EXPECT_EQ(peak[2], (*worst)["id"]);
   }
+  // The planner's memory margin on the peak line, and whether the peak is within it, as the JSON says.
+  const bool within_margin = j["within_memory_margin"].get<bool>();
+  auto margin = capture(R"(peak memory .* on \S+ \()" + std::string(within_margin ? "within" : "fits") +
+                        R"( the planner's )" + quantity + " memory margin");
+  if (margin.size() == 1) expect_printed(margin[0], j["memory_margin"], "memory margin");
   // Stage rows: stage, first GPU, GPUs, busy, idle, idle share, peak memory.
   const std::regex stage_row("^(\\d+) +(\\S+) +(\\d+) +" + quantity + " +" + quantity + " +" + quantity + " +" +
                              quantity + "$");
@@ -504,6 +509,8 @@ TEST(Simulate, HumanReport) {
   expect_text_matches_json("--set plan.context=2 --set plan.data=1");
   // ZeRO-3 on a slow network: the parameter gathers hold the compute stream, and the report says so.
   expect_text_matches_json("--set plan.zero=3 --set topology.node.nics.bandwidth=\"25 Gb/s\"");
+  // A peak of 38.8 GiB of 40: within the planner's memory margin, and the line says so.
+  expect_text_matches_json("--set plan.batch.micro=16");
 }
 
 // Time the compute stream waits on in-layer collectives is exposed communication: ZeRO-3's parameter

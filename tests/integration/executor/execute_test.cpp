@@ -436,7 +436,8 @@ namespace mpsim::testing {
 namespace {
 
 // mpirun -n N mpsim plan: the processes divide the search and rank 0 prints what one process finds,
-// the ranking, the Pareto front and the best plan's whole report alike.
+// the ranking, the Pareto front, the best plan's whole report and the best plan only the memory
+// margin left out alike.
 TEST(DividedSearch, EqualsTheOneProcessResult) {
   const std::string plan = "plan --json --threads 1 --global-batch 128";
   const CommandResult one = run_mpsim(plan);
@@ -450,6 +451,10 @@ TEST(DividedSearch, EqualsTheOneProcessResult) {
     EXPECT_EQ(merged.at("candidates"), alone.at("candidates")) << ranks << " ranks";
     EXPECT_EQ(merged.at("pareto"), alone.at("pareto")) << ranks << " ranks";
     EXPECT_EQ(merged.at("best"), alone.at("best")) << ranks << " ranks";
+    EXPECT_EQ(merged.at("within_margin"), alone.at("within_margin")) << ranks << " ranks";
+    EXPECT_EQ(merged.at("search").at("within_margin"), alone.at("search").at("within_margin")) << ranks << " ranks";
+    EXPECT_EQ(merged.at("search").at("usable_memory_bytes"), alone.at("search").at("usable_memory_bytes"))
+        << ranks << " ranks";
   }
 }
 

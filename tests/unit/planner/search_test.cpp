@@ -29,7 +29,7 @@ struct Simulated {
   std::size_t id = 0;
   plan::PlanSpec spec;
   bool resolved = false;  ///< resolve_plan() accepted it
-  bool fits = false;      ///< resolved, and its simulated step kept `memory_reserve` free on every GPU
+  bool fits = false;      ///< resolved, and its simulated step kept the reserve and the margin free on every GPU
   std::int64_t time_ns = 0;
   std::int64_t memory = 0;
 };
@@ -48,7 +48,8 @@ std::string describe(const plan::PlanSpec& s) {
 /// The reference the planner's answer is checked against: every candidate of its space (its specs and
 /// partitions, numbered as it numbers them) simulated by the engine, none left out for its memory
 /// estimate or its step-time bound; the estimates prepare_candidates() computes are not read. Whether a
-/// plan fits is the simulated report's call: no GPU out of memory, and none into the reserve. So an
+/// plan fits is the simulated report's call: no GPU out of memory, and none into the reserve or the
+/// margin (usable_memory()). So an
 /// estimate that wrongly prunes a plan shows up as a plan that fits here and that the planner never
 /// simulated.
 std::vector<Simulated> simulate_every_candidate(const topology::Cluster& cluster, const model::Model& model,
@@ -68,9 +69,10 @@ std::vector<Simulated> simulate_every_candidate(const topology::Cluster& cluster
     }
     s.resolved = true;
     const trace::Report r = engine::simulate(cluster, model, plan).report;
-    const std::int64_t reserve = options.memory_reserve.count();
     s.fits = !r.oom && std::all_of(r.devices.begin(), r.devices.end(), [&](const trace::DeviceReport& d) {
-      return d.peak_memory_bytes <= d.memory_capacity_bytes - reserve;
+      return d.peak_memory_bytes <= usable_memory(Bytes::bytes(d.memory_capacity_bytes), options.memory_reserve,
+                                                  options.memory_margin)
+                                        .count();
     });
     s.time_ns = TimeNs::seconds(r.step_time_s).base();
     s.memory = r.peak_memory_bytes;
@@ -134,7 +136,7 @@ void expect_nothing_that_fits_pruned(const topology::Cluster& cluster, const mod
   const PlannerResult r = run_planner(cluster, model, options);
   const auto kept_ids = ids(r.evaluated);
   const std::set<std::size_t> kept(kept_ids.begin(), kept_ids.end());
-  const std::int64_t usable = (gpu_capacity(cluster) - options.memory_reserve).base();
+  const std::int64_t usable = usable_memory(gpu_capacity(cluster), options.memory_reserve, options.memory_margin).count();
   std::size_t misfits = 0;
   std::size_t wrongly_pruned = 0;
   constexpr std::size_t kNamed = 10;  // a broken estimate may prune hundreds: name the first few
@@ -380,7 +382,8 @@ TEST(Planner, SaysWhyNothingFits) {
   const PlannerResult r = run_planner(short_cluster(1, 8), shipped_model("gpt3-175b"), options);
   EXPECT_TRUE(r.ranked.empty());
   EXPECT_NE(r.infeasible.find("gpt3-175b needs at least"), std::string::npos) << r.infeasible;
-  EXPECT_NE(r.infeasible.find("8 x 80 GiB available"), std::string::npos) << r.infeasible;
+  // What a GPU may hold: its 80 GiB less the default memory margin.
+  EXPECT_NE(r.infeasible.find("8 x 74.4 GiB (80 GiB less a 7% margin) available"), std::string::npos) << r.infeasible;
 
   // Enough memory in total, but no split fits: one layer of 10 G parameters needs 90 GB with ZeRO 1
   // over four replicas, and without tensor parallelism (no NVLink) it cannot be cut.
@@ -402,6 +405,46 @@ TEST(Planner, ReserveIsKeptFree) {
   const PlannerResult r = run_planner(c.cluster, c.model, options);
   ASSERT_FALSE(r.ranked.empty());
   for (const Evaluated& e : r.evaluated) EXPECT_LE(e.report.peak_memory_bytes, Bytes::gib(10).count());
+}
+
+// The default margin (memory_margin.h) is kept free on top of the reserve: every plan simulated for
+// the ranking peaks at most (capacity - reserve) x (1 - margin).
+TEST(Planner, MarginIsKeptFree) {
+  const SearchCase c = small_cases().front();
+  PlannerOptions options;
+  options.space.global_batch = c.global_batch;
+  options.memory_reserve = Bytes::gib(70);
+  const PlannerResult r = run_planner(c.cluster, c.model, options);
+  ASSERT_FALSE(r.ranked.empty());
+  EXPECT_EQ(r.usable, usable_memory(gpu_capacity(c.cluster), Bytes::gib(70), kDefaultMemoryMargin));
+  for (const Evaluated& e : r.evaluated) EXPECT_LE(e.report.peak_memory_bytes, r.usable.count());
+}
+
+// A plan whose peak fits the memory only without the margin is not ranked, even when it is the fastest:
+// it is the result's within_margin plan, and ranks before #1. The reserve is set so that the fastest
+// plan without a margin peaks exactly at capacity - reserve, inside the default margin.
+TEST(Planner, PlanWithinTheMarginIsNotRankedButReported) {
+  const SearchCase c = small_cases().front();
+  PlannerOptions options;
+  options.space.global_batch = c.global_batch;
+  options.memory_margin = 0;
+  const PlannerResult unguarded = run_planner(c.cluster, c.model, options);
+  ASSERT_FALSE(unguarded.ranked.empty());
+  const Evaluated& fastest = unguarded.ranked.front();
+  options.memory_margin = kDefaultMemoryMargin;
+  options.memory_reserve = gpu_capacity(c.cluster) - Bytes::bytes(fastest.report.peak_memory_bytes);
+  const PlannerResult guarded = run_planner(c.cluster, c.model, options);
+  ASSERT_FALSE(guarded.ranked.empty()) << "no plan fits the margin: pick a case with leaner plans";
+  for (const Evaluated& e : guarded.ranked) {
+    EXPECT_NE(e.id, fastest.id);
+    EXPECT_LE(e.report.peak_memory_bytes, guarded.usable.count());
+  }
+  ASSERT_TRUE(guarded.within_margin.has_value());
+  EXPECT_EQ(guarded.within_margin->id, fastest.id);
+  EXPECT_GT(guarded.within_margin->report.peak_memory_bytes, guarded.usable.count());
+  EXPECT_TRUE(ranks_before(options.space.objective, *guarded.within_margin, guarded.ranked.front()));
+  EXPECT_GE(guarded.stats.within_margin, 1U);
+  EXPECT_LE(guarded.stats.within_margin, guarded.stats.pruned_memory);
 }
 
 }  // namespace
