@@ -87,7 +87,13 @@ struct Zero3Bound {
   double from_family;
 };
 constexpr Zero3Bound kZero3Today[] = {
-    {"sc21-zero3-175b-384gpu", 0, 0, 0, 0},
+    // row, uncalibrated, calibrated on the smallest, on the two smallest, on the family
+    {"sc21-zero3-175b-384gpu", 0.349, -0.001, 0.000, 0.000},
+    {"sc21-zero3-175b-768gpu", 1.193, 0.624, 0.001, 0.004},
+    {"sc21-zero3-175b-1536gpu", 3.332, 2.209, -0.007, -0.004},
+    {"sc21-zero3-530b-640gpu", 0.446, -0.001, -0.156, 0.000},
+    {"sc21-zero3-530b-1120gpu", 1.027, 0.401, 0.184, -0.008},
+    {"sc21-zero3-530b-2240gpu", 3.135, 1.858, 1.415, 0.008},
 };
 constexpr double kZero3Margin = 0.03;
 
