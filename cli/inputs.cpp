@@ -194,6 +194,9 @@ Inputs load_inputs_on(const InputFiles& files, const std::vector<Override>& over
   Inputs inputs{std::move(cluster), {}, std::nullopt, std::nullopt};
   if (!files.profile.empty()) {
     inputs.profile = calibration::load_profile_file(files.profile);
+    if (auto why = calibration::factor_above_ceiling(inputs.profile->factors, inputs.cluster)) {
+      throw InputError({files.profile, 0, 0}, "profile.factors", *why);
+    }
     calibration::apply_profile(*inputs.profile, inputs.cluster);
   }
   const YamlDocument model_doc = load_with(files.model, "model", overrides, applied);

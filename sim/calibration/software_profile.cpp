@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include <fmt/format.h>
+
 namespace mpsim::calibration {
 
 namespace {
@@ -54,6 +56,19 @@ double factor_ceiling(FactorKind kind, const topology::Cluster& cluster) noexcep
     }
   }
   return ceiling;
+}
+
+std::optional<std::string> factor_above_ceiling(const std::vector<Factor>& factors, const topology::Cluster& cluster) {
+  for (const Factor& f : factors) {
+    const double ceiling = factor_ceiling(f.kind, cluster);
+    // The fit stops at the ceiling itself; what it writes is rounded to 6 digits.
+    if (f.value > ceiling * (1 + 1e-5)) {
+      return fmt::format("{} {:.6g} is above what this cluster allows ({:.6g}: a kernel efficiency beyond its GPUs' "
+                         "peak, or a link or HBM beyond 1.25 x its rate)",
+                         to_string(f.kind), f.value, ceiling);
+    }
+  }
+  return std::nullopt;
 }
 
 void apply_factors(const std::vector<Factor>& factors, topology::Cluster& cluster) {

@@ -66,6 +66,11 @@ struct SoftwareProfile {
 /// without inventing bandwidth the hardware lacks).
 [[nodiscard]] double factor_ceiling(FactorKind kind, const topology::Cluster& cluster) noexcept;
 
+/// The first of `factors` above its ceiling on `cluster` (a hand-edited profile, or one fitted on other
+/// GPUs), said in a sentence; nothing when all are within.
+[[nodiscard]] std::optional<std::string> factor_above_ceiling(const std::vector<Factor>& factors,
+                                                              const topology::Cluster& cluster);
+
 /// The cluster with `factors` applied to every GPU kind and link.
 void apply_factors(const std::vector<Factor>& factors, topology::Cluster& cluster);
 inline void apply_profile(const SoftwareProfile& profile, topology::Cluster& cluster) {

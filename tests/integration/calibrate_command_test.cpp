@@ -162,6 +162,17 @@ TEST_F(CalibrateCommand, FactorsThatCannotMoveTheRunGiveAnEmptyProfile) {
   EXPECT_NE(r.out.find("the profile is empty"), std::string::npos) << r.out;
 }
 
+// A profile that would run the GPUs above their peak (here, edited by hand) is refused where it is
+// applied, naming the file and the factor, rather than predicting a step faster than the hardware.
+TEST(CalibrateProfile, AFactorAboveTheClustersCeilingIsRefused) {
+  const fs::path profile = calibrate_scratch() / "above-peak.yaml";
+  std::ofstream(profile) << "profile:\n  factors:\n    gemm: 3\n";
+  const CommandResult r = mpsim::testing::run_mpsim("simulate " + kRunInputs + " --profile " + profile.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(profile.string()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("gemm 3 is above what this cluster allows"), std::string::npos) << r.err;
+}
+
 TEST(CalibrateMeasuredLog, AMegatronLogIsTheRunsMeasuredStep) {
   const fs::path log = calibrate_scratch() / "train.log";
   std::ofstream(log) << " [2024-05-01 10:00:00] iteration        1/    1000 | consumed samples:          256 | "
