@@ -10,7 +10,7 @@ namespace mpsim::calibration {
 
 namespace {
 
-// Written from tests/validation/calibration_loo_test.cpp's output (LeaveOneOut.BandTablesAreTodays
+// Written from tests/validation/calibration_loo_test.cpp's output (LeaveOneOut.CalibrationOnHeldOutRuns
 // checks them); the errors are measured step / predicted step - 1.
 constexpr std::array kUncalibrated = {
     ErrorSpread{"context parallel", "", -0.094, 0.215, 24},

@@ -12,6 +12,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sim/calibration/software_profile.h"
 #include "sim/model/model.h"
@@ -51,7 +52,8 @@ struct StepBand {
 [[nodiscard]] std::optional<StepBand> step_band(double step_s, std::string_view group, std::string_view gpu_kind,
                                                 const SoftwareProfile* profile);
 
-/// "uncalibrated: dense runs on h100-sxm were measured -3 % to +17 % off their predictions (28 rows)".
+/// "uncalibrated: published dense runs on h100-sxm measured -8 % to +15 % off their predictions (29 rows;
+/// mpsim calibrate on a run of yours narrows it)", or the calibrated basis.
 [[nodiscard]] std::string band_basis_text(const StepBand& band);
 
 }  // namespace mpsim::calibration
