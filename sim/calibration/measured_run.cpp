@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "sim/calibration/prediction_band.h"
 #include "sim/core/text_file.h"
 #include "sim/core/yaml_field.h"
 #include "sim/model/model_loader.h"
@@ -18,8 +19,6 @@
 namespace mpsim::calibration {
 
 namespace {
-
-constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 
 std::filesystem::path find_topology(const Field& field, const RunPaths& paths) {
   const std::filesystem::path written = field.as_string();
@@ -154,11 +153,7 @@ double MeasuredRun::predicted_figure(const trace::Report& prediction) const {
   return prediction.step_time_s;
 }
 
-std::string MeasuredRun::group() const {
-  if (model.shape && model.shape->moe) return "mixture of experts";
-  if (plan.degrees[plan::Axis::Context] > 1) return "context parallel";
-  return "dense";
-}
+std::string MeasuredRun::group() const { return std::string(prediction_group(model, plan)); }
 
 RunInputs load_run_inputs(const Field& row, const RunPaths& paths) {
   const std::string id = row.require("id").as_string();

@@ -37,7 +37,7 @@ struct MeasuredRun {
   [[nodiscard]] double measured_step_s(const trace::Report& prediction) const;
   /// The prediction's figure, in the measured one's unit.
   [[nodiscard]] double predicted_figure(const trace::Report& prediction) const;
-  /// "mixture of experts", "context parallel" or "dense": the validation's groups.
+  /// "mixture of experts", "context parallel" or "dense": the validation's groups (prediction_group).
   [[nodiscard]] std::string group() const;
 };
 

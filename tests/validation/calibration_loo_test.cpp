@@ -174,6 +174,12 @@ class LeaveOneOut : public ::testing::Test {
       (prediction.pair ? prediction.cell->k2_errors : prediction.cell->k1_errors).push_back(prediction.error);
     }
   }
+  // The checks, each over the data above (the test below runs them all).
+  static void held_out_table();
+  static void one_run_is_matched();
+  static void band_tables_are_todays();
+  static void calibrated_bands_cover_other_releases();
+
   static inline std::vector<MeasuredRun>* runs_ = new std::vector<MeasuredRun>;
   static inline std::vector<double>* measured_step_s_ = new std::vector<double>;
   static inline std::vector<double>* uncalibrated_step_s_ = new std::vector<double>;
@@ -206,12 +212,7 @@ std::string loo_markdown(const std::vector<LooCell>& cells) {
   return out;
 }
 
-void held_out_table() {
-  [[maybe_unused]] const auto* runs_ = LeaveOneOut::runs_;
-  [[maybe_unused]] const auto* cells_ = LeaveOneOut::cells_;
-  [[maybe_unused]] const auto* one_run_profiles_ = LeaveOneOut::one_run_profiles_;
-  [[maybe_unused]] const auto* measured_step_s_ = LeaveOneOut::measured_step_s_;
-  [[maybe_unused]] const auto* uncalibrated_step_s_ = LeaveOneOut::uncalibrated_step_s_;
+void LeaveOneOut::held_out_table() {
   ASSERT_EQ(runs_->size(), 138U);
   const std::string table = loo_markdown(*cells_);
   std::printf("%s", table.c_str());
@@ -220,12 +221,7 @@ void held_out_table() {
 
 // One run: the profile brings that run's prediction to its measurement (within 1 %): when the
 // factor that dominates it stops at its physical bound, the next one takes the rest.
-void one_run_is_matched() {
-  [[maybe_unused]] const auto* runs_ = LeaveOneOut::runs_;
-  [[maybe_unused]] const auto* cells_ = LeaveOneOut::cells_;
-  [[maybe_unused]] const auto* one_run_profiles_ = LeaveOneOut::one_run_profiles_;
-  [[maybe_unused]] const auto* measured_step_s_ = LeaveOneOut::measured_step_s_;
-  [[maybe_unused]] const auto* uncalibrated_step_s_ = LeaveOneOut::uncalibrated_step_s_;
+void LeaveOneOut::one_run_is_matched() {
   for (std::size_t i = 0; i < runs_->size(); ++i) {
     const MeasuredRun& run = (*runs_)[i];
     const calibration::SoftwareProfile& profile = (*one_run_profiles_)[i];
@@ -299,12 +295,7 @@ void expect_same_spreads(std::span<const calibration::ErrorSpread> compiled,
 
 // The bands every prediction carries (sim/calibration/prediction_band.h) are today's spreads of the
 // validation's errors: a change that moves predictions must rewrite them (this prints the rows).
-void band_tables_are_todays() {
-  [[maybe_unused]] const auto* runs_ = LeaveOneOut::runs_;
-  [[maybe_unused]] const auto* cells_ = LeaveOneOut::cells_;
-  [[maybe_unused]] const auto* one_run_profiles_ = LeaveOneOut::one_run_profiles_;
-  [[maybe_unused]] const auto* measured_step_s_ = LeaveOneOut::measured_step_s_;
-  [[maybe_unused]] const auto* uncalibrated_step_s_ = LeaveOneOut::uncalibrated_step_s_;
+void LeaveOneOut::band_tables_are_todays() {
   const Spreads today = todays_spreads(*runs_, *measured_step_s_, *uncalibrated_step_s_, *cells_);
   std::printf("uncalibrated:\n%scalibrated:\n%s", cpp_rows(today.uncalibrated).c_str(), cpp_rows(today.calibrated).c_str());
   expect_same_spreads(calibration::uncalibrated_spreads(), today.uncalibrated, "uncalibrated");
@@ -313,12 +304,7 @@ void band_tables_are_todays() {
 
 // Bands are honest on runs they were not drawn from: each release's calibrated held-out predictions
 // against the band the other releases' predictions give (10th to 90th percentile of their errors).
-void calibrated_bands_cover_other_releases() {
-  [[maybe_unused]] const auto* runs_ = LeaveOneOut::runs_;
-  [[maybe_unused]] const auto* cells_ = LeaveOneOut::cells_;
-  [[maybe_unused]] const auto* one_run_profiles_ = LeaveOneOut::one_run_profiles_;
-  [[maybe_unused]] const auto* measured_step_s_ = LeaveOneOut::measured_step_s_;
-  [[maybe_unused]] const auto* uncalibrated_step_s_ = LeaveOneOut::uncalibrated_step_s_;
+void LeaveOneOut::calibrated_bands_cover_other_releases() {
   std::map<std::string, std::pair<int, int>> inside_of_group;  // group -> (inside, predictions)
   std::map<std::string, std::vector<double>> half_widths;
   for (const LooCell& cell : *cells_) {
