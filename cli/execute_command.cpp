@@ -11,6 +11,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/report_text.h"
 #include "cli/table.h"
 #include "executor/backend/make_backend.h"
 #include "executor/interpreter/peers.h"
@@ -117,7 +118,8 @@ int run_rank(const ExecuteArgs& args, const std::vector<Override>& overrides, in
     if (result.root) {
       // Written only now, after every step completed: a failed run leaves no trace behind.
       if (!args.trace.empty()) {
-        write_file_atomically_gzip_by_name(args.trace, trace::chrome_trace(result.timeline, result.report));
+        write_trace_file(args.trace, result.timeline, result.report,
+                         [](const trace::Report& r) { return trace::report_json(r); });
       }
       if (options.dump_parameters) write_file_atomically(args.dump_parameters, result.parameters);
       if (args.json) {

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -40,6 +41,7 @@
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
 #include "sim/engine/simulator.h"
+#include "sim/engine/traced_simulation.h"
 #include "sim/engine/training_step.h"
 #include "sim/model/model_loader.h"
 #include "sim/plan/plan_check.h"
@@ -626,12 +628,10 @@ void run_planner_command(const PlanArgs& args) {
   const planner::Evaluated& best = measured_best ? verified.front().evaluated : result.ranked.front();
   if (!args.output.empty()) write_file_atomically(args.output, plan::write_plan_yaml(best.plan));
   if (!args.trace.empty()) {
-    engine::EngineOptions engine = options.engine;
-    engine.record_timeline = true;
-    const auto prediction = engine::simulate(in.cluster, in.model, best.plan, engine);
-    write_file_atomically_gzip_by_name(
-        args.trace, chrome_trace_text(prediction.timeline, prediction.report, trace::report_json(prediction.report),
-                                      args.trace_links));
+    auto prediction =
+        engine::simulate_traced(in.cluster, in.model, best.plan, options.engine, link_lanes_named(args.trace_links));
+    write_trace_file(args.trace, prediction.timeline, std::move(prediction.report),
+                     [](const trace::Report& r) { return trace::report_json(r); });
   }
   // --baseline: the user's own plan on the same cluster and model, against #1.
   std::optional<planner::Evaluated> baseline;

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <iostream>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -11,9 +13,9 @@
 #include "cli/commands.h"
 #include "cli/table.h"
 #include "planner/memory_margin.h"
+#include "sim/core/text_file.h"
 #include "sim/core/units.h"
 #include "sim/plan/degrees_text.h"
-#include "sim/trace/link_lanes.h"
 #include "sim/trace/trace_json.h"
 
 namespace mpsim::cli {
@@ -181,14 +183,20 @@ nlohmann::ordered_json breakdown_json(const planner::TimeBreakdown& b) {
           {"exposed_communication_s", b.exposed_communication_s}};
 }
 
-std::string chrome_trace_text(const trace::Timeline& timeline, const trace::Report& report,
-                              const nlohmann::ordered_json& report_object,
-                              const std::string& trace_links) {
-  trace::LinkLanes lanes = trace::LinkLanes::Busiest;
+trace::LinkLanes link_lanes_named(const std::string& trace_links) {
   for (const auto& [name, value] : trace::kLinkLanesNames) {
-    if (name == trace_links) lanes = value;
+    if (name == trace_links) return value;
   }
-  return trace::chrome_trace(trace::select_link_lanes(timeline, lanes), report, report_object);
+  return trace::LinkLanes::Busiest;
+}
+
+void write_trace_file(const std::string& path, const trace::Timeline& timeline, trace::Report report,
+                      const std::function<nlohmann::ordered_json(const trace::Report&)>& report_object) {
+  const trace::Report embedded = trace::with_traced_memory_timelines(std::move(report), timeline);
+  AtomicFileWriter file(path, gzip_by_name(path));
+  trace::write_chrome_trace(timeline, embedded, report_object(embedded),
+                            [&file](std::string_view piece) { file.write(piece); });
+  file.commit();
 }
 
 }  // namespace mpsim::cli

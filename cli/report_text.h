@@ -1,5 +1,6 @@
 #pragma once
 /// The human-readable report of one simulated step, as `simulate` and `schedule import` print it.
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -8,6 +9,7 @@
 #include "cli/inputs.h"
 #include "planner/explain.h"
 #include "sim/calibration/prediction_band.h"
+#include "sim/trace/link_lanes.h"
 #include "sim/trace/report.h"
 #include "sim/trace/timeline.h"
 
@@ -29,9 +31,13 @@ void print_report(const Inputs& in, const trace::Report& r);
 [[nodiscard]] std::string breakdown_line(const planner::TimeBreakdown& b);
 [[nodiscard]] nlohmann::ordered_json breakdown_json(const planner::TimeBreakdown& b);
 
-/// The Chrome trace of a prediction with the link lanes --trace-links keeps (`trace_links`: its value,
-/// checked by add_trace_links_option).
-[[nodiscard]] std::string chrome_trace_text(const trace::Timeline& timeline, const trace::Report& report,
-                                            const nlohmann::ordered_json& report_object, const std::string& trace_links);
+/// The link lanes --trace-links keeps (`trace_links`: its value, checked by add_trace_links_option).
+[[nodiscard]] trace::LinkLanes link_lanes_named(const std::string& trace_links);
+
+/// Writes a Chrome trace to `path` (gzip when its name ends in .gz) a piece at a time, replacing the
+/// file atomically. It embeds `report_object` of the report less the memory timelines of devices
+/// without lanes (trace::with_traced_memory_timelines).
+void write_trace_file(const std::string& path, const trace::Timeline& timeline, trace::Report report,
+                      const std::function<nlohmann::ordered_json(const trace::Report&)>& report_object);
 
 }  // namespace mpsim::cli

@@ -15,6 +15,7 @@
 #include "interop/formats/torch_csv.h"
 #include "sim/core/text_file.h"
 #include "sim/engine/simulator.h"
+#include "sim/engine/traced_simulation.h"
 #include "sim/schedule/generators.h"
 #include "sim/trace/trace_json.h"
 
@@ -80,13 +81,14 @@ void import_csv(const ScheduleArgs& args) {
       interop::from_torch_csv(read_text_file(args.csv), args.csv, schedule::shape_of(*in.plan));
   engine::EngineOptions options;
   options.compute_program = &order;
-  options.record_timeline = !args.trace.empty();
   options.record_memory_timeline = args.json || !args.trace.empty();  // its report is simulate's
-  const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, options);
+  // Every link's lane: the order's traffic is what a reader of an imported schedule looks at.
+  const engine::Prediction prediction =
+      args.trace.empty() ? engine::simulate(in.cluster, in.model, *in.plan, options)
+                         : engine::simulate_traced(in.cluster, in.model, *in.plan, options, trace::LinkLanes::All);
   if (!args.trace.empty()) {
-    write_file_atomically_gzip_by_name(args.trace,
-                                       trace::chrome_trace(prediction.timeline, prediction.report,
-                                                           prediction_json(in, prediction.report)));
+    write_trace_file(args.trace, prediction.timeline, prediction.report,
+                     [&in](const trace::Report& r) { return prediction_json(in, r); });
   }
   if (args.json) {
     std::cout << prediction_json(in, prediction.report).dump(2) << "\n";

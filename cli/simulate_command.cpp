@@ -4,6 +4,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -17,10 +18,9 @@
 #include "cli/training_report.h"
 #include "planner/explain.h"
 #include "sim/core/input_error.h"
-#include "sim/core/text_file.h"
 #include "sim/engine/simulator.h"
+#include "sim/engine/traced_simulation.h"
 #include "sim/engine/training_step.h"
-#include "sim/trace/trace_json.h"
 #include "sim/training/training_json.h"
 
 namespace mpsim::cli {
@@ -49,7 +49,6 @@ engine::EngineOptions engine_options(const SimulateArgs& args) {
   }
   options.overlap_grad_reduce = args.overlap_grad_reduce;
   options.fold_replicas = !args.unfold;
-  options.record_timeline = !args.trace.empty();
   // Memory over time is part of the JSON report, in the trace's too; the text report does not show it.
   options.record_memory_timeline = args.json || !args.trace.empty();
   return options;
@@ -57,11 +56,12 @@ engine::EngineOptions engine_options(const SimulateArgs& args) {
 
 void run_one(const SimulateArgs& args, const std::vector<Override>& overrides) {
   const Inputs in = load_inputs_on_gpus(args.files, overrides, args.gpus);
-  const engine::Prediction prediction = engine::simulate(in.cluster, in.model, *in.plan, engine_options(args));
-  if (!args.trace.empty()) {
-    write_file_atomically_gzip_by_name(args.trace, chrome_trace_text(prediction.timeline, prediction.report,
-                                                                     prediction_json(in, prediction.report), args.trace_links));
-  }
+  // With a trace, its run's report is the one printed (the engine is deterministic: the same).
+  engine::Prediction prediction =
+      args.trace.empty()
+          ? engine::simulate(in.cluster, in.model, *in.plan, engine_options(args))
+          : engine::simulate_traced(in.cluster, in.model, *in.plan, engine_options(args),
+                                    link_lanes_named(args.trace_links));
   const auto estimate = training::estimate_request(
       args.training, engine::training_step(in.cluster, in.model, *in.plan, prediction.report));
   std::optional<planner::TimeBreakdown> explained;
@@ -79,6 +79,11 @@ void run_one(const SimulateArgs& args, const std::vector<Override>& overrides) {
                                breakdown_line(*explained));
     }
     if (estimate) std::cout << "\n" << training_text(*estimate);
+  }
+  // Last, so the trace may take the report rather than a copy of every device's memory timeline.
+  if (!args.trace.empty()) {
+    write_trace_file(args.trace, prediction.timeline, std::move(prediction.report),
+                     [&in](const trace::Report& r) { return prediction_json(in, r); });
   }
 }
 

@@ -11,6 +11,7 @@
 #include <optional>
 #include <stdexcept>
 #include <tuple>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -668,7 +669,7 @@ class Interpreter {
       devices.push_back(std::move(d));
     }
     const auto peak = cluster_.gpu_kind_of(cluster_.gpus().front()).training_peak(model_.dtype_bytes);
-    result.report = schedule::build_report(step_seconds(all), devices, schedule::step_flops(model_, plan_), peak, plan_);
+    result.report = schedule::build_report(step_seconds(all), std::move(devices), schedule::step_flops(model_, plan_), peak, plan_);
   }
 
   Backend& backend_;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <utility>
 
 #include <fmt/format.h>
 #include <zlib.h>
@@ -25,23 +26,7 @@ unsigned char* bytes_of(std::string_view s) {
   return reinterpret_cast<unsigned char*>(const_cast<char*>(s.data()));
 }
 
-/// Releases a deflate or inflate stream on every exit path.
-class Deflater {
- public:
-  Deflater() {
-    if (deflateInit2(&stream_, Z_DEFAULT_COMPRESSION, Z_DEFLATED, kGzipWindowBits, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
-      throw GzipError("cannot start gzip compression (out of memory?)");
-    }
-  }
-  ~Deflater() { deflateEnd(&stream_); }
-  Deflater(const Deflater&) = delete;
-  Deflater& operator=(const Deflater&) = delete;
-  z_stream& stream() { return stream_; }
-
- private:
-  z_stream stream_{};
-};
-
+/// Releases an inflate stream on every exit path.
 class Inflater {
  public:
   Inflater() {
@@ -65,38 +50,61 @@ bool is_gzip(std::string_view bytes) noexcept {
          static_cast<unsigned char>(bytes[1]) == 0x8b;
 }
 
-std::string gzip_compress(std::string_view bytes) {
-  Deflater deflater;
-  z_stream& s = deflater.stream();
+/// The deflate stream, released on every exit path, and the buffer its output goes through.
+class GzipWriter::Stream {
+ public:
+  Stream() {
+    if (deflateInit2(&z, Z_DEFAULT_COMPRESSION, Z_DEFLATED, kGzipWindowBits, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      throw GzipError("cannot start gzip compression (out of memory?)");
+    }
+  }
+  ~Stream() { deflateEnd(&z); }
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  z_stream z{};
+  gz_header header{};  // zlib keeps a pointer to it until the header is written
+  std::string out = std::string(kOutputStep, '\0');
+};
+
+GzipWriter::GzipWriter(std::function<void(std::string_view)> sink)
+    : stream_(std::make_unique<Stream>()), sink_(std::move(sink)) {
   // An explicit header: no name, no comment, mtime 0, OS "unknown", so the bytes do not depend on
   // when or where they were written.
-  gz_header header{};
-  header.os = 255;
-  if (deflateSetHeader(&s, &header) != Z_OK) throw GzipError("cannot set the gzip header");
+  stream_->header.os = 255;
+  if (deflateSetHeader(&stream_->z, &stream_->header) != Z_OK) throw GzipError("cannot set the gzip header");
+}
 
-  // Traces shrink 20-40 times: start from an eighth of the input and grow when that is not enough.
-  std::string out(std::min<std::size_t>(bytes.size() / 8, deflateBound(&s, static_cast<uLong>(bytes.size()))) + 1024,
-                  '\0');
-  std::size_t written = 0;
-  std::size_t consumed = 0;
-  int code = Z_OK;
-  while (code != Z_STREAM_END) {
-    const std::size_t in_slice = std::min(bytes.size() - consumed, kSliceBytes);
-    const bool last = consumed + in_slice == bytes.size();
-    s.next_in = bytes_of(bytes.substr(consumed));
-    s.avail_in = static_cast<uInt>(in_slice);
-    do {
-      if (written == out.size()) out.resize(out.size() + std::max(out.size() / 2, kOutputStep));
-      const std::size_t room = std::min(out.size() - written, kSliceBytes);
-      s.next_out = reinterpret_cast<unsigned char*>(out.data() + written);
-      s.avail_out = static_cast<uInt>(room);
-      code = deflate(&s, last ? Z_FINISH : Z_NO_FLUSH);
-      if (code == Z_STREAM_ERROR) throw GzipError("gzip compression failed: " + zlib_message(s, code));
-      written += room - s.avail_out;
-    } while (s.avail_out == 0 || (last && code != Z_STREAM_END));
-    consumed += in_slice - s.avail_in;
+GzipWriter::~GzipWriter() = default;
+
+void GzipWriter::write(std::string_view bytes) {
+  for (std::size_t consumed = 0; consumed < bytes.size(); consumed += kSliceBytes) {
+    deflate_pending(bytes.substr(consumed, kSliceBytes), false);
   }
-  out.resize(written);
+}
+
+void GzipWriter::finish() { deflate_pending({}, true); }
+
+void GzipWriter::deflate_pending(std::string_view bytes, bool last) {
+  z_stream& s = stream_->z;
+  std::string& out = stream_->out;
+  s.next_in = bytes_of(bytes);
+  s.avail_in = static_cast<uInt>(bytes.size());
+  int code = Z_OK;
+  do {
+    s.next_out = reinterpret_cast<unsigned char*>(out.data());
+    s.avail_out = static_cast<uInt>(out.size());
+    code = deflate(&s, last ? Z_FINISH : Z_NO_FLUSH);
+    if (code == Z_STREAM_ERROR) throw GzipError("gzip compression failed: " + zlib_message(s, code));
+    const std::size_t made = out.size() - s.avail_out;
+    if (made > 0) sink_(std::string_view(out.data(), made));
+  } while (s.avail_in > 0 || s.avail_out == 0 || (last && code != Z_STREAM_END));
+}
+
+std::string gzip_compress(std::string_view bytes) {
+  std::string out;
+  GzipWriter writer([&out](std::string_view piece) { out.append(piece); });
+  writer.write(bytes);
+  writer.finish();
   return out;
 }
 

@@ -3,6 +3,8 @@
 /// their name ends in ".gz" (Perfetto and chrome://tracing open them as they are), and every trace
 /// reader accepts both forms, telling them apart by the magic bytes rather than the name.
 #include <cstddef>
+#include <functional>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -25,6 +27,26 @@ inline constexpr std::size_t kMaxGunzipBytes = std::size_t{4} << 30;
 /// One gzip member holding `bytes`. Deterministic: the header records no file name and mtime 0, so
 /// the same input gives the same output.
 [[nodiscard]] std::string gzip_compress(std::string_view bytes);
+
+/// gzip_compress a piece at a time: the compressed bytes go to `sink` as zlib makes them, so a large
+/// file is never held whole (traces are written so). The bytes equal gzip_compress of everything
+/// written, however it was split.
+class GzipWriter {
+ public:
+  explicit GzipWriter(std::function<void(std::string_view)> sink);
+  ~GzipWriter();
+  GzipWriter(const GzipWriter&) = delete;
+  GzipWriter& operator=(const GzipWriter&) = delete;
+  void write(std::string_view bytes);
+  /// Ends the gzip member; nothing may be written after.
+  void finish();
+
+ private:
+  class Stream;
+  std::unique_ptr<Stream> stream_;
+  std::function<void(std::string_view)> sink_;
+  void deflate_pending(std::string_view bytes, bool last);
+};
 
 /// The decompressed contents of `gz` (one or more concatenated gzip members). Throws GzipError when
 /// `gz` is not gzip, is corrupt or truncated, has bytes after the last member, or decompresses to

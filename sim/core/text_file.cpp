@@ -4,6 +4,7 @@
 #include <fstream>
 #include <sstream>
 #include <system_error>
+#include <utility>
 
 #include <fmt/format.h>
 #include <unistd.h>
@@ -70,35 +71,51 @@ std::string read_text_file(const std::filesystem::path& path, std::string_view d
   return text;
 }
 
-void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
-  const std::filesystem::path folder = path.has_parent_path() ? path.parent_path() : std::filesystem::path(".");
-  const std::filesystem::path temporary =
-      folder / fmt::format(".{}.tmp.{}", path.filename().string(), static_cast<long>(::getpid()));
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError({path.string(), 0, 0}, "", "cannot write: folder missing or not writable");
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-    out.flush();
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(temporary, ignored);
-      throw InputError({path.string(), 0, 0}, "", "write failed (disk full?)");
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) {
-    std::filesystem::remove(temporary, ec);
-    throw InputError({path.string(), 0, 0}, "", fmt::format("cannot replace: {}", ec.message()));
+AtomicFileWriter::AtomicFileWriter(std::filesystem::path path, bool gzip) : path_(std::move(path)) {
+  const std::filesystem::path folder = path_.has_parent_path() ? path_.parent_path() : std::filesystem::path(".");
+  temporary_ = folder / fmt::format(".{}.tmp.{}", path_.filename().string(), static_cast<long>(::getpid()));
+  out_.open(temporary_, std::ios::binary | std::ios::trunc);
+  if (!out_) throw InputError({path_.string(), 0, 0}, "", "cannot write: folder missing or not writable");
+  if (gzip) gzip_ = std::make_unique<GzipWriter>([this](std::string_view piece) { write_raw(piece); });
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (committed_) return;
+  out_.close();
+  std::error_code ignored;
+  std::filesystem::remove(temporary_, ignored);
+}
+
+void AtomicFileWriter::write(std::string_view bytes) {
+  if (gzip_) {
+    gzip_->write(bytes);
+  } else {
+    write_raw(bytes);
   }
 }
 
-void write_file_atomically_gzip_by_name(const std::filesystem::path& path, std::string_view contents) {
-  if (path.extension() == ".gz") {
-    write_file_atomically(path, gzip_compress(contents));
-  } else {
-    write_file_atomically(path, contents);
-  }
+void AtomicFileWriter::write_raw(std::string_view bytes) {
+  out_.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out_) throw InputError({path_.string(), 0, 0}, "", "write failed (disk full?)");
+}
+
+void AtomicFileWriter::commit() {
+  if (gzip_) gzip_->finish();
+  out_.flush();
+  if (!out_) throw InputError({path_.string(), 0, 0}, "", "write failed (disk full?)");
+  out_.close();
+  std::error_code ec;
+  std::filesystem::rename(temporary_, path_, ec);
+  if (ec) throw InputError({path_.string(), 0, 0}, "", fmt::format("cannot replace: {}", ec.message()));
+  committed_ = true;
+}
+
+bool gzip_by_name(const std::filesystem::path& path) { return path.extension() == ".gz"; }
+
+void write_file_atomically(const std::filesystem::path& path, std::string_view contents) {
+  AtomicFileWriter file(path, false);
+  file.write(contents);
+  file.commit();
 }
 
 }  // namespace mpsim

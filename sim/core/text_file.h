@@ -2,6 +2,8 @@
 /// Reading and writing the text files users hand us.
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -18,8 +20,30 @@ inline constexpr std::uintmax_t kMaxInputFileBytes = 16u * 1024u * 1024u;
 /// so a reader never sees a half-written file. Throws InputError when the folder is not writable.
 void write_file_atomically(const std::filesystem::path& path, std::string_view contents);
 
-/// write_file_atomically, gzip-compressed (gzip_compress) when `path` ends in ".gz" and plain
-/// otherwise: how every `--trace FILE` is written.
-void write_file_atomically_gzip_by_name(const std::filesystem::path& path, std::string_view contents);
+class GzipWriter;
+
+/// A file written a piece at a time and replaced atomically, as write_file_atomically does: the pieces
+/// go to a temporary file in the same folder (gzip-compressed as they come, with `gzip`), which
+/// commit() renames over `path`. Destroyed without commit() (an exception on the way), it removes the
+/// temporary and leaves `path` as it was. Throws InputError naming `path` when it cannot write.
+class AtomicFileWriter {
+ public:
+  AtomicFileWriter(std::filesystem::path path, bool gzip);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+  void write(std::string_view bytes);
+  void commit();
+
+ private:
+  void write_raw(std::string_view bytes);
+  std::filesystem::path path_, temporary_;
+  std::ofstream out_;
+  std::unique_ptr<GzipWriter> gzip_;
+  bool committed_ = false;
+};
+
+/// Whether `--trace FILE` and the like write `path` gzip-compressed: when its name ends in ".gz".
+[[nodiscard]] bool gzip_by_name(const std::filesystem::path& path);
 
 }  // namespace mpsim

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <variant>
 
 #include <fmt/format.h>
@@ -697,7 +698,7 @@ void Simulation::finish_collective(std::size_t id) {
 
 Prediction Simulation::run() {
   observers_.push_back(&activity_);
-  if (options_.record_timeline) observers_.push_back(&timeline_.emplace(cluster_));
+  if (options_.record_timeline) observers_.push_back(&timeline_.emplace(cluster_, options_.timeline_links));
   if (options_.observer != nullptr) observers_.push_back(options_.observer);
   replicas_ = options_.fold_replicas ? 1 : plan_.degrees[plan::Axis::Data];
   const int ranks = program_.shape.stages;
@@ -867,7 +868,7 @@ trace::Report Simulation::build_report() const {
     links.push_back({cluster_.links()[l].name, static_cast<std::int64_t>(bytes[l] + 0.5), static_cast<double>(busy[l]) * 1e-9});
   }
   const auto peak = cluster_.gpu_kind_of(cluster_.gpus().front()).training_peak(model_.dtype_bytes);
-  return schedule::build_report(static_cast<double>(activity_.step_ns()) * 1e-9, devices, schedule::step_flops(model_, plan_), peak, plan_,
+  return schedule::build_report(static_cast<double>(activity_.step_ns()) * 1e-9, std::move(devices), schedule::step_flops(model_, plan_), peak, plan_,
                                 std::move(links));
 }
 

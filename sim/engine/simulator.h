@@ -34,6 +34,10 @@ struct EngineOptions {
   /// Gradient bucket; zero means Megatron's default, max(40M, 1M x data-parallel size) parameters.
   Bytes grad_bucket;
   bool record_timeline = false;  ///< a TimelineRecorder observes the run; Prediction::timeline holds its trace
+  /// With record_timeline, the links that get a lane, by link index (a link past its end gets none);
+  /// empty: every link a flow crosses. At real-job size links carry almost every span (link_lanes.h),
+  /// so traced_simulation.h picks them before the run that records.
+  std::vector<bool> timeline_links;
   /// Each device's report holds its memory over the step (trace::DeviceReport::memory_timeline). Off
   /// by default: the planner's thousands of reports would each carry a timeline per GPU.
   bool record_memory_timeline = false;

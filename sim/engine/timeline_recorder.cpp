@@ -69,6 +69,7 @@ void TimelineRecorder::collective_done(const OpEvent& e) {
 }
 
 void TimelineRecorder::link_used(std::size_t link, std::int64_t start_ns, std::int64_t end_ns, std::int64_t bytes) {
+  if (!traced_links_.empty() && (link >= traced_links_.size() || !traced_links_[link])) return;
   auto lane = link_lanes_.find(link);
   if (lane == link_lanes_.end()) {
     const topology::Link& l = cluster_.links()[link];

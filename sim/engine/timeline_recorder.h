@@ -1,10 +1,12 @@
 #pragma once
 /// The Chrome-trace recorder: an engine observer that writes one lane per device stream (compute,
 /// send, receive wait, collectives, layer comm) and per link, and a span per op and link use.
+/// `traced_links` (by link index; empty: all) limits the links that get a lane.
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "sim/engine/observer.h"
@@ -14,7 +16,8 @@ namespace mpsim::engine {
 
 class TimelineRecorder final : public Observer {
  public:
-  explicit TimelineRecorder(const topology::Cluster& cluster) : cluster_(cluster) {}
+  TimelineRecorder(const topology::Cluster& cluster, std::vector<bool> traced_links)
+      : cluster_(cluster), traced_links_(std::move(traced_links)) {}
 
   void actor_added(int actor, int rank, int replica, topology::DeviceId device, const std::vector<int>& members) override;
   void compute_ran(const OpEvent& e) override;
@@ -35,6 +38,7 @@ class TimelineRecorder final : public Observer {
   void add_span(std::uint32_t lane, trace::SpanKind kind, const OpEvent& e, bool with_microbatch);
 
   const topology::Cluster& cluster_;
+  std::vector<bool> traced_links_;
   trace::Timeline timeline_;
   std::vector<Lanes> actor_lanes_;
   std::unordered_map<std::size_t, std::uint32_t> link_lanes_;

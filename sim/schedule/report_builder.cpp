@@ -1,6 +1,7 @@
 #include "sim/schedule/report_builder.h"
 
 #include <algorithm>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -52,13 +53,13 @@ StepFlops step_flops(const model::Model& model, const plan::Plan& plan) noexcept
   return out;
 }
 
-trace::Report build_report(double step_s, const std::vector<DeviceActivity>& devices, const StepFlops& flops,
+trace::Report build_report(double step_s, std::vector<DeviceActivity> devices, const StepFlops& flops,
                            std::optional<FlopsPerSec> peak, const plan::Plan& plan, std::vector<trace::LinkReport> links) {
   trace::Report r;
   r.step_time_s = step_s;
   std::int64_t longest_span = 0;
   double pipeline_busy = 0;
-  for (const DeviceActivity& a : devices) {
+  for (DeviceActivity& a : devices) {
     trace::DeviceReport d;
     d.id = a.id;
     d.stage = a.stage;
@@ -68,7 +69,7 @@ trace::Report build_report(double step_s, const std::vector<DeviceActivity>& dev
     d.peak_memory_bytes = a.peak_memory_bytes;
     d.memory_capacity_bytes = a.memory_capacity_bytes;
     d.memory = a.memory;
-    d.memory_timeline = a.memory_timeline;
+    d.memory_timeline = std::move(a.memory_timeline);
     d.oom = d.memory_capacity_bytes > 0 && d.peak_memory_bytes > d.memory_capacity_bytes;
     r.peak_memory_bytes = std::max(r.peak_memory_bytes, d.peak_memory_bytes);
     r.oom = r.oom || d.oom;

@@ -42,8 +42,9 @@ struct StepFlops {
 /// The report of a step that took `step_s`: devices in the given order with their idle time and bubble
 /// fraction, the idle share, Zero Bubble's rate over the representative devices, TFLOP/s per GPU
 /// (model and executed), MFU against `peak` per GPU (0 without one), peak memory, OOM, `links` as given
-/// and the plan summary.
-[[nodiscard]] trace::Report build_report(double step_s, const std::vector<DeviceActivity>& devices, const StepFlops& flops,
+/// and the plan summary. The devices' memory timelines move into the report (at 1024 GPUs they are
+/// most of its bytes).
+[[nodiscard]] trace::Report build_report(double step_s, std::vector<DeviceActivity> devices, const StepFlops& flops,
                                          std::optional<FlopsPerSec> peak, const plan::Plan& plan,
                                          std::vector<trace::LinkReport> links = {});
 

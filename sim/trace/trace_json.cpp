@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -66,6 +69,23 @@ std::string microseconds(std::int64_t ns) {
   return fmt::format("{}{}.{:03d}", negative ? "-" : "", a / 1000, static_cast<int>(a % 1000));
 }
 
+/// Process ids by first appearance of a process name: deterministic.
+std::map<std::string, int> process_ids(const Timeline& timeline) {
+  std::map<std::string, int> pids;
+  for (const Lane& lane : timeline.lanes) pids.try_emplace(lane.process, static_cast<int>(pids.size()) + 1);
+  return pids;
+}
+
+/// Whether device `id` ("node0/gpu3") has lanes in the timeline ("gpu3 ..." threads of process "node0").
+bool has_lanes(const Timeline& timeline, const std::string& id) {
+  const auto slash = id.find('/');
+  if (slash == std::string::npos) return false;
+  const std::string_view process = std::string_view(id).substr(0, slash);
+  const std::string prefix = id.substr(slash + 1) + " ";
+  return std::any_of(timeline.lanes.begin(), timeline.lanes.end(),
+                     [&](const Lane& l) { return l.process == process && l.thread.starts_with(prefix); });
+}
+
 /// Each device with lanes in the trace (a thread "gpu3 ..." under its node's process) and a memory
 /// timeline: a counter track "gpu3 memory" of "C" events, one per change point, which Perfetto draws
 /// as a graph of the memory through the step.
@@ -73,21 +93,41 @@ template <typename Append>
 void append_memory_counters(const Timeline& timeline, const Report& report, const std::map<std::string, int>& pids,
                             const Append& append) {
   for (const DeviceReport& d : report.devices) {
+    if (d.memory_timeline.empty() || !has_lanes(timeline, d.id)) continue;
     const auto slash = d.id.find('/');
-    if (d.memory_timeline.empty() || slash == std::string::npos) continue;
-    const auto pid = pids.find(d.id.substr(0, slash));
-    const std::string prefix = d.id.substr(slash + 1) + " ";
-    const auto lane_of_device = [&](const Lane& l) { return l.process == pid->first && l.thread.starts_with(prefix); };
-    const bool has_lanes =
-        pid != pids.end() && std::any_of(timeline.lanes.begin(), timeline.lanes.end(), lane_of_device);
-    if (!has_lanes) continue;
-    const std::string name = nlohmann::json(prefix + "memory").dump();
+    const int pid = pids.at(d.id.substr(0, slash));
+    const std::string name = nlohmann::json(d.id.substr(slash + 1) + " memory").dump();
     for (const MemoryPoint& p : d.memory_timeline) {
-      append(fmt::format(R"({{"ph":"C","name":{},"pid":{},"ts":{},"args":{{"bytes":{}}}}})", name, pid->second,
+      append(fmt::format(R"({{"ph":"C","name":{},"pid":{},"ts":{},"args":{{"bytes":{}}}}})", name, pid,
                          microseconds(std::llround(p.time_s * 1e9)), p.bytes));
     }
   }
 }
+
+/// Events joined with ",\n", handed to a writer in pieces of about kPieceBytes.
+class EventWriter {
+ public:
+  explicit EventWriter(const std::function<void(std::string_view)>& write) : write_(write) {}
+  void raw(std::string_view text) {
+    buffer_ += text;
+    if (buffer_.size() >= kPieceBytes) flush();
+  }
+  void event(std::string_view text) {
+    if (!first_) buffer_ += ",\n";
+    first_ = false;
+    raw(text);
+  }
+  void flush() {
+    if (!buffer_.empty()) write_(buffer_);
+    buffer_.clear();
+  }
+
+ private:
+  static constexpr std::size_t kPieceBytes = std::size_t{1} << 20;
+  const std::function<void(std::string_view)>& write_;
+  std::string buffer_;
+  bool first_ = true;
+};
 
 }  // namespace
 
@@ -96,20 +136,20 @@ std::string chrome_trace(const Timeline& timeline, const Report& report) {
 }
 
 std::string chrome_trace(const Timeline& timeline, const Report& report, const nlohmann::ordered_json& report_object) {
-  // Process ids by first appearance of a process name, thread ids by lane order: deterministic.
-  std::map<std::string, int> pids;
+  std::string out;
+  write_chrome_trace(timeline, report, report_object, [&out](std::string_view piece) { out += piece; });
+  return out;
+}
+
+void write_chrome_trace(const Timeline& timeline, const Report& report, const nlohmann::ordered_json& report_object,
+                        const std::function<void(std::string_view)>& write) {
+  // Thread ids by lane order: deterministic.
+  const std::map<std::string, int> pids = process_ids(timeline);
   std::vector<int> lane_pid(timeline.lanes.size());
-  for (std::size_t i = 0; i < timeline.lanes.size(); ++i) {
-    const auto [it, added] = pids.try_emplace(timeline.lanes[i].process, static_cast<int>(pids.size()) + 1);
-    lane_pid[i] = it->second;
-  }
-  std::string out = "{\"traceEvents\":[\n";
-  bool first = true;
-  const auto append = [&](const std::string& event) {
-    if (!first) out += ",\n";
-    out += event;
-    first = false;
-  };
+  for (std::size_t i = 0; i < timeline.lanes.size(); ++i) lane_pid[i] = pids.at(timeline.lanes[i].process);
+  EventWriter out(write);
+  out.raw("{\"traceEvents\":[\n");
+  const auto append = [&](const std::string& event) { out.event(event); };
   // Metadata: process and thread names, in a stable order.
   std::vector<std::pair<int, std::string>> processes;
   for (const auto& [name, pid] : pids) processes.emplace_back(pid, name);
@@ -135,10 +175,19 @@ std::string chrome_trace(const Timeline& timeline, const Report& report, const n
         microseconds(s.end_ns - s.start_ns), s.microbatch, s.chunk, s.stage, s.bytes, op));
   }
   append_memory_counters(timeline, report, pids, append);
-  out += "\n],\"displayTimeUnit\":\"ms\",\"mpsim\":";
-  out += report_object.dump();
-  out += "}\n";
-  return out;
+  out.raw("\n],\"displayTimeUnit\":\"ms\",\"mpsim\":");
+  out.raw(report_object.dump());
+  out.raw("}\n");
+  out.flush();
+}
+
+Report with_traced_memory_timelines(Report report, const Timeline& timeline) {
+  for (DeviceReport& d : report.devices) {
+    if (d.memory_timeline.empty() || has_lanes(timeline, d.id)) continue;
+    d.memory_timeline.clear();
+    d.memory_timeline.shrink_to_fit();
+  }
+  return report;
 }
 
 }  // namespace mpsim::trace

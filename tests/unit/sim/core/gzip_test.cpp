@@ -1,7 +1,9 @@
 #include "sim/core/gzip.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 #include <gtest/gtest.h>
 
@@ -36,6 +38,23 @@ TEST(Gzip, RoundTripsEmptySmallBinaryAndLargeInputs) {
     const std::string gz = gzip_compress(original);
     EXPECT_TRUE(is_gzip(gz));
     EXPECT_EQ(gunzip(gz), original) << "size " << original.size();
+  }
+}
+
+TEST(Gzip, WriterGivesTheSameBytesHoweverTheInputIsSplit) {
+  const std::string text = trace_like_text(600000) + noise(50000);
+  const std::string whole = gzip_compress(text);
+  for (const std::size_t piece : {std::size_t{7}, std::size_t{4096}, std::size_t{1} << 20}) {
+    std::string out;
+    std::size_t sink_calls = 0;
+    GzipWriter writer([&](std::string_view bytes) {
+      out.append(bytes);
+      ++sink_calls;
+    });
+    for (std::size_t at = 0; at < text.size(); at += piece) writer.write(std::string_view(text).substr(at, piece));
+    writer.finish();
+    EXPECT_EQ(out, whole) << "pieces of " << piece;
+    EXPECT_GT(sink_calls, 1u) << "the output comes as it is made, not at the end";
   }
 }
 

@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -61,15 +62,37 @@ std::string raw_bytes(const std::filesystem::path& path) {
   return {std::istreambuf_iterator<char>(in), {}};
 }
 
-TEST(TextFile, GzipByNameCompressesOnlyDotGz) {
+/// Writes `pieces` through an AtomicFileWriter gzip-compressed when `path` ends in ".gz".
+void write_in_pieces(const std::filesystem::path& path, const std::vector<std::string>& pieces) {
+  AtomicFileWriter file(path, gzip_by_name(path));
+  for (const std::string& piece : pieces) file.write(piece);
+  file.commit();
+}
+
+TEST(TextFile, WriterCompressesOnlyDotGzAndJoinsThePieces) {
   const std::string text = "{\"traceEvents\":[]}\n";
-  write_file_atomically_gzip_by_name(scratch("t.json"), text);
-  write_file_atomically_gzip_by_name(scratch("t.json.gz"), text);
+  write_in_pieces(scratch("t.json"), {"{\"traceEvents\":", "[]}\n"});
+  write_in_pieces(scratch("t.json.gz"), {"{\"trace", "", "Events\":[]}\n"});
   EXPECT_EQ(raw_bytes(scratch("t.json")), text);
   const std::string gz = raw_bytes(scratch("t.json.gz"));
   EXPECT_TRUE(is_gzip(gz));
   EXPECT_EQ(gunzip(gz), text);
-  EXPECT_THROW(write_file_atomically_gzip_by_name(scratch("no/such/dir/t.json.gz"), text), InputError);
+  // However the bytes were split, the file is gzip_compress of them: the same bytes every time.
+  EXPECT_EQ(gz, gzip_compress(text));
+  EXPECT_THROW(write_in_pieces(scratch("no/such/dir/t.json.gz"), {text}), InputError);
+}
+
+TEST(TextFile, WriterAbandonedBeforeCommitLeavesTheOldFile) {
+  const auto path = scratch("kept.json");
+  write_file_atomically(path, "old\n");
+  {
+    AtomicFileWriter file(path, false);
+    file.write("half of a new file");
+  }  // no commit: an exception on the way out
+  EXPECT_EQ(read_text_file(path), "old\n");
+  for (const auto& entry : std::filesystem::directory_iterator(path.parent_path())) {
+    EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos) << "temporary left behind";
+  }
 }
 
 }  // namespace

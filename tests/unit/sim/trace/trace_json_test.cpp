@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -220,6 +221,40 @@ TEST(ChromeTrace, MemoryCountersForTracedGpus) {
   EXPECT_EQ(counters[0]["args"]["bytes"], 100);
   EXPECT_NE(chrome_trace(small_timeline(), r).find(R"("ts":1234.567,"args":{"bytes":300})"), std::string::npos);
   EXPECT_TRUE(events_with(nlohmann::json::parse(chrome_trace(small_timeline(), small_report())), "C").empty());
+}
+
+// A trace embeds the memory timelines of the devices it draws: node0/gpu0 has lanes, node0/gpu1 (a data
+// replica in a real job) has none and loses its timeline; everything else stays.
+TEST(ChromeTrace, EmbedsTheMemoryTimelinesOfTracedDevicesOnly) {
+  Report r = small_report();
+  r.devices.front().memory_timeline = {{0.0, 100}, {0.5, 300}};
+  r.devices.push_back(r.devices.front());
+  r.devices.back().id = "node0/gpu1";
+  const Report embedded = with_traced_memory_timelines(r, small_timeline());
+  ASSERT_EQ(embedded.devices.size(), r.devices.size());
+  EXPECT_EQ(embedded.devices[0].memory_timeline, r.devices[0].memory_timeline);
+  EXPECT_TRUE(embedded.devices[2].memory_timeline.empty());
+  EXPECT_EQ(embedded.devices[2].peak_memory_bytes, r.devices[2].peak_memory_bytes);
+  r.devices[2].memory_timeline.clear();
+  EXPECT_EQ(report_json(embedded), report_json(r));
+}
+
+// Written in pieces, the trace is the same bytes, and a large one never comes as one piece.
+TEST(ChromeTrace, WrittenInPiecesOfWholeEvents) {
+  Timeline t = small_timeline();
+  const Span forward = t.spans.front();
+  for (int i = 0; i < 40'000; ++i) t.spans.push_back(forward);
+  const Report report = small_report();
+  std::vector<std::string> pieces;
+  write_chrome_trace(t, report, report_json(report), [&](std::string_view piece) { pieces.emplace_back(piece); });
+  std::string joined;
+  for (const std::string& piece : pieces) joined += piece;
+  EXPECT_EQ(joined, chrome_trace(t, report));
+  ASSERT_GT(pieces.size(), 2u);
+  for (std::size_t i = 0; i + 1 < pieces.size(); ++i) {
+    EXPECT_LE(pieces[i].size(), std::size_t{1} << 21) << "piece " << i;
+    EXPECT_EQ(pieces[i].back(), '}') << "piece " << i << " ends inside an event";
+  }
 }
 
 TEST(ChromeTrace, ProcessAndThreadNamesOnceEach) {
