@@ -379,9 +379,13 @@ class Progress {
 
   void update(const planner::SearchProgress& p) {
     if (!enabled_) return;
-    std::cerr << fmt::format("\rsearching: {} simulated of at most {} plans that fit; best {}", p.evaluated,
-                             p.feasible, seconds(p.best_step_time_s))
-              << std::flush;
+    // Before the first simulation the planner estimates every candidate: at 2048 GPUs that alone is a minute.
+    std::cerr << (p.simulating ? fmt::format("\rsearching: {} simulated of at most {} plans that fit; best {}",
+                                             p.evaluated, p.feasible, seconds(p.best_step_time_s))
+                               : fmt::format("\rsearching: {} candidate plans; estimating their memory and step-time "
+                                             "bounds",
+                                             p.candidates))
+              << "\033[K" << std::flush;
     shown_ = true;
   }
   void finish() {

@@ -34,7 +34,6 @@ std::pair<std::vector<Key>, std::vector<std::size_t>> distinct(const std::vector
 struct Draft {
   std::size_t spec = 0;
   std::vector<int> partition;
-  StageCosts costs;
   Bytes static_peak;  ///< the largest static memory over ranks
 };
 
@@ -58,6 +57,7 @@ Bytes gpu_capacity(const topology::Cluster& cluster) {
 std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const model::Model& model,
                                          const PlannerOptions& options) {
   const SearchSpace space = enumerate_search_space(cluster, model, options.space);
+  if (options.on_progress) options.on_progress({.candidates = space.candidates.size()});
   const int threads = effective_threads(options.threads);
   const UnitCostModel units(cluster, model);
   // Without the margin: the candidates only the margin prunes are estimated whole, for the search's
@@ -92,18 +92,23 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   for (std::size_t i = 0; i < space.candidates.size(); ++i) {
     const plan::PlanSpec& s = space.candidates[i];
     const std::vector<int>& mine = balanced[cut_of[i]];
-    drafts.push_back({i, mine, {}, {}});
+    drafts.push_back({i, mine, {}});
     if (options.even_partition) {
       std::vector<int> even = plan::even_partition(
           layers, plan::partition_stage_count(s.schedule, s.degrees[plan::Axis::Pipeline], s.virtual_stages));
-      if (even != mine) drafts.push_back({i, std::move(even), {}, {}});
+      if (even != mine) drafts.push_back({i, std::move(even), {}});
     }
   }
+  // A draft's stage costs are made twice (here for its static memory, below for its estimate if that
+  // fits) rather than kept: at 2048 GPUs a million drafts' costs would take gigabytes.
+  const auto stage_costs_of = [&](std::size_t spec, const std::vector<int>& partition) {
+    StageCosts c = stage_costs(costs[key_of[spec]], partition);
+    if (plan::is_bidirectional(space.candidates[spec].schedule)) c = repeated_for_second_direction(std::move(c));
+    return c;
+  };
   parallel_for(drafts.size(), threads, [&](std::size_t i) {
     Draft& d = drafts[i];
-    d.costs = stage_costs(costs[key_of[d.spec]], d.partition);
-    if (plan::is_bidirectional(space.candidates[d.spec].schedule)) d.costs = repeated_for_second_direction(d.costs);
-    d.static_peak = largest_static_memory(space.candidates[d.spec], d.costs, model.dtype_bytes);
+    d.static_peak = largest_static_memory(space.candidates[d.spec], stage_costs_of(d.spec, d.partition), model.dtype_bytes);
   });
 
   // In-flight activations, once per pipeline shape, for the drafts whose static memory fits.
@@ -139,11 +144,11 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
 
   std::vector<Prepared> out(drafts.size());
   parallel_for(drafts.size(), threads, [&](std::size_t i) {
-    const Draft& d = drafts[i];
+    Draft& d = drafts[i];
     Prepared& p = out[i];
     p.id = i;
     p.spec = space.candidates[d.spec];
-    p.spec.partition = d.partition;
+    p.spec.partition = std::move(d.partition);
     p.estimate.peak_memory = d.static_peak;  // over capacity already: the static part says enough
     p.estimate.static_memory = d.static_peak;
   });
@@ -152,7 +157,8 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
     EstimateContext mine = context;
     mine.sync = &sync[layout_of_fitting[f]];
     mine.overlap_grad_reduce = options.engine.overlap_grad_reduce;
-    out[i].estimate = estimate(out[i].spec, drafts[i].costs, in_flight[shape_of_fitting[f]], mine);
+    const StageCosts c = stage_costs_of(drafts[i].spec, out[i].spec.partition);
+    out[i].estimate = estimate(out[i].spec, c, in_flight[shape_of_fitting[f]], mine);
   });
   return out;
 }

@@ -178,7 +178,11 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
       for (const Evaluated& e : evaluated) {
         if (e.id == best.front().second) best_time = e.report.step_time_s;
       }
-      options.on_progress({simulated, feasible.size(), best_time});
+      options.on_progress({.candidates = prepared.size(),
+                           .simulating = true,
+                           .evaluated = simulated,
+                           .feasible = feasible.size(),
+                           .best_step_time_s = best_time});
     }
   };
 

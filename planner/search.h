@@ -28,6 +28,8 @@
 namespace mpsim::planner {
 
 struct SearchProgress {
+  std::size_t candidates = 0;    ///< plans enumerated: specs while estimating, then specs x partitions
+  bool simulating = false;       ///< false: estimating the candidates' memory and bounds
   std::size_t evaluated = 0;     ///< simulations committed so far
   std::size_t feasible = 0;      ///< candidates that fit in memory
   double best_step_time_s = 0;   ///< of the best plan so far; 0 before the first
@@ -45,7 +47,8 @@ struct PlannerOptions {
   bool bound_pruning = true;     ///< false: simulate every feasible candidate
   bool exact_pareto = true;      ///< also simulate what the Pareto front may need beyond the top K
   engine::EngineOptions engine;  ///< how candidates are simulated (record_timeline is ignored)
-  /// Called after each committed simulation, one call at a time, from a worker thread.
+  /// Called once the candidates are enumerated (from the calling thread), then after each committed
+  /// simulation, one call at a time, from a worker thread.
   std::function<void(const SearchProgress&)> on_progress;
   /// A search divided over processes (`mpirun -n N mpsim plan`): this one searches the candidates whose
   /// id is `shard` modulo `shards`; merge_shards() joins the parts.

@@ -6,6 +6,16 @@
 
 namespace mpsim::trace {
 
+std::vector<std::size_t> busiest_links(std::span<const std::int64_t> transfer_ns) {
+  std::vector<std::size_t> order(transfer_ns.size());
+  std::iota(order.begin(), order.end(), std::size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return transfer_ns[a] > transfer_ns[b]; });
+  order.resize(std::min(kBusiestLinks, order.size()));
+  std::sort(order.begin(), order.end());
+  return order;
+}
+
 Timeline select_link_lanes(Timeline timeline, LinkLanes which) {
   if (which == LinkLanes::All) return timeline;
   const std::size_t lanes = timeline.lanes.size();
@@ -18,12 +28,16 @@ Timeline select_link_lanes(Timeline timeline, LinkLanes which) {
   }
   std::vector<bool> keep(lanes, true);
   std::vector<std::size_t> links;
+  std::vector<std::int64_t> link_busy;
   for (std::size_t l = 0; l < lanes; ++l) {
-    if (is_link[l]) links.push_back(l);
+    if (!is_link[l]) continue;
+    links.push_back(l);
+    link_busy.push_back(busy[l]);
+    keep[l] = false;
   }
-  std::stable_sort(links.begin(), links.end(), [&](std::size_t a, std::size_t b) { return busy[a] > busy[b]; });
-  const std::size_t kept_links = which == LinkLanes::None ? 0 : std::min(kBusiestLinks, links.size());
-  for (std::size_t i = kept_links; i < links.size(); ++i) keep[links[i]] = false;
+  if (which == LinkLanes::Busiest) {
+    for (const std::size_t kept : busiest_links(link_busy)) keep[links[kept]] = true;
+  }
 
   std::vector<std::uint32_t> renumbered(lanes, 0);
   Timeline out;

@@ -4,6 +4,8 @@
 /// 297 MB file), and a reader wants the few links that limit the step, not every one.
 #include <cstddef>
 #include <cstdint>
+#include <span>
+#include <vector>
 #include <string_view>
 
 #include "sim/trace/timeline.h"
@@ -16,6 +18,10 @@ inline constexpr std::pair<std::string_view, LinkLanes> kLinkLanesNames[] = {
 
 /// How many link lanes `busiest` keeps.
 inline constexpr std::size_t kBusiestLinks = 32;
+
+/// Which of some links `busiest` keeps, given their transfer times in the order their lanes are made
+/// (first use): the positions of the kBusiestLinks largest, ties to the earlier, in increasing order.
+[[nodiscard]] std::vector<std::size_t> busiest_links(std::span<const std::int64_t> transfer_ns);
 
 /// `timeline` with the link lanes (lanes whose spans are link transfers) `which` keeps: none, the
 /// kBusiestLinks with the most busy time (the sum of their transfers' durations; ties keep the

@@ -209,6 +209,31 @@ TEST_P(BestIsTheExhaustiveBest, TopKAndParetoFront) {
 INSTANTIATE_TEST_SUITE_P(Planner, BestIsTheExhaustiveBest, ::testing::Range<std::size_t>(0, 5));
 TEST(Planner, EverySmallCaseHasItsExhaustiveTest) { EXPECT_EQ(small_cases().size(), 5U); }
 
+// The progress a long search shows: first the candidates being estimated, then every committed
+// simulation in order, each with the best step so far, which only improves.
+TEST(Planner, ReportsItsProgressInOrder) {
+  const SearchCase c = small_cases().front();
+  PlannerOptions options;
+  options.space.global_batch = c.global_batch;
+  std::vector<SearchProgress> seen;
+  options.on_progress = [&](const SearchProgress& p) { seen.push_back(p); };
+  const PlannerResult result = run_planner(c.cluster, c.model, options);
+  ASSERT_GE(seen.size(), 2u);
+  EXPECT_FALSE(seen.front().simulating);
+  EXPECT_GT(seen.front().candidates, 0u);
+  EXPECT_LE(seen.front().candidates, result.stats.candidates) << "specs, before their partitions";
+  for (std::size_t i = 1; i < seen.size(); ++i) {
+    EXPECT_TRUE(seen[i].simulating);
+    EXPECT_EQ(seen[i].candidates, result.stats.candidates);
+    EXPECT_GT(seen[i].evaluated, seen[i - 1].evaluated);
+    if (i > 1) {
+      EXPECT_LE(seen[i].best_step_time_s, seen[i - 1].best_step_time_s);
+    }
+  }
+  EXPECT_LE(seen.back().evaluated, result.stats.evaluated);
+  EXPECT_EQ(seen.back().best_step_time_s, result.ranked.front().report.step_time_s);
+}
+
 TEST(Planner, SameAnswerWhateverTheThreadCount) {
   const SearchCase c = small_cases().front();
   PlannerOptions options;
