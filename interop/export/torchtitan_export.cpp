@@ -219,15 +219,18 @@ std::string export_torchtitan(const ExportInput& in) {
     case plan::Precision::Fp8:
       model.set("converters", "[\"quantize.linear.float8\"]");
       quantize.name = "quantize.linear.float8";
-      quantize.text("recipe_name", "tensorwise");
       if (p.fp8_param_gather) {
         if (p.zero < 2) {
           cannot_express(in, kTorchTitanTarget, "fp8_param_gather",
                          "TorchTitan gathers FP8 weights under FSDP only (enable_fsdp_float8_all_gather); use zero "
                          "2 or 3");
         }
+        // Float8LinearConverter refuses the all-gather beside a recipe_name; without one it builds
+        // tensorwise scaling, the same recipe.
         quantize.set("enable_fsdp_float8_all_gather", true);
         quantize.set("precompute_float8_dynamic_scale_for_fsdp", true);
+      } else {
+        quantize.text("recipe_name", "tensorwise");
       }
       break;
     case plan::Precision::Mxfp8:
