@@ -70,6 +70,16 @@ inline constexpr const char* kLlama70bPlannerFirst =
 inline constexpr const char* kLlama70bFsdp =
     "inline:parallelism: { tensor: 2 }\nbatch: { global: 128, micro: 1 }\nsequence_parallel: true\nzero: 2\n"
     "overlap: { grad_reduce: true, param_gather: true }\n";
+// The planner's first plan for Qwen3-30B-A3B on 16 H100 (2 DGX H100 of topologies/16x-dgx-h100.yaml) at the
+// global batch of Megatron-Bridge's published 16-GPU H100 rows (512), searching only what Megatron-LM runs, as
+// `mpsim plan --topology topologies/16x-dgx-h100.yaml --gpus 16 --model configs/models/qwen3-30b-a3b.yaml
+// --global-batch 512 --framework megatron` wrote it: eight uneven pipeline stages (a layout), ZeRO-2 over two
+// data-parallel ranks, no expert parallelism. Pinned like the 70B plan: the search takes 20 s.
+inline constexpr const char* kQwen3PlannerFirst =
+    "inline:parallelism: { tensor: 1, pipeline: 8, data: 2, virtual_stages: 1 }\n"
+    "batch: { global: 512, micro: 1 }\nschedule: 1f1b\npartition: [0, 3, 10, 17, 24, 31, 38, 45, 48]\n"
+    "recompute: none\nprecision: bf16\nattention: flash\n"
+    "overlap: { grad_reduce: true, param_gather: true, tensor_comm: false }\nzero: 2\nplacement: tp-dp-pp\n";
 /// FP8 weights gathered under FSDP (TorchTitan's enable_fsdp_float8_all_gather; Megatron's --fp8-param-gather).
 inline constexpr const char* kLlama8bFp8Gather = "inline:precision: fp8\nfp8_param_gather: true\nzero: 3\n";
 inline constexpr const char* kQwen3MoeFsdp =
@@ -112,6 +122,8 @@ inline const ExportCase kExportCases[] = {
      kLlama70bPlannerFirst, 64, "", "", "", "context", "context"},
     {"llama3_70b_64_h100_fsdp", "topologies/16x-dgx-h100.yaml", "configs/models/llama3-70b.yaml", kLlama70bFsdp, 64, "",
      "", "", "sequence_parallel", "sequence_parallel"},
+    {"qwen3_30b_a3b_16_h100_planner_first", "topologies/16x-dgx-h100.yaml", "configs/models/qwen3-30b-a3b.yaml",
+     kQwen3PlannerFirst, 16, "", "", "partition", "zero", "schedule"},
     {"llama3_8b_fp8_param_gather", "topologies/dgx-h100.yaml", "configs/models/llama3-8b.yaml", kLlama8bFp8Gather, 0,
      "", "", "", "precision", "precision"},
     {"qwen3_30b_a3b_64_h100_fsdp", "topologies/16x-dgx-h100.yaml", "configs/models/qwen3-30b-a3b.yaml", kQwen3MoeFsdp,
