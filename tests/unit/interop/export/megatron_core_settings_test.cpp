@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tests/unit/interop/interop_test_support.h"
 
@@ -37,9 +38,14 @@ TEST(MegatronCoreSettings, AFlagIsTheDashedKeyOrANamedException) {
       {"num_moe_experts", {"--num-experts", true}},
       {"add_bias_linear", {"--disable-bias-linear", false}},
       {"layernorm_epsilon", {"--norm-epsilon", true}},  // TransformerConfig's argparse_meta arg_names
-      {"share_embeddings_and_output_weights", {"--untie-embeddings-and-output-weights", false}}};
+      {"share_embeddings_and_output_weights", {"--untie-embeddings-and-output-weights", false}},
+      {"rope_scaling", {"--use-rope-scaling", true}}};  // Megatron-LM's use_rope_scaling
   std::set<std::string> keys;
-  for (const McoreSetting& s : settings_of(moe_mla_plan("cpu_offloading_num_layers: 2\n"))) {
+  std::vector<McoreSetting> settings = settings_of(moe_mla_plan("cpu_offloading_num_layers: 2\n"));
+  const std::vector<McoreSetting> llama31 =
+      settings_of(ResolvedPlan(testing::kDgxH100, "configs/models/llama31-405b.yaml", spec_from("{}\n")));
+  settings.insert(settings.end(), llama31.begin(), llama31.end());
+  for (const McoreSetting& s : settings) {
     keys.insert(std::string(s.key));
     const auto it = exceptions.find(std::string(s.key));
     if (it == exceptions.end()) {
