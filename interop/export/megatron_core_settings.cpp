@@ -68,6 +68,8 @@ void shape_settings(const model::TransformerShape& s, std::vector<McoreSetting>&
     // 1): the model's own RoPE is always written.
     const bool yarn = s.rope_scaling && s.rope_scaling->kind == model::RopeScalingKind::Yarn;
     attention.set("rope_type", yarn ? "yarn" : "rope");
+    // MLATransformerConfig refuses fused RoPE (Megatron-LM's default) for any rope_type but yarn.
+    if (!yarn) attention.set("apply_rope_fusion", false);
     if (yarn) {
       attention.set("rotary_scaling_factor", McoreValue(s.rope_scaling->factor));
       attention.set("mscale", McoreValue(s.rope_scaling->mscale));

@@ -51,6 +51,7 @@ inline constexpr MegatronFlagName kMegatronFlagNames[] = {
     {"add_bias_linear", "--disable-bias-linear", false},
     {"layernorm_epsilon", "--norm-epsilon"},  // RMSNorm's too, despite the name
     {"rope_scaling", "--use-rope-scaling"},   // Megatron-LM's use_rope_scaling, GPTModel's rope_scaling
+    {"apply_rope_fusion", "--no-rope-fusion", false},
     // Megatron-LM's switch sets untie_embeddings_and_output_weights, whose negation is Megatron-Core's field.
     {"share_embeddings_and_output_weights", "--untie-embeddings-and-output-weights", false},
 };

@@ -124,6 +124,17 @@ inline const ExportCase kExportCases[] = {
      "", "", "sequence_parallel", "sequence_parallel"},
     {"qwen3_30b_a3b_16_h100_planner_first", "topologies/16x-dgx-h100.yaml", "configs/models/qwen3-30b-a3b.yaml",
      kQwen3PlannerFirst, 16, "", "", "partition", "zero", "schedule"},
+    // The model settings the RoPE rules read: Llama 3.1's scaling, latent attention's YaRN (Kimi K2's
+    // betas are Megatron-Bridge fields only).
+    {"llama31_405b_64_h100", "topologies/16x-dgx-h100.yaml", "configs/models/llama31-405b.yaml",
+     "inline:parallelism: { tensor: 8, pipeline: 2 }\nsequence_parallel: true\n", 64, "", "", "", "sequence_parallel",
+     "schedule"},
+    {"deepseek_v3_64_h100", "topologies/16x-dgx-h100.yaml", "configs/models/deepseek-v3.yaml",
+     "inline:parallelism: { tensor: 8, expert: 8 }\nsequence_parallel: true\n", 64, "", "", "expert", "sequence_parallel",
+     "expert"},
+    {"kimi_k2_64_h100", "topologies/16x-dgx-h100.yaml", "configs/models/kimi-k2.yaml",
+     "inline:parallelism: { tensor: 8, expert: 8 }\nsequence_parallel: true\n", 64, "model.rope_scaling", "", "expert",
+     "sequence_parallel", "expert"},
     {"llama3_8b_fp8_param_gather", "topologies/dgx-h100.yaml", "configs/models/llama3-8b.yaml", kLlama8bFp8Gather, 0,
      "", "", "", "precision", "precision"},
     {"qwen3_30b_a3b_64_h100_fsdp", "topologies/16x-dgx-h100.yaml", "configs/models/qwen3-30b-a3b.yaml", kQwen3MoeFsdp,

@@ -175,6 +175,24 @@ const MegatronRule kMegatronRules[] = {
      }},
     {kValidateArgs, "with context parallelism, seq_length is a multiple of 2 x the context size",
      [](const MegatronLaunch& l) { return l.context() == 1 || l.integer("--seq-length", 0) % (2 * l.context()) == 0; }},
+    {"megatron/training/argument_utils.py core_transformer_config_from_args",
+     "a --rope-type other than rope needs --multi-latent-attention",
+     [](const MegatronLaunch& l) {
+       return l.value("--rope-type").value_or("rope") == "rope" || l.has("--multi-latent-attention");
+     }},
+    {"megatron/core/transformer/transformer_config.py MLATransformerConfig.__post_init__ (rope fusion is on unless "
+     "--no-rope-fusion; without --rope-type latent attention takes yarn)",
+     "latent attention with fused RoPE needs rope_type yarn",
+     [](const MegatronLaunch& l) {
+       return !l.has("--multi-latent-attention") || l.has("--no-rope-fusion") ||
+              l.value("--rope-type").value_or("yarn") == "yarn";
+     }},
+    {"megatron/training/arguments.py validate_args (MTP validation)",
+     "multi-token prediction needs position_embedding_type rope or none",
+     [](const MegatronLaunch& l) {
+       const std::string positions = l.value("--position-embedding-type").value_or("learned_absolute");
+       return l.integer("--mtp-num-layers", 0) == 0 || positions == "rope" || positions == "none";
+     }},
 };
 
 // ---- A Megatron-Bridge override file ------------------------------------------------------------------
@@ -278,6 +296,14 @@ const BridgeRule kBridgeRules[] = {
        const std::int64_t expert = c.integer("model", "expert_model_parallel_size", 1);
        return expert == 1 || c.integer("model", "num_moe_experts", 0) % expert == 0;
      }},
+    {"megatron/core/transformer/transformer_config.py MLATransformerConfig.__post_init__ (the recipe's "
+     "apply_rope_fusion survives the merge unless the file states it)",
+     "latent attention with rope_type rope states apply_rope_fusion false",
+     [](const BridgeConfig& c) {
+       if (!c.flag("model", "multi_latent_attention") || c.text("model", "rope_type") != "rope") return true;
+       const auto f = c.field("model", "apply_rope_fusion");
+       return f && !f->as_bool();
+     }},
     {"the recipe's own dispatcher survives the merge otherwise (recipes/qwen/h100/qwen3_moe.py sets alltoall, "
      "and flex in its DeepEP variants)",
      "an MoE model states moe_token_dispatcher_type",
@@ -334,6 +360,14 @@ TEST(FrameworkRuleTable, CatchesTheReportedLaunches) {
       "--pipeline-model-parallel-size 4 --micro-batch-size 3 --global-batch-size 16 --expert-model-parallel-size 4 "
       "--num-experts 6\n";
   EXPECT_EQ(failed(uneven_batch).size(), 3U);
+  // Latent attention's plain RoPE beside the fused kernel; YaRN named without latent attention, and
+  // multi-token prediction with learned positions.
+  EXPECT_EQ(failed("torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py --num-layers 8 --num-attention-heads 8 "
+                   "--multi-latent-attention --rope-type rope\n"),
+            (std::vector<std::string_view>{kMegatronRules[19].rule}));
+  EXPECT_EQ(failed("torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py --num-layers 8 --num-attention-heads 8 "
+                   "--rope-type yarn --position-embedding-type learned_absolute --mtp-num-layers 1\n"),
+            (std::vector<std::string_view>{kMegatronRules[18].rule, kMegatronRules[20].rule}));
 
   // The reported NeMo overrides: FSDP with the distributed optimizer off, no checkpoint format, no
   // average_in_collective, and an MoE model that leaves the recipe's dispatcher.
@@ -349,7 +383,12 @@ TEST(FrameworkRuleTable, CatchesTheReportedLaunches) {
     if (!rule.holds(config)) bridge_failed.push_back(rule.rule);
   }
   EXPECT_EQ(bridge_failed, (std::vector<std::string_view>{kBridgeRules[1].rule, kBridgeRules[3].rule,
-                                                          kBridgeRules[4].rule, kBridgeRules[12].rule}));
+                                                          kBridgeRules[4].rule, kBridgeRules[13].rule}));
+  const BridgeConfig plain_mla{
+      YamlDocument::parse("model:\n  num_attention_heads: 8\n  multi_latent_attention: true\n  rope_type: rope\n",
+                          "overrides.yaml"),
+      8};
+  EXPECT_FALSE(kBridgeRules[12].holds(plain_mla));
 }
 
 }  // namespace
