@@ -306,6 +306,16 @@ TEST(TorchTitanExport, NamesTheFieldItCannotExpress) {
   EXPECT_EQ(error_field(t, "recompute: selective\nrecompute_modules: [core_attn, mlp]\n"), "recompute");
 }
 
+// The flavor carries RoPE and the norms; the header names them, so that no default picks them.
+TEST(TorchTitanExport, NamesTheRopeTheFlavorMustHave) {
+  const std::string llama31 =
+      ResolvedPlan(kDgxH100, "configs/models/llama31-405b.yaml", spec_from("{}\n")).exported(Framework::TorchTitan);
+  EXPECT_NE(llama31.find("# rope_theta 500000, llama3 RoPE scaling factor 8 (low_freq_factor 1, high_freq_factor 4, "
+                         "original context 8192), norm_eps 1e-05.\n"),
+            std::string::npos)
+      << llama31;
+}
+
 TEST(TorchTitanExport, MapsZeroToDdpOrFsdpAndTheScheduleByName) {
   const auto titan = [](const std::string& yaml) {
     return ResolvedPlan(kDgxH100, kLlama8b, spec_from(yaml)).exported(Framework::TorchTitan);
