@@ -36,8 +36,10 @@ struct DeepSpeedJob {
   [[nodiscard]] std::int64_t tensor() const { return section("tensor_parallel").value("autotp_size", std::int64_t{1}); }
   [[nodiscard]] std::int64_t zero_stage() const { return section("zero_optimization").value("stage", std::int64_t{0}); }
   /// The world size DeepSpeedConfig checks the batch against: the data-parallel size of the model-parallel
-  /// unit the engine is given (mpu.get_data_parallel_world_size(): PipelineModule's grid with a pipeline,
-  /// the AutoTP groups' otherwise), the ranks over the pipeline and tensor degrees.
+  /// unit the engine is given (mpu.get_data_parallel_world_size()), taken as the ranks over the pipeline and
+  /// tensor degrees. That assumes the script's unit keeps the tensor ranks out of the data dimension
+  /// (PipeModelDataParallelTopology with a pipeline, an mpu under AutoTP; docs/export.md says so): without
+  /// an mpu DeepSpeedConfig.__init__ counts every rank.
   [[nodiscard]] std::int64_t data_parallel() const { return world_size / (stages() * tensor()); }
 };
 
