@@ -40,7 +40,10 @@ struct DeepSpeedJob {
   /// tensor degrees. That assumes the script's unit keeps the tensor ranks out of the data dimension
   /// (PipeModelDataParallelTopology with a pipeline, an mpu under AutoTP; docs/export.md says so): without
   /// an mpu DeepSpeedConfig.__init__ counts every rank.
-  [[nodiscard]] std::int64_t data_parallel() const { return world_size / (stages() * tensor()); }
+  [[nodiscard]] std::int64_t data_parallel() const {
+    const std::int64_t model = stages() * tensor();
+    return model > 0 ? world_size / model : 0;
+  }
 };
 
 struct DeepSpeedRule {
@@ -81,7 +84,10 @@ const DeepSpeedRule kDeepSpeedRules[] = {
      [](const DeepSpeedJob& j) { return j.stages() == 1 || j.zero_stage() < 2; }},
     {"deepspeed/runtime/pipe/topology.py:295 PipelineParallelGrid.__init__ (_is_grid_valid)",
      "the world size is a multiple of the pipeline stages x the tensor degree",
-     [](const DeepSpeedJob& j) { return j.world_size % (j.stages() * j.tensor()) == 0; }},
+     [](const DeepSpeedJob& j) {
+       const std::int64_t model = j.stages() * j.tensor();
+       return model >= 1 && j.world_size % model == 0;
+     }},
     {"deepspeed/runtime/pipe/module.py:556 PipelineModule.set_checkpoint_interval (the engine passes the interval)",
      "pipeline.activation_checkpoint_interval is not negative",
      [](const DeepSpeedJob& j) { return j.section("pipeline").value("activation_checkpoint_interval", 0) >= 0; }},

@@ -47,7 +47,7 @@ struct SageMakerJob {
   /// The reduced-data-parallel degree: the ranks over the model-parallel group (smp.rdp_size()).
   [[nodiscard]] std::int64_t data() const {
     const std::int64_t model = std::max<std::int64_t>(pipeline(), 1) * tensor();
-    return world_size / model;
+    return model > 0 ? world_size / model : 0;
   }
   [[nodiscard]] bool ddp() const { return parameters().value("ddp", false); }
 };
@@ -109,13 +109,15 @@ const SageMakerRule kSageMakerRules[] = {
      "processes_per_host x instance_count / pipeline_parallel_degree), and the SDK's ranking basics with tensor "
      "parallelism",
      "the ranks are a multiple of pipeline_parallel_degree x tensor_parallel_degree",
-     [](const SageMakerJob& j) { return j.pipeline() >= 1 && j.world_size % (j.pipeline() * j.tensor()) == 0; }},
+     [](const SageMakerJob& j) {
+       return j.pipeline() >= 1 && j.tensor() >= 1 && j.world_size % (j.pipeline() * j.tensor()) == 0;
+     }},
     {"model-parallel-extended-features-pytorch-sharded-data-parallelism.html (the sharding degree is at most the "
      "data-parallel degree; its sharding groups split the data-parallel ranks)",
      "sharded_data_parallel_degree divides the data-parallel degree",
      [](const SageMakerJob& j) {
        const std::int64_t sharded = j.integer("sharded_data_parallel_degree", 1);
-       return sharded >= 1 && j.data() % sharded == 0;
+       return sharded >= 1 && j.data() >= 1 && j.data() % sharded == 0;
      }},
 };
 

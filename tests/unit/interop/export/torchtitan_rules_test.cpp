@@ -47,7 +47,8 @@ struct TorchTitanJob {
   /// data_parallel_shard_degree, -1 (its default) filled as ParallelDims fills it.
   [[nodiscard]] std::int64_t shard() const {
     const std::int64_t shard = integer("parallelism.data_parallel_shard_degree", -1);
-    return shard >= 0 ? shard : world_size / (replicate() * context() * tensor() * pipeline());
+    const std::int64_t others = replicate() * context() * tensor() * pipeline();
+    return shard >= 0 ? shard : others > 0 ? world_size / others : 0;
   }
   [[nodiscard]] std::int64_t local_batch() const { return integer("training.local_batch_size", 8); }
   [[nodiscard]] std::string schedule() const {
@@ -58,6 +59,7 @@ struct TorchTitanJob {
   /// Stages each pipeline rank builds (pipeline_llm): from pipeline_parallel_layers_per_stage when given,
   /// else 1 for a single-stage schedule and 2 for the others.
   [[nodiscard]] std::int64_t stages_per_rank() const {
+    if (pipeline() < 1) return 0;  // the degree rule fails it
     const std::int64_t per_stage = integer("parallelism.pipeline_parallel_layers_per_stage", 0);
     if (per_stage <= 0) return single_stage() ? 1 : 2;
     const std::int64_t counted = layers + integer("parallelism.pipeline_parallel_first_stage_less_layers", 1) +
@@ -124,7 +126,8 @@ const TorchTitanRule kTorchTitanRules[] = {
     {"torchtitan/distributed/parallel_dims.py:138 ParallelDims.build_mesh (the sparse mesh's efsdp size)",
      "expert x expert-tensor divides shard x context x tensor (the ranks the experts are spread over)",
      [](const TorchTitanJob& j) {
-       return (j.shard() * j.context() * j.tensor()) % (j.expert() * j.expert_tensor()) == 0;
+       const std::int64_t experts = j.expert() * j.expert_tensor();
+       return experts >= 1 && (j.shard() * j.context() * j.tensor()) % experts == 0;
      }},
     {"torchtitan/train.py:202 Trainer.__init__ (verify batch sizes)",
      "global_batch_size (-1: local x data-parallel) is a multiple of local_batch_size x replicate x shard",
@@ -149,7 +152,9 @@ const TorchTitanRule kTorchTitanRules[] = {
     {"torchtitan/distributed/pipeline_parallel.py:85 pipeline_llm",
      "the virtual stages pipeline_parallel_layers_per_stage makes (blocks plus the first and last "
      "stages' less_layers, rounded up) are a multiple of the pipeline degree",
-     [](const TorchTitanJob& j) { return j.pipeline() == 1 || j.virtual_stages() % j.pipeline() == 0; }},
+     [](const TorchTitanJob& j) {
+       return j.pipeline() == 1 || (j.pipeline() > 1 && j.virtual_stages() % j.pipeline() == 0);
+     }},
     {"torchtitan/distributed/pipeline_parallel.py:96-110 pipeline_llm",
      "a single-stage schedule (1F1B, GPipe, PipelineScheduleSingle) builds exactly one stage per rank, "
      "any other at least two",
@@ -168,7 +173,9 @@ const TorchTitanRule kTorchTitanRules[] = {
        if (j.pipeline() == 1) return true;
        const std::int64_t first = j.integer("parallelism.pipeline_parallel_first_stage_less_layers", 1);
        const std::int64_t last = j.integer("parallelism.pipeline_parallel_last_stage_less_layers", 1);
-       const std::int64_t per_stage = (j.layers + first + last) / j.virtual_stages();
+       const std::int64_t stages = j.virtual_stages();
+       if (stages < 1) return false;
+       const std::int64_t per_stage = (j.layers + first + last) / stages;
        return per_stage >= 1 && first <= per_stage && last <= per_stage;
      }},
     {"torchtitan/config/job_config.py:336 Parallelism (a Literal)",
