@@ -55,6 +55,22 @@ Json shape_json(const model::TransformerShape& s) {
   j["positions"] = model::to_string(s.positions);
   if (s.positions == model::PositionKind::Learned) j["max_positions"] = s.max_positions;
   if (s.positions == model::PositionKind::Rotary) j["rotary_base"] = s.rotary_base;
+  if (s.rope_scaling) {
+    const model::RopeScaling& r = *s.rope_scaling;
+    Json scaling = {{"type", model::to_string(r.kind)},
+                                      {"factor", r.factor},
+                                      {"original_max_position_embeddings", r.original_max_position_embeddings}};
+    if (r.kind == model::RopeScalingKind::Llama3) {
+      scaling["low_freq_factor"] = r.low_freq_factor;
+      scaling["high_freq_factor"] = r.high_freq_factor;
+    } else {
+      scaling["beta_fast"] = r.beta_fast;
+      scaling["beta_slow"] = r.beta_slow;
+      scaling["mscale"] = r.mscale;
+      scaling["mscale_all_dim"] = r.mscale_all_dim;
+    }
+    j["rope_scaling"] = scaling;
+  }
   j["norm_epsilon"] = s.norm_epsilon;
   if (s.token_types > 0) j["token_types"] = s.token_types;
   j["tied_embeddings"] = s.tied_embeddings;

@@ -67,6 +67,26 @@ const model::TransformerShape& decoder_shape(const ExportInput& in, std::string_
   if (s.attention_sinks) {
     cannot_express_model(in, target, "attention_sinks", "Megatron's GPT model has no learned attention-sink setting");
   }
+  if (s.rope_scaling) {
+    const model::RopeScaling& r = *s.rope_scaling;
+    if (r.kind == model::RopeScalingKind::Llama3) {
+      if (s.mla) {
+        cannot_express_model(in, target, "rope_scaling",
+                             "Megatron's latent attention takes rope_type rope or yarn, not Llama 3.1's scaling");
+      }
+      // GPTModel passes RotaryEmbedding only rope_scaling and its factor; _apply_scaling's band edges and
+      // original context are Llama 3.1's.
+      if (r.low_freq_factor != 1.0 || r.high_freq_factor != 4.0 || r.original_max_position_embeddings != 8192) {
+        cannot_express_model(in, target, "rope_scaling",
+                             "Megatron-Core's llama3 scaling fixes low_freq_factor 1, high_freq_factor 4 and "
+                             "original_max_position_embeddings 8192; only the factor is a setting");
+      }
+    } else if (!s.mla) {
+      cannot_express_model(in, target, "rope_scaling",
+                           "the export writes YaRN for latent attention (MLA's rope_type yarn) only, not GPTModel's "
+                           "position_embedding_type yarn");
+    }
+  }
   return s;
 }
 

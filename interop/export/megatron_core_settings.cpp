@@ -41,6 +41,12 @@ void shape_settings(const model::TransformerShape& s, std::vector<McoreSetting>&
   // Both frameworks default to 10000 and 1e-5, which silently trains a different Llama-3 (500000)
   // or Qwen3 (1000000, 1e-6): the model's values are always written.
   if (s.positions == model::PositionKind::Rotary) embedding.set("rotary_base", s.rotary_base);
+  // Llama 3.1's frequency bands (Megatron-Core's RotaryEmbedding._apply_scaling: its band edges and
+  // original context are fixed; decoder_shape refuses others). Latent attention takes YaRN below.
+  if (s.rope_scaling && s.rope_scaling->kind == model::RopeScalingKind::Llama3 && !s.mla) {
+    embedding.set("rope_scaling", true);
+    embedding.set("rope_scaling_factor", McoreValue(s.rope_scaling->factor));
+  }
   embedding.set("layernorm_epsilon", McoreValue(s.norm_epsilon));
   RunWriter linear{out, McoreRun::Linear};
   linear.set("add_bias_linear", s.biases);
@@ -58,6 +64,17 @@ void shape_settings(const model::TransformerShape& s, std::vector<McoreSetting>&
     attention.set("qk_head_dim", s.mla->qk_nope_head_dim);
     attention.set("qk_pos_emb_head_dim", s.mla->qk_rope_head_dim);
     attention.set("v_head_dim", s.mla->v_head_dim);
+    // MLATransformerConfig defaults to YaRN with factor 40 (and Megatron-LM's --rotary-scaling-factor to
+    // 1): the model's own RoPE is always written.
+    const bool yarn = s.rope_scaling && s.rope_scaling->kind == model::RopeScalingKind::Yarn;
+    attention.set("rope_type", yarn ? "yarn" : "rope");
+    // MLATransformerConfig refuses fused RoPE (Megatron-LM's default) for any rope_type but yarn.
+    if (!yarn) attention.set("apply_rope_fusion", false);
+    if (yarn) {
+      attention.set("rotary_scaling_factor", McoreValue(s.rope_scaling->factor));
+      attention.set("mscale", McoreValue(s.rope_scaling->mscale));
+      attention.set("mscale_all_dim", McoreValue(s.rope_scaling->mscale_all_dim));
+    }
   }
   RunWriter experts{out, McoreRun::Experts};
   RunWriter routing{out, McoreRun::Routing};

@@ -22,9 +22,9 @@ namespace mpsim::interop {
 enum class McoreRun : std::uint8_t {
   Size,            ///< num_layers .. num_attention_heads
   Sequence,        ///< seq_length
-  Embedding,       ///< position_embedding_type, normalization, rotary_base, layernorm_epsilon
+  Embedding,       ///< position_embedding_type, normalization, rotary_base, rope_scaling(_factor), layernorm_epsilon
   Linear,          ///< add_bias_linear, share_embeddings_and_output_weights, qk_layernorm
-  VocabAttention,  ///< vocab_size, make_vocab_size_divisible_by, then the MLA fields
+  VocabAttention,  ///< vocab_size, make_vocab_size_divisible_by, then the MLA fields and its RoPE (rope_type, YaRN's)
   Experts,         ///< num_moe_experts .. moe_shared_expert_intermediate_size
   Routing,         ///< moe_router_enable_expert_bias, moe_grouped_gemm, mtp_num_layers
   ParallelSizes,   ///< tensor_model_parallel_size, pipeline_model_parallel_size
@@ -50,6 +50,8 @@ inline constexpr MegatronFlagName kMegatronFlagNames[] = {
     {"num_moe_experts", "--num-experts"},
     {"add_bias_linear", "--disable-bias-linear", false},
     {"layernorm_epsilon", "--norm-epsilon"},  // RMSNorm's too, despite the name
+    {"rope_scaling", "--use-rope-scaling"},   // Megatron-LM's use_rope_scaling, GPTModel's rope_scaling
+    {"apply_rope_fusion", "--no-rope-fusion", false},
     // Megatron-LM's switch sets untie_embeddings_and_output_weights, whose negation is Megatron-Core's field.
     {"share_embeddings_and_output_weights", "--untie-embeddings-and-output-weights", false},
 };

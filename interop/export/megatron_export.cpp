@@ -77,6 +77,18 @@ void model_args(const ExportInput& in, const std::vector<McoreSetting>& core, Ar
     g.arg("--hidden-dropout", 0);
   }
   core_args(core, McoreRun::VocabAttention, g);
+  if (s.mla && s.rope_scaling && s.rope_scaling->kind == model::RopeScalingKind::Yarn) {
+    // MLATransformerConfig's original_max_position_embeddings, beta_fast and beta_slow have no flag
+    // (--yarn-* set GPTModel's yarn_* fields, which latent attention does not read): their defaults stand.
+    const model::RopeScaling& r = *s.rope_scaling;
+    if (r.original_max_position_embeddings != 4096 || r.beta_fast != 32.0 || r.beta_slow != 1.0) {
+      cannot_express_model(in, kMegatronTarget, "rope_scaling",
+                           fmt::format("Megatron-LM's latent attention runs YaRN with original_max_position_embeddings "
+                                       "4096, beta_fast 32 and beta_slow 1 (no flag sets them), not {}, {} and {}; "
+                                       "Megatron-Bridge's provider sets them (--to nemo)",
+                                       r.original_max_position_embeddings, r.beta_fast, r.beta_slow));
+    }
+  }
   core_args(core, McoreRun::Experts, g);
   if (s.moe) {
     const std::string pattern = moe_layer_pattern(s);

@@ -75,6 +75,12 @@ void model_shape(const ExportInput& in, const std::vector<McoreSetting>& core, S
   m.set("hidden_dropout", s.dropout ? 0.1 : 0.0);
   m.set("attention_dropout", s.dropout ? 0.1 : 0.0);
   core_fields(core, McoreRun::VocabAttention, m);
+  if (s.mla && s.rope_scaling && s.rope_scaling->kind == model::RopeScalingKind::Yarn) {
+    // MLATransformerConfig's YaRN fields that Megatron-LM has no flag for.
+    m.set("original_max_position_embeddings", s.rope_scaling->original_max_position_embeddings);
+    m.set("beta_fast", s.rope_scaling->beta_fast);
+    m.set("beta_slow", s.rope_scaling->beta_slow);
+  }
   core_fields(core, McoreRun::Experts, m);
   if (s.moe) m.set("moe_layer_freq", moe_layer_freq(s));
   core_fields(core, McoreRun::Routing, m);

@@ -219,15 +219,18 @@ std::string export_torchtitan(const ExportInput& in) {
     case plan::Precision::Fp8:
       model.set("converters", "[\"quantize.linear.float8\"]");
       quantize.name = "quantize.linear.float8";
-      quantize.text("recipe_name", "tensorwise");
       if (p.fp8_param_gather) {
         if (p.zero < 2) {
           cannot_express(in, kTorchTitanTarget, "fp8_param_gather",
                          "TorchTitan gathers FP8 weights under FSDP only (enable_fsdp_float8_all_gather); use zero "
                          "2 or 3");
         }
+        // Float8LinearConverter refuses the all-gather beside a recipe_name; without one it builds
+        // tensorwise scaling, the same recipe.
         quantize.set("enable_fsdp_float8_all_gather", true);
         quantize.set("precompute_float8_dynamic_scale_for_fsdp", true);
+      } else {
+        quantize.text("recipe_name", "tensorwise");
       }
       break;
     case plan::Precision::Mxfp8:
@@ -312,6 +315,23 @@ std::string export_torchtitan(const ExportInput& in) {
                        s.kv_heads, s.ffn, s.vocab);
     if (s.moe) out += fmt::format(", {} experts (top {}) of width {}", s.moe->experts, s.moe->top_k, s.moe->expert_ffn);
     out += ".\n";
+    // The flavor's arguments also fix RoPE and the norms; the TOML has no setting for them, so they are named
+    // here for the choice of flavor rather than left to a default that trains another model.
+    if (s.positions == model::PositionKind::Rotary) {
+      out += fmt::format("# rope_theta {}", s.rotary_base);
+      if (s.rope_scaling) {
+        const model::RopeScaling& r = *s.rope_scaling;
+        out += r.kind == model::RopeScalingKind::Llama3
+                   ? fmt::format(", llama3 RoPE scaling factor {} (low_freq_factor {}, high_freq_factor {}, original "
+                                 "context {})",
+                                 r.factor, r.low_freq_factor, r.high_freq_factor, r.original_max_position_embeddings)
+                   : fmt::format(", YaRN factor {} (original context {}, beta_fast {}, beta_slow {}, mscale {}, "
+                                 "mscale_all_dim {})",
+                                 r.factor, r.original_max_position_embeddings, r.beta_fast, r.beta_slow, r.mscale,
+                                 r.mscale_all_dim);
+      }
+      out += fmt::format(", norm_eps {}.\n", s.norm_epsilon);
+    }
   } else {
     out += "# name and flavor: a TorchTitan model with the layers of the model file.\n";
   }

@@ -28,7 +28,7 @@ const std::set<std::string, std::less<>> kSwitches = {
     "--moe-pad-expert-input-to-capacity", "--group-query-attention", "--swiglu", "--squared-relu",
     "--disable-bias-linear", "--untie-embeddings-and-output-weights", "--qk-layernorm", "--multi-latent-attention",
     "--moe-router-enable-expert-bias", "--moe-grouped-gemm", "--add-bias-linear", "--add-qkv-bias",
-    "--moe-enable-deepep", "--no-gradient-accumulation-fusion"};
+    "--moe-enable-deepep", "--no-gradient-accumulation-fusion", "--use-rope-scaling"};
 
 /// One argument as the command line gives it: its values (none for a switch) and where it is written.
 struct Argument {
@@ -583,6 +583,14 @@ void model_fields(const Arguments& args, YamlOut& model, const std::string& name
   model.put("  norm", rms ? "rmsnorm" : "layernorm", SourceLocation{});
   if (positions == "rope") {
     if (const auto base = args.integer("--rotary-base")) model.put("  rotary_base", *base, where("--rotary-base"));
+    // Llama 3.1's scaling: Megatron-Core's RotaryEmbedding fixes the band edges and the original context.
+    if (args.has("--use-rope-scaling")) {
+      model.put("  rope_scaling",
+                fmt::format("{{ type: llama3, factor: {}, low_freq_factor: 1, high_freq_factor: 4, "
+                            "original_max_position_embeddings: 8192 }}",
+                            args.number("--rope-scaling-factor").value_or(8.0)),
+                where("--use-rope-scaling"));
+    }
   }
   if (const auto eps = args.value("--norm-epsilon")) model.put("  norm_epsilon", eps->text, eps->where);
   model.put("  activation", swiglu ? "swiglu" : args.has("--squared-relu") ? "squared_relu" : "gelu", SourceLocation{});
@@ -643,6 +651,16 @@ void model_fields(const Arguments& args, YamlOut& model, const std::string& name
                           args.integer("--qk-head-dim").value_or(128), args.integer("--qk-pos-emb-head-dim").value_or(64),
                           args.integer("--v-head-dim").value_or(128)),
               where("--multi-latent-attention"));
+    // YaRN as latent attention runs it: the factor and temperature scales are flags (their argparse
+    // defaults), the original context and betas MLATransformerConfig's defaults.
+    if (const auto rope = args.value("--rope-type"); rope && rope->text == "yarn") {
+      model.put("  rope_scaling",
+                fmt::format("{{ type: yarn, factor: {}, original_max_position_embeddings: 4096, beta_fast: 32, "
+                            "beta_slow: 1, mscale: {}, mscale_all_dim: {} }}",
+                            args.number("--rotary-scaling-factor").value_or(1.0), args.number("--mscale").value_or(1.0),
+                            args.number("--mscale-all-dim").value_or(0.0)),
+                rope->where);
+    }
   }
   if (const auto mtp = args.integer("--mtp-num-layers", 0)) model.put("  mtp_layers", *mtp, where("--mtp-num-layers"));
   model.put("  dtype", args.has("--bf16") || args.has("--fp8-format") ? "bf16" : args.has("--fp16") ? "fp16" : "fp32",

@@ -37,6 +37,10 @@ constexpr std::int64_t kMaxRotaryBase = std::int64_t{1} << 40;  // released mode
 // Released models use 1e-6 to 1e-5; outside these bounds a value is a typo (a missing minus sign).
 constexpr double kMinNormEpsilon = 1e-12;
 constexpr double kMaxNormEpsilon = 1e-2;
+// RoPE scaling: released models extend their context 4x to 64x; the YaRN betas and temperature
+// scales are of order 1 to 32.
+constexpr double kMaxRopeFactor = 1024.0;
+constexpr double kMaxYarnParameter = 1024.0;
 
 constexpr std::pair<std::string_view, Family> kFamilies[] = {
     {"gpt", Family::Gpt}, {"llama", Family::Llama}, {"t5", Family::T5}, {"bert", Family::Bert}};
@@ -45,6 +49,8 @@ constexpr std::pair<std::string_view, NormKind> kNorms[] = {{"layernorm", NormKi
 constexpr std::pair<std::string_view, PositionKind> kPositions[] = {{"learned", PositionKind::Learned},
                                                                     {"rotary", PositionKind::Rotary},
                                                                     {"relative", PositionKind::Relative}};
+constexpr std::pair<std::string_view, RopeScalingKind> kRopeScalingKinds[] = {{"llama3", RopeScalingKind::Llama3},
+                                                                          {"yarn", RopeScalingKind::Yarn}};
 constexpr std::pair<std::string_view, LayerKind> kLayerKinds[] = {{"embedding", LayerKind::Embedding},
                                                                   {"transformer", LayerKind::Transformer},
                                                                   {"output_head", LayerKind::OutputHead},
@@ -120,11 +126,41 @@ MlaShape parse_mla(const Field& f) {
   return a;
 }
 
+/// rope_scaling in Hugging Face's names: `type` (its rope_type), `factor`, `original_max_position_embeddings`,
+/// and llama3's frequency band edges or YaRN's betas and temperature scales.
+RopeScaling parse_rope_scaling(const Field& f) {
+  f.expect_keys({"type", "factor", "original_max_position_embeddings", "low_freq_factor", "high_freq_factor",
+                 "beta_fast", "beta_slow", "mscale", "mscale_all_dim"});
+  RopeScaling r;
+  r.kind = f.require("type").as_enum(kRopeScalingKinds);
+  r.factor = f.require("factor").as_double_in(1.0, kMaxRopeFactor);
+  r.original_max_position_embeddings = bounded_int(f.require("original_max_position_embeddings"), 1, kMaxSeqLen);
+  const bool llama3 = r.kind == RopeScalingKind::Llama3;
+  for (const char* key : {"low_freq_factor", "high_freq_factor"}) {
+    if (!llama3 && f.has(key)) f.require(key).fail(fmt::format("only type llama3 has {}", key));
+  }
+  for (const char* key : {"beta_fast", "beta_slow", "mscale", "mscale_all_dim"}) {
+    if (llama3 && f.has(key)) f.require(key).fail(fmt::format("only type yarn has {}", key));
+  }
+  if (llama3) {
+    r.low_freq_factor = f.require("low_freq_factor").as_double_in(0.0, kMaxYarnParameter);
+    const auto high = f.require("high_freq_factor");
+    r.high_freq_factor = high.as_double_in(0.0, kMaxYarnParameter);
+    if (r.high_freq_factor <= r.low_freq_factor) high.fail("high_freq_factor must exceed low_freq_factor");
+    return r;
+  }
+  if (const auto g = f.get("beta_fast")) r.beta_fast = g->as_double_in(0.0, kMaxYarnParameter);
+  if (const auto g = f.get("beta_slow")) r.beta_slow = g->as_double_in(0.0, kMaxYarnParameter);
+  if (const auto g = f.get("mscale")) r.mscale = g->as_double_in(0.0, kMaxYarnParameter);
+  if (const auto g = f.get("mscale_all_dim")) r.mscale_all_dim = g->as_double_in(0.0, kMaxYarnParameter);
+  return r;
+}
+
 Model parse_hyperparameters(const Field& m, std::string_view default_name) {
   m.expect_keys({"name", "family", "dtype", "layers", "encoder_layers", "decoder_layers", "hidden", "heads",
                  "kv_heads", "head_dim", "ffn", "seq_len", "decoder_seq_len", "vocab", "max_positions",
                  "token_types", "tied_embeddings", "activation", "gated_mlp", "biases", "dropout", "pooler", "norm", "positions",
-                 "moe", "mla", "qk_norm", "attention_sinks", "mtp_layers", "rotary_base", "norm_epsilon"});
+                 "moe", "mla", "qk_norm", "attention_sinks", "mtp_layers", "rotary_base", "rope_scaling", "norm_epsilon"});
   const Family family = m.require("family").as_enum(kFamilies);
   const bool t5 = family == Family::T5;
 
@@ -204,6 +240,10 @@ Model parse_hyperparameters(const Field& m, std::string_view default_name) {
   if (const auto f = m.get("rotary_base")) {
     if (s.positions != PositionKind::Rotary) f->fail("only rotary positions have a base");
     s.rotary_base = bounded_int(*f, 1, kMaxRotaryBase);
+  }
+  if (const auto f = m.get("rope_scaling")) {
+    if (s.positions != PositionKind::Rotary) f->fail("only rotary positions have rope_scaling");
+    s.rope_scaling = parse_rope_scaling(*f);
   }
   if (const auto f = m.get("norm_epsilon")) s.norm_epsilon = f->as_double_in(kMinNormEpsilon, kMaxNormEpsilon);
   if (const auto f = m.get("moe")) s.moe = parse_moe(*f, s);

@@ -45,6 +45,14 @@ std::string_view to_string(PositionKind p) noexcept {
   return "?";
 }
 
+std::string_view to_string(RopeScalingKind k) noexcept {
+  switch (k) {
+    case RopeScalingKind::Llama3: return "llama3";
+    case RopeScalingKind::Yarn: return "yarn";
+  }
+  return "?";
+}
+
 namespace {
 
 /// A multiply-add is two floating-point operations (Megatron SC21, Appendix).
@@ -450,6 +458,7 @@ TransformerShape default_shape(Family family, int layers, std::int64_t hidden, s
 void set_positions(TransformerShape& s, PositionKind positions) {
   s.positions = positions;
   s.rotary_base = positions == PositionKind::Rotary ? (s.rotary_base > 0 ? s.rotary_base : kDefaultRotaryBase) : 0;
+  if (positions != PositionKind::Rotary) s.rope_scaling.reset();
   s.max_positions = positions == PositionKind::Learned ? std::max(s.max_positions, s.seq_len) : 0;
   s.relative_buckets = positions == PositionKind::Relative ? kT5RelativeBuckets : 0;
 }

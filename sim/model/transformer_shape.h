@@ -66,6 +66,27 @@ struct MlaShape {
   friend bool operator==(const MlaShape&, const MlaShape&) = default;
 };
 
+/// How a model rescales its rotary frequencies to run beyond its pre-training context (Hugging Face's
+/// rope_scaling): Llama 3.1's frequency bands, or YaRN (Peng et al. 2023; DeepSeek-V3, Kimi K2,
+/// gpt-oss). Like rotary_base, it costs nothing in the simulator and is carried to launch
+/// configurations, whose defaults (none, or Megatron's YaRN factor 40 for latent attention) train
+/// another model.
+enum class RopeScalingKind : std::uint8_t { Llama3, Yarn };
+[[nodiscard]] std::string_view to_string(RopeScalingKind k) noexcept;
+
+struct RopeScaling {
+  RopeScalingKind kind = RopeScalingKind::Llama3;
+  double factor = 1.0;                                  ///< how many times the original context
+  std::int64_t original_max_position_embeddings = 0;    ///< the pre-training context it extends
+  double low_freq_factor = 1.0;                         ///< llama3 only
+  double high_freq_factor = 4.0;                        ///< llama3 only
+  double beta_fast = 32.0;                              ///< yarn only (its default)
+  double beta_slow = 1.0;                               ///< yarn only (its default)
+  double mscale = 1.0;                                  ///< yarn only: the attention temperature's scale
+  double mscale_all_dim = 0.0;                          ///< yarn only: 0 leaves the temperature unscaled
+  friend bool operator==(const RopeScaling&, const RopeScaling&) = default;
+};
+
 /// RoFormer's and LLaMA 1/2's RoPE base, and Megatron-LM's --rotary-base default.
 inline constexpr std::int64_t kDefaultRotaryBase = 10'000;
 /// PyTorch's LayerNorm default and Megatron-Core's norm_epsilon default.
@@ -103,6 +124,7 @@ struct TransformerShape {
   /// RoPE's base (theta): launch configurations must carry it, since a framework's default (Megatron's
   /// 10000) silently trains another model. 0 unless positions == Rotary. Costs nothing in the simulator.
   std::int64_t rotary_base = 0;
+  std::optional<RopeScaling> rope_scaling;  ///< none: the frequencies as trained (rotary positions only)
   /// The norms' epsilon, likewise only carried to launch configurations (Megatron's default 1e-5).
   double norm_epsilon = kDefaultNormEpsilon;
   std::optional<MoeShape> moe;     ///< MoE blocks; none: every block has the dense MLP

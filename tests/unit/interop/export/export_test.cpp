@@ -66,6 +66,35 @@ TEST(MegatronExport, AnUnevenSplitIsWrittenAsFirstAndLastStageLayersOrALayout) {
   EXPECT_NE(layout.find("--pipeline-model-parallel-layout \"Et*10|t*6|t*8|t*8L\"\n"), std::string::npos) << layout;
 }
 
+// The model's RoPE scaling is written where Megatron has the setting and refused where it has not:
+// Megatron's defaults (no scaling; latent attention's YaRN with factor 40 and mscale_all_dim 0) train
+// another Llama 3.1 or DeepSeek-V3.
+TEST(MegatronExport, WritesTheModelsRopeScalingOrRefusesIt) {
+  const std::string llama31 = megatron("{}\n", "configs/models/llama31-405b.yaml");
+  EXPECT_NE(llama31.find("--rotary-base 500000\n    --use-rope-scaling\n    --rope-scaling-factor 8\n"), std::string::npos)
+      << llama31;
+  EXPECT_EQ(megatron("{}\n", "configs/models/llama3-70b.yaml").find("rope-scaling"), std::string::npos);
+  const std::string deepseek = megatron("parallelism: { tensor: 8 }\n", "configs/models/deepseek-v3.yaml");
+  EXPECT_NE(deepseek.find("--rope-type yarn\n    --rotary-scaling-factor 40\n    --mscale 1\n    --mscale-all-dim 1\n"),
+            std::string::npos)
+      << deepseek;
+  // Kimi K2's beta_fast (1) is a Megatron-Bridge field only.
+  EXPECT_EQ(export_error(Framework::Megatron, "parallelism: { tensor: 8 }\n", "configs/models/kimi-k2.yaml")
+                .rfind("model.rope_scaling: ", 0),
+            0u);
+  const std::string kimi =
+      ResolvedPlan(kDgxH100, "configs/models/kimi-k2.yaml", spec_from("parallelism: { tensor: 8 }\n")).exported(Framework::Nemo);
+  EXPECT_NE(kimi.find("  rope_type: yarn\n  rotary_scaling_factor: 32\n  mscale: 1\n  mscale_all_dim: 1\n"
+                      "  original_max_position_embeddings: 4096\n  beta_fast: 1\n  beta_slow: 1\n"),
+            std::string::npos)
+      << kimi;
+  const std::string bridge_llama31 =
+      ResolvedPlan(kDgxH100, "configs/models/llama31-405b.yaml", spec_from("{}\n")).exported(Framework::Nemo);
+  EXPECT_NE(bridge_llama31.find("  rotary_base: 500000\n  rope_scaling: true\n  rope_scaling_factor: 8\n"),
+            std::string::npos)
+      << bridge_llama31;
+}
+
 TEST(MegatronExport, VirtualStagesAreLayersPerVirtualStage) {
   const std::string script = megatron("parallelism: { pipeline: 2, virtual_stages: 4 }\n");
   EXPECT_NE(script.find("--num-layers-per-virtual-pipeline-stage 4\n"), std::string::npos) << script;
@@ -275,6 +304,16 @@ TEST(TorchTitanExport, NamesTheFieldItCannotExpress) {
   EXPECT_EQ(error_field(t, "precision: mxfp8\nfp8_param_gather: true\nzero: 3\n", kLlama8b, "topologies/dgx-b200.yaml"),
             "fp8_param_gather");
   EXPECT_EQ(error_field(t, "recompute: selective\nrecompute_modules: [core_attn, mlp]\n"), "recompute");
+}
+
+// The flavor carries RoPE and the norms; the header names them, so that no default picks them.
+TEST(TorchTitanExport, NamesTheRopeTheFlavorMustHave) {
+  const std::string llama31 =
+      ResolvedPlan(kDgxH100, "configs/models/llama31-405b.yaml", spec_from("{}\n")).exported(Framework::TorchTitan);
+  EXPECT_NE(llama31.find("# rope_theta 500000, llama3 RoPE scaling factor 8 (low_freq_factor 1, high_freq_factor 4, "
+                         "original context 8192), norm_eps 1e-05.\n"),
+            std::string::npos)
+      << llama31;
 }
 
 TEST(TorchTitanExport, MapsZeroToDdpOrFsdpAndTheScheduleByName) {

@@ -2,10 +2,10 @@
 // exports must pass: an export that a framework refuses at startup (or quietly runs otherwise than the
 // plan says) is the failure a user meets first. Each rule names the file and function it comes from;
 // they were read at Megatron-LM d98e8a6 and Megatron-Bridge 067f987 (both August 2026), and the rules
-// are restated in words, not copied. The exports checked are every shipped plan's that the target can
-// express (one it cannot is refused with an InputError, which is the export's job), the planner's
-// first plan for Llama-3 70B on 64 H100 (Megatron FSDP beside tensor and context parallelism: the
-// launch users reported) and two more Megatron FSDP plans (ZeRO-2 style; Qwen3 MoE with experts).
+// are restated in words, not copied. The exports checked are export_rule_cases.h's: every shipped plan's
+// that the target can express (one it cannot is refused with an InputError, which is the export's job),
+// the planner's first plan for Llama-3 70B on 64 H100 (Megatron FSDP beside tensor and context
+// parallelism: the launch users reported) and a few more Megatron FSDP plans.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -20,12 +20,15 @@
 #include "interop/formats/shell_script.h"
 #include "sim/core/input_error.h"
 #include "sim/core/yaml_field.h"
-#include "tests/unit/interop/interop_test_support.h"
+#include "tests/unit/interop/export/export_rule_cases.h"
 
 namespace mpsim::interop {
 namespace {
 
+using testing::ExportCase;
 using testing::ResolvedPlan;
+using testing::export_or_refusal;
+using testing::resolve;
 
 // ---- A Megatron-LM launch, as pretrain_gpt.py and the environment see it ----------------------------
 
@@ -172,6 +175,24 @@ const MegatronRule kMegatronRules[] = {
      }},
     {kValidateArgs, "with context parallelism, seq_length is a multiple of 2 x the context size",
      [](const MegatronLaunch& l) { return l.context() == 1 || l.integer("--seq-length", 0) % (2 * l.context()) == 0; }},
+    {"megatron/training/argument_utils.py core_transformer_config_from_args",
+     "a --rope-type other than rope needs --multi-latent-attention",
+     [](const MegatronLaunch& l) {
+       return l.value("--rope-type").value_or("rope") == "rope" || l.has("--multi-latent-attention");
+     }},
+    {"megatron/core/transformer/transformer_config.py MLATransformerConfig.__post_init__ (rope fusion is on unless "
+     "--no-rope-fusion; without --rope-type latent attention takes yarn)",
+     "latent attention with fused RoPE needs rope_type yarn",
+     [](const MegatronLaunch& l) {
+       return !l.has("--multi-latent-attention") || l.has("--no-rope-fusion") ||
+              l.value("--rope-type").value_or("yarn") == "yarn";
+     }},
+    {"megatron/training/arguments.py validate_args (MTP validation)",
+     "multi-token prediction needs position_embedding_type rope or none",
+     [](const MegatronLaunch& l) {
+       const std::string positions = l.value("--position-embedding-type").value_or("learned_absolute");
+       return l.integer("--mtp-num-layers", 0) == 0 || positions == "rope" || positions == "none";
+     }},
 };
 
 // ---- A Megatron-Bridge override file ------------------------------------------------------------------
@@ -275,104 +296,20 @@ const BridgeRule kBridgeRules[] = {
        const std::int64_t expert = c.integer("model", "expert_model_parallel_size", 1);
        return expert == 1 || c.integer("model", "num_moe_experts", 0) % expert == 0;
      }},
+    {"megatron/core/transformer/transformer_config.py MLATransformerConfig.__post_init__ (the recipe's "
+     "apply_rope_fusion survives the merge unless the file states it)",
+     "latent attention with rope_type rope states apply_rope_fusion false",
+     [](const BridgeConfig& c) {
+       if (!c.flag("model", "multi_latent_attention") || c.text("model", "rope_type") != "rope") return true;
+       const auto f = c.field("model", "apply_rope_fusion");
+       return f && !f->as_bool();
+     }},
     {"the recipe's own dispatcher survives the merge otherwise (recipes/qwen/h100/qwen3_moe.py sets alltoall, "
      "and flex in its DeepEP variants)",
      "an MoE model states moe_token_dispatcher_type",
      [](const BridgeConfig& c) {
        return !c.field("model", "num_moe_experts") || !c.text("model", "moe_token_dispatcher_type").empty();
      }},
-};
-
-// ---- The exports checked ------------------------------------------------------------------------------
-
-struct ExportCase {
-  std::string name;
-  std::string topology;
-  std::string model;
-  std::string plan;      ///< a shipped plan's path, or the plan's YAML when it starts with "inline:"
-  int gpus = 0;          ///< the job's first GPUs; 0: the whole topology
-  /// The plan field each export refuses, where it cannot express the plan; empty: it must export.
-  std::string megatron_refuses = {};
-  std::string bridge_refuses = {};
-};
-
-void PrintTo(const ExportCase& c, std::ostream* os) { *os << c.name; }
-
-ResolvedPlan resolve(const ExportCase& c) {
-  constexpr std::string_view kInline = "inline:";
-  if (c.plan.rfind(kInline, 0) == 0) {
-    return ResolvedPlan(c.topology, c.model, testing::spec_from(c.plan.substr(kInline.size())), c.gpus);
-  }
-  return ResolvedPlan(c.topology, c.model, c.plan, c.gpus);
-}
-
-/// The export, or nothing when the target refuses the plan as the case expects: with an InputError at
-/// `refuses` (a schedule or precision it has no setting for), which is the export's job, not a rule's.
-std::optional<std::string> export_or_refusal(const ResolvedPlan& r, Framework target, const std::string& refuses) {
-  try {
-    std::string text = r.exported(target);
-    EXPECT_TRUE(refuses.empty()) << "exported, though the case expects a refusal at " << refuses;
-    return text;
-  } catch (const InputError& e) {
-    EXPECT_EQ(e.field(), refuses) << e.what();
-    return std::nullopt;
-  }
-}
-
-// The planner's first plan for Llama-3 70B on 64 H100 (8 DGX H100 of topologies/16x-dgx-h100.yaml,
-// the default global batch of 256), as `mpsim plan --topology topologies/16x-dgx-h100.yaml --gpus 64
-// --model configs/models/llama3-70b.yaml` wrote it: Megatron FSDP (ZeRO-3) beside tensor and context
-// parallelism, the launch users reported. Pinned rather than searched here (the search takes seconds):
-// should the planner come to prefer another plan, this one stays the reported case.
-constexpr const char* kLlama70bPlannerFirst =
-    "inline:parallelism: { tensor: 2, pipeline: 1, data: 16, virtual_stages: 1, context: 2 }\n"
-    "batch: { global: 256, micro: 1 }\nschedule: 1f1b\npartition: [0, 80]\nrecompute: none\nprecision: bf16\n"
-    "attention: flash\noverlap: { grad_reduce: true, param_gather: true, tensor_comm: true }\nzero: 3\n"
-    "placement: tp-dp-pp\nsequence_parallel: true\n";
-// Megatron FSDP with tensor parallelism alone, and ZeRO-2 style sharding.
-constexpr const char* kLlama70bFsdp =
-    "inline:parallelism: { tensor: 2 }\nbatch: { global: 128, micro: 1 }\nsequence_parallel: true\nzero: 2\n"
-    "overlap: { grad_reduce: true, param_gather: true }\n";
-constexpr const char* kQwen3MoeFsdp =
-    "inline:parallelism: { expert: 8 }\nbatch: { global: 256, micro: 2 }\nzero: 3\n";
-
-const ExportCase kCases[] = {
-    {"cpu_tiny_1f1b_pp2", "topologies/dgx-a100.yaml", "configs/models/cpu-gpt-tiny.yaml",
-     "configs/plans/cpu-tiny-1f1b-pp2.yaml", 2, "", "precision"},
-    {"cpu_tiny_zb_h1_pp2", "topologies/dgx-a100.yaml", "configs/models/cpu-gpt-tiny.yaml",
-     "configs/plans/cpu-tiny-zb-h1-pp2.yaml", 2, "schedule", "schedule"},
-    {"gpt3_1_3b_sagemaker", "topologies/p4d.24xlarge.yaml", "configs/models/gpt3-1.3b.yaml",
-     "configs/plans/gpt3-1.3b-sagemaker.yaml", 0, "schedule", "schedule"},
-    {"gpt3_13b_4x_p4d", "topologies/4x-p4d.yaml", "configs/models/gpt3-13b.yaml", "configs/plans/gpt3-13b-4x-p4d.yaml"},
-    {"gpt3_175b_h100_weak_scaling", "topologies/512x-dgx-h100.yaml", "configs/models/gpt3-175b.yaml",
-     "configs/plans/gpt3-175b-h100-weak-scaling.yaml"},
-    {"megatron_175b_interleaved", "topologies/16x-dgx-h100.yaml", "configs/models/gpt3-175b.yaml",
-     "configs/plans/megatron-175b-interleaved.yaml"},
-    {"megatron_sc21_1_7b", "topologies/selene.yaml", "configs/models/megatron-1.7b.yaml",
-     "configs/plans/megatron-sc21-1.7b.yaml", 32},
-    {"megatron_sc21_3_6b", "topologies/selene.yaml", "configs/models/megatron-3.6b.yaml",
-     "configs/plans/megatron-sc21-3.6b.yaml", 64},
-    {"megatron_sc21_7_5b", "topologies/selene.yaml", "configs/models/megatron-7.5b.yaml",
-     "configs/plans/megatron-sc21-7.5b.yaml", 128},
-    {"megatron_sc21_18_4b", "topologies/selene.yaml", "configs/models/megatron-18.4b.yaml",
-     "configs/plans/megatron-sc21-18.4b.yaml", 256},
-    {"megatron_sc21_39_1b", "topologies/selene.yaml", "configs/models/megatron-39.1b.yaml",
-     "configs/plans/megatron-sc21-39.1b.yaml", 512},
-    {"megatron_sc21_76_1b", "topologies/selene.yaml", "configs/models/megatron-76.1b.yaml",
-     "configs/plans/megatron-sc21-76.1b.yaml", 1024},
-    {"megatron_sc21_145_6b", "topologies/selene.yaml", "configs/models/megatron-145.6b.yaml",
-     "configs/plans/megatron-sc21-145.6b.yaml", 1536},
-    {"megatron_sc21_310_1b", "topologies/selene.yaml", "configs/models/megatron-310.1b.yaml",
-     "configs/plans/megatron-sc21-310.1b.yaml", 1920},
-    {"megatron_sc21_529_6b", "topologies/selene.yaml", "configs/models/megatron-529.6b.yaml",
-     "configs/plans/megatron-sc21-529.6b.yaml", 2520},
-    {"megatron_sc21_1008b", "topologies/selene.yaml", "configs/models/megatron-1008b.yaml",
-     "configs/plans/megatron-sc21-1008b.yaml", 3072},
-    {"llama3_70b_64_h100_planner_first", "topologies/16x-dgx-h100.yaml", "configs/models/llama3-70b.yaml",
-     kLlama70bPlannerFirst, 64},
-    {"llama3_70b_64_h100_fsdp", "topologies/16x-dgx-h100.yaml", "configs/models/llama3-70b.yaml", kLlama70bFsdp, 64},
-    {"qwen3_30b_a3b_64_h100_fsdp", "topologies/16x-dgx-h100.yaml", "configs/models/qwen3-30b-a3b.yaml", kQwen3MoeFsdp,
-     64},
 };
 
 class FrameworkRules : public ::testing::TestWithParam<ExportCase> {};
@@ -398,7 +335,7 @@ TEST_P(FrameworkRules, MegatronBridgeAcceptsTheOverrides) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Exports, FrameworkRules, ::testing::ValuesIn(kCases),
+INSTANTIATE_TEST_SUITE_P(Exports, FrameworkRules, ::testing::ValuesIn(testing::kExportCases),
                          [](const ::testing::TestParamInfo<ExportCase>& info) { return info.param.name; });
 
 // The rules are not vacuous: the launches users reported fail the rules they broke.
@@ -423,6 +360,14 @@ TEST(FrameworkRuleTable, CatchesTheReportedLaunches) {
       "--pipeline-model-parallel-size 4 --micro-batch-size 3 --global-batch-size 16 --expert-model-parallel-size 4 "
       "--num-experts 6\n";
   EXPECT_EQ(failed(uneven_batch).size(), 3U);
+  // Latent attention's plain RoPE beside the fused kernel; YaRN named without latent attention, and
+  // multi-token prediction with learned positions.
+  EXPECT_EQ(failed("torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py --num-layers 8 --num-attention-heads 8 "
+                   "--multi-latent-attention --rope-type rope\n"),
+            (std::vector<std::string_view>{kMegatronRules[19].rule}));
+  EXPECT_EQ(failed("torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py --num-layers 8 --num-attention-heads 8 "
+                   "--rope-type yarn --position-embedding-type learned_absolute --mtp-num-layers 1\n"),
+            (std::vector<std::string_view>{kMegatronRules[18].rule, kMegatronRules[20].rule}));
 
   // The reported NeMo overrides: FSDP with the distributed optimizer off, no checkpoint format, no
   // average_in_collective, and an MoE model that leaves the recipe's dispatcher.
@@ -438,7 +383,12 @@ TEST(FrameworkRuleTable, CatchesTheReportedLaunches) {
     if (!rule.holds(config)) bridge_failed.push_back(rule.rule);
   }
   EXPECT_EQ(bridge_failed, (std::vector<std::string_view>{kBridgeRules[1].rule, kBridgeRules[3].rule,
-                                                          kBridgeRules[4].rule, kBridgeRules[12].rule}));
+                                                          kBridgeRules[4].rule, kBridgeRules[13].rule}));
+  const BridgeConfig plain_mla{
+      YamlDocument::parse("model:\n  num_attention_heads: 8\n  multi_latent_attention: true\n  rope_type: rope\n",
+                          "overrides.yaml"),
+      8};
+  EXPECT_FALSE(kBridgeRules[12].holds(plain_mla));
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "tests/unit/interop/interop_test_support.h"
 
@@ -37,9 +38,21 @@ TEST(MegatronCoreSettings, AFlagIsTheDashedKeyOrANamedException) {
       {"num_moe_experts", {"--num-experts", true}},
       {"add_bias_linear", {"--disable-bias-linear", false}},
       {"layernorm_epsilon", {"--norm-epsilon", true}},  // TransformerConfig's argparse_meta arg_names
-      {"share_embeddings_and_output_weights", {"--untie-embeddings-and-output-weights", false}}};
+      {"share_embeddings_and_output_weights", {"--untie-embeddings-and-output-weights", false}},
+      {"rope_scaling", {"--use-rope-scaling", true}},  // Megatron-LM's use_rope_scaling
+      {"apply_rope_fusion", {"--no-rope-fusion", false}}};
   std::set<std::string> keys;
-  for (const McoreSetting& s : settings_of(moe_mla_plan("cpu_offloading_num_layers: 2\n"))) {
+  std::vector<McoreSetting> settings = settings_of(moe_mla_plan("cpu_offloading_num_layers: 2\n"));
+  const std::vector<McoreSetting> llama31 =
+      settings_of(ResolvedPlan(testing::kDgxH100, "configs/models/llama31-405b.yaml", spec_from("{}\n")));
+  settings.insert(settings.end(), llama31.begin(), llama31.end());
+  // Latent attention without YaRN (plain RoPE) turns rope fusion off.
+  const ResolvedPlan deepseek = moe_mla_plan();
+  model::TransformerShape plain_rope = *deepseek.model.shape;
+  plain_rope.rope_scaling.reset();
+  const std::vector<McoreSetting> plain = megatron_core_settings(plain_rope, deepseek.plan);
+  settings.insert(settings.end(), plain.begin(), plain.end());
+  for (const McoreSetting& s : settings) {
     keys.insert(std::string(s.key));
     const auto it = exceptions.find(std::string(s.key));
     if (it == exceptions.end()) {

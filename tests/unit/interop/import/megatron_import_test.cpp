@@ -163,7 +163,8 @@ double total_flops(const model::Model& m) {
 TEST(MegatronRoundTrip, TheShapeArgumentsGiveBackTheModel) {
   for (const char* model : {"configs/models/gpt3-175b.yaml", "configs/models/llama3-70b.yaml",
                             "configs/models/mixtral-8x7b.yaml", "configs/models/deepseek-v3.yaml",
-                            "configs/models/qwen3-30b-a3b.yaml", "configs/models/megatron-1.7b.yaml"}) {
+                            "configs/models/qwen3-30b-a3b.yaml", "configs/models/megatron-1.7b.yaml",
+                            "configs/models/llama31-405b.yaml"}) {
     const ResolvedPlan original("topologies/dgx-h100.yaml", model, testing::spec_from("parallelism: { tensor: 8 }\n"));
     const ImportedLaunch imported = import_megatron(original.exported(Framework::Megatron), "launch.sh", std::nullopt, true);
     const model::Model back = model::load_model(YamlDocument::parse(imported.model_yaml, "model.yaml").root());
@@ -171,6 +172,9 @@ TEST(MegatronRoundTrip, TheShapeArgumentsGiveBackTheModel) {
     EXPECT_EQ(total_parameters(back), total_parameters(original.model)) << model << "\n" << imported.model_yaml;
     EXPECT_EQ(total_flops(back), total_flops(original.model)) << model;
     EXPECT_EQ(back.dtype_bytes, original.model.dtype_bytes);
+    ASSERT_TRUE(back.shape && original.model.shape);
+    EXPECT_EQ(back.shape->rotary_base, original.model.shape->rotary_base) << model;
+    EXPECT_EQ(back.shape->rope_scaling, original.model.shape->rope_scaling) << model << "\n" << imported.model_yaml;
   }
 }
 

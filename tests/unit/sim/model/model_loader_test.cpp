@@ -267,6 +267,64 @@ TEST(ModelLoader, RotaryBaseAndNormEpsilon) {
   EXPECT_EQ(qwen.shape->norm_epsilon, 1e-6);
 }
 
+// Llama 3.1's and YaRN's rescaled frequencies, in Hugging Face's rope_scaling names: like the rotary
+// base, only exports read them.
+TEST(ModelLoader, RopeScaling) {
+  const std::string llama = "model:\n  family: llama\n  layers: 4\n  hidden: 64\n  heads: 4\n  ffn: 128\n"
+                            "  seq_len: 8\n  vocab: 10\n";
+  EXPECT_FALSE(parse_text(llama).shape->rope_scaling);
+  const Model llama31 = parse_text(llama +
+                                   "  rope_scaling: { type: llama3, factor: 8, low_freq_factor: 1, high_freq_factor: 4,"
+                                   " original_max_position_embeddings: 8192 }\n");
+  ASSERT_TRUE(llama31.shape->rope_scaling);
+  EXPECT_EQ(llama31.shape->rope_scaling->kind, RopeScalingKind::Llama3);
+  EXPECT_EQ(llama31.shape->rope_scaling->factor, 8.0);
+  EXPECT_EQ(llama31.shape->rope_scaling->low_freq_factor, 1.0);
+  EXPECT_EQ(llama31.shape->rope_scaling->high_freq_factor, 4.0);
+  EXPECT_EQ(llama31.shape->rope_scaling->original_max_position_embeddings, 8192);
+  // YaRN's optional values take its defaults.
+  const Model yarn = parse_text(llama + "  rope_scaling: { type: yarn, factor: 32, original_max_position_embeddings: 4096 }\n");
+  ASSERT_TRUE(yarn.shape->rope_scaling);
+  EXPECT_EQ(yarn.shape->rope_scaling->kind, RopeScalingKind::Yarn);
+  EXPECT_EQ(yarn.shape->rope_scaling->beta_fast, 32.0);
+  EXPECT_EQ(yarn.shape->rope_scaling->beta_slow, 1.0);
+  EXPECT_EQ(yarn.shape->rope_scaling->mscale, 1.0);
+  EXPECT_EQ(yarn.shape->rope_scaling->mscale_all_dim, 0.0);
+
+  const std::string gpt = "model:\n  family: gpt\n  layers: 2\n  hidden: 64\n  heads: 4\n  seq_len: 8\n  vocab: 10\n";
+  expect_error(gpt + "  rope_scaling: { type: yarn, factor: 4, original_max_position_embeddings: 2048 }\n", "8:17",
+               "model.rope_scaling", "only rotary positions");
+  expect_error(llama + "  rope_scaling: { type: ntk, factor: 2, original_max_position_embeddings: 2048 }\n", "9:25",
+               "model.rope_scaling.type", "unknown value 'ntk'");
+  expect_error(llama + "  rope_scaling: { type: yarn, factor: 4, original_max_position_embeddings: 2048, "
+                       "low_freq_factor: 1 }\n",
+               "9:99", "model.rope_scaling.low_freq_factor", "only type llama3");
+  expect_error(llama + "  rope_scaling: { type: llama3, factor: 8, original_max_position_embeddings: 8192 }\n", "9:17",
+               "model.rope_scaling.low_freq_factor", "low_freq_factor");
+  expect_error(llama + "  rope_scaling: { type: llama3, factor: 8, low_freq_factor: 4, high_freq_factor: 1, "
+                       "original_max_position_embeddings: 8192 }\n",
+               "9:82", "model.rope_scaling.high_freq_factor", "must exceed low_freq_factor");
+  expect_error(llama + "  rope_scaling: { type: yarn, factor: 0.5, original_max_position_embeddings: 2048 }\n", "9:39",
+               "model.rope_scaling.factor", "must be between");
+
+  // The shipped files carry the released configs' values.
+  EXPECT_FALSE(load_model_file(kModels / "llama3-70b.yaml").shape->rope_scaling);
+  for (const char* llama31_file : {"llama31-405b.yaml", "llama3-405b.yaml"}) {
+    const auto scaling = load_model_file(kModels / llama31_file).shape->rope_scaling;
+    ASSERT_TRUE(scaling) << llama31_file;
+    EXPECT_EQ(scaling->kind, RopeScalingKind::Llama3);
+    EXPECT_EQ(scaling->factor, 8.0);
+  }
+  const auto deepseek = load_model_file(kModels / "deepseek-v3.yaml").shape->rope_scaling;
+  ASSERT_TRUE(deepseek);
+  EXPECT_EQ(deepseek->factor, 40.0);
+  EXPECT_EQ(deepseek->mscale_all_dim, 1.0);
+  const auto kimi = load_model_file(kModels / "kimi-k2.yaml").shape->rope_scaling;
+  ASSERT_TRUE(kimi);
+  EXPECT_EQ(kimi->factor, 32.0);
+  EXPECT_EQ(kimi->beta_fast, 1.0);
+}
+
 TEST(ModelLoader, MissingFileIsAnInputError) {
   EXPECT_THROW((void)load_model_file(kModels / "no-such-model.yaml"), InputError);
 }
