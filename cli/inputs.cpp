@@ -14,6 +14,7 @@
 #include "sim/plan/plan_check.h"
 #include "sim/plan/plan_fields.h"
 #include "sim/plan/plan_loader.h"
+#include "sim/topology/gpu_kind_override.h"
 #include "sim/topology/instance_override.h"
 #include "sim/topology/topology_loader.h"
 
@@ -91,7 +92,8 @@ Override resolve(const Override& o, const YamlDocument& doc, const std::vector<O
     }
   }
   const bool names_cluster = o.path == "cluster" || o.path.rfind("cluster.", 0) == 0 || o.path.rfind("cluster[", 0) == 0;
-  if (o.target == "topology" && doc.has_top_level("cluster") && !names_cluster) {
+  const bool names_kinds = o.path.rfind("gpu_kinds.", 0) == 0;  // beside 'cluster' in the short form too
+  if (o.target == "topology" && doc.has_top_level("cluster") && !names_cluster && !names_kinds) {
     r.path = "cluster." + o.path;
   }
   if (o.target == "topology" && !doc.has_top_level("cluster") && names_cluster) {
@@ -106,6 +108,16 @@ void erase_if_present(YamlDocument& doc, const Override& erase) {
     doc.apply(erase);
   } catch (const InputError&) {
   }
+}
+
+/// Applies a resolved override to `doc`, adding what it set to `applied`. A field of the GPU kind a node
+/// names by id is set in the document's copy of that kind (sim/topology/gpu_kind_override.h).
+void apply_resolved(YamlDocument& doc, const Override& r, std::vector<Override>& applied) {
+  const std::vector<Override> kind_fields = topology::gpu_kind_field_overrides(doc, r);
+  for (const Override& k : kind_fields) doc.apply(k);
+  if (kind_fields.empty()) doc.apply(r);
+  // The field set, by which the loader names an error in it (the kind's copy has no line of its own).
+  applied.push_back(kind_fields.empty() ? r : kind_fields.back());
 }
 
 /// Rethrows errors in overridden fields as errors of the --set flag that set them.
@@ -137,8 +149,7 @@ YamlDocument load_with(const std::string& file, const std::string& target, const
     std::vector<Override> erasures;
     const Override r = resolve(o, doc, overrides, erasures);
     for (const Override& e : erasures) erase_if_present(doc, e);
-    doc.apply(r);
-    applied.push_back(r);
+    apply_resolved(doc, r, applied);
     if (r.path != o.path) applied.push_back(o);  // checks name fields by their shorthand too
   }
   return doc;
@@ -150,10 +161,7 @@ topology::Cluster load_cluster_with(const std::string& file, const std::vector<O
   const YamlDocument topology_doc = load_with(file, "topology", overrides, applied);
   const auto patch_node = [&](YamlDocument& included) {
     for (const Override& o : overrides) {
-      if (o.target == "topology" && o.path.rfind("node.", 0) == 0) {
-        included.apply(o);
-        applied.push_back(o);
-      }
+      if (o.target == "topology" && o.path.rfind("node.", 0) == 0) apply_resolved(included, o, applied);
     }
   };
   topology::Cluster cluster = blame_overrides(applied, [&] {

@@ -207,6 +207,19 @@ TEST(PlanCommand, ZeroStagesCanBeBounded) {
   EXPECT_NE(bad.err.find("unknown ZeRO stage '4'"), std::string::npos) << bad.err;
 }
 
+// A field of the cluster's GPU kind (a built-in one, named by id) takes --set in plan as in simulate.
+TEST(PlanCommand, GpuKindFieldsTakeSet) {
+  const auto best_step = [](const std::string& set) {
+    const CommandResult r = mpsim(small_args(1) + " --json " + set);
+    EXPECT_EQ(r.exit_code, 0) << set << "\n" << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out)["best"]["step_time_s"].get<double>() : 0.0;
+  };
+  EXPECT_GT(best_step("--set topology.gpu.matmul_efficiency=0.2"), best_step("") * 1.5);
+  const CommandResult unknown = mpsim(small_args(1) + " --set topology.gpu.memory_bandwith=1");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("did you mean 'memory_bandwidth'"), std::string::npos) << unknown.err;
+}
+
 // With one pipeline stage every schedule runs the same loop: plans that differ only in its name are one
 // row, the names listed in it.
 TEST(PlanCommand, OneStageScheduleNamesAreOneRow) {
