@@ -220,6 +220,44 @@ TEST(PlanCommand, GpuKindFieldsTakeSet) {
   EXPECT_NE(unknown.err.find("did you mean 'memory_bandwidth'"), std::string::npos) << unknown.err;
 }
 
+// --tensor, --context, --pipeline and --expert hold an axis to the degrees they list; a degree the
+// cluster or the model cannot hold is a one-line error naming the flag.
+TEST(PlanCommand, AxesCanBeFixed) {
+  const auto j = nlohmann::json::parse(mpsim(small_args(10) + " --tensor 2 --pipeline 1,2 --json").out);
+  ASSERT_FALSE(j["candidates"].empty());
+  for (const auto& c : j["candidates"]) {
+    EXPECT_EQ(c["plan"]["parallelism"]["tensor"].get<int>(), 2) << c["plan"].dump();
+    EXPECT_LE(c["plan"]["parallelism"]["pipeline"].get<int>(), 2) << c["plan"].dump();
+  }
+  // Fixed where the search would not go by itself: context 2 leaves 1024 of gpt3-1.3b's 2048 tokens
+  // per rank, under the search's 4096.
+  const auto context = nlohmann::json::parse(mpsim(small_args(3) + " --context 2 --json").out);
+  ASSERT_FALSE(context["candidates"].empty());
+  for (const auto& c : context["candidates"]) EXPECT_EQ(c["plan"]["parallelism"]["context"].get<int>(), 2);
+
+  const auto error_of = [](const std::string& flags) {
+    const CommandResult r = mpsim(small_args() + " " + flags);
+    EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.out;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    return r.err;
+  };
+  EXPECT_EQ(error_of("--tensor 8"), "mpsim: error: --tensor 8: a tensor-parallel group stays within a node, and 8 "
+                                    "does not divide its 4 GPUs\n");
+  EXPECT_EQ(error_of("--pipeline 3"), "mpsim: error: --pipeline 3: 3 does not divide the job's 8 GPUs\n");
+  EXPECT_EQ(error_of("--expert 2"), "mpsim: error: --expert 2: the model has no experts to spread over 2 ranks\n");
+  EXPECT_NE(error_of("--tensor 2,x").find("'x' is not a degree"), std::string::npos);
+  EXPECT_NE(error_of("--context 0").find("'0' is not a degree"), std::string::npos);
+}
+
+// An MoE model's expert degree can be fixed: every ranked plan has it.
+TEST(PlanCommand, ExpertDegreeCanBeFixed) {
+  const std::string args = "plan --topology " + small_cluster_file() + " --model " +
+                           repo("configs/models/cpu-moe-tiny.yaml") + " --global-batch 16 --top 5 --json";
+  const auto j = nlohmann::json::parse(mpsim(args + " --expert 2").out);
+  ASSERT_FALSE(j["candidates"].empty());
+  for (const auto& c : j["candidates"]) EXPECT_EQ(c["plan"]["parallelism"]["expert"].get<int>(), 2) << c["plan"].dump();
+}
+
 // With one pipeline stage every schedule runs the same loop: plans that differ only in its name are one
 // row, the names listed in it.
 TEST(PlanCommand, OneStageScheduleNamesAreOneRow) {
