@@ -258,6 +258,25 @@ TEST(PlanCommand, ExpertDegreeCanBeFixed) {
   for (const auto& c : j["candidates"]) EXPECT_EQ(c["plan"]["parallelism"]["expert"].get<int>(), 2) << c["plan"].dump();
 }
 
+// The fields a plan differs in leave out what cannot matter for the model: a dense model's expert
+// degrees (plan_json writes expert_tensor, which follows the tensor degree).
+TEST(PlanCommand, DifferencesNameOnlyFieldsThatMatter) {
+  const fs::path file = scratch() / "dense-today.yaml";
+  std::ofstream(file) << "parallelism: { tensor: 1, pipeline: 2 }\nbatch: { global: 16, micro: 1 }\n"
+                         "schedule: 1f1b\nrecompute: full\nzero: 0\n";
+  const auto j = nlohmann::json::parse(mpsim(small_args() + " --json --explain --tensor 2 --baseline " + file.string()).out);
+  ASSERT_TRUE(j.contains("baseline"));
+  const auto& differences = j["baseline"]["differences"];
+  ASSERT_FALSE(differences.empty());
+  for (const auto& d : differences) {
+    const std::string text = d.get<std::string>();
+    EXPECT_NE(text.rfind("expert", 0), 0u) << text;
+    EXPECT_EQ(text.find("moe_"), std::string::npos) << text;
+  }
+  // The tensor degree differs (2 against 1) and is named; expert_tensor, which follows it, is not.
+  EXPECT_NE(std::find(differences.begin(), differences.end(), "tensor 2 vs 1"), differences.end()) << differences.dump();
+}
+
 // With one pipeline stage every schedule runs the same loop: plans that differ only in its name are one
 // row, the names listed in it.
 TEST(PlanCommand, OneStageScheduleNamesAreOneRow) {
