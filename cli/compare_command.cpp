@@ -1,4 +1,5 @@
-// mpsim compare: a predicted step against a measured one (step time, devices, instruction kinds).
+// mpsim compare: a predicted step against a measured one (step time, devices, instruction kinds), or against
+// a framework's step log (what a log knows: step time, throughput, memory).
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -193,7 +194,7 @@ void add_compare_command(CLI::App& app) {
       "  mpsim execute --topology T --model M --plan P --ranks 2 --trace meas.json\n"
       "  mpsim compare pred.json meas.json\n"
       "  mpsim compare pred.json rank0.pt.trace.json rank1.pt.trace.json   (PyTorch profiler traces of a real run)\n"
-      "  mpsim compare pred.json train.log                                  (Megatron-LM or NeMo step times)");
+      "  mpsim compare pred.json train.log                                  (a Megatron-LM or NeMo log: step time, throughput, memory)");
   cmd->callback([args] {
     const trace::StepRecord predicted = load_step(args->predicted);
     if (const auto log = load_step_log(args->measured)) {
