@@ -8,6 +8,7 @@
 #include "cli/commands.h"
 #include "sim/calibration/profile_file.h"
 #include "sim/core/input_error.h"
+#include "sim/core/input_error_collector.h"
 #include "sim/core/yaml_field.h"
 #include "sim/model/model_loader.h"
 #include "sim/plan/plan.h"
@@ -165,7 +166,8 @@ topology::Cluster load_cluster_with(const std::string& file, const std::vector<O
     }
   };
   topology::Cluster cluster = blame_overrides(applied, [&] {
-    return topology::build_cluster(topology::load_topology_spec(topology_doc.root(), 0, patch_node));
+    return read_collecting_errors(
+        [&] { return topology::build_cluster(topology::load_topology_spec(topology_doc.root(), 0, patch_node)); });
   });
   topology::apply_instance_overrides(cluster, overrides);
   return cluster;
@@ -208,7 +210,8 @@ Inputs load_inputs_on(const InputFiles& files, const std::vector<Override>& over
     calibration::apply_profile(*inputs.profile, inputs.cluster);
   }
   const YamlDocument model_doc = load_with(files.model, "model", overrides, applied);
-  inputs.model = blame_overrides(applied, [&] { return model::load_model(model_doc.root()); });
+  inputs.model = blame_overrides(
+      applied, [&] { return read_collecting_errors([&] { return model::load_model(model_doc.root()); }); });
   if (!files.plan.empty()) {
     YamlDocument plan_doc = load_with(files.plan, "plan", overrides, applied);
     // A what-if on the cluster's size lets the plan's data-parallel degree follow (it fills the
@@ -225,7 +228,7 @@ Inputs load_inputs_on(const InputFiles& files, const std::vector<Override>& over
       for (const Override& e : erasures) erase_if_present(plan_doc, e);
     }
     inputs.plan = blame_overrides(applied, [&] {
-      const plan::PlanSpec spec = plan::load_plan_spec(plan_doc.root());
+      const plan::PlanSpec spec = read_collecting_errors([&] { return plan::load_plan_spec(plan_doc.root()); });
       try {
         return plan::resolve_plan(spec, inputs.cluster, inputs.model);
       } catch (const InputError& e) {

@@ -347,6 +347,29 @@ TEST(Simulate, GpuKindFieldsTakeSet) {
                    "matmul_efficiency");
 }
 
+// Every error of a file that reading can step over comes in one run: two misspelt fields, each on its
+// line under "N errors:". One misspelling alone stays the one-line error (malformed_inputs checks those),
+// and so does a misspelt required field, whose absence then stops the reading (its case there).
+TEST(Simulate, TwoTyposOfAFileAreBothReported) {
+  const fs::path topology = scratch() / "two-typos.yaml";
+  std::ofstream(topology) << "cluster:\n"
+                             "  nodes: 2\n"
+                             "  gpus_per_node: 8\n"
+                             "  gpu: a100-40gb\n"
+                             "  intra_node: { kind: nvswitch, bandwidth: \"300 GB/s\", latncy: \"2 us\" }\n"
+                             "  inter_node: { kind: infiniband, bandwidth: \"100 Gb/s\", nics_per_nod: 4 }\n";
+  const CommandResult r = mpsim(simulate("", topology.string()));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(lines(r.err), 3) << r.err;
+  EXPECT_EQ(r.err.rfind("mpsim: error: " + topology.string() + ": 2 errors:\n", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("\n  " + topology.string() + ":5:56: unknown field 'latncy'; did you mean 'latency'?"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("\n  " + topology.string() + ":6:58: unknown field 'nics_per_nod'; did you mean 'nics_per_node'?"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(Simulate, ModelOverride) {
   const json base = report();
   const json shallow = report("--set model.model.layers=20");
