@@ -1,5 +1,8 @@
-// mpsim compare: a predicted step against a measured one (step time, devices, instruction kinds).
+// mpsim compare: a predicted step against a measured one (step time, devices, instruction kinds), or against
+// a framework's step log (what a log knows: step time, throughput, memory).
 #include <algorithm>
+#include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <iostream>
 #include <iterator>
@@ -96,6 +99,78 @@ void print_comparison(const CompareArgs& args, const trace::Comparison& c) {
   }
 }
 
+/// |predicted - measured| / measured, or nothing when the measured value is not positive.
+std::optional<double> relative_error(double predicted, double measured) {
+  if (measured <= 0) return std::nullopt;
+  return std::abs(predicted - measured) / measured;
+}
+
+std::string bytes_text(std::int64_t bytes) { return to_string(Bytes::bytes(bytes)); }
+
+/// `compare --json` against a step log: what a log can know, and nothing else (no devices, idle time
+/// or instruction kinds; a figure the log does not print is absent, not zero).
+nlohmann::ordered_json log_comparison_json(const trace::Report& predicted, const interop::StepLog& log) {
+  nlohmann::ordered_json out;
+  out["measured_kind"] = "step log";
+  const auto error = relative_error(predicted.step_time_s, log.step_time_s);
+  out["step_time_error"] = error ? nlohmann::ordered_json(*error) : nlohmann::ordered_json();
+  out["predicted_step_time_s"] = predicted.step_time_s;
+  out["measured_step_time_s"] = log.step_time_s;
+  out["measured_steps"] = log.steps;
+  if (log.tflops_per_gpu) {
+    const auto tflops_error = relative_error(predicted.tflops_per_gpu, *log.tflops_per_gpu);
+    out["tflops_per_gpu"] = {{"predicted", predicted.tflops_per_gpu},
+                             {"measured", *log.tflops_per_gpu},
+                             {"error", tflops_error ? nlohmann::ordered_json(*tflops_error) : nlohmann::ordered_json()}};
+  }
+  if (log.max_allocated_bytes) {
+    nlohmann::ordered_json memory;
+    memory["predicted_peak_bytes"] = predicted.peak_memory_bytes;
+    memory["measured_max_allocated_bytes"] = *log.max_allocated_bytes;
+    if (log.max_reserved_bytes) memory["measured_max_reserved_bytes"] = *log.max_reserved_bytes;
+    memory["measured_rank"] = log.max_allocated_rank;
+    const auto memory_error =
+        relative_error(static_cast<double>(predicted.peak_memory_bytes), static_cast<double>(*log.max_allocated_bytes));
+    memory["error"] = memory_error ? nlohmann::ordered_json(*memory_error) : nlohmann::ordered_json();
+    out["memory"] = std::move(memory);
+  }
+  return out;
+}
+
+void print_log_comparison(const CompareArgs& args, const trace::Report& predicted, const interop::StepLog& log) {
+  std::cout << fmt::format("predicted {}\nmeasured  {} (a step log: its step time, throughput and memory; a log "
+                           "cannot know devices, idle time or kernels)\n\n",
+                           args.predicted, args.measured.front());
+  Table table;
+  table.add_row({"", "predicted", "measured", "error"});
+  table.add_row({fmt::format("step time (median of {} steps)", log.steps), cli::seconds(predicted.step_time_s),
+                 cli::seconds(log.step_time_s), percent_or_dash(relative_error(predicted.step_time_s, log.step_time_s))});
+  if (log.tflops_per_gpu) {
+    table.add_row({"TFLOP/s per GPU", fmt::format("{:.4g}", predicted.tflops_per_gpu),
+                   fmt::format("{:.4g}", *log.tflops_per_gpu),
+                   percent_or_dash(relative_error(predicted.tflops_per_gpu, *log.tflops_per_gpu))});
+  }
+  if (log.max_allocated_bytes) {
+    table.add_row({fmt::format("memory: predicted peak / max allocated (rank {})", log.max_allocated_rank),
+                   bytes_text(predicted.peak_memory_bytes), bytes_text(*log.max_allocated_bytes),
+                   percent_or_dash(relative_error(static_cast<double>(predicted.peak_memory_bytes),
+                                                  static_cast<double>(*log.max_allocated_bytes)))});
+    if (log.max_reserved_bytes) {
+      table.add_row({"  max reserved (the allocator's cache too)", "", bytes_text(*log.max_reserved_bytes), ""});
+    }
+  }
+  std::cout << table.render();
+  if (!log.tflops_per_gpu || !log.max_allocated_bytes) {
+    std::cout << fmt::format("\nNot in the log: {}{}{}.\n", log.tflops_per_gpu ? "" : "throughput (Megatron-LM prints it with --log-throughput)",
+                             !log.tflops_per_gpu && !log.max_allocated_bytes ? "; " : "",
+                             log.max_allocated_bytes ? "" : "memory (Megatron-LM's \"memory (MB)\" lines)");
+  }
+  if (log.max_allocated_bytes) {
+    std::cout << "\nThe predicted peak is all a GPU holds at its fullest (the CUDA context, workspaces and NCCL "
+                 "buffers too); max allocated is PyTorch's allocator alone.\n";
+  }
+}
+
 }  // namespace
 
 void add_compare_command(CLI::App& app) {
@@ -119,9 +194,17 @@ void add_compare_command(CLI::App& app) {
       "  mpsim execute --topology T --model M --plan P --ranks 2 --trace meas.json\n"
       "  mpsim compare pred.json meas.json\n"
       "  mpsim compare pred.json rank0.pt.trace.json rank1.pt.trace.json   (PyTorch profiler traces of a real run)\n"
-      "  mpsim compare pred.json train.log                                  (Megatron-LM or NeMo step times)");
+      "  mpsim compare pred.json train.log                                  (a Megatron-LM or NeMo log: step time, throughput, memory)");
   cmd->callback([args] {
     const trace::StepRecord predicted = load_step(args->predicted);
+    if (const auto log = load_step_log(args->measured)) {
+      if (args->json) {
+        std::cout << log_comparison_json(predicted.report, *log).dump(2) << "\n";
+      } else {
+        print_log_comparison(*args, predicted.report, *log);
+      }
+      return;
+    }
     const trace::StepRecord measured = load_measured_step(args->measured, args->gpus_per_node, predicted.report);
     const trace::Comparison c = trace::compare(predicted, measured);
     if (args->json) {

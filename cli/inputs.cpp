@@ -8,12 +8,14 @@
 #include "cli/commands.h"
 #include "sim/calibration/profile_file.h"
 #include "sim/core/input_error.h"
+#include "sim/core/input_error_collector.h"
 #include "sim/core/yaml_field.h"
 #include "sim/model/model_loader.h"
 #include "sim/plan/plan.h"
 #include "sim/plan/plan_check.h"
 #include "sim/plan/plan_fields.h"
 #include "sim/plan/plan_loader.h"
+#include "sim/topology/gpu_kind_override.h"
 #include "sim/topology/instance_override.h"
 #include "sim/topology/topology_loader.h"
 
@@ -91,7 +93,8 @@ Override resolve(const Override& o, const YamlDocument& doc, const std::vector<O
     }
   }
   const bool names_cluster = o.path == "cluster" || o.path.rfind("cluster.", 0) == 0 || o.path.rfind("cluster[", 0) == 0;
-  if (o.target == "topology" && doc.has_top_level("cluster") && !names_cluster) {
+  const bool names_kinds = o.path.rfind("gpu_kinds.", 0) == 0;  // beside 'cluster' in the short form too
+  if (o.target == "topology" && doc.has_top_level("cluster") && !names_cluster && !names_kinds) {
     r.path = "cluster." + o.path;
   }
   if (o.target == "topology" && !doc.has_top_level("cluster") && names_cluster) {
@@ -106,6 +109,16 @@ void erase_if_present(YamlDocument& doc, const Override& erase) {
     doc.apply(erase);
   } catch (const InputError&) {
   }
+}
+
+/// Applies a resolved override to `doc`, adding what it set to `applied`. A field of the GPU kind a node
+/// names by id is set in the document's copy of that kind (sim/topology/gpu_kind_override.h).
+void apply_resolved(YamlDocument& doc, const Override& r, std::vector<Override>& applied) {
+  const std::vector<Override> kind_fields = topology::gpu_kind_field_overrides(doc, r);
+  for (const Override& k : kind_fields) doc.apply(k);
+  if (kind_fields.empty()) doc.apply(r);
+  // The field set, by which the loader names an error in it (the kind's copy has no line of its own).
+  applied.push_back(kind_fields.empty() ? r : kind_fields.back());
 }
 
 /// Rethrows errors in overridden fields as errors of the --set flag that set them.
@@ -137,8 +150,7 @@ YamlDocument load_with(const std::string& file, const std::string& target, const
     std::vector<Override> erasures;
     const Override r = resolve(o, doc, overrides, erasures);
     for (const Override& e : erasures) erase_if_present(doc, e);
-    doc.apply(r);
-    applied.push_back(r);
+    apply_resolved(doc, r, applied);
     if (r.path != o.path) applied.push_back(o);  // checks name fields by their shorthand too
   }
   return doc;
@@ -150,14 +162,12 @@ topology::Cluster load_cluster_with(const std::string& file, const std::vector<O
   const YamlDocument topology_doc = load_with(file, "topology", overrides, applied);
   const auto patch_node = [&](YamlDocument& included) {
     for (const Override& o : overrides) {
-      if (o.target == "topology" && o.path.rfind("node.", 0) == 0) {
-        included.apply(o);
-        applied.push_back(o);
-      }
+      if (o.target == "topology" && o.path.rfind("node.", 0) == 0) apply_resolved(included, o, applied);
     }
   };
   topology::Cluster cluster = blame_overrides(applied, [&] {
-    return topology::build_cluster(topology::load_topology_spec(topology_doc.root(), 0, patch_node));
+    return read_collecting_errors(
+        [&] { return topology::build_cluster(topology::load_topology_spec(topology_doc.root(), 0, patch_node)); });
   });
   topology::apply_instance_overrides(cluster, overrides);
   return cluster;
@@ -200,7 +210,8 @@ Inputs load_inputs_on(const InputFiles& files, const std::vector<Override>& over
     calibration::apply_profile(*inputs.profile, inputs.cluster);
   }
   const YamlDocument model_doc = load_with(files.model, "model", overrides, applied);
-  inputs.model = blame_overrides(applied, [&] { return model::load_model(model_doc.root()); });
+  inputs.model = blame_overrides(
+      applied, [&] { return read_collecting_errors([&] { return model::load_model(model_doc.root()); }); });
   if (!files.plan.empty()) {
     YamlDocument plan_doc = load_with(files.plan, "plan", overrides, applied);
     // A what-if on the cluster's size lets the plan's data-parallel degree follow (it fills the
@@ -217,7 +228,7 @@ Inputs load_inputs_on(const InputFiles& files, const std::vector<Override>& over
       for (const Override& e : erasures) erase_if_present(plan_doc, e);
     }
     inputs.plan = blame_overrides(applied, [&] {
-      const plan::PlanSpec spec = plan::load_plan_spec(plan_doc.root());
+      const plan::PlanSpec spec = read_collecting_errors([&] { return plan::load_plan_spec(plan_doc.root()); });
       try {
         return plan::resolve_plan(spec, inputs.cluster, inputs.model);
       } catch (const InputError& e) {

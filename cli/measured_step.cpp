@@ -63,6 +63,17 @@ trace::StepRecord load_measured_step(const std::vector<std::string>& measured, s
   return load_step(measured.front());
 }
 
+std::optional<interop::StepLog> load_step_log(const std::vector<std::string>& measured) {
+  if (measured.size() != 1) return std::nullopt;
+  const std::string text = read_whole_file(measured.front());
+  if (!interop::is_step_time_log(text)) return std::nullopt;
+  try {
+    return interop::read_step_log(text, measured.front());
+  } catch (const trace::TraceReadError& e) {
+    throw InputError({measured.front(), 0, 0}, "", e.what());
+  }
+}
+
 trace::StepRecord load_step(const std::string& path) {
   const std::string text = read_whole_file(path);
   trace::StepRecord step;

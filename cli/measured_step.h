@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "interop/trace/framework_trace.h"
 #include "sim/trace/compare.h"
 
 namespace mpsim::cli {
@@ -19,5 +20,9 @@ namespace mpsim::cli {
 /// unless `gpus_per_node` is given, and its stages). Throws InputError naming the file.
 [[nodiscard]] trace::StepRecord load_measured_step(const std::vector<std::string>& measured,
                                                    std::optional<int> gpus_per_node, const trace::Report& predicted);
+
+/// The step log `measured` names (one Megatron-LM / NeMo log file), or nothing when it names a trace, a
+/// report or PyTorch profiler traces. Throws InputError naming the file.
+[[nodiscard]] std::optional<interop::StepLog> load_step_log(const std::vector<std::string>& measured);
 
 }  // namespace mpsim::cli

@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <system_error>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -99,6 +101,7 @@ struct PlanArgs {
   std::string moe_dispatcher = "alltoall";  ///< alltoall | deepep | hybridep
   std::string framework;  ///< --framework: keep only plans it runs and exports; empty: any
   std::vector<std::string> defaults_used;  ///< "--topology topologies/4x-p4d.yaml": inputs not given, as taken
+  std::string tensor, context, pipeline, expert;  ///< --tensor 2,4 ...: only these degrees of the axis
   int max_tensor = 0;
   int max_context = 0;
   int max_expert = 0;
@@ -158,6 +161,51 @@ constexpr std::pair<std::string_view, int> kZeroStages[] = {{"0", 0}, {"1", 1}, 
 
 std::vector<int> parse_zero(const std::string& list) { return parse_named_list(list, "--zero", "ZeRO stage", kZeroStages); }
 
+/// The flags that hold an axis to the degrees they list, and where PlanArgs keeps each list.
+struct FixedAxisFlag {
+  plan::Axis axis;
+  const char* flag;
+  std::string PlanArgs::*list;
+  const char* help;
+};
+constexpr FixedAxisFlag kFixedAxisFlags[] = {
+    {plan::Axis::Tensor, "--tensor", &PlanArgs::tensor, "Only these tensor-parallel degrees, e.g. 8 or 4,8"},
+    {plan::Axis::Context, "--context", &PlanArgs::context, "Only these context-parallel degrees, e.g. 1,2"},
+    {plan::Axis::Pipeline, "--pipeline", &PlanArgs::pipeline, "Only these pipeline degrees (stages), e.g. 4"},
+    {plan::Axis::Expert, "--expert", &PlanArgs::expert, "Only these expert-parallel degrees (MoE models), e.g. 8"},
+};
+
+/// A comma-separated list of degrees (positive integers; repeats dropped), or an InputError naming `flag`.
+std::vector<int> parse_degrees(const std::string& list, const std::string& flag) {
+  std::vector<int> out;
+  std::stringstream in(list);
+  std::string word;
+  while (std::getline(in, word, ',')) {
+    word.erase(0, word.find_first_not_of(' '));
+    word.erase(word.find_last_not_of(' ') + 1);
+    int degree = 0;
+    const auto [end, error] = std::from_chars(word.data(), word.data() + word.size(), degree);
+    if (error != std::errc() || end != word.data() + word.size() || degree < 1) {
+      throw InputError({flag + " " + list, 0, 0}, "", fmt::format("'{}' is not a degree (a whole number, at least 1)", word));
+    }
+    if (std::find(out.begin(), out.end(), degree) == out.end()) out.push_back(degree);
+  }
+  return out;
+}
+
+/// Refuses a fixed degree no plan on the inputs' cluster and model can have, naming its flag.
+void check_fixed_degrees(const PlanArgs& args, const Inputs& in) {
+  for (const FixedAxisFlag& f : kFixedAxisFlags) {
+    const std::string& list = args.*f.list;
+    if (list.empty()) continue;
+    for (const int degree : parse_degrees(list, f.flag)) {
+      if (auto why = planner::fixed_degree_error(f.axis, degree, in.cluster, in.model)) {
+        throw InputError({fmt::format("{} {}", f.flag, list), 0, 0}, "", *why);
+      }
+    }
+  }
+}
+
 std::vector<plan::Precision> parse_precisions(const std::string& list) {
   return parse_named_list(list, "--precisions", "precision", plan::kPrecisionNames);
 }
@@ -196,6 +244,9 @@ planner::PlannerOptions planner_options(const PlanArgs& args) {
   o.space.max_tensor = args.max_tensor;
   o.space.max_context = args.max_context;
   o.space.max_expert = args.max_expert;
+  for (const FixedAxisFlag& f : kFixedAxisFlags) {
+    if (!(args.*f.list).empty()) o.space.only_degrees[f.axis] = parse_degrees(args.*f.list, f.flag);
+  }
   o.space.max_micro_batch = args.max_micro_batch;
   // Cost: at one job size the fastest plan is the cheapest (GPU-hours grow with the step), so each
   // size is searched for speed (planner/cost_search.h).
@@ -529,6 +580,7 @@ void run_planner_command(const PlanArgs& args) {
   }
   if (!args.deadline.empty()) throw InputError({"--deadline", 0, 0}, "", "a deadline applies to --optimize cost");
   const Inputs in = load_planner_inputs(args);
+  check_fixed_degrees(args, in);
   planner::PlannerOptions options = planner_options(args);
   if (divided) {
     if (args.verify_top > 0) throw InputError({"--verify-top", 0, 0}, "", "run the verification outside mpirun: it starts its own");
@@ -802,6 +854,7 @@ void add_plan_commands(CLI::App& app) {
                        "Search only plans this framework runs: each one its launch config exports without error "
                        "(plan export --to)")
       ->check(CLI::IsMember(plan::names_of(interop::kFrameworkNames)));
+  for (const FixedAxisFlag& f : kFixedAxisFlags) plan_cmd->add_option(f.flag, args.get()->*f.list, f.help);
   plan_cmd->add_option("--max-tensor", args->max_tensor, "Largest tensor-parallel degree")->check(CLI::PositiveNumber);
   plan_cmd->add_option("--max-context", args->max_context, "Largest context-parallel degree")->check(CLI::PositiveNumber);
   plan_cmd->add_option("--max-expert", args->max_expert, "Largest expert-parallel degree (MoE models)")

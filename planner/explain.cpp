@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <fmt/format.h>
@@ -12,6 +13,7 @@
 #include "planner/lower_bound.h"
 #include "sim/engine/cost_model.h"
 #include "sim/plan/layout.h"
+#include "sim/plan/plan_fields.h"
 #include "sim/plan/plan_json.h"
 #include "sim/schedule/program.h"
 
@@ -90,6 +92,18 @@ void plan_differences(const nlohmann::ordered_json& a, const nlohmann::ordered_j
   out.push_back(fmt::format("{} {} vs {}", path, text(a), text(b)));
 }
 
+/// Whether the plan field `name` (as plan_differences names it) can change a step of `model`: a model
+/// without experts runs the same whatever its expert degrees and MoE settings say.
+bool can_matter(std::string_view name, const model::Model& model) {
+  if (model.shape && model.shape->moe) return true;
+  const plan::PlanField* field = plan::plan_field(name);
+  if (field == nullptr) field = plan::plan_field("parallelism." + std::string(name));
+  if (field == nullptr) return true;
+  const bool expert_degree = field->axis == plan::Axis::Expert || field->axis == plan::Axis::ExpertTensor;
+  const bool moe_setting = field->path.find("moe_") != std::string_view::npos || field->path == "routing_imbalance";
+  return !expert_degree && !moe_setting;
+}
+
 }  // namespace
 
 Comparison compare(const topology::Cluster& cluster, const model::Model& model, const Evaluated& winner,
@@ -100,6 +114,9 @@ Comparison compare(const topology::Cluster& cluster, const model::Model& model, 
   // Every field of the plan file that differs, from the plan's JSON (which the plan-field table writes),
   // so that a field added there is named here without an edit.
   plan_differences(plan::plan_json(a), plan::plan_json(b), "", out.differences);
+  std::erase_if(out.differences, [&](const std::string& difference) {
+    return !can_matter(std::string_view(difference).substr(0, difference.find(' ')), model);
+  });
   out.winner = breakdown(cluster, model, winner);
   out.other = breakdown(cluster, model, other);
   const double gaps[] = {out.other.compute_s - out.winner.compute_s, out.other.bubble_s - out.winner.bubble_s,

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "sim/core/input_error.h"
 #include "sim/plan/layout.h"
 #include "sim/plan/plan_check.h"
@@ -65,12 +67,14 @@ class Enumerator {
     const int per_node = static_cast<int>(cluster_.gpus_of_node(cluster_.device(cluster_.gpus().front()).node).size());
     for (const int t : divisors(per_node)) {
       if (options_.max_tensor > 0 && t > options_.max_tensor) continue;
+      if (!allowed(plan::Axis::Tensor, t)) continue;
       if (gpus_ % t != 0) continue;
       if (mirror() && !tensor_degree_valid(t, cluster_, model_)) continue;
       out_.tensor_degrees.push_back(t);
       for (const int c : divisors(gpus_ / t)) {
         if (!context_degree_searched(c)) continue;
         for (const int p : divisors(gpus_ / (t * c))) {
+          if (!allowed(plan::Axis::Pipeline, p)) continue;
           if (mirror() && plan::stage_count_error(layers_, p, 1, false)) continue;
           const int d = gpus_ / (t * c * p);
           if (options_.global_batch % d != 0) continue;
@@ -91,6 +95,12 @@ class Enumerator {
 
  private:
   [[nodiscard]] bool mirror() const noexcept { return options_.rules == SpaceRules::Mirror; }
+  /// Whether `degree` is one `axis` may take (any, unless the options list the axis's degrees).
+  [[nodiscard]] bool allowed(plan::Axis axis, int degree) const {
+    const auto only = options_.only_degrees.find(axis);
+    return only == options_.only_degrees.end() ||
+           std::find(only->second.begin(), only->second.end(), degree) != only->second.end();
+  }
   [[nodiscard]] const model::MoeShape* moe() const noexcept {
     return model_.shape && model_.shape->moe ? &*model_.shape->moe : nullptr;
   }
@@ -99,10 +109,11 @@ class Enumerator {
   /// (seq_len divisible by 2c) with at least min_context_tokens per rank.
   [[nodiscard]] bool context_degree_searched(int c) const {
     if (options_.max_context > 0 && c > options_.max_context) return false;
+    if (!allowed(plan::Axis::Context, c)) return false;
     if (c == 1) return true;
     if (!model_.shape) return false;
     const std::int64_t seq = model_.shape->seq_len;
-    if (seq / c < options_.min_context_tokens) return false;
+    if (!options_.only_degrees.contains(plan::Axis::Context) && seq / c < options_.min_context_tokens) return false;
     return !mirror() || seq % (2 * c) == 0;
   }
 
@@ -114,6 +125,7 @@ class Enumerator {
     std::vector<std::pair<int, int>> out;
     for (const int e : divisors(static_cast<int>(m->experts))) {
       if (options_.max_expert > 0 && e > options_.max_expert) continue;
+      if (!allowed(plan::Axis::Expert, e)) continue;
       for (const int et : t > 1 ? std::vector<int>{1, t} : std::vector<int>{1}) {
         if (mirror()) {
           if (m->expert_ffn % et != 0) continue;
@@ -273,6 +285,59 @@ std::vector<plan::ScheduleKind> default_schedule_kinds() {
     if (t.searched_by_default) out.push_back(t.kind);
   }
   return out;
+}
+
+std::optional<std::string> fixed_degree_error(plan::Axis axis, int degree, const topology::Cluster& cluster,
+                                              const model::Model& model) {
+  const int gpus = static_cast<int>(cluster.gpus().size());
+  if (degree < 1) return "a degree is at least 1";
+  if (gpus % degree != 0) return fmt::format("{} does not divide the job's {} GPUs", degree, gpus);
+  switch (axis) {
+    case plan::Axis::Tensor: {
+      const int per_node =
+          static_cast<int>(cluster.gpus_of_node(cluster.device(cluster.gpus().front()).node).size());
+      if (per_node % degree != 0) {
+        return fmt::format("a tensor-parallel group stays within a node, and {} does not divide its {} GPUs", degree,
+                           per_node);
+      }
+      PlanSpec spec;  // as tensor_degree_valid, for resolve_plan's own words
+      spec.write(plan::Axis::Tensor, degree);
+      spec.write(plan::Axis::Pipeline, 1);
+      spec.micro_batch = 1;
+      spec.microbatches = 1;
+      try {
+        (void)plan::resolve_plan(spec, cluster, model);
+      } catch (const InputError& e) {
+        return fmt::format("tensor {}: {}", degree, e.message());
+      }
+      return std::nullopt;
+    }
+    case plan::Axis::Context:
+      if (degree == 1) return std::nullopt;
+      if (!model.shape) return "the model is a list of layers, with no sequence to split";
+      if (model.shape->seq_len % (2 * degree) != 0) {
+        return fmt::format("the sequence of {} tokens does not split into 2 x {} equal chunks", model.shape->seq_len,
+                           degree);
+      }
+      return std::nullopt;
+    case plan::Axis::Pipeline:
+      return plan::stage_count_error(plan::partitionable_layer_count(model), degree, 1, false);
+    case plan::Axis::Expert: {
+      const model::MoeShape* moe = model.shape && model.shape->moe ? &*model.shape->moe : nullptr;
+      if (moe == nullptr && degree > 1) return fmt::format("the model has no experts to spread over {} ranks", degree);
+      if (moe == nullptr) return std::nullopt;
+      if (moe->experts % degree != 0) return fmt::format("{} does not divide the model's {} experts", degree, moe->experts);
+      return std::nullopt;
+    }
+    case plan::Axis::ExpertTensor:
+    case plan::Axis::ExpertData:
+    case plan::Axis::Data:
+    case plan::Axis::DataShard:
+    case plan::Axis::DataReplica:
+    case plan::Axis::PipelineMirror:
+      break;
+  }
+  return std::nullopt;
 }
 
 SearchSpace enumerate_search_space(const topology::Cluster& cluster, const model::Model& model,

@@ -34,6 +34,9 @@
 /// Order is deterministic: t, c, p, e, et, b, schedule (kScheduleTraits order), v, recompute, ZeRO,
 /// placement, sequence parallelism, overlap, precision (as listed), each ascending. A candidate's index in this order is its
 /// identity in the rest of the search.
+#include <map>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "sim/model/model.h"
@@ -65,6 +68,10 @@ struct SearchSpaceOptions {
   /// GEMMs too thin to hide the K/V exchange, and Megatron's recipes split 8k and longer sequences.
   std::int64_t min_context_tokens = 4096;
   int max_expert = 0;                                ///< 0: up to the model's experts
+  /// The only degrees an axis may take (`plan --tensor 2,4`), by axis (tensor, context, pipeline,
+  /// expert); an axis not listed is searched. A listed context degree skips `min_context_tokens`:
+  /// that cut is the search's guess, and the user chose.
+  std::map<plan::Axis, std::vector<int>> only_degrees;
   std::vector<plan::Precision> precisions;           ///< empty: the model's own
   /// The FlashAttention generation the run's software ships, set in every candidate (the plan field
   /// `attention_kernel`); unset: the GPU kind's `attention_efficiency`. Not an axis: a release has one.
@@ -88,6 +95,12 @@ struct SearchSpace {
 /// The schedules searched when none are named (plan::ScheduleTraits::searched_by_default, which says
 /// why the others are left out; --schedules names them).
 [[nodiscard]] std::vector<plan::ScheduleKind> default_schedule_kinds();
+
+/// Why no plan on `cluster` for `model` can have `degree` on `axis` (tensor, context, pipeline or
+/// expert), in a few words for an error line ("a tensor-parallel group stays within a node of 8
+/// GPUs"); nothing when some can.
+[[nodiscard]] std::optional<std::string> fixed_degree_error(plan::Axis axis, int degree, const topology::Cluster& cluster,
+                                                             const model::Model& model);
 
 /// Enumerates the candidates. O(size of the space); with Mirror rules it calls resolve_plan() once per
 /// tensor degree. An empty cluster, a model without layers or a global batch < 1 give an empty space.

@@ -207,28 +207,55 @@ bool is_step_time_log(std::string_view text) {
          text.find("train_step_timing in s") != std::string_view::npos;
 }
 
-trace::StepRecord read_step_time_log(std::string_view text, std::string_view source_name) {
-  // Megatron-LM: "... | elapsed time per iteration (ms): 1234.5 | ..."; NeMo (Lightning's progress
-  // bar and logger): "train_step_timing in s: 1.23" or "train_step_timing in s=1.23".
+StepLog read_step_log(std::string_view text, std::string_view source_name) {
+  // Megatron-LM's training_log: "... | elapsed time per iteration (ms): 1234.5 | throughput per GPU
+  // (TFLOP/s/GPU): 401.2 | ..." (the throughput when --log-throughput is on); NeMo (Lightning's
+  // progress bar and logger): "train_step_timing in s: 1.23" or "train_step_timing in s=1.23".
+  // Megatron's report_memory, once per rank that logs: "[Rank 3] (after 10 iterations) memory (MB) |
+  // allocated: X | max allocated: Y | reserved: Z | max reserved: W", MB being 2^20 bytes.
   static const std::regex megatron(R"(elapsed time per iteration \(ms\):\s*([0-9]+(?:\.[0-9]+)?))");
   static const std::regex nemo(R"(train_step_timing in s\s*[:=]\s*([0-9]+(?:\.[0-9]+)?))");
-  std::vector<double> steps;
+  static const std::regex throughput(R"(throughput per GPU \(TFLOP/s/GPU\):\s*([0-9]+(?:\.[0-9]+)?))");
+  static const std::regex memory(
+      R"(\[Rank ([0-9]+)\] \(after [0-9]+ iterations\) memory \(MB\) \| allocated: [0-9.]+ \| max allocated: )"
+      R"(([0-9]+(?:\.[0-9]+)?)(?: \| reserved: [0-9.]+ \| max reserved: ([0-9]+(?:\.[0-9]+)?))?)");
   const std::string whole(text);
-  const auto number = [&](const std::string& digits) {
+  const auto number = [&](const std::string& digits, std::string_view what) {
     const double v = std::strtod(digits.c_str(), nullptr);  // digits only: no error but overflow
-    if (!std::isfinite(v) || v > 1e12) fail(source_name, fmt::format("'{}' is not a step time", digits.substr(0, 40)));
+    if (!std::isfinite(v) || v > 1e12) fail(source_name, fmt::format("'{}' is not {}", digits.substr(0, 40), what));
     return v;
   };
-  for (std::sregex_iterator it(whole.begin(), whole.end(), megatron), end; it != end; ++it) {
-    steps.push_back(number((*it)[1]) * 1e-3);
-  }
-  for (std::sregex_iterator it(whole.begin(), whole.end(), nemo), end; it != end; ++it) steps.push_back(number((*it)[1]));
+  const auto each = [&](const std::regex& pattern, const auto& take) {
+    for (std::sregex_iterator it(whole.begin(), whole.end(), pattern), end; it != end; ++it) take(*it);
+  };
+  std::vector<double> steps;
+  each(megatron, [&](const std::smatch& m) { steps.push_back(number(m[1], "a step time") * 1e-3); });
+  each(nemo, [&](const std::smatch& m) { steps.push_back(number(m[1], "a step time")); });
   if (steps.empty()) {
     fail(source_name, "no step time: expected Megatron-LM's \"elapsed time per iteration (ms): X\" or NeMo's "
                       "\"train_step_timing in s: X\"");
   }
+  StepLog log;
+  log.step_time_s = median(steps);
+  log.steps = static_cast<int>(steps.size());
+  std::vector<double> tflops;
+  each(throughput, [&](const std::smatch& m) { tflops.push_back(number(m[1], "a throughput")); });
+  if (!tflops.empty()) log.tflops_per_gpu = median(tflops);
+  constexpr double kMegabyte = 1024.0 * 1024.0;  // Megatron's "MB"
+  each(memory, [&](const std::smatch& m) {
+    const auto allocated = static_cast<std::int64_t>(number(m[2], "a memory size") * kMegabyte);
+    if (log.max_allocated_bytes && *log.max_allocated_bytes >= allocated) return;
+    log.max_allocated_bytes = allocated;
+    log.max_allocated_rank = static_cast<int>(number(m[1], "a rank"));
+    log.max_reserved_bytes.reset();
+    if (m[3].matched) log.max_reserved_bytes = static_cast<std::int64_t>(number(m[3], "a memory size") * kMegabyte);
+  });
+  return log;
+}
+
+trace::StepRecord read_step_time_log(std::string_view text, std::string_view source_name) {
   trace::StepRecord out;
-  out.report.step_time_s = median(steps);
+  out.report.step_time_s = read_step_log(text, source_name).step_time_s;
   return out;
 }
 

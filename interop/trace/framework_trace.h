@@ -8,6 +8,8 @@
 /// record_function ranges the framework adds, projected on the GPU streams (cat
 /// "gpu_user_annotation"): forward / backward ranges where the framework names them so, and the
 /// optimizer's `Optimizer.step#...` range, which PyTorch's optimizers record.
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -41,6 +43,20 @@ struct KinetoFile {
 /// Whether `text` is a step-time log: a line with Megatron-LM's "elapsed time per iteration (ms):" or
 /// NeMo's "train_step_timing in s".
 [[nodiscard]] bool is_step_time_log(std::string_view text);
+/// What a Megatron-LM / NeMo step log says of its run: the step time and, where its lines give them,
+/// the throughput and the memory. Nothing it cannot know (devices, idle time, a timeline).
+struct StepLog {
+  double step_time_s = 0;  ///< the median over the logged steps
+  int steps = 0;           ///< how many step times the log gives
+  std::optional<double> tflops_per_gpu;  ///< the median of Megatron's "throughput per GPU (TFLOP/s/GPU)"
+  /// The largest "max allocated" of Megatron's memory lines (PyTorch's allocator peak on one rank), the
+  /// rank that printed it and that line's "max reserved" (the allocator's cache included).
+  std::optional<std::int64_t> max_allocated_bytes;
+  int max_allocated_rank = -1;
+  std::optional<std::int64_t> max_reserved_bytes;
+};
+/// Reads a step log. Throws trace::TraceReadError when no line gives a step time.
+[[nodiscard]] StepLog read_step_log(std::string_view text, std::string_view source_name);
 /// The median logged step time (a report with no devices and no timeline). Throws trace::TraceReadError when
 /// no line gives a step time.
 [[nodiscard]] trace::StepRecord read_step_time_log(std::string_view text, std::string_view source_name);

@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "sim/core/did_you_mean.h"
+#include "sim/core/input_error_collector.h"
 #include "sim/core/text_file.h"
 
 namespace mpsim {
@@ -79,15 +80,17 @@ void Field::expect_keys(std::span<const std::string_view> allowed) const {
     const std::string key_path = join_key(path_, name);
     bool known = false;
     for (const auto a : allowed) known = known || a == name;
+    // Both errors leave the rest readable (the loader ignores an unknown field and reads the first of
+    // two), so a collector may keep them and go on (sim/core/input_error_collector.h).
     if (!known) {
       std::string list;
       for (const auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-      throw InputError(location_of(*file_, entry.first.Mark()), key_path,
-                       fmt::format("unknown field '{}'{} (expected one of: {})", name, did_you_mean(name, allowed),
-                                   list));
-    }
-    if (!seen.insert(name).second) {
-      throw InputError(location_of(*file_, entry.first.Mark()), key_path, "field given twice");
+      InputErrorCollector::keep_or_throw(InputError(
+          location_of(*file_, entry.first.Mark()), key_path,
+          fmt::format("unknown field '{}'{} (expected one of: {})", name, did_you_mean(name, allowed), list)));
+    } else if (!seen.insert(name).second) {
+      InputErrorCollector::keep_or_throw(
+          InputError(location_of(*file_, entry.first.Mark()), key_path, "field given twice"));
     }
   }
 }

@@ -195,13 +195,21 @@ std::string_view to_string(FabricKind k) noexcept {
   return "?";
 }
 
-TopologySpec load_topology_spec(const Field& root, int depth,
-                                const std::function<void(YamlDocument&)>& patch_included) {
+namespace {
+
+/// The spec of `root`, which starts knowing `kinds` (those of the files that include it through
+/// `node_from`, ahead of its own so that an including file's kind takes the place of one of the same id).
+TopologySpec load_spec(const Field& root, int depth, const std::function<void(YamlDocument&)>& patch_included,
+                       std::vector<GpuKind> kinds) {
   TopologySpec spec;
   spec.file = root.file();
+  spec.custom_gpu_kinds = std::move(kinds);
   expect_input_kind(root, InputKind::Topology);
+  if (auto declared = root.get("gpu_kinds")) {
+    for (const auto& [id, kind] : declared->entries()) spec.custom_gpu_kinds.push_back(load_gpu_kind(kind, id));
+  }
   if (root.has("cluster")) {
-    root.expect_keys({"cluster", "source"});
+    root.expect_keys({"cluster", "source", "gpu_kinds"});
     if (auto s = root.get("source")) spec.source = s->as_string();
     load_short_form(root.require("cluster"), spec);
     return spec;
@@ -209,9 +217,6 @@ TopologySpec load_topology_spec(const Field& root, int depth,
   root.expect_keys({"name", "source", "gpu_kinds", "node", "node_from", "node_templates", "nodes", "fabric"});
   if (auto n = root.get("name")) spec.name = n->as_string();
   if (auto s = root.get("source")) spec.source = s->as_string();
-  if (auto kinds = root.get("gpu_kinds")) {
-    for (const auto& [id, kind] : kinds->entries()) spec.custom_gpu_kinds.push_back(load_gpu_kind(kind, id));
-  }
   if (static_cast<int>(root.has("node")) + static_cast<int>(root.has("node_templates")) +
           static_cast<int>(root.has("node_from")) != 1) {
     root.fail("give one of 'node' (one template for every node), 'node_from' (the node of another topology file) "
@@ -229,9 +234,9 @@ TopologySpec load_topology_spec(const Field& root, int depth,
     }
     YamlDocument included = YamlDocument::load(path);
     if (patch_included) patch_included(included);
-    TopologySpec base = load_topology_spec(included.root(), depth + 1, patch_included);
+    TopologySpec base = load_spec(included.root(), depth + 1, patch_included, std::move(spec.custom_gpu_kinds));
     if (base.templates.size() != 1) from->fail(fmt::format("'{}' must describe one kind of node", path.string()));
-    for (auto& kind : base.custom_gpu_kinds) spec.custom_gpu_kinds.push_back(std::move(kind));
+    spec.custom_gpu_kinds = std::move(base.custom_gpu_kinds);  // this file's, then the included file's
     spec.templates.emplace("node", std::move(base.templates.begin()->second));
     spec.nodes.push_back({"node", static_cast<int>(nodes.as_int_in(1, 100000)), origin_of(nodes)});
   } else if (auto node = root.get("node")) {
@@ -253,6 +258,14 @@ TopologySpec load_topology_spec(const Field& root, int depth,
   }
   if (auto fabric = root.get("fabric")) spec.fabric = load_fabric(*fabric);
   return spec;
+}
+
+
+}  // namespace
+
+TopologySpec load_topology_spec(const Field& root, int depth,
+                                const std::function<void(YamlDocument&)>& patch_included) {
+  return load_spec(root, depth, patch_included, {});
 }
 
 Cluster load_topology_file(const std::filesystem::path& path) {

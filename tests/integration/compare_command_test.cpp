@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -234,6 +235,51 @@ TEST_F(CompareFrameworkRun, AStepTimeLogGivesTheMedianStep) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   // 4120.5, 1012.0 and 1008.4 ms: the median leaves the first (warm-up) step out.
   EXPECT_NEAR(json::parse(r.out).at("measured_step_time_s").get<double>(), 1.012, 1e-12);
+}
+
+// A log knows the step time, the throughput and the memory it prints, and nothing of devices or idle
+// time: the comparison shows those three, the two peaks named for what they are.
+TEST_F(CompareFrameworkRun, AStepLogShowsOnlyWhatALogKnows) {
+  const std::string log = repo("tests/data/kineto/megatron-train-memory.log");
+  const CommandResult r = mpsim("compare " + predicted_.string() + " " + log + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json c = json::parse(r.out);
+  EXPECT_EQ(c.at("measured_kind"), "step log");
+  EXPECT_NEAR(c.at("measured_step_time_s").get<double>(), 1.02, 1e-12);  // median of 3.9, 1.0, 1.02 s
+  EXPECT_EQ(c.at("measured_steps"), 3);
+  EXPECT_NEAR(c.at("tflops_per_gpu").at("measured").get<double>(), 1.4, 1e-12);  // median of 0.4, 1.5, 1.4
+  const json& memory = c.at("memory");
+  // The larger of the two ranks' max allocated (256.5 MB of 2^20 bytes) with that line's max reserved.
+  EXPECT_EQ(memory.at("measured_max_allocated_bytes").get<std::int64_t>(), 268959744);
+  EXPECT_EQ(memory.at("measured_max_reserved_bytes").get<std::int64_t>(), 320LL << 20);
+  EXPECT_EQ(memory.at("measured_rank"), 1);
+  std::ifstream trace(predicted_);
+  const json prediction = json::parse(trace)["mpsim"];
+  EXPECT_EQ(memory.at("predicted_peak_bytes"), prediction.at("peak_memory_bytes"));
+  const double peak = prediction.at("peak_memory_bytes").get<double>();
+  EXPECT_NEAR(memory.at("error").get<double>(), std::abs(peak - 268959744.0) / 268959744.0, 1e-12);
+  for (const char* unknown : {"devices", "stages", "per_kind", "per_op", "measured_bubble_fraction",
+                              "predicted_bubble_fraction"}) {
+    EXPECT_FALSE(c.contains(unknown)) << unknown;
+  }
+
+  const CommandResult text = mpsim("compare " + predicted_.string() + " " + log);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("step time (median of 3 steps)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("TFLOP/s per GPU"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("memory: predicted peak / max allocated (rank 1)"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("\nidle "), std::string::npos) << text.out;  // no idle row, measured or predicted
+  EXPECT_EQ(text.out.find("busy meas"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("node0/gpu0"), std::string::npos) << text.out;
+
+  // A log with step times only: the throughput and memory are absent, and named as not in the log.
+  const CommandResult bare = mpsim("compare " + predicted_.string() + " " + repo("tests/data/kineto/megatron-train.log"));
+  ASSERT_EQ(bare.exit_code, 0) << bare.err;
+  EXPECT_NE(bare.out.find("Not in the log: throughput"), std::string::npos) << bare.out;
+  const json bare_json =
+      json::parse(mpsim("compare " + predicted_.string() + " " + repo("tests/data/kineto/megatron-train.log") + " --json").out);
+  EXPECT_FALSE(bare_json.contains("memory"));
+  EXPECT_FALSE(bare_json.contains("tflops_per_gpu"));
 }
 
 TEST_F(CompareFrameworkRun, BadFrameworkInputIsOneLineNamingTheFile) {

@@ -307,6 +307,69 @@ TEST(Simulate, ShortFormTopologyPathsArePrefixed) {
   fs::remove(topology);
 }
 
+TEST(Simulate, GpuKindFieldsTakeSet) {
+  // One GPU, one layer of GEMM FLOPs and no parameters: the step is the FLOPs at peak x matmul_efficiency,
+  // so halving the efficiency doubles it.
+  const fs::path topology = scratch() / "one-h100.yaml";
+  std::ofstream(topology) << "cluster: { gpus_per_node: 1, gpu: h100-sxm }\n";
+  const fs::path model = scratch() / "gemm-only.yaml";
+  std::ofstream(model) << "model:\n  name: gemm-only\n  dtype: bf16\n  layers:\n"
+                          "    - { name: gemm, forward_flops: 2000000000000000, backward_flops: 4000000000000000 }\n";
+  const fs::path plan = scratch() / "one-gpu.yaml";
+  std::ofstream(plan) << "parallelism: { tensor: 1, pipeline: 1, data: 1 }\nbatch: { global: 1, micro: 1 }\n";
+  const auto step_at = [&](const std::string& set) {
+    const CommandResult r = mpsim("simulate --topology " + topology.string() + " --model " + model.string() +
+                                  " --plan " + plan.string() + " --json " + set);
+    EXPECT_EQ(r.exit_code, 0) << set << "\n" << r.err;
+    return r.exit_code == 0 ? step_time(json::parse(r.out)) : 0.0;
+  };
+  const double at_half = step_at("--set topology.gpu.matmul_efficiency=0.5");
+  const double at_quarter = step_at("--set topology.cluster.gpu.matmul_efficiency=0.25");
+  EXPECT_NEAR(at_quarter / at_half, 2.0, 0.01) << at_half << " s, " << at_quarter << " s";
+  // The built-in H100's own efficiency lies between: the override changed the kind, not a copy beside it.
+  const double builtin = step_at("");
+  EXPECT_GT(builtin, 0.0);
+  EXPECT_LT(builtin, at_half);
+
+  // Through node_from (4x-p4d.yaml takes p4d.24xlarge.yaml's node, which names a100-40gb), in
+  // simulate and in plan.
+  const json base = report();
+  const json slow = report("--set topology.node.gpu.matmul_efficiency=0.33");
+  EXPECT_GT(step_time(slow), step_time(base) * 1.2);
+  const json less_memory = report("--set 'topology.node.gpu.memory=20 GiB'");
+  ASSERT_FALSE(less_memory["devices"].empty());
+  EXPECT_EQ(less_memory["devices"][0]["memory_capacity_bytes"].get<std::int64_t>(), 20LL << 30);
+
+  // An unknown field of a GPU kind is the one-line error that names it.
+  expect_bad_input("--set topology.node.gpu.matmul_efficency=0.5", "--set topology.node.gpu.matmul_efficency=0.5",
+                   "did you mean 'matmul_efficiency'");
+  expect_bad_input("--set topology.node.gpu.matmul_efficiency=3", "--set topology.node.gpu.matmul_efficiency=3",
+                   "matmul_efficiency");
+}
+
+// Every error of a file that reading can step over comes in one run: two misspelt fields, each on its
+// line under "N errors:". One misspelling alone stays the one-line error (malformed_inputs checks those),
+// and so does a misspelt required field, whose absence then stops the reading (its case there).
+TEST(Simulate, TwoTyposOfAFileAreBothReported) {
+  const fs::path topology = scratch() / "two-typos.yaml";
+  std::ofstream(topology) << "cluster:\n"
+                             "  nodes: 2\n"
+                             "  gpus_per_node: 8\n"
+                             "  gpu: a100-40gb\n"
+                             "  intra_node: { kind: nvswitch, bandwidth: \"300 GB/s\", latncy: \"2 us\" }\n"
+                             "  inter_node: { kind: infiniband, bandwidth: \"100 Gb/s\", nics_per_nod: 4 }\n";
+  const CommandResult r = mpsim(simulate("", topology.string()));
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_EQ(lines(r.err), 3) << r.err;
+  EXPECT_EQ(r.err.rfind("mpsim: error: " + topology.string() + ": 2 errors:\n", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find("\n  " + topology.string() + ":5:56: unknown field 'latncy'; did you mean 'latency'?"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("\n  " + topology.string() + ":6:58: unknown field 'nics_per_nod'; did you mean 'nics_per_node'?"),
+            std::string::npos)
+      << r.err;
+}
+
 TEST(Simulate, ModelOverride) {
   const json base = report();
   const json shallow = report("--set model.model.layers=20");

@@ -207,6 +207,76 @@ TEST(PlanCommand, ZeroStagesCanBeBounded) {
   EXPECT_NE(bad.err.find("unknown ZeRO stage '4'"), std::string::npos) << bad.err;
 }
 
+// A field of the cluster's GPU kind (a built-in one, named by id) takes --set in plan as in simulate.
+TEST(PlanCommand, GpuKindFieldsTakeSet) {
+  const auto best_step = [](const std::string& set) {
+    const CommandResult r = mpsim(small_args(1) + " --json " + set);
+    EXPECT_EQ(r.exit_code, 0) << set << "\n" << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out)["best"]["step_time_s"].get<double>() : 0.0;
+  };
+  EXPECT_GT(best_step("--set topology.gpu.matmul_efficiency=0.2"), best_step("") * 1.5);
+  const CommandResult unknown = mpsim(small_args(1) + " --set topology.gpu.memory_bandwith=1");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("did you mean 'memory_bandwidth'"), std::string::npos) << unknown.err;
+}
+
+// --tensor, --context, --pipeline and --expert hold an axis to the degrees they list; a degree the
+// cluster or the model cannot hold is a one-line error naming the flag.
+TEST(PlanCommand, AxesCanBeFixed) {
+  const auto j = nlohmann::json::parse(mpsim(small_args(10) + " --tensor 2 --pipeline 1,2 --json").out);
+  ASSERT_FALSE(j["candidates"].empty());
+  for (const auto& c : j["candidates"]) {
+    EXPECT_EQ(c["plan"]["parallelism"]["tensor"].get<int>(), 2) << c["plan"].dump();
+    EXPECT_LE(c["plan"]["parallelism"]["pipeline"].get<int>(), 2) << c["plan"].dump();
+  }
+  // Fixed where the search would not go by itself: context 2 leaves 1024 of gpt3-1.3b's 2048 tokens
+  // per rank, under the search's 4096.
+  const auto context = nlohmann::json::parse(mpsim(small_args(3) + " --context 2 --json").out);
+  ASSERT_FALSE(context["candidates"].empty());
+  for (const auto& c : context["candidates"]) EXPECT_EQ(c["plan"]["parallelism"]["context"].get<int>(), 2);
+
+  const auto error_of = [](const std::string& flags) {
+    const CommandResult r = mpsim(small_args() + " " + flags);
+    EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.out;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    return r.err;
+  };
+  EXPECT_EQ(error_of("--tensor 8"), "mpsim: error: --tensor 8: a tensor-parallel group stays within a node, and 8 "
+                                    "does not divide its 4 GPUs\n");
+  EXPECT_EQ(error_of("--pipeline 3"), "mpsim: error: --pipeline 3: 3 does not divide the job's 8 GPUs\n");
+  EXPECT_EQ(error_of("--expert 2"), "mpsim: error: --expert 2: the model has no experts to spread over 2 ranks\n");
+  EXPECT_NE(error_of("--tensor 2,x").find("'x' is not a degree"), std::string::npos);
+  EXPECT_NE(error_of("--context 0").find("'0' is not a degree"), std::string::npos);
+}
+
+// An MoE model's expert degree can be fixed: every ranked plan has it.
+TEST(PlanCommand, ExpertDegreeCanBeFixed) {
+  const std::string args = "plan --topology " + small_cluster_file() + " --model " +
+                           repo("configs/models/cpu-moe-tiny.yaml") + " --global-batch 16 --top 5 --json";
+  const auto j = nlohmann::json::parse(mpsim(args + " --expert 2").out);
+  ASSERT_FALSE(j["candidates"].empty());
+  for (const auto& c : j["candidates"]) EXPECT_EQ(c["plan"]["parallelism"]["expert"].get<int>(), 2) << c["plan"].dump();
+}
+
+// The fields a plan differs in leave out what cannot matter for the model: a dense model's expert
+// degrees (plan_json writes expert_tensor, which follows the tensor degree).
+TEST(PlanCommand, DifferencesNameOnlyFieldsThatMatter) {
+  const fs::path file = scratch() / "dense-today.yaml";
+  std::ofstream(file) << "parallelism: { tensor: 1, pipeline: 2 }\nbatch: { global: 16, micro: 1 }\n"
+                         "schedule: 1f1b\nrecompute: full\nzero: 0\n";
+  const auto j = nlohmann::json::parse(mpsim(small_args() + " --json --explain --tensor 2 --baseline " + file.string()).out);
+  ASSERT_TRUE(j.contains("baseline"));
+  const auto& differences = j["baseline"]["differences"];
+  ASSERT_FALSE(differences.empty());
+  for (const auto& d : differences) {
+    const std::string text = d.get<std::string>();
+    EXPECT_NE(text.rfind("expert", 0), 0u) << text;
+    EXPECT_EQ(text.find("moe_"), std::string::npos) << text;
+  }
+  // The tensor degree differs (2 against 1) and is named; expert_tensor, which follows it, is not.
+  EXPECT_NE(std::find(differences.begin(), differences.end(), "tensor 2 vs 1"), differences.end()) << differences.dump();
+}
+
 // With one pipeline stage every schedule runs the same loop: plans that differ only in its name are one
 // row, the names listed in it.
 TEST(PlanCommand, OneStageScheduleNamesAreOneRow) {

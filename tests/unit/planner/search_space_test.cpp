@@ -1,7 +1,9 @@
 // The search space: its rules are resolve_plan()'s (the raw product filtered by resolve_plan() gives
 // the same candidates), its axes follow the cluster and the model, and its order is fixed.
+#include <algorithm>
 #include <set>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -146,6 +148,53 @@ TEST(SearchSpace, OptionsNarrowIt) {
   }
   options.global_batch = 0;
   EXPECT_TRUE(enumerate_search_space(cluster, model, options).candidates.empty());
+}
+
+// Fixed degrees keep exactly the candidates of the free space that have them (tensor, pipeline, expert),
+// in the same order; a fixed context degree also goes below the search's tokens-per-rank cut.
+TEST(SearchSpace, OnlyDegreesKeepTheirCandidates) {
+  const auto filtered = [](const SearchSpace& space, plan::Axis axis, const std::vector<int>& degrees) {
+    SearchSpace out;
+    for (const auto& s : space.candidates) {
+      if (std::find(degrees.begin(), degrees.end(), s.degrees[axis]) != degrees.end()) out.candidates.push_back(s);
+    }
+    return all_fields(out);
+  };
+  SearchSpaceOptions options;
+  options.global_batch = 16;
+  options.recompute = {model::Recompute::None};
+  const auto cluster = short_cluster(2, 4);
+  const auto dense = shipped_model("gpt3-1.3b");
+  const SearchSpace free = enumerate_search_space(cluster, dense, options);
+  for (const auto& [axis, degrees] : std::vector<std::pair<plan::Axis, std::vector<int>>>{
+           {plan::Axis::Tensor, {2}}, {plan::Axis::Pipeline, {1, 4}}}) {
+    SearchSpaceOptions fixed = options;
+    fixed.only_degrees[axis] = degrees;
+    const auto kept = all_fields(enumerate_search_space(cluster, dense, fixed));
+    EXPECT_FALSE(kept.empty());
+    EXPECT_EQ(kept, filtered(free, axis, degrees)) << plan::short_name(axis);
+  }
+  options.global_batch = 8;
+  const SearchSpace moe_free = enumerate_search_space(short_cluster(1, 8), small_moe(), options);
+  SearchSpaceOptions expert = options;
+  expert.only_degrees[plan::Axis::Expert] = {4};
+  const auto kept = all_fields(enumerate_search_space(short_cluster(1, 8), small_moe(), expert));
+  EXPECT_FALSE(kept.empty());
+  EXPECT_EQ(kept, filtered(moe_free, plan::Axis::Expert, {4}));
+  // gpt3-1.3b's 2048 tokens are under the 4096 per context rank the search keeps: fixed, context 2 runs.
+  EXPECT_TRUE(filtered(free, plan::Axis::Context, {2}).empty());
+  SearchSpaceOptions context = options;
+  context.global_batch = 16;
+  context.only_degrees[plan::Axis::Context] = {2};
+  const SearchSpace two = enumerate_search_space(cluster, dense, context);
+  ASSERT_FALSE(two.candidates.empty());
+  for (const auto& s : two.candidates) EXPECT_EQ(s.degrees[plan::Axis::Context], 2);
+
+  EXPECT_EQ(fixed_degree_error(plan::Axis::Tensor, 8, cluster, dense),
+            "a tensor-parallel group stays within a node, and 8 does not divide its 4 GPUs");
+  EXPECT_EQ(fixed_degree_error(plan::Axis::Expert, 3, short_cluster(1, 6), small_moe()),
+            "3 does not divide the model's 8 experts");
+  EXPECT_FALSE(fixed_degree_error(plan::Axis::Pipeline, 4, cluster, dense).has_value());
 }
 
 /// GPT-3 1.3B's space on one 8-GPU H100 node, without recomputation, and its size.

@@ -28,6 +28,32 @@ TEST(StepTimeLog, MedianOfMegatronAndNemoLines) {
   EXPECT_THROW((void)read_step_time_log("loss 2.3\n", "x.log"), trace::TraceReadError);
 }
 
+// Megatron's throughput and memory lines: the median throughput; the memory line with the largest max
+// allocated over ranks and iterations (MB being 2^20 bytes), with its max reserved only where that line
+// gives one (older Megatron-LM prints none).
+TEST(StepTimeLog, ThroughputAndTheLargestMemoryLine) {
+  const std::string log =
+      " iteration 1 | elapsed time per iteration (ms): 900.0 | throughput per GPU (TFLOP/s/GPU): 300.0 |\n"
+      "[Rank 0] (after 1 iterations) memory (MB) | allocated: 10.0 | max allocated: 20.5 | reserved: 30.0 | "
+      "max reserved: 32.0\n"
+      "[Rank 6] (after 1 iterations) memory (MB) | allocated: 12.0 | max allocated: 40.0 | reserved: 45.0\n"
+      " iteration 2 | elapsed time per iteration (ms): 1000.0 | throughput per GPU (TFLOP/s/GPU): 410.5 |\n"
+      " iteration 3 | elapsed time per iteration (ms): 1100.0 | throughput per GPU (TFLOP/s/GPU): 400.0 |\n";
+  const StepLog read = read_step_log(log, "m.log");
+  EXPECT_DOUBLE_EQ(read.step_time_s, 1.0);
+  EXPECT_EQ(read.steps, 3);
+  ASSERT_TRUE(read.tflops_per_gpu.has_value());
+  EXPECT_DOUBLE_EQ(*read.tflops_per_gpu, 400.0);
+  ASSERT_TRUE(read.max_allocated_bytes.has_value());
+  EXPECT_EQ(*read.max_allocated_bytes, 40LL << 20);
+  EXPECT_EQ(read.max_allocated_rank, 6);
+  EXPECT_FALSE(read.max_reserved_bytes.has_value());  // rank 6's line gives none; rank 0's is not its
+
+  const StepLog bare = read_step_log(" iteration 1 | elapsed time per iteration (ms): 900.0 |\n", "b.log");
+  EXPECT_FALSE(bare.tflops_per_gpu.has_value());
+  EXPECT_FALSE(bare.max_allocated_bytes.has_value());
+}
+
 /// One rank's trace: `rank` in distributedInfo, profiler steps of `step_us` microseconds back to back,
 /// and in each step an all-reduce kernel of `kernel_us` and a forward range.
 std::string kineto_rank(int rank, const std::vector<int>& step_us, int kernel_us) {

@@ -1,5 +1,7 @@
 #include "sim/core/yaml_field.h"
 
+#include "sim/core/input_error_collector.h"
+
 #include <gtest/gtest.h>
 
 namespace mpsim {
@@ -32,6 +34,42 @@ TEST(YamlField, UnknownAndRepeatedKeys) {
   EXPECT_EQ(e,
             "t.yaml:2:1: unknown field 'bandwith'; did you mean 'bandwidth'? (expected one of: a, bandwidth) "
             "(field 'bandwith')");
+}
+
+// Under a collector, the errors reading can step over are all reported, each on its own line; the
+// error that stops reading joins them unless it stops in the mapping of a misspelt field (it then
+// follows from the misspelling); a single error is the one-line error it always was.
+TEST(YamlField, ACollectorReportsEveryErrorOfAFile) {
+  const auto doc =
+      YamlDocument::parse("a: 1\nsizes: { bandwith: 2 }\nlink: { latncy: 3, count: 4 }\n", "t.yaml");
+  const auto read = [&](bool stop_in_link) {
+    return error_of([&] {
+      (void)read_collecting_errors([&] {
+        doc.root().expect_keys({"a", "sizes", "link"});
+        doc.root().require("sizes").expect_keys({"bandwidth"});
+        const Field link = doc.root().require("link");
+        link.expect_keys({"latency", "count"});
+        if (stop_in_link) (void)link.require("latency");  // missing: the misspelling's consequence
+        return doc.root().require("a").as_bool();          // not a bool: in no misspelt field's mapping
+      });
+    });
+  };
+  EXPECT_EQ(read(false),
+            "t.yaml: 3 errors:\n"
+            "  t.yaml:2:10: unknown field 'bandwith'; did you mean 'bandwidth'? (expected one of: bandwidth) "
+            "(field 'sizes.bandwith')\n"
+            "  t.yaml:3:9: unknown field 'latncy'; did you mean 'latency'? (expected one of: latency, count) "
+            "(field 'link.latncy')\n"
+            "  t.yaml:1:4: '1' is not true or false (field 'a')");
+  EXPECT_EQ(read(true).substr(0, 17), "t.yaml: 2 errors:");
+  // One error alone: as without a collector.
+  const auto one = YamlDocument::parse("a: 1\nbandwith: 2\n", "t.yaml");
+  EXPECT_EQ(error_of([&] { (void)read_collecting_errors([&] { one.root().expect_keys({"a", "bandwidth"}); return 0; }); }),
+            "t.yaml:2:1: unknown field 'bandwith'; did you mean 'bandwidth'? (expected one of: a, bandwidth) "
+            "(field 'bandwith')");
+  // Without a collector the first error throws.
+  EXPECT_EQ(error_of([&] { doc.root().require("sizes").expect_keys({"bandwidth"}); }).substr(0, 41),
+            "t.yaml:2:10: unknown field 'bandwith'; di");
 }
 
 TEST(YamlField, SyntaxErrorsCarryTheParserPosition) {

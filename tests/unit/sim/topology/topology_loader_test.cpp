@@ -1,6 +1,9 @@
 #include "sim/topology/topology_loader.h"
 
+#include <unistd.h>
+
 #include <filesystem>
+#include <fstream>
 
 #include <gtest/gtest.h>
 
@@ -97,6 +100,41 @@ TEST(TopologyLoader, NodeFromSharesTheTemplate) {
   const Cluster one = load_topology_file(repo_path("topologies/p4d.24xlarge.yaml"));
   const Cluster four = load_topology_file(repo_path("topologies/4x-p4d.yaml"));
   EXPECT_EQ(four.devices().size(), 4 * one.devices().size() + 1);  // + the fabric switch
+}
+
+/// Writes `text` to `name` in a scratch folder of this test and returns its path.
+std::filesystem::path write_topology(const std::string& name, const std::string& text) {
+  const auto dir = std::filesystem::temp_directory_path() / ("mpsim-topology-loader-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / name) << text;
+  return dir / name;
+}
+
+constexpr const char* kSlowKind =
+    "  slow-gpu: { peak: { bf16: \"100 TFLOP/s\" }, memory: \"24 GiB\", memory_bandwidth: \"500 GB/s\" }\n";
+
+TEST(TopologyLoader, NodeFromSeesTheKindsOfEitherFile) {
+  // The node file declares the kind it names.
+  write_topology("own-kind-node.yaml", std::string("gpu_kinds:\n") + kSlowKind +
+                                           "node: { gpu: slow-gpu, gpus: 1 }\nnodes: 1\n");
+  const Cluster own = load_topology_file(
+      write_topology("own-kind.yaml", "node_from: own-kind-node.yaml\nnodes: 1\n"));
+  EXPECT_EQ(own.gpu_kind_of(own.gpus().back()).id, "slow-gpu");
+  EXPECT_EQ(own.gpu_kind_of(own.gpus().back()).memory, Bytes::gib(24));
+
+  // The including file declares the kind its node file names (one node file, several GPU kinds).
+  write_topology("named-kind-node.yaml", "node: { gpu: slow-gpu, gpus: 1 }\nnodes: 1\n");
+  const Cluster named = load_topology_file(write_topology(
+      "named-kind.yaml", std::string("gpu_kinds:\n") + kSlowKind +
+                             "node_from: named-kind-node.yaml\nnodes: 1\n"));
+  EXPECT_EQ(named.gpu_kind_of(named.gpus().back()).id, "slow-gpu");
+
+  // A kind of the including file takes the place of the node file's kind of the same id.
+  const Cluster replaced = load_topology_file(write_topology(
+      "replaced-kind.yaml",
+      "gpu_kinds:\n  slow-gpu: { peak: { bf16: \"100 TFLOP/s\" }, memory: \"48 GiB\", memory_bandwidth: \"500 GB/s\" }\n"
+      "node_from: own-kind-node.yaml\nnodes: 1\n"));
+  EXPECT_EQ(replaced.gpu_kind_of(replaced.gpus().back()).memory, Bytes::gib(48));
 }
 
 TEST(TopologyLoader, ExpansionErrorsNameTheLinkField) {
