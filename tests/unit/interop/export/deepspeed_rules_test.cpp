@@ -94,11 +94,7 @@ const DeepSpeedRule kDeepSpeedRules[] = {
 };
 
 std::vector<std::string_view> deepspeed_failed_rules(const DeepSpeedJob& job) {
-  std::vector<std::string_view> failed;
-  for (const DeepSpeedRule& rule : kDeepSpeedRules) {
-    if (!rule.holds(job)) failed.push_back(rule.rule);
-  }
-  return failed;
+  return testing::failed_rules(kDeepSpeedRules, job);
 }
 
 class DeepSpeedRules : public ::testing::TestWithParam<ExportCase> {};

@@ -9,6 +9,7 @@
 #include <ostream>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "sim/core/input_error.h"
 #include "tests/unit/interop/interop_test_support.h"
@@ -140,5 +141,15 @@ inline const ExportCase kExportCases[] = {
     {"qwen3_30b_a3b_64_h100_fsdp", "topologies/16x-dgx-h100.yaml", "configs/models/qwen3-30b-a3b.yaml", kQwen3MoeFsdp,
      64, "", "", "", "expert", "expert"},
 };
+
+/// The rules of `table` (rows with the words `rule` and a test `holds`) that `job` breaks, by their words.
+template <typename Table, typename Job>
+std::vector<std::string_view> failed_rules(const Table& table, const Job& job) {
+  std::vector<std::string_view> failed;
+  for (const auto& rule : table) {
+    if (!rule.holds(job)) failed.push_back(rule.rule);
+  }
+  return failed;
+}
 
 }  // namespace mpsim::interop::testing

@@ -122,11 +122,7 @@ const SageMakerRule kSageMakerRules[] = {
 };
 
 std::vector<std::string_view> sagemaker_failed_rules(const SageMakerJob& job) {
-  std::vector<std::string_view> failed;
-  for (const SageMakerRule& rule : kSageMakerRules) {
-    if (!rule.holds(job)) failed.push_back(rule.rule);
-  }
-  return failed;
+  return testing::failed_rules(kSageMakerRules, job);
 }
 
 class SageMakerRules : public ::testing::TestWithParam<ExportCase> {};

@@ -244,11 +244,7 @@ const TorchTitanRule kTorchTitanRules[] = {
 };
 
 std::vector<std::string_view> torchtitan_failed_rules(const TorchTitanJob& job) {
-  std::vector<std::string_view> failed;
-  for (const TorchTitanRule& rule : kTorchTitanRules) {
-    if (!rule.holds(job)) failed.push_back(rule.rule);
-  }
-  return failed;
+  return testing::failed_rules(kTorchTitanRules, job);
 }
 
 class TorchTitanRules : public ::testing::TestWithParam<ExportCase> {};
