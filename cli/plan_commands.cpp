@@ -126,16 +126,25 @@ struct PlanArgs {
 };
 
 
-/// A comma-separated list of `names`' words (spaces around them ignored, repeats dropped), or an
-/// InputError naming `flag`: "unknown <what> '<word>'; known: ...".
-template <class Names>
-auto parse_named_list(const std::string& list, const std::string& flag, std::string_view what, const Names& names) {
-  std::vector<std::remove_cvref_t<decltype(std::begin(names)->second)>> out;
+/// The words of a comma-separated list, the spaces around each removed.
+std::vector<std::string> comma_words(const std::string& list) {
+  std::vector<std::string> words;
   std::stringstream in(list);
   std::string word;
   while (std::getline(in, word, ',')) {
     word.erase(0, word.find_first_not_of(' '));
     word.erase(word.find_last_not_of(' ') + 1);
+    words.push_back(std::move(word));
+  }
+  return words;
+}
+
+/// A comma-separated list of `names`' words (spaces around them ignored, repeats dropped), or an
+/// InputError naming `flag`: "unknown <what> '<word>'; known: ...".
+template <class Names>
+auto parse_named_list(const std::string& list, const std::string& flag, std::string_view what, const Names& names) {
+  std::vector<std::remove_cvref_t<decltype(std::begin(names)->second)>> out;
+  for (const std::string& word : comma_words(list)) {
     const auto it = std::find_if(std::begin(names), std::end(names), [&](const auto& entry) { return entry.first == word; });
     if (it == std::end(names)) {
       std::vector<std::string> known;
@@ -178,11 +187,7 @@ constexpr FixedAxisFlag kFixedAxisFlags[] = {
 /// A comma-separated list of degrees (positive integers; repeats dropped), or an InputError naming `flag`.
 std::vector<int> parse_degrees(const std::string& list, const std::string& flag) {
   std::vector<int> out;
-  std::stringstream in(list);
-  std::string word;
-  while (std::getline(in, word, ',')) {
-    word.erase(0, word.find_first_not_of(' '));
-    word.erase(word.find_last_not_of(' ') + 1);
+  for (const std::string& word : comma_words(list)) {
     int degree = 0;
     const auto [end, error] = std::from_chars(word.data(), word.data() + word.size(), degree);
     if (error != std::errc() || end != word.data() + word.size() || degree < 1) {

@@ -105,9 +105,7 @@ TEST_P(DeepSpeedRules, DeepSpeedAcceptsTheConfig) {
       testing::export_or_refusal(r, Framework::DeepSpeed, GetParam().deepspeed_refuses);
   if (!json) return;
   const DeepSpeedJob job{Json::parse(*json), r.plan.gpus()};
-  for (const DeepSpeedRule& rule : kDeepSpeedRules) {
-    EXPECT_TRUE(rule.holds(job)) << rule.rule << " (" << rule.source << ")\n" << *json;
-  }
+  testing::expect_every_rule_holds(kDeepSpeedRules, job, *json);
 }
 
 INSTANTIATE_TEST_SUITE_P(Exports, DeepSpeedRules, ::testing::ValuesIn(testing::kExportCases),

@@ -152,4 +152,10 @@ std::vector<std::string_view> failed_rules(const Table& table, const Job& job) {
   return failed;
 }
 
+/// Every rule of `table` holds for `job`; a failure names the rule, its source and the exported `text`.
+template <typename Table, typename Job>
+void expect_every_rule_holds(const Table& table, const Job& job, const std::string& text) {
+  for (const auto& rule : table) EXPECT_TRUE(rule.holds(job)) << rule.rule << " (" << rule.source << ")\n" << text;
+}
+
 }  // namespace mpsim::interop::testing

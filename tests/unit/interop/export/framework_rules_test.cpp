@@ -320,9 +320,7 @@ TEST_P(FrameworkRules, MegatronLmAcceptsTheScript) {
   if (!script) return;
   const MegatronLaunch launch = read_megatron(*script);
   ASSERT_EQ(launch.world_size, r.plan.gpus()) << *script;
-  for (const MegatronRule& rule : kMegatronRules) {
-    EXPECT_TRUE(rule.holds(launch)) << rule.rule << " (" << rule.source << ")\n" << *script;
-  }
+  testing::expect_every_rule_holds(kMegatronRules, launch, *script);
 }
 
 TEST_P(FrameworkRules, MegatronBridgeAcceptsTheOverrides) {
@@ -330,9 +328,7 @@ TEST_P(FrameworkRules, MegatronBridgeAcceptsTheOverrides) {
   const std::optional<std::string> yaml = export_or_refusal(r, Framework::Nemo, GetParam().bridge_refuses);
   if (!yaml) return;
   const BridgeConfig config{YamlDocument::parse(*yaml, "overrides.yaml"), r.plan.gpus()};
-  for (const BridgeRule& rule : kBridgeRules) {
-    EXPECT_TRUE(rule.holds(config)) << rule.rule << " (" << rule.source << ")\n" << *yaml;
-  }
+  testing::expect_every_rule_holds(kBridgeRules, config, *yaml);
 }
 
 INSTANTIATE_TEST_SUITE_P(Exports, FrameworkRules, ::testing::ValuesIn(testing::kExportCases),
@@ -340,14 +336,7 @@ INSTANTIATE_TEST_SUITE_P(Exports, FrameworkRules, ::testing::ValuesIn(testing::k
 
 // The rules are not vacuous: the launches users reported fail the rules they broke.
 TEST(FrameworkRuleTable, CatchesTheReportedLaunches) {
-  const auto failed = [](const std::string& script) {
-    std::vector<std::string_view> rules;
-    const MegatronLaunch launch = read_megatron(script);
-    for (const MegatronRule& rule : kMegatronRules) {
-      if (!rule.holds(launch)) rules.push_back(rule.rule);
-    }
-    return rules;
-  };
+  const auto failed = [](const std::string& script) { return testing::failed_rules(kMegatronRules, read_megatron(script)); };
   const std::string fsdp_with_one_connection =
       "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"
       "torchrun --nproc_per_node 8 --nnodes 8 pretrain_gpt.py --num-layers 80 --num-attention-heads 64 "
@@ -378,10 +367,7 @@ TEST(FrameworkRuleTable, CatchesTheReportedLaunches) {
       "dist:\n  use_megatron_fsdp: true\n"
       "optimizer:\n  use_distributed_optimizer: false\n";
   const BridgeConfig config{YamlDocument::parse(reported_overrides, "overrides.yaml"), 64};
-  std::vector<std::string_view> bridge_failed;
-  for (const BridgeRule& rule : kBridgeRules) {
-    if (!rule.holds(config)) bridge_failed.push_back(rule.rule);
-  }
+  const std::vector<std::string_view> bridge_failed = testing::failed_rules(kBridgeRules, config);
   EXPECT_EQ(bridge_failed, (std::vector<std::string_view>{kBridgeRules[1].rule, kBridgeRules[3].rule,
                                                           kBridgeRules[4].rule, kBridgeRules[13].rule}));
   const BridgeConfig plain_mla{

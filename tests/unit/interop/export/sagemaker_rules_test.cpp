@@ -135,9 +135,7 @@ TEST_P(SageMakerRules, SageMakerAcceptsTheDistribution) {
   const auto instance_gpus =
       static_cast<std::int64_t>(ResolvedPlan::job_cluster(GetParam().topology, 0).gpus_of_node(0).size());
   const SageMakerJob job{Json::parse(*json), r.plan.gpus(), instance_gpus, r.plan.global_batch};
-  for (const SageMakerRule& rule : kSageMakerRules) {
-    EXPECT_TRUE(rule.holds(job)) << rule.rule << " (" << rule.source << ")\n" << *json;
-  }
+  testing::expect_every_rule_holds(kSageMakerRules, job, *json);
 }
 
 INSTANTIATE_TEST_SUITE_P(Exports, SageMakerRules, ::testing::ValuesIn(testing::kExportCases),

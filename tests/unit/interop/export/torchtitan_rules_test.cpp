@@ -256,9 +256,7 @@ TEST_P(TorchTitanRules, TorchTitanAcceptsTheJob) {
   if (!toml) return;
   ASSERT_TRUE(r.model.shape.has_value());
   const TorchTitanJob job{TomlValues::parse(*toml, "job.toml"), r.plan.gpus(), r.model.shape->layers};
-  for (const TorchTitanRule& rule : kTorchTitanRules) {
-    EXPECT_TRUE(rule.holds(job)) << rule.rule << " (" << rule.source << ")\n" << *toml;
-  }
+  testing::expect_every_rule_holds(kTorchTitanRules, job, *toml);
 }
 
 INSTANTIATE_TEST_SUITE_P(Exports, TorchTitanRules, ::testing::ValuesIn(testing::kExportCases),
