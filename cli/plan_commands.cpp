@@ -266,6 +266,7 @@ planner::PlannerOptions planner_options(const PlanArgs& args) {
   for (const auto& [name, dispatcher] : plan::kMoeDispatcherNames) {
     if (args.moe_dispatcher == name) o.space.dispatcher = dispatcher;  // one of them (CLI::IsMember)
   }
+  if (!args.framework.empty()) o.space.cross_entropy = interop::loss_of(*interop::framework_named(args.framework));
   o.top = args.top;
   o.exact_pareto = args.pareto == "exact";
   o.threads = args.threads;

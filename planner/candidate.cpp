@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/engine/cost_model.h"
+#include "sim/engine/working_memory.h"
 #include "sim/plan/layout.h"
 #include "sim/plan/plan_check.h"
 
@@ -26,7 +27,8 @@ UnitCostKey unit_cost_key(const plan::PlanSpec& spec) {
           spec.overlap_tensor_comm,
           spec.dispatcher,
           spec.flex_dispatcher_sms,
-          plan::traits(spec.schedule).forward_backward_pairs};
+          plan::traits(spec.schedule).forward_backward_pairs,
+          spec.cross_entropy};
 }
 
 std::vector<std::int64_t> partition_weights(const std::vector<UnitCost>& units) {
@@ -45,6 +47,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
     StageTimes t;
     TimeNs comm, forward_overlapped, backward_overlapped, input_overlapped;
     Bytes stashed, scores;
+    engine::WorkingMemory working;
     std::int64_t parameters = 0, fp8_parameters = 0, largest = 0, experts = 0;
     for (int u = partition[s]; u < partition[s + 1]; ++u) {
       const UnitCost& c = units[static_cast<std::size_t>(u)];
@@ -57,6 +60,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
       input_overlapped += c.backward_input_overlapped;
       comm += c.in_layer_comm;
       stashed += c.stashed;
+      working = engine::then(working, {c.stashed, c.forward_working, c.backward_working});
       scores += c.attention_scores;
       parameters += c.parameters;
       fp8_parameters += c.fp8_parameters;
@@ -74,7 +78,8 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
     out.times.push_back(t);
     out.in_layer_comm.push_back(comm);
     // As the cost model: a split backward frees the scores at I and keeps the rest until W.
-    out.activations.push_back({stashed, engine::kept_after_input(stashed, scores)});
+    out.activations.push_back(
+        {stashed, engine::kept_after_input(stashed, scores), working.forward, working.backward});
     out.parameters.push_back(parameters);
     out.fp8_parameters.push_back(fp8_parameters);
     out.largest_layer_parameters.push_back(largest);

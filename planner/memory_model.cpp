@@ -1,6 +1,8 @@
 #include "planner/memory_model.h"
 
 #include <algorithm>
+#include <array>
+#include <optional>
 #include <set>
 
 #include "sim/schedule/generators.h"
@@ -32,6 +34,18 @@ CountVectors maximal(const std::set<std::vector<int>>& seen) {
   return out;
 }
 
+/// The passes that hold working memory, in the order of their entries after the counts.
+constexpr std::array kWorkingPasses{schedule::OpKind::Forward, schedule::OpKind::Backward,
+                                    schedule::OpKind::BackwardInput};
+
+/// The working-memory entry of a pass of chunk `c` (kWorkingPasses), or nothing for a pass without one.
+std::optional<std::size_t> working_entry(schedule::OpKind kind, std::size_t c, std::size_t v) {
+  for (std::size_t k = 0; k < kWorkingPasses.size(); ++k) {
+    if (kWorkingPasses[k] == kind) return (2 + k) * v + c;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::vector<CountVectors> in_flight_vectors(const schedule::PipelineShape& shape) {
@@ -40,15 +54,19 @@ std::vector<CountVectors> in_flight_vectors(const schedule::PipelineShape& shape
   std::vector<CountVectors> out;
   out.reserve(program.streams.size());
   for (const auto& stream : program.streams) {
-    std::vector<int> counts(2 * v, 0);
+    std::vector<int> counts((2 + kWorkingPasses.size()) * v, 0);
     std::set<std::vector<int>> seen;
     for (const schedule::Op& op : stream) {
-      // The simulator's own rule for what a pass stashes and frees.
+      // The simulator's own rule for what a pass stashes and frees, and what it holds while it runs.
       for (const schedule::Op& pass : schedule::memory_order(op, shape.kind)) {
         const schedule::StashChange change = schedule::stash_change(pass.kind);
         counts[pass.chunk] += change.full;
         counts[v + pass.chunk] += change.after_input;
-        if (change.full > 0) seen.insert(counts);
+        if (const auto entry = working_entry(pass.kind, pass.chunk, v)) {
+          counts[*entry] = 1;
+          seen.insert(counts);
+          counts[*entry] = 0;
+        }
       }
     }
     out.push_back(maximal(seen));
@@ -62,7 +80,12 @@ Bytes peak_activations(const CountVectors& vectors, const std::vector<ChunkActiv
   for (const auto& counts : vectors) {
     std::int64_t held = 0;
     for (std::size_t c = 0; c < v; ++c) {
-      held += counts[c] * chunks[c].stashed.count() + counts[v + c] * chunks[c].after_input.count();
+      const ChunkActivations& a = chunks[c];
+      held += counts[c] * a.stashed.count() + counts[v + c] * a.after_input.count();
+      for (std::size_t k = 0; k < kWorkingPasses.size(); ++k) {
+        held += counts[(2 + k) * v + c] * schedule::working_bytes(kWorkingPasses[k], a.forward_working.count(),
+                                                                  a.backward_working.count(), a.after_input.count());
+      }
     }
     peak = std::max(peak, held);
   }

@@ -214,6 +214,7 @@ class Enumerator {
                 spec.optimize = options_.objective;
                 spec.precision = precision;
                 spec.attention_kernel = options_.attention_kernel;
+                spec.cross_entropy = options_.cross_entropy;
                 if (model_.shape && model_.shape->moe) spec.dispatcher = options_.dispatcher;
                 if (!mirror() && !resolves(spec, cluster_, model_)) {
                   ++out_.invalid;

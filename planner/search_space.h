@@ -79,6 +79,9 @@ struct SearchSpaceOptions {
   /// The MoE token dispatcher, set in every candidate of a model with experts (the plan fields
   /// moe_token_dispatcher_type / moe_flex_dispatcher_backend). Not an axis: the software has one.
   plan::MoeDispatcher dispatcher = plan::MoeDispatcher::AllToAll;
+  /// How the software computes the loss, set in every candidate (the plan field `cross_entropy`;
+  /// `plan --framework` sets its framework's). Not an axis: the software has one.
+  plan::CrossEntropy cross_entropy = plan::CrossEntropy::Native;
   plan::Objective objective = plan::Objective::Speed;  ///< written into every candidate's plan
   SpaceRules rules = SpaceRules::Mirror;
 };

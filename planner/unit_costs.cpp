@@ -43,6 +43,7 @@ plan::Plan one_rank_per_unit(int units, const UnitCostKey& key) {
   p.flex_dispatcher_sms = key.flex_dispatcher_sms;
   p.attention = key.attention;
   p.attention_kernel = key.attention_kernel;
+  p.cross_entropy = key.cross_entropy;
   p.schedule = units > 1 ? plan::ScheduleKind::Interleaved1F1B : plan::ScheduleKind::OneFOneB;
   p.partition.resize(static_cast<std::size_t>(units) + 1);
   std::iota(p.partition.begin(), p.partition.end(), 0);
@@ -205,6 +206,8 @@ std::vector<UnitCost> UnitCostModel::costs(const UnitCostKey& key) const {
     uc.backward_weight = c.backward_weight;
     uc.in_layer_comm = x.all;
     uc.stashed = c.stashed;
+    uc.forward_working = c.forward_working;
+    uc.backward_working = c.backward_working;
     uc.activation_send = c.activation_send;
     uc.parameters = c.parameters;
     uc.fp8_parameters = c.fp8_parameters;

@@ -36,6 +36,8 @@ struct UnitCost {
   TimeNs backward_input_overlapped;
   TimeNs in_layer_comm;    ///< bound on all its in-layer collectives (forward and backward), run one at a time
   Bytes stashed;           ///< activations held from F to the backward
+  Bytes forward_working;   ///< held while F runs beyond the stash (engine::WorkingMemory)
+  Bytes backward_working;  ///< held while the backward runs, the unit's own stash included (engine::WorkingMemory)
   Bytes attention_scores;  ///< of the model's attention scores: what a split backward frees at I
   Bytes activation_send;   ///< what the unit's last layer sends on
   std::int64_t parameters = 0;  ///< on one tensor-parallel rank
@@ -61,6 +63,7 @@ struct UnitCostKey {
   /// F&B pairs run every in-layer exchange of both passes beside their compute: a bound
   /// charges a pass its compute and what its MoE blocks' slots add (sim/engine/pair_slots.h)
   bool pairs_hide_comm = false;
+  plan::CrossEntropy cross_entropy = plan::CrossEntropy::Native;  ///< the loss's working memory on the last unit
   friend auto operator<=>(const UnitCostKey&, const UnitCostKey&) = default;
 };
 

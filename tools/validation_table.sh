@@ -202,6 +202,14 @@ accuracy claim, and a change to the model edits them. "mpsim peak / capacity" is
 (the planner's memory bound); the TorchTitan rows run on the 80 GB DGX H100 topology, whose capacity
 the predicted peak does not depend on.
 
+The peak holds what a pass holds while it runs (docs/simulator.md "Memory": a backward's remaining stash
+and a layer's recomputed activations, and the loss's own copies of the logits by its kernel): the
+TorchTitan rows run PyTorch's cross-entropy (`cross_entropy: pytorch`), two more fp32 copies of the
+logits at its backward than Megatron-Core's kernel holds, which moved the 8B rows from 43 % to 6 %
+under their published peaks; the Megatron-Bridge rows run Transformer Engine's (`te`), which keeps
+16-bit logits. With pipelining, TorchTitan's FSDP2 accumulates whole fp32 gradients over the
+microbatches (the 405B rows' ZeRO 1).
+
 What mpsim's peak does not hold yet (issue 35): the caching allocator's cached and fragmented blocks,
 which a reserved figure includes (the Llama 3 70B run at 58.8 GB allocated went out of memory on 80 GB
 from fragmentation and fit with `expandable_segments`); CUDA graph pools (the Llama and the HybridEP

@@ -26,6 +26,13 @@ std::string export_plan(Framework target, const ExportInput& input) {
                    fmt::format("its exporter writes no {} degree (the plan has {})", plan::short_name(a),
                                input.plan.degrees[a]));
   }
+  // Megatron-Core runs its own loss kernels (native or te); the other targets train the user's model or
+  // TorchTitan's, whose loss is PyTorch's (the TorchTitan export notes a plan priced otherwise).
+  if (loss_of(target) != plan::CrossEntropy::Pytorch && input.plan.cross_entropy == plan::CrossEntropy::Pytorch) {
+    cannot_express(input, plan::name_of(kFrameworkNames, target), "cross_entropy",
+                   "Megatron-Core computes the loss with its own kernels (cross_entropy_fusion_impl native or te), "
+                   "not torch.nn.functional.cross_entropy");
+  }
   switch (target) {
     case Framework::Megatron: return export_megatron(input);
     case Framework::Nemo: return export_nemo(input);

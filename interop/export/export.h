@@ -29,6 +29,14 @@ inline constexpr std::pair<std::string_view, Framework> kFrameworkNames[] = {
   return std::nullopt;
 }
 
+/// How the framework computes the loss (plan::CrossEntropy): Megatron-LM and NeMo with Megatron-Core's
+/// in-place vocabulary-parallel cross-entropy; TorchTitan with torch.nn.functional.cross_entropy on
+/// fp32-cast logits; DeepSpeed and SageMaker train the user's model, whose loss is taken to be the
+/// same as Hugging Face's causal language models compute it (torch's cross-entropy on `logits.float()`).
+[[nodiscard]] constexpr plan::CrossEntropy loss_of(Framework f) noexcept {
+  return f == Framework::Megatron || f == Framework::Nemo ? plan::CrossEntropy::Native : plan::CrossEntropy::Pytorch;
+}
+
 /// The nodes the plan's GPUs span, as the launcher is told them (torchrun's --nnodes and --nproc_per_node).
 struct LaunchShape {
   int nodes = 1;

@@ -125,8 +125,13 @@ void plan_settings(const plan::Plan& p, std::vector<McoreSetting>& out) {
     offload.set("cpu_offloading", true);
     offload.set("cpu_offloading_num_layers", p.activation_offload_layers);
   }
-  if (p.attention == plan::AttentionKernel::Standard)
-    RunWriter{out, McoreRun::Attention}.set("attention_backend", "unfused");
+  RunWriter attention{out, McoreRun::Attention};
+  if (p.attention == plan::AttentionKernel::Standard) attention.set("attention_backend", "unfused");
+  if (p.cross_entropy == plan::CrossEntropy::Te) {
+    // Megatron-Core runs Transformer Engine's kernel only with the fusion switch on.
+    attention.set("cross_entropy_loss_fusion", true);
+    attention.set("cross_entropy_fusion_impl", name_of(plan::kCrossEntropyNames, p.cross_entropy));
+  }
   RunWriter capacity{out, McoreRun::Capacity};
   if (p.expert_capacity_factor) capacity.set("moe_expert_capacity_factor", McoreValue(*p.expert_capacity_factor));
   if (p.pad_expert_input_to_capacity) capacity.set("moe_pad_expert_input_to_capacity", true);

@@ -284,6 +284,11 @@ std::string export_torchtitan(const ExportInput& in) {
                                 : "FSDP2 overlaps its all-gathers and reduce-scatters with compute; the prediction "
                                   "did not (overlap.*).");
   }
+  if (p.cross_entropy != loss_of(Framework::TorchTitan)) {
+    notes.push_back(fmt::format("The prediction assumed Megatron-Core's {} loss kernel (cross_entropy); TorchTitan's",
+                                name_of(plan::kCrossEntropyNames, p.cross_entropy)));
+    notes.push_back("holds more copies of the logits at its peak (simulate with cross_entropy: pytorch).");
+  }
   if (p.routing_imbalance != 1.0) {
     notes.push_back(fmt::format("The prediction assumed the busiest expert rank routes {}x the mean tokens (a",
                                 p.routing_imbalance));

@@ -406,6 +406,11 @@ void plan_fields(const Arguments& args, YamlOut& plan, std::optional<int> gpus, 
     // Megatron reduces 16-bit gradients in fp32 by default for bf16 only.
     plan.put("accumulate_allreduce_grads_in_fp32", "false", SourceLocation{});
   }
+  // Megatron-Core runs Transformer Engine's loss kernel only with the fusion switch on
+  // (GPTModel.compute_language_model_loss); otherwise its native vocabulary-parallel kernel, the default.
+  if (const auto impl = args.value("--cross-entropy-fusion-impl"); impl && args.has("--cross-entropy-loss-fusion")) {
+    plan.put("cross_entropy_fusion_impl", impl->text, impl->where);
+  }
   // Two arguments name the attention kernel, and Megatron-LM does not reconcile them (validate_args in
   // megatron/training/arguments.py checks only that --attention-backend local comes with --spec local):
   // --use-flash-attn was read by the legacy models alone (megatron/legacy/model/transformer.py, since

@@ -391,6 +391,8 @@ ImportedLaunch import_torchtitan(std::string_view text, const std::string& file,
                                    seq_len, options.model->shape->seq_len));
   }
   precision(toml, plan);
+  // TorchTitan's loss is torch.nn.functional.cross_entropy on the fp32-cast logits (loss_parallel or not).
+  plan.put("", "cross_entropy", "pytorch", "TorchTitan's loss");
   activation_checkpoint(toml, options.model, plan, out.notes);
   training_rest(toml);
   out.ignored = toml.unread();

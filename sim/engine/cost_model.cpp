@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "sim/engine/kernel_time.h"
+#include "sim/engine/working_memory.h"
 #include "sim/plan/plan_check.h"
 
 namespace mpsim::engine {
@@ -346,6 +347,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       const Layer* timed_layer = nullptr;
       PassTimes timed;
       const Layer* halved = nullptr;  // the last MoE block whose halves were taken
+      WorkingMemory working;          // of the chunk's layers so far (working_memory.h)
       for (int li = range.first; li < range.last; ++li) {
         const Layer& layer = layers[static_cast<std::size_t>(li)];
         const bool in_fp8 = layer.kind == model::LayerKind::Transformer || layer.kind == model::LayerKind::Generic;
@@ -367,11 +369,28 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         cc.largest_layer_parameters = std::max(cc.largest_layer_parameters, here);
         if (in_fp8 && rates.fp8) cc.fp8_parameters += here;
         const Bytes stashed_before = stashed;
+        // The GEMM inputs are kept in their 8-bit copies.
+        const auto fp8_gemm_inputs = [&] {
+          return in_fp8 && rates.fp8 ? Bytes::bytes(model::stashed_gemm_input_elements(layer, b, t, plan.sequence_parallel) *
+                                                    (m.dtype_bytes - 1))
+                                     : Bytes{};
+        };
         stashed += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, stash_rule);
-        if (in_fp8 && rates.fp8 && stash_rule != Recompute::Full) {
-          // The GEMM inputs are kept in their 8-bit copies.
-          stashed -= Bytes::bytes(model::stashed_gemm_input_elements(layer, b, t, plan.sequence_parallel) *
-                                  (m.dtype_bytes - 1));
+        if (stash_rule != Recompute::Full) stashed -= fp8_gemm_inputs();
+        LayerWorkingSet working_set;
+        if (const std::int64_t logits = logit_elements(layer, b, t); logits > 0) {
+          const LossMemory loss = loss_memory(plan.cross_entropy, m.dtype_bytes);
+          stashed += Bytes::bytes((loss.kept - kStashedLogitBytes) * logits);
+          working_set = {Bytes::bytes(loss.forward * logits), Bytes::bytes(loss.backward * logits)};
+        }
+        if (model::traits(stash_rule).whole_layer && model::is_recomputed(layer.kind)) {
+          // The backward first rebuilds everything the layer would have stashed.
+          const Bytes rebuilt = model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel,
+                                                                model::stash_recompute(Recompute::None, flash)) -
+                                fp8_gemm_inputs() - (stashed - stashed_before);
+          working_set.backward += std::max(rebuilt, Bytes{});
+        } else if (!flash && model::replayed_recompute(score_rule, flash) == Recompute::Selective) {
+          working_set.backward += attention_score_bytes(layer, b, t);
         }
         if (recomputes_modules) {
           // Recompute modules drop their outputs from the stash (GEMM inputs already held in 1 byte
@@ -381,6 +400,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
           const std::int64_t fp8_saving =
               in_fp8 && rates.fp8 ? mr.dropped_gemm_input_elements * (m.dtype_bytes - 1) : 0;
           stashed -= mr.dropped - Bytes::bytes(fp8_saving);
+          working_set.backward += mr.dropped - Bytes::bytes(fp8_saving);
           layer_work.module_flops = mr.matmul_flops;
           layer_work.module_bytes = mr.dropped;
         }
@@ -400,6 +420,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
           }
           ++blocks;
         }
+        working = then(working, layer_working_memory(stashed - stashed_before, working_set));
         // Memory-bound work beside the matmuls (norms, softmax, dropout, activations, residuals): every
         // activation a pass produces is written once and read once.
         layer_work.elementwise = model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel,
@@ -450,6 +471,8 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       cc.gradient_bytes = gradient_bytes.dense.at(static_cast<std::size_t>(rank)).at(static_cast<std::size_t>(c));
       cc.expert_gradient_bytes = gradient_bytes.experts.at(static_cast<std::size_t>(rank)).at(static_cast<std::size_t>(c));
       cc.stashed = stashed;
+      cc.forward_working = working.forward;
+      cc.backward_working = working.backward;
       // A split backward frees the attention scores at I and keeps the matmul inputs until W.
       cc.stashed_after_input = kept_after_input(stashed, work.stashed_scores);
       rank_parameters.total += cc.parameters;

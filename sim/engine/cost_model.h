@@ -37,6 +37,11 @@ struct ChunkCost {
                                 ///< over the expert-data group instead
   Bytes stashed;            ///< activations kept from F until the backward, per microbatch
   Bytes stashed_after_input;  ///< of those, what a split backward keeps from I until W
+  /// What a pass holds while it runs beyond the stash rule (working_memory.h), per microbatch: the
+  /// forward's loss transients; the backward's remaining stash of its own microbatch plus a layer's
+  /// recomputed activations or the loss's gradients, at their largest (schedule::working_bytes).
+  Bytes forward_working;
+  Bytes backward_working;
   std::int64_t parameters = 0;  ///< on one TP rank
   std::int64_t fp8_parameters = 0;  ///< of those, the weights of GEMMs that run in FP8
   std::int64_t largest_layer_parameters = 0;  ///< the chunk's largest layer, on one TP rank (ZeRO-3's unit)

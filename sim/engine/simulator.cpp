@@ -90,6 +90,7 @@ class Simulation {
     std::deque<std::size_t> layer_queue;  // in-layer collectives waiting for the layer stream
     bool layer_busy = false;
     std::int64_t memory = 0;
+    std::int64_t working_memory = 0;  ///< held beyond `memory` until the running pass ends (schedule::working_bytes)
     bool pipeline_op = false;          // the op holding the stream is F, B, I or W
     // The slowest member's slowdown (a what-if): the lockstep group, and folded replicas waiting at the
     // gradient sync, go at its pace. The report names that member for the actor.
@@ -354,12 +355,15 @@ void Simulation::start_compute(Actor& actor, const Op& op, std::size_t op_index)
   const int index = static_cast<int>(&actor - actors_.data());
   if (op.kind == OpKind::ForwardBackward) duration += pair_exposure(actor, index, op, op_index);
   // Memory: the stashes a pass adds or frees (schedule/stash.h), at the pass's start, an F&B pair's
-  // two passes in schedule::memory_order.
+  // two passes in schedule::memory_order, each with its working memory on top; the last one's stays
+  // until the op ends.
   for (const Op& pass : schedule::memory_order(op, program_.shape.kind)) {
     const ChunkCost& cc = costs_.chunk(actor.rank, pass.kind == OpKind::OptimizerStep ? 0 : pass.chunk);
     const schedule::StashChange change = schedule::stash_change(pass.kind);
     actor.memory += change.full * cc.stashed.count() + change.after_input * cc.stashed_after_input.count();
-    notify([&](Observer& o) { o.memory_changed(index, now_, actor.memory); });
+    actor.working_memory = schedule::working_bytes(pass.kind, cc.forward_working.count(), cc.backward_working.count(),
+                                                   cc.stashed_after_input.count());
+    notify([&](Observer& o) { o.memory_changed(index, now_, actor.memory + actor.working_memory); });
   }
   actor.computing = true;
   actor.compute_ended = false;
@@ -401,6 +405,10 @@ void Simulation::release(Actor& actor) {
   actor.computing = false;
   actor.compute_ended = false;
   const int index = static_cast<int>(&actor - actors_.data());
+  if (actor.working_memory != 0) {
+    actor.working_memory = 0;
+    notify([&](Observer& o) { o.memory_changed(index, now_, actor.memory); });
+  }
   notify([&](Observer& o) { o.stream_held(index, actor.busy_since, now_, actor.pipeline_op); });
   if (actor.communication_since >= 0) {
     notify([&](Observer& o) { o.communication_waited(index, actor.communication_since, now_); });

@@ -104,6 +104,18 @@ enum class Optimizer : std::uint8_t { Adam, Muon };
 inline constexpr std::pair<std::string_view, Optimizer> kOptimizerNames[] = {{"adam", Optimizer::Adam},
                                                                              {"muon", Optimizer::Muon}};
 
+/// How the loss runs on the last stage's logits, which sets what it keeps of them and what it holds
+/// beside them (sim/engine/working_memory.h). `native`: Megatron-Core's vocabulary-parallel
+/// cross-entropy (`cross_entropy_fusion_impl: native`, its default, fused or not), which turns the
+/// logits into one fp32 buffer and computes the softmax and its gradient in place there. `te`:
+/// Transformer Engine's parallel_cross_entropy (`cross_entropy_fusion_impl: te` with
+/// `cross_entropy_loss_fusion`), which writes the gradient into the 16-bit logits. `pytorch`:
+/// torch.nn.functional.cross_entropy on `logits.float()` (TorchTitan's loss), whose log-softmax output,
+/// fp32 input and two gradients are separate tensors.
+enum class CrossEntropy : std::uint8_t { Native, Te, Pytorch };
+inline constexpr std::pair<std::string_view, CrossEntropy> kCrossEntropyNames[] = {
+    {"native", CrossEntropy::Native}, {"te", CrossEntropy::Te}, {"pytorch", CrossEntropy::Pytorch}};
+
 /// How attention's core (QK^T, softmax, scores x V) runs: FlashAttention fuses it into one kernel that
 /// never writes the s x s scores (the default: Megatron-Core's `attention_backend: auto` picks it);
 /// `standard` materializes them, as Megatron did in 2021.
@@ -132,6 +144,7 @@ struct PlanSettings {
   bool grad_reduce_in_fp32 = true;     ///< fp32 gradient buffer and reduction (Megatron-LM's default for 16-bit models)
   bool fp8_param_gather = false;       ///< FP8 weights only, gathered in FP8 (--fp8-param-gather; needs an FP8 precision)
   Optimizer optimizer = Optimizer::Adam;
+  CrossEntropy cross_entropy = CrossEntropy::Native;
   ContextComm context_comm = ContextComm::P2p;
   /// The first blocks whose stashed activations go to host memory during the forward and come back
   /// before their backward (Megatron-Core's cpu_offloading_num_layers; pipeline 1, no recomputation)

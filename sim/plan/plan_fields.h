@@ -86,6 +86,7 @@ inline constexpr PlanField kPlanFields[] = {
     {"shard_groups", "", {"num_distributed_optimizer_instances", "data_parallel_replicate_degree"}, "", Axis::DataReplica, false, "shard_groups: 2", "", {}, 0, 0},
     {"grad_reduce_in_fp32", "", {"accumulate_allreduce_grads_in_fp32"}, "", {}, false, "grad_reduce_in_fp32: false", "", &PlanSettings::grad_reduce_in_fp32, 0, 0},
     {"optimizer", "", {}, "", {}, false, "optimizer: muon", "", {}, 0, 0},
+    {"cross_entropy", "", {"cross_entropy_fusion_impl"}, "", {}, true, "cross_entropy: pytorch", "", {}, 0, 0},
     {"routing_imbalance", "", {}, "", {}, false, "routing_imbalance: 1.5", "", &PlanSettings::routing_imbalance, 1.0, 1000.0},
     {"moe_expert_capacity_factor", "", {}, "", {}, false, "moe_expert_capacity_factor: 1.0", "", {}, 0, 0},
     {"moe_pad_expert_input_to_capacity", "", {}, "", {}, false, "moe_expert_capacity_factor: 1.0\nmoe_pad_expert_input_to_capacity: true", "moe_expert_capacity_factor: 1.0", {}, 0, 0},

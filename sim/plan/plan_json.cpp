@@ -49,6 +49,7 @@ ordered_json own_value(std::string_view path, const Plan& p) {
   }
   if (path == "zero") return p.zero;
   if (path == "optimizer") return word(name_of(kOptimizerNames, p.optimizer));
+  if (path == "cross_entropy") return word(name_of(kCrossEntropyNames, p.cross_entropy));
   if (path == "moe_expert_capacity_factor") {
     return p.expert_capacity_factor ? ordered_json(*p.expert_capacity_factor) : nullptr;
   }

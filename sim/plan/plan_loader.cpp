@@ -295,6 +295,8 @@ PlanSpec load_plan_spec(const Field& root) {
     spec.attention_kernel = f->as_enum(topology::kAttentionGenerationNames);
   }
   if (auto f = r.get(root, "optimizer", "optimizer")) spec.optimizer = f->as_enum(kOptimizerNames);
+  if (auto f = r.get(root, "cross_entropy_fusion_impl", "cross_entropy")) spec.cross_entropy = f->as_enum(kCrossEntropyNames);
+  if (auto f = r.get(root, "cross_entropy", "cross_entropy")) spec.cross_entropy = f->as_enum(kCrossEntropyNames);
   if (auto f = r.get(root, "cp_comm_type", "cp_comm_type")) spec.context_comm = f->as_enum(kContextCommNames);
   if (auto f = r.get(root, "zero", "zero")) spec.zero = static_cast<int>(f->as_int_in(0, 3));
   if (auto f = r.get(root, "placement", "placement")) spec.placement = parse_placement(*f, false);
@@ -350,6 +352,9 @@ std::string write_plan_yaml(const Plan& p) {
     }
   }
   if (p.optimizer == Optimizer::Muon) out += "optimizer: muon\n";
+  if (p.cross_entropy != CrossEntropy::Native) {
+    out += fmt::format("cross_entropy: {}\n", name_of(kCrossEntropyNames, p.cross_entropy));
+  }
   if (p.degrees[Axis::DataReplica] > 1) out += fmt::format("shard_groups: {}\n", p.degrees[Axis::DataReplica]);
   if (p.context_comm != ContextComm::P2p)
     out += fmt::format("cp_comm_type: {}\n", name_of(kContextCommNames, p.context_comm));

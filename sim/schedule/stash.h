@@ -8,8 +8,8 @@ namespace mpsim::schedule {
 
 /// How a compute pass changes what its chunk holds between passes, counted in one microbatch's
 /// stashes: `full` stashes (held from the start of F until the backward starts: B, or I in a split
-/// backward) and `after_input` ones (what a split backward keeps from I until W). The backward's own
-/// working memory is not modelled.
+/// backward) and `after_input` ones (what a split backward keeps from I until W). What a pass holds
+/// beyond them while it runs is working_bytes'.
 struct StashChange {
   int full = 0;
   int after_input = 0;
@@ -33,6 +33,20 @@ struct StashChange {
     case OpKind::OptimizerStep: break;
   }
   return {};
+}
+
+/// Bytes a pass holds while it runs beyond what its chunk's stashes count once its StashChange is made,
+/// given the chunk's working memory per microbatch (engine::ChunkCost): a forward its `forward_working`;
+/// a backward `backward_working`, which counts the microbatch's stash the change already freed; a split
+/// backward's I the same less what it keeps for W (still counted); a W nothing beyond what it frees.
+[[nodiscard]] constexpr std::int64_t working_bytes(OpKind k, std::int64_t forward_working,
+                                                   std::int64_t backward_working, std::int64_t after_input) noexcept {
+  switch (k) {
+    case OpKind::Forward: return forward_working;
+    case OpKind::Backward: return backward_working;
+    case OpKind::BackwardInput: return backward_working > after_input ? backward_working - after_input : 0;
+    default: return 0;
+  }
 }
 
 /// The passes of a compute op in the order they change its chunks' stashes. A schedule whose own F&B

@@ -48,7 +48,7 @@ const Case kCases[] = {
     {"moe-flex", "parallelism: { tensor: 2, pipeline: 2, expert: 8, expert_tensor: 1, context: 2 }\n"
                  "batch: { global: 256 }\nmoe_token_dispatcher_type: flex\nmoe_flex_dispatcher_backend: hybridep\n"
                  "moe_hybridep_num_sms: 24\nrouting_imbalance: 1.25\nmoe_expert_capacity_factor: 1.5\n"
-                 "moe_pad_expert_input_to_capacity: true\ncp_comm_type: a2a\noptimizer: muon\nshard_groups: 2\n"
+                 "moe_pad_expert_input_to_capacity: true\ncp_comm_type: a2a\noptimizer: muon\ncross_entropy: pytorch\nshard_groups: 2\n"
                  "zero: 1\n",
      "topologies/16x-dgx-h100.yaml", "configs/models/qwen3-30b-a3b.yaml"},
     {"dualpipe", "parallelism: { pipeline: 4, expert: 8 }\nbatch: { global: 512, micro: 1 }\nschedule: dualpipe\n"

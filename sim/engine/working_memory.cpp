@@ -1,0 +1,21 @@
+#include "sim/engine/working_memory.h"
+
+namespace mpsim::engine {
+
+LossMemory loss_memory(plan::CrossEntropy loss, std::int64_t dtype_bytes) noexcept {
+  switch (loss) {
+    case plan::CrossEntropy::Native: return {kStashedLogitBytes, dtype_bytes, dtype_bytes};
+    case plan::CrossEntropy::Te: return {dtype_bytes, 0, 0};
+    case plan::CrossEntropy::Pytorch: return {kStashedLogitBytes, dtype_bytes + kStashedLogitBytes, 2 * kStashedLogitBytes};
+  }
+  return {};
+}
+
+std::int64_t logit_elements(const model::Layer& layer, int micro_batch, int tensor) noexcept {
+  if (layer.kind != model::LayerKind::OutputHead || layer.gemms.empty()) return 0;
+  const model::Gemm& logits = layer.gemms.front();
+  const std::int64_t t = logits.split == model::TensorSplit::Columns ? tensor : 1;
+  return (logits.tokens * micro_batch * logits.out + t - 1) / t;
+}
+
+}  // namespace mpsim::engine

@@ -1,0 +1,92 @@
+// What a pass holds while it runs beyond the stash rule (sim/engine/working_memory.h): the loss's
+// transients beside the fp32 logits, and a layer's recomputed activations during its backward, in the
+// simulated peak, against sums worked out by hand.
+#include <gtest/gtest.h>
+
+#include "engine_test_support.h"
+#include "sim/engine/simulator.h"
+#include "sim/engine/working_memory.h"
+
+namespace mpsim::engine {
+namespace {
+
+TEST(WorkingMemory, ThenKeepsTheEarlierStashUnderTheLatersBackward) {
+  const WorkingMemory embedding{Bytes::bytes(10), Bytes{}, Bytes::bytes(10)};
+  const WorkingMemory block = layer_working_memory(Bytes::bytes(100), {Bytes::bytes(5), Bytes::bytes(300)});
+  EXPECT_EQ(block.backward, Bytes::bytes(400));
+  const WorkingMemory both = then(embedding, block);
+  EXPECT_EQ(both.stashed, Bytes::bytes(110));
+  EXPECT_EQ(both.forward, Bytes::bytes(5));
+  EXPECT_EQ(both.backward, Bytes::bytes(410));  // the block's backward with the embedding's stash held
+  // A head with a large stash but a small working set after the block: its own moment is the larger.
+  const WorkingMemory head = layer_working_memory(Bytes::bytes(1000), {Bytes::bytes(7), Bytes::bytes(20)});
+  EXPECT_EQ(then(both, head).backward, Bytes::bytes(110 + 1000 + 20));
+  EXPECT_EQ(then(both, head).forward, Bytes::bytes(7));
+}
+
+TEST(WorkingMemory, TheLossKeepsAndHoldsWhatItsKernelAllocates) {
+  // Per logit of a 16-bit model. Megatron-Core's native kernel: the fp32 buffer, with the 16-bit
+  // logits (forward) and gradient (backward) beside it; Transformer Engine's: the 16-bit logits alone;
+  // PyTorch's: the fp32 log-softmax output, with the 16-bit logits and their fp32 copy, then two fp32
+  // gradients.
+  const auto expect = [](plan::CrossEntropy loss, std::int64_t kept, std::int64_t forward, std::int64_t backward) {
+    const LossMemory m = loss_memory(loss, 2);
+    EXPECT_EQ(m.kept, kept);
+    EXPECT_EQ(m.forward, forward);
+    EXPECT_EQ(m.backward, backward);
+  };
+  expect(plan::CrossEntropy::Native, 4, 2, 2);
+  expect(plan::CrossEntropy::Te, 2, 0, 0);
+  expect(plan::CrossEntropy::Pytorch, 4, 6, 8);
+}
+
+model::Model gpt(int layers, int seq_len, int vocab) {
+  return testing::model_yaml(fmt::format(
+      "model: {{ name: g, family: gpt, layers: {}, hidden: 256, heads: 4, seq_len: {}, vocab: {} }}\n", layers,
+      seq_len, vocab));
+}
+
+std::int64_t peak_of(const topology::Cluster& node, const model::Model& m, const std::string& plan_yaml) {
+  return simulate(node, m, testing::plan_yaml(plan_yaml, node, m)).report.peak_memory_bytes;
+}
+
+TEST(WorkingMemory, EachLossKernelPeaksByWhatItKeepsAndHoldsPerLogit) {
+  // One microbatch of 2 sequences of 512 tokens, vocabulary 32000, no tensor parallelism: the backward's
+  // first moment (the whole stash and the loss's gradients) is the peak. Against Megatron-Core's native
+  // kernel (4 bytes kept, 2 beside): PyTorch's keeps the same and holds 8, 6 more per logit; Transformer
+  // Engine's keeps 2 and holds none, 4 fewer.
+  const topology::Cluster node = topology::load_topology_file(testing::repo_path("topologies/dgx-h100.yaml"));
+  const model::Model m = gpt(2, 512, 32000);
+  const std::string plan = "parallelism: { data: 8 }\nbatch: { global: 16, micro: 2 }\n";
+  const std::int64_t logits = 2 * 512 * 32000;
+  const std::int64_t native = peak_of(node, m, plan);
+  EXPECT_EQ(peak_of(node, m, plan + "cross_entropy: pytorch\n") - native, 6 * logits);
+  EXPECT_EQ(peak_of(node, m, plan + "cross_entropy_fusion_impl: te\n") - native, -4 * logits);
+}
+
+TEST(WorkingMemory, FullRecomputationRebuildsOneBlockBesideTheOtherBlocksInputs) {
+  // A small vocabulary, so the last block's backward is the peak: the embedding's stash, every other
+  // block's input, and the whole of the block the backward has rebuilt (what it would stash without
+  // recomputation).
+  const topology::Cluster node = topology::load_topology_file(testing::repo_path("topologies/dgx-h100.yaml"));
+  const int blocks = 4;
+  const model::Model m = gpt(blocks, 1024, 64);
+  const std::string plan = "parallelism: { data: 8 }\nbatch: { global: 8, micro: 1 }\n";
+  const plan::Plan full = testing::plan_yaml(plan + "recompute: full\n", node, m);
+  const auto stash = [&](const model::Layer& l, model::Recompute r) {
+    return model::stashed_activation_bytes(l, 1, 1, false, r).count();
+  };
+  const model::Layer& embedding = m.layers.front();
+  const model::Layer& block = m.layers.at(1);
+  ASSERT_EQ(block.kind, model::LayerKind::Transformer);
+  const std::int64_t held = stash(embedding, model::Recompute::Full) + (blocks - 1) * stash(block, model::Recompute::Full) +
+                            stash(block, model::stash_recompute(model::Recompute::None, true));
+  const auto report = simulate(node, m, full).report;
+  const trace::DeviceReport& gpu = report.devices.front();
+  EXPECT_EQ(gpu.memory.activations, held);
+  EXPECT_EQ(gpu.peak_memory_bytes - gpu.memory.weights - gpu.memory.gradients - gpu.memory.optimizer - gpu.memory.reserved,
+            held);
+}
+
+}  // namespace
+}  // namespace mpsim::engine
