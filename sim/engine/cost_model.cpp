@@ -104,7 +104,7 @@ StaticMemory static_memory(const RankParameters& p, const StateFormat& f) noexce
   StaticMemory m;
   m.weights = Bytes::bytes(sharded(weight_bytes(dense, dense_fp8), weight_bytes(expert, expert_fp8), 3));
   m.gradients = Bytes::bytes(sharded(dense * gradient_bytes, expert * gradient_bytes, 2));
-  const int optimizer_bytes = optimizer_bytes_per_parameter(f.optimizer);
+  const int optimizer_bytes = optimizer_bytes_per_parameter(f.optimizer, f.dtype_bytes);
   m.optimizer = Bytes::bytes(sharded(dense * optimizer_bytes, expert * optimizer_bytes, 1));
   if (f.zero >= 3 && data > 1) {
     constexpr int kGatheredLayers = 2;  // the layer computing and the next one, prefetched
@@ -490,7 +490,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
 }
 
 Bytes checkpoint_bytes(const model::Model& model, const plan::Plan& plan) noexcept {
-  return model.parameter_bytes() + Bytes::bytes(model.parameters() * optimizer_bytes_per_parameter(plan.optimizer));
+  return model.parameter_bytes() + Bytes::bytes(model.parameters() * optimizer_bytes_per_parameter(plan.optimizer, model.dtype_bytes));
 }
 
 }  // namespace mpsim::engine

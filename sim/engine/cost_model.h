@@ -85,12 +85,16 @@ struct CostModel {
 /// Bytes per parameter the step keeps beside the weights: the gradient buffer (fp32, 4, or the
 /// model's dtype: schedule::gradient_bytes_per_parameter) and the optimizer state, sharded over the
 /// data-parallel group by ZeRO stage 1 (optimizer) and 2 (gradients); stage 3 also shards the weights.
-/// The optimizer state: fp32 master weights with Adam's momentum and variance (12) or Muon's momentum
-/// (8). Muon's layer-wise distributed optimizer (Megatron-Core) shards whole layers' states over the
-/// data-parallel ranks, which the per-parameter shard here approximates.
+/// The optimizer state: fp32 master weights of a 16-bit model (4; an fp32 model's optimizer updates
+/// its weights themselves, as Megatron's FP32Optimizer and a plain torch.optim.Adam do) with Adam's
+/// momentum and variance (8) or Muon's momentum (4). Muon's layer-wise distributed optimizer
+/// (Megatron-Core) shards whole layers' states over the data-parallel ranks, which the per-parameter
+/// shard here approximates.
 using schedule::kGradientBytesPerParameter;
-[[nodiscard]] constexpr int optimizer_bytes_per_parameter(plan::Optimizer o) noexcept {
-  return o == plan::Optimizer::Muon ? 8 : 12;
+[[nodiscard]] constexpr int optimizer_bytes_per_parameter(plan::Optimizer o, int dtype_bytes) noexcept {
+  constexpr int kFp32Bytes = 4;
+  const int master_weights = dtype_bytes < kFp32Bytes ? kFp32Bytes : 0;
+  return master_weights + (o == plan::Optimizer::Muon ? 1 : 2) * kFp32Bytes;
 }
 /// What one checkpoint writes: every parameter once (data-parallel replicas share it), in the model's
 /// dtype, and its optimizer state (fp32 master weights and moments, as above). Megatron's distributed

@@ -31,6 +31,18 @@ TEST(ModelStates, SixteenBitWeightsFp32GradientsAndAdam) {
   EXPECT_EQ(m.optimizer.count(), 12 * kParameters);
 }
 
+TEST(ModelStates, AnFp32ModelsOptimizerKeepsNoMasterCopy) {
+  // fp32 weights are the optimizer's own: Adam keeps its two moments (8 bytes), Muon one (4).
+  StateFormat f = format(Precision::Fp32, 0, 8);
+  f.dtype_bytes = 4;
+  const StaticMemory m = static_memory({kParameters, 0, 0, 0}, f);
+  EXPECT_EQ(m.weights.count(), 4 * kParameters);
+  EXPECT_EQ(m.gradients.count(), 4 * kParameters);
+  EXPECT_EQ(m.optimizer.count(), 8 * kParameters);
+  f.optimizer = plan::Optimizer::Muon;
+  EXPECT_EQ(static_memory({kParameters, 0, 0, 0}, f).optimizer.count(), 4 * kParameters);
+}
+
 TEST(ModelStates, MuonKeepsMasterWeightsAndOneMomentum) {
   StateFormat f = format(Precision::Bf16, 1, 8);
   f.optimizer = plan::Optimizer::Muon;
