@@ -2,7 +2,10 @@
 // [activation_checkpoint] and the float8 / MX converters; a schedule TorchTitan has no class for runs
 // from the plan's order as a CSV (pipeline_parallel_schedule_csv). ZeRO maps to FSDP2: zero 0 is DDP
 // (replicate only), zero 3 FSDP resharding after the forward, zero 2 FSDP keeping the gathered
-// parameters until the backward; FSDP2 has no optimizer-only sharding (zero 1).
+// parameters until the backward; FSDP2 has no optimizer-only sharding (zero 1) but under pipelining,
+// where torch.distributed.pipelining's backward_maybe_with_nosync turns FSDP2's gradient sync and
+// resharding off for every microbatch's backward but the last: FSDP2 then holds whole weights and
+// accumulates whole fp32 gradients (its reduce dtype) across the microbatches, which is zero 1.
 #include <algorithm>
 #include <filesystem>
 #include <stdexcept>
@@ -75,21 +78,31 @@ void parallelism(const ExportInput& in, Table& t, std::vector<std::string>& note
   const plan::Plan& p = in.plan;
   int replicate = p.degrees[plan::Axis::Data];
   int shard = 1;
+  const bool pipelined = p.degrees[plan::Axis::Pipeline] > 1;
+  if (pipelined && p.zero >= 2) {
+    cannot_express(in, kTorchTitanTarget, "zero",
+                   "under pipelining FSDP2 keeps whole weights and accumulates whole fp32 gradients over the "
+                   "microbatches (torch.distributed.pipelining turns its gradient sync and resharding off until "
+                   "the last backward): use zero 1");
+  }
   switch (p.zero) {
     case 0: break;
     case 1:
-      cannot_express(in, kTorchTitanTarget, "zero",
-                     "FSDP2 has no optimizer-only sharding; use zero 2 (fsdp_reshard_after_forward \"never\") or "
-                     "zero 3 (FSDP)");
+      if (!pipelined) {
+        cannot_express(in, kTorchTitanTarget, "zero",
+                       "FSDP2 has no optimizer-only sharding without pipelining; use zero 2 "
+                       "(fsdp_reshard_after_forward \"never\") or zero 3 (FSDP)");
+      }
+      [[fallthrough]];
     default:
       replicate = p.degrees[plan::Axis::DataReplica];
       shard = p.degrees[plan::Axis::Data] / p.degrees[plan::Axis::DataReplica];
   }
   t.set("data_parallel_replicate_degree", replicate);
   t.set("data_parallel_shard_degree", shard);
+  // "default" reshards after the forward except under pipeline parallelism (zero 1 there).
   if (p.zero == 2) t.text("fsdp_reshard_after_forward", "never");
-  // "default" reshards after the forward except under pipeline parallelism; "always" is ZeRO-3 there too.
-  if (p.zero == 3) t.text("fsdp_reshard_after_forward", p.degrees[plan::Axis::Pipeline] > 1 ? "always" : "default");
+  if (p.zero == 3 || (p.zero == 1 && pipelined)) t.text("fsdp_reshard_after_forward", "default");
 
   if (p.degrees[plan::Axis::Tensor] > 1 && !p.sequence_parallel) {
     cannot_express(in, kTorchTitanTarget, "sequence_parallel",
@@ -220,10 +233,10 @@ std::string export_torchtitan(const ExportInput& in) {
       model.set("converters", "[\"quantize.linear.float8\"]");
       quantize.name = "quantize.linear.float8";
       if (p.fp8_param_gather) {
-        if (p.zero < 2) {
+        if (p.zero == 0) {  // every other zero the export writes is FSDP (parallelism())
           cannot_express(in, kTorchTitanTarget, "fp8_param_gather",
                          "TorchTitan gathers FP8 weights under FSDP only (enable_fsdp_float8_all_gather); use zero "
-                         "2 or 3");
+                         "2 or 3 (1 under a pipeline)");
         }
         // Float8LinearConverter refuses the all-gather beside a recipe_name; without one it builds
         // tensorwise scaling, the same recipe.

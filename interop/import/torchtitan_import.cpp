@@ -117,11 +117,16 @@ DataParallel data_parallel(const TomlValues& toml, std::int64_t model_parallel, 
   }
   const bool sharded = !shard || *shard > 1;
   if (sharded) {
-    // "default" reshards after the forward except under pipeline parallelism, where it keeps the
-    // gathered parameters for the backward (ZeRO-2's traffic).
-    const bool reshards = reshard == "always" || (reshard == "default" && pipeline == 1);
-    plan.put("", "zero", reshards ? "3" : "2",
-             fmt::format("FSDP2: {}, fsdp_reshard_after_forward {}", line_of(toml, kShard), reshard));
+    const std::string fsdp = fmt::format("{}, fsdp_reshard_after_forward {}", line_of(toml, kShard), reshard);
+    if (pipeline > 1) {
+      // torch.distributed.pipelining turns FSDP2's gradient sync and resharding off for every
+      // microbatch's backward but the last (backward_maybe_with_nosync): whole weights, and whole fp32
+      // gradients accumulated over the microbatches, with the optimizer state sharded.
+      plan.put("", "zero", "1", "FSDP2 under pipelining (whole weights and fp32 gradients until the last backward): " + fsdp);
+    } else {
+      const bool reshards = reshard == "always" || reshard == "default";
+      plan.put("", "zero", reshards ? "3" : "2", "FSDP2: " + fsdp);
+    }
     if (replicate > 1) plan.put("", "shard_groups", std::to_string(replicate), "HSDP: " + line_of(toml, kReplicate));
   } else {
     plan.put("", "zero", "0", fmt::format("DDP: {}", line_of(toml, kShard)));

@@ -94,11 +94,11 @@ inline const ExportCase kExportCases[] = {
     {"gpt3_1_3b_sagemaker", "topologies/p4d.24xlarge.yaml", "configs/models/gpt3-1.3b.yaml",
      "configs/plans/gpt3-1.3b-sagemaker.yaml", 0, "schedule", "schedule", "placement", "schedule", ""},
     {"gpt3_13b_4x_p4d", "topologies/4x-p4d.yaml", "configs/models/gpt3-13b.yaml", "configs/plans/gpt3-13b-4x-p4d.yaml",
-     0, "", "", "zero", "sequence_parallel", "schedule"},
+     0, "", "", "", "sequence_parallel", "schedule"},
     {"gpt3_175b_h100_weak_scaling", "topologies/512x-dgx-h100.yaml", "configs/models/gpt3-175b.yaml",
-     "configs/plans/gpt3-175b-h100-weak-scaling.yaml", 0, "", "", "zero", "virtual_stages", "virtual_stages"},
+     "configs/plans/gpt3-175b-h100-weak-scaling.yaml", 0, "", "", "", "virtual_stages", "virtual_stages"},
     {"megatron_175b_interleaved", "topologies/16x-dgx-h100.yaml", "configs/models/gpt3-175b.yaml",
-     "configs/plans/megatron-175b-interleaved.yaml", 0, "", "", "zero", "virtual_stages", "virtual_stages"},
+     "configs/plans/megatron-175b-interleaved.yaml", 0, "", "", "sequence_parallel", "virtual_stages", "virtual_stages"},
     {"megatron_sc21_1_7b", "topologies/selene.yaml", "configs/models/megatron-1.7b.yaml",
      "configs/plans/megatron-sc21-1.7b.yaml", 32, "", "", "", "", "recompute"},
     {"megatron_sc21_3_6b", "topologies/selene.yaml", "configs/models/megatron-3.6b.yaml",
@@ -124,7 +124,7 @@ inline const ExportCase kExportCases[] = {
     {"llama3_70b_64_h100_fsdp", "topologies/16x-dgx-h100.yaml", "configs/models/llama3-70b.yaml", kLlama70bFsdp, 64, "",
      "", "", "sequence_parallel", "sequence_parallel"},
     {"qwen3_30b_a3b_16_h100_planner_first", "topologies/16x-dgx-h100.yaml", "configs/models/qwen3-30b-a3b.yaml",
-     kQwen3PlannerFirst, 16, "", "", "partition", "zero", "schedule"},
+     kQwen3PlannerFirst, 16, "", "", "zero", "zero", "schedule"},
     // The model settings the RoPE rules read: Llama 3.1's scaling, latent attention's YaRN (Kimi K2's
     // betas are Megatron-Bridge fields only).
     {"llama31_405b_64_h100", "topologies/16x-dgx-h100.yaml", "configs/models/llama31-405b.yaml",

@@ -328,10 +328,23 @@ TEST(TorchTitanExport, MapsZeroToDdpOrFsdpAndTheScheduleByName) {
             std::string::npos)
       << hsdp;
   EXPECT_NE(titan("zero: 2\n").find("fsdp_reshard_after_forward = \"never\"\n"), std::string::npos);
-  const std::string zbv = titan("parallelism: { pipeline: 2 }\nschedule: zb-v\nbatch: { global: 64 }\nzero: 3\n");
+  // Under pipelining FSDP2 holds whole weights and fp32 gradients over the microbatches: zero 1.
+  const std::string zbv = titan("parallelism: { pipeline: 2 }\nschedule: zb-v\nbatch: { global: 64 }\nzero: 1\n");
   EXPECT_NE(zbv.find("pipeline_parallel_schedule = \"ZBVZeroBubble\"\n"), std::string::npos) << zbv;
   EXPECT_NE(zbv.find("pipeline_parallel_layers_per_stage = 8\n"), std::string::npos) << zbv;
-  EXPECT_NE(zbv.find("fsdp_reshard_after_forward = \"always\"\n"), std::string::npos) << zbv;
+  EXPECT_NE(zbv.find("data_parallel_shard_degree = 4\nfsdp_reshard_after_forward = \"default\"\n"), std::string::npos)
+      << zbv;
+  for (const char* sharded : {"zero: 2\n", "zero: 3\n"}) {
+    EXPECT_EQ(error_field(Framework::TorchTitan,
+                          std::string("parallelism: { pipeline: 2 }\nbatch: { global: 64 }\n") + sharded),
+              "zero");
+  }
+  EXPECT_EQ(error_field(Framework::TorchTitan, "zero: 1\n"), "zero");
+  // FSDP under a pipeline gathers FP8 weights as it does without one.
+  const std::string fp8_gather = titan(
+      "parallelism: { pipeline: 2 }\nbatch: { global: 64 }\nzero: 1\nprecision: fp8\nfp8_param_gather: true\n");
+  EXPECT_NE(fp8_gather.find("enable_fsdp_float8_all_gather = true\n"), std::string::npos) << fp8_gather;
+  EXPECT_EQ(error_field(Framework::TorchTitan, "precision: fp8\nfp8_param_gather: true\n"), "fp8_param_gather");
   const std::string fp8 = titan("precision: fp8\n");
   EXPECT_NE(fp8.find("converters = [\"quantize.linear.float8\"]\n"), std::string::npos) << fp8;
   EXPECT_NE(fp8.find("[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\n"), std::string::npos) << fp8;
