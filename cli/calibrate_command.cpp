@@ -43,7 +43,9 @@ calibration::MeasuredRun measured_run(const CalibrateArgs& args) {
   }
   std::vector<Override> overrides;
   for (const std::string& s : args.sets) overrides.push_back(parse_override(s, "--set"));
-  Inputs in = load_inputs(args.files, overrides);
+  InputFiles files = args.files;
+  files.topology_profile = false;  // the fit starts from the catalogue's rates
+  Inputs in = load_inputs(files, overrides);
   calibration::MeasuredRun run;
   run.id = args.measured.front();
   run.file = args.measured.front();

@@ -202,10 +202,13 @@ InputError with_job_size_hint(const InputError& e, const plan::PlanSpec& spec, c
 Inputs load_inputs_on(const InputFiles& files, const std::vector<Override>& overrides, std::vector<Override>& applied,
                       topology::Cluster cluster) {
   Inputs inputs{std::move(cluster), {}, std::nullopt, std::nullopt};
-  if (!files.profile.empty()) {
-    inputs.profile = calibration::load_profile_file(files.profile);
+  // --profile wins over the one the topology names.
+  const std::string profile =
+      !files.profile.empty() || !files.topology_profile ? files.profile : inputs.cluster.profile_file;
+  if (!profile.empty()) {
+    inputs.profile = calibration::load_profile_file(profile);
     if (auto why = calibration::factor_above_ceiling(inputs.profile->factors, inputs.cluster)) {
-      throw InputError({files.profile, 0, 0}, "profile.factors", *why);
+      throw InputError({profile, 0, 0}, "profile.factors", *why);
     }
     calibration::apply_profile(*inputs.profile, inputs.cluster);
   }

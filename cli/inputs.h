@@ -17,6 +17,8 @@ struct InputFiles {
   std::string model;
   std::string plan;  ///< may be empty (the planner has none)
   std::string profile;  ///< --profile: a software profile (sim/calibration) applied to the cluster; may be empty
+  /// Without --profile, apply the one the topology names (`profile:`); calibrate fits on the catalogue's rates.
+  bool topology_profile = true;
 };
 
 struct Inputs {

@@ -284,6 +284,7 @@ std::string known_gpu_kinds(const TopologySpec& spec) {
 Cluster build_cluster(const TopologySpec& spec) {
   Cluster cluster;
   cluster.name = spec.name;
+  cluster.profile_file = spec.profile;
   std::vector<DeviceId> nics;
   std::vector<BytesPerSec> nic_bandwidth;
   std::vector<TimeNs> nic_latency;

@@ -75,6 +75,9 @@ class Cluster {
 
   std::string name;
   int node_count = 0;
+  /// The software profile the topology names (`profile:`, a path), which the commands apply unless
+  /// --profile gives another; empty: none.
+  std::string profile_file;
 
   [[nodiscard]] const std::vector<Device>& devices() const noexcept { return devices_; }
   [[nodiscard]] const std::vector<Link>& links() const noexcept { return links_; }

@@ -208,13 +208,23 @@ TopologySpec load_spec(const Field& root, int depth, const std::function<void(Ya
   if (auto declared = root.get("gpu_kinds")) {
     for (const auto& [id, kind] : declared->entries()) spec.custom_gpu_kinds.push_back(load_gpu_kind(kind, id));
   }
+  if (auto profile = root.get("profile")) {
+    const auto path = std::filesystem::path(root.file()).parent_path() / profile->as_string();
+    std::error_code refused;
+    if (!std::filesystem::is_regular_file(path, refused)) {
+      profile->fail(fmt::format("no such profile file '{}'{}", path.string(),
+                                refused ? " (" + refused.message() + ")" : ""));
+    }
+    spec.profile = path.string();
+  }
   if (root.has("cluster")) {
-    root.expect_keys({"cluster", "source", "gpu_kinds"});
+    root.expect_keys({"cluster", "source", "gpu_kinds", "profile"});
     if (auto s = root.get("source")) spec.source = s->as_string();
     load_short_form(root.require("cluster"), spec);
     return spec;
   }
-  root.expect_keys({"name", "source", "gpu_kinds", "node", "node_from", "node_templates", "nodes", "fabric"});
+  root.expect_keys(
+      {"name", "source", "gpu_kinds", "profile", "node", "node_from", "node_templates", "nodes", "fabric"});
   if (auto n = root.get("name")) spec.name = n->as_string();
   if (auto s = root.get("source")) spec.source = s->as_string();
   if (static_cast<int>(root.has("node")) + static_cast<int>(root.has("node_templates")) +

@@ -79,6 +79,9 @@ struct TopologySpec {
   std::map<std::string, NodeSpec> templates;
   std::vector<NodeGroup> nodes;
   std::optional<FabricSpec> fabric;
+  /// `profile:` a software profile (sim/calibration) the cluster's runs take by default, resolved
+  /// against the topology file's folder; empty: none. A file that node_from includes brings its node only.
+  std::string profile;
   std::string file;                                 ///< for whole-file errors
 };
 

@@ -93,6 +93,38 @@ TEST_F(CalibrateCommand, SimulateWithTheProfilePredictsTheMeasuredStep) {
   EXPECT_GT(std::abs(uncalibrated_s_ - measured_s_), 0.1 * measured_s_);
 }
 
+TEST_F(CalibrateCommand, ATopologyThatNamesTheProfileAppliesIt) {
+  // A cluster file of the same nodes naming the profile (a path beside it): simulate takes the profile
+  // without --profile, and --profile still wins.
+  ASSERT_EQ(calibrated_.exit_code, 0) << calibrated_.err;
+  const fs::path topology = calibrate_scratch() / "calibrated-p4d.yaml";
+  std::ofstream(topology) << "name: calibrated\nprofile: p.yaml\nnode_from: " << repo("topologies/p4d.24xlarge.yaml")
+                          << "\nnodes: 4\nfabric: { kind: single-switch, network: efa }\n";
+  const std::string inputs = "--topology " + topology.string() + " --model " + repo("configs/models/gpt3-13b.yaml") +
+                             " --plan " + repo("configs/plans/gpt3-13b-4x-p4d.yaml") + " --json";
+  const CommandResult named = mpsim::testing::run_mpsim("simulate " + inputs);
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  const CommandResult given = mpsim::testing::run_mpsim("simulate " + kRunInputs + " --profile " + profile_.string() + " --json");
+  ASSERT_EQ(given.exit_code, 0) << given.err;
+  EXPECT_EQ(json::parse(named.out).at("step_time_s"), json::parse(given.out).at("step_time_s"));
+  // An empty profile (no factors) given on the command line replaces the topology's.
+  const fs::path neutral = calibrate_scratch() / "neutral.yaml";
+  std::ofstream(neutral) << "profile:\n  name: neutral\n  factors: {}\n";
+  const CommandResult replaced = mpsim::testing::run_mpsim("simulate " + inputs + " --profile " + neutral.string());
+  ASSERT_EQ(replaced.exit_code, 0) << replaced.err;
+  EXPECT_NEAR(json::parse(replaced.out).at("step_time_s").get<double>(), uncalibrated_s_, 1e-9 * uncalibrated_s_);
+  // A profile that is not there: the error names the topology's field.
+  const fs::path missing = calibrate_scratch() / "missing-profile.yaml";
+  std::ofstream(missing) << "name: x\nprofile: nowhere.yaml\nnode_from: " << repo("topologies/p4d.24xlarge.yaml")
+                         << "\nnodes: 4\nfabric: { kind: single-switch, network: efa }\n";
+  const CommandResult bad = mpsim::testing::run_mpsim("simulate --topology " + missing.string() + " --model " +
+                                                      repo("configs/models/gpt3-13b.yaml") + " --plan " +
+                                                      repo("configs/plans/gpt3-13b-4x-p4d.yaml"));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("missing-profile.yaml:2"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("no such profile file"), std::string::npos) << bad.err;
+}
+
 TEST_F(CalibrateCommand, PlanWithTheProfileSimulatesItsBaselineAtTheMeasuredStep) {
   // The planner reads the same rates: the plan run today, as its baseline, at the measured step.
   ASSERT_EQ(calibrated_.exit_code, 0) << calibrated_.err;
