@@ -39,6 +39,21 @@ void print_peak_breakdown(const std::vector<const trace::DeviceReport*>& devices
   std::cout << table.render();
 }
 
+/// The GPU with the largest peak (the first of equals), or null without devices.
+const trace::DeviceReport* peak_device(const trace::Report& r) {
+  const auto worst = std::max_element(r.devices.begin(), r.devices.end(), [](const auto& a, const auto& b) {
+    return a.peak_memory_bytes < b.peak_memory_bytes;
+  });
+  return worst == r.devices.end() ? nullptr : &*worst;
+}
+
+/// The band of the largest peak (calibration::memory_band), where the report breaks its memory down.
+std::optional<calibration::MemoryBand> memory_band_of(const trace::Report& r) {
+  const trace::DeviceReport* worst = peak_device(r);
+  if (worst == nullptr || !worst->memory.known()) return std::nullopt;
+  return calibration::memory_band(worst->peak_memory_bytes, worst->memory.reserved);
+}
+
 /// Whether a GPU's peak fits its memory only without the planner's default margin (memory_margin.h):
 /// `mpsim plan` would not rank this plan.
 bool within_memory_margin(const trace::Report& r) {
@@ -65,6 +80,7 @@ nlohmann::ordered_json prediction_json(const Inputs& in, const trace::Report& r)
     json["calibrated"] = band->calibrated;
     json["band_basis"] = calibration::band_basis_text(*band);
   }
+  if (const auto band = memory_band_of(r)) json["peak_memory_band_bytes"] = {band->low_bytes, band->high_bytes};
   json["memory_margin"] = planner::kDefaultMemoryMargin;
   json["within_memory_margin"] = within_memory_margin(r);
   return json;
@@ -99,10 +115,7 @@ void print_report(const Inputs& in, const trace::Report& r) {
                              "pass)\n",
                              percent(r.communication_wait_fraction));
   }
-  const auto worst = std::max_element(r.devices.begin(), r.devices.end(), [](const auto& a, const auto& b) {
-    return a.peak_memory_bytes < b.peak_memory_bytes;
-  });
-  if (worst != r.devices.end()) {
+  if (const trace::DeviceReport* worst = peak_device(r)) {
     // The planner's margin said beside every peak: a plan within it fits here but may not in a run.
     const std::string margin = fmt::format("{:g}%", 100 * planner::kDefaultMemoryMargin);
     std::cout << fmt::format("  peak memory   {} of {} on {}{}\n", to_string(Bytes::bytes(worst->peak_memory_bytes)),
@@ -112,6 +125,10 @@ void print_report(const Inputs& in, const trace::Report& r) {
                                                                      "may run out of memory)",
                                                                      margin)
                                                        : fmt::format(" (fits the planner's {} memory margin)", margin));
+    if (const auto band = memory_band_of(r)) {
+      std::cout << fmt::format("  memory band   {} to {} ({})\n", to_string(Bytes::bytes(band->low_bytes)),
+                               to_string(Bytes::bytes(band->high_bytes)), calibration::memory_band_text(*band));
+    }
   }
   std::cout << "\n";
   // With a slowdown what-if the stage row names its slowest GPU (the one the stage waits for, also

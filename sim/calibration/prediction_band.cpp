@@ -32,6 +32,10 @@ constexpr std::array kCalibrated = {
     ErrorSpread{"mixture of experts", "", -0.399, 0.482, 206},
 };
 
+// Written from tests/validation/measured_memory_test.cpp's output (MeasuredMemory.PeaksHoldOnTodaysRuns
+// checks it): measured max allocated / predicted tensor bytes - 1 over the table's allocated rows.
+constexpr ErrorSpread kMemory{"memory", "", -0.109, 0.054, 10};
+
 const ErrorSpread* find_spread(std::span<const ErrorSpread> table, std::string_view group, std::string_view gpu_kind) {
   for (const ErrorSpread& s : table) {
     if (s.group == group && s.gpu_kind == gpu_kind) return &s;
@@ -71,6 +75,19 @@ std::optional<StepBand> step_band(double step_s, std::string_view group, std::st
   }
   if (spread == nullptr) return std::nullopt;
   return StepBand{step_s * (1 + spread->low), step_s * (1 + spread->high), calibrated, *spread};
+}
+
+const ErrorSpread& memory_spread() noexcept { return kMemory; }
+
+MemoryBand memory_band(std::int64_t peak_bytes, std::int64_t runtime_bytes) noexcept {
+  const auto tensors = static_cast<double>(std::max<std::int64_t>(peak_bytes - runtime_bytes, 0));
+  const auto at = [&](double error) { return peak_bytes + static_cast<std::int64_t>(std::llround(tensors * error)); };
+  return {at(kMemory.low), at(kMemory.high), kMemory};
+}
+
+std::string memory_band_text(const MemoryBand& band) {
+  return fmt::format("published allocated peaks measured {:+.0f} % to {:+.0f} % off their predictions ({} rows)",
+                     band.basis.low * 100, band.basis.high * 100, band.basis.predictions);
 }
 
 std::string band_basis_text(const StepBand& band) {

@@ -8,6 +8,7 @@
 /// of the same GPU kind), of the leave-one-out errors of profiles fitted on one run of the same release,
 /// GPU kind and group. The tables are today's figures; tests/validation/calibration_loo_test.cpp
 /// recomputes them from the rows and fails when they drift.
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -55,5 +56,24 @@ struct StepBand {
 /// "uncalibrated: published dense runs on h100-sxm measured -8 % to +15 % off their predictions (29 rows;
 /// mpsim calibrate on a run of yours narrows it)", or the calibrated basis.
 [[nodiscard]] std::string band_basis_text(const StepBand& band);
+
+/// The spread of measured peak memory around its prediction: measured max allocated / predicted tensor
+/// bytes - 1 over the allocated rows of the measured-memory table (tests/validation/measured_memory.yaml;
+/// tests/validation/measured_memory_test.cpp recomputes it and fails when it drifts), 10th and 90th
+/// percentiles. Reserved figures (the allocator's cache too) are another quantity and left out.
+[[nodiscard]] const ErrorSpread& memory_spread() noexcept;
+
+struct MemoryBand {
+  std::int64_t low_bytes = 0;
+  std::int64_t high_bytes = 0;
+  ErrorSpread basis;
+};
+
+/// The band of a predicted peak of `peak_bytes`, of which `runtime_bytes` (CUDA context, workspaces,
+/// communicators: engine::StaticMemory::reserved) is held apart from the tensors the spread is of.
+[[nodiscard]] MemoryBand memory_band(std::int64_t peak_bytes, std::int64_t runtime_bytes) noexcept;
+
+/// "published allocated peaks measured -11 % to +5 % off their predictions (10 rows)".
+[[nodiscard]] std::string memory_band_text(const MemoryBand& band);
 
 }  // namespace mpsim::calibration

@@ -504,6 +504,14 @@ void expect_text_matches_json(const std::string& extra) {
     expect_printed(peak[1], (*worst)["memory_capacity_bytes"], "capacity");
     EXPECT_EQ(peak[2], (*worst)["id"]);
   }
+  // The band around the largest peak (calibration::memory_band), as the JSON gives it.
+  auto memory_band = capture(R"(memory band +)" + quantity + " to " + quantity);
+  if (memory_band.size() == 2) {
+    expect_printed(memory_band[0], j["peak_memory_band_bytes"][0], "memory band low");
+    expect_printed(memory_band[1], j["peak_memory_band_bytes"][1], "memory band high");
+  }
+  EXPECT_LT(j["peak_memory_band_bytes"][0].get<double>(), (*worst)["peak_memory_bytes"].get<double>());
+  EXPECT_GT(j["peak_memory_band_bytes"][1].get<double>(), (*worst)["peak_memory_bytes"].get<double>());
   // The planner's memory margin on the peak line, and whether the peak is within it, as the JSON says.
   const bool within_margin = j["within_memory_margin"].get<bool>();
   auto margin = capture(R"(peak memory .* on \S+ \()" + std::string(within_margin ? "within" : "fits") +

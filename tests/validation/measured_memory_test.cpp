@@ -28,6 +28,7 @@
 #include <gtest/gtest.h>
 
 #include "planner/memory_margin.h"
+#include "sim/calibration/prediction_band.h"
 #include "sim/core/yaml_field.h"
 #include "tests/validation/validation_support.h"
 
@@ -166,6 +167,19 @@ TEST(MeasuredMemory, PeaksHoldOnTodaysRuns) {
     // plan it ranks fits whenever its peak is under-predicted no worse than every row here.
     if (kind == "allocated") {
       for (const Outcome* o : rows) EXPECT_GE(o->error(), -planner::kDefaultMemoryMargin) << o->id;
+      // The band every report prints beside its peak (calibration::memory_spread) is these rows'
+      // measured / predicted - 1, 10th and 90th percentiles, as compiled in.
+      std::vector<double> measured_off;
+      for (const Outcome* o : rows) measured_off.push_back(o->published / o->predicted - 1);
+      const calibration::ErrorSpread& spread = calibration::memory_spread();
+      std::printf("memory band: measured / predicted - 1 from %+.3f to %+.3f over %zu rows\n",
+                  calibration::percentile(measured_off, 0.1), calibration::percentile(measured_off, 0.9),
+                  measured_off.size());
+      EXPECT_NEAR(spread.low, calibration::percentile(measured_off, 0.1), 0.0005);
+      EXPECT_NEAR(spread.high, calibration::percentile(measured_off, 0.9), 0.0005);
+      EXPECT_EQ(spread.predictions, static_cast<int>(measured_off.size()));
+      // The margin covers the band: a plan the planner ranks fits at the band's top.
+      EXPECT_LE(spread.high, planner::kDefaultMemoryMargin);
     }
   }
   if (const char* path = std::getenv("MPSIM_VALIDATION_MEMORY_TABLE")) {
