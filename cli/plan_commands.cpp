@@ -414,8 +414,10 @@ std::string margin_warning(const planner::Evaluated& left_out, const planner::Ev
 /// "plan + report": the report (docs/simulator.md, "The report") with the complete plan under "plan".
 /// `full` keeps the per-device and per-link lists.
 nlohmann::ordered_json evaluated_json(const planner::Evaluated& e, bool full,
-                                      const std::optional<training::TrainingEstimate>& estimate) {
+                                      const std::optional<training::TrainingEstimate>& estimate,
+                                      const Inputs* in = nullptr) {
   nlohmann::ordered_json out = trace::report_json(e.report);
+  if (in != nullptr) add_prediction_fields(out, *in, &e.plan, e.report);  // the bands, as simulate gives them
   if (!full) {
     out.erase("devices");
     out.erase("links");
@@ -635,18 +637,19 @@ void run_planner_command(const PlanArgs& args) {
   nlohmann::ordered_json json;
   if (args.json) {
     json["best"] = result.ranked.empty() ? nlohmann::ordered_json()
-                                         : evaluated_json(result.ranked.front(), true, estimate(result.ranked.front()));
+                                         : evaluated_json(result.ranked.front(), true, estimate(result.ranked.front()), &in);
     json["candidates"] = nlohmann::ordered_json::array();
     for (const auto& e : result.ranked) {
-      nlohmann::ordered_json entry = evaluated_json(e, false, estimate(e));
+      nlohmann::ordered_json entry = evaluated_json(e, false, estimate(e), &in);
       const planner::Sensitivity& s = sensitivities.at(e.id);
       entry["sensitivity"] = {{"half_network_step_s", s.half_network_step_s}, {"slow_gpu_step_s", s.slow_gpu_step_s}};
       json["candidates"].push_back(std::move(entry));
     }
     json["pareto"] = nlohmann::ordered_json::array();
-    for (const auto& e : result.pareto) json["pareto"].push_back(evaluated_json(e, false, estimate(e)));
-    json["within_margin"] = left_out_by_margin ? evaluated_json(*left_out_by_margin, false, estimate(*left_out_by_margin))
-                                               : nlohmann::ordered_json();
+    for (const auto& e : result.pareto) json["pareto"].push_back(evaluated_json(e, false, estimate(e), &in));
+    json["within_margin"] = left_out_by_margin
+                                ? evaluated_json(*left_out_by_margin, false, estimate(*left_out_by_margin), &in)
+                                : nlohmann::ordered_json();
     json["evaluated"] = stats.evaluated;
     json["pruned"] = stats.pruned();
     json["search"] = {{"candidates", stats.candidates},
@@ -723,7 +726,7 @@ void run_planner_command(const PlanArgs& args) {
 
   if (args.json) {
     if (baseline) {
-      nlohmann::ordered_json entry = evaluated_json(*baseline, false, estimate(*baseline));
+      nlohmann::ordered_json entry = evaluated_json(*baseline, false, estimate(*baseline), &in);
       entry["sensitivity"] = {{"half_network_step_s", baseline_sensitivity->half_network_step_s},
                               {"slow_gpu_step_s", baseline_sensitivity->slow_gpu_step_s}};
       entry["differences"] = against_baseline->differences;
@@ -741,7 +744,7 @@ void run_planner_command(const PlanArgs& args) {
     if (args.verify_top > 0) {
       json["verified"] = nlohmann::ordered_json::array();
       for (const VerifiedPlan& v : verified) {
-        nlohmann::ordered_json entry = evaluated_json(v.evaluated, false, std::nullopt);
+        nlohmann::ordered_json entry = evaluated_json(v.evaluated, false, std::nullopt, &in);
         entry["predicted_rank"] = v.predicted_rank;
         entry["predicted_step_time_s"] = v.evaluated.report.step_time_s;
         entry["measured_step_time_s"] = v.measured_step_s ? nlohmann::ordered_json(*v.measured_step_s) : nlohmann::ordered_json();

@@ -67,15 +67,20 @@ bool within_memory_margin(const trace::Report& r) {
 }  // namespace
 
 
-std::optional<calibration::StepBand> step_band_of(const Inputs& in, const trace::Report& r) {
-  if (!in.plan || in.cluster.gpus().empty()) return std::nullopt;
-  return calibration::step_band(r.step_time_s, calibration::prediction_group(in.model, *in.plan),
+std::optional<calibration::StepBand> step_band_of(const Inputs& in, const plan::Plan& plan, const trace::Report& r) {
+  if (in.cluster.gpus().empty()) return std::nullopt;
+  return calibration::step_band(r.step_time_s, calibration::prediction_group(in.model, plan),
                                 in.cluster.gpu_kind_of(in.cluster.gpus().front()).id, in.profile ? &*in.profile : nullptr);
 }
 
-nlohmann::ordered_json prediction_json(const Inputs& in, const trace::Report& r) {
-  nlohmann::ordered_json json = trace::report_json(r);
-  if (const auto band = step_band_of(in, r)) {
+std::optional<calibration::StepBand> step_band_of(const Inputs& in, const trace::Report& r) {
+  if (!in.plan) return std::nullopt;
+  return step_band_of(in, *in.plan, r);
+}
+
+void add_prediction_fields(nlohmann::ordered_json& json, const Inputs& in, const plan::Plan* plan,
+                           const trace::Report& r) {
+  if (const auto band = plan != nullptr ? step_band_of(in, *plan, r) : std::nullopt) {
     json["step_time_band_s"] = {band->low_s, band->high_s};
     json["calibrated"] = band->calibrated;
     json["band_basis"] = calibration::band_basis_text(*band);
@@ -83,6 +88,11 @@ nlohmann::ordered_json prediction_json(const Inputs& in, const trace::Report& r)
   if (const auto band = memory_band_of(r)) json["peak_memory_band_bytes"] = {band->low_bytes, band->high_bytes};
   json["memory_margin"] = planner::kDefaultMemoryMargin;
   json["within_memory_margin"] = within_memory_margin(r);
+}
+
+nlohmann::ordered_json prediction_json(const Inputs& in, const trace::Report& r) {
+  nlohmann::ordered_json json = trace::report_json(r);
+  add_prediction_fields(json, in, in.plan ? &*in.plan : nullptr, r);
   return json;
 }
 

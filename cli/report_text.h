@@ -19,8 +19,17 @@ namespace mpsim::cli {
 /// the inputs' profile was fitted on their GPU kind.
 [[nodiscard]] std::optional<calibration::StepBand> step_band_of(const Inputs& in, const trace::Report& r);
 
-/// The report as `simulate --json` prints it: trace::report_json and the step's band
-/// (`step_time_band_s`, `calibrated`, `band_basis`).
+/// The same for a prediction of `plan` on the inputs' cluster and model (a planner's candidate).
+[[nodiscard]] std::optional<calibration::StepBand> step_band_of(const Inputs& in, const plan::Plan& plan,
+                                                                const trace::Report& r);
+
+/// What a prediction of `plan` adds to its report's JSON: the step's band (`step_time_band_s`,
+/// `calibrated`, `band_basis`; none without a plan), the peak's (`peak_memory_band_bytes`), and the
+/// planner's memory margin (`memory_margin`, `within_memory_margin`).
+void add_prediction_fields(nlohmann::ordered_json& json, const Inputs& in, const plan::Plan* plan,
+                           const trace::Report& r);
+
+/// The report as `simulate --json` prints it: trace::report_json and add_prediction_fields.
 [[nodiscard]] nlohmann::ordered_json prediction_json(const Inputs& in, const trace::Report& r);
 
 /// The plan's line, step time (and its band), throughput, idle share, peak memory, the per-stage table,

@@ -324,6 +324,14 @@ TEST(PlanCommand, ReadmeJobKeepsTheMemoryMargin) {
   EXPECT_GT(within["peak_memory_bytes"].get<double>(), usable);
   EXPECT_LE(within["peak_memory_bytes"].get<double>(), capacity);
   EXPECT_LT(within["step_time_s"].get<double>(), best["step_time_s"].get<double>());
+  // The #1 carries its bands as simulate gives them, and its peak band's top fits the capacity: the
+  // margin covers it (calibration::memory_spread).
+  ASSERT_TRUE(best["step_time_band_s"].is_array()) << best.dump().substr(0, 400);
+  EXPECT_LT(best["step_time_band_s"][0].get<double>(), best["step_time_band_s"][1].get<double>());
+  ASSERT_TRUE(best["peak_memory_band_bytes"].is_array());
+  EXPECT_LT(best["peak_memory_band_bytes"][0].get<double>(), best["peak_memory_bytes"].get<double>());
+  EXPECT_GT(best["peak_memory_band_bytes"][1].get<double>(), best["peak_memory_bytes"].get<double>());
+  EXPECT_LE(best["peak_memory_band_bytes"][1].get<double>(), capacity);
 
   const CommandResult text = mpsim("plan --top 1 --threads 2", repo(""));
   ASSERT_EQ(text.exit_code, 0) << text.err;
