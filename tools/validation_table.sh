@@ -204,9 +204,9 @@ the predicted peak does not depend on.
 
 The peak holds what a pass holds while it runs (docs/simulator.md "Memory": a backward's remaining stash
 and a layer's recomputed activations, and the loss's own copies of the logits by its kernel): the
-TorchTitan rows run PyTorch's cross-entropy (`cross_entropy: pytorch`), two more fp32 copies of the
-logits at its backward than Megatron-Core's kernel holds, which moved the 8B rows from 43 % to 6 %
-under their published peaks; the Megatron-Bridge rows run Transformer Engine's (`te`), which keeps
+TorchTitan rows run PyTorch's cross-entropy (`cross_entropy: pytorch`), whose backward holds two fp32
+gradients of the logits beside them (Megatron-Core's kernel one 16-bit one), which moved the 8B rows
+from 43 % to 6 % under their published peaks; the Megatron-Bridge rows run Transformer Engine's (`te`), which keeps
 16-bit logits. With pipelining, TorchTitan's FSDP2 accumulates whole fp32 gradients over the
 microbatches (the 405B rows' ZeRO 1).
 

@@ -399,8 +399,9 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
               model::module_recomputation(layer, b, t, plan.sequence_parallel, plan.recompute_modules);
           const std::int64_t fp8_saving =
               in_fp8 && rates.fp8 ? mr.dropped_gemm_input_elements * (m.dtype_bytes - 1) : 0;
-          stashed -= mr.dropped - Bytes::bytes(fp8_saving);
-          working_set.backward += mr.dropped - Bytes::bytes(fp8_saving);
+          const Bytes dropped = mr.dropped - Bytes::bytes(fp8_saving);
+          stashed -= dropped;
+          working_set.backward += dropped;  // rebuilt before the layer's backward
           layer_work.module_flops = mr.matmul_flops;
           layer_work.module_bytes = mr.dropped;
         }
@@ -490,7 +491,8 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
 }
 
 Bytes checkpoint_bytes(const model::Model& model, const plan::Plan& plan) noexcept {
-  return model.parameter_bytes() + Bytes::bytes(model.parameters() * optimizer_bytes_per_parameter(plan.optimizer, model.dtype_bytes));
+  return model.parameter_bytes() +
+         Bytes::bytes(model.parameters() * optimizer_bytes_per_parameter(plan.optimizer, model.dtype_bytes));
 }
 
 }  // namespace mpsim::engine

@@ -45,8 +45,19 @@ struct StashChange {
     case OpKind::Forward: return forward_working;
     case OpKind::Backward: return backward_working;
     case OpKind::BackwardInput: return backward_working > after_input ? backward_working - after_input : 0;
-    default: return 0;
+    case OpKind::BackwardWeight:  // frees what I kept; holds nothing beyond it
+    case OpKind::ForwardBackward:  // its parts hold theirs one after the other (memory_order)
+    case OpKind::SendActivation:
+    case OpKind::RecvActivation:
+    case OpKind::SendGrad:
+    case OpKind::RecvGrad:
+    case OpKind::AllReduce:
+    case OpKind::ReduceScatter:
+    case OpKind::AllGather:
+    case OpKind::AllToAll:
+    case OpKind::OptimizerStep: break;
   }
+  return 0;
 }
 
 /// The passes of a compute op in the order they change its chunks' stashes. A schedule whose own F&B
