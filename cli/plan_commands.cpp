@@ -107,7 +107,7 @@ struct PlanArgs {
   int max_expert = 0;
   int max_micro_batch = 0;
   int top = 10;
-  std::string pareto = "exact";
+  std::string pareto = "near";
   std::string memory_reserve;
   double memory_margin_percent = 100 * planner::kDefaultMemoryMargin;  ///< --memory-margin
   std::string output;
@@ -268,7 +268,8 @@ planner::PlannerOptions planner_options(const PlanArgs& args) {
   }
   if (!args.framework.empty()) o.space.cross_entropy = interop::loss_of(*interop::framework_named(args.framework));
   o.top = args.top;
-  o.exact_pareto = args.pareto == "exact";
+  o.exact_pareto = args.pareto != "simulated";
+  o.pareto_tolerance = args.pareto == "near" ? planner::kNearParetoTolerance : 0.0;
   o.threads = args.threads;
   if (!args.memory_reserve.empty()) {
     const auto reserve = parse_bytes(args.memory_reserve);
@@ -380,6 +381,15 @@ std::string verified_table(const std::vector<VerifiedPlan>& verified) {
     if (!v.measured_step_s) out += fmt::format("predicted #{} did not run: {}\n", v.predicted_rank, v.failure);
   }
   return out;
+}
+
+/// What the front covers, after its title.
+std::string pareto_scope(const planner::PlannerOptions& options) {
+  if (!options.exact_pareto) return " (of the plans simulated for the ranking)";
+  if (options.pareto_tolerance <= 0) return "";
+  return fmt::format(" (to within {:g}%: every plan that fits has one here that needs no more memory and is at most "
+                     "{:g}% slower)",
+                     100 * options.pareto_tolerance, 100 * options.pareto_tolerance);
 }
 
 std::string pareto_table(const std::vector<planner::Evaluated>& front) {
@@ -664,6 +674,8 @@ void run_planner_command(const PlanArgs& args) {
                       {"memory_margin", options.memory_margin},
                       {"usable_memory_bytes", result.usable.count()},
                       {"within_margin", stats.within_margin},
+                      {"pareto", args.pareto},
+                      {"pareto_tolerance", options.exact_pareto ? nlohmann::ordered_json(options.pareto_tolerance) : nlohmann::ordered_json()},
                       {"defaults_used", args.defaults_used}};
     json["search_time_s"] = stats.search_time_s;
   }
@@ -779,7 +791,7 @@ void run_planner_command(const PlanArgs& args) {
   if (left_out_by_margin != nullptr) {
     std::cout << margin_warning(*left_out_by_margin, result.ranked.front(), result.capacity, options);
   }
-  std::cout << "\nSpeed/memory Pareto front:\n" << pareto_table(result.pareto);
+  std::cout << "\nSpeed/memory Pareto front" << pareto_scope(options) << ":\n" << pareto_table(result.pareto);
   if (!verified.empty()) {
     std::cout << fmt::format("\nVerified: the {} best plans run with the {} backend on {} ranks (median of {} steps after "
                              "{} warm-up), fastest measured first:\n",
@@ -871,9 +883,12 @@ void add_plan_commands(CLI::App& app) {
   plan_cmd->add_option("--max-micro-batch", args->max_micro_batch, "Largest micro batch")->check(CLI::PositiveNumber);
   plan_cmd->add_option("--top", args->top, "How many plans to rank (default 10)")->check(CLI::PositiveNumber);
   plan_cmd->add_option("--pareto", args->pareto,
-                       "exact: simulate what the whole speed/memory front needs; simulated: the front of the plans "
-                       "simulated for the ranking (faster)")
-      ->check(CLI::IsMember({"exact", "simulated"}));
+                       fmt::format("near (default): simulate what the speed/memory front needs to within {:g}% (every "
+                                   "plan that fits has one on it that needs no more memory and is at most {:g}% "
+                                   "slower); exact: the whole front; simulated: the front of the plans simulated for "
+                                   "the ranking (fastest)",
+                                   100 * planner::kNearParetoTolerance, 100 * planner::kNearParetoTolerance))
+      ->check(CLI::IsMember({"near", "exact", "simulated"}));
   plan_cmd->add_option("--memory-reserve", args->memory_reserve, "Memory kept free on every GPU, e.g. \"2 GiB\"");
   plan_cmd->add_option("--memory-margin", args->memory_margin_percent,
                        fmt::format("Percent of each GPU's memory (after --memory-reserve) also kept free, since measured "

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -131,8 +132,9 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
     std::optional<Evaluated> ok;
     std::string invalid;  ///< resolve_plan()'s message
     bool refused = false;  ///< by options.refuse: `invalid` says why
+    bool exceeded_limit = false;  ///< simulated until its step passed the limit it was given, then stopped
   };
-  const auto evaluate = [&](std::size_t id) {
+  const auto evaluate_within = [&](std::size_t id, std::optional<TimeNs> step_limit) {
     Outcome out;
     const Prepared& p = prepared[id];
     plan::Plan resolved;
@@ -152,12 +154,22 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
     engine::EngineOptions engine = options.engine;
     engine.record_timeline = false;
     if (engine.routes == nullptr) engine.routes = &routes;
+    engine.step_limit = step_limit;
     engine::Prediction prediction = engine::simulate(cluster, model, resolved, engine);
+    if (prediction.exceeded_limit) {
+      out.exceeded_limit = true;
+      return out;
+    }
     out.ok = Evaluated{id, std::move(resolved), std::move(prediction.report), p.estimate};
     return out;
   };
+  const auto evaluate = [&](std::size_t id) { return evaluate_within(id, std::nullopt); };
   const auto commit = [&](std::size_t id, Outcome&& out) {
     done[id] = true;
+    if (out.exceeded_limit) {
+      ++simulated;  // dominated: a committed plan needs no more memory and is faster (front phase)
+      return;
+    }
     if (!out.ok) {
       ++(out.refused ? stats.pruned_framework : stats.pruned_invalid);
       if (first_invalid.empty()) first_invalid = out.invalid;
@@ -199,6 +211,9 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
 
   // The rest of the Pareto front: a candidate is needed unless a simulated plan is at least as good on
   // both axes given its bound (memory exact, step time >= bound), taking memory-lean candidates first.
+  // A candidate that is simulated is on the front only if it beats every committed plan that needs no
+  // more memory, so its simulation stops once its step passes the fastest of them
+  // (EngineOptions::step_limit): the memory-lean plans are the slowest to simulate, and most lose.
   if (options.exact_pareto) {
     std::vector<std::size_t> rest;
     for (const std::size_t id : feasible) {
@@ -209,20 +224,58 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
       const Estimate& y = prepared[b].estimate;
       return std::tie(x.peak_memory, x.lower_bound, a) < std::tie(y.peak_memory, y.lower_bound, b);
     });
+    // With a tolerance, a plan covers a candidate it is at most that share slower than.
+    const double cover = 1 + options.pareto_tolerance;
     OrderedSearch<Outcome> front;
     front.decide = [&](std::size_t id) {
       const Estimate& c = prepared[id].estimate;
-      const std::int64_t lb = c.lower_bound.base();
+      const auto reach = static_cast<std::int64_t>(static_cast<double>(c.lower_bound.base()) * cover);
       for (const Evaluated& e : evaluated) {
         const std::int64_t mem = e.report.peak_memory_bytes;
         const std::int64_t time = TimeNs::seconds(e.report.step_time_s).base();
-        if (mem > c.peak_memory.count() || time > lb) continue;
-        if (mem < c.peak_memory.count() || time < lb || e.id < id) return Decision::Skip;
+        if (mem > c.peak_memory.count() || time > reach) continue;
+        if (mem < c.peak_memory.count() || time < reach || e.id < id) return Decision::Skip;
       }
       return Decision::Evaluate;
     };
-    front.evaluate = evaluate;
-    front.commit = commit;
+    // (peak memory, step) of the plans committed so far, for the workers' limits: they read it
+    // outside the ordered search's lock, so it has its own. A worker may read it before the commits
+    // that precede its candidate and get a higher limit: more work, the same decision below.
+    std::mutex committed_mutex;
+    std::vector<std::pair<std::int64_t, std::int64_t>> committed_points;
+    for (const Evaluated& e : evaluated) {
+      committed_points.emplace_back(e.report.peak_memory_bytes, TimeNs::seconds(e.report.step_time_s).base());
+    }
+    // The slowest step at which a candidate is not covered by a committed plan that needs no more memory.
+    const auto step_limit = [&](std::size_t id) {
+      std::optional<std::int64_t> fastest;
+      const std::lock_guard lock(committed_mutex);
+      for (const auto& [memory, step] : committed_points) {
+        if (memory <= prepared[id].estimate.peak_memory.count() && (!fastest || step < *fastest)) fastest = step;
+      }
+      if (!fastest) return std::optional<TimeNs>();
+      return std::optional(TimeNs::ns(static_cast<std::int64_t>(static_cast<double>(*fastest) / cover)));
+    };
+    front.evaluate = [&](std::size_t id) { return evaluate_within(id, step_limit(id)); };
+    front.commit = [&](std::size_t id, Outcome&& out) {
+      // Dropped whether its simulation stopped at a worker's limit or finished past this one: the
+      // sequential loop's decision, whichever limit the worker read.
+      if (out.ok) {
+        const std::optional<TimeNs> limit = step_limit(id);
+        if (limit && TimeNs::seconds(out.ok->report.step_time_s) > *limit) {
+          out.ok.reset();
+          out.exceeded_limit = true;
+        }
+      }
+      const bool kept = out.ok.has_value() && !out.ok->report.oom && Bytes::bytes(out.ok->report.peak_memory_bytes) <= usable;
+      const std::int64_t memory = kept ? out.ok->report.peak_memory_bytes : 0;
+      const std::int64_t step = kept ? TimeNs::seconds(out.ok->report.step_time_s).base() : 0;
+      commit(id, std::move(out));
+      if (kept) {
+        const std::lock_guard lock(committed_mutex);
+        committed_points.emplace_back(memory, step);
+      }
+    };
     run_ordered_search(rest, threads, front);
   }
 

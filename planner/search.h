@@ -5,7 +5,9 @@
 /// Exactness: memory estimates equal the simulator's peak memory, and the step-time bound never
 /// exceeds the simulated step time, so the top K returned are the top K of simulating every feasible
 /// candidate (candidates are ordered by (objective, candidate id), the id being the enumeration order).
-/// With `exact_pareto` the front is also that of every feasible candidate.
+/// With `exact_pareto` the front also covers every feasible candidate: at `pareto_tolerance` 0 it is
+/// their front; above 0, every feasible candidate has a plan on it that needs no more memory and is
+/// at most that share slower.
 ///
 /// Determinism: results (everything but SearchStats::search_time_s) do not depend on the thread count:
 /// the branch and bound commits results in bound order exactly as a sequential loop would
@@ -27,6 +29,13 @@
 
 namespace mpsim::planner {
 
+/// `mpsim plan`'s default front tolerance (`--pareto near`): plans within 2 % of one another's step
+/// are one choice for a user, a third of the smallest median error of the step-time predictions
+/// on published runs (docs/validation.md: dense B200 6.0 %), so the front does not simulate plans
+/// that could only add points that close to one it has (the DeepSeek-V3 search on 2048 H100 has
+/// hundreds of candidates within 1-2 % of one another at 10 GiB: docs/planner.md "Performance").
+inline constexpr double kNearParetoTolerance = 0.02;
+
 struct SearchProgress {
   std::size_t candidates = 0;    ///< plans enumerated: specs while estimating, then specs x partitions
   bool simulating = false;       ///< false: estimating the candidates' memory and bounds
@@ -46,6 +55,9 @@ struct PlannerOptions {
   bool even_partition = true;    ///< also try the even layer split where it differs from the balanced one
   bool bound_pruning = true;     ///< false: simulate every feasible candidate
   bool exact_pareto = true;      ///< also simulate what the Pareto front may need beyond the top K
+  /// With exact_pareto: a candidate the front needs is one that may be more than this share faster
+  /// than every plan already on it that needs no more memory (0: any faster or as fast).
+  double pareto_tolerance = 0;
   engine::EngineOptions engine;  ///< how candidates are simulated (record_timeline is ignored)
   /// Called once the candidates are enumerated (from the calling thread), then after each committed
   /// simulation, one call at a time, from a worker thread.

@@ -755,10 +755,24 @@ Prediction Simulation::run() {
   queue_.reserve(1024);
   for (std::size_t i = 0; i < actors_.size(); ++i) advance(static_cast<int>(i));
 
+  // A live event past the limit means the step ends after it: a pass ends at a ComputeDone, and a
+  // flow that starts or ends is one a pass waits for.
+  const std::int64_t limit = options_.step_limit ? options_.step_limit->base() : std::numeric_limits<std::int64_t>::max();
   while (!queue_.empty()) {
     now_ = queue_.next_time().base();
     const Event event = queue_.pop();
     ++events_;
+    const auto* flow_done = std::get_if<FlowDone>(&event);
+    if (flow_done != nullptr && (!live_flows_.contains(flow_done->flow) || network_->version(flow_done->flow) != flow_done->version)) {
+      continue;
+    }
+    if (now_ > limit) {
+      Prediction out;
+      out.events = events_;
+      out.flows = network_->flows_started();
+      out.exceeded_limit = true;
+      return out;
+    }
     if (const auto* done = std::get_if<ComputeDone>(&event)) {
       Actor& actor = actors_[static_cast<std::size_t>(done->actor)];
       actor.compute_ended = true;
@@ -775,9 +789,8 @@ Prediction Simulation::run() {
       live_flows_.emplace(id, LiveFlow{std::move(pending.payload), now_, &pending.transfers->usage, pending.bytes});
       free_pending_.push_back(activate->pending);
       reschedule(changed);
-    } else if (const auto* flow_done = std::get_if<FlowDone>(&event)) {
-      if (!live_flows_.contains(flow_done->flow) || network_->version(flow_done->flow) != flow_done->version) continue;
-      on_flow_done(flow_done->flow);
+    } else {
+      on_flow_done(flow_done->flow);  // a live one: stale ones were skipped above
     }
   }
 

@@ -12,6 +12,7 @@
 /// same flows (each link counting every replica's traffic that crosses it). A test checks that the
 /// folded and the full simulation agree on a cluster where both run.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "sim/engine/collectives.h"
@@ -48,6 +49,10 @@ struct EngineOptions {
   /// Routes shared with other simulations of the same cluster (route_cache.h); not owned. Ignored when
   /// it is for another cluster object.
   SharedRoutes* routes = nullptr;
+  /// Stop as soon as the step is known to last longer than this (a live event past it: every event
+  /// ends a pass or moves data that a pass waits for), and say so in Prediction::exceeded_limit
+  /// instead of reporting. The planner asks only whether a candidate beats a plan it already has.
+  std::optional<TimeNs> step_limit;
 };
 
 struct Prediction {
@@ -55,6 +60,8 @@ struct Prediction {
   trace::Timeline timeline;        ///< empty unless EngineOptions::record_timeline
   std::uint64_t events = 0;        ///< events processed
   std::uint64_t flows = 0;         ///< flows started
+  /// The step lasts longer than EngineOptions::step_limit; the run stopped there and `report` is empty.
+  bool exceeded_limit = false;
 };
 
 /// The Program a plan runs: the schedule's generator, then communication and gradient sync passes.

@@ -86,6 +86,23 @@ TEST(PlanCommand, SameOutputWhateverTheThreadCount) {
   EXPECT_EQ(one, four);
 }
 
+// The front's scope is stated: to within 2 % by default, exact or of the ranking's plans on request;
+// the ranking is the same either way, and the near front simulates no more.
+TEST(PlanCommand, ParetoScopeIsStated) {
+  const auto near = nlohmann::json::parse(mpsim(small_args() + " --json").out);
+  const auto exact = nlohmann::json::parse(mpsim(small_args() + " --json --pareto exact").out);
+  EXPECT_EQ(near["search"]["pareto"], "near");
+  EXPECT_DOUBLE_EQ(near["search"]["pareto_tolerance"].get<double>(), 0.02);
+  EXPECT_EQ(exact["search"]["pareto_tolerance"].get<double>(), 0.0);
+  EXPECT_LE(near["evaluated"].get<int>(), exact["evaluated"].get<int>());
+  EXPECT_EQ(near["candidates"], exact["candidates"]);
+  const CommandResult text = mpsim(small_args());
+  EXPECT_NE(text.out.find("Pareto front (to within 2%"), std::string::npos) << text.out;
+  const CommandResult simulated = mpsim(small_args() + " --pareto simulated");
+  EXPECT_NE(simulated.out.find("Pareto front (of the plans simulated for the ranking)"), std::string::npos)
+      << simulated.out;
+}
+
 TEST(PlanCommand, TableAndExplanation) {
   const CommandResult r = mpsim(small_args() + " --explain");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <iterator>
+#include <map>
 #include <set>
 #include <string>
 #include <tuple>
@@ -125,6 +126,36 @@ void expect_best_of_what_fits(const std::vector<Simulated>& reference, const Pla
   EXPECT_EQ(ids(result.pareto), front_ids) << name;
 }
 
+/// With a front tolerance (`--pareto near`): every plan that fits has one on the front that needs no more
+/// memory and is at most the tolerance slower; the front's plans are plans that fit, with their
+/// simulated step, none beaten by another; and it needed no more simulations than the exact front.
+void expect_front_covers(const std::vector<Simulated>& reference, const PlannerResult& near,
+                         const PlannerResult& exact, double tolerance, const std::string& name) {
+  const auto fit = fitting(reference, plan::Objective::Speed);
+  std::map<std::size_t, Simulated> by_id;
+  for (const Simulated& s : fit) by_id.emplace(s.id, s);
+  for (const Evaluated& e : near.pareto) {
+    ASSERT_TRUE(by_id.contains(e.id)) << name << ": front plan " << e.id << " is not one that fits";
+    EXPECT_EQ(TimeNs::seconds(e.report.step_time_s).base(), by_id.at(e.id).time_ns) << name;
+    for (const Evaluated& o : near.pareto) {
+      EXPECT_FALSE(o.id != e.id && o.report.peak_memory_bytes <= e.report.peak_memory_bytes &&
+                   o.report.step_time_s < e.report.step_time_s)
+          << name << ": front plan " << e.id << " is beaten by front plan " << o.id;
+    }
+  }
+  for (const Simulated& s : fit) {
+    const bool covered = std::any_of(near.pareto.begin(), near.pareto.end(), [&](const Evaluated& f) {
+      return f.report.peak_memory_bytes <= s.memory &&
+             static_cast<double>(TimeNs::seconds(f.report.step_time_s).base()) <=
+                 (1 + tolerance) * static_cast<double>(s.time_ns);
+    });
+    EXPECT_TRUE(covered) << name << ": nothing on the front covers " << describe(s.spec) << " (" << s.time_ns
+                         << " ns, " << s.memory << " B)";
+  }
+  EXPECT_LE(near.stats.evaluated, exact.stats.evaluated) << name;
+  EXPECT_EQ(ids(near.ranked), ids(exact.ranked)) << name << ": the ranking is exact either way";
+}
+
 /// The planner without bound pruning simulates every candidate its memory estimate keeps, and keeps
 /// those that fit once simulated: each candidate it leaves out was pruned as not fitting, which the
 /// engine must confirm. Names every plan that fits and was pruned.
@@ -197,6 +228,9 @@ TEST_P(BestIsTheExhaustiveBest, TopKAndParetoFront) {
   const PlannerResult result = run_planner(c.cluster, c.model, options);
   expect_best_of_what_fits(reference, result, options, c.name);
   expect_nothing_that_fits_pruned(c.cluster, c.model, options, reference, c.name);
+  PlannerOptions near = options;
+  near.pareto_tolerance = kNearParetoTolerance;
+  expect_front_covers(reference, run_planner(c.cluster, c.model, near), result, near.pareto_tolerance, c.name);
   // Branch and bound did prune.
   const std::size_t fit = fitting(reference, options.space.objective).size();
   EXPECT_LT(result.stats.evaluated, fit) << c.name;
@@ -246,6 +280,15 @@ TEST(Planner, SameAnswerWhateverTheThreadCount) {
   EXPECT_EQ(ids(one.pareto), ids(four.pareto));
   EXPECT_EQ(ids(one.evaluated), ids(four.evaluated));
   EXPECT_EQ(one.stats.evaluated, four.stats.evaluated);
+  // The front's workers stop simulations at limits they read ahead of the commits: the same front.
+  options.pareto_tolerance = kNearParetoTolerance;
+  options.threads = 1;
+  const PlannerResult near_one = run_planner(c.cluster, c.model, options);
+  options.threads = 4;
+  const PlannerResult near_four = run_planner(c.cluster, c.model, options);
+  EXPECT_EQ(ids(near_one.pareto), ids(near_four.pareto));
+  EXPECT_EQ(ids(near_one.evaluated), ids(near_four.evaluated));
+  EXPECT_EQ(near_one.stats.evaluated, near_four.stats.evaluated);
   EXPECT_EQ(one.stats.pruned_bound, four.stats.pruned_bound);
   EXPECT_EQ(one.stats.pruned_memory, four.stats.pruned_memory);
   for (std::size_t k = 0; k < one.ranked.size(); ++k) {

@@ -4,7 +4,9 @@
 //    deadlock: validate.h);
 //  - no device runs two computes at once (compute spans of one lane never overlap);
 //  - folding data-parallel replicas into one actor predicts the same report as simulating each;
-//  - doubling every link's bandwidth never makes the step slower.
+//  - doubling every link's bandwidth never makes the step slower;
+//  - a step limit (EngineOptions::step_limit) at the step changes nothing; a nanosecond below it,
+//    the run stops and says it exceeded the limit (the planner drops such a candidate as dominated).
 // The planner's lower bound (step time >= bound) is the same kind of property, in
 // tests/unit/planner/lower_bound_test.cpp.
 #include <algorithm>
@@ -157,6 +159,16 @@ TEST(RandomPlans, EngineInvariantsHold) {
                 trace::report_json(simulate(cluster, model, *plan, full).report).dump())
           << where;
     }
+
+    const TimeNs step = TimeNs::seconds(base.report.step_time_s);
+    EngineOptions limited;
+    limited.step_limit = step;
+    const Prediction at_step = simulate(cluster, model, *plan, limited);
+    EXPECT_FALSE(at_step.exceeded_limit) << where;
+    EXPECT_EQ(trace::report_json(at_step.report).dump(), trace::report_json(simulate(cluster, model, *plan).report).dump())
+        << where;
+    limited.step_limit = step - TimeNs::ns(1);
+    EXPECT_TRUE(simulate(cluster, model, *plan, limited).exceeded_limit) << where;
 
     const topology::Cluster faster = cluster_yaml(c.cluster(2));
     const plan::Plan faster_plan = plan_yaml(c.plan, faster, model);
