@@ -538,7 +538,7 @@ void run_cost_search(const PlanArgs& args) {
     for (const planner::JobSizeResult& s : sizes) {
       nlohmann::ordered_json entry{{"gpus", s.gpus}};
       if (s.best) {
-        entry["best"] = evaluated_json(*s.best, false, s.run);
+        entry["best"] = evaluated_json(*s.best, false, s.run, &whole);  // bands: the GPU kind and model of every size
       } else {
         entry["error"] = s.infeasible;
       }

@@ -259,6 +259,15 @@ TEST(Cli, PlanOptimizeCostPicksTheFewestGpuHoursWithinTheDeadline) {
   EXPECT_EQ(any["job_sizes"][0]["gpus"], 8);
   EXPECT_EQ(any["job_sizes"][2]["gpus"], 32);
   EXPECT_EQ(any["chosen_gpus"].get<int>(), cheapest(any["job_sizes"], 1e300));
+  // Each size's plan carries its bands, as simulate's report does.
+  for (const auto& s : any["job_sizes"]) {
+    const auto& best = s["best"];
+    ASSERT_TRUE(best.contains("step_time_band_s")) << s;
+    EXPECT_LE(best["step_time_band_s"][0].get<double>(), best["step_time_s"].get<double>());
+    EXPECT_GE(best["step_time_band_s"][1].get<double>(), best["step_time_s"].get<double>());
+    EXPECT_LE(best["peak_memory_band_bytes"][0].get<double>(), best["peak_memory_bytes"].get<double>());
+    EXPECT_GE(best["peak_memory_band_bytes"][1].get<double>(), best["peak_memory_bytes"].get<double>());
+  }
   // A deadline between the largest size's run and the others': only the largest is in time.
   const double fastest = any["job_sizes"][2]["best"]["training"]["wall_time_s"].get<double>();
   const nlohmann::json tight = run(" --deadline " + std::to_string(fastest / 3600 * 1.01) + "h");
