@@ -48,7 +48,8 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
     TimeNs comm, forward_overlapped, backward_overlapped, input_overlapped;
     Bytes stashed, scores;
     engine::WorkingMemory working;
-    std::int64_t parameters = 0, fp8_parameters = 0, largest = 0, experts = 0;
+    std::int64_t parameters = 0, fp8_parameters = 0, largest = 0, experts = 0, output_table = 0;
+    bool holds_table = false;
     for (int u = partition[s]; u < partition[s + 1]; ++u) {
       const UnitCost& c = units[static_cast<std::size_t>(u)];
       t.forward += c.forward;
@@ -66,6 +67,8 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
       fp8_parameters += c.fp8_parameters;
       largest = std::max(largest, c.largest_layer_parameters);
       experts += c.expert_parameters;
+      output_table = std::max(output_table, c.output_table);
+      holds_table = holds_table || c.holds_table;
     }
     t.forward = std::max(t.forward, forward_overlapped);
     t.backward = std::max(t.backward, backward_overlapped);
@@ -84,6 +87,8 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
     out.fp8_parameters.push_back(fp8_parameters);
     out.largest_layer_parameters.push_back(largest);
     out.expert_parameters.push_back(experts);
+    out.output_table.push_back(output_table);
+    out.holds_table.push_back(holds_table ? 1 : 0);
   }
   return out;
 }
@@ -100,11 +105,15 @@ StageCosts repeated_for_second_direction(StageCosts costs) {
   twice(costs.fp8_parameters);
   twice(costs.largest_layer_parameters);
   twice(costs.expert_parameters);
+  twice(costs.output_table);
+  twice(costs.holds_table);
   return costs;
 }
 
 engine::RankParameters rank_parameters(const plan::PlanSpec& spec, const StageCosts& costs, int rank) {
   engine::RankParameters out;
+  std::int64_t output_table = 0;
+  bool holds_table = false;
   for (int c = 0; c < spec.virtual_stages; ++c) {
     const auto vs =
         static_cast<std::size_t>(plan::virtual_stage_of(spec.schedule, spec.degrees[plan::Axis::Pipeline], rank, c));
@@ -112,7 +121,10 @@ engine::RankParameters rank_parameters(const plan::PlanSpec& spec, const StageCo
     out.fp8 += costs.fp8_parameters[vs];
     out.expert += costs.expert_parameters[vs];
     out.largest_layer = std::max(out.largest_layer, costs.largest_layer_parameters[vs]);
+    output_table = std::max(output_table, costs.output_table[vs]);
+    holds_table = holds_table || costs.holds_table[vs] != 0;
   }
+  out.tied_copy = engine::tied_table_copy(output_table, holds_table);
   return out;
 }
 

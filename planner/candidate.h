@@ -29,6 +29,8 @@ struct StageCosts {
   std::vector<std::int64_t> fp8_parameters;     ///< of those, weights of FP8 GEMMs
   std::vector<std::int64_t> largest_layer_parameters;  ///< the stage's largest layer
   std::vector<std::int64_t> expert_parameters;         ///< routed experts' among `parameters`
+  std::vector<std::int64_t> output_table;  ///< engine::ChunkCost::output_table, by stage
+  std::vector<char> holds_table;           ///< engine::ChunkCost::holds_table, by stage
 };
 /// The model-state parameters of pipeline rank `rank` of `spec` (its virtual stages' sums).
 [[nodiscard]] engine::RankParameters rank_parameters(const plan::PlanSpec& spec, const StageCosts& costs, int rank);

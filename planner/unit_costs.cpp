@@ -213,6 +213,8 @@ std::vector<UnitCost> UnitCostModel::costs(const UnitCostKey& key) const {
     uc.fp8_parameters = c.fp8_parameters;
     uc.largest_layer_parameters = c.largest_layer_parameters;
     uc.expert_parameters = c.expert_parameters;
+    uc.output_table = c.output_table;
+    uc.holds_table = c.holds_table;
     uc.attention_scores = c.stashed - c.stashed_after_input;  // what a split backward frees at I
     out.push_back(uc);
   }

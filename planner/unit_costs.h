@@ -44,6 +44,8 @@ struct UnitCost {
   std::int64_t fp8_parameters = 0;  ///< of those, weights of FP8 GEMMs
   std::int64_t largest_layer_parameters = 0;  ///< of the unit's largest layer
   std::int64_t expert_parameters = 0;         ///< routed experts' among `parameters`
+  std::int64_t output_table = 0;  ///< engine::ChunkCost::output_table
+  bool holds_table = false;       ///< engine::ChunkCost::holds_table
 };
 
 /// What the costs depend on besides the unit.

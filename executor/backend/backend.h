@@ -58,6 +58,8 @@ class SendHandle {
  public:
   virtual ~SendHandle() = default;
   virtual void wait() = 0;
+  /// Whether the buffer may be reused now, without waiting (false while unknown).
+  [[nodiscard]] virtual bool done() = 0;
 };
 
 /// How a backend is made. MPI is initialised by the caller (MPI_Init_thread) before make_backend().
@@ -154,7 +156,8 @@ class Backend {
   /// dtable[tokens[r]] += dout[r].
   virtual void embedding_backward(MatrixView dout, std::span<const std::int32_t> tokens, MatrixView dtable) = 0;
   /// Mean cross-entropy of softmax(logits) against labels, times `scale`; dlogits receives its
-  /// gradient (times `scale`). Returns the unscaled mean loss on the host.
+  /// gradient (times `scale`); it may be `logits` itself (the gradient written in place, as
+  /// Megatron-Core's cross-entropy does). Returns the unscaled mean loss on the host.
   virtual double cross_entropy(MatrixView logits, std::span<const std::int32_t> labels, float scale,
                                MatrixView dlogits) = 0;
   /// In place: param -= lr * grad (sgd) or the Adam update with moments m, v (count floats each).

@@ -199,6 +199,7 @@ class Interpreter {
         continue;
       }
       const int before = backend_.record_mark();
+      release_sent();
       run_op(op);
       op_marks.emplace_back(before, backend_.record_mark());
       // ZeRO 3 keeps only this rank's shard between passes: the others' elements are poisoned, so
@@ -208,7 +209,7 @@ class Interpreter {
         for (const Op& pass : schedule::compute_parts(op)) drop_unowned(pass.chunk);
       }
     }
-    for (auto& s : sends_) s->wait();
+    for (auto& s : sends_) s.handle->wait();
     backend_.synchronize();
     sends_.clear();
     network_->end_step();
@@ -277,27 +278,80 @@ class Interpreter {
     return received(true, op).view();
   }
 
+  /// A send in flight and what it reads: the chunk's output (an activation) or its input gradient.
+  struct PendingSend {
+    bool gradient = false;
+    int microbatch = 0;
+    int chunk = 0;
+    std::unique_ptr<SendHandle> handle;
+  };
+  void send(bool gradient, const Op& op, MatrixView data) {
+    sends_.push_back({gradient, static_cast<int>(op.microbatch), op.chunk,
+                      backend_.send(data.data, boundary_count(), peer_world(op.peer), tag(op))});
+  }
+  void release(const PendingSend& s) {
+    if (s.gradient) {
+      network_->release_input_grad(s.microbatch, s.chunk);
+    } else {
+      network_->release_output(s.microbatch, s.chunk);
+    }
+  }
+  /// Frees what the sends that are complete read: a pipeline message's buffer lives until its send
+  /// is through (Megatron frees a stage's output once sent; the receiver keeps its copy).
+  void release_sent() {
+    std::erase_if(sends_, [&](PendingSend& s) {
+      if (!s.handle->done()) return false;
+      release(s);
+      return true;
+    });
+  }
+  /// The backward of (microbatch, chunk) starts: the gradient of its output has come, so its
+  /// output's send (if any) is through; the output goes.
+  void output_sent(const Op& op) {
+    std::erase_if(sends_, [&](PendingSend& s) {
+      if (s.gradient || s.microbatch != static_cast<int>(op.microbatch) || s.chunk != op.chunk) return false;
+      s.handle->wait();
+      release(s);
+      return true;
+    });
+  }
+  /// After a backward pass of (microbatch, chunk): what it read no more goes. The input half is the
+  /// last to read the received activation (the chunk's input); the weight half the received gradient
+  /// (the last matmul's output gradient) and the next chunk's input gradient when that chunk is here.
+  void input_read(const Op& op) { received_.erase({false, static_cast<int>(op.microbatch), op.chunk}); }
+  void output_grad_read(const Op& op) {
+    received_.erase({true, static_cast<int>(op.microbatch), op.chunk});
+    const int vs = schedule::virtual_stage(program_.shape, pipeline_rank_, op.chunk);
+    if (schedule::route_of(program_.shape, static_cast<int>(op.microbatch)).has_after(vs) &&
+        schedule::rank_of(program_.shape, vs + 1) == pipeline_rank_) {
+      network_->release_input_grad(static_cast<int>(op.microbatch), schedule::chunk_of(program_.shape, vs + 1));
+    }
+  }
+
   void run_op(const Op& op) {
     const int mb = static_cast<int>(op.microbatch);
     switch (op.kind) {
       case OpKind::Forward: network_->forward(mb, op.chunk, forward_input(op)); break;
       case OpKind::Backward:
-        network_->backward_input(mb, op.chunk, backward_dy(op));
-        network_->backward_weight(mb, op.chunk);
+        output_sent(op);
+        network_->backward(mb, op.chunk, backward_dy(op));
+        input_read(op);
+        output_grad_read(op);
         break;
-      case OpKind::BackwardInput: network_->backward_input(mb, op.chunk, backward_dy(op)); break;
-      case OpKind::BackwardWeight: network_->backward_weight(mb, op.chunk); break;
+      case OpKind::BackwardInput:
+        output_sent(op);
+        network_->backward_input(mb, op.chunk, backward_dy(op));
+        input_read(op);
+        break;
+      case OpKind::BackwardWeight:
+        network_->backward_weight(mb, op.chunk);
+        output_grad_read(op);
+        break;
       case OpKind::ForwardBackward:  // one after the other: the overlap is a matter of time, not of result
         for (const Op& pass : schedule::compute_parts(op)) run_op(pass);
         break;
-      case OpKind::SendActivation:
-        sends_.push_back(backend_.send(network_->output(mb, op.chunk).data, boundary_count(), peer_world(op.peer),
-                                       tag(op)));
-        break;
-      case OpKind::SendGrad:
-        sends_.push_back(backend_.send(network_->input_grad(mb, op.chunk).data, boundary_count(), peer_world(op.peer),
-                                       tag(op)));
-        break;
+      case OpKind::SendActivation: send(false, op, network_->output(mb, op.chunk)); break;
+      case OpKind::SendGrad: send(true, op, network_->input_grad(mb, op.chunk)); break;
       case OpKind::RecvActivation:
         backend_.recv(received(false, op).data(), boundary_count(), peer_world(op.peer), tag(op));
         break;
@@ -688,7 +742,7 @@ class Interpreter {
   schedule::Program program_;
   std::map<plan::AxisSet, std::unique_ptr<Group>> groups_;  // this rank's group over each axis set
   std::unique_ptr<Network> network_;
-  std::vector<std::unique_ptr<SendHandle>> sends_;
+  std::vector<PendingSend> sends_;
   std::map<std::tuple<bool, int, int>, Buffer> received_;
   std::vector<std::int64_t> reduce_cursor_;
   std::vector<std::int64_t> gather_cursor_;

@@ -104,6 +104,41 @@ void mlp_backward_input(const LayerContext& ctx, std::vector<Param>& p, const Ml
   be.axpy(1.0f, dy, dx.view());
 }
 
+/// Both halves in autograd's order: fc2's gradients, then its input (act) goes; GELU's, then its
+/// input (pre) and output gradient go; fc1's, then the norm's. Holds at most the stash less act plus
+/// dact and dpre, where the input half alone holds act too.
+void mlp_backward(const LayerContext& ctx, std::vector<Param>& p, const MlpParams& m, MlpStash& s, MatrixView dy,
+                  Buffer& dx) {
+  Backend& be = *ctx.backend;
+  const std::int64_t rows = dy.rows;
+  Buffer dact = ctx.buffer(rows, s.act.view().cols);
+  be.gemm(Transpose::No, Transpose::Yes, 1.0f, dy, p[m.fc2_w].value(), 0.0f, dact.view());
+  linear_weight_grad(ctx, s.act.view(), dy, p[m.fc2_w], &p[m.fc2_b]);
+  s.act.reset();
+  s.dpre = ctx.buffer(rows, s.pre.view().cols);
+  be.gelu_backward(s.pre.view(), dact.view(), s.dpre.view());
+  dact.reset();
+  s.pre.reset();
+  linear_weight_grad(ctx, s.normed.view(), s.dpre.view(), p[m.fc1_w], &p[m.fc1_b]);
+  s.dnormed = ctx.buffer(rows, dy.cols);
+  be.gemm(Transpose::No, Transpose::Yes, 1.0f, s.dpre.view(), p[m.fc1_w].value(), 0.0f, s.dnormed.view());
+  s.dpre.reset();
+  s.normed.reset();
+  ctx.tensor_all_reduce(s.dnormed.view());  // conjugate of the column-parallel fc1
+  dx = ctx.buffer(rows, dy.cols);
+  be.layer_norm_backward(s.dnormed.view(), s.x, p[m.ln_gamma].data, s.mean.data(), s.rstd.data(), dx.view(),
+                         p[m.ln_gamma].grad, p[m.ln_beta].grad);
+  be.axpy(1.0f, dy, dx.view());
+  s = MlpStash{};
+}
+
+/// The weight half reads fc1's input (normed) and fc2's (act) and their outputs' gradients (dpre, dy).
+void mlp_release_after_input(MlpStash& s) {
+  s.mean.reset();
+  s.rstd.reset();
+  s.pre.reset();
+}
+
 void mlp_backward_weight(const LayerContext& ctx, std::vector<Param>& p, const MlpParams& m, MlpStash& s) {
   linear_weight_grad(ctx, s.act.view(), s.dy, p[m.fc2_w], &p[m.fc2_b]);
   linear_weight_grad(ctx, s.normed.view(), s.dpre.view(), p[m.fc1_w], &p[m.fc1_b]);
@@ -275,14 +310,32 @@ class TransformerBlock final : public Layer {
     return s;
   }
 
+  void backward(const LayerContext& ctx, const Batch& b, Stash& stash, MatrixView dy) override {
+    if (moe_) {
+      Layer::backward(ctx, b, stash, dy);
+      return;
+    }
+    auto& s = static_cast<BlockStash&>(stash);
+    mlp_backward(ctx, params_, mlp_, s.mlp, dy, s.dy1_buffer);
+    s.y1.reset();
+    attention_backward_input(ctx, b, s);
+    attention_backward_weight(ctx, s);
+  }
+
   void backward_input(const LayerContext& ctx, const Batch& b, Stash& stash, MatrixView dy) override {
-    Backend& be = *ctx.backend;
     auto& s = static_cast<BlockStash&>(stash);
     if (moe_) {
       moe_->backward_input(ctx, params_, s.moe, dy, s.dy1_buffer);
     } else {
       mlp_backward_input(ctx, params_, mlp_, s.mlp, dy, s.dy1_buffer);
     }
+    attention_backward_input(ctx, b, s);
+  }
+
+  /// The attention half's input gradient, from dy1 (s.dy1_buffer).
+  void attention_backward_input(const LayerContext& ctx, const Batch& b, BlockStash& s) const {
+    Backend& be = *ctx.backend;
+    const MatrixView dy = s.dy1_buffer.view();
     s.dy1 = s.dy1_buffer.view();
     const std::int64_t rows = dy.rows;
     const std::int64_t aw = local_heads_ * dims_.head_dim;
@@ -306,6 +359,19 @@ class TransformerBlock final : public Layer {
     be.axpy(1.0f, s.dy1, s.input_grad.view());
   }
 
+  void release_after_input(Stash& stash) override {
+    auto& s = static_cast<BlockStash&>(stash);
+    // The weight half reads Q, K, V's input (normed), the projection's (context) and the MLP's
+    // matmul inputs, with dq, dk, dv, dy1 and the MLP's output gradients.
+    for (Buffer* b : {&s.mean, &s.rstd, &s.q, &s.k, &s.v, &s.probs, &s.context_seq, &s.k_full, &s.v_full, &s.lse,
+                      &s.q_seq, &s.k_seq, &s.v_seq, &s.dcontext}) {
+      b->reset();
+    }
+    if (moe_) return;  // the MoE MLP's weight half reads its input (y1)
+    s.y1.reset();
+    mlp_release_after_input(s.mlp);
+  }
+
   void backward_weight(const LayerContext& ctx, const Batch&, Stash& stash) override {
     auto& s = static_cast<BlockStash&>(stash);
     if (moe_) {
@@ -313,6 +379,10 @@ class TransformerBlock final : public Layer {
     } else {
       mlp_backward_weight(ctx, params_, mlp_, s.mlp);
     }
+    attention_backward_weight(ctx, s);
+  }
+
+  void attention_backward_weight(const LayerContext& ctx, BlockStash& s) {
     linear_weight_grad(ctx, s.context.view(), s.dy1, params_[8], &params_[9]);
     linear_weight_grad(ctx, s.normed.view(), s.dq.view(), params_[2], &params_[3]);
     linear_weight_grad(ctx, s.normed.view(), s.dk.view(), params_[4], &params_[5]);
@@ -433,6 +503,16 @@ class TransformerBlock final : public Layer {
       s.k_full = gather_sequence(ctx, b, s.k.view());
       s.v_full = gather_sequence(ctx, b, s.v.view());
     }
+    if (ctx.fused_attention) {
+      // FlashAttention: one query block's scores at a time, never kept.
+      Buffer block = ctx.buffer(local_seq(ctx), dims_.seq);
+      for_each_part(ctx, b, [&](const Part& part) {
+        const MatrixView p = part_scores(ctx, s, part, block);
+        ctx.backend->gemm(Transpose::No, Transpose::No, 1.0f, p, keys(ctx, values_of(s), part), 0.0f,
+                          queries(ctx, s.context.view(), part));
+      });
+      return;
+    }
     s.probs = ctx.buffer(b.samples * local_heads_ * local_seq(ctx), dims_.seq);
     scores(ctx, b, s);
     for_each_part(ctx, b, [&](const Part& part) {
@@ -441,12 +521,25 @@ class TransformerBlock final : public Layer {
     });
     if (!ctx.keep_attention_scores) s.probs.reset();
   }
+  /// The part's attention probabilities computed into `block` (at least rows x keys): the fused
+  /// kernel's recomputation of one query block's scores.
+  [[nodiscard]] MatrixView part_scores(const LayerContext& ctx, const BlockStash& s, const Part& part,
+                                       const Buffer& block) const {
+    const MatrixView p = block.view().row_range(0, part.rows).columns(0, part.keys);
+    ctx.backend->gemm(Transpose::No, Transpose::Yes, 1.0f, queries(ctx, s.q.view(), part), keys(ctx, keys_of(s), part),
+                      0.0f, p);
+    ctx.backend->softmax_forward(p, attention_scale(), true, p);
+    return p;
+  }
 
   void gathered_attention_backward(const LayerContext& ctx, const Batch& b, BlockStash& s) const {
     Backend& be = *ctx.backend;
     const std::int64_t rows = s.q.view().rows;
     const std::int64_t aw = s.q.view().cols;
-    if (s.probs.empty()) {  // selective recomputation: rebuild the attention probabilities
+    Buffer block;  // FlashAttention: the part's probabilities, recomputed
+    if (ctx.fused_attention) {
+      block = ctx.buffer(local_seq(ctx), dims_.seq);
+    } else if (s.probs.empty()) {  // selective recomputation: rebuild the attention probabilities
       s.probs = ctx.buffer(b.samples * local_heads_ * local_seq(ctx), dims_.seq);
       scores(ctx, b, s);
     }
@@ -459,7 +552,7 @@ class TransformerBlock final : public Layer {
     Buffer dprobs = ctx.buffer(dims_.seq, dims_.seq);
     const float scale = attention_scale();
     for_each_part(ctx, b, [&](const Part& part) {
-      const MatrixView p = probs_of(ctx, s, part);
+      const MatrixView p = ctx.fused_attention ? part_scores(ctx, s, part, block) : probs_of(ctx, s, part);
       const MatrixView dp = dprobs.view().row_range(0, p.rows).columns(0, p.cols);
       const MatrixView dctx = queries(ctx, s.dcontext.view(), part);
       be.gemm(Transpose::No, Transpose::Yes, 1.0f, dctx, keys(ctx, values_of(s), part), 0.0f, dp);
@@ -722,6 +815,7 @@ class MlpBlock final : public Layer {
     auto& s = static_cast<MlpBlockStash&>(stash);
     mlp_backward_input(ctx, params_, mlp_, s.mlp, dy, s.input_grad);
   }
+  void release_after_input(Stash& stash) override { mlp_release_after_input(static_cast<MlpBlockStash&>(stash).mlp); }
   void backward_weight(const LayerContext& ctx, const Batch&, Stash& stash) override {
     mlp_backward_weight(ctx, params_, mlp_, static_cast<MlpBlockStash&>(stash).mlp);
   }
@@ -752,10 +846,10 @@ class OutputHead final : public Layer {
     s->rstd = ctx.buffer(x.rows, 1);
     be.layer_norm_forward(x, params_[0].data, params_[1].data, ctx.layer_norm_epsilon, s->normed.view(), s->mean.data(),
                           s->rstd.data());
-    Buffer logits = ctx.buffer(x.rows, params_[2].cols);
-    linear(ctx, s->normed.view(), params_[2], nullptr, logits.view());
+    // The gradient is written over the logits, as Megatron-Core's cross-entropy does: one buffer.
     s->dlogits = ctx.buffer(x.rows, params_[2].cols);
-    s->loss = be.cross_entropy(logits.view(), b.labels, b.loss_scale, s->dlogits.view());
+    linear(ctx, s->normed.view(), params_[2], nullptr, s->dlogits.view());
+    s->loss = be.cross_entropy(s->dlogits.view(), b.labels, b.loss_scale, s->dlogits.view());
     s->has_loss = true;
     return s;
   }
@@ -767,6 +861,11 @@ class OutputHead final : public Layer {
     s.input_grad = ctx.buffer(s.x.rows, s.x.cols);
     be.layer_norm_backward(dnormed.view(), s.x, params_[0].data, s.mean.data(), s.rstd.data(), s.input_grad.view(),
                            params_[0].grad, params_[1].grad);
+  }
+  void release_after_input(Stash& stash) override {
+    auto& s = static_cast<HeadStash&>(stash);
+    s.mean.reset();
+    s.rstd.reset();
   }
   void backward_weight(const LayerContext& ctx, const Batch&, Stash& stash) override {
     auto& s = static_cast<HeadStash&>(stash);

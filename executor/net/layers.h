@@ -116,6 +116,11 @@ struct LayerContext {
   int context_tag = 0;
   float layer_norm_epsilon = 1e-5f;
   bool keep_attention_scores = true;  ///< false: selective recomputation (scores rebuilt in backward)
+  /// The plan's attention kernel is FlashAttention: the scores are never held whole, only one query
+  /// block's at a time, in the forward and again in the backward (which recomputes them), as the fused
+  /// kernel does (Dao et al. 2022, Algorithm 2 and 4). Otherwise (`attention: standard`) the softmax
+  /// output is materialized and kept for the backward unless keep_attention_scores is false.
+  bool fused_attention = false;
 
   [[nodiscard]] Buffer buffer(std::int64_t rows, std::int64_t cols) const { return {*backend, *meter, rows, cols}; }
   /// Sum over the tensor group, in place (nothing without tensor parallelism).
@@ -148,6 +153,17 @@ class Layer {
   /// `dy` is empty for a loss layer (its gradient comes from the loss).
   virtual void backward_input(const LayerContext& ctx, const Batch& batch, Stash& stash, MatrixView dy) = 0;
   virtual void backward_weight(const LayerContext& ctx, const Batch& batch, Stash& stash) = 0;
+  /// Both halves at once (a fused backward): by default one after the other. A layer may instead
+  /// run each matmul's weight gradient beside its input gradient and free what it saved as soon as
+  /// nothing reads it any more, as autograd frees a node's saved tensors once the node has run.
+  virtual void backward(const LayerContext& ctx, const Batch& batch, Stash& stash, MatrixView dy) {
+    backward_input(ctx, batch, stash, dy);
+    backward_weight(ctx, batch, stash);
+  }
+  /// After backward_input(), when backward_weight() comes later (a split backward): frees what the
+  /// weight half does not read. It reads each matmul's input and its output's gradient only, as
+  /// the zero-bubble schedules' weight-gradient store keeps them (Qi et al. 2023, Section 2).
+  virtual void release_after_input(Stash& stash) { (void)stash; }
 
  protected:
   Param& add_param(std::string name, std::int64_t rows, std::int64_t cols, Split split, Param::Init init);

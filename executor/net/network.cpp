@@ -208,6 +208,7 @@ Network::Network(Backend& backend, MemoryMeter& meter, const model::Model& model
   ctx_.context_tag = place.context_tag;
   ctx_.meter = &meter;
   ctx_.keep_attention_scores = plan.recompute != model::Recompute::Selective;
+  ctx_.fused_attention = plan.attention == plan::AttentionKernel::Flash;
   rows_ = static_cast<std::int64_t>(plan.micro_batch) * dims_.seq / plan.degrees[plan::Axis::Context];
   for (int c = 0; c < plan.virtual_stages; ++c) {
     chunks_.push_back(build_chunk_layers(model, plan, place.pipeline, c, place.expert));
@@ -351,23 +352,56 @@ MatrixView Network::output(int microbatch, int chunk) const {
   return run.stashes.back()->output.view();
 }
 
+void Network::recompute_if_dropped(Run& run, int chunk, const Batch& batch) {
+  if (!run.recompute) return;
+  run_forward(run, chunk, batch, run.input_copy.empty() ? MatrixView{} : run.input_copy.view());
+  run.recompute = false;
+}
+
+void Network::free_after(Run& run, std::size_t layer) {
+  if (layer + 1 < run.stashes.size()) run.stashes[layer + 1].reset();
+}
+
+void Network::finish_backward(Run& run) {
+  if (!run.stashes.empty() && run.stashes.front() != nullptr && !run.stashes.front()->input_grad.empty()) {
+    run.kept_input_grad = std::move(run.stashes.front()->input_grad);
+  }
+  run.stashes.clear();
+  run.input_copy.reset();
+  run.kept_output.reset();
+}
+
+void Network::backward(int microbatch, int chunk, MatrixView dy) {
+  Run& run = run_of(microbatch, chunk);
+  const Batch& batch = batches_.at(microbatch);
+  recompute_if_dropped(run, chunk, batch);
+  auto& layers = chunks_[static_cast<std::size_t>(chunk)];
+  for (std::size_t i = layers.size(); i-- > 0;) {
+    layers[i]->backward(ctx_, batch, *run.stashes[i], dy);
+    free_after(run, i);
+    dy = run.stashes[i]->input_grad.view();
+  }
+  finish_backward(run);
+}
+
 void Network::backward_input(int microbatch, int chunk, MatrixView dy) {
   Run& run = run_of(microbatch, chunk);
   const Batch& batch = batches_.at(microbatch);
-  if (run.recompute) {
-    run_forward(run, chunk, batch, run.input_copy.empty() ? MatrixView{} : run.input_copy.view());
-    run.recompute = false;
-  }
+  recompute_if_dropped(run, chunk, batch);
   auto& layers = chunks_[static_cast<std::size_t>(chunk)];
   for (std::size_t i = layers.size(); i-- > 0;) {
     layers[i]->backward_input(ctx_, batch, *run.stashes[i], dy);
+    layers[i]->release_after_input(*run.stashes[i]);
+    // The layer's output was the next layer's input, which only that layer's input half read. The
+    // chunk's own output goes with release_output() or at the end of the backward.
+    if (i + 1 < layers.size()) run.stashes[i]->output.reset();
     dy = run.stashes[i]->input_grad.view();
   }
 }
 
 MatrixView Network::input_grad(int microbatch, int chunk) const {
   const Run& run = run_of(microbatch, chunk);
-  if (!run.kept_input_grad.empty()) return run.kept_input_grad.view();
+  if (!run.kept_input_grad.empty() || run.stashes.empty()) return run.kept_input_grad.view();
   return run.stashes.front()->input_grad.view();
 }
 
@@ -375,12 +409,23 @@ void Network::backward_weight(int microbatch, int chunk) {
   Run& run = run_of(microbatch, chunk);
   const Batch& batch = batches_.at(microbatch);
   auto& layers = chunks_[static_cast<std::size_t>(chunk)];
-  for (std::size_t i = layers.size(); i-- > 0;) layers[i]->backward_weight(ctx_, batch, *run.stashes[i]);
-  // What a pending send may still read stays until end_step(); the rest is freed now.
-  if (run.kept_output.empty()) run.kept_output = std::move(run.stashes.back()->output);
-  run.kept_input_grad = std::move(run.stashes.front()->input_grad);
-  run.stashes.clear();
-  run.input_copy.reset();
+  for (std::size_t i = layers.size(); i-- > 0;) {
+    layers[i]->backward_weight(ctx_, batch, *run.stashes[i]);
+    free_after(run, i);
+  }
+  finish_backward(run);
+}
+
+void Network::release_output(int microbatch, int chunk) {
+  Run& run = run_of(microbatch, chunk);
+  run.kept_output.reset();
+  if (!run.stashes.empty() && run.stashes.back() != nullptr) run.stashes.back()->output.reset();
+}
+
+void Network::release_input_grad(int microbatch, int chunk) {
+  Run& run = run_of(microbatch, chunk);
+  run.kept_input_grad.reset();
+  if (!run.stashes.empty() && run.stashes.front() != nullptr) run.stashes.front()->input_grad.reset();
 }
 
 void Network::optimizer_step(std::span<const ElementRange> ranges) {

@@ -104,10 +104,20 @@ class Network {
   /// `input` is empty on virtual stage 0.
   void forward(int microbatch, int chunk, MatrixView input);
   [[nodiscard]] MatrixView output(int microbatch, int chunk) const;
-  /// `dy` is empty on the last virtual stage.
+  /// The whole backward of the chunk for the microbatch, layer by layer (last to first), each layer's
+  /// input and weight halves one after the other and its activations freed once it is through, as
+  /// autograd frees what a node saved when the node has run. `dy` is empty on the last virtual stage.
+  void backward(int microbatch, int chunk, MatrixView dy);
+  /// A split backward's input half: every layer's, then what the weight half does not read is freed.
   void backward_input(int microbatch, int chunk, MatrixView dy);
   [[nodiscard]] MatrixView input_grad(int microbatch, int chunk) const;
+  /// A split backward's weight half, layer by layer, each layer's activations freed once it is through.
   void backward_weight(int microbatch, int chunk);
+  /// The chunk's output is read no more (its send is complete, and the next virtual stage is another
+  /// rank's): freed, as Megatron's deallocate_output_tensor frees a pipeline output once sent.
+  void release_output(int microbatch, int chunk);
+  /// The chunk's input gradient is read no more (sent, or the previous chunk's backward is through).
+  void release_input_grad(int microbatch, int chunk);
 
   [[nodiscard]] float* parameters() const noexcept { return params_; }
   [[nodiscard]] float* gradients() const noexcept { return grads_; }
@@ -129,10 +139,15 @@ class Network {
   struct Run {
     std::vector<std::unique_ptr<Stash>> stashes;
     Buffer input_copy;   // full recomputation: the stashed chunk input
-    Buffer kept_output;  // what a send may still read after the stashes are gone
-    Buffer kept_input_grad;
+    Buffer kept_output;  // full recomputation: the chunk's output, kept for its send
+    Buffer kept_input_grad;  // the chunk's input gradient once its layers' stashes are gone
     bool recompute = false;
   };
+  void recompute_if_dropped(Run& run, int chunk, const Batch& batch);
+  /// Layer `layer` is through: the next layer's stash goes (its input gradient was this layer's dy).
+  void free_after(Run& run, std::size_t layer);
+  /// The chunk's backward is through: every stash goes but the first layer's input gradient.
+  void finish_backward(Run& run);
   void run_forward(Run& run, int chunk, const Batch& batch, MatrixView input);
   [[nodiscard]] Run& run_of(int microbatch, int chunk);
   [[nodiscard]] const Run& run_of(int microbatch, int chunk) const;

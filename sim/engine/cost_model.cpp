@@ -101,11 +101,13 @@ StaticMemory static_memory(const RankParameters& p, const StateFormat& f) noexce
     return (n - n_fp8) * f.dtype_bytes + n_fp8 * fp8_weight_bytes;
   };
   const int gradient_bytes = schedule::gradient_bytes_per_parameter(f.grad_reduce_in_fp32, f.dtype_bytes);
+  // A tied table's copy is a dense 16-bit (model dtype) parameter of its own.
+  const std::int64_t copy = std::max<std::int64_t>(p.tied_copy, 0);
   StaticMemory m;
-  m.weights = Bytes::bytes(sharded(weight_bytes(dense, dense_fp8), weight_bytes(expert, expert_fp8), 3));
-  m.gradients = Bytes::bytes(sharded(dense * gradient_bytes, expert * gradient_bytes, 2));
+  m.weights = Bytes::bytes(sharded(weight_bytes(dense, dense_fp8) + copy * f.dtype_bytes, weight_bytes(expert, expert_fp8), 3));
+  m.gradients = Bytes::bytes(sharded((dense + copy) * gradient_bytes, expert * gradient_bytes, 2));
   const int optimizer_bytes = optimizer_bytes_per_parameter(f.optimizer, f.dtype_bytes);
-  m.optimizer = Bytes::bytes(sharded(dense * optimizer_bytes, expert * optimizer_bytes, 1));
+  m.optimizer = Bytes::bytes(sharded((dense + copy) * optimizer_bytes, expert * optimizer_bytes, 1));
   if (f.zero >= 3 && data > 1) {
     constexpr int kGatheredLayers = 2;  // the layer computing and the next one, prefetched
     m.weights += Bytes::bytes(kGatheredLayers * p.largest_layer *
@@ -367,6 +369,10 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         cc.parameters += here;
         cc.expert_parameters += experts_here;
         cc.largest_layer_parameters = std::max(cc.largest_layer_parameters, here);
+        if (layer.kind == model::LayerKind::Embedding || layer.tied_copy_parameters > 0) cc.holds_table = true;
+        if (layer.kind == model::LayerKind::OutputHead && m.shape && m.shape->tied_embeddings) {
+          cc.output_table = (m.shape->vocab * m.shape->hidden + t - 1) / t;  // vocabulary-parallel
+        }
         if (in_fp8 && rates.fp8) cc.fp8_parameters += here;
         const Bytes stashed_before = stashed;
         // The GEMM inputs are kept in their 8-bit copies.
@@ -482,6 +488,13 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       rank_parameters.largest_layer = std::max(rank_parameters.largest_layer, cc.largest_layer_parameters);
       rc.chunks.push_back(cc);
     }
+    std::int64_t output_table = 0;
+    bool holds_table = false;
+    for (const ChunkCost& cc : rc.chunks) {
+      output_table = std::max(output_table, cc.output_table);
+      holds_table = holds_table || cc.holds_table;
+    }
+    rank_parameters.tied_copy = tied_table_copy(output_table, holds_table);
     const StateFormat states = state_format(plan, m.dtype_bytes);
     rc.optimizer_step = optimizer_step_time(rank_parameters, states, gpu.memory_bandwidth);
     rc.static_memory = static_memory(rank_parameters, states);

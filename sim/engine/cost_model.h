@@ -46,6 +46,11 @@ struct ChunkCost {
   std::int64_t fp8_parameters = 0;  ///< of those, the weights of GEMMs that run in FP8
   std::int64_t largest_layer_parameters = 0;  ///< the chunk's largest layer, on one TP rank (ZeRO-3's unit)
   std::int64_t expert_parameters = 0;  ///< of `parameters`, the routed experts' (sharded over expert x expert_tensor)
+  /// Tied embeddings: the vocabulary table the chunk's output head projects with, on one TP rank,
+  /// and whether the chunk holds a table itself (the embedding, or a layer that keeps a copy).
+  /// tied_table_copy() says what the rank keeps of it.
+  std::int64_t output_table = 0;
+  bool holds_table = false;
   /// The chunk's MoE blocks and one block's halves, for an F&B pair's slots (Megatron-Core's combined
   /// 1F1B and the schedules with pairs of their own run a block's attention and MoE MLP of one microbatch beside the other's
   /// expert all-to-alls): the attention half (norms, attention, projections) and the MLP half (router,
@@ -151,8 +156,21 @@ struct RankParameters {
   std::int64_t fp8 = 0;            ///< of those, weights of FP8 GEMMs
   std::int64_t largest_layer = 0;  ///< in its largest layer
   std::int64_t expert = 0;         ///< of those, routed experts' (their states shard over expert_data, not data)
+  /// Of a tied vocabulary table, the copy the rank keeps for its output head (tied_table_copy()):
+  /// weights, gradients and optimizer state like any parameter's, so counted in static_memory(); not
+  /// in `total`, which prices the step's time as before.
+  std::int64_t tied_copy = 0;
 };
 [[nodiscard]] StaticMemory static_memory(const RankParameters& parameters, const StateFormat& format) noexcept;
+/// With tied embeddings the output head projects with the embedding's table. A pipeline rank whose
+/// head has no table beside it (neither the embedding nor a multi-token-prediction layer's copy)
+/// allocates its own and keeps it in step with the first stage's by an all-reduce of their gradients
+/// (Megatron-Core LanguageModule.setup_embeddings_and_output_layer; GPTModel's output_layer skips its
+/// weight only with pre_process or mtp_process): `output_table` elements on one tensor rank, trained
+/// as a parameter. Nothing where the rank holds a table or no tied head.
+[[nodiscard]] constexpr std::int64_t tied_table_copy(std::int64_t output_table, bool holds_table) noexcept {
+  return holds_table ? 0 : output_table;
+}
 /// The GPU's link to host memory, one direction: the widest route to a CPU of its node (NVLink-C2C on
 /// Grace machines, PCIe elsewhere). Zero when its node has no CPU.
 [[nodiscard]] BytesPerSec host_bandwidth(const topology::Cluster& cluster, topology::RouteFinder& routes,

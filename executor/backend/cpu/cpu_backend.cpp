@@ -88,6 +88,7 @@ class CpuSend final : public SendHandle {
   CpuSend(const CpuSend&) = delete;
   CpuSend& operator=(const CpuSend&) = delete;
   void wait() override;
+  [[nodiscard]] bool done() override;
 
  private:
   CpuBackend& backend_;
@@ -552,6 +553,13 @@ CpuSend::~CpuSend() {
 void CpuSend::wait() {
   if (request_ == MPI_REQUEST_NULL) return;
   backend_.wait(request_, [&] { return fmt::format("send to rank {} was not received", peer_); }, tag_);
+}
+
+bool CpuSend::done() {
+  if (request_ == MPI_REQUEST_NULL) return true;
+  int flag = 0;
+  mpi_check(MPI_Test(&request_, &flag, MPI_STATUS_IGNORE), "MPI_Test", backend_.world_rank());
+  return flag != 0;
 }
 
 }  // namespace

@@ -117,6 +117,7 @@ class CudaSend final : public SendHandle {
   CudaSend(const CudaSend&) = delete;
   CudaSend& operator=(const CudaSend&) = delete;
   void wait() override;
+  [[nodiscard]] bool done() override;
 
  private:
   CudaBackend& backend_;
@@ -636,6 +637,8 @@ class CudaBackend final : public Backend, private TeardownSteps {
   }
 
   /// Waits, under the peer timeout, for the send whose completion `done` records.
+  /// Whether a send's event has been reached (the buffer may be reused).
+  bool send_reached(cudaEvent_t done) { return query(done); }
   void await_send(cudaEvent_t done, int peer, int tag, std::size_t count) {
     poll_until([&] { return query(done); }, {&to_peer_[channel_of(peer, tag)]},
                [&] { return fmt::format("send to rank {} ({} floats, tag {}) was not received", peer, count, tag); });
@@ -1221,6 +1224,8 @@ void CudaSend::wait() {
   if (done_ == nullptr) return;
   backend_.await_send(done_, peer_, tag_, count_);
 }
+
+bool CudaSend::done() { return done_ == nullptr || backend_.send_reached(done_); }
 
 }  // namespace
 

@@ -350,6 +350,61 @@ TEST(ExecuteTest, PrintsTheLossOfEveryStep) {
   EXPECT_NE(run.out.find("step 3: loss"), std::string::npos) << run.out;
 }
 
+/// One of the CPU closed loop's plans (bench/closed_loop.sh): its model and plan text.
+struct LoopPlan {
+  const char* name;
+  const char* model;
+  const char* plan;
+};
+
+class MeasuredPeakTest : public ::testing::TestWithParam<LoopPlan> {};
+
+// The executor's measured peak (the bytes its own allocator held) is within 5 % of the predicted
+// peak's tensors (simulate's peak less its reserved part, which the executor does not allocate), rank
+// by rank, on the closed loop's plans with Adam: the memory rule counts what the executor holds.
+TEST_P(MeasuredPeakTest, IsWithinFivePercentOfThePredictionOnEveryRank) {
+  const LoopPlan& p = GetParam();
+  std::string plan_file = p.plan;
+  if (plan_file.find(':') != std::string::npos) {  // plan text, not a shipped file
+    plan_file = (scratch("measured-peak") / (std::string(p.name) + ".yaml")).string();
+    std::ofstream(plan_file) << p.plan;
+  } else {
+    plan_file = repo(plan_file);
+  }
+  const std::string common = " --topology " + repo("tests/integration/executor/loopback.yaml") + " --model " +
+                             repo(p.model) + " --plan " + plan_file + " --set topology.cluster.gpus_per_node=2";
+  const CommandResult predicted = run_mpsim("simulate" + common + " --set plan.optimizer=adam --json");
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.err;
+  const CommandResult measured = run_mpsim("execute --ranks 2" + common + " --optimizer adam --steps 1 --warmup 1 --json");
+  ASSERT_EQ(measured.exit_code, 0) << measured.err;
+  const auto prediction = nlohmann::json::parse(predicted.out).at("devices");
+  const auto measurement = nlohmann::json::parse(measured.out).at("devices");
+  ASSERT_EQ(prediction.size(), 2u);
+  ASSERT_EQ(measurement.size(), 2u);
+  for (std::size_t r = 0; r < 2; ++r) {
+    const double tensors = prediction[r].at("peak_memory_bytes").get<double>() -
+                           prediction[r].at("memory").at("reserved").get<double>();
+    const double held = measurement[r].at("peak_memory_bytes").get<double>();
+    EXPECT_NEAR(tensors / held - 1, 0.0, 0.05) << p.name << " rank " << r << ": predicted " << tensors << " B, measured "
+                                                << held << " B";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    ClosedLoop, MeasuredPeakTest,
+    ::testing::Values(
+        LoopPlan{"tiny_1f1b", "configs/models/cpu-gpt-tiny.yaml", "configs/plans/cpu-tiny-1f1b-pp2.yaml"},
+        LoopPlan{"gpipe_mb8", "configs/models/cpu-gpt-small.yaml",
+                 "parallelism: { pipeline: 2 }\nbatch: { global: 8, micro: 1 }\nschedule: gpipe\npartition: [0, 2, 4]\n"},
+        LoopPlan{"onefoneb_mb4", "configs/models/cpu-gpt-small.yaml",
+                 "parallelism: { pipeline: 2 }\nbatch: { global: 8, micro: 2 }\nschedule: 1f1b\npartition: [0, 2, 4]\n"},
+        LoopPlan{"zb_h1_mb8", "configs/models/cpu-gpt-small.yaml",
+                 "parallelism: { pipeline: 2 }\nbatch: { global: 8, micro: 1 }\nschedule: zb-h1\npartition: [0, 2, 4]\n"},
+        LoopPlan{"interleaved_mb8", "configs/models/cpu-gpt-small.yaml",
+                 "parallelism: { pipeline: 2, virtual_stages: 2 }\nbatch: { global: 8, micro: 1 }\n"
+                 "schedule: interleaved-1f1b\npartition: [0, 1, 2, 3, 4]\n"}),
+    [](const ::testing::TestParamInfo<LoopPlan>& info) { return std::string(info.param.name); });
+
 /// Runs with a fault and checks the job ends non-zero within the bound, naming `rank`, with no trace.
 void expect_fault(const std::string& fault, const std::string& rank_word) {
   const auto trace = scratch("execute-fault") / "trace.json";

@@ -96,12 +96,18 @@ TEST(StaticMemory, AsTheCostModelCountsIt) {
       }
       for (const auto& rank : costs.ranks) {
         engine::RankParameters parameters;
+        std::int64_t output_table = 0;
+        bool holds_table = false;
         for (const auto& c : rank.chunks) {
           parameters.total += c.parameters;
           parameters.fp8 += c.fp8_parameters;
           parameters.expert += c.expert_parameters;
           parameters.largest_layer = std::max(parameters.largest_layer, c.largest_layer_parameters);
+          output_table = std::max(output_table, c.output_table);
+          holds_table = holds_table || c.holds_table;
         }
+        // The last stage of a tied GPT keeps its own copy of the table (engine::tied_table_copy).
+        parameters.tied_copy = engine::tied_table_copy(output_table, holds_table);
         EXPECT_EQ(engine::static_memory(parameters, engine::state_format(p, model.dtype_bytes)).total(),
                   rank.static_memory.total())
             << "zero " << zero << " pipeline " << pipeline;
