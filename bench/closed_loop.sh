@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The closed loop on this machine: profile it (the machine, and every layer of the model at each micro
-# batch the plans use), plan on the profiled model, then for several plans predict one step (mpsim
-# simulate, on the profiled model) and measure it (mpsim execute, on the original model, Adam), compare
-# the two, and say whether the ranking by prediction is the ranking by measurement. Every plan names its
-# partition, so both sides split the layers the same way.
+# The closed loop on this machine, as the commands a user would type: profile the machine and every
+# layer of the model at each micro batch the plans use (mpsim profile), plan on the profiled model
+# (mpsim plan), then for several plans predict one step (mpsim simulate) and measure it (mpsim execute,
+# Adam), both given the same profiled model and the same plan file, compare the two (mpsim compare), and
+# say whether the ranking by prediction is the ranking by measurement. The profiled model carries what
+# the executor ran: its layers' times, its optimizer's time per parameter, and the model it was profiled
+# from, which `execute` trains; so both sides split the layers as the one plan file says.
 #
 # Usage: bench/closed_loop.sh [--mpsim PATH] [--model FILE] [--ranks N] [--steps S] [--global-batch B]
 #                             [--backend cpu|cuda] [--keep DIR] [--reprofile]
@@ -93,81 +95,26 @@ for micro in "${micros[@]}"; do
   "$mpsim" profile --backend "$backend" --ranks "$ranks" --model "$model" --micro-batch "$micro" \
     --model-out "$work/model-mb$micro.yaml" | tee "$work/profile-mb$micro.txt"
 done
-for micro in "${micros[@]}"; do
-  original_layers="$("$mpsim" model show --json "$model" | jq '.layers | length')"
-  profiled_layers="$("$mpsim" model show --json "$work/model-mb$micro.yaml" | jq '.layers | length')"
-  if [[ "$original_layers" != "$profiled_layers" ]]; then
-    echo "closed_loop.sh: the profiled model has $profiled_layers layers, the model $original_layers" >&2
-    exit 1
-  fi
-done
-
-# The optimizer. The simulator prices a step of it as 30 bytes of memory traffic per parameter at the
-# topology's memory bandwidth; the CPU backend's Adam is compute-bound (a square root and a division per
-# parameter) and runs several times slower than that. The profile timed it: give the simulator the
-# bandwidth at which Adam moves its 30 bytes per parameter. With every pass profiled this is all the
-# memory bandwidth still prices (recomputation aside), so nothing else changes.
-optimizer_bandwidth() {  # PROFILED: sets optimizer_set from the Adam time the profiled model records
-  local adam_ns adam_bandwidth
-  adam_ns="$(sed -n 's/^# Adam step: \([0-9.eE+-]*\) ns per parameter.*/\1/p' "$1")"
-  optimizer_set=()
-  if [[ -n "$adam_ns" ]]; then
-    adam_bandwidth="$(awk -v ns="$adam_ns" 'BEGIN { printf "%.4f GB/s", 30 / ns }')"
-    optimizer_set=(--set "topology.gpu.memory_bandwidth=\"$adam_bandwidth\"")
-    echo "Adam: $adam_ns ns per parameter = 30 B per parameter at $adam_bandwidth (the simulator's optimizer bandwidth)"
-  fi
-}
-optimizer_bandwidth "$work/model-mb${micros[0]}.yaml"
-
 # The planner plans on the profiled model, so only for what was profiled: micro batch 1 and no tensor
-# parallelism (the times are those of one microbatch of 1 sample on one rank).
+# parallelism (the times are those of one microbatch of 1 sample on one rank). The profiled model's
+# optimizer time per parameter prices the optimizer step.
 section "plan on the profiled model"
 "$mpsim" plan --topology "$work/profiled.yaml" --model "$work/model-mb${micros[0]}.yaml" --global-batch "$batch" \
-  --gpus "$ranks" --max-micro-batch "${micros[0]}" --max-tensor 1 "${optimizer_set[@]}" --top 5 -o "$work/plan-best.yaml" | tee "$work/plan.txt"
+  --gpus "$ranks" --max-micro-batch "${micros[0]}" --max-tensor 1 --top 5 -o "$work/plan-best.yaml" | tee "$work/plan.txt"
 
-# Partition boundaries over the transformer blocks (over all layers for a model without blocks) for
-# STAGES stages that minimise the slowest stage's forward + backward time in the profiled model PROFILED
-# (the embedding goes with the first stage, the output head with the last): what the balanced
-# partitioner does, written down so simulate (profiled model) and execute (original model) agree.
-balanced_partition() {  # PROFILED STAGES
-  "$mpsim" model show --json "$1" | jq -r '
-    (.layers | map(.kind == "transformer") | any) as $blocks
-    | .layers[] | [(if ($blocks | not) or .kind == "transformer" then "unit" else "edge" end),
-                   (.forward_time_s + .backward_input_time_s + .backward_weight_time_s)] | @tsv' |
-  awk -F'\t' -v stages="$2" '
-    { if ($1 == "unit") { n++; cost[n] = $2; seen = 1 } else if (!seen) head += $2; else tail += $2 }
-    END {
-      if (stages > n) { print "no partition: " stages " stages for " n " blocks" > "/dev/stderr"; exit 1 }
-      cost[1] += head; cost[n] += tail
-      for (i = 0; i <= n; i++) prefix[i] = (i == 0 ? 0 : prefix[i - 1] + cost[i])
-      # best[s, i]: the least slowest stage over the first i units in s stages; cut[s, i]: its last cut.
-      for (i = 1; i <= n; i++) best[1, i] = prefix[i]
-      for (s = 2; s <= stages; s++) {
-        for (i = s; i <= n; i++) {
-          best[s, i] = -1
-          for (j = s - 1; j < i; j++) {
-            v = best[s - 1, j]; w = prefix[i] - prefix[j]; if (w > v) v = w
-            if (best[s, i] < 0 || v < best[s, i]) { best[s, i] = v; cut[s, i] = j }
-          }
-        }
-      }
-      i = n
-      for (s = stages; s >= 1; s--) { b[s] = i; i = (s > 1 ? cut[s, i] : 0) }
-      out = "0"; for (s = 1; s <= stages; s++) out = out ", " b[s]
-      print "[" out "]"
-    }'
-}
-
-# The plans: the planner's best, then each schedule at two microbatch counts (micro batch 1 and 2), all
-# with the same global batch over `ranks` pipeline stages, partitioned as balanced_partition says.
+# The plans: the planner's best (micro batch 1), then each schedule at two microbatch counts (micro batch 1
+# and 2), all with the same global batch over `ranks` pipeline stages: plan files as a user writes them.
+# simulate and execute resolve `partition: balanced` alike, from the one plan file and the one profiled model.
+declare -A plan_micro=([best]="${micros[0]}")
 plan_file() {  # NAME SCHEDULE MICRO [VIRTUAL]
   local name="$1" schedule="$2" micro="$3" virtual="${4:-1}"
   cat >"$work/plan-$name.yaml" <<EOF
 parallelism: { tensor: 1, pipeline: $ranks, data: 1, virtual_stages: $virtual }
 batch: { global: $batch, micro: $micro }
 schedule: $schedule
-partition: $(balanced_partition "$work/model-mb$micro.yaml" $((ranks * virtual)))
+partition: balanced
 EOF
+  plan_micro[$name]="$micro"
 }
 names=(best)
 for schedule in gpipe 1f1b zb-h1 zb-h2; do
@@ -176,7 +123,7 @@ for schedule in gpipe 1f1b zb-h1 zb-h2; do
     names+=("$schedule-mb$((batch / micro))")
   done
 done
-plan_file "interleaved-1f1b-mb$batch" interleaved-1f1b 1 2
+plan_file "interleaved-1f1b-mb$batch" interleaved-1f1b "${micros[0]}" 2
 names+=("interleaved-1f1b-mb$batch")
 
 have_execute=1
@@ -189,19 +136,13 @@ section "predict, measure, compare"
 : >"$work/results.tsv"
 for name in "${names[@]}"; do
   plan="$work/plan-$name.yaml"
-  plan_micro="$(sed -n 's/^batch:.*micro: *\([0-9][0-9]*\).*/\1/p' "$plan")"
-  profiled="$work/model-mb$plan_micro.yaml"
+  profiled="$work/model-mb${plan_micro[$name]}.yaml"
   if [[ "$reprofile" == 1 ]]; then
     profiled="$work/model-$name.yaml"
-    "$mpsim" profile --backend "$backend" --ranks "$ranks" --model "$model" --micro-batch "$plan_micro" --model-out "$profiled" \
-      >"$work/profile-$name.txt" || { echo "  $name: profile failed"; continue; }
-    optimizer_bandwidth "$profiled" >/dev/null
+    "$mpsim" profile --backend "$backend" --ranks "$ranks" --model "$model" --micro-batch "${plan_micro[$name]}" \
+      --model-out "$profiled" >"$work/profile-$name.txt" || { echo "  $name: profile failed"; continue; }
   fi
-  if [[ ! -f "$profiled" ]]; then
-    echo "  $name: no profiled model for micro batch $plan_micro"
-    continue
-  fi
-  if ! "$mpsim" simulate --topology "$work/profiled.yaml" --model "$profiled" --plan "$plan" "${optimizer_set[@]}" \
+  if ! "$mpsim" simulate --topology "$work/profiled.yaml" --model "$profiled" --plan "$plan" \
       --trace "$work/pred-$name.json" --json >"$work/pred-$name.report.json" 2>"$work/pred-$name.err"; then
     echo "  $name: simulate failed: $(head -1 "$work/pred-$name.err")"
     continue
@@ -214,8 +155,10 @@ for name in "${names[@]}"; do
     printf '%s\t%s\t%s\t%s\t-\t-\t%s\n' "$name" "$schedule" "$micro" "$predicted" "$spread" >>"$work/results.tsv"
     continue
   fi
-  if ! "$mpsim" execute --backend "$backend" --topology "$work/profiled.yaml" --model "$model" --plan "$plan" --ranks "$ranks" \
-      --steps "$steps" --optimizer adam --trace "$work/meas-$name.json" >"$work/meas-$name.out" 2>"$work/meas-$name.err"; then
+  # The prediction's model and plan: execute trains the model the profiled one was profiled from.
+  if ! "$mpsim" execute --backend "$backend" --topology "$work/profiled.yaml" --model "$profiled" --plan "$plan" \
+      --ranks "$ranks" --steps "$steps" --optimizer adam --trace "$work/meas-$name.json" >"$work/meas-$name.out" \
+      2>"$work/meas-$name.err"; then
     echo "  $name: execute failed: $(grep -m1 'error' "$work/meas-$name.err" || head -1 "$work/meas-$name.err")"
     continue
   fi

@@ -114,7 +114,9 @@ int run_rank(const ExecuteArgs& args, const std::vector<Override>& overrides, in
     backend_options.seed = args.seed;
     backend_options.peers = executor::point_to_point_peers(*in->plan, mpi.rank());
     const auto backend = executor::make_backend(args.backend, backend_options);
-    result = executor::execute(*backend, in->cluster, in->model, *in->plan, options);
+    // A profiled model trains the model it was profiled from; the plan, resolved on the profiled model
+    // as simulate resolves it, cuts the same layers (model::executed_model).
+    result = executor::execute(*backend, in->cluster, model::executed_model(in->model), *in->plan, options);
     if (result.root) {
       // Written only now, after every step completed: a failed run leaves no trace behind.
       if (!args.trace.empty()) {

@@ -254,8 +254,9 @@ void print_layers(const model::Model& m, const prof::LayerProfile& p, const std:
 void run_profile(const ProfileArgs& args) {
   executor::MpiSession mpi(nullptr, nullptr);
   try {
+    // The executor's layers of the model: of the model a profiled model was profiled from, if given one.
     std::optional<model::Model> model;
-    if (!args.model.empty()) model = model::load_model_file(args.model);
+    if (!args.model.empty()) model = model::executed_model(model::load_model_file(args.model));
     prof::ProfileOptions options;
     options.gemm_shapes = model ? prof::gemm_shapes_for_model(*model, args.micro_batch, args.backend)
                                 : prof::default_gemm_shapes(args.backend);
@@ -282,6 +283,7 @@ void run_profile(const ProfileArgs& args) {
         model_header.command = command_line(args);
         model_header.host = host_name();
         model_header.utc_time = utc_now();
+        model_header.profiled_from = model::executed_model_yaml(args.model);
         write_file_atomically(args.model_output, prof::profiled_model_yaml(*model, *layers, model_header));
       }
     }

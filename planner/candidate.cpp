@@ -138,7 +138,7 @@ namespace {
 /// optimizer step and the gather (all lower bounds: work is only ever left out).
 TimeNs overlapped_interleaved_bound(const plan::PlanSpec& spec, const StageCosts& costs, const LayoutSyncBounds& sync,
                                     const SyncShape& shape, const std::vector<engine::RankParameters>& parameters,
-                                    const std::vector<std::int64_t>& dense_by_stage, BytesPerSec memory_bandwidth) {
+                                    const std::vector<std::int64_t>& dense_by_stage, const engine::OptimizerPace& pace) {
   const int p = spec.degrees[plan::Axis::Pipeline];
   const int v = spec.virtual_stages;
   const std::int64_t m = spec.microbatches.value_or(1);
@@ -150,7 +150,7 @@ TimeNs overlapped_interleaved_bound(const plan::PlanSpec& spec, const StageCosts
     const auto at = [&](int c) { return static_cast<std::size_t>(plan::virtual_stage_of(spec.schedule, p, r, c)); };
     TimeNs forwards;
     for (int c = 0; c < v; ++c) forwards += costs.times[at(c)].forward;
-    const TimeNs end = after_reductions_time(sync, shape, rank, parameters[rank], memory_bandwidth);
+    const TimeNs end = after_reductions_time(sync, shape, rank, parameters[rank], pace);
     for (int c = 0; c < v; ++c) {
       TimeNs before = forwards * m;
       TimeNs reductions;
@@ -209,11 +209,11 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
       // A bidirectional schedule reduces over the data group and the mirrored rank (Axis::PipelineMirror), a group the
       // layout's bounds do not cover and whose rings may use more NICs than the data group's: no tail.
       if (!plan::is_bidirectional(spec.schedule)) {
-        tails = rank_tails(*context.sync, rank_parameters, last_chunk_dense, shape, context.memory_bandwidth);
+        tails = rank_tails(*context.sync, rank_parameters, last_chunk_dense, shape, context.optimizer_pace);
       }
       if (shape.overlap_grad_reduce && spec.schedule == plan::ScheduleKind::Interleaved1F1B) {
         out.lower_bound = overlapped_interleaved_bound(spec, costs, *context.sync, shape, rank_parameters,
-                                                       dense_by_stage, context.memory_bandwidth);
+                                                       dense_by_stage, context.optimizer_pace);
       }
     }
     out.lower_bound = std::max(out.lower_bound, step_time_lower_bound(schedule::shape_of(spec), costs.times, tails));

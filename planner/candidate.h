@@ -52,7 +52,7 @@ struct EstimateContext {
   bool additive_times = true;             ///< UnitCostModel::additive_times(); false: no step-time bound
   const LayoutSyncBounds* sync = nullptr;  ///< the candidate's layout; null: no collective bounds
   bool overlap_grad_reduce = false;        ///< the engine's --overlap-grad-reduce, on top of the plan's
-  BytesPerSec memory_bandwidth;           ///< of the GPUs, for the optimizer step
+  engine::OptimizerPace optimizer_pace;   ///< the optimizer step's price (the GPUs' memory bandwidth, the model's measured times)
 };
 
 /// Peak memory (static + in-flight activations, per rank) and the step-time bound of `spec` cut by

@@ -140,7 +140,8 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   EstimateContext context;
   context.dtype_bytes = model.dtype_bytes;
   context.additive_times = units.additive_times();
-  if (!cluster.gpus().empty()) context.memory_bandwidth = cluster.gpu_kind_of(cluster.gpus().front()).memory_bandwidth;
+  context.optimizer_pace = engine::optimizer_pace(
+      model, cluster.gpus().empty() ? BytesPerSec{} : cluster.gpu_kind_of(cluster.gpus().front()).memory_bandwidth);
 
   std::vector<Prepared> out(drafts.size());
   parallel_for(drafts.size(), threads, [&](std::size_t i) {

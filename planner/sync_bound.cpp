@@ -56,13 +56,13 @@ TimeNs reduction_time(const LayoutSyncBounds& bounds, const SyncShape& shape, st
 }
 
 TimeNs after_reductions_time(const LayoutSyncBounds& bounds, const SyncShape& shape, std::size_t rank,
-                             const engine::RankParameters& parameters, BytesPerSec memory_bandwidth) {
+                             const engine::RankParameters& parameters, const engine::OptimizerPace& pace) {
   engine::StateFormat states;
   states.zero = shape.zero;
   states.data = shape.replicas;  // the distributed optimizer shards over data x context
   states.expert_data = shape.expert_data;
   states.optimizer = shape.optimizer;
-  TimeNs out = engine::optimizer_step_time(parameters, states, memory_bandwidth);
+  TimeNs out = engine::optimizer_step_time(parameters, states, pace);
   const schedule::SyncCollectives sync = schedule::sync_collectives(shape.zero);
   if (syncs_after_backward(shape) && sync.after_step && !shape.overlap_param_gather) {
     out += bounds.of(*sync.after_step, rank).at(Bytes::bytes(dense_of(parameters) * shape.parameter_bytes));
@@ -72,12 +72,12 @@ TimeNs after_reductions_time(const LayoutSyncBounds& bounds, const SyncShape& sh
 
 std::vector<TimeNs> rank_tails(const LayoutSyncBounds& bounds, const std::vector<engine::RankParameters>& rank_parameters,
                                const std::vector<std::int64_t>& last_chunk_dense, const SyncShape& shape,
-                               BytesPerSec memory_bandwidth) {
+                               const engine::OptimizerPace& pace) {
   std::vector<TimeNs> out;
   for (std::size_t r = 0; r < rank_parameters.size(); ++r) {
     const std::int64_t reduced = shape.overlap_grad_reduce ? last_chunk_dense.at(r) : dense_of(rank_parameters[r]);
     out.push_back(reduction_time(bounds, shape, r, reduced) +
-                  after_reductions_time(bounds, shape, r, rank_parameters[r], memory_bandwidth));
+                  after_reductions_time(bounds, shape, r, rank_parameters[r], pace));
   }
   return out;
 }

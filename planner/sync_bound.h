@@ -59,8 +59,9 @@ struct SyncShape {
 /// The time after the last backward of each rank: the sync collectives and the optimizer step, in
 /// the sync's order (schedule::add_gradient_sync). The reduction of its dense gradients over the
 /// replicas (all of them; with overlap only those of its last chunk, chunk 0, whose buckets wait for
-/// that backward), the optimizer step (as the cost model prices it: the optimizer's HBM traffic of
-/// its parameters, sharded over the replicas by ZeRO >= 1), and with ZeRO 1-2 the gather of its weights unless
+/// that backward), the optimizer step (as the cost model prices it, engine::optimizer_step_time: its
+/// parameters, sharded over the replicas by ZeRO >= 1, at the model's measured time per parameter or
+/// by the optimizer's HBM traffic), and with ZeRO 1-2 the gather of its weights unless
 /// it moved to the start of the step. The routed experts' own reduction (expert-data group) is left
 /// out, and ZeRO 3 syncs nothing there (its collectives run per layer): both only add.
 /// `rank_parameters` on one tensor rank by pipeline rank, `last_chunk_dense` the dense parameters of
@@ -70,10 +71,10 @@ struct SyncShape {
 [[nodiscard]] TimeNs reduction_time(const LayoutSyncBounds& bounds, const SyncShape& sync, std::size_t rank,
                                     std::int64_t dense);
 [[nodiscard]] TimeNs after_reductions_time(const LayoutSyncBounds& bounds, const SyncShape& sync, std::size_t rank,
-                                           const engine::RankParameters& parameters, BytesPerSec memory_bandwidth);
+                                           const engine::RankParameters& parameters, const engine::OptimizerPace& pace);
 [[nodiscard]] std::vector<TimeNs> rank_tails(const LayoutSyncBounds& bounds,
                                              const std::vector<engine::RankParameters>& rank_parameters,
                                              const std::vector<std::int64_t>& last_chunk_dense, const SyncShape& sync,
-                                             BytesPerSec memory_bandwidth);
+                                             const engine::OptimizerPace& pace);
 
 }  // namespace mpsim::planner

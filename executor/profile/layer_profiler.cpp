@@ -83,13 +83,8 @@ std::string yaml_quoted(std::string_view s) {
   return out + "\"";
 }
 
-std::string_view dtype_word(int bytes) noexcept {
-  switch (bytes) {
-    case 4: return "fp32";
-    case 2: return "bf16";
-    default: return "fp32";
-  }
-}
+/// The executor's backends compute and keep every tensor in fp32 (backend.h).
+constexpr int kExecutorDtypeBytes = 4;
 
 }  // namespace
 
@@ -292,21 +287,31 @@ std::string profiled_model_yaml(const model::Model& original, const LayerProfile
       "# recomputation.\n",
       profile.micro_batch);
   if (profile.adam_s_per_parameter > 0) {
-    out += fmt::format("# Adam step: {:.4g} ns per parameter over {} parameters (not part of the model format)\n",
-                       profile.adam_s_per_parameter * 1e9, profile.executor_parameters);
+    out += fmt::format("# Adam step: timed over the executor's {} parameters\n", profile.executor_parameters);
+  }
+  if (original.dtype_bytes != kExecutorDtypeBytes) {
+    out += fmt::format("# The executor computes in fp32: the model's {}-byte parameters and activations are 4 bytes here.\n",
+                       original.dtype_bytes);
   }
   out += "model:\n";
   out += fmt::format("  name: {}\n", yaml_quoted(fmt::format("{}-profiled-mb{}", original.name, profile.micro_batch)));
   out += fmt::format("  family: {}\n", yaml_quoted(original.family.empty() ? std::string("custom") : original.family));
-  out += fmt::format("  dtype: {}\n", dtype_word(original.dtype_bytes));
+  out += "  dtype: fp32\n";
   // (slowest - fastest) / median of the rounds' median whole-model times: the band a prediction carries.
   out += fmt::format("  profile_spread: {:.4f}\n", profile.spread);
+  if (profile.adam_s_per_parameter > 0) {
+    // Four significant digits, in picoseconds' resolution: the time parses without rounding.
+    out += fmt::format("  optimizer_time_per_parameter: {{ adam: \"{:.4g} ns\" }}\n", profile.adam_s_per_parameter * 1e9);
+  }
+  if (!header.profiled_from.empty()) out += fmt::format("  profiled_from: {}\n", header.profiled_from);
   out += "  layers:\n";
   for (std::size_t i = 0; i < original.layers.size(); ++i) {
     const model::Layer& l = original.layers[i];
     const LayerTiming& t = profile.layers[i];
-    const Bytes activation = model::stashed_activation_bytes(l, 1, 1, false, model::Recompute::None);
-    const Bytes input = std::min(l.stashed.layer_input, activation);
+    // Bytes in the executor's fp32, not the original's dtype.
+    const auto executed = [&](Bytes b) { return Bytes::bytes(b.count() * kExecutorDtypeBytes / original.dtype_bytes); };
+    const Bytes activation = executed(model::stashed_activation_bytes(l, 1, 1, false, model::Recompute::None));
+    const Bytes input = executed(std::min(l.stashed.layer_input, model::stashed_activation_bytes(l, 1, 1, false, model::Recompute::None)));
     out += fmt::format("    - {{ name: {}, kind: {}, params: {},\n", yaml_quoted(l.name), model::to_string(l.kind),
                        l.parameters);
     out += fmt::format("        forward_time: {}, backward_input_time: {}, backward_weight_time: {},\n",
@@ -316,7 +321,7 @@ std::string profiled_model_yaml(const model::Model& original, const LayerProfile
                        l.forward_flops.base(), l.backward_input_flops.base(), l.backward_weight_flops.base());
     out += fmt::format("        activation_bytes: \"{} B\", input_bytes: \"{} B\", output_bytes: \"{} B\", "
                        "tp_allreduces: {} }}\n",
-                       activation.count(), input.count(), l.output_bytes.count(), l.tensor_parallel_allreduces_forward);
+                       activation.count(), input.count(), executed(l.output_bytes).count(), l.tensor_parallel_allreduces_forward);
   }
   return out;
 }

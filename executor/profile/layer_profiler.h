@@ -66,6 +66,10 @@ struct ProfiledModelHeader {
   std::string command;   ///< the command line that measured it, for the comment
   std::string host;
   std::string utc_time;
+  /// The model the executor trained, as model::executed_model_yaml() gives it: written as the profiled
+  /// model's `profiled_from`, so that `mpsim execute` given the profiled model trains it. Empty for a
+  /// listed model (trained as listed).
+  std::string profiled_from;
 };
 
 /// An explicit-layer model file (docs/formats/model.md) that `mpsim simulate` and `mpsim plan` load:
@@ -73,8 +77,10 @@ struct ProfiledModelHeader {
 /// per sample with no tensor parallelism and no recomputation), input_bytes (what full recomputation
 /// keeps), output_bytes and tp_allreduces, plus forward_time, backward_input_time and
 /// backward_weight_time from `profile` (per microbatch of profile.micro_batch samples, whole
-/// nanoseconds). Model fields: name (original name + "-profiled-mb<B>"), family, dtype. Throws
-/// std::invalid_argument when `profile` does not have one timing per layer.
+/// nanoseconds). Model fields: name (original name + "-profiled-mb<B>"), family, dtype (fp32: what
+/// the executor's backends compute and hold, whatever the original's; the bytes above are scaled to
+/// it), profile_spread, optimizer_time_per_parameter (the Adam step's, when timed) and profiled_from
+/// (header.profiled_from). Throws std::invalid_argument when `profile` does not have one timing per layer.
 [[nodiscard]] std::string profiled_model_yaml(const model::Model& original, const LayerProfile& profile,
                                               const ProfiledModelHeader& header);
 

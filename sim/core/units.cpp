@@ -207,6 +207,21 @@ ParseResult<TimeNs> parse_time(std::string_view text) {
   return out;
 }
 
+ParseResult<double> parse_time_seconds(std::string_view text) {
+  ParseResult<double> out;
+  const auto r = parse_scaled(text, kTimeUnits, "time", "2 us");
+  if (!r.ok()) {
+    out.error = r.error;
+    return out;
+  }
+  if (r.value > 1e18) {
+    out.error = fmt::format("time '{}' is too large", trim(text));
+    return out;
+  }
+  out.value = r.value * 1e-9;
+  return out;
+}
+
 ParseResult<FlopsPerSec> parse_flops_rate(std::string_view text) {
   ParseResult<FlopsPerSec> out;
   const auto r = parse_scaled(text, kFlopsRateUnits, "compute rate", "989 TFLOP/s");

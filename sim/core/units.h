@@ -172,6 +172,9 @@ struct ParseResult {
 [[nodiscard]] ParseResult<BytesPerSec> parse_bandwidth(std::string_view text);
 /// "2 us", "1.5 µs", "1.5 μs", "800 ns", "18.5 ms", "1 s".
 [[nodiscard]] ParseResult<TimeNs> parse_time(std::string_view text);
+/// A time as parse_time() reads it, in seconds and not rounded to whole nanoseconds: for per-element
+/// costs such as "7.24 ns" per parameter.
+[[nodiscard]] ParseResult<double> parse_time_seconds(std::string_view text);
 /// "989 TFLOP/s", "989 TFLOPS", "19.5 TFLOP/s".
 [[nodiscard]] ParseResult<FlopsPerSec> parse_flops_rate(std::string_view text);
 /// "1.2 TFLOP", "3.5e12 FLOP", or a bare number.

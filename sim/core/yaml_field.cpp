@@ -183,6 +183,7 @@ bool Field::as_bool() const {
 Bytes Field::as_bytes() const { return parse_unit(*this, "size such as '80 GiB'", parse_bytes); }
 BytesPerSec Field::as_bandwidth() const { return parse_unit(*this, "bandwidth such as '900 GB/s'", parse_bandwidth); }
 TimeNs Field::as_time() const { return parse_unit(*this, "time such as '2 us'", parse_time); }
+double Field::as_time_seconds() const { return parse_unit(*this, "time such as '7.2 ns'", parse_time_seconds); }
 FlopsPerSec Field::as_flops_rate() const { return parse_unit(*this, "compute rate such as '989 TFLOP/s'", parse_flops_rate); }
 Flops Field::as_flops() const { return parse_unit(*this, "FLOP count", parse_flops); }
 Watts Field::as_power() const { return parse_unit(*this, "power", parse_power); }

@@ -63,6 +63,8 @@ class Field {
   [[nodiscard]] Bytes as_bytes() const;
   [[nodiscard]] BytesPerSec as_bandwidth() const;
   [[nodiscard]] TimeNs as_time() const;
+  /// A time in seconds, not rounded to whole nanoseconds (per-element costs).
+  [[nodiscard]] double as_time_seconds() const;
   [[nodiscard]] FlopsPerSec as_flops_rate() const;
   [[nodiscard]] Flops as_flops() const;
   [[nodiscard]] Watts as_power() const;

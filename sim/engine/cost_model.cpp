@@ -118,16 +118,24 @@ StaticMemory static_memory(const RankParameters& p, const StateFormat& f) noexce
   return m;
 }
 
+OptimizerPace optimizer_pace(const model::Model& model, BytesPerSec memory_bandwidth) {
+  return {memory_bandwidth, model.optimizer_seconds_per_parameter};
+}
+
 TimeNs optimizer_step_time(const RankParameters& parameters, const StateFormat& format,
-                           BytesPerSec memory_bandwidth) noexcept {
+                           const OptimizerPace& pace) noexcept {
   const std::int64_t expert = std::min(parameters.expert, parameters.total);
   const std::int64_t dense = parameters.total - expert;
   const int data = std::max(1, format.data);
   const int expert_data = std::max(1, format.expert_data);
   const std::int64_t owned =
       format.zero >= 1 ? (dense + data - 1) / data + (expert + expert_data - 1) / expert_data : parameters.total;
+  if (const auto measured = pace.seconds_per_parameter.find(format.optimizer);
+      measured != pace.seconds_per_parameter.end()) {
+    return TimeNs::seconds(static_cast<double>(owned) * measured->second);
+  }
   return transfer_time(Bytes::bytes(owned * optimizer_traffic_bytes_per_parameter(format.optimizer)),
-                       memory_bandwidth);
+                       pace.memory_bandwidth);
 }
 
 Bytes attention_score_bytes(const model::Layer& layer, int micro_batch, int tensor) noexcept {
@@ -496,7 +504,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
     }
     rank_parameters.tied_copy = tied_table_copy(output_table, holds_table);
     const StateFormat states = state_format(plan, m.dtype_bytes);
-    rc.optimizer_step = optimizer_step_time(rank_parameters, states, gpu.memory_bandwidth);
+    rc.optimizer_step = optimizer_step_time(rank_parameters, states, optimizer_pace(m, gpu.memory_bandwidth));
     rc.static_memory = static_memory(rank_parameters, states);
     out.ranks.push_back(std::move(rc));
   }

@@ -11,6 +11,7 @@
 /// partitioner. The weight-gradient pass is GEMMs only. Recomputation is added to the
 /// input-gradient pass. A profiled time in the model file replaces the derived one.
 #include <algorithm>
+#include <map>
 #include <vector>
 
 #include "sim/core/units.h"
@@ -184,10 +185,20 @@ struct RankParameters {
 /// pass waits for the copies beyond the first and last blocks' time: copies - pass x (blocks - 2) / blocks.
 /// Precondition: bandwidth > 0 (the plan check requires a host).
 [[nodiscard]] TimeNs offload_stall(Bytes offloaded, BytesPerSec bandwidth, TimeNs pass, int blocks) noexcept;
-/// One optimizer step over the state a rank owns, bound by HBM traffic: with ZeRO >= 1 its shards,
-/// the dense parameters' over `data` and the routed experts' over `expert_data` (rounded up).
+/// What one optimizer step costs per parameter: the model's measured time for the optimizer when it has
+/// one (a profiled model's optimizer_time_per_parameter: mpsim profile times the executor's Adam), else
+/// the optimizer's HBM traffic (optimizer_traffic_bytes_per_parameter) at the GPU's memory bandwidth.
+struct OptimizerPace {
+  BytesPerSec memory_bandwidth;
+  std::map<plan::Optimizer, double> seconds_per_parameter;  ///< measured, by optimizer
+};
+[[nodiscard]] OptimizerPace optimizer_pace(const model::Model& model, BytesPerSec memory_bandwidth);
+/// One optimizer step over the state a rank owns: with ZeRO >= 1 its shards, the dense parameters'
+/// over `data` and the routed experts' over `expert_data` (rounded up); that many parameters times the
+/// measured time per parameter of `format.optimizer`, or their HBM traffic at the memory bandwidth.
+/// The simulator and the planner's bounds both price the step here.
 [[nodiscard]] TimeNs optimizer_step_time(const RankParameters& parameters, const StateFormat& format,
-                                         BytesPerSec memory_bandwidth) noexcept;
+                                         const OptimizerPace& pace) noexcept;
 /// Attention scores a layer stashes for one microbatch on one tensor rank (softmax output, dropout
 /// mask and output: what selective recomputation drops and a split backward frees at I).
 [[nodiscard]] Bytes attention_score_bytes(const model::Layer& layer, int micro_batch, int tensor) noexcept;

@@ -5,12 +5,15 @@
 /// afterwards, so it can be shared read-only between planner threads.
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "sim/core/units.h"
+#include "sim/model/optimizer.h"
 #include "sim/model/recompute.h"
 #include "sim/model/transformer_shape.h"
 
@@ -204,6 +207,13 @@ struct Model {
   /// A profiled model's: how far apart its profile's rounds were, (slowest - fastest) / median; the
   /// band around a prediction made from it (mpsim profile writes it).
   std::optional<double> profile_spread;
+  /// A profiled model's: one optimizer step's measured time per parameter, in seconds, by optimizer
+  /// (mpsim profile times Adam). The optimizer step's cost uses it instead of the optimizer's memory
+  /// traffic at the GPU's memory bandwidth (engine::optimizer_step_time).
+  std::map<Optimizer, double> optimizer_seconds_per_parameter;
+  /// A profiled model's: the model it was profiled from (the hyperparameter form), which the executor
+  /// trains when given this model (executed_model()). Same layers, in number and kind, as this one.
+  std::shared_ptr<const Model> profiled_from;
 
   /// Sum of the layers' parameters (a tied output head, and a layer's tied copy, are counted once).
   [[nodiscard]] std::int64_t parameters() const noexcept;
@@ -215,6 +225,12 @@ struct Model {
   /// parameters() * dtype_bytes: the weights alone, without gradients or optimizer state.
   [[nodiscard]] Bytes parameter_bytes() const noexcept;
 };
+
+/// The model the executor trains for `model`: the one a profiled model was profiled from, else `model`
+/// itself. Both have the same layers in number and kind, so a plan's partition cuts them alike.
+[[nodiscard]] inline const Model& executed_model(const Model& model) noexcept {
+  return model.profiled_from ? *model.profiled_from : model;
+}
 
 /// A run of consecutive layers that are identical except for their names (the blocks of a
 /// transformer), for compact tables and for partitioners that exploit uniformity.

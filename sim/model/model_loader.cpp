@@ -92,6 +92,31 @@ std::optional<bool> optional_bool(const Field& m, std::string_view key) {
   return f ? std::optional<bool>(f->as_bool()) : std::nullopt;
 }
 
+/// The longest optimizer step per parameter a model may give: a thousand times what a CPU core's Adam takes.
+constexpr double kMaxOptimizerSecondsPerParameter = 1e-5;
+
+/// `optimizer_time_per_parameter: { adam: "7.2 ns" }`: one optimizer step's measured time per parameter,
+/// by optimizer.
+void read_optimizer_times(const Field& m, Model& model) {
+  const auto f = m.get("optimizer_time_per_parameter");
+  if (!f) return;
+  if (!f->is_map()) f->fail("expected a mapping of optimizer to time per parameter, e.g. { adam: \"7.2 ns\" }");
+  std::vector<std::string_view> names;
+  for (const auto& [name, optimizer] : kOptimizerNames) names.push_back(name);
+  f->expect_keys(names);
+  for (const auto& [name, optimizer] : kOptimizerNames) {
+    const auto time = f->get(name);
+    if (!time) continue;
+    const double seconds = time->as_time_seconds();
+    if (seconds <= 0) time->fail("must be positive: the measured time of one optimizer step per parameter");
+    if (seconds > kMaxOptimizerSecondsPerParameter) {
+      time->fail(fmt::format("is more than {} per parameter: is it the whole step's time?",
+                             to_string(TimeNs::seconds(kMaxOptimizerSecondsPerParameter))));
+    }
+    model.optimizer_seconds_per_parameter[optimizer] = seconds;
+  }
+}
+
 // ---- Hyperparameter form ---------------------------------------------------------------------------
 
 MoeShape parse_moe(const Field& f, const TransformerShape& s) {
@@ -160,7 +185,8 @@ Model parse_hyperparameters(const Field& m, std::string_view default_name) {
   m.expect_keys({"name", "family", "dtype", "layers", "encoder_layers", "decoder_layers", "hidden", "heads",
                  "kv_heads", "head_dim", "ffn", "seq_len", "decoder_seq_len", "vocab", "max_positions",
                  "token_types", "tied_embeddings", "activation", "gated_mlp", "biases", "dropout", "pooler", "norm", "positions",
-                 "moe", "mla", "qk_norm", "attention_sinks", "mtp_layers", "rotary_base", "rope_scaling", "norm_epsilon"});
+                 "moe", "mla", "qk_norm", "attention_sinks", "mtp_layers", "rotary_base", "rope_scaling", "norm_epsilon",
+                 "optimizer_time_per_parameter"});
   const Family family = m.require("family").as_enum(kFamilies);
   const bool t5 = family == Family::T5;
 
@@ -259,7 +285,9 @@ Model parse_hyperparameters(const Field& m, std::string_view default_name) {
   }
 
   if (const std::string error = shape_error(s); !error.empty()) m.fail(error);
-  return make_transformer(s, name_of(m, default_name), dtype_bytes_of(m));
+  Model model = make_transformer(s, name_of(m, default_name), dtype_bytes_of(m));
+  read_optimizer_times(m, model);
+  return model;
 }
 
 // ---- Explicit layer list ---------------------------------------------------------------------------
@@ -350,12 +378,35 @@ int default_allreduces(LayerKind kind) {
   return 0;
 }
 
+/// `profiled_from`: the hyperparameter form of the model a profiled model was measured on, which the
+/// executor trains in its place. It must have the list's layers, in number and kind, so that a plan's
+/// partition cuts both alike.
+void read_profiled_from(const Field& f, Model& model) {
+  if (!f.is_map()) f.fail("expected the model the profile ran, as a mapping of hyperparameters (family, layers, hidden, ...)");
+  if (const auto layers = f.get("layers"); layers && layers->is_sequence()) {
+    layers->fail("profiled_from is the hyperparameter form (family, layers, hidden, ...): a listed model is trained as listed");
+  }
+  auto source = std::make_shared<Model>(parse_hyperparameters(f, model.name));
+  if (source->layers.size() != model.layers.size()) {
+    f.fail(fmt::format("has {} layers, the list {}: a profiled model keeps the layers of the model it was profiled from",
+                       source->layers.size(), model.layers.size()));
+  }
+  for (std::size_t i = 0; i < model.layers.size(); ++i) {
+    if (source->layers[i].kind != model.layers[i].kind) {
+      f.fail(fmt::format("layer {} ({}) is {} there and {} in the list: a profiled model keeps the layers' kinds", i,
+                         model.layers[i].name, to_string(source->layers[i].kind), to_string(model.layers[i].kind)));
+    }
+  }
+  model.profiled_from = std::move(source);
+}
+
 Model parse_layer_list(const Field& m, const Field& list, std::string_view default_name) {
-  m.expect_keys({"name", "family", "dtype", "layers", "profile_spread"});
+  m.expect_keys({"name", "family", "dtype", "layers", "profile_spread", "optimizer_time_per_parameter", "profiled_from"});
   Model model;
   model.name = name_of(m, default_name);
   model.family = "custom";
   if (const auto f = m.get("profile_spread")) model.profile_spread = f->as_double_in(0.0, 100.0);
+  read_optimizer_times(m, model);
   if (const auto f = m.get("family")) {
     model.family = f->as_string();
     if (model.family.empty()) f->fail("must not be empty");
@@ -424,6 +475,7 @@ Model parse_layer_list(const Field& m, const Field& list, std::string_view defau
       model.layers.push_back(std::move(copy));
     }
   }
+  if (const auto f = m.get("profiled_from")) read_profiled_from(*f, model);
   return model;
 }
 
@@ -445,5 +497,29 @@ Model load_model(const Field& root) {
 }
 
 Model load_model_file(const std::filesystem::path& path) { return load_model(YamlDocument::load(path).root()); }
+
+std::string executed_model_yaml(const std::filesystem::path& path) {
+  const YamlDocument document = YamlDocument::load(path);
+  const Model model = load_model(document.root());
+  const Field m = document.root().require("model");
+  YAML::Node source;
+  std::string name = model.name;
+  if (const auto from = m.get("profiled_from")) {
+    source = YAML::Clone(from->node());
+    name = executed_model(model).name;
+  } else if (const auto layers = m.get("layers"); layers && layers->is_sequence()) {
+    return {};
+  } else {
+    source = YAML::Clone(m.node());
+  }
+  if (!source["name"]) source["name"] = name;
+  // What the optimizer took on another machine is not part of the model the executor builds.
+  source.remove("optimizer_time_per_parameter");
+  YAML::Emitter out;
+  out.SetMapFormat(YAML::Flow);
+  out.SetSeqFormat(YAML::Flow);
+  out << source;
+  return out.c_str();
+}
 
 }  // namespace mpsim::model

@@ -12,7 +12,8 @@
 ///    kv_heads, head_dim, ffn, decoder_seq_len (t5), max_positions, token_types, tied_embeddings,
 ///    gated_mlp, biases, dropout, pooler, norm (layernorm|rmsnorm), positions (learned|rotary|relative),
 ///    moe, mla, qk_norm, attention_sinks, mtp_layers (multi-token prediction depths, gpt and llama),
-///    rotary_base (RoPE's theta; rotary positions only), norm_epsilon.
+///    rotary_base (RoPE's theta; rotary positions only), norm_epsilon, optimizer_time_per_parameter
+///    ({ adam: "7.2 ns" }: one optimizer step's measured time per parameter, by optimizer).
 ///
 /// 2. An explicit layer list:
 ///      model:
@@ -20,7 +21,8 @@
 ///        layers:
 ///          - { name: block0, forward_time: "18.5 ms", backward_input_time: "18.1 ms",
 ///              backward_weight_time: "9.3 ms", params: 0, activation_bytes: 0, output_bytes: 0 }
-///    Model fields: name, family (a free word, default "custom"), dtype, layers. Layer fields, all optional
+///    Model fields: name, family (a free word, default "custom"), dtype, layers, profile_spread,
+///    optimizer_time_per_parameter, profiled_from (a profiled model's; see docs/formats/model.md). Layer fields, all optional
 ///    except that a layer must be a mapping:
 ///      name (default "layer<i>"), kind (embedding|transformer|output_head|generic; default generic),
 ///      repeat (n copies named name0..name<n-1>), params,
@@ -37,6 +39,7 @@
 ///      tp_allreduces (forward all-reduces under tensor parallelism; default 2 for transformer, 1 for
 ///        embedding, else 0).
 #include <filesystem>
+#include <string>
 #include <string_view>
 
 #include "sim/core/yaml_field_fwd.h"
@@ -52,5 +55,12 @@ namespace mpsim::model {
 
 /// Loads and parses a model file; throws InputError on unreadable or invalid input.
 [[nodiscard]] Model load_model_file(const std::filesystem::path& path);
+
+/// What a profile of the model in `path` records as its `profiled_from`, the model the executor trains
+/// in the profiled model's place: the file's own `model:` mapping when it is the hyperparameter form
+/// (with its name), a profiled model's `profiled_from`, and nothing for a listed model (the executor
+/// trains a list as listed, and the profiled model keeps it). One line of YAML in flow style. Throws
+/// InputError as load_model_file does.
+[[nodiscard]] std::string executed_model_yaml(const std::filesystem::path& path);
 
 }  // namespace mpsim::model

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "sim/core/input_error.h"
+#include "sim/model/optimizer.h"
 #include "sim/model/recompute.h"
 #include "sim/plan/axis.h"
 #include "sim/plan/degrees.h"
@@ -98,11 +99,9 @@ inline constexpr std::pair<std::string_view, MoeDispatcher> kMoeDispatcherNames[
     {"alltoall", MoeDispatcher::AllToAll}, {"deepep", MoeDispatcher::DeepEp}, {"hybridep", MoeDispatcher::HybridEp}};
 [[nodiscard]] constexpr bool deduplicates_tokens(MoeDispatcher d) noexcept { return d != MoeDispatcher::AllToAll; }
 
-/// The optimizer whose state the step keeps and updates: Adam(W) (fp32 master weights, momentum and
-/// variance) or Muon (fp32 master weights and momentum; Kimi K2's recipe; Megatron-Core's `optimizer: muon`).
-enum class Optimizer : std::uint8_t { Adam, Muon };
-inline constexpr std::pair<std::string_view, Optimizer> kOptimizerNames[] = {{"adam", Optimizer::Adam},
-                                                                             {"muon", Optimizer::Muon}};
+/// The optimizer (sim/model/optimizer.h: a profiled model may carry its measured step time).
+using model::kOptimizerNames;
+using model::Optimizer;
 
 /// How the loss runs on the last stage's logits, which sets what it keeps of them and what it holds
 /// beside them (sim/engine/working_memory.h). `native`: Megatron-Core's vocabulary-parallel

@@ -149,6 +149,13 @@ TEST(ProfileCommand, TwoRanksWriteAProfiledModelThatSimulateAndPlanLoad) {
     EXPECT_GT(layers[i].at("backward_weight_time_s").get<double>(), 0);
   }
 
+  // The Adam step's time per parameter is a field the optimizer step's cost uses, and the model the
+  // executor trained is named, for `execute --model` of the profiled model.
+  const std::string text = read_file(profiled);
+  EXPECT_NE(text.find("  optimizer_time_per_parameter: { adam: \""), std::string::npos) << text;
+  EXPECT_NE(text.find("  profiled_from: {"), std::string::npos) << text;
+  EXPECT_NE(text.find("hidden: 128"), std::string::npos) << text;
+
   const CommandResult s = mpsim("simulate --topology " + topology.string() + " --model " + profiled.string() +
                                 " --plan " + (dir / "plan.yaml").string() + " --json");
   ASSERT_EQ(s.exit_code, 0) << s.err;
@@ -166,6 +173,32 @@ TEST(ProfileCommand, TwoRanksWriteAProfiledModelThatSimulateAndPlanLoad) {
   EXPECT_NE(a.out.find("backward-weight"), std::string::npos) << a.out;
   EXPECT_EQ(model_layers(alone).size(), original.size());
   EXPECT_NE(read_file(alone).find("micro batch 2"), std::string::npos);
+}
+
+// The executor computes in fp32 whatever the model's dtype: a bf16 model's profile says fp32, with its
+// bytes at 4 per element, and simulates on the profiled machine (which measured fp32 GEMMs only).
+TEST(ProfileCommand, ABf16ModelIsProfiledAsTheExecutorRanIt) {
+  const fs::path dir = scratch();
+  const fs::path model = dir / "bf16.yaml";
+  std::ofstream(model) << "model: { name: tiny-bf16, family: gpt, layers: 2, hidden: 32, heads: 4, seq_len: 16, vocab: 64 }\n";
+  std::ofstream(dir / "plan-bf16.yaml") << "parallelism: { pipeline: 1, data: 1 }\nbatch: { global: 2, micro: 1 }\n";
+  const fs::path topology = dir / "bf16-machine.yaml";
+  const fs::path profiled = dir / "bf16-mb1.yaml";
+  const CommandResult p = mpsim("profile --model " + model.string() + kQuick + " --layer-repetitions 2 -o " +
+                                topology.string() + " --model-out " + profiled.string());
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  EXPECT_NE(read_file(profiled).find("  dtype: fp32\n"), std::string::npos);
+  const json original = model_layers(model);
+  const json layers = model_layers(profiled);
+  ASSERT_EQ(layers.size(), original.size());
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    EXPECT_EQ(layers[i].at("activation_bytes").get<std::int64_t>(), 2 * original[i].at("activation_bytes").get<std::int64_t>());
+    EXPECT_EQ(layers[i].at("output_bytes").get<std::int64_t>(), 2 * original[i].at("output_bytes").get<std::int64_t>());
+  }
+  const CommandResult s = mpsim("simulate --topology " + topology.string() + " --model " + profiled.string() +
+                                " --plan " + (dir / "plan-bf16.yaml").string() + " --json");
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_EQ(json::parse(s.out).at("plan").at("precision"), "fp32");
 }
 
 TEST(ProfileCommand, BadInputBeforeLaunching) {

@@ -313,6 +313,57 @@ TEST(ExecuteTest, ReportAndTraceLookLikeTheSimulators) {
   EXPECT_TRUE(forward_span);
 }
 
+// A profiled model (mpsim profile --model-out) names the model it was profiled from, and execute given
+// it trains that model, cut as the plan cuts the profiled model, which is what simulate predicted: the
+// same parameters after a step and the same memory per rank as executing the original model with the
+// plan, and another partition's memory per rank when the plan says another partition.
+TEST(ExecuteTest, AProfiledModelTrainsTheModelItWasProfiledFromWithThePlansPartition) {
+  const auto dir = scratch("execute-profiled");
+  const std::string original = repo("configs/models/cpu-gpt-tiny.yaml");
+  const auto profiled = dir / "tiny-mb2.yaml";
+  const CommandResult profile = run_mpsim("profile --model " + original + " --micro-batch 2 --layer-repetitions 1 --model-out " +
+                                          profiled.string());
+  ASSERT_EQ(profile.exit_code, 0) << profile.err;
+  const auto plan_with = [&](const std::string& partition, const std::string& tag) {
+    const auto plan = dir / ("plan-" + tag + ".yaml");
+    std::ofstream(plan) << "parallelism: { tensor: 1, pipeline: 2, data: 1 }\nbatch: { global: 8, micro: 2 }\n"
+                           "schedule: 1f1b\npartition: " << partition << "\n";
+    return plan.string();
+  };
+  struct Run {
+    Parameters parameters;
+    std::vector<std::int64_t> peak_memory;  // by rank: what the executor allocated, exact
+  };
+  const auto run = [&](const std::string& model, const std::string& plan, const std::string& tag) {
+    const auto dump = dir / (tag + ".params");
+    const CommandResult r = run_mpsim(inputs(2, plan, model) + " --steps 1 --warmup 0 --json --dump-parameters " + dump.string());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    Run out;
+    out.parameters = read_parameters(dump);
+    const auto report = nlohmann::json::parse(r.out);
+    for (const auto& d : report.at("devices")) out.peak_memory.push_back(d.at("peak_memory_bytes").get<std::int64_t>());
+    return out;
+  };
+  const std::string uneven = plan_with("[0, 1, 4]", "uneven");  // rank 0: the embedding and one block; rank 1: three and the head
+  const Run from_profiled = run(profiled.string(), uneven, "profiled");
+  const Run from_original = run(original, uneven, "original");
+  ASSERT_FALSE(from_original.parameters.empty());
+  EXPECT_EQ(from_profiled.parameters, from_original.parameters);
+  EXPECT_EQ(from_profiled.peak_memory, from_original.peak_memory);
+  const Run other = run(original, plan_with("[0, 3, 4]", "other"), "other");
+  ASSERT_EQ(other.peak_memory.size(), 2u);
+  EXPECT_NE(other.peak_memory, from_profiled.peak_memory);  // the memory tells the partitions apart
+  // simulate on the profiled model resolves the same plan to the same stages: its report's layers per
+  // stage follow the partition (the first rank's weights are the smaller).
+  const CommandResult sim = run_mpsim("simulate --topology " + repo("tests/integration/executor/loopback.yaml") +
+                                      " --set topology.cluster.gpus_per_node=2 --model " + profiled.string() + " --plan " +
+                                      uneven + " --json");
+  ASSERT_EQ(sim.exit_code, 0) << sim.err;
+  const auto devices = nlohmann::json::parse(sim.out).at("devices");
+  ASSERT_EQ(devices.size(), 2u);
+  EXPECT_LT(devices[0].at("memory").at("weights").get<std::int64_t>(), devices[1].at("memory").at("weights").get<std::int64_t>());
+}
+
 /// Spans of each category in a Chrome trace.
 std::map<std::string, int> span_counts(const std::filesystem::path& trace) {
   std::ifstream in(trace);

@@ -57,7 +57,9 @@ LayerProfile timings_for(const model::Model& m) {
 TEST(ProfiledModel, RoundTripsThroughTheModelLoader) {
   const model::Model original = small_gpt();
   const LayerProfile profile = timings_for(original);
-  const model::Model loaded = load_text(profiled_model_yaml(original, profile, {"mpsim profile ...", "host", "now"}));
+  const model::Model loaded = load_text(profiled_model_yaml(
+      original, profile,
+      {"mpsim profile ...", "host", "now", "{name: tiny-gpt, family: gpt, layers: 3, hidden: 64, heads: 4, seq_len: 32, vocab: 256, dtype: fp32}"}));
 
   EXPECT_EQ(loaded.name, "tiny-gpt-profiled-mb2");
   EXPECT_EQ(loaded.dtype_bytes, original.dtype_bytes);
@@ -90,6 +92,29 @@ TEST(ProfiledModel, RoundTripsThroughTheModelLoader) {
   // The band a prediction from it carries.
   ASSERT_TRUE(loaded.profile_spread);
   EXPECT_DOUBLE_EQ(*loaded.profile_spread, 0.0625);
+  // The Adam step's time per parameter, a field the optimizer step's cost uses (4 digits kept).
+  ASSERT_EQ(loaded.optimizer_seconds_per_parameter.count(model::Optimizer::Adam), 1U);
+  EXPECT_DOUBLE_EQ(loaded.optimizer_seconds_per_parameter.at(model::Optimizer::Adam), 2.5e-9);
+  // The model the executor trains in its place.
+  ASSERT_TRUE(loaded.profiled_from);
+  EXPECT_EQ(loaded.profiled_from->name, "tiny-gpt");
+  EXPECT_EQ(loaded.profiled_from->parameters(), original.parameters());
+}
+
+TEST(ProfiledModel, IsInTheExecutorsFp32WhateverTheModelsDtype) {
+  // The backends compute and keep fp32: a bf16 model's profile says fp32, with its bytes doubled.
+  const model::TransformerShape shape = model::default_shape(model::Family::Gpt, 3, 64, 4, 32, 256);
+  const model::Model original = model::make_transformer(shape, "tiny-gpt-bf16", 2);
+  const model::Model loaded = load_text(profiled_model_yaml(original, timings_for(original), {}));
+  EXPECT_EQ(loaded.dtype_bytes, 4);
+  ASSERT_EQ(loaded.layers.size(), original.layers.size());
+  for (std::size_t i = 0; i < original.layers.size(); ++i) {
+    SCOPED_TRACE(original.layers[i].name);
+    EXPECT_EQ(loaded.layers[i].output_bytes.count(), 2 * original.layers[i].output_bytes.count());
+    EXPECT_EQ(model::stashed_activation_bytes(loaded.layers[i], 1, 1, false, model::Recompute::None).count(),
+              2 * model::stashed_activation_bytes(original.layers[i], 1, 1, false, model::Recompute::None).count());
+  }
+  EXPECT_FALSE(loaded.profiled_from);  // none given: trained as listed
 }
 
 TEST(ProfiledModel, KeepsHandListedLayers) {

@@ -1,6 +1,9 @@
 // Model states (weights, gradients, optimizer state) per GPU and the data-parallel bytes that move
 // them, against closed forms worked out by hand: fp32 or 16-bit gradients, FP8 weight copies or FP8
 // weights only, ZeRO's shards.
+#include <algorithm>
+#include <vector>
+
 #include <gtest/gtest.h>
 
 #include "engine_test_support.h"
@@ -49,7 +52,7 @@ TEST(ModelStates, MuonKeepsMasterWeightsAndOneMomentum) {
   EXPECT_EQ(static_memory({kParameters, 0, 0, 0}, f).optimizer.count(), 8 * kParameters / 8);
   // One step reads the fp32 gradient, reads and writes the master weights and momentum, writes the
   // 16-bit weights: 4 + 16 + 2 bytes per parameter of the rank's shard, at 1 TB/s.
-  const BytesPerSec bandwidth = BytesPerSec::bytes_per_sec(1e12);
+  const OptimizerPace bandwidth{BytesPerSec::bytes_per_sec(1e12), {}};
   EXPECT_EQ(optimizer_step_time({kParameters, 0, 0, 0}, f, bandwidth), TimeNs::ns(22 * kParameters / 8 / 1000));
   f.optimizer = plan::Optimizer::Adam;
   EXPECT_EQ(optimizer_step_time({kParameters, 0, 0, 0}, f, bandwidth), TimeNs::ns(30 * kParameters / 8 / 1000));
@@ -57,6 +60,49 @@ TEST(ModelStates, MuonKeepsMasterWeightsAndOneMomentum) {
   f.expert_data = 2;
   EXPECT_EQ(optimizer_step_time({kParameters, 0, 0, 400'000'000}, f, bandwidth),
             TimeNs::ns(30LL * (600'000'000 / 8 + 400'000'000 / 2) / 1000));
+}
+
+TEST(ModelStates, AMeasuredTimePerParameterPricesItsOptimizersStep) {
+  // 7.24 ns per Adam parameter (a CPU rank's, as mpsim profile times it): the step is the parameters
+  // the rank owns times that, whatever the bandwidth; Muon, unmeasured, keeps its traffic at 1 TB/s.
+  StateFormat f = format(Precision::Bf16, 0, 8);
+  const OptimizerPace pace{BytesPerSec::bytes_per_sec(1e12), {{plan::Optimizer::Adam, 7.24e-9}}};
+  EXPECT_EQ(optimizer_step_time({kParameters, 0, 0, 0}, f, pace), TimeNs::ns(7'240'000'000));
+  f.zero = 1;  // the distributed optimizer steps its shard: an eighth
+  EXPECT_EQ(optimizer_step_time({kParameters, 0, 0, 0}, f, pace), TimeNs::ns(905'000'000));
+  f.optimizer = plan::Optimizer::Muon;
+  EXPECT_EQ(optimizer_step_time({kParameters, 0, 0, 0}, f, pace), TimeNs::ns(22 * kParameters / 8 / 1000));
+}
+
+// A profiled model's optimizer_time_per_parameter through the whole simulator: each pipeline rank's
+// optimizer span lasts its parameters times the measured time, and the step ends with it.
+TEST(ModelStates, TheSimulatorStepsAProfiledModelsOptimizerAtItsMeasuredTime) {
+  const auto cluster = testing::pcie_box(2);
+  const auto model = testing::model_yaml(
+      "model:\n  name: profiled\n  dtype: fp32\n  optimizer_time_per_parameter: { adam: \"7.5 ns\" }\n  layers:\n"
+      "    - { name: a, forward_time: \"1 ms\", backward_time: \"2 ms\", params: 1000000 }\n"
+      "    - { name: b, forward_time: \"1 ms\", backward_time: \"2 ms\", params: 3000000 }\n");
+  const auto plan = testing::pipeline_plan(2, 1, "gpipe", cluster, model);
+  const CostModel costs = build_cost_model(cluster, model, plan, plan::Layout(plan));
+  EXPECT_EQ(costs.ranks.at(0).optimizer_step, TimeNs::us(7500));   // 1 M x 7.5 ns
+  EXPECT_EQ(costs.ranks.at(1).optimizer_step, TimeNs::us(22500));  // 3 M x 7.5 ns
+  EngineOptions options;
+  options.record_timeline = true;
+  const Prediction prediction = simulate(cluster, model, plan, options);
+  std::vector<std::int64_t> optimizer_spans;
+  for (const trace::Span& s : prediction.timeline.spans) {
+    if (s.kind == trace::SpanKind::Optimizer) optimizer_spans.push_back(s.end_ns - s.start_ns);
+  }
+  std::sort(optimizer_spans.begin(), optimizer_spans.end());
+  EXPECT_EQ(optimizer_spans, (std::vector<std::int64_t>{7'500'000, 22'500'000}));
+  // Without the field the same step is priced by 30 bytes per parameter at the A100's memory bandwidth.
+  const auto unmeasured = testing::model_yaml(
+      "model:\n  name: listed\n  dtype: fp32\n  layers:\n"
+      "    - { name: a, forward_time: \"1 ms\", backward_time: \"2 ms\", params: 1000000 }\n"
+      "    - { name: b, forward_time: \"1 ms\", backward_time: \"2 ms\", params: 3000000 }\n");
+  const CostModel bandwidth_costs = build_cost_model(cluster, unmeasured, plan, plan::Layout(plan));
+  const BytesPerSec hbm = cluster.gpu_kind_of(cluster.gpus().front()).memory_bandwidth;
+  EXPECT_EQ(bandwidth_costs.ranks.at(1).optimizer_step, transfer_time(Bytes::bytes(30 * 3'000'000), hbm));
 }
 
 TEST(ModelStates, Fp8CopiesOnlyForTheFp8GemmsWeights) {

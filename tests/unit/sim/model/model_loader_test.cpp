@@ -325,6 +325,87 @@ TEST(ModelLoader, RopeScaling) {
   EXPECT_EQ(kimi->beta_fast, 1.0);
 }
 
+// What mpsim profile --model-out writes beside the layers: the optimizer's measured time per
+// parameter, and the model the executor trains in the profiled model's place.
+const std::string kTinyGpt = "{ family: gpt, layers: 2, hidden: 32, heads: 4, seq_len: 16, vocab: 64, dtype: fp32 }";
+std::string profiled_list(const std::string& fields, const std::string& kinds = "embedding, transformer, transformer, output_head") {
+  std::string out = "model:\n  name: tiny-profiled-mb1\n  dtype: fp32\n" + fields + "  layers:\n";
+  int i = 0;
+  std::string rest = kinds;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(", ");
+    const std::string kind = rest.substr(0, comma);
+    out += "    - { name: l" + std::to_string(i++) + ", kind: " + kind + ", forward_time: \"1 ms\", backward_time: \"2 ms\" }\n";
+    rest = comma == std::string::npos ? "" : rest.substr(comma + 2);
+  }
+  return out;
+}
+
+TEST(ModelLoader, AProfiledModelsOptimizerTimeAndSource) {
+  const Model m = parse_text(profiled_list("  optimizer_time_per_parameter: { adam: \"7.24 ns\" }\n"
+                                           "  profiled_from: " + kTinyGpt + "\n"));
+  ASSERT_EQ(m.optimizer_seconds_per_parameter.size(), 1U);
+  EXPECT_DOUBLE_EQ(m.optimizer_seconds_per_parameter.at(Optimizer::Adam), 7.24e-9);  // not rounded to 7 ns
+  ASSERT_TRUE(m.profiled_from);
+  EXPECT_EQ(&executed_model(m), m.profiled_from.get());
+  EXPECT_EQ(m.profiled_from->name, "tiny-profiled-mb1");  // a source without a name takes the model's
+  ASSERT_TRUE(m.profiled_from->shape);
+  EXPECT_EQ(m.profiled_from->shape->hidden, 32);
+  EXPECT_EQ(m.profiled_from->dtype_bytes, 4);
+  // Without them: priced by memory traffic, trained as listed.
+  const Model plain = parse_text(profiled_list(""));
+  EXPECT_TRUE(plain.optimizer_seconds_per_parameter.empty());
+  EXPECT_EQ(&executed_model(plain), &plain);
+  // The hyperparameter form may carry a measured time too.
+  const Model gpt = parse_text("model: { family: gpt, layers: 2, hidden: 32, heads: 4, seq_len: 16, vocab: 64, "
+                               "optimizer_time_per_parameter: { muon: \"0.05 ns\" } }\n");
+  EXPECT_DOUBLE_EQ(gpt.optimizer_seconds_per_parameter.at(Optimizer::Muon), 5e-11);
+}
+
+TEST(ModelLoader, AProfiledModelsBadFieldsAreLocated) {
+  const std::string source = "  profiled_from: " + kTinyGpt + "\n";
+  expect_error(profiled_list("  optimizer_time_per_parameter: { adam: \"7 parsecs\" }\n"), "4:41",
+               "model.optimizer_time_per_parameter.adam", "unknown unit 'parsecs'");
+  expect_error(profiled_list("  optimizer_time_per_parameter: { adamw: \"7 ns\" }\n"), "4:35",
+               "model.optimizer_time_per_parameter.adamw", "unknown field 'adamw'");
+  expect_error(profiled_list("  optimizer_time_per_parameter: { adam: \"0 ns\" }\n"), "4:41",
+               "model.optimizer_time_per_parameter.adam", "must be positive");
+  expect_error(profiled_list("  optimizer_time_per_parameter: { adam: \"15 ms\" }\n"), "4:41",
+               "model.optimizer_time_per_parameter.adam", "the whole step's time");
+  expect_error(profiled_list("  optimizer_time_per_parameter: \"7 ns\"\n"), "4:33", "model.optimizer_time_per_parameter",
+               "expected a mapping");
+  // The source must be the hyperparameter form, valid, with the list's layers in number and kind.
+  expect_error(profiled_list("  profiled_from: { family: gpt, layers: 2, hiden: 32 }\n"), "4:44",
+               "model.profiled_from.hiden", "unknown field 'hiden'");
+  expect_error(profiled_list(source, "embedding, transformer, output_head"), "4:18", "model.profiled_from",
+               "has 4 layers, the list 3");
+  expect_error(profiled_list(source, "embedding, transformer, generic, output_head"), "4:18", "model.profiled_from",
+               "layer 2 (l2) is transformer there and generic in the list");
+  expect_error(profiled_list("  profiled_from: { layers: [ { name: a } ] }\n"), "4:28", "model.profiled_from.layers",
+               "hyperparameter form");
+}
+
+TEST(ModelLoader, TheExecutedModelAProfileRecords) {
+  const TempDir dir;
+  // A hyperparameter model: its own mapping, named as the model is (here by its file).
+  const fs::path gpt = dir.write("tiny.yaml", "model: { family: gpt, layers: 2, hidden: 32, heads: 4, seq_len: 16, vocab: 64 }\n");
+  const std::string source = executed_model_yaml(gpt);
+  EXPECT_NE(source.find("name: tiny"), std::string::npos) << source;
+  const Model profiled = parse_text(profiled_list("  profiled_from: " + source + "\n"));
+  ASSERT_TRUE(profiled.profiled_from);
+  EXPECT_EQ(profiled.profiled_from->name, "tiny");
+  EXPECT_EQ(profiled.profiled_from->parameters(), load_model_file(gpt).parameters());
+  // A profiled model: what it was profiled from, without the measured optimizer time.
+  const fs::path again = dir.write("tiny-mb1.yaml", profiled_list("  optimizer_time_per_parameter: { adam: \"7 ns\" }\n"
+                                                                  "  profiled_from: " + source + "\n"));
+  const std::string again_source = executed_model_yaml(again);
+  EXPECT_EQ(parse_text(profiled_list("  profiled_from: " + again_source + "\n")).profiled_from->parameters(),
+            profiled.profiled_from->parameters());
+  EXPECT_EQ(again_source.find("optimizer_time"), std::string::npos) << again_source;
+  // A listed model is trained as listed.
+  EXPECT_EQ(executed_model_yaml(dir.write("listed.yaml", profiled_list(""))), "");
+}
+
 TEST(ModelLoader, MissingFileIsAnInputError) {
   EXPECT_THROW((void)load_model_file(kModels / "no-such-model.yaml"), InputError);
 }
