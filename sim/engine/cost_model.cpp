@@ -125,7 +125,8 @@ OptimizerPace optimizer_pace(const model::Model& model, BytesPerSec memory_bandw
 TimeNs optimizer_step_time(const RankParameters& parameters, const StateFormat& format,
                            const OptimizerPace& pace) noexcept {
   const std::int64_t expert = std::min(parameters.expert, parameters.total);
-  const std::int64_t dense = parameters.total - expert;
+  // A tied table's copy is stepped like the rank's own dense parameters (static_memory keeps its state).
+  const std::int64_t dense = parameters.total - expert + std::max<std::int64_t>(parameters.tied_copy, 0);
   const int data = std::max(1, format.data);
   const int expert_data = std::max(1, format.expert_data);
   const std::int64_t owned =

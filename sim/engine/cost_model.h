@@ -158,8 +158,9 @@ struct RankParameters {
   std::int64_t largest_layer = 0;  ///< in its largest layer
   std::int64_t expert = 0;         ///< of those, routed experts' (their states shard over expert_data, not data)
   /// Of a tied vocabulary table, the copy the rank keeps for its output head (tied_table_copy()):
-  /// weights, gradients and optimizer state like any parameter's, so counted in static_memory(); not
-  /// in `total`, which prices the step's time as before.
+  /// weights, gradients and optimizer state like any parameter's, so counted in static_memory() and
+  /// stepped by optimizer_step_time(); not in `total` (the layers' own parameters). The all-reduce
+  /// that keeps it equal to the first stage's table is not timed.
   std::int64_t tied_copy = 0;
 };
 [[nodiscard]] StaticMemory static_memory(const RankParameters& parameters, const StateFormat& format) noexcept;

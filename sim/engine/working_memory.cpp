@@ -3,10 +3,13 @@
 namespace mpsim::engine {
 
 LossMemory loss_memory(plan::CrossEntropy loss, std::int64_t dtype_bytes) noexcept {
+  // `.float()` of fp32 logits is the tensor itself: no copy beside it, and no cast of the gradient back.
+  const std::int64_t narrower = dtype_bytes < kStashedLogitBytes ? dtype_bytes : 0;
+  const std::int64_t float_copy = dtype_bytes < kStashedLogitBytes ? kStashedLogitBytes : 0;
   switch (loss) {
-    case plan::CrossEntropy::Native: return {kStashedLogitBytes, dtype_bytes, dtype_bytes};
+    case plan::CrossEntropy::Native: return {kStashedLogitBytes, narrower, narrower};
     case plan::CrossEntropy::Te: return {dtype_bytes, 0, 0};
-    case plan::CrossEntropy::Pytorch: return {kStashedLogitBytes, dtype_bytes + kStashedLogitBytes, 2 * kStashedLogitBytes};
+    case plan::CrossEntropy::Pytorch: return {kStashedLogitBytes, dtype_bytes + float_copy, 2 * kStashedLogitBytes};
   }
   return {};
 }

@@ -16,6 +16,7 @@
 ///  - pytorch (torch.nn.functional.cross_entropy on `logits.float()`, TorchTitan's loss): keeps the fp32
 ///    log-softmax output; the 16-bit logits and their fp32 copy beside it in the forward, and in the
 ///    backward the gradients of the log-softmax's output and input (two fp32 tensors).
+/// For an fp32 model `.float()` returns the logits themselves: no 16-bit copies and no fp32 copy.
 /// The transients of a forward under full recomputation (its layers run without keeping anything, a few
 /// of one layer's tensors at a time) and the activation gradients passed between layers (one layer's
 /// output each) are left out: both are small beside one layer's recomputed activations.

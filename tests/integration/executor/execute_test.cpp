@@ -5,6 +5,7 @@
 // is refused in one line before any work.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -542,10 +543,11 @@ namespace mpsim::testing {
 namespace {
 
 // mpirun -n N mpsim plan: the processes divide the search and rank 0 prints what one process finds,
-// the ranking, the Pareto front, the best plan's whole report and the best plan only the memory
-// margin left out alike.
+// the ranking, the (exact) Pareto front, the best plan's whole report and the best plan only the
+// memory margin left out alike. The default front, to within 2 %, depends on what each process
+// simulated: divided, it still covers the exact front to within 2 %.
 TEST(DividedSearch, EqualsTheOneProcessResult) {
-  const std::string plan = "plan --json --threads 1 --global-batch 128";
+  const std::string plan = "plan --json --threads 1 --global-batch 128 --pareto exact";
   const CommandResult one = run_mpsim(plan);
   ASSERT_EQ(one.exit_code, 0) << one.err;
   const auto alone = nlohmann::json::parse(one.out);
@@ -561,6 +563,16 @@ TEST(DividedSearch, EqualsTheOneProcessResult) {
     EXPECT_EQ(merged.at("search").at("within_margin"), alone.at("search").at("within_margin")) << ranks << " ranks";
     EXPECT_EQ(merged.at("search").at("usable_memory_bytes"), alone.at("search").at("usable_memory_bytes"))
         << ranks << " ranks";
+  }
+  const CommandResult near = run_mpsim_with(mpirun(2), "plan --json --threads 1 --global-batch 128");
+  ASSERT_EQ(near.exit_code, 0) << near.err;
+  const auto near_front = nlohmann::json::parse(near.out).at("pareto");
+  for (const auto& exact : alone.at("pareto")) {
+    const bool covered = std::any_of(near_front.begin(), near_front.end(), [&](const nlohmann::json& f) {
+      return f.at("peak_memory_bytes").get<std::int64_t>() <= exact.at("peak_memory_bytes").get<std::int64_t>() &&
+             f.at("step_time_s").get<double>() <= 1.02 * exact.at("step_time_s").get<double>();
+    });
+    EXPECT_TRUE(covered) << "nothing on the divided 2 % front covers " << exact.at("plan").dump();
   }
 }
 

@@ -29,15 +29,21 @@ TEST(WorkingMemory, TheLossKeepsAndHoldsWhatItsKernelAllocates) {
   // logits (forward) and gradient (backward) beside it; Transformer Engine's: the 16-bit logits alone;
   // PyTorch's: the fp32 log-softmax output, with the 16-bit logits and their fp32 copy, then two fp32
   // gradients.
-  const auto expect = [](plan::CrossEntropy loss, std::int64_t kept, std::int64_t forward, std::int64_t backward) {
-    const LossMemory m = loss_memory(loss, 2);
+  const auto expect = [](plan::CrossEntropy loss, std::int64_t dtype_bytes, std::int64_t kept, std::int64_t forward,
+                         std::int64_t backward) {
+    const LossMemory m = loss_memory(loss, dtype_bytes);
     EXPECT_EQ(m.kept, kept);
     EXPECT_EQ(m.forward, forward);
     EXPECT_EQ(m.backward, backward);
   };
-  expect(plan::CrossEntropy::Native, 4, 2, 2);
-  expect(plan::CrossEntropy::Te, 2, 0, 0);
-  expect(plan::CrossEntropy::Pytorch, 4, 6, 8);
+  expect(plan::CrossEntropy::Native, 2, 4, 2, 2);
+  expect(plan::CrossEntropy::Te, 2, 2, 0, 0);
+  expect(plan::CrossEntropy::Pytorch, 2, 4, 6, 8);
+  // An fp32 model (the CPU executor's): `.float()` is the logits themselves, so neither the native
+  // kernel's 16-bit copies nor PyTorch's fp32 copy exist.
+  expect(plan::CrossEntropy::Native, 4, 4, 0, 0);
+  expect(plan::CrossEntropy::Te, 4, 4, 0, 0);
+  expect(plan::CrossEntropy::Pytorch, 4, 4, 4, 8);
 }
 
 model::Model gpt(int layers, int seq_len, int vocab) {
