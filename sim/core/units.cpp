@@ -192,15 +192,20 @@ ParseResult<BytesPerSec> parse_bandwidth(std::string_view text) {
   return out;
 }
 
+namespace {
+/// A time in nanoseconds, unrounded; what parse_time and parse_time_seconds share.
+ParseResult<double> parse_time_ns(std::string_view text) {
+  auto r = parse_scaled(text, kTimeUnits, "time", "2 us");
+  if (r.ok() && r.value > 1e18) r.error = fmt::format("time '{}' is too large", trim(text));
+  return r;
+}
+}  // namespace
+
 ParseResult<TimeNs> parse_time(std::string_view text) {
   ParseResult<TimeNs> out;
-  const auto r = parse_scaled(text, kTimeUnits, "time", "2 us");
+  const auto r = parse_time_ns(text);
   if (!r.ok()) {
     out.error = r.error;
-    return out;
-  }
-  if (r.value > 1e18) {
-    out.error = fmt::format("time '{}' is too large", trim(text));
     return out;
   }
   out.value = TimeNs::ns(std::llround(r.value));
@@ -209,13 +214,9 @@ ParseResult<TimeNs> parse_time(std::string_view text) {
 
 ParseResult<double> parse_time_seconds(std::string_view text) {
   ParseResult<double> out;
-  const auto r = parse_scaled(text, kTimeUnits, "time", "2 us");
+  const auto r = parse_time_ns(text);
   if (!r.ok()) {
     out.error = r.error;
-    return out;
-  }
-  if (r.value > 1e18) {
-    out.error = fmt::format("time '{}' is too large", trim(text));
     return out;
   }
   out.value = r.value * 1e-9;
