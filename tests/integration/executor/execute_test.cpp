@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -350,10 +351,28 @@ TEST(ExecuteTest, AProfiledModelTrainsTheModelItWasProfiledFromWithThePlansParti
   const Run from_original = run(original, uneven, "original");
   ASSERT_FALSE(from_original.parameters.empty());
   EXPECT_EQ(from_profiled.parameters, from_original.parameters);
-  EXPECT_EQ(from_profiled.peak_memory, from_original.peak_memory);
+  // Peaks alike, but for the activations and gradients a rank frees once their sends complete, which
+  // depends on when the peer receives: one boundary tensor (micro batch x sequence x hidden floats)
+  // either way.
+  const auto model_json = nlohmann::json::parse(run_mpsim("model show --json " + original).out);
+  constexpr std::int64_t kMicroBatch = 2;  // the plans' (plan_with)
+  const std::int64_t boundary = kMicroBatch * model_json.at("shape").at("seq_len").get<std::int64_t>() *
+                                model_json.at("shape").at("hidden").get<std::int64_t>() * 4;
+  const auto near_peaks = [&](const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b) {
+    if (a.size() != b.size()) return false;
+    for (std::size_t r = 0; r < a.size(); ++r) {
+      if (std::abs(a[r] - b[r]) > boundary) return false;
+    }
+    return true;
+  };
+  ASSERT_EQ(from_profiled.peak_memory.size(), 2u);
+  EXPECT_TRUE(near_peaks(from_profiled.peak_memory, from_original.peak_memory))
+      << from_profiled.peak_memory[0] << " " << from_profiled.peak_memory[1] << " against "
+      << from_original.peak_memory[0] << " " << from_original.peak_memory[1] << " (one boundary: " << boundary << " B)";
   const Run other = run(original, plan_with("[0, 3, 4]", "other"), "other");
   ASSERT_EQ(other.peak_memory.size(), 2u);
-  EXPECT_NE(other.peak_memory, from_profiled.peak_memory);  // the memory tells the partitions apart
+  EXPECT_FALSE(near_peaks(other.peak_memory, from_profiled.peak_memory))  // the memory tells the partitions apart
+      << other.peak_memory[0] << " " << other.peak_memory[1];
   // simulate on the profiled model resolves the same plan to the same stages: its report's layers per
   // stage follow the partition (the first rank's weights are the smaller).
   const CommandResult sim = run_mpsim("simulate --topology " + repo("tests/integration/executor/loopback.yaml") +
