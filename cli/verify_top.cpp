@@ -87,6 +87,12 @@ std::vector<VerifiedPlan> verify_top(const std::vector<planner::Evaluated>& rank
       args.emplace_back("--set");
       args.push_back(s);
     }
+    // The prediction prices the plan's optimizer step; execute runs SGD unless told. It has SGD and
+    // Adam only: a Muon plan is measured with SGD's step (docs/closed-loop.md).
+    if (ranked[i].plan.optimizer == model::Optimizer::Adam) {
+      args.emplace_back("--optimizer");
+      args.emplace_back("adam");
+    }
     std::cerr << fmt::format("verifying #{} of {} on {} ranks ({} backend)\n", i + 1, count, gpus, options.backend);
     const executor::LaunchResult launched = run_quietly(gpus, args);
     if (launched.exit_code != 0 || !fs::exists(trace_file)) {
