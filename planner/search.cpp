@@ -267,13 +267,12 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
           out.exceeded_limit = true;
         }
       }
-      const bool kept = out.ok.has_value() && !out.ok->report.oom && Bytes::bytes(out.ok->report.peak_memory_bytes) <= usable;
-      const std::int64_t memory = kept ? out.ok->report.peak_memory_bytes : 0;
-      const std::int64_t step = kept ? TimeNs::seconds(out.ok->report.step_time_s).base() : 0;
+      const std::size_t kept_before = evaluated.size();
       commit(id, std::move(out));
-      if (kept) {
+      if (evaluated.size() > kept_before) {  // commit kept it: it fits
+        const trace::Report& r = evaluated.back().report;
         const std::lock_guard lock(committed_mutex);
-        committed_points.emplace_back(memory, step);
+        committed_points.emplace_back(r.peak_memory_bytes, TimeNs::seconds(r.step_time_s).base());
       }
     };
     run_ordered_search(rest, threads, front);
