@@ -16,6 +16,7 @@
 #include "sim/core/text_file.h"
 #include "sim/core/units.h"
 #include "sim/plan/degrees_text.h"
+#include "sim/plan/plan_check.h"
 #include "sim/trace/trace_json.h"
 
 namespace mpsim::cli {
@@ -68,9 +69,12 @@ bool within_memory_margin(const trace::Report& r) {
 
 
 std::optional<calibration::StepBand> step_band_of(const Inputs& in, const plan::Plan& plan, const trace::Report& r) {
-  if (in.cluster.gpus().empty()) return std::nullopt;
-  return calibration::step_band(r.step_time_s, calibration::prediction_group(in.model, plan),
-                                in.cluster.gpu_kind_of(in.cluster.gpus().front()).id, in.profile ? &*in.profile : nullptr);
+  const auto kinds = plan::job_gpu_kinds(in.cluster);
+  if (kinds.empty()) return std::nullopt;
+  // A cluster of several kinds takes the spread over every kind's rows.
+  const std::string_view kind = kinds.size() == 1 ? std::string_view(kinds.front()->id) : std::string_view();
+  return calibration::step_band(r.step_time_s, calibration::prediction_group(in.model, plan), kind,
+                                in.profile ? &*in.profile : nullptr);
 }
 
 std::optional<calibration::StepBand> step_band_of(const Inputs& in, const trace::Report& r) {

@@ -6,11 +6,24 @@
 namespace mpsim::planner {
 
 std::vector<int> balanced_partition(std::span<const std::int64_t> costs, int parts) {
-  const int n = static_cast<int>(costs.size());
+  return balanced_partition(std::vector<std::vector<std::int64_t>>(static_cast<std::size_t>(parts),
+                                                                   std::vector<std::int64_t>(costs.begin(), costs.end())));
+}
+
+std::vector<int> balanced_partition(std::span<const std::vector<std::int64_t>> stage_costs) {
+  const int parts = static_cast<int>(stage_costs.size());
+  const int n = static_cast<int>(stage_costs.front().size());
   const auto un = static_cast<std::size_t>(n);
-  std::vector<std::int64_t> prefix(un + 1, 0);
-  for (std::size_t i = 0; i < un; ++i) prefix[i + 1] = prefix[i] + costs[i];
-  const auto sum = [&](int a, int b) { return prefix[static_cast<std::size_t>(b)] - prefix[static_cast<std::size_t>(a)]; };
+  // prefix[s][i]: the first i units' cost on stage s.
+  std::vector<std::vector<std::int64_t>> prefix(stage_costs.size(), std::vector<std::int64_t>(un + 1, 0));
+  for (std::size_t s = 0; s < stage_costs.size(); ++s) {
+    for (std::size_t i = 0; i < un; ++i) prefix[s][i + 1] = prefix[s][i] + stage_costs[s][i];
+  }
+  // The cost of units a..b-1 as the stage j-from-the-end (stage parts - j from the front).
+  const auto sum = [&](int j, int a, int b) {
+    const auto& p = prefix[static_cast<std::size_t>(parts - j)];
+    return p[static_cast<std::size_t>(b)] - p[static_cast<std::size_t>(a)];
+  };
 
   // tail[j][i]: the smallest bottleneck of units i..n-1 cut into j stages (infinite when impossible).
   // Solved from the back so that the boundaries can then be chosen from the front.
@@ -26,7 +39,7 @@ std::vector<int> balanced_partition(std::span<const std::int64_t> costs, int par
       for (int e = i + 1; e <= n - (j - 1); ++e) {
         const std::int64_t rest = at(j - 1, e);
         if (rest == kInf) continue;
-        best = std::min(best, std::max(sum(i, e), rest));
+        best = std::min(best, std::max(sum(j, i, e), rest));
       }
       at(j, i) = best;
     }
@@ -41,7 +54,7 @@ std::vector<int> balanced_partition(std::span<const std::int64_t> costs, int par
     int end = start + 1;
     while (end <= n - (j - 1)) {
       const std::int64_t rest = at(j - 1, end);
-      if (rest != kInf && std::max(sum(start, end), rest) <= optimum) break;
+      if (rest != kInf && std::max(sum(j, start, end), rest) <= optimum) break;
       ++end;
     }
     bounds.push_back(end);

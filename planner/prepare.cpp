@@ -46,6 +46,67 @@ Bytes largest_static_memory(const plan::PlanSpec& spec, const StageCosts& costs,
   return worst;
 }
 
+/// The job's GPU kinds (indices into cluster.gpu_kinds()), each once, in the order the GPUs show them.
+std::vector<int> job_kind_indices(const topology::Cluster& cluster) {
+  std::vector<int> kinds;
+  for (const topology::DeviceId g : cluster.gpus()) {
+    const int kind = cluster.device(g).gpu_kind;
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+  }
+  return kinds;
+}
+
+/// Each unit at the fastest of its kinds' times (the memory is the same on every kind): a stage on any of
+/// them takes at least this, so the bounds stay bounds.
+std::vector<UnitCost> fastest_of(const std::vector<std::vector<UnitCost>>& by_kind) {
+  std::vector<UnitCost> out = by_kind.front();
+  for (const std::vector<UnitCost>& kind : by_kind) {
+    for (std::size_t u = 0; u < out.size(); ++u) {
+      UnitCost& o = out[u];
+      const UnitCost& k = kind[u];
+      for (auto member : {&UnitCost::forward, &UnitCost::backward, &UnitCost::backward_input, &UnitCost::backward_weight,
+                          &UnitCost::forward_overlapped, &UnitCost::backward_overlapped,
+                          &UnitCost::backward_input_overlapped, &UnitCost::in_layer_comm}) {
+        o.*member = std::min(o.*member, k.*member);
+      }
+    }
+  }
+  return out;
+}
+
+/// What a balanced partition depends on: the unit costs, the stages it cuts, and on a cluster of several
+/// kinds the kinds (positions in the job's kinds) of the ranks that hold each stage.
+struct CutKey {
+  std::size_t unit_key = 0;
+  int stages = 0;
+  std::vector<std::vector<int>> stage_kinds;  ///< by partition stage; empty on one kind
+  friend auto operator<=>(const CutKey&, const CutKey&) = default;
+};
+
+/// The kinds (positions in `job_kinds`) of the ranks holding each partition stage of `spec` on `cluster`.
+std::vector<std::vector<int>> partition_stage_kinds(const topology::Cluster& cluster, const plan::PlanSpec& spec,
+                                                    const std::vector<int>& job_kinds) {
+  const int p = spec.degrees[plan::Axis::Pipeline];
+  const plan::StageGpuKinds ranks =
+      plan::stage_gpu_kinds(cluster, plan::degrees_of(spec, spec.written(plan::Axis::Data).value_or(1)), spec.placement);
+  std::vector<std::vector<int>> out(
+      static_cast<std::size_t>(plan::partition_stage_count(spec.schedule, p, spec.virtual_stages)));
+  if (ranks.kinds.size() != static_cast<std::size_t>(p)) return out;
+  const int chunks = plan::is_v_shaped(spec.schedule) ? 2 : spec.virtual_stages;
+  for (int r = 0; r < p; ++r) {
+    const int kind = static_cast<int>(std::find(job_kinds.begin(), job_kinds.end(), ranks.kinds[static_cast<std::size_t>(r)]) -
+                                      job_kinds.begin());
+    for (int c = 0; c < chunks; ++c) {
+      const int stage =
+          plan::partition_stage_of(spec.schedule, p, plan::virtual_stage_of(spec.schedule, p, r, c));
+      auto& kinds = out.at(static_cast<std::size_t>(stage));
+      if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+    }
+  }
+  for (auto& kinds : out) std::sort(kinds.begin(), kinds.end());
+  return out;
+}
+
 }  // namespace
 
 Bytes gpu_capacity(const topology::Cluster& cluster) {
@@ -60,6 +121,16 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   if (options.on_progress) options.on_progress({.candidates = space.candidates.size()});
   const int threads = effective_threads(options.threads);
   const UnitCostModel units(cluster, model);
+  // A cluster of several GPU kinds (node_groups): each kind's unit costs, probed as if every GPU were of
+  // that kind. The bounds take each unit at its fastest kind; a balanced partition weighs each stage's
+  // units at the kind that runs it (the slower, for a stage that two ranks of different kinds hold).
+  const std::vector<int> job_kinds = job_kind_indices(cluster);
+  std::vector<topology::Cluster> kind_clusters;
+  if (job_kinds.size() > 1) {
+    for (const int kind : job_kinds) kind_clusters.push_back(cluster.with_every_gpu_as(kind));
+  }
+  std::vector<UnitCostModel> kind_units;
+  for (const topology::Cluster& c : kind_clusters) kind_units.emplace_back(c, model);
   // Without the margin: the candidates only the margin prunes are estimated whole, for the search's
   // best plan within the margin (PlannerResult::within_margin).
   const Bytes usable = gpu_capacity(cluster) - options.memory_reserve;
@@ -69,21 +140,44 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   const auto& keys = keys_and_key_of.first;
   const auto& key_of = keys_and_key_of.second;
   std::vector<std::vector<UnitCost>> costs(keys.size());
-  parallel_for(keys.size(), threads, [&](std::size_t i) { costs[i] = units.costs(keys[i]); });
+  std::vector<std::vector<std::vector<UnitCost>>> kind_costs(keys.size());  // [key][kind position]
+  parallel_for(keys.size(), threads, [&](std::size_t i) {
+    if (kind_units.empty()) {
+      costs[i] = units.costs(keys[i]);
+      return;
+    }
+    for (const UnitCostModel& u : kind_units) kind_costs[i].push_back(u.costs(keys[i]));
+    costs[i] = fastest_of(kind_costs[i]);
+  });
 
   // Balanced partitions, once per (unit costs, stage count).
   std::vector<std::size_t> spec_ids(space.candidates.size());
   for (std::size_t i = 0; i < spec_ids.size(); ++i) spec_ids[i] = i;
-  const auto cuts_and_cut_of = distinct<std::pair<std::size_t, int>>(spec_ids, [&](std::size_t i) {
+  const auto cuts_and_cut_of = distinct<CutKey>(spec_ids, [&](std::size_t i) {
     const plan::PlanSpec& s = space.candidates[i];
-    return std::make_pair(key_of[i],
-                          plan::partition_stage_count(s.schedule, s.degrees[plan::Axis::Pipeline], s.virtual_stages));
+    return CutKey{key_of[i], plan::partition_stage_count(s.schedule, s.degrees[plan::Axis::Pipeline], s.virtual_stages),
+                  kind_units.empty() ? std::vector<std::vector<int>>{} : partition_stage_kinds(cluster, s, job_kinds)};
   });
   const auto& cuts = cuts_and_cut_of.first;
   const auto& cut_of = cuts_and_cut_of.second;
   std::vector<std::vector<int>> balanced(cuts.size());
   parallel_for(cuts.size(), threads, [&](std::size_t i) {
-    balanced[i] = balanced_partition(partition_weights(costs[cuts[i].first]), cuts[i].second);
+    const CutKey& cut = cuts[i];
+    if (cut.stage_kinds.empty()) {
+      balanced[i] = balanced_partition(partition_weights(costs[cut.unit_key]), cut.stages);
+      return;
+    }
+    std::vector<std::vector<std::int64_t>> by_kind;
+    for (const std::vector<UnitCost>& k : kind_costs[cut.unit_key]) by_kind.push_back(partition_weights(k));
+    std::vector<std::vector<std::int64_t>> stage_weights;
+    for (const std::vector<int>& kinds : cut.stage_kinds) {
+      std::vector<std::int64_t> w = by_kind.at(static_cast<std::size_t>(kinds.front()));
+      for (const int k : kinds) {
+        for (std::size_t u = 0; u < w.size(); ++u) w[u] = std::max(w[u], by_kind[static_cast<std::size_t>(k)][u]);
+      }
+      stage_weights.push_back(std::move(w));
+    }
+    balanced[i] = balanced_partition(stage_weights);
   });
 
   // Drafts: each spec with its balanced partition, then the even one where it differs.
@@ -103,6 +197,16 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   // fits) rather than kept: at 2048 GPUs a million drafts' costs would take gigabytes.
   const auto stage_costs_of = [&](std::size_t spec, const std::vector<int>& partition) {
     StageCosts c = stage_costs(costs[key_of[spec]], partition);
+    // On several kinds, a stage that one kind runs is timed at that kind's units (still a bound: the
+    // probe priced every unit on that kind's own GPUs and links); a stage of two kinds keeps the fastest.
+    const std::vector<std::vector<int>>& stage_kinds = cuts[cut_of[spec]].stage_kinds;
+    for (std::size_t s = 0; s < stage_kinds.size(); ++s) {
+      if (stage_kinds[s].size() != 1) continue;
+      const StageCosts mine = stage_costs(kind_costs[key_of[spec]][static_cast<std::size_t>(stage_kinds[s].front())],
+                                          {partition[s], partition[s + 1]});
+      c.times[s] = mine.times.front();
+      c.in_layer_comm[s] = mine.in_layer_comm.front();
+    }
     if (plan::is_bidirectional(space.candidates[spec].schedule)) c = repeated_for_second_direction(std::move(c));
     return c;
   };
@@ -139,9 +243,17 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   });
   EstimateContext context;
   context.dtype_bytes = model.dtype_bytes;
-  context.additive_times = units.additive_times();
-  context.optimizer_pace = engine::optimizer_pace(
-      model, cluster.gpus().empty() ? BytesPerSec{} : cluster.gpu_kind_of(cluster.gpus().front()).memory_bandwidth);
+  // On several kinds, the per-kind probes (each on one kind) say whether unit times add up.
+  context.additive_times =
+      kind_units.empty() ? units.additive_times()
+                         : std::all_of(kind_units.begin(), kind_units.end(),
+                                       [](const UnitCostModel& u) { return u.additive_times(); });
+  // The fastest kind's memory bandwidth: the optimizer step's bound holds on every kind.
+  BytesPerSec fastest_memory;
+  for (const int kind : job_kinds) {
+    fastest_memory = std::max(fastest_memory, cluster.gpu_kinds()[static_cast<std::size_t>(kind)].memory_bandwidth);
+  }
+  context.optimizer_pace = engine::optimizer_pace(model, fastest_memory);
 
   std::vector<Prepared> out(drafts.size());
   parallel_for(drafts.size(), threads, [&](std::size_t i) {

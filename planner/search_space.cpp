@@ -31,9 +31,17 @@ bool resolves(const PlanSpec& spec, const topology::Cluster& cluster, const mode
   }
 }
 
+/// On a cluster of several GPU kinds, the same cluster at its first GPU's kind: a plan of one stage
+/// spans every kind, which resolve_plan() refuses (mixed_stage_error), so the rules of one axis are
+/// asked of this view instead.
+topology::Cluster one_kind_view(const topology::Cluster& cluster) {
+  return cluster.with_every_gpu_as(cluster.device(cluster.gpus().front()).gpu_kind);
+}
+
 /// Tensor degrees resolve_plan() accepts: it checks t alone on a plan that is otherwise trivially valid
 /// (no pipeline, one microbatch of one sample per replica).
 bool tensor_degree_valid(int t, const topology::Cluster& cluster, const model::Model& model) {
+  if (plan::job_gpu_kinds(cluster).size() > 1) return tensor_degree_valid(t, one_kind_view(cluster), model);
   PlanSpec spec;
   spec.write(plan::Axis::Tensor, t);
   spec.write(plan::Axis::Pipeline, 1);
@@ -55,9 +63,14 @@ class Enumerator {
         layers_(plan::partitionable_layer_count(model)),
         schedules_(options.schedules.empty() ? default_schedule_kinds() : options.schedules) {
     // The precisions the GPU runs GEMMs in (resolve_plan() refuses the others); unset: the model's.
-    const topology::GpuKind* gpu = cluster.gpus().empty() ? nullptr : &cluster.gpu_kind_of(cluster.gpus().front());
+    // On a cluster of several kinds, every kind runs them.
+    const std::vector<const topology::GpuKind*> kinds = plan::job_gpu_kinds(cluster);
+    several_kinds_ = kinds.size() > 1;
     for (const plan::Precision p : options.precisions) {
-      if (gpu != nullptr && gpu->peak_for(plan::gemm_dtype(p))) precisions_.emplace_back(p);
+      const bool runs = !kinds.empty() && std::all_of(kinds.begin(), kinds.end(), [&](const topology::GpuKind* gpu) {
+        return gpu->peak_for(plan::gemm_dtype(p)).has_value();
+      });
+      if (runs) precisions_.emplace_back(p);
     }
     if (options.precisions.empty()) precisions_.emplace_back(std::nullopt);
   }
@@ -220,6 +233,12 @@ class Enumerator {
                   ++out_.invalid;
                   continue;
                 }
+                // Each stage on one GPU kind (resolve_plan's mixed_stage_error, which the mirrored rules skip).
+                if (mirror() && several_kinds_ &&
+                    plan::stage_gpu_kinds(cluster_, spec.degrees, spec.placement).mixed.has_value()) {
+                  ++out_.invalid;
+                  continue;
+                }
                 out_.candidates.push_back(std::move(spec));
               }
             }
@@ -263,6 +282,7 @@ class Enumerator {
   }
 
   const topology::Cluster& cluster_;
+  bool several_kinds_ = false;  ///< the job's GPUs are of more than one kind
   std::vector<std::optional<plan::Precision>> precisions_;
   const model::Model& model_;
   const SearchSpaceOptions& options_;
@@ -307,7 +327,7 @@ std::optional<std::string> fixed_degree_error(plan::Axis axis, int degree, const
       spec.micro_batch = 1;
       spec.microbatches = 1;
       try {
-        (void)plan::resolve_plan(spec, cluster, model);
+        (void)plan::resolve_plan(spec, plan::job_gpu_kinds(cluster).size() > 1 ? one_kind_view(cluster) : cluster, model);
       } catch (const InputError& e) {
         return fmt::format("tensor {}: {}", degree, e.message());
       }

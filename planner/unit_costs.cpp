@@ -153,7 +153,7 @@ UnitCostModel::UnitCostModel(const topology::Cluster& cluster, const model::Mode
   additive_times_ =
       all_or_none([](const model::Layer& l) { return l.forward_time.has_value(); }) &&
       all_or_none([](const model::Layer& l) { return l.backward_input_time && l.backward_weight_time; }) &&
-      cluster.gpu_kinds().size() <= 1;
+      plan::job_gpu_kinds(cluster).size() <= 1;
 }
 
 std::vector<UnitCost> UnitCostModel::costs(const UnitCostKey& key) const {

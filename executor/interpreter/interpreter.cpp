@@ -722,7 +722,7 @@ class Interpreter {
       d.represents_stage = layout_.group(g, plan::Axis::Tensor | plan::Axis::Data).front() == g;
       devices.push_back(std::move(d));
     }
-    const auto peak = cluster_.gpu_kind_of(cluster_.gpus().front()).training_peak(model_.dtype_bytes);
+    const auto peak = cluster_.mean_training_peak(model_.dtype_bytes);
     result.report = schedule::build_report(step_seconds(all), std::move(devices), schedule::step_flops(model_, plan_), peak, plan_);
   }
 

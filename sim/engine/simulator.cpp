@@ -888,7 +888,7 @@ trace::Report Simulation::build_report() const {
     if (bytes[l] <= 0) continue;
     links.push_back({cluster_.links()[l].name, static_cast<std::int64_t>(bytes[l] + 0.5), static_cast<double>(busy[l]) * 1e-9});
   }
-  const auto peak = cluster_.gpu_kind_of(cluster_.gpus().front()).training_peak(model_.dtype_bytes);
+  const auto peak = cluster_.mean_training_peak(model_.dtype_bytes);
   return schedule::build_report(static_cast<double>(activity_.step_ns()) * 1e-9, std::move(devices), schedule::step_flops(model_, plan_), peak, plan_,
                                 std::move(links));
 }

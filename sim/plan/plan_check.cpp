@@ -245,17 +245,21 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
                               [](const topology::Device& d) { return d.kind == topology::DeviceKind::Cpu; }),
                   "activation_offload_layers", "activation offloading needs a host CPU in the topology");
   }
-  if (p.flex_dispatcher_sms && !cluster.gpus().empty()) {
-    const int gpu_sms = cluster.gpu_kind_of(cluster.gpus().front()).sm_count;
-    check.require(gpu_sms == 0 || *p.flex_dispatcher_sms < gpu_sms,
-                  std::string(name_of(kFlexDispatcherSmsKeys, p.dispatcher)),
-                  fmt::format("{} SMs for the dispatcher leave none of the GPU's {} to compute", *p.flex_dispatcher_sms,
-                              gpu_sms));
+  // Every rule on the GPU holds for each kind the job runs on (a cluster of several kinds: node_groups).
+  const std::vector<const topology::GpuKind*> kinds = job_gpu_kinds(cluster);
+  if (p.flex_dispatcher_sms) {
+    for (const topology::GpuKind* gpu : kinds) {
+      check.require(gpu->sm_count == 0 || *p.flex_dispatcher_sms < gpu->sm_count,
+                    std::string(name_of(kFlexDispatcherSmsKeys, p.dispatcher)),
+                    fmt::format("{} SMs for the dispatcher leave none of the {}'s {} to compute",
+                                *p.flex_dispatcher_sms, gpu->name, gpu->sm_count));
+    }
   }
   p.precision = spec.precision.value_or(model_precision(model.dtype_bytes));
-  if (!spec.precision && p.precision == Precision::Bf16 && !cluster.gpus().empty() &&
-      !cluster.gpu_kind_of(cluster.gpus().front()).peak_for(topology::DType::Bf16)) {
-    p.precision = Precision::Fp16;  // Volta: 16-bit models train in FP16
+  if (!spec.precision && p.precision == Precision::Bf16 &&
+      std::any_of(kinds.begin(), kinds.end(),
+                  [](const topology::GpuKind* gpu) { return !gpu->peak_for(topology::DType::Bf16); })) {
+    p.precision = Precision::Fp16;  // Volta: 16-bit models train in FP16 (on every kind of a mixed job)
   }
 
   // Degrees against the GPU count.
@@ -343,10 +347,9 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   }
 
   // The GEMM precision needs the GPU's support (no FP8 before Hopper, no BF16 on Volta).
-  if (!cluster.gpus().empty()) {
-    const topology::GpuKind& gpu = cluster.gpu_kind_of(cluster.gpus().front());
-    check.require(gpu.peak_for(gemm_dtype(p.precision)).has_value(), "precision",
-                  fmt::format("{} has no {} peak; choose a precision it supports", gpu.name, to_string(p.precision)));
+  for (const topology::GpuKind* gpu : kinds) {
+    check.require(gpu->peak_for(gemm_dtype(p.precision)).has_value(), "precision",
+                  fmt::format("{} has no {} peak; choose a precision it supports", gpu->name, to_string(p.precision)));
   }
   // A kernel generation is FlashAttention's, and the GPU kind must have a rate measured for it.
   if (p.attention_kernel) {
@@ -354,9 +357,8 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
     check.require(p.attention == AttentionKernel::Flash, "attention_kernel",
                   fmt::format("attention_kernel {} names FlashAttention kernels; attention is {}", generation,
                               to_string(p.attention)));
-    if (!cluster.gpus().empty()) {
-      const auto missing =
-          attention_rate_error(cluster.gpu_kind_of(cluster.gpus().front()), *p.attention_kernel, "attention_kernel");
+    for (const topology::GpuKind* gpu : kinds) {
+      const auto missing = attention_rate_error(*gpu, *p.attention_kernel, "attention_kernel");
       check.require(!missing, "attention_kernel", missing.value_or(""));
     }
   }
@@ -472,7 +474,50 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   } else if (spec.zb_memory_limit) {
     check.fail("zb_memory_limit", "zb_memory_limit applies to zb-auto only");
   }
+  if (kinds.size() > 1) {
+    if (const auto mixed = mixed_stage_error(cluster, p)) check.fail("placement", *mixed);
+  }
   return p;
+}
+
+std::vector<const topology::GpuKind*> job_gpu_kinds(const topology::Cluster& cluster) {
+  std::vector<int> seen;
+  std::vector<const topology::GpuKind*> kinds;
+  for (const topology::DeviceId g : cluster.gpus()) {
+    const int kind = cluster.device(g).gpu_kind;
+    if (std::find(seen.begin(), seen.end(), kind) != seen.end()) continue;
+    seen.push_back(kind);
+    kinds.push_back(&cluster.gpu_kind_of(g));
+  }
+  return kinds;
+}
+
+StageGpuKinds stage_gpu_kinds(const topology::Cluster& cluster, const Degrees& degrees, const Placement& placement) {
+  StageGpuKinds out;
+  const Layout layout(degrees, placement);
+  const auto& gpus = cluster.gpus();
+  if (static_cast<std::size_t>(layout.ranks()) != gpus.size()) return out;  // the degrees' own error
+  const auto kind_of = [&](int rank) { return cluster.device(gpus.at(static_cast<std::size_t>(rank))).gpu_kind; };
+  for (int stage = 0; stage < degrees[Axis::Pipeline]; ++stage) out.kinds.push_back(kind_of(layout.with(0, Axis::Pipeline, stage)));
+  for (int rank = 0; rank < layout.ranks(); ++rank) {
+    const int stage = layout.coordinate(rank, Axis::Pipeline);
+    if (kind_of(rank) == out.kinds[static_cast<std::size_t>(stage)]) continue;
+    out.mixed = StageGpuKinds::Mixed{stage, layout.with(0, Axis::Pipeline, stage), rank};
+    break;
+  }
+  return out;
+}
+
+std::optional<std::string> mixed_stage_error(const topology::Cluster& cluster, const Plan& plan) {
+  const StageGpuKinds stages = stage_gpu_kinds(cluster, plan.degrees, plan.placement);
+  if (!stages.mixed) return std::nullopt;
+  const topology::DeviceId first = cluster.gpus().at(static_cast<std::size_t>(stages.mixed->first));
+  const topology::DeviceId other = cluster.gpus().at(static_cast<std::size_t>(stages.mixed->other));
+  return fmt::format("pipeline stage {} would run on {} ({}) and {} ({}); each stage runs on one GPU kind: "
+                     "choose a placement or pipeline degree whose stages each fall on GPUs of one kind "
+                     "(docs/mixed-clusters.md)",
+                     stages.mixed->stage, cluster.gpu_kind_of(first).id, cluster.device(first).name, cluster.gpu_kind_of(other).id,
+                     cluster.device(other).name);
 }
 
 }  // namespace mpsim::plan

@@ -30,6 +30,27 @@ namespace mpsim::plan {
 /// at the offending field, with a message that says how to fix it.
 [[nodiscard]] Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const model::Model& model);
 
+/// The GPU kinds of the job's GPUs (cluster.gpus()), each once, in the order they first appear.
+[[nodiscard]] std::vector<const topology::GpuKind*> job_gpu_kinds(const topology::Cluster& cluster);
+/// The GPU kind (index into cluster.gpu_kinds()) of each pipeline stage of a plan of `degrees` placed by
+/// `placement` on cluster.gpus(), and the first stage whose GPUs are not all of one kind, with two of its
+/// GPUs that differ. Empty when the degrees do not cover the cluster's GPUs.
+struct StageGpuKinds {
+  struct Mixed {
+    int stage = 0;
+    int first = 0;  ///< the stage's first GPU (a rank: an index into cluster.gpus())
+    int other = 0;  ///< one of another kind
+  };
+  std::vector<int> kinds;  ///< by pipeline rank
+  std::optional<Mixed> mixed;
+};
+[[nodiscard]] StageGpuKinds stage_gpu_kinds(const topology::Cluster& cluster, const Degrees& degrees,
+                                            const Placement& placement);
+/// On a cluster of several GPU kinds, each pipeline stage's GPUs (every data, tensor, context and expert
+/// rank of it) must be of one kind: a stage's passes are priced by its kind, and data replicas on kinds of
+/// different speeds would need uneven batch shares, which plans do not express. Why not, or nothing.
+[[nodiscard]] std::optional<std::string> mixed_stage_error(const topology::Cluster& cluster, const Plan& plan);
+
 /// Megatron's rule for interleaved 1F1B's microbatch groups of `group_size` (N): one group (N >= m), or
 /// N >= p with the microbatches a multiple of N or leaving a last group of at least p; smaller groups
 /// (or last groups) make the warm-up deadlock. Why not, or nothing. The plan check, the schedule

@@ -1,5 +1,6 @@
 #include "sim/topology/cluster.h"
 
+#include <algorithm>
 #include <stdexcept>
 #include <unordered_map>
 #include <utility>
@@ -84,6 +85,21 @@ int Cluster::add_gpu_kind(const GpuKind& kind) {
   return static_cast<int>(gpu_kinds_.size() - 1);
 }
 
+std::optional<FlopsPerSec> Cluster::mean_training_peak(int dtype_bytes) const {
+  if (gpus_.empty()) return std::nullopt;
+  const int first_kind = devices_.at(gpus_.front().value).gpu_kind;
+  const bool one_kind = std::all_of(gpus_.begin(), gpus_.end(),
+                                    [&](DeviceId g) { return devices_.at(g.value).gpu_kind == first_kind; });
+  if (one_kind) return gpu_kind_of(gpus_.front()).training_peak(dtype_bytes);  // exactly its peak, no rounding
+  double sum = 0;
+  for (const DeviceId g : gpus_) {
+    const auto peak = gpu_kind_of(g).training_peak(dtype_bytes);
+    if (!peak) return std::nullopt;
+    sum += peak->in_flop_per_sec();
+  }
+  return FlopsPerSec::flop_per_sec(sum / static_cast<double>(gpus_.size()));
+}
+
 const GpuKind& Cluster::gpu_kind_of(DeviceId gpu) const {
   const Device& d = device(gpu);
   if (d.kind != DeviceKind::Gpu) throw std::logic_error(fmt::format("'{}' is not a GPU", d.name));
@@ -131,6 +147,16 @@ void Cluster::set_link_rate(LinkId link, BytesPerSec bandwidth, TimeNs latency) 
 }
 
 void Cluster::replace_gpu_kind(int index, GpuKind kind) { gpu_kinds_.at(static_cast<std::size_t>(index)) = std::move(kind); }
+
+Cluster Cluster::with_every_gpu_as(int index) const {
+  (void)gpu_kinds_.at(static_cast<std::size_t>(index));
+  Cluster copy = *this;
+  // The kind's own GPUs first (their nodes' links), the rest after them in order.
+  std::stable_partition(copy.gpus_.begin(), copy.gpus_.end(),
+                        [&](DeviceId g) { return devices_[g.value].gpu_kind == index; });
+  for (const DeviceId g : copy.gpus_) copy.devices_[g.value].gpu_kind = index;
+  return copy;
+}
 
 void Cluster::take_link_down(LinkId link) {
   links_.at(link.value).down = true;

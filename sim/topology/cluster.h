@@ -88,6 +88,10 @@ class Cluster {
   [[nodiscard]] const GpuKind& gpu_kind_of(DeviceId gpu) const;
   [[nodiscard]] std::optional<DeviceId> find(std::string_view name) const;
   [[nodiscard]] const ClusterGraph& graph() const noexcept;
+  /// The mean over the job's GPUs of their kinds' training peaks (GpuKind::training_peak): the
+  /// denominator of a mixed cluster's MFU, as each GPU's own peak is of one kind's. Nothing when a kind
+  /// has no such peak or there are no GPUs.
+  [[nodiscard]] std::optional<FlopsPerSec> mean_training_peak(int dtype_bytes) const;
   /// GPUs of node `node`, in local order.
   [[nodiscard]] std::vector<DeviceId> gpus_of_node(int node) const;
   /// Keeps only the GPUs a job of `shape` runs on, in node order: the first shape.gpus_per_node of
@@ -100,6 +104,10 @@ class Cluster {
   void set_link_rate(LinkId link, BytesPerSec bandwidth, TimeNs latency);
   /// A software profile's rates (sim/calibration): the GPUs of kind `index` run at `kind`'s numbers.
   void replace_gpu_kind(int index, GpuKind kind);
+  /// A copy whose job GPUs are all of kind `index`, those that were of it first (so that ranks 0, 1, ...
+  /// sit on that kind's nodes and links), the others after them in order: what a pass costs on that
+  /// kind, and a one-kind cluster for rules that look at one axis of a plan on a cluster of several kinds.
+  [[nodiscard]] Cluster with_every_gpu_as(int index) const;
   /// Takes the link out of the graph, so no route uses it; it stays in links() marked down.
   void take_link_down(LinkId link);
 

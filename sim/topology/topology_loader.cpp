@@ -197,6 +197,44 @@ std::string_view to_string(FabricKind k) noexcept {
 
 namespace {
 
+TopologySpec load_spec(const Field& root, int depth, const std::function<void(YamlDocument&)>& patch_included,
+                       std::vector<GpuKind> kinds);
+
+/// The one node template of the topology file `from` names (relative to the including file's folder).
+/// The included file sees `spec`'s GPU kinds ahead of its own, and `spec` takes the included file's after.
+NodeSpec included_node(const Field& from, int depth, const std::function<void(YamlDocument&)>& patch_included,
+                       TopologySpec& spec) {
+  if (depth >= 4) from.fail("'node_from' nests too deeply");
+  const auto path = std::filesystem::path(from.file()).parent_path() / from.as_string();
+  // The non-throwing overload: a name the file system refuses (too long, say) is the same error.
+  std::error_code refused;
+  if (!std::filesystem::exists(path, refused)) {
+    from.fail(fmt::format("no such file '{}'{}", path.string(), refused ? " (" + refused.message() + ")" : ""));
+  }
+  YamlDocument included = YamlDocument::load(path);
+  if (patch_included) patch_included(included);
+  TopologySpec base = load_spec(included.root(), depth + 1, patch_included, std::move(spec.custom_gpu_kinds));
+  if (base.templates.size() != 1) from.fail(fmt::format("'{}' must describe one kind of node", path.string()));
+  spec.custom_gpu_kinds = std::move(base.custom_gpu_kinds);  // this file's, then the included file's
+  return std::move(base.templates.begin()->second);
+}
+
+/// `node_groups: [{node_from: FILE, nodes: N}, ...]`: nodes of several kinds, each group the node of
+/// another topology file, in the order written (node indices count on from group to group). Each file
+/// becomes one template, named by the file as written, so two groups of one file share it.
+void load_node_groups(const Field& groups, int depth, const std::function<void(YamlDocument&)>& patch_included,
+                      TopologySpec& spec) {
+  if (groups.items().empty()) groups.fail("'node_groups' needs at least one group");
+  for (const Field& group : groups.items()) {
+    group.expect_keys({"node_from", "nodes"});
+    const Field from = group.require("node_from");
+    const std::string name = from.as_string();
+    if (!spec.templates.contains(name)) spec.templates.emplace(name, included_node(from, depth, patch_included, spec));
+    const Field count = group.require("nodes");
+    spec.nodes.push_back({name, static_cast<int>(count.as_int_in(1, 100000)), origin_of(count)});
+  }
+}
+
 /// The spec of `root`, which starts knowing `kinds` (those of the files that include it through
 /// `node_from`, ahead of its own so that an including file's kind takes the place of one of the same id).
 TopologySpec load_spec(const Field& root, int depth, const std::function<void(YamlDocument&)>& patch_included,
@@ -224,30 +262,24 @@ TopologySpec load_spec(const Field& root, int depth, const std::function<void(Ya
     return spec;
   }
   root.expect_keys(
-      {"name", "source", "gpu_kinds", "profile", "node", "node_from", "node_templates", "nodes", "fabric"});
+      {"name", "source", "gpu_kinds", "profile", "node", "node_from", "node_templates", "node_groups", "nodes", "fabric"});
   if (auto n = root.get("name")) spec.name = n->as_string();
   if (auto s = root.get("source")) spec.source = s->as_string();
   if (static_cast<int>(root.has("node")) + static_cast<int>(root.has("node_templates")) +
-          static_cast<int>(root.has("node_from")) != 1) {
-    root.fail("give one of 'node' (one template for every node), 'node_from' (the node of another topology file) "
-              "or 'node_templates', or use the short form 'cluster'");
+          static_cast<int>(root.has("node_from")) + static_cast<int>(root.has("node_groups")) != 1) {
+    root.fail("give one of 'node' (one template for every node), 'node_from' (the node of another topology file), "
+              "'node_templates' or 'node_groups' (nodes of several files), or use the short form 'cluster'");
+  }
+  if (auto groups = root.get("node_groups")) {
+    if (root.has("nodes")) root.require("nodes").fail("'node_groups' counts its nodes itself: leave 'nodes' out");
+    load_node_groups(*groups, depth, patch_included, spec);
+    if (auto fabric = root.get("fabric")) spec.fabric = load_fabric(*fabric);
+    return spec;
   }
   const Field nodes = root.require("nodes");
   if (auto from = root.get("node_from")) {
     // Reuse the single node template of another file (a cluster of DGX nodes names dgx-a100.yaml).
-    if (depth >= 4) from->fail("'node_from' nests too deeply");
-    const auto path = std::filesystem::path(root.file()).parent_path() / from->as_string();
-    // The non-throwing overload: a name the file system refuses (too long, say) is the same error.
-    std::error_code refused;
-    if (!std::filesystem::exists(path, refused)) {
-      from->fail(fmt::format("no such file '{}'{}", path.string(), refused ? " (" + refused.message() + ")" : ""));
-    }
-    YamlDocument included = YamlDocument::load(path);
-    if (patch_included) patch_included(included);
-    TopologySpec base = load_spec(included.root(), depth + 1, patch_included, std::move(spec.custom_gpu_kinds));
-    if (base.templates.size() != 1) from->fail(fmt::format("'{}' must describe one kind of node", path.string()));
-    spec.custom_gpu_kinds = std::move(base.custom_gpu_kinds);  // this file's, then the included file's
-    spec.templates.emplace("node", std::move(base.templates.begin()->second));
+    spec.templates.emplace("node", included_node(*from, depth, patch_included, spec));
     spec.nodes.push_back({"node", static_cast<int>(nodes.as_int_in(1, 100000)), origin_of(nodes)});
   } else if (auto node = root.get("node")) {
     spec.templates.emplace("node", load_node(*node, "node", spec));

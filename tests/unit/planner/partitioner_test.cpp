@@ -1,4 +1,5 @@
 // The balanced partitioner against brute force: every way to cut small random sequences.
+#include <algorithm>
 #include <functional>
 #include <random>
 #include <vector>
@@ -74,6 +75,63 @@ TEST(BalancedPartition, OneStageAndOneUnitPerStage) {
   const std::vector<std::int64_t> costs{3, 1, 4, 1, 5};
   EXPECT_EQ(balanced_partition(costs, 1), (std::vector<int>{0, 5}));
   EXPECT_EQ(balanced_partition(costs, 5), (std::vector<int>{0, 1, 2, 3, 4, 5}));
+}
+
+
+/// The largest stage cost of `boundaries` when stage s costs stage_costs[s][u] per unit u.
+std::int64_t per_stage_bottleneck(const std::vector<std::vector<std::int64_t>>& stage_costs,
+                                  const std::vector<int>& boundaries) {
+  std::int64_t worst = 0;
+  for (std::size_t s = 0; s + 1 < boundaries.size(); ++s) {
+    std::int64_t stage = 0;
+    for (int i = boundaries[s]; i < boundaries[s + 1]; ++i) stage += stage_costs[s][static_cast<std::size_t>(i)];
+    worst = std::max(worst, stage);
+  }
+  return worst;
+}
+
+TEST(BalancedPartition, PerStageCostsMatchBruteForce) {
+  std::mt19937 rng(11);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n = std::uniform_int_distribution<int>(1, 9)(rng);
+    const int parts = std::uniform_int_distribution<int>(1, n)(rng);
+    std::vector<std::vector<std::int64_t>> stage_costs(static_cast<std::size_t>(parts));
+    for (auto& row : stage_costs) {
+      row.resize(static_cast<std::size_t>(n));
+      for (auto& c : row) c = std::uniform_int_distribution<std::int64_t>(0, trial % 2 == 0 ? 3 : 100)(rng);
+    }
+    std::int64_t best = -1;
+    std::vector<int> first_best;
+    all_partitions(n, parts, [&](const std::vector<int>& b) {
+      const std::int64_t cost = per_stage_bottleneck(stage_costs, b);
+      if (best < 0 || cost < best) {
+        best = cost;
+        first_best = b;
+      }
+    });
+    const std::vector<int> got = balanced_partition(stage_costs);
+    EXPECT_EQ(per_stage_bottleneck(stage_costs, got), best) << "trial " << trial;
+    EXPECT_EQ(got, first_best) << "trial " << trial;
+  }
+}
+
+TEST(BalancedPartition, TwoStagesAtDifferentSpeedsGetTheSplitThatEqualisesThem) {
+  // 12 equal blocks; stage 1's GPUs take twice as long per block (speeds s1 = 2 s2). Equal stage
+  // times need n1 / s1 = n2 / s2 with n1 + n2 = 12: n1 = 12 s1 / (s1 + s2) = 8, n2 = 4, each 8 units
+  // of the fast stage's time, where the even split [0, 6, 12] leaves the slow stage at 12.
+  const std::vector<std::vector<std::int64_t>> stage_costs{std::vector<std::int64_t>(12, 1),
+                                                           std::vector<std::int64_t>(12, 2)};
+  const std::vector<int> got = balanced_partition(stage_costs);
+  EXPECT_EQ(got, (std::vector<int>{0, 8, 12}));
+  EXPECT_EQ(per_stage_bottleneck(stage_costs, got), 8);
+  EXPECT_EQ(per_stage_bottleneck(stage_costs, {0, 6, 12}), 12);
+  // Speeds 3 : 1 over 12 blocks: 9 and 3.
+  const std::vector<std::vector<std::int64_t>> three_to_one{std::vector<std::int64_t>(12, 1),
+                                                            std::vector<std::int64_t>(12, 3)};
+  EXPECT_EQ(balanced_partition(three_to_one), (std::vector<int>{0, 9, 12}));
+  // Equal rows: the uniform partitioner's answer.
+  const std::vector<std::int64_t> costs{10, 10, 10, 10, 10, 40};
+  EXPECT_EQ(balanced_partition(std::vector<std::vector<std::int64_t>>(2, costs)), balanced_partition(costs, 2));
 }
 
 }  // namespace

@@ -48,6 +48,24 @@ inline topology::Cluster fast_cluster() {
       "  inter_node: { kind: infiniband, bandwidth: \"16000 Gb/s\", latency: \"1 us\", nics_per_node: 4 }\n");
 }
 
+/// One node of 4 H100 then one of 4 A100 (node_templates), NVSwitch inside, 200 Gb/s InfiniBand between;
+/// without `with_a100`, the H100 node alone.
+inline topology::Cluster mixed_cluster(bool with_a100 = true) {
+  const auto node = [](const char* gpu, const char* nvlink) {
+    return fmt::format(
+        "{{ gpu: {}, gpus: 4, nvswitches: 1, nics: {{ count: 4, bandwidth: \"200 Gb/s\", latency: \"2.5 us\" }},\n"
+        "      links: [ {{ kind: nvlink, from: \"gpu*\", to: nvswitch0, bandwidth: \"{}\", latency: \"1 us\" }},\n"
+        "               {{ kind: pcie, pairs: [[gpu0, nic0], [gpu1, nic1], [gpu2, nic2], [gpu3, nic3]], "
+        "bandwidth: \"32 GB/s\" }} ] }}",
+        gpu, nvlink);
+  };
+  return cluster_yaml(fmt::format("node_templates:\n  fast: {}\n  slow: {}\n"
+                                  "nodes: [{{ template: fast, count: 1 }}{}]\n"
+                                  "fabric: {{ kind: single-switch, network: infiniband }}\n",
+                                  node("h100-sxm", "450 GB/s"), node("a100-80gb", "300 GB/s"),
+                                  with_a100 ? ", { template: slow, count: 1 }" : ""));
+}
+
 /// The ids of `plans`, in order.
 inline std::vector<std::size_t> ids(const std::vector<Evaluated>& plans) {
   std::vector<std::size_t> out;

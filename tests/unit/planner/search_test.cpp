@@ -208,6 +208,9 @@ std::vector<SearchCase> small_cases() {
   // GPUs small enough that memory decides: plans fit with a few per cent to spare, others do not.
   out.push_back({"2x4 A100-16GiB, gpt3-1.3b", short_cluster(2, 4, testing::a100_with_memory("16 GiB")),
                  shipped_model("gpt3-1.3b"), 16});
+  // Two GPU kinds: the bounds take each unit at its stage's kind (or the fastest), and the partitions
+  // are weighed by the stages' kinds.
+  out.push_back({"4 H100 + 4 A100, gpt3-1.3b", testing::mixed_cluster(), shipped_model("gpt3-1.3b"), 16});
   return out;
 }
 
@@ -240,8 +243,67 @@ TEST_P(BestIsTheExhaustiveBest, TopKAndParetoFront) {
               result.stats.evaluated, result.ranked.empty() ? 0.0 : result.ranked.front().report.step_time_s);
 }
 
-INSTANTIATE_TEST_SUITE_P(Planner, BestIsTheExhaustiveBest, ::testing::Range<std::size_t>(0, 5));
-TEST(Planner, EverySmallCaseHasItsExhaustiveTest) { EXPECT_EQ(small_cases().size(), 5U); }
+INSTANTIATE_TEST_SUITE_P(Planner, BestIsTheExhaustiveBest, ::testing::Range<std::size_t>(0, 6));
+TEST(Planner, AMixedClusterPlansAtLeastAsFastAsItsFasterKindAlone) {
+  PlannerOptions options;
+  options.space.global_batch = 16;
+  options.top = 1;
+  const model::Model model = shipped_model("gpt3-1.3b");
+  const PlannerResult mixed = run_planner(testing::mixed_cluster(), model, options);
+  const PlannerResult h100 = run_planner(testing::mixed_cluster(false), model, options);
+  ASSERT_FALSE(mixed.ranked.empty());
+  ASSERT_FALSE(h100.ranked.empty());
+  EXPECT_LE(mixed.ranked.front().report.step_time_s, h100.ranked.front().report.step_time_s);
+}
+
+TEST(Planner, TwoStagesOnTwoKindsSplitTheLayersByTheKindsSpeeds) {
+  // Pipeline 2, tensor 4, data 1: stage 0 on the H100 node, stage 1 on the A100 node (Megatron's
+  // placement puts the pipeline outermost). gpt3-1.3b's 24 blocks cost about 989 / 312 = 3.2 times
+  // as much on an A100 (bf16 peaks), so the balanced split gives the H100 stage about 24 x 3.2 / 4.2
+  // = 18 of them, where an even split gives 12 each.
+  PlannerOptions options;
+  options.space.global_batch = 16;
+  options.space.only_degrees = {{plan::Axis::Pipeline, {2}}, {plan::Axis::Tensor, {4}}};
+  options.space.schedules = {plan::ScheduleKind::OneFOneB};
+  options.space.recompute = {model::Recompute::None};
+  options.top = 1;
+  const model::Model model = shipped_model("gpt3-1.3b");
+  const PlannerResult r = run_planner(testing::mixed_cluster(), model, options);
+  ASSERT_FALSE(r.ranked.empty());
+  const plan::Plan& best = r.ranked.front().plan;
+  ASSERT_EQ(best.partition.size(), 3U);
+  const int h100_blocks = best.partition[1];
+  const int a100_blocks = best.partition[2] - best.partition[1];
+  EXPECT_GE(h100_blocks, 16);
+  EXPECT_LE(h100_blocks, 19);
+  // The two stages' busy times, each at its own kind's speed, within a block's time of each other
+  // (the split is in whole blocks): at most 1 / 6 of the slower stage here.
+  const auto& devices = r.ranked.front().report.devices;
+  const double first = devices.front().busy_s;
+  const double last = devices.back().busy_s;
+  EXPECT_LT(std::abs(first - last) / std::max(first, last), 1.0 / 6) << h100_blocks << " / " << a100_blocks;
+}
+
+TEST(Planner, APlanWhoseStageSpansTwoKindsIsRefusedAtItsPlacement) {
+  plan::PlanSpec spec;  // data 8 over both nodes: the one stage holds H100s and A100s
+  spec.write(plan::Axis::Tensor, 1);
+  spec.write(plan::Axis::Pipeline, 1);
+  spec.global_batch = 16;
+  try {
+    (void)plan::resolve_plan(spec, testing::mixed_cluster(), shipped_model("gpt3-1.3b"));
+    ADD_FAILURE() << "resolved";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("pipeline stage 0 would run on h100-sxm (node0/gpu0) and a100-80gb (node1/gpu0)"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("field 'placement'"), std::string::npos) << message;
+  }
+  spec.write(plan::Axis::Pipeline, 2);  // one stage per node
+  EXPECT_NO_THROW((void)plan::resolve_plan(spec, testing::mixed_cluster(), shipped_model("gpt3-1.3b")));
+}
+
+TEST(Planner, EverySmallCaseHasItsExhaustiveTest) { EXPECT_EQ(small_cases().size(), 6U); }
 
 // The progress a long search shows: first the candidates being estimated, then every committed
 // simulation in order, each with the best step so far, which only improves.

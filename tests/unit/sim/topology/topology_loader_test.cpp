@@ -31,6 +31,7 @@ TEST(TopologyLoader, EveryShippedTopologyLoads) {
       {"selene.yaml", 560, 4480, "a100-80gb"},   {"512x-dgx-h100.yaml", 512, 4096, "h100-sxm"},
       {"dgx-b200.yaml", 1, 8, "b200"},           {"gb200-nvl72.yaml", 1, 72, "gb200"},
       {"dgx-b300.yaml", 1, 8, "b300"},           {"gb300-nvl72.yaml", 1, 72, "gb300"},
+      {"mixed-h100-a100.yaml", 4, 32, "h100-sxm"},
   };
   std::size_t seen = 0;
   for (const auto& e : files) {
@@ -135,6 +136,45 @@ TEST(TopologyLoader, NodeFromSeesTheKindsOfEitherFile) {
       "gpu_kinds:\n  slow-gpu: { peak: { bf16: \"100 TFLOP/s\" }, memory: \"48 GiB\", memory_bandwidth: \"500 GB/s\" }\n"
       "node_from: own-kind-node.yaml\nnodes: 1\n"));
   EXPECT_EQ(replaced.gpu_kind_of(replaced.gpus().back()).memory, Bytes::gib(48));
+}
+
+TEST(TopologyLoader, NodeGroupsJoinNodesOfSeveralFiles) {
+  // Two DGX H100 then three DGX A100 (the shipped files, by absolute path), one fabric.
+  const std::string h100 = repo_path("topologies/dgx-h100.yaml");
+  const std::string a100 = repo_path("topologies/dgx-a100.yaml");
+  const Cluster mixed = load_topology_file(write_topology(
+      "groups.yaml", "node_groups:\n  - { node_from: " + h100 + ", nodes: 2 }\n  - { node_from: " + a100 +
+                         ", nodes: 3 }\nfabric: { kind: single-switch, network: infiniband }\n"));
+  EXPECT_EQ(mixed.node_count, 5);
+  ASSERT_EQ(mixed.gpus().size(), 40u);
+  EXPECT_EQ(mixed.gpu_kinds().size(), 2u);
+  // Nodes count on in the order the groups are written.
+  EXPECT_EQ(mixed.gpu_kind_of(*mixed.find("node1/gpu7")).id, "h100-sxm");
+  EXPECT_EQ(mixed.gpu_kind_of(*mixed.find("node2/gpu0")).id, "a100-80gb");
+  EXPECT_EQ(mixed.gpu_kind_of(mixed.gpus().back()).id, "a100-80gb");
+  // Each node keeps its own links: NVLink 4 (18 x 25 GB/s) in the H100 nodes, NVLink 3 (12 x 25) in the A100's.
+  const auto nvlink_of = [&](int node) {
+    for (const Link& l : mixed.links()) {
+      if (l.name == "node" + std::to_string(node) + "/nvlink:gpu0-nvswitch0") return l.bandwidth;
+    }
+    return BytesPerSec{};
+  };
+  EXPECT_EQ(nvlink_of(0), BytesPerSec::gigabytes_per_sec(450));
+  EXPECT_EQ(nvlink_of(4), BytesPerSec::gigabytes_per_sec(300));
+
+  // Errors name the field.
+  const std::string counted = error_of("node_groups:\n  - { node_from: " + h100 + ", nodes: 2 }\nnodes: 4\n");
+  EXPECT_NE(counted.find("inline.yaml:3:"), std::string::npos) << counted;
+  EXPECT_NE(counted.find("'node_groups' counts its nodes itself"), std::string::npos) << counted;
+  const std::string missing = error_of("node_groups:\n  - { node_from: nowhere.yaml, nodes: 2 }\n");
+  EXPECT_NE(missing.find("no such file"), std::string::npos) << missing;
+  EXPECT_NE(missing.find("field 'node_groups[0].node_from'"), std::string::npos) << missing;
+  const std::string uncounted = error_of("node_groups:\n  - { node_from: " + h100 + " }\n");
+  EXPECT_NE(uncounted.find("nodes"), std::string::npos) << uncounted;
+  const std::string both = error_of("node_from: " + h100 + "\nnode_groups: []\nnodes: 1\n");
+  EXPECT_NE(both.find("give one of"), std::string::npos) << both;
+  const std::string empty = error_of("node_groups: []\n");
+  EXPECT_NE(empty.find("at least one group"), std::string::npos) << empty;
 }
 
 TEST(TopologyLoader, ExpansionErrorsNameTheLinkField) {
