@@ -751,8 +751,13 @@ void run_catalog_plan(const PlanArgs& args) {
                              planner::money_text(*chosen->job.run->cost, catalog.currency))
               << training_text(*chosen->job.run);
     if (!args.output.empty()) {
-      std::cout << fmt::format("\nIts plan written to {} (run it with --topology {} --set topology.nodes={})\n",
-                               args.output, instance.node_file, chosen->count);
+      // With the catalogue's own fabric the node file alone does not give the cluster: say what does.
+      std::cout << (instance.own_fabric
+                        ? fmt::format("\nIts plan written to {} (its cluster: {} nodes of {} joined by the catalogue's "
+                                      "fabric: a topology file of node_from, nodes and that fabric runs it)\n",
+                                      args.output, chosen->count, instance.node_file)
+                        : fmt::format("\nIts plan written to {} (run it with --topology {} --set topology.nodes={})\n",
+                                      args.output, instance.node_file, chosen->count));
     }
   }
 }

@@ -86,6 +86,7 @@ CatalogInstance load_instance(const Field& entry, const std::filesystem::path& f
 
   if (auto fabric = entry.get("fabric")) {
     instance.node.fabric = topology::load_fabric_spec(*fabric);
+    instance.own_fabric = true;
   } else if (!instance.node.fabric && node.nics.count > 0) {
     // Nothing says how the instances meet: one non-blocking switch over their NICs (docs/formats.md).
     // A node without NICs is a job of one instance (checked above), which needs no fabric.

@@ -38,6 +38,7 @@ struct CatalogInstance {
   double price_per_hour = 0;     ///< per instance-hour, in the catalogue's currency
   int available = 0;             ///< instances that may be rented at once
   int gpus_per_instance = 0;
+  bool own_fabric = false;       ///< the entry gives the fabric (not its node file)
   SourceLocation where;          ///< the entry, for later errors
 };
 

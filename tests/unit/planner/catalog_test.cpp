@@ -60,6 +60,7 @@ TEST(Catalog, TheClusterOfNInstancesIsNNodesOfItsNodeFile) {
   EXPECT_EQ(three.gpus().size(), 24U);
   EXPECT_EQ(three.node_count, 3);
   EXPECT_EQ(three.name, "3x p4d");
+  EXPECT_FALSE(c.instances[0].own_fabric);
   // A p4d node has 4 x 100 Gb/s EFA NICs (topologies/p4d.24xlarge.yaml); three nodes meet on its fabric, a
   // single switch: one switch more than the nodes' own devices, and none for one instance.
   const topology::Cluster one = instance_cluster(c.instances[0], 1);
@@ -89,6 +90,7 @@ TEST(Catalog, AFabricOfTheEntryReplacesTheNodeFiles) {
   const Catalog c = load_catalog_file(file, {kTopologies});
   ASSERT_TRUE(c.instances[0].node.fabric.has_value());
   EXPECT_EQ(c.instances[0].node.fabric->kind, topology::FabricKind::FatTree);
+  EXPECT_TRUE(c.instances[0].own_fabric);
   // 4 nodes x 4 NICs on leaves of 8 ports: 2 leaves and a spine.
   EXPECT_EQ(instance_cluster(c.instances[0], 4).devices().size(), 4 * instance_cluster(c.instances[0], 1).devices().size() + 3);
 }
