@@ -52,8 +52,8 @@ TEST(CatalogCommand, TheChoiceIsTheCheapestOfferAndEachCostIsInstancesTimesPrice
   const nlohmann::json j = run_json("");
   EXPECT_EQ(j["objective"], "cost");
   EXPECT_EQ(j["currency"], "USD");
-  // Three types x counts 1, 2, 4 (4 available each).
-  ASSERT_EQ(j["offers"].size(), 9U);
+  // Four types x counts 1, 2, 4 (4 available each).
+  ASSERT_EQ(j["offers"].size(), 12U);
   const auto runs = runs_of(j);
   ASSERT_GE(runs.size(), 3U);
   const Offer cheapest = *std::min_element(runs.begin(), runs.end(), [](const Offer& a, const Offer& b) {

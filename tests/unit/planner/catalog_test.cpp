@@ -39,11 +39,12 @@ TEST(Catalog, ReadsTheShippedCatalogue) {
   const Catalog c =
       load_catalog_file(fs::path(MPSIM_SOURCE_DIR) / "configs" / "catalogs" / "aws-gpu.yaml", {kTopologies});
   EXPECT_EQ(c.currency, "USD");
-  ASSERT_EQ(c.instances.size(), 3U);
+  ASSERT_EQ(c.instances.size(), 4U);
   EXPECT_EQ(c.instances[0].name, "p5.48xlarge");
   EXPECT_EQ(c.instances[0].price_per_hour, 55.04);
-  EXPECT_EQ(c.instances[1].name, "p4d.24xlarge");
-  EXPECT_EQ(c.instances[2].name, "p3.16xlarge");
+  EXPECT_EQ(c.instances[1].name, "p4de.24xlarge");
+  EXPECT_EQ(c.instances[2].name, "p4d.24xlarge");
+  EXPECT_EQ(c.instances[3].name, "p3.16xlarge");
   for (const CatalogInstance& i : c.instances) {
     EXPECT_EQ(i.gpus_per_instance, 8) << i.name;
     EXPECT_GE(i.available, 1) << i.name;
