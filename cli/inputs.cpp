@@ -248,6 +248,12 @@ Inputs load_inputs_on(const InputFiles& files, const std::vector<Override>& over
 
 }  // namespace
 
+Inputs load_inputs_on_cluster(const InputFiles& files, const std::vector<Override>& overrides,
+                              topology::Cluster cluster) {
+  std::vector<Override> applied;
+  return load_inputs_on(files, overrides, applied, std::move(cluster));
+}
+
 Inputs load_inputs_on_gpus(const InputFiles& files, std::vector<Override> overrides, const GpuSelection& selection) {
   if (!selection.gpus) {
     if (selection.gpus_per_node) throw InputError({"--gpus-per-node", 0, 0}, "", "needs --gpus N");

@@ -40,6 +40,11 @@ struct Inputs {
 /// The topology alone, with the topology overrides applied (as load_inputs reads it). Throws InputError.
 [[nodiscard]] topology::Cluster load_cluster(const std::string& topology, const std::vector<Override>& overrides);
 
+/// load_inputs on a cluster built elsewhere (a catalogue's instances): the model (and plan) with their
+/// overrides, the profile applied to `cluster`. Topology overrides are not read. Throws InputError.
+[[nodiscard]] Inputs load_inputs_on_cluster(const InputFiles& files, const std::vector<Override>& overrides,
+                                            topology::Cluster cluster);
+
 /// `--gpus N [--gpus-per-node K]` of plan and simulate.
 struct GpuSelection {
   std::optional<int> gpus;           ///< nothing = every GPU of the topology

@@ -33,6 +33,8 @@
 #include "executor/interpreter/mpi_runtime.h"
 #include "executor/launch/mpirun_launch.h"
 #include "interop/export/export.h"
+#include "planner/catalog.h"
+#include "planner/catalog_search.h"
 #include "planner/cost_search.h"
 #include "planner/equivalent_plans.h"
 #include "planner/explain.h"
@@ -118,7 +120,9 @@ struct PlanArgs {
   std::string baseline;  ///< --baseline PLAN: the plan the team runs today, shown beside the ranking
   int threads = 0;
   training::TrainingRequest training;
-  std::string deadline;  ///< --deadline, with --optimize cost
+  std::string deadline;  ///< --deadline, with --optimize cost or --catalog
+  std::string catalog;   ///< --catalog: choose the instance type and count too (docs/budget.md)
+  std::string budget;    ///< --budget, with --catalog: "2e6 USD"
   std::string trace_links = "busiest";
   int verify_top = 0;         ///< --verify-top K
   std::string verify_backend = "cpu";
@@ -222,6 +226,17 @@ std::string default_file(const std::string& relative) {
   return std::string(MPSIM_DATA_DIR) + "/" + relative;
 }
 
+/// As the plan check: the GPU kind must have a rate for the generation --attention-kernel names.
+void check_attention_kernel(const PlanArgs& args, const Inputs& in) {
+  if (args.attention_kernel.empty()) return;
+  const auto generation = *topology::parse_attention_generation(args.attention_kernel);  // CLI::IsMember
+  for (const topology::GpuKind& gpu : in.cluster.gpu_kinds()) {
+    if (const auto missing = plan::attention_rate_error(gpu, generation, "--attention-kernel")) {
+      throw InputError({"--attention-kernel " + args.attention_kernel, 0, 0}, "", *missing);
+    }
+  }
+}
+
 /// The cluster and model, with --set applied and the node count cut to --gpus.
 Inputs load_planner_inputs(const PlanArgs& args) {
   std::vector<Override> overrides;
@@ -231,15 +246,7 @@ Inputs load_planner_inputs(const PlanArgs& args) {
   if (files.topology == defaults.files.topology) files.topology = default_file(files.topology);
   if (files.model == defaults.files.model) files.model = default_file(files.model);
   Inputs in = load_inputs_on_gpus(files, std::move(overrides), args.gpus);
-  // As the plan check: the GPU kind must have a rate for the named generation.
-  if (!args.attention_kernel.empty()) {
-    const auto generation = *topology::parse_attention_generation(args.attention_kernel);  // CLI::IsMember
-    for (const topology::GpuKind& gpu : in.cluster.gpu_kinds()) {
-      if (const auto missing = plan::attention_rate_error(gpu, generation, "--attention-kernel")) {
-        throw InputError({"--attention-kernel " + args.attention_kernel, 0, 0}, "", *missing);
-      }
-    }
-  }
+  check_attention_kernel(args, in);
   return in;
 }
 
@@ -584,6 +591,177 @@ void run_cost_search(const PlanArgs& args) {
   }
 }
 
+/// "tp 2, pp 1, dp 4, mb 2 x 8, 1f1b, recompute none, zero 1": a plan in one cell of the frontier.
+std::string plan_summary(const plan::Plan& p) {
+  std::string axes = fmt::format("tp {}, pp {}, dp {}", p.degrees[plan::Axis::Tensor], p.degrees[plan::Axis::Pipeline],
+                                 p.degrees[plan::Axis::Data]);
+  if (p.degrees[plan::Axis::Context] > 1) axes += fmt::format(", cp {}", p.degrees[plan::Axis::Context]);
+  if (p.degrees[plan::Axis::Expert] > 1) axes += fmt::format(", ep {}", p.degrees[plan::Axis::Expert]);
+  if (p.virtual_stages > 1) axes += fmt::format(", v {}", p.virtual_stages);
+  return fmt::format("{}, mb {} x {}, {}, recompute {}, zero {}", axes, p.micro_batch, p.microbatches,
+                     plan::to_string(p.schedule), model::to_string(p.recompute), p.zero);
+}
+
+/// --catalog (planner/catalog_search.h): every instance type at each count, its fastest plan's --tokens
+/// run priced from the catalogue, the frontier of cost against time, and the cheapest run by --deadline
+/// or the fastest within --budget.
+void run_catalog_plan(const PlanArgs& args) {
+  if (args.training.tokens.empty()) {
+    throw InputError({"--catalog " + args.catalog, 0, 0}, "",
+                     "a catalogue prices a run: give its length with --tokens");
+  }
+  std::vector<Override> overrides;
+  for (const auto& s : args.sets) {
+    Override o = parse_override(s, "--set");
+    if (o.target == "topology") {
+      throw InputError({o.origin, 0, 0}, "", "with --catalog the clusters are the catalogue's instances: set "
+                                              "their topology in the node files or the catalogue's 'fabric'");
+    }
+    overrides.push_back(std::move(o));
+  }
+  const planner::Catalog catalog = planner::load_catalog_file(args.catalog, {default_file("topologies")});
+  planner::CatalogLimits limits;
+  if (!args.deadline.empty()) limits.deadline = parse_deadline(args.deadline);
+  if (!args.budget.empty()) {
+    const SourceLocation flag{"--budget " + args.budget, 0, 0};
+    if (const auto why = planner::money_error(args.budget)) throw InputError(flag, "", *why);
+    const planner::Money budget = planner::parse_money(args.budget);
+    if (budget.currency != catalog.currency) {
+      throw InputError(flag, "",
+                       fmt::format("the catalogue's prices are in {}, so the budget must be too", catalog.currency));
+    }
+    if (!(budget.amount > 0)) throw InputError(flag, "", "a budget must be positive");
+    limits.budget = budget.amount;
+  }
+  InputFiles files = args.files;
+  if (files.model == PlanArgs{}.files.model) files.model = default_file(files.model);
+  const auto search_of = [&](const planner::CatalogInstance& instance, int count) {
+    Inputs in = load_inputs_on_cluster(files, overrides, planner::instance_cluster(instance, count));
+    check_attention_kernel(args, in);
+    planner::PlannerOptions options = planner_options(args);
+    if (!args.framework.empty()) options.refuse = refusal_of(args.framework, in, args.files.model);
+    return planner::JobSearch{std::move(in.cluster), std::move(in.model), std::move(options)};
+  };
+  const planner::CatalogSearchResult found = planner::run_catalog_search(catalog, search_of, args.training, limits);
+  const std::vector<planner::CatalogOffer>& offers = found.offers;
+  const planner::CatalogOffer* chosen = found.chosen ? &offers[*found.chosen] : nullptr;
+  const auto name_of = [&](const planner::CatalogOffer& o) -> const std::string& {
+    return catalog.instances[o.instance].name;
+  };
+  const auto on_frontier = [&](std::size_t i) {
+    return std::find(found.frontier.begin(), found.frontier.end(), i) != found.frontier.end();
+  };
+  const std::string goal = limits.budget     ? fmt::format("the fastest run within {}", args.budget)
+                           : limits.deadline ? fmt::format("the cheapest run within {:.1f} days",
+                                                           limits.deadline->to_seconds() / 86400)
+                                             : std::string("the cheapest run");
+
+  if (args.json) {
+    const auto point = [&](std::size_t i) {
+      const planner::CatalogOffer& o = offers[i];
+      return nlohmann::ordered_json{{"offer", i},
+                                    {"instance", name_of(o)},
+                                    {"count", o.count},
+                                    {"gpus", o.job.gpus},
+                                    {"step_time_s", o.job.best->report.step_time_s},
+                                    {"wall_time_s", o.job.run->wall_time.to_seconds()},
+                                    {"cost", *o.job.run->cost}};
+    };
+    nlohmann::ordered_json json;
+    json["objective"] = limits.budget ? "time" : "cost";
+    json["catalog"] = catalog.file;
+    json["currency"] = catalog.currency;
+    json["deadline_s"] = limits.deadline ? nlohmann::ordered_json(limits.deadline->to_seconds()) : nlohmann::ordered_json();
+    json["budget"] = limits.budget ? nlohmann::ordered_json(*limits.budget) : nlohmann::ordered_json();
+    json["offers"] = nlohmann::ordered_json::array();
+    for (const planner::CatalogOffer& o : offers) {
+      const planner::CatalogInstance& instance = catalog.instances[o.instance];
+      nlohmann::ordered_json entry{{"instance", instance.name},
+                                   {"count", o.count},
+                                   {"gpus", o.job.gpus},
+                                   {"price_per_hour", instance.price_per_hour}};
+      if (o.job.best) {
+        entry["best"] = evaluated_json(*o.job.best, false, o.job.run);
+      } else {
+        entry["error"] = o.job.infeasible;
+      }
+      json["offers"].push_back(std::move(entry));
+    }
+    json["frontier"] = nlohmann::ordered_json::array();
+    for (const std::size_t i : found.frontier) json["frontier"].push_back(point(i));
+    json["chosen"] = chosen != nullptr ? point(*found.chosen) : nlohmann::ordered_json();
+    std::cout << json.dump(2) << "\n";
+  } else {
+    std::vector<std::string> defaults;
+    for (const std::string& d : args.defaults_used) {
+      if (d.rfind("--topology", 0) != 0) defaults.push_back(d);
+    }
+    if (!defaults.empty()) std::cout << fmt::format("Not given, so the defaults: {}\n", fmt::join(defaults, ", "));
+    std::cout << fmt::format("{}: {} tokens on the instance types of {} (prices in {}): {}\n\n", files.model,
+                             args.training.tokens, catalog.file, catalog.currency, goal);
+    std::cout << "Every instance type and count, its fastest plan (* the choice, f: on the frontier):\n";
+    Table t;
+    std::vector<std::string> header{"instance", "count", "GPUs", "step time", "run (days)", "effective", "cost"};
+    header.insert(header.end(), kPlanHeader.begin(), kPlanHeader.end());
+    t.add_row(header);
+    for (std::size_t i = 0; i < offers.size(); ++i) {
+      const planner::CatalogOffer& o = offers[i];
+      const std::string mark = &o == chosen ? " *" : on_frontier(i) ? " f" : "";
+      std::vector<std::string> row{name_of(o) + mark, std::to_string(o.count), std::to_string(o.job.gpus)};
+      if (!o.job.best) {
+        row.push_back("no plan");
+        t.add_row(row);
+        continue;
+      }
+      row.insert(row.end(), {to_string(TimeNs::seconds(o.job.best->report.step_time_s)),
+                             fmt::format("{:.2f}", o.job.run->wall_time.to_seconds() / 86400),
+                             percent(o.job.run->effective_time_fraction), planner::money_text(*o.job.run->cost, catalog.currency)});
+      const auto cells = plan_cells(o.job.best->plan);
+      row.insert(row.end(), cells.begin(), cells.end());
+      t.add_row(row);
+    }
+    std::cout << t.render();
+    for (const planner::CatalogOffer& o : offers) {
+      if (!o.job.best) std::cout << fmt::format("{} x {}: no plan: {}\n", o.count, name_of(o), o.job.infeasible);
+    }
+    std::cout << "\nFrontier of cost against time to train (no other run is both cheaper and faster), cheapest first:\n";
+    Table f;
+    f.add_row({"cost", "run (days)", "instance", "count", "GPUs", "step time", "plan"});
+    for (const std::size_t i : found.frontier) {
+      const planner::CatalogOffer& o = offers[i];
+      f.add_row({planner::money_text(*o.job.run->cost, catalog.currency),
+                 fmt::format("{:.2f}", o.job.run->wall_time.to_seconds() / 86400), name_of(o) + (&o == chosen ? " *" : ""),
+                 std::to_string(o.count), std::to_string(o.job.gpus),
+                 to_string(TimeNs::seconds(o.job.best->report.step_time_s)), plan_summary(o.job.best->plan)});
+    }
+    std::cout << f.render();
+  }
+  if (chosen == nullptr) {
+    std::cerr << (limits.budget     ? fmt::format("mpsim: error: --budget {}: no instance type and count trains that "
+                                                  "cheaply\n", args.budget)
+                  : limits.deadline ? fmt::format("mpsim: error: --deadline {}: no instance type and count finishes "
+                                                  "the run in time\n", args.deadline)
+                                    : std::string("mpsim: error: no instance type and count has a plan that fits\n"));
+    throw ExitWith{kExitRunFailed};
+  }
+  const planner::CatalogInstance& instance = catalog.instances[chosen->instance];
+  if (!args.output.empty()) write_file_atomically(args.output, plan::write_plan_yaml(chosen->job.best->plan));
+  if (!args.json) {
+    std::cout << fmt::format("\n* {} x {} ({} GPUs), {}: ", chosen->count, instance.name, chosen->job.gpus,
+                             planner::money_text(*chosen->job.run->cost, catalog.currency))
+              << training_text(*chosen->job.run);
+    if (!args.output.empty()) {
+      // With the catalogue's own fabric the node file alone does not give the cluster: say what does.
+      std::cout << (instance.own_fabric
+                        ? fmt::format("\nIts plan written to {} (its cluster: {} nodes of {} joined by the catalogue's "
+                                      "fabric: a topology file of node_from, nodes and that fabric runs it)\n",
+                                      args.output, chosen->count, instance.node_file)
+                        : fmt::format("\nIts plan written to {} (run it with --topology {} --set topology.nodes={})\n",
+                                      args.output, instance.node_file, chosen->count));
+    }
+  }
+}
+
 void run_planner_command(const PlanArgs& args) {
   // Under mpirun the processes divide the search; rank 0 gathers it and prints.
   std::optional<executor::MpiSession> mpi;
@@ -592,11 +770,16 @@ void run_planner_command(const PlanArgs& args) {
   if (divided && args.optimize == "cost") {
     throw InputError({"--optimize", 0, 0}, "", "--optimize cost runs in one process: leave out mpirun");
   }
+  if (!args.catalog.empty()) {
+    if (divided) throw InputError({"--catalog", 0, 0}, "", "a catalogue search runs in one process: leave out mpirun");
+    run_catalog_plan(args);
+    return;
+  }
   if (args.optimize == "cost") {
     run_cost_search(args);
     return;
   }
-  if (!args.deadline.empty()) throw InputError({"--deadline", 0, 0}, "", "a deadline applies to --optimize cost");
+  if (!args.deadline.empty()) throw InputError({"--deadline", 0, 0}, "", "a deadline applies to --optimize cost or --catalog");
   const Inputs in = load_planner_inputs(args);
   check_fixed_degrees(args, in);
   planner::PlannerOptions options = planner_options(args);
@@ -920,6 +1103,19 @@ void add_plan_commands(CLI::App& app) {
   plan_cmd->add_option("--ranks", args->verify_ranks, "With --verify-top: the ranks (default: the plans' GPUs)")
       ->check(CLI::PositiveNumber);
   plan_cmd->add_option("--threads", args->threads, "Simulation threads (default: all cores)")->check(CLI::PositiveNumber);
+  // --catalog: the clusters are the catalogue's instances, priced by it (docs/budget.md).
+  CLI::Option* catalog = plan_cmd->add_option(
+      "--catalog", args->catalog,
+      "A catalogue of instance types (YAML: name, node_from, price_per_hour, available): search every type at "
+      "1, 2, 4, ... and all its instances, and choose the cheapest --tokens run (by --deadline) or the fastest "
+      "within --budget; prints the frontier of cost against time");
+  CLI::Option* budget = plan_cmd->add_option("--budget", args->budget,
+                                             "With --catalog: the most the run may cost, e.g. \"2e6 USD\"");
+  budget->needs(catalog)->excludes("--deadline");
+  for (const char* other : {"--topology", "--gpus", "--gpus-per-node", "--gpu-hour-price", "--optimize",
+                            "--verify-top", "--baseline", "--robust", "--explain", "--trace"}) {
+    catalog->excludes(other);
+  }
   plan_cmd->callback([plan_cmd, args] {
     if (!plan_cmd->get_subcommands().empty()) return;
     args->defaults_used.clear();

@@ -13,7 +13,8 @@ build=${1:?usage: tools/fuzz.sh BUILD_DIR SECONDS [HARNESS ...]}
 seconds=${2:?usage: tools/fuzz.sh BUILD_DIR SECONDS [HARNESS ...]}
 shift 2
 all=(topology_fuzz model_fuzz plan_fuzz override_fuzz nvidia_smi_fuzz nccl_xml_fuzz trace_fuzz torch_csv_fuzz
-  step_record_fuzz launch_script_fuzz framework_trace_fuzz gzip_fuzz torchtitan_job_fuzz runs_file_fuzz profile_fuzz)
+  step_record_fuzz launch_script_fuzz framework_trace_fuzz gzip_fuzz torchtitan_job_fuzz runs_file_fuzz profile_fuzz
+  catalog_fuzz)
 harnesses=("$@")
 [[ ${#harnesses[@]} -eq 0 ]] && harnesses=("${all[@]}")
 out=${MPSIM_FUZZ_OUT:-$build/fuzz-out}
@@ -51,6 +52,7 @@ seeds() {
       echo "" ;;
     runs_file_fuzz) cp "$repo"/tests/fuzz/seeds/runs_file/* "$dir"; echo yaml ;;
     profile_fuzz) cp "$repo"/tests/fuzz/seeds/profile/* "$dir"; echo yaml ;;
+    catalog_fuzz) cp "$repo"/configs/catalogs/*.yaml "$m"/catalog-*.yaml "$dir"; echo yaml ;;
     *) echo "tools/fuzz.sh: unknown harness '$name' (known: $(tr "\n" " " < "$out/known"))" >&2; return 1 ;;
   esac
 }

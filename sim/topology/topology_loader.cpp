@@ -310,6 +310,8 @@ TopologySpec load_topology_spec(const Field& root, int depth,
   return load_spec(root, depth, patch_included, {});
 }
 
+FabricSpec load_fabric_spec(const Field& fabric) { return load_fabric(fabric); }
+
 Cluster load_topology_file(const std::filesystem::path& path) {
   const YamlDocument doc = YamlDocument::load(path);
   return build_cluster(load_topology_spec(doc.root()));

@@ -16,6 +16,10 @@ namespace mpsim::topology {
 [[nodiscard]] TopologySpec load_topology_spec(const Field& root, int depth = 0,
                                               const std::function<void(YamlDocument&)>& patch_included = {});
 
+/// A `fabric:` mapping as a topology file writes it (docs/formats.md, "Topology"); a catalogue entry's
+/// `fabric` reads the same way. Throws InputError.
+[[nodiscard]] FabricSpec load_fabric_spec(const Field& fabric);
+
 /// Loads and expands a topology file. Throws InputError.
 [[nodiscard]] Cluster load_topology_file(const std::filesystem::path& path);
 

@@ -36,6 +36,7 @@ while IFS='|' read -r file command location expected extra_text; do
     model) args=(model show "$path") ;;
     plan) args=(plan check "$path" --topology "$repo/topologies/4x-p4d.yaml" --model "$repo/configs/models/gpt3-13b.yaml") ;;
     simulate) args=(simulate --topology "$repo/topologies/4x-p4d.yaml" --model "$repo/configs/models/gpt3-13b.yaml" --plan "$path") ;;
+    catalog) args=(plan --catalog "$path" --model "$repo/configs/models/gpt3-1.3b.yaml" --tokens 1B) ;;
     *) echo "bad command '$command' in cases.txt"; exit 2 ;;
   esac
   args+=("${extra[@]}")

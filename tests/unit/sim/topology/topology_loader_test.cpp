@@ -27,6 +27,7 @@ TEST(TopologyLoader, EveryShippedTopologyLoads) {
       {"dgx-a100.yaml", 1, 8, "a100-80gb"},      {"dgx-h100.yaml", 1, 8, "h100-sxm"},
       {"p3.16xlarge.yaml", 1, 8, "v100-16gb"},   {"p4d.24xlarge.yaml", 1, 8, "a100-40gb"},
       {"p5.48xlarge.yaml", 1, 8, "h100-sxm"},    {"pcie-8gpu.yaml", 1, 8, "a100-pcie-80gb"},
+      {"p4de.24xlarge.yaml", 1, 8, "a100-80gb"},
       {"4x-p4d.yaml", 4, 32, "a100-40gb"},       {"16x-dgx-h100.yaml", 16, 128, "h100-sxm"},
       {"selene.yaml", 560, 4480, "a100-80gb"},   {"512x-dgx-h100.yaml", 512, 4096, "h100-sxm"},
       {"dgx-b200.yaml", 1, 8, "b200"},           {"gb200-nvl72.yaml", 1, 72, "gb200"},

@@ -1,0 +1,72 @@
+#pragma once
+/// `mpsim plan --catalog FILE --tokens N [--deadline D | --budget X]` (docs/budget.md): which instance
+/// type, how many instances and which plan train N tokens cheapest by a deadline, or fastest within a
+/// budget; and the frontier of cost against time to train.
+///
+/// Each instance type is a cost search of its own (cost_search.h): its instance counts are the job
+/// sizes, each searched for speed, its fastest plan's run estimated at the type's price per GPU-hour
+/// (price per instance-hour / GPUs per instance, so that the run's cost is instances x price x wall
+/// hours). At one type and count the fastest plan is also the cheapest (the cost grows with the wall
+/// time, which grows with the step), so the best plan of each (type, count) is all the choice and the
+/// frontier need.
+///
+/// One instance type per job. A job of several types (a node_groups topology) would be one more kind
+/// of offer: a list of (type, count) whose cluster joins their nodes; the choice and the frontier below
+/// read only an offer's run, so they would not change.
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "planner/catalog.h"
+#include "planner/cost_search.h"
+#include "sim/core/units.h"
+#include "sim/training/training_request.h"
+
+namespace mpsim::planner {
+
+/// What the run must keep within; at most one of the two (nothing: the cheapest run).
+struct CatalogLimits {
+  std::optional<TimeNs> deadline;  ///< the run must end by it; then the cheapest such run is chosen
+  std::optional<double> budget;    ///< in the catalogue's currency; then the fastest run within it is chosen
+};
+
+/// One instance type at one count, and its best plan's run.
+struct CatalogOffer {
+  std::size_t instance = 0;  ///< index into Catalog::instances
+  int count = 0;             ///< instances
+  JobSizeResult job;         ///< its GPUs, fastest plan and run (the run's cost in the catalogue's currency)
+};
+
+struct CatalogSearchResult {
+  std::vector<CatalogOffer> offers;   ///< by catalogue order, then count ascending
+  std::vector<std::size_t> frontier;  ///< indices into `offers`: the non-dominated (cost, wall time), cheapest first
+  std::optional<std::size_t> chosen;  ///< index into `offers`; nothing: no run within the limits
+};
+
+/// The instance counts tried for `available` instances: powers of two below it, and `available` itself
+/// (cost_job_sizes' whole-node sizes, counted in instances: one rents whole instances). 12: 1, 2, 4, 8, 12.
+[[nodiscard]] std::vector<int> instance_counts(int available);
+
+/// The choice among `offers` with a run: with a deadline, the cheapest that ends by it; with a budget,
+/// the fastest whose cost is within it; with neither, the cheapest. Ties go to the faster (with a budget:
+/// the cheaper), then to the first. Precondition: every run has a cost.
+[[nodiscard]] std::optional<std::size_t> choose_offer(const std::vector<CatalogOffer>& offers,
+                                                      const CatalogLimits& limits);
+
+/// The offers with a run that no other offer beats on both cost and wall time (one no worse on either
+/// and better on one); of equal points, the first. Cheapest first. The choice is always one of them.
+[[nodiscard]] std::vector<std::size_t> cost_time_frontier(const std::vector<CatalogOffer>& offers);
+
+/// The type's price per GPU-hour: its price per instance-hour over its GPUs.
+[[nodiscard]] double gpu_hour_price(const CatalogInstance& instance);
+
+/// Searches every instance type of `catalog` at each of its instance_counts(): `search_of(type, count)`
+/// gives the job's cluster (instance_cluster()), model and options; the run is `request`'s at the type's
+/// gpu_hour_price(). Then chooses within `limits` and finds the frontier. `request.gpu_hour_price` is
+/// ignored (the catalogue prices the runs).
+[[nodiscard]] CatalogSearchResult run_catalog_search(
+    const Catalog& catalog, const std::function<JobSearch(const CatalogInstance&, int count)>& search_of,
+    const training::TrainingRequest& request, const CatalogLimits& limits);
+
+}  // namespace mpsim::planner
