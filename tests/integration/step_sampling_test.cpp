@@ -165,6 +165,12 @@ TEST(PlanSamples, EachRankedPlanGetsItsP95AndRobustRanksByIt) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("p95/p50"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("Ranked by p95 of the sampled steps"), std::string::npos) << text.out;
+  // The same sampled steps for any thread count: the JSON differs at most in the search's own time.
+  json one = run_json(plan("--json --samples 8 --gpu-speed-spread 5% --link-speed-spread 5% --threads 1"));
+  json three = run_json(plan("--json --samples 8 --gpu-speed-spread 5% --link-speed-spread 5% --threads 3"));
+  one.erase("search_time_s");
+  three.erase("search_time_s");
+  EXPECT_EQ(one.dump(), three.dump());
   const CommandResult cost = mpsim(plan("--optimize cost --tokens 1B --samples 8 --gpu-speed-spread 5%"));
   EXPECT_EQ(cost.exit_code, 2);
   EXPECT_NE(cost.err.find("--samples"), std::string::npos) << cost.err;

@@ -24,6 +24,7 @@
 
 #include "sim/core/random_stream.h"
 #include "sim/core/yaml_field.h"
+#include "sim/topology/route_table.h"
 #include "tests/unit/sim/engine/engine_test_support.h"
 
 namespace mpsim::planner {
@@ -142,17 +143,42 @@ TEST(StepDistribution, SpreadZeroGivesTheUnsampledStep) {
   EXPECT_EQ(s.mean_s, step);
 }
 
-// A link spread alone moves the step: the pipeline's transfers and the all-reduce cross sampled links,
-// and some samples slow the links the step waits on.
-TEST(StepDistribution, LinkSpreadMovesTheStep) {
-  const SmallJob job;
-  const double step = engine::simulate(job.cluster, job.model, job.plan).report.step_time_s;
+// A link spread alone: a two-stage pipeline of one microbatch on a PCIe box (no latency, so a transfer
+// costs bytes / bandwidth). The step is the compute S plus two transfers of X each at full bandwidth
+// (the activation forward, its gradient back), over the same route GPU 0 - switch - GPU 1, whose
+// bottleneck is its slowest link: with per-link time multipliers m_l, step = S + 2 X max_{l on route} m_l.
+// S and X come from the runs with every link at m = 1 and m = 2; each sampled step is then checked
+// against its own draws.
+TEST(StepDistribution, LinkSpreadSlowsTransfersByTheirRoutesSlowestLink) {
+  const topology::Cluster box = engine::testing::pcie_box(2, "10 GB/s", "0 us");
+  const model::Model model = engine::testing::timed_layers(2, "1 ms", "1 ms", "1 ms", 10'000'000);
+  const plan::Plan plan = engine::testing::pipeline_plan(2, 1, "1f1b", box, model);
+  const auto step_with_links_at = [&](double m) {
+    topology::Cluster c = box;
+    for (std::size_t i = 0; i < c.links().size(); ++i) {
+      const topology::LinkId id{static_cast<std::uint32_t>(i)};
+      c.set_link_rate(id, BytesPerSec::bytes_per_sec(c.link(id).bandwidth.in_bytes_per_sec() / m), c.link(id).latency);
+    }
+    return engine::simulate(c, model, plan).report.step_time_s;
+  };
+  const double s1 = step_with_links_at(1);
+  const double transfers = step_with_links_at(2) - s1;  // 2 X
+  const double compute = s1 - transfers;
+  ASSERT_NEAR(transfers, 2 * 10e6 / 10e9, 1e-6);  // two 10 MB transfers at 10 GB/s: 2 ms
+  const std::vector<topology::LinkId> route = topology::RouteFinder(box).route(box.gpus()[0], box.gpus()[1])->links;
+  ASSERT_GE(route.size(), 2U);
+
   variability::SamplingRequest request;
-  request.samples = 8;
+  request.samples = 16;
   request.spread.link = 0.2;
-  const auto s = sample_steps(job.cluster, job.model, {job.plan}, {}, request, 2)[0].summary;
-  EXPECT_NE(s.max_s, s.min_s);
-  EXPECT_GT(s.max_s, step);
+  const auto sampled = sample_steps(box, model, {plan}, {}, request, 2)[0];
+  for (std::size_t i = 0; i < sampled.step_s.size(); ++i) {
+    const auto m = variability::draw_speed_sample(box, request.spread, request.seed, i).link_time_multipliers;
+    double slowest = 0;
+    for (const topology::LinkId l : route) slowest = std::max(slowest, m[l.value]);
+    EXPECT_NEAR(sampled.step_s[i], compute + transfers * slowest, 1e-6 * s1) << i;
+  }
+  EXPECT_NE(sampled.summary.max_s, sampled.summary.min_s);
 }
 
 }  // namespace
