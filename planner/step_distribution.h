@@ -21,8 +21,8 @@ struct SampledSteps {
 
 /// Each of `plans` on `request.samples` sampled copies of `cluster`, the (plan, sample) simulations spread
 /// over `threads` threads (thread_pool.h; <= 0: every core). `options` as for the unsampled run; its
-/// timeline, observer, shared routes and step limit are dropped (each sampled cluster routes its own
-/// links). Precondition: request.samples > 0.
+/// timeline, memory timelines, observer, shared routes and step limit are dropped (the sampled copies
+/// route their own links). Throws std::invalid_argument without samples.
 [[nodiscard]] std::vector<SampledSteps> sample_steps(const topology::Cluster& cluster, const model::Model& model,
                                                      const std::vector<plan::Plan>& plans,
                                                      const engine::EngineOptions& options,

@@ -25,24 +25,28 @@ SpeedSample draw_speed_sample(const topology::Cluster& cluster, const SpeedSprea
           lognormal_multipliers(cluster.links().size(), spread.link, seed, sample, RandomStreamId::LinkSpeeds)};
 }
 
-topology::Cluster with_speed_sample(topology::Cluster cluster, const SpeedSample& sample) {
-  if (sample.gpu_time_multipliers.size() != cluster.gpus().size() ||
-      sample.link_time_multipliers.size() != cluster.links().size()) {
-    throw std::invalid_argument("with_speed_sample: the sample was drawn for another cluster");
+void apply_speed_sample(topology::Cluster& target, const topology::Cluster& base, const SpeedSample& sample) {
+  if (sample.gpu_time_multipliers.size() != base.gpus().size() ||
+      sample.link_time_multipliers.size() != base.links().size() || target.gpus() != base.gpus() ||
+      target.links().size() != base.links().size()) {
+    throw std::invalid_argument("apply_speed_sample: the sample was drawn for another cluster");
   }
-  for (std::size_t i = 0; i < cluster.gpus().size(); ++i) {
-    const topology::DeviceId gpu = cluster.gpus()[i];
-    const double m = sample.gpu_time_multipliers[i];
-    if (m != 1.0) cluster.set_slowdown(gpu, cluster.device(gpu).slowdown * m);
+  for (std::size_t i = 0; i < base.gpus().size(); ++i) {
+    const topology::DeviceId gpu = base.gpus()[i];
+    target.set_slowdown(gpu, base.device(gpu).slowdown * sample.gpu_time_multipliers[i]);
   }
-  for (std::size_t i = 0; i < cluster.links().size(); ++i) {
-    const double m = sample.link_time_multipliers[i];
-    if (m == 1.0) continue;
+  for (std::size_t i = 0; i < base.links().size(); ++i) {
     const topology::LinkId id{static_cast<std::uint32_t>(i)};
-    const topology::Link& link = cluster.link(id);
-    cluster.set_link_rate(id, BytesPerSec::bytes_per_sec(link.bandwidth.in_bytes_per_sec() / m), link.latency);
+    const topology::Link& link = base.link(id);
+    const double m = sample.link_time_multipliers[i];
+    target.set_link_rate(id, BytesPerSec::bytes_per_sec(link.bandwidth.in_bytes_per_sec() / m), link.latency);
   }
-  return cluster;
+}
+
+topology::Cluster with_speed_sample(const topology::Cluster& cluster, const SpeedSample& sample) {
+  topology::Cluster out = cluster;
+  apply_speed_sample(out, cluster, sample);
+  return out;
 }
 
 }  // namespace mpsim::variability

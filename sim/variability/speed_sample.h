@@ -34,8 +34,13 @@ struct SpeedSample {
                                             std::uint64_t seed, std::uint64_t sample);
 
 /// `cluster` with `sample` applied on top of its own what-ifs: each GPU's slowdown multiplied by its
-/// multiplier, each link's bandwidth divided by its own (latency unchanged). Precondition: `sample`
-/// was drawn for a cluster of the same GPUs and links.
-[[nodiscard]] topology::Cluster with_speed_sample(topology::Cluster cluster, const SpeedSample& sample);
+/// multiplier, each link's bandwidth divided by its own (latency unchanged). Throws
+/// std::invalid_argument when `sample` was drawn for a cluster of other GPUs or links.
+[[nodiscard]] topology::Cluster with_speed_sample(const topology::Cluster& cluster, const SpeedSample& sample);
+
+/// The same in place: `target`, a copy of `base` that earlier samples may have changed, gets `base`'s
+/// speeds with `sample` applied (every job GPU's slowdown and, with a link sample, every link's rate
+/// set again), so one copy serves sample after sample.
+void apply_speed_sample(topology::Cluster& target, const topology::Cluster& base, const SpeedSample& sample);
 
 }  // namespace mpsim::variability

@@ -94,5 +94,24 @@ TEST(SpeedSample, AppliedOnTopOfTheClustersOwnWhatIfs) {
   EXPECT_THROW((void)with_speed_sample(cluster(1), sample), std::invalid_argument);
 }
 
+// One copy serves sample after sample: applying a second sample over the first gives what the second
+// gives on a fresh copy, nothing of the first left (all-1 multipliers included).
+TEST(SpeedSample, ApplyingInPlaceLeavesNothingOfTheLastSample) {
+  auto base = cluster(2);
+  base.set_slowdown(base.gpus()[1], 1.5);
+  topology::Cluster reused = base;
+  apply_speed_sample(reused, base, draw_speed_sample(base, {0.2, 0.2}, 4, 0));
+  for (const SpeedSpread& next : {SpeedSpread{0.1, 0.1}, SpeedSpread{}}) {
+    const SpeedSample sample = draw_speed_sample(base, next, 4, 1);
+    apply_speed_sample(reused, base, sample);
+    const topology::Cluster fresh = with_speed_sample(base, sample);
+    for (const topology::DeviceId gpu : base.gpus()) EXPECT_EQ(reused.device(gpu).slowdown, fresh.device(gpu).slowdown);
+    for (std::size_t i = 0; i < base.links().size(); ++i) {
+      EXPECT_EQ(reused.links()[i].bandwidth, fresh.links()[i].bandwidth);
+    }
+  }
+  EXPECT_EQ(reused.device(base.gpus()[1]).slowdown, 1.5);  // the last sample had no spread
+}
+
 }  // namespace
 }  // namespace mpsim::variability
