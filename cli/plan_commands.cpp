@@ -27,6 +27,7 @@
 #include "cli/inputs.h"
 #include "cli/plan_shards.h"
 #include "cli/report_text.h"
+#include "cli/step_sampling.h"
 #include "cli/table.h"
 #include "cli/training_report.h"
 #include "cli/verify_top.h"
@@ -41,6 +42,7 @@
 #include "planner/memory_margin.h"
 #include "planner/search.h"
 #include "planner/sensitivity.h"
+#include "planner/step_distribution.h"
 #include "planner/thread_pool.h"
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
@@ -127,6 +129,7 @@ struct PlanArgs {
   int verify_top = 0;         ///< --verify-top K
   std::string verify_backend = "cpu";
   std::optional<int> verify_ranks;
+  SamplingFlags sampling;  ///< --samples N --gpu-speed-spread S ...: each ranked plan's step as a distribution
 };
 
 
@@ -335,22 +338,29 @@ std::vector<std::string> merged_cells(const planner::EquivalentPlans& group) {
 
 /// The ranking with equivalent plans (planner/equivalent_plans.h) in one row, their placements listed.
 std::string ranked_table(const std::vector<planner::Evaluated>& ranked,
-                         const std::map<std::size_t, planner::Sensitivity>& sensitivities) {
+                         const std::map<std::size_t, planner::Sensitivity>& sensitivities,
+                         const std::map<std::size_t, variability::StepDistributionSummary>& sampled) {
   const std::vector<planner::EquivalentPlans> merged = planner::merge_equivalent(ranked);
   Table t;
   // net/2 and gpu+15%: the step's change with every network link at half its bandwidth, and with one
-  // GPU 15 % slow (planner/sensitivity.h).
-  std::vector<std::string> header{"#", "step time", "net/2", "gpu+15%", "idle", "TFLOP/s/GPU", "MFU", "peak memory"};
+  // GPU 15 % slow (planner/sensitivity.h); with --samples, p95 and p95/p50 of the sampled steps.
+  std::vector<std::string> header{"#", "step time", "net/2", "gpu+15%"};
+  if (!sampled.empty()) header.insert(header.end(), {"p95", "p95/p50"});
+  header.insert(header.end(), {"idle", "TFLOP/s/GPU", "MFU", "peak memory"});
   header.insert(header.end(), kPlanHeader.begin(), kPlanHeader.end());
   t.add_row(header);
   for (std::size_t i = 0; i < merged.size(); ++i) {
     const trace::Report& r = merged[i].plan.report;
     const planner::Sensitivity& s = sensitivities.at(merged[i].plan.id);
     const auto change = [&](double step_s) { return fmt::format("{:+.1f}%", 100.0 * (step_s / r.step_time_s - 1.0)); };
-    std::vector<std::string> row{std::to_string(i + 1),         to_string(TimeNs::seconds(r.step_time_s)),
-                                 change(s.half_network_step_s), change(s.slow_gpu_step_s),
-                                 percent(r.bubble_fraction),    fmt::format("{:.1f}", r.tflops_per_gpu),
-                                 percent(r.mfu),                to_string(Bytes::bytes(r.peak_memory_bytes))};
+    std::vector<std::string> row{std::to_string(i + 1), to_string(TimeNs::seconds(r.step_time_s)),
+                                 change(s.half_network_step_s), change(s.slow_gpu_step_s)};
+    if (!sampled.empty()) {
+      const variability::StepDistributionSummary& d = sampled.at(merged[i].plan.id);
+      row.insert(row.end(), {to_string(TimeNs::seconds(d.p95_s)), fmt::format("{:.3f}", d.p95_s / d.p50_s)});
+    }
+    row.insert(row.end(), {percent(r.bubble_fraction), fmt::format("{:.1f}", r.tflops_per_gpu), percent(r.mfu),
+                           to_string(Bytes::bytes(r.peak_memory_bytes))});
     const auto cells = merged_cells(merged[i]);
     row.insert(row.end(), cells.begin(), cells.end());
     t.add_row(row);
@@ -767,6 +777,11 @@ void run_planner_command(const PlanArgs& args) {
   std::optional<executor::MpiSession> mpi;
   if (executor::started_by_mpi_launcher()) mpi.emplace(nullptr, nullptr);
   const bool divided = mpi && mpi->size() > 1;
+  const variability::SamplingRequest sampling = sampling_request(args.sampling);
+  if (sampling.active() && args.optimize == "cost") {
+    throw InputError({"--samples", 0, 0}, "",
+                     "sampled steps are for the ranked plans of --optimize speed or memory, not a cost search");
+  }
   if (divided && args.optimize == "cost") {
     throw InputError({"--optimize", 0, 0}, "", "--optimize cost runs in one process: leave out mpirun");
   }
@@ -815,8 +830,18 @@ void run_planner_command(const PlanArgs& args) {
     });
     for (std::size_t i = 0; i < found.size(); ++i) sensitivities[result.ranked[i].id] = found[i];
   }
+  // --samples: each ranked plan (not the whole search) over the same sampled clusters; with it, --robust
+  // ranks by p95, the straggler what-if made a distribution (docs/stragglers.md).
+  std::map<std::size_t, variability::StepDistributionSummary> sampled;
+  if (sampling.active()) {
+    std::vector<plan::Plan> plans;
+    for (const auto& e : result.ranked) plans.push_back(e.plan);
+    const auto steps = planner::sample_steps(in.cluster, in.model, plans, options.engine, sampling, options.threads);
+    for (std::size_t i = 0; i < steps.size(); ++i) sampled[result.ranked[i].id] = steps[i].summary;
+  }
   if (args.robust) {
     std::stable_sort(result.ranked.begin(), result.ranked.end(), [&](const auto& a, const auto& b) {
+      if (!sampled.empty()) return sampled.at(a.id).p95_s < sampled.at(b.id).p95_s;
       return sensitivities.at(a.id).worse() < sensitivities.at(b.id).worse();
     });
   }
@@ -825,19 +850,32 @@ void run_planner_command(const PlanArgs& args) {
   const std::string cluster_name = in.cluster.name.empty() ? "the cluster" : in.cluster.name;
 
   const auto estimate = [&](const planner::Evaluated& e) {
-    return training::estimate_request(args.training, engine::training_step(in.cluster, in.model, e.plan, e.report));
+    training::TrainingStep step = engine::training_step(in.cluster, in.model, e.plan, e.report);
+    // Sampled, a long run's steps average out: it takes the mean step.
+    if (const auto s = sampled.find(e.id); s != sampled.end()) step.step_time = TimeNs::seconds(s->second.mean_s);
+    return training::estimate_request(args.training, step);
+  };
+  // A sampled plan's distribution, and p95 / p50: how much its step moves with stragglers.
+  const auto add_sampled = [&](nlohmann::ordered_json& entry, const planner::Evaluated& e) {
+    const auto s = sampled.find(e.id);
+    if (s == sampled.end()) return;
+    add_sampled_step_fields(entry, sampling, s->second);
+    entry["step_time_p95_over_p50"] = s->second.p95_s / s->second.p50_s;
   };
   nlohmann::ordered_json json;
   if (args.json) {
     json["best"] = result.ranked.empty() ? nlohmann::ordered_json()
                                          : evaluated_json(result.ranked.front(), true, estimate(result.ranked.front()), &in);
+    if (!result.ranked.empty()) add_sampled(json["best"], result.ranked.front());
     json["candidates"] = nlohmann::ordered_json::array();
     for (const auto& e : result.ranked) {
       nlohmann::ordered_json entry = evaluated_json(e, false, estimate(e), &in);
       const planner::Sensitivity& s = sensitivities.at(e.id);
       entry["sensitivity"] = {{"half_network_step_s", s.half_network_step_s}, {"slow_gpu_step_s", s.slow_gpu_step_s}};
+      add_sampled(entry, e);
       json["candidates"].push_back(std::move(entry));
     }
+    json["ranked_by"] = !args.robust ? "step_time" : sampled.empty() ? "worse_what_if" : "p95";
     json["pareto"] = nlohmann::ordered_json::array();
     for (const auto& e : result.pareto) json["pareto"].push_back(evaluated_json(e, false, estimate(e), &in));
     json["within_margin"] = left_out_by_margin
@@ -969,8 +1007,15 @@ void run_planner_command(const PlanArgs& args) {
                       : ""));
   std::cout << fmt::format("Memory a plan may use: {} per GPU\n\n",
                            planner::usable_memory_text(result.capacity, result.usable, options));
-  if (args.robust) std::cout << "Ranked by the worse of the two what-ifs (net/2, gpu+15%), among the plans found:\n";
-  std::cout << ranked_table(result.ranked, sensitivities);
+  if (!sampled.empty()) {
+    std::cout << fmt::format("p95, p95/p50: of each ranked plan's step over the same {} sampled steps ({}, seed {})\n",
+                             sampling.samples, spread_text(sampling.spread), sampling.seed);
+  }
+  if (args.robust) {
+    std::cout << (sampled.empty() ? "Ranked by the worse of the two what-ifs (net/2, gpu+15%), among the plans found:\n"
+                                  : "Ranked by p95 of the sampled steps, among the plans found:\n");
+  }
+  std::cout << ranked_table(result.ranked, sensitivities, sampled);
   if (left_out_by_margin != nullptr) {
     std::cout << margin_warning(*left_out_by_margin, result.ranked.front(), result.capacity, options);
   }
@@ -1091,7 +1136,8 @@ void add_plan_commands(CLI::App& app) {
                        "the ranking, with what differs from #1 and why it loses");
   plan_cmd->add_flag("--robust", args->robust,
                      "Rank the plans found by their step with every network link at half bandwidth or one GPU "
-                     "15% slow, whichever is worse");
+                     "15% slow, whichever is worse; with --samples, by their p95 step");
+  add_sampling_options(*plan_cmd, args->sampling);
   plan_cmd->add_flag("--explain", args->explain, "Where the best plan's time goes, and why the runner-up lost");
   add_training_options(*plan_cmd, args->training);
   plan_cmd->add_option("--verify-top", args->verify_top,

@@ -14,9 +14,11 @@
 #include "cli/commands.h"
 #include "cli/inputs.h"
 #include "cli/report_text.h"
+#include "cli/step_sampling.h"
 #include "cli/table.h"
 #include "cli/training_report.h"
 #include "planner/explain.h"
+#include "planner/step_distribution.h"
 #include "sim/core/input_error.h"
 #include "sim/engine/simulator.h"
 #include "sim/engine/traced_simulation.h"
@@ -39,6 +41,8 @@ struct SimulateArgs {
   training::TrainingRequest training;
   bool explain = false;
   std::string trace_links = "busiest";
+  SamplingFlags sampling;  ///< --samples N --gpu-speed-spread S ...: the step as a distribution
+  int threads = 0;         ///< for the sampled steps; <= 0: every core
 };
 
 
@@ -55,6 +59,10 @@ engine::EngineOptions engine_options(const SimulateArgs& args) {
 }
 
 void run_one(const SimulateArgs& args, const std::vector<Override>& overrides) {
+  const variability::SamplingRequest sampling = sampling_request(args.sampling);
+  if (sampling.active() && !args.trace.empty()) {
+    throw InputError({"--trace", 0, 0}, "", "a trace records one step, not sampled ones: leave out --samples");
+  }
   const Inputs in = load_inputs_on_gpus(args.files, overrides, args.gpus);
   // With a trace, its run's report is the one printed (the engine is deterministic: the same).
   engine::Prediction prediction =
@@ -62,18 +70,27 @@ void run_one(const SimulateArgs& args, const std::vector<Override>& overrides) {
           ? engine::simulate(in.cluster, in.model, *in.plan, engine_options(args))
           : engine::simulate_traced(in.cluster, in.model, *in.plan, engine_options(args),
                                     link_lanes_named(args.trace_links));
-  const auto estimate = training::estimate_request(
-      args.training, engine::training_step(in.cluster, in.model, *in.plan, prediction.report));
+  std::optional<planner::SampledSteps> sampled;
+  if (sampling.active()) {
+    sampled = std::move(
+        planner::sample_steps(in.cluster, in.model, {*in.plan}, engine_options(args), sampling, args.threads).front());
+  }
+  training::TrainingStep step = engine::training_step(in.cluster, in.model, *in.plan, prediction.report);
+  // Over a long run the steps average out: sampled, the run takes the mean step (docs/stragglers.md).
+  if (sampled) step.step_time = TimeNs::seconds(sampled->summary.mean_s);
+  const auto estimate = training::estimate_request(args.training, step);
   std::optional<planner::TimeBreakdown> explained;
   if (args.explain) explained = planner::breakdown(in.cluster, in.model, {0, *in.plan, prediction.report, {}});
   if (args.json) {
     nlohmann::ordered_json json = prediction_json(in, prediction.report);
+    if (sampled) add_sampled_step_fields(json, sampling, sampled->summary);
     if (estimate) json["training"] = training::training_json(*estimate);
     if (explained) json["explain"] = breakdown_json(*explained);
     if (in.model.profile_spread) json["profile_spread"] = *in.model.profile_spread;
     std::cout << json.dump(2) << "\n";
   } else {
     print_report(in, prediction.report);
+    if (sampled) std::cout << "\n" << sampled_step_text(sampling, sampled->summary, prediction.report.step_time_s);
     if (explained) {
       std::cout << fmt::format("\nWhere the step goes, on its busiest stage ({}): {}\n", explained->stage,
                                breakdown_line(*explained));
@@ -119,6 +136,9 @@ Sweep parse_sweep(const std::string& text) {
 /// that fails (a value the inputs refuse) is reported in its row, naming the flag and value, and the
 /// others run; when every point fails, the first failure is the error.
 void run_sweep(const SimulateArgs& args, std::vector<Override> overrides) {
+  if (sampling_request(args.sampling).active()) {
+    throw InputError({"--samples", 0, 0}, "", "sampled steps are of one run: this does not combine with --sweep");
+  }
   if (!args.trace.empty()) throw InputError({"--trace", 0, 0}, "", "--trace writes one run; it does not combine with --sweep");
   std::vector<Sweep> sweeps;
   for (const std::string& text : args.sweeps) sweeps.push_back(parse_sweep(text));
@@ -220,6 +240,9 @@ void add_simulate_command(CLI::App& app) {
   cmd->add_flag("--explain", args->explain,
                 "Where the step goes on the busiest stage: compute, bubble (the schedule's), exposed communication");
   add_training_options(*cmd, args->training);
+  add_sampling_options(*cmd, args->sampling);
+  cmd->add_option("--threads", args->threads, "With --samples: simulation threads (default: all cores)")
+      ->check(CLI::PositiveNumber);
   cmd->callback([args] {
     std::vector<Override> overrides;
     for (const auto& s : args->sets) overrides.push_back(parse_override(s, "--set"));

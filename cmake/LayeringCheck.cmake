@@ -42,6 +42,8 @@ mpsim_forbid_link(mpsim_topology mpsim_model mpsim_plan mpsim_engine mpsim_plann
 mpsim_forbid_link(mpsim_model mpsim_topology mpsim_plan mpsim_engine mpsim_planner mpsim_executor)
 # The training estimate works from numbers a step gives it: core alone.
 mpsim_forbid_link(mpsim_training mpsim_topology mpsim_model mpsim_plan mpsim_engine mpsim_planner mpsim_executor)
+# Sampled speeds are drawn on a cluster; the sampled simulations run in the planner, which has the threads.
+mpsim_forbid_link(mpsim_variability mpsim_model mpsim_plan mpsim_engine mpsim_planner mpsim_executor)
 mpsim_forbid_link(mpsim_executor mpsim_engine mpsim_planner)
 mpsim_forbid_link(mpsim_executor_cuda mpsim_engine mpsim_planner)
 mpsim_forbid_link(mpsim_executor_profile mpsim_engine mpsim_planner)
