@@ -1,6 +1,7 @@
 #include "executor/interpreter/interpreter.h"
 
 #include <algorithm>
+#include <chrono>
 #include <csignal>
 #include <cstring>
 #include <iostream>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <optional>
 #include <stdexcept>
+#include <thread>
 #include <tuple>
 #include <utility>
 
@@ -73,6 +75,16 @@ class Interpreter {
                                               plan.microbatches, plan.stages(), messages, backend.max_tag()));
     }
     gather_tag_ = static_cast<int>(messages);
+    // A GPU's slowdown (a what-if, sim/topology/instance_override.h) as the simulator prices it: each
+    // compute op takes `slowdown` times as long. The CPU backend emulates it by waiting; a real GPU's
+    // speed is its own.
+    slowdown_ = cluster.device(cluster.gpus().at(static_cast<std::size_t>(me_))).slowdown;
+    if (slowdown_ != 1.0 && backend.name() != "cpu") {
+      throw std::invalid_argument(fmt::format("{} is {}x slow in the topology; only the cpu backend emulates a "
+                                              "slowdown (a GPU runs at its own speed)",
+                                              cluster.device(cluster.gpus().at(static_cast<std::size_t>(me_))).name,
+                                              slowdown_));
+    }
     parameter_tag_ = gather_tag_ + 1;
     // Every rank makes every group the program names (and the tensor and expert groups its layers
     // use), in the same order: Backend::make_group is collective over the world.
@@ -200,7 +212,9 @@ class Interpreter {
       }
       const int before = backend_.record_mark();
       release_sent();
+      const auto started = std::chrono::steady_clock::now();
       run_op(op);
+      if (slowdown_ > 1.0 && schedule::is_compute(op.kind)) stretch_since(started);
       op_marks.emplace_back(before, backend_.record_mark());
       // ZeRO 3 keeps only this rank's shard between passes: the others' elements are poisoned, so
       // a pass that ran without its gather would spoil the step.
@@ -242,6 +256,18 @@ class Interpreter {
       record.spans.push_back(s);
     }
     return record;
+  }
+
+  /// Waits until the compute op that started at `started` has taken `slowdown_` times as long as it did
+  /// (the CPU backend computes synchronously, so its end is now). Sleeps to within a tenth of a
+  /// millisecond of the end, then spins: a sleep alone overshoots by tens of microseconds per op.
+  void stretch_since(std::chrono::steady_clock::time_point started) const {
+    const auto now = std::chrono::steady_clock::now();
+    const auto end = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>((now - started) * (slowdown_ - 1.0));
+    constexpr auto kSpin = std::chrono::microseconds(100);
+    if (end - now > kSpin) std::this_thread::sleep_until(end - kSpin);
+    while (std::chrono::steady_clock::now() < end) {
+    }
   }
 
   [[nodiscard]] int peer_world(std::uint32_t pipeline_rank) const {
@@ -735,6 +761,7 @@ class Interpreter {
   int me_ = 0;             // world rank
   int pipeline_rank_ = 0;  // the stream it runs
   int gather_tag_ = 0;
+  double slowdown_ = 1.0;  ///< this rank's GPU's (Device::slowdown), emulated by stretch_since()
   int parameter_tag_ = 0;
   MemoryMeter meter_;
   std::vector<std::vector<Bytes>> gradient_bytes_;         // [rank][chunk]: the dense sections' bytes

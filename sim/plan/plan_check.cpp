@@ -251,8 +251,8 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
     for (const topology::GpuKind* gpu : kinds) {
       check.require(gpu->sm_count == 0 || *p.flex_dispatcher_sms < gpu->sm_count,
                     std::string(name_of(kFlexDispatcherSmsKeys, p.dispatcher)),
-                    fmt::format("{} SMs for the dispatcher leave none of the {}'s {} to compute",
-                                *p.flex_dispatcher_sms, gpu->name, gpu->sm_count));
+                    fmt::format("{} SMs for the dispatcher leave none of the GPU's {} to compute",
+                                *p.flex_dispatcher_sms, gpu->sm_count));
     }
   }
   p.precision = spec.precision.value_or(model_precision(model.dtype_bytes));

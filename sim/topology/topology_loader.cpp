@@ -1,5 +1,6 @@
 #include "sim/topology/topology_loader.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <system_error>
 
@@ -235,6 +236,39 @@ void load_node_groups(const Field& groups, int depth, const std::function<void(Y
   }
 }
 
+/// `nodes: N` beside `node_groups` (what `--set topology.nodes=N` writes): N nodes shared among the
+/// groups in the proportions written, by largest remainder (ties to the earlier group), each group
+/// keeping at least one. 2 + 2 nodes at N = 33: 17 + 16.
+void share_nodes(const Field& nodes, std::vector<NodeGroup>& groups) {
+  const auto total = static_cast<int>(nodes.as_int_in(1, 100000));
+  const auto count = static_cast<int>(groups.size());
+  if (total < count) {
+    nodes.fail(fmt::format("{} nodes cannot hold the {} node groups (at least one node each)", total, count));
+  }
+  long written = 0;
+  for (const NodeGroup& g : groups) written += g.count;
+  std::vector<long> remainder(groups.size());
+  int given = 0;
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    const long exact = static_cast<long>(groups[i].count) * total;
+    groups[i].count = std::max(1, static_cast<int>(exact / written));
+    remainder[i] = groups[i].count == 1 && exact < written ? -1 : exact % written;
+    given += groups[i].count;
+  }
+  // Hand out what flooring left (or take back what the one-node minimum added), largest remainder first.
+  std::vector<std::size_t> order(groups.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return remainder[a] > remainder[b]; });
+  for (std::size_t k = 0; given < total; k = (k + 1) % order.size(), ++given) ++groups[order[k]].count;
+  for (std::size_t k = order.size(); given > total;) {
+    k = k == 0 ? order.size() - 1 : k - 1;
+    if (groups[order[k]].count > 1) {
+      --groups[order[k]].count;
+      --given;
+    }
+  }
+}
+
 /// The spec of `root`, which starts knowing `kinds` (those of the files that include it through
 /// `node_from`, ahead of its own so that an including file's kind takes the place of one of the same id).
 TopologySpec load_spec(const Field& root, int depth, const std::function<void(YamlDocument&)>& patch_included,
@@ -271,8 +305,8 @@ TopologySpec load_spec(const Field& root, int depth, const std::function<void(Ya
               "'node_templates' or 'node_groups' (nodes of several files), or use the short form 'cluster'");
   }
   if (auto groups = root.get("node_groups")) {
-    if (root.has("nodes")) root.require("nodes").fail("'node_groups' counts its nodes itself: leave 'nodes' out");
     load_node_groups(*groups, depth, patch_included, spec);
+    if (auto nodes = root.get("nodes")) share_nodes(*nodes, spec.nodes);
     if (auto fabric = root.get("fabric")) spec.fabric = load_fabric(*fabric);
     return spec;
   }

@@ -847,10 +847,13 @@ TEST(Simulate, CombinedOneFOneBHidesTheExpertAllToAllsOfEveryPair) {
 
 // Every shipped cluster scales with --set topology.nodes=N (docs/simulator.md, "What-if"): a
 // data-parallel plan whose data degree is derived fills 2 nodes of each, and the report has a device
-// per GPU.
+// per GPU. A cluster of two GPU kinds (node_groups) keeps one node of each at N = 2, and its plan has
+// a pipeline stage per node, since a stage runs on one kind (docs/mixed-clusters.md).
 TEST(Simulate, EveryShippedTopologyScalesWithNodes) {
   // 144 = 2 x 72 (GB200 NVL72 racks) and a multiple of 2 x 8, so the derived data degree divides it.
   const std::string plan = plan_file("dp-derived.yaml", "parallelism: { tensor: 1, pipeline: 1 }\nbatch: { global: 144, micro: 1 }\n");
+  const std::string staged =
+      plan_file("pp-derived.yaml", "parallelism: { tensor: 1, pipeline: 2 }\nbatch: { global: 144, micro: 1 }\n");
   int checked = 0;
   for (const auto& entry : fs::directory_iterator(repo("topologies"))) {
     const std::string topology = entry.path().string();
@@ -858,13 +861,15 @@ TEST(Simulate, EveryShippedTopologyScalesWithNodes) {
     ASSERT_EQ(one.exit_code, 0) << topology << "\n" << one.err;
     const json shown = json::parse(one.out);
     const int per_node = shown["gpus"].get<int>() / shown["nodes"].get<int>();
+    const bool two_kinds = shown["gpu_kinds"].size() == 2;
     const CommandResult r = mpsim("simulate --topology " + topology + " --model " + repo("configs/models/cpu-gpt-tiny.yaml") +
-                                  " --plan " + plan + " --set topology.nodes=2 --json");
+                                  " --plan " + (two_kinds ? staged : plan) + " --set topology.nodes=2 --json");
     ASSERT_EQ(r.exit_code, 0) << topology << "\n" << r.err;
     const json j = json::parse(r.out);
+    const int replicas = two_kinds ? per_node : 2 * per_node;
     EXPECT_EQ(j["devices"].size(), static_cast<std::size_t>(2 * per_node)) << topology;
-    EXPECT_EQ(j["plan"]["parallelism"]["data"].get<int>(), 2 * per_node) << topology;
-    EXPECT_EQ(j["plan"]["batch"]["microbatches"].get<int>(), 144 / (2 * per_node)) << topology;
+    EXPECT_EQ(j["plan"]["parallelism"]["data"].get<int>(), replicas) << topology;
+    EXPECT_EQ(j["plan"]["batch"]["microbatches"].get<int>(), 144 / replicas) << topology;
     ++checked;
   }
   EXPECT_GE(checked, 12);

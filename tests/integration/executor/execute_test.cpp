@@ -397,6 +397,22 @@ std::map<std::string, int> span_counts(const std::filesystem::path& trace) {
 
 // ZeRO 3's weight gathers are spans of the measured trace, one per gather of the program, so that
 // compare pairs them with the simulator's: as many per forward pass as the simulated trace has.
+// A GPU's slowdown in the topology (a what-if) is emulated by the CPU backend as the simulator prices
+// it: each of that rank's compute ops takes `slowdown` times as long. Rank 1 at 3x: its busy time (its
+// passes and optimizer step) three times what it is at full speed, within the noise of two runs on a
+// shared machine (the tolerance), while the work it computes is the same.
+TEST(ExecuteTest, AGpusSlowdownStretchesItsRanksComputeOnTheCpuBackend) {
+  const auto busy_of_rank_1 = [](const std::string& sets) {
+    const CommandResult run = run_mpsim(inputs(2) + " --steps 3 --json " + sets);
+    EXPECT_EQ(run.exit_code, 0) << run.err;
+    return nlohmann::json::parse(run.out).at("devices")[1].at("busy_s").get<double>();
+  };
+  const double full_speed = busy_of_rank_1("");
+  const double slowed = busy_of_rank_1("--set 'topology.gpus[node0/gpu1].slowdown=3'");
+  EXPECT_GT(slowed / full_speed, 2.4) << full_speed << " s against " << slowed << " s";
+  EXPECT_LT(slowed / full_speed, 3.6) << full_speed << " s against " << slowed << " s";
+}
+
 TEST(ExecuteTest, ZeroThreeGathersAreSpansAsTheSimulatorsAre) {
   const std::string sets = " --set plan.pipeline=1 --set plan.data=2 --set plan.zero=3";
   const auto measured = scratch("execute-zero3") / "measured.json";

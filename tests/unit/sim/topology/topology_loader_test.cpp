@@ -164,9 +164,31 @@ TEST(TopologyLoader, NodeGroupsJoinNodesOfSeveralFiles) {
   EXPECT_EQ(nvlink_of(4), BytesPerSec::gigabytes_per_sec(300));
 
   // Errors name the field.
-  const std::string counted = error_of("node_groups:\n  - { node_from: " + h100 + ", nodes: 2 }\nnodes: 4\n");
-  EXPECT_NE(counted.find("inline.yaml:3:"), std::string::npos) << counted;
-  EXPECT_NE(counted.find("'node_groups' counts its nodes itself"), std::string::npos) << counted;
+  // `nodes: N` beside the groups (--set topology.nodes=N) shares N nodes in the groups' proportions.
+  const auto scaled = [&](int nodes) {
+    return load_topology_file(write_topology(
+        "groups-scaled.yaml", "node_groups:\n  - { node_from: " + h100 + ", nodes: 2 }\n  - { node_from: " + a100 +
+                                  ", nodes: 3 }\nnodes: " + std::to_string(nodes) +
+                                  "\nfabric: { kind: single-switch, network: infiniband }\n"));
+  };
+  const auto h100_nodes = [](const Cluster& c) {
+    int n = 0;
+    for (const DeviceId g : c.gpus()) n += c.gpu_kind_of(g).id == "h100-sxm" ? 1 : 0;
+    return n / 8;
+  };
+  const Cluster ten = scaled(10);  // 2 : 3 of 10 = 4 + 6
+  EXPECT_EQ(ten.node_count, 10);
+  EXPECT_EQ(h100_nodes(ten), 4);
+  const Cluster seven = scaled(7);  // 2.8 + 4.2: the larger remainder (0.8) takes the extra node: 3 + 4
+  EXPECT_EQ(h100_nodes(seven), 3);
+  EXPECT_EQ(seven.node_count, 7);
+  const Cluster two = scaled(2);  // 0.8 + 1.2: each group keeps a node
+  EXPECT_EQ(h100_nodes(two), 1);
+  EXPECT_EQ(two.node_count, 2);
+  const std::string too_few = error_of("node_groups:\n  - { node_from: " + h100 + ", nodes: 2 }\n  - { node_from: " +
+                                       a100 + ", nodes: 3 }\nnodes: 1\n");
+  EXPECT_NE(too_few.find("inline.yaml:4:"), std::string::npos) << too_few;
+  EXPECT_NE(too_few.find("cannot hold the 2 node groups"), std::string::npos) << too_few;
   const std::string missing = error_of("node_groups:\n  - { node_from: nowhere.yaml, nodes: 2 }\n");
   EXPECT_NE(missing.find("no such file"), std::string::npos) << missing;
   EXPECT_NE(missing.find("field 'node_groups[0].node_from'"), std::string::npos) << missing;
