@@ -121,6 +121,14 @@ Json layer_json(const Layer& l) {
   return j;
 }
 
+/// "adam", "muon": the name a model file gives an optimizer (model::kOptimizerNames).
+std::string optimizer_name(model::Optimizer optimizer) {
+  for (const auto& [name, value] : model::kOptimizerNames) {
+    if (value == optimizer) return std::string(name);
+  }
+  return "?";
+}
+
 Json model_json(const Model& m) {
   Json j;
   j["name"] = m.name;
@@ -131,6 +139,14 @@ Json model_json(const Model& m) {
   j["parameter_bytes"] = m.parameter_bytes().count();
   j["training_flops_per_sample"] = m.training_flops_per_sample().count();
   if (m.shape) j["shape"] = shape_json(*m.shape);
+  // A profiled model's measurements (mpsim profile --model-out).
+  if (m.profile_spread) j["profile_spread"] = *m.profile_spread;
+  if (!m.optimizer_seconds_per_parameter.empty()) {
+    Json per = Json::object();
+    for (const auto& [optimizer, seconds] : m.optimizer_seconds_per_parameter) per[optimizer_name(optimizer)] = seconds;
+    j["optimizer_time_per_parameter_s"] = std::move(per);
+  }
+  if (m.profiled_from) j["profiled_from"] = m.profiled_from->name;
   Json layers = Json::array();
   for (const Layer& l : m.layers) layers.push_back(layer_json(l));
   j["layers"] = std::move(layers);
@@ -224,8 +240,15 @@ void print_human(const Model& m) {
     std::cout << fmt::format("active      {} ({}) per token\n", grouped(m.active_parameters()),
                              readable_count(m.active_parameters()));
   }
-  std::cout << fmt::format("training    {} per sample (forward + backward, no recomputation)\n\n",
+  std::cout << fmt::format("training    {} per sample (forward + backward, no recomputation)\n",
                            to_string(m.training_flops_per_sample()));
+  if (m.profiled_from) std::cout << fmt::format("profiled    from {}\n", m.profiled_from->name);
+  for (const auto& [optimizer, seconds] : m.optimizer_seconds_per_parameter) {
+    std::cout << fmt::format("optimizer   {}: {} per parameter (measured)\n", optimizer_name(optimizer),
+                             to_string(TimeNs::seconds(seconds)));
+  }
+  if (m.profile_spread) std::cout << fmt::format("spread      the profile's rounds within {:.1f}%\n", *m.profile_spread * 100);
+  std::cout << "\n";
 
   bool timed = false;
   for (const Layer& l : m.layers) timed = timed || l.forward_time || l.backward_input_time || l.backward_weight_time;

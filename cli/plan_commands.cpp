@@ -125,6 +125,7 @@ struct PlanArgs {
   std::string deadline;  ///< --deadline, with --optimize cost or --catalog
   std::string catalog;   ///< --catalog: choose the instance type and count too (docs/budget.md)
   std::string budget;    ///< --budget, with --catalog: "2e6 USD"
+  bool mix_instance_types = false;  ///< --mix-instance-types, with --catalog: jobs of two types too
   std::string trace_links = "busiest";
   int verify_top = 0;         ///< --verify-top K
   std::string verify_backend = "cpu";
@@ -645,18 +646,29 @@ void run_catalog_plan(const PlanArgs& args) {
   }
   InputFiles files = args.files;
   if (files.model == PlanArgs{}.files.model) files.model = default_file(files.model);
-  const auto search_of = [&](const planner::CatalogInstance& instance, int count) {
-    Inputs in = load_inputs_on_cluster(files, overrides, planner::instance_cluster(instance, count));
+  const auto search_of = [&](topology::Cluster cluster) {
+    Inputs in = load_inputs_on_cluster(files, overrides, std::move(cluster));
     check_attention_kernel(args, in);
     planner::PlannerOptions options = planner_options(args);
     if (!args.framework.empty()) options.refuse = refusal_of(args.framework, in, args.files.model);
     return planner::JobSearch{std::move(in.cluster), std::move(in.model), std::move(options)};
   };
-  const planner::CatalogSearchResult found = planner::run_catalog_search(catalog, search_of, args.training, limits);
+  const planner::CatalogSearchResult found =
+      planner::run_catalog_search(catalog, search_of, args.training, limits, args.mix_instance_types);
   const std::vector<planner::CatalogOffer>& offers = found.offers;
   const planner::CatalogOffer* chosen = found.chosen ? &offers[*found.chosen] : nullptr;
-  const auto name_of = [&](const planner::CatalogOffer& o) -> const std::string& {
-    return catalog.instances[o.instance].name;
+  // "p5.48xlarge", or "p5.48xlarge + p4d.24xlarge" and counts "1 + 2" for two types.
+  const auto name_of = [&](const planner::CatalogOffer& o) {
+    const std::string& first = catalog.instances[o.instance].name;
+    return o.second ? first + " + " + catalog.instances[*o.second].name : first;
+  };
+  const auto count_of = [](const planner::CatalogOffer& o) {
+    return o.second ? fmt::format("{} + {}", o.count, o.second_count) : std::to_string(o.count);
+  };
+  const auto price_of = [&](const planner::CatalogOffer& o) {
+    return o.second ? o.count * catalog.instances[o.instance].price_per_hour +
+                          o.second_count * catalog.instances[*o.second].price_per_hour
+                    : catalog.instances[o.instance].price_per_hour;
   };
   const auto on_frontier = [&](std::size_t i) {
     return std::find(found.frontier.begin(), found.frontier.end(), i) != found.frontier.end();
@@ -685,11 +697,13 @@ void run_catalog_plan(const PlanArgs& args) {
     json["budget"] = limits.budget ? nlohmann::ordered_json(*limits.budget) : nlohmann::ordered_json();
     json["offers"] = nlohmann::ordered_json::array();
     for (const planner::CatalogOffer& o : offers) {
-      const planner::CatalogInstance& instance = catalog.instances[o.instance];
-      nlohmann::ordered_json entry{{"instance", instance.name},
+      nlohmann::ordered_json entry{{"instance", name_of(o)},
                                    {"count", o.count},
                                    {"gpus", o.job.gpus},
-                                   {"price_per_hour", instance.price_per_hour}};
+                                   {"price_per_hour", price_of(o)}};
+      if (o.second) {
+        entry["second"] = {{"instance", catalog.instances[*o.second].name}, {"count", o.second_count}};
+      }
       if (o.job.best) {
         entry["best"] = evaluated_json(*o.job.best, false, o.job.run);
       } else {
@@ -717,7 +731,7 @@ void run_catalog_plan(const PlanArgs& args) {
     for (std::size_t i = 0; i < offers.size(); ++i) {
       const planner::CatalogOffer& o = offers[i];
       const std::string mark = &o == chosen ? " *" : on_frontier(i) ? " f" : "";
-      std::vector<std::string> row{name_of(o) + mark, std::to_string(o.count), std::to_string(o.job.gpus)};
+      std::vector<std::string> row{name_of(o) + mark, count_of(o), std::to_string(o.job.gpus)};
       if (!o.job.best) {
         row.push_back("no plan");
         t.add_row(row);
@@ -732,7 +746,7 @@ void run_catalog_plan(const PlanArgs& args) {
     }
     std::cout << t.render();
     for (const planner::CatalogOffer& o : offers) {
-      if (!o.job.best) std::cout << fmt::format("{} x {}: no plan: {}\n", o.count, name_of(o), o.job.infeasible);
+      if (!o.job.best) std::cout << fmt::format("{} x {}: no plan: {}\n", count_of(o), name_of(o), o.job.infeasible);
     }
     std::cout << "\nFrontier of cost against time to train (no other run is both cheaper and faster), cheapest first:\n";
     Table f;
@@ -741,7 +755,7 @@ void run_catalog_plan(const PlanArgs& args) {
       const planner::CatalogOffer& o = offers[i];
       f.add_row({planner::money_text(*o.job.run->cost, catalog.currency),
                  fmt::format("{:.2f}", o.job.run->wall_time.to_seconds() / 86400), name_of(o) + (&o == chosen ? " *" : ""),
-                 std::to_string(o.count), std::to_string(o.job.gpus),
+                 count_of(o), std::to_string(o.job.gpus),
                  to_string(TimeNs::seconds(o.job.best->report.step_time_s)), plan_summary(o.job.best->plan)});
     }
     std::cout << f.render();
@@ -757,10 +771,15 @@ void run_catalog_plan(const PlanArgs& args) {
   const planner::CatalogInstance& instance = catalog.instances[chosen->instance];
   if (!args.output.empty()) write_file_atomically(args.output, plan::write_plan_yaml(chosen->job.best->plan));
   if (!args.json) {
-    std::cout << fmt::format("\n* {} x {} ({} GPUs), {}: ", chosen->count, instance.name, chosen->job.gpus,
+    std::cout << fmt::format("\n* {} x {} ({} GPUs), {}: ", count_of(*chosen), name_of(*chosen), chosen->job.gpus,
                              planner::money_text(*chosen->job.run->cost, catalog.currency))
               << training_text(*chosen->job.run);
-    if (!args.output.empty()) {
+    if (!args.output.empty() && chosen->second) {
+      const planner::CatalogInstance& second = catalog.instances[*chosen->second];
+      std::cout << fmt::format("\nIts plan written to {} (its cluster: node_groups of {} x {} then {} x {}, "
+                               "docs/mixed-clusters.md)\n",
+                               args.output, chosen->count, instance.node_file, chosen->second_count, second.node_file);
+    } else if (!args.output.empty()) {
       // With the catalogue's own fabric the node file alone does not give the cluster: say what does.
       std::cout << (instance.own_fabric
                         ? fmt::format("\nIts plan written to {} (its cluster: {} nodes of {} joined by the catalogue's "
@@ -1158,6 +1177,11 @@ void add_plan_commands(CLI::App& app) {
   CLI::Option* budget = plan_cmd->add_option("--budget", args->budget,
                                              "With --catalog: the most the run may cost, e.g. \"2e6 USD\"");
   budget->needs(catalog)->excludes("--deadline");
+  plan_cmd
+      ->add_flag("--mix-instance-types", args->mix_instance_types,
+                 "With --catalog: also every pair of instance types at each pair of counts, as one cluster of two GPU "
+                 "kinds (a pipeline stage per kind; docs/mixed-clusters.md)")
+      ->needs(catalog);
   for (const char* other : {"--topology", "--gpus", "--gpus-per-node", "--gpu-hour-price", "--optimize",
                             "--verify-top", "--baseline", "--robust", "--explain", "--trace"}) {
     catalog->excludes(other);

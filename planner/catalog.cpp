@@ -1,5 +1,6 @@
 #include "planner/catalog.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <cmath>
@@ -154,6 +155,24 @@ Catalog load_catalog(const Field& root, const std::filesystem::path& folder,
 topology::Cluster instance_cluster(const CatalogInstance& instance, int count) {
   topology::TopologySpec spec = instance.node;
   spec.nodes.front().count = count;
+  return topology::build_cluster(spec);
+}
+
+topology::Cluster two_instance_cluster(const CatalogInstance& first, int first_count, const CatalogInstance& second,
+                                       int second_count) {
+  topology::TopologySpec spec = first.node;
+  spec.name = fmt::format("{}x {} + {}x {}", first_count, first.name, second_count, second.name);
+  spec.nodes.front().count = first_count;
+  // The second type's node under a name of its own, after the first's (node_groups' order).
+  const std::string second_template = spec.templates.begin()->first + "+" + second.name;
+  spec.templates.emplace(second_template, second.node.templates.begin()->second);
+  spec.nodes.push_back({second_template, second_count, second.node.nodes.front().origin});
+  for (const topology::GpuKind& kind : second.node.custom_gpu_kinds) {
+    const bool known = std::any_of(spec.custom_gpu_kinds.begin(), spec.custom_gpu_kinds.end(),
+                                   [&](const topology::GpuKind& k) { return k.id == kind.id; });
+    if (!known) spec.custom_gpu_kinds.push_back(kind);
+  }
+  if (!spec.fabric) spec.fabric = second.node.fabric;
   return topology::build_cluster(spec);
 }
 

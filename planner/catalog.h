@@ -65,4 +65,10 @@ struct Catalog {
 /// topology::build_cluster does. Precondition: count >= 1.
 [[nodiscard]] topology::Cluster instance_cluster(const CatalogInstance& instance, int count);
 
+/// The cluster of `first_count` instances of `first` then `second_count` of `second` (a node_groups
+/// cluster of two GPU kinds, docs/mixed-clusters.md), joined by the first type's fabric (else the
+/// second's, else a single switch). Named "Ax FIRST + Bx SECOND". Preconditions: both counts >= 1.
+[[nodiscard]] topology::Cluster two_instance_cluster(const CatalogInstance& first, int first_count,
+                                                     const CatalogInstance& second, int second_count);
+
 }  // namespace mpsim::planner

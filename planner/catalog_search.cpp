@@ -60,9 +60,16 @@ std::vector<std::size_t> cost_time_frontier(const std::vector<CatalogOffer>& off
   return front;
 }
 
+topology::Cluster offer_cluster(const Catalog& catalog, const CatalogOffer& offer) {
+  const CatalogInstance& first = catalog.instances.at(offer.instance);
+  if (!offer.second) return instance_cluster(first, offer.count);
+  return two_instance_cluster(first, offer.count, catalog.instances.at(*offer.second), offer.second_count);
+}
+
 CatalogSearchResult run_catalog_search(const Catalog& catalog,
-                                       const std::function<JobSearch(const CatalogInstance&, int count)>& search_of,
-                                       const training::TrainingRequest& request, const CatalogLimits& limits) {
+                                       const std::function<JobSearch(topology::Cluster)>& search_of,
+                                       const training::TrainingRequest& request, const CatalogLimits& limits,
+                                       bool mix_types) {
   CatalogSearchResult out;
   for (std::size_t t = 0; t < catalog.instances.size(); ++t) {
     const CatalogInstance& instance = catalog.instances[t];
@@ -73,8 +80,27 @@ CatalogSearchResult run_catalog_search(const Catalog& catalog,
     priced.gpu_hour_price = gpu_hour_price(instance);
     // The cost search of this type alone; the choice across types is made below, on cost.
     const CostSearchResult found = run_cost_search(
-        sizes, [&](int gpus) { return search_of(instance, gpus / per); }, priced, std::nullopt);
-    for (const JobSizeResult& job : found.sizes) out.offers.push_back({t, job.gpus / per, job});
+        sizes, [&](int gpus) { return search_of(instance_cluster(instance, gpus / per)); }, priced, std::nullopt);
+    for (const JobSizeResult& job : found.sizes) out.offers.push_back({t, job.gpus / per, job, std::nullopt, 0});
+  }
+  if (mix_types) {
+    for (std::size_t a = 0; a < catalog.instances.size(); ++a) {
+      for (std::size_t b = a + 1; b < catalog.instances.size(); ++b) {
+        const CatalogInstance& first = catalog.instances[a];
+        const CatalogInstance& second = catalog.instances[b];
+        for (const int ca : instance_counts(first.available)) {
+          for (const int cb : instance_counts(second.available)) {
+            const int gpus = ca * first.gpus_per_instance + cb * second.gpus_per_instance;
+            training::TrainingRequest priced = request;
+            priced.gpu_hour_price = (ca * first.price_per_hour + cb * second.price_per_hour) / gpus;
+            const CostSearchResult found = run_cost_search(
+                {gpus}, [&](int) { return search_of(two_instance_cluster(first, ca, second, cb)); }, priced,
+                std::nullopt);
+            out.offers.push_back({a, ca, found.sizes.front(), b, cb});
+          }
+        }
+      }
+    }
   }
   out.chosen = choose_offer(out.offers, limits);
   out.frontier = cost_time_frontier(out.offers);

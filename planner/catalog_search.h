@@ -10,9 +10,9 @@
 /// time, which grows with the step), so the best plan of each (type, count) is all the choice and the
 /// frontier need.
 ///
-/// One instance type per job. A job of several types (a node_groups topology) would be one more kind
-/// of offer: a list of (type, count) whose cluster joins their nodes; the choice and the frontier below
-/// read only an offer's run, so they would not change.
+/// With `mix_types`, every pair of types at each pair of their counts is an offer too: a cluster of
+/// two GPU kinds (two_instance_cluster(), docs/mixed-clusters.md) priced at the two types' instances
+/// together. The choice and the frontier read only an offer's run, so they take mixed offers as any.
 #include <cstddef>
 #include <functional>
 #include <optional>
@@ -31,12 +31,17 @@ struct CatalogLimits {
   std::optional<double> budget;    ///< in the catalogue's currency; then the fastest run within it is chosen
 };
 
-/// One instance type at one count, and its best plan's run.
+/// One instance type at one count (or two types, each at a count), and its best plan's run.
 struct CatalogOffer {
   std::size_t instance = 0;  ///< index into Catalog::instances
   int count = 0;             ///< instances
   JobSizeResult job;         ///< its GPUs, fastest plan and run (the run's cost in the catalogue's currency)
+  std::optional<std::size_t> second;  ///< a second type (index into Catalog::instances), after `instance`'s nodes
+  int second_count = 0;               ///< its instances
 };
+
+/// The cluster of an offer: instance_cluster(), or two_instance_cluster() for two types.
+[[nodiscard]] topology::Cluster offer_cluster(const Catalog& catalog, const CatalogOffer& offer);
 
 struct CatalogSearchResult {
   std::vector<CatalogOffer> offers;   ///< by catalogue order, then count ascending
@@ -61,12 +66,14 @@ struct CatalogSearchResult {
 /// The type's price per GPU-hour: its price per instance-hour over its GPUs.
 [[nodiscard]] double gpu_hour_price(const CatalogInstance& instance);
 
-/// Searches every instance type of `catalog` at each of its instance_counts(): `search_of(type, count)`
-/// gives the job's cluster (instance_cluster()), model and options; the run is `request`'s at the type's
-/// gpu_hour_price(). Then chooses within `limits` and finds the frontier. `request.gpu_hour_price` is
-/// ignored (the catalogue prices the runs).
-[[nodiscard]] CatalogSearchResult run_catalog_search(
-    const Catalog& catalog, const std::function<JobSearch(const CatalogInstance&, int count)>& search_of,
-    const training::TrainingRequest& request, const CatalogLimits& limits);
+/// Searches every instance type of `catalog` at each of its instance_counts() (and with `mix_types` every
+/// pair of types at each pair of counts): `search_of(cluster)` gives the job of the offer's cluster
+/// (offer_cluster()), its model and options; the run is `request`'s at the offer's price per GPU-hour
+/// (its instances' prices per hour over its GPUs). Then chooses within `limits` and finds the frontier.
+/// `request.gpu_hour_price` is ignored (the catalogue prices the runs).
+[[nodiscard]] CatalogSearchResult run_catalog_search(const Catalog& catalog,
+                                                     const std::function<JobSearch(topology::Cluster)>& search_of,
+                                                     const training::TrainingRequest& request,
+                                                     const CatalogLimits& limits, bool mix_types = false);
 
 }  // namespace mpsim::planner

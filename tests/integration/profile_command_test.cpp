@@ -155,6 +155,16 @@ TEST(ProfileCommand, TwoRanksWriteAProfiledModelThatSimulateAndPlanLoad) {
   EXPECT_NE(text.find("  optimizer_time_per_parameter: { adam: \""), std::string::npos) << text;
   EXPECT_NE(text.find("  profiled_from: {"), std::string::npos) << text;
   EXPECT_NE(text.find("hidden: 128"), std::string::npos) << text;
+  // model show gives them back: the Adam time as profiled, the spread, the source model's name.
+  const json shown = json::parse(mpsim("model show --json " + profiled.string()).out);
+  EXPECT_NEAR(shown.at("optimizer_time_per_parameter_s").at("adam").get<double>(),
+              layer_profile.at("adam_s_per_parameter").get<double>(),
+              1e-3 * layer_profile.at("adam_s_per_parameter").get<double>());  // the file keeps 4 digits
+  EXPECT_NEAR(shown.at("profile_spread").get<double>(), spread, 1e-4);
+  EXPECT_EQ(shown.at("profiled_from"), json::parse(mpsim("model show --json " + (dir / "model.yaml").string()).out).at("name"));
+  const std::string table = mpsim("model show " + profiled.string()).out;
+  EXPECT_NE(table.find("optimizer   adam: "), std::string::npos) << table;
+  EXPECT_NE(table.find("profiled    from "), std::string::npos) << table;
 
   const CommandResult s = mpsim("simulate --topology " + topology.string() + " --model " + profiled.string() +
                                 " --plan " + (dir / "plan.yaml").string() + " --json");

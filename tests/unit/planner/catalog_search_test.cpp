@@ -136,35 +136,43 @@ struct PlanRun {
 /// instance type at every count from 1 to its `available`, simulated by the engine with nothing pruned
 /// by an estimate or a bound; the plans whose simulated peak fits the usable memory, each with its run
 /// priced at the catalogue's price (training::estimate_request, as any --tokens run).
+/// Every candidate plan of `options`' space on `cluster` (the planner's enumeration: specs and partitions),
+/// simulated by the engine with nothing pruned by an estimate or a bound; the plans whose simulated peak
+/// fits the usable memory, each with its run priced at `priced` (training::estimate_request, as any
+/// --tokens run), added to `out` as runs of `instance` x `count`.
+void add_plan_runs(const topology::Cluster& cluster, const model::Model& model, const PlannerOptions& options,
+                   const training::TrainingRequest& priced, std::size_t instance, int count, std::vector<PlanRun>& out) {
+  std::mutex guard;
+  const auto prepared = prepare_candidates(cluster, model, options);
+  parallel_for(prepared.size(), 0, [&](std::size_t i) {
+    plan::Plan plan;
+    try {
+      plan = plan::resolve_plan(prepared[i].spec, cluster, model);
+    } catch (const InputError&) {
+      return;  // not a plan
+    }
+    const trace::Report r = engine::simulate(cluster, model, plan).report;
+    const bool fits = !r.oom && std::all_of(r.devices.begin(), r.devices.end(), [&](const trace::DeviceReport& d) {
+      return d.peak_memory_bytes <=
+             usable_memory(Bytes::bytes(d.memory_capacity_bytes), options.memory_reserve, options.memory_margin).count();
+    });
+    if (!fits) return;
+    const auto run = training::estimate_request(priced, engine::training_step(cluster, model, plan, r));
+    const std::lock_guard lock(guard);
+    out.push_back({instance, count, r.step_time_s, *run->cost, run->wall_time});
+  });
+}
+
+/// add_plan_runs() on every instance type at every count from 1 to its `available`.
 std::vector<PlanRun> every_plan_run(const Catalog& catalog, const model::Model& model, const PlannerOptions& options,
                                     const training::TrainingRequest& request) {
   std::vector<PlanRun> out;
-  std::mutex guard;
   for (std::size_t t = 0; t < catalog.instances.size(); ++t) {
     const CatalogInstance& instance = catalog.instances[t];
     training::TrainingRequest priced = request;
     priced.gpu_hour_price = instance.price_per_hour / instance.gpus_per_instance;
     for (int count = 1; count <= instance.available; ++count) {
-      const topology::Cluster cluster = instance_cluster(instance, count);
-      const auto prepared = prepare_candidates(cluster, model, options);
-      parallel_for(prepared.size(), 0, [&](std::size_t i) {
-        plan::Plan plan;
-        try {
-          plan = plan::resolve_plan(prepared[i].spec, cluster, model);
-        } catch (const InputError&) {
-          return;  // not a plan
-        }
-        const trace::Report r = engine::simulate(cluster, model, plan).report;
-        const bool fits = !r.oom && std::all_of(r.devices.begin(), r.devices.end(), [&](const trace::DeviceReport& d) {
-          return d.peak_memory_bytes <= usable_memory(Bytes::bytes(d.memory_capacity_bytes), options.memory_reserve,
-                                                      options.memory_margin)
-                                            .count();
-        });
-        if (!fits) return;
-        const auto run = training::estimate_request(priced, engine::training_step(cluster, model, plan, r));
-        const std::lock_guard lock(guard);
-        out.push_back({t, count, r.step_time_s, *run->cost, run->wall_time});
-      });
+      add_plan_runs(instance_cluster(instance, count), model, options, priced, t, count, out);
     }
   }
   return out;
@@ -199,9 +207,7 @@ class CatalogAcceptance : public ::testing::Test {
   }
 
   static CatalogSearchResult search(const CatalogLimits& limits) {
-    const auto search_of = [](const CatalogInstance& instance, int count) {
-      return JobSearch{instance_cluster(instance, count), *model_, small_space()};
-    };
+    const auto search_of = [](topology::Cluster cluster) { return JobSearch{std::move(cluster), *model_, small_space()}; };
     return run_catalog_search(*catalog_, search_of, request_, limits);
   }
 
@@ -293,6 +299,56 @@ TEST_F(CatalogAcceptance, TheFrontierIsNonDominatedAndHoldsTheChoice) {
     EXPECT_TRUE(std::any_of(found.frontier.begin(), found.frontier.end(),
                             [&](std::size_t f) { return cost(f) <= cost(i) && wall(f) <= wall(i); }))
         << "offer " << i;
+  }
+}
+
+// With --mix-instance-types, two types at each pair of counts are offers too (a cluster of two GPU kinds,
+// a pipeline stage per kind): on p5 and p4d, up to 2 of each, the choice is still the cheapest of every
+// plan simulated, singles and mixes together, and a mixed run costs both types' instances x hours.
+TEST(CatalogMixedTypes, TheChoiceIsTheCheapestOfEveryPlanSimulatedWithTheMixes) {
+  const TempDir dir;
+  const Catalog catalog = load_catalog_file(
+      dir.write("two.yaml",
+                "instances:\n"
+                "  - { name: p5.48xlarge, node_from: p5.48xlarge.yaml, price_per_hour: \"55.04 USD\", available: 2 }\n"
+                "  - { name: p4d.24xlarge, node_from: p4d.24xlarge.yaml, price_per_hour: \"21.957642 USD\", available: 2 }\n"),
+      {fs::path(MPSIM_SOURCE_DIR) / "topologies"});
+  training::TrainingRequest request;
+  request.tokens = "20B";
+  const model::Model model = small_gpt();
+  std::vector<PlanRun> reference = every_plan_run(catalog, model, small_space(), request);
+  std::size_t mixed_runs = 0;
+  for (int p5 = 1; p5 <= 2; ++p5) {
+    for (int p4d = 1; p4d <= 2; ++p4d) {
+      training::TrainingRequest priced = request;
+      const int gpus = 8 * (p5 + p4d);
+      priced.gpu_hour_price = (p5 * 55.04 + p4d * 21.957642) / gpus;
+      const std::size_t before = reference.size();
+      // Recorded as instance 2 (neither type alone), count p5 * 10 + p4d, to tell the mixes apart.
+      add_plan_runs(two_instance_cluster(catalog.instances[0], p5, catalog.instances[1], p4d), model, small_space(),
+                    priced, 2, p5 * 10 + p4d, reference);
+      mixed_runs += reference.size() - before;
+    }
+  }
+  EXPECT_GT(mixed_runs, 0U) << "some plan of a mixed cluster fits";
+
+  const auto search_of = [&](topology::Cluster cluster) { return JobSearch{std::move(cluster), model, small_space()}; };
+  for (const CatalogLimits& limits :
+       {CatalogLimits{}, CatalogLimits{std::nullopt, 30000.0}, CatalogLimits{TimeNs::seconds(86400 * 3), std::nullopt}}) {
+    const CatalogSearchResult found = run_catalog_search(catalog, search_of, request, limits, true);
+    ASSERT_EQ(found.offers.size(), 4U + 4U);  // 2 counts of each type alone, 2 x 2 mixes
+    const std::optional<PlanRun> want = best_of(reference, limits);
+    ASSERT_EQ(found.chosen.has_value(), want.has_value());
+    if (!want) continue;
+    const CatalogOffer& got = found.offers[*found.chosen];
+    EXPECT_DOUBLE_EQ(*got.job.run->cost, want->cost);
+    EXPECT_EQ(got.job.run->wall_time, want->wall);
+    for (const CatalogOffer& o : found.offers) {
+      if (!o.second || !o.job.run) continue;
+      const double hours = o.job.run->wall_time.to_seconds() / 3600;
+      EXPECT_NEAR(*o.job.run->cost, (o.count * 55.04 + o.second_count * 21.957642) * hours, 1e-9 * *o.job.run->cost);
+      EXPECT_EQ(o.job.gpus, 8 * (o.count + o.second_count));
+    }
   }
 }
 
