@@ -103,6 +103,16 @@ std::vector<std::vector<int>> partition_stage_kinds(const topology::Cluster& clu
       if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
     }
   }
+  // A bidirectional schedule runs each stage on a rank and its mirror (Axis::PipelineMirror): both kinds
+  // count, which leaves the stage at the slower's weight and the faster's bound.
+  if (plan::is_bidirectional(spec.schedule)) {
+    for (int stage = 0; stage < p && static_cast<std::size_t>(stage) < out.size(); ++stage) {
+      const int mirror = ranks.kinds[static_cast<std::size_t>(p - 1 - stage)];
+      const int kind = static_cast<int>(std::find(job_kinds.begin(), job_kinds.end(), mirror) - job_kinds.begin());
+      auto& kinds = out[static_cast<std::size_t>(stage)];
+      if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+    }
+  }
   for (auto& kinds : out) std::sort(kinds.begin(), kinds.end());
   return out;
 }

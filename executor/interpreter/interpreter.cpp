@@ -184,6 +184,7 @@ class Interpreter {
   StepRecord run_step(int step) {
     backend_.barrier();
     backend_.reset_marks();
+    overwaited_ = {};
     network_->begin_step(step);
     reduce_cursor_.assign(2 * static_cast<std::size_t>(network_->chunks()), 0);
     gather_cursor_.assign(2 * static_cast<std::size_t>(network_->chunks()), 0);
@@ -260,14 +261,22 @@ class Interpreter {
 
   /// Waits until the compute op that started at `started` has taken `slowdown_` times as long as it did
   /// (the CPU backend computes synchronously, so its end is now). Sleeps to within a tenth of a
-  /// millisecond of the end, then spins: a sleep alone overshoots by tens of microseconds per op.
-  void stretch_since(std::chrono::steady_clock::time_point started) const {
-    const auto now = std::chrono::steady_clock::now();
-    const auto end = now + std::chrono::duration_cast<std::chrono::steady_clock::duration>((now - started) * (slowdown_ - 1.0));
+  /// millisecond of the end, then spins. A wait that ends late (the thread woke late on a busy machine)
+  /// is taken off the next op's, so that a step's ops together take `slowdown_` times their time.
+  void stretch_since(std::chrono::steady_clock::time_point started) {
+    using Clock = std::chrono::steady_clock;
+    const auto now = Clock::now();
+    const auto wanted = std::chrono::duration_cast<Clock::duration>((now - started) * (slowdown_ - 1.0));
+    if (wanted <= overwaited_) {
+      overwaited_ -= wanted;
+      return;
+    }
+    const auto end = now + (wanted - overwaited_);
     constexpr auto kSpin = std::chrono::microseconds(100);
     if (end - now > kSpin) std::this_thread::sleep_until(end - kSpin);
-    while (std::chrono::steady_clock::now() < end) {
-    }
+    auto t = Clock::now();
+    while (t < end) t = Clock::now();
+    overwaited_ = t - end;
   }
 
   [[nodiscard]] int peer_world(std::uint32_t pipeline_rank) const {
@@ -762,6 +771,7 @@ class Interpreter {
   int pipeline_rank_ = 0;  // the stream it runs
   int gather_tag_ = 0;
   double slowdown_ = 1.0;  ///< this rank's GPU's (Device::slowdown), emulated by stretch_since()
+  std::chrono::steady_clock::duration overwaited_{};  ///< how late stretch_since()'s waits ended, to take off
   int parameter_tag_ = 0;
   MemoryMeter meter_;
   std::vector<std::vector<Bytes>> gradient_bytes_;         // [rank][chunk]: the dense sections' bytes

@@ -399,18 +399,23 @@ std::map<std::string, int> span_counts(const std::filesystem::path& trace) {
 // compare pairs them with the simulator's: as many per forward pass as the simulated trace has.
 // A GPU's slowdown in the topology (a what-if) is emulated by the CPU backend as the simulator prices
 // it: each of that rank's compute ops takes `slowdown` times as long. Rank 1 at 3x: its busy time (its
-// passes and optimizer step) three times what it is at full speed, within the noise of two runs on a
-// shared machine (the tolerance), while the work it computes is the same.
+// passes and optimizer step) three times what it is at full speed. Other work on the machine only adds
+// time to a run, so each side takes the least of three runs, and the bounds leave room for what is left.
 TEST(ExecuteTest, AGpusSlowdownStretchesItsRanksComputeOnTheCpuBackend) {
   const auto busy_of_rank_1 = [](const std::string& sets) {
     const CommandResult run = run_mpsim(inputs(2) + " --steps 3 --json " + sets);
     EXPECT_EQ(run.exit_code, 0) << run.err;
+    if (run.exit_code != 0) return 0.0;
     return nlohmann::json::parse(run.out).at("devices")[1].at("busy_s").get<double>();
   };
-  const double full_speed = busy_of_rank_1("");
-  const double slowed = busy_of_rank_1("--set 'topology.gpus[node0/gpu1].slowdown=3'");
-  EXPECT_GT(slowed / full_speed, 2.4) << full_speed << " s against " << slowed << " s";
-  EXPECT_LT(slowed / full_speed, 3.6) << full_speed << " s against " << slowed << " s";
+  double full_speed = 1e9;
+  double slowed = 1e9;
+  for (int run = 0; run < 3; ++run) {
+    full_speed = std::min(full_speed, busy_of_rank_1(""));
+    slowed = std::min(slowed, busy_of_rank_1("--set 'topology.gpus[node0/gpu1].slowdown=3'"));
+  }
+  EXPECT_GT(slowed / full_speed, 2.0) << full_speed << " s against " << slowed << " s";
+  EXPECT_LT(slowed / full_speed, 4.5) << full_speed << " s against " << slowed << " s";
 }
 
 TEST(ExecuteTest, ZeroThreeGathersAreSpansAsTheSimulatorsAre) {
