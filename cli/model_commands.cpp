@@ -15,6 +15,7 @@
 #include "cli/table.h"
 #include "sim/model/model.h"
 #include "sim/model/model_loader.h"
+#include "sim/plan/plan.h"
 
 namespace mpsim::cli {
 namespace {
@@ -121,14 +122,6 @@ Json layer_json(const Layer& l) {
   return j;
 }
 
-/// "adam", "muon": the name a model file gives an optimizer (model::kOptimizerNames).
-std::string optimizer_name(model::Optimizer optimizer) {
-  for (const auto& [name, value] : model::kOptimizerNames) {
-    if (value == optimizer) return std::string(name);
-  }
-  return "?";
-}
-
 Json model_json(const Model& m) {
   Json j;
   j["name"] = m.name;
@@ -143,7 +136,9 @@ Json model_json(const Model& m) {
   if (m.profile_spread) j["profile_spread"] = *m.profile_spread;
   if (!m.optimizer_seconds_per_parameter.empty()) {
     Json per = Json::object();
-    for (const auto& [optimizer, seconds] : m.optimizer_seconds_per_parameter) per[optimizer_name(optimizer)] = seconds;
+    for (const auto& [optimizer, seconds] : m.optimizer_seconds_per_parameter) {
+      per[std::string(plan::name_of(model::kOptimizerNames, optimizer))] = seconds;
+    }
     j["optimizer_time_per_parameter_s"] = std::move(per);
   }
   if (m.profiled_from) j["profiled_from"] = m.profiled_from->name;
@@ -244,7 +239,7 @@ void print_human(const Model& m) {
                            to_string(m.training_flops_per_sample()));
   if (m.profiled_from) std::cout << fmt::format("profiled    from {}\n", m.profiled_from->name);
   for (const auto& [optimizer, seconds] : m.optimizer_seconds_per_parameter) {
-    std::cout << fmt::format("optimizer   {}: {} per parameter (measured)\n", optimizer_name(optimizer),
+    std::cout << fmt::format("optimizer   {}: {} per parameter (measured)\n", plan::name_of(model::kOptimizerNames, optimizer),
                              to_string(TimeNs::seconds(seconds)));
   }
   if (m.profile_spread) std::cout << fmt::format("spread      the profile's rounds within {:.1f}%\n", *m.profile_spread * 100);

@@ -50,6 +50,7 @@
 #include "sim/engine/traced_simulation.h"
 #include "sim/engine/training_step.h"
 #include "sim/model/model_loader.h"
+#include "sim/plan/degrees_text.h"
 #include "sim/plan/plan_check.h"
 #include "sim/plan/plan_json.h"
 #include "sim/plan/plan_loader.h"
@@ -602,12 +603,10 @@ void run_cost_search(const PlanArgs& args) {
   }
 }
 
-/// "tp 2, pp 1, dp 4, mb 2 x 8, 1f1b, recompute none, zero 1": a plan in one cell of the frontier.
+/// "TP 2 x PP 1 x DP 4, mb 2 x 8, 1f1b, recompute none, zero 1": a plan in one cell of the frontier, its
+/// degrees as every report names them (plan::summary).
 std::string plan_summary(const plan::Plan& p) {
-  std::string axes = fmt::format("tp {}, pp {}, dp {}", p.degrees[plan::Axis::Tensor], p.degrees[plan::Axis::Pipeline],
-                                 p.degrees[plan::Axis::Data]);
-  if (p.degrees[plan::Axis::Context] > 1) axes += fmt::format(", cp {}", p.degrees[plan::Axis::Context]);
-  if (p.degrees[plan::Axis::Expert] > 1) axes += fmt::format(", ep {}", p.degrees[plan::Axis::Expert]);
+  std::string axes = plan::summary(p.degrees);
   if (p.virtual_stages > 1) axes += fmt::format(", v {}", p.virtual_stages);
   return fmt::format("{}, mb {} x {}, {}, recompute {}, zero {}", axes, p.micro_batch, p.microbatches,
                      plan::to_string(p.schedule), model::to_string(p.recompute), p.zero);

@@ -46,16 +46,6 @@ Bytes largest_static_memory(const plan::PlanSpec& spec, const StageCosts& costs,
   return worst;
 }
 
-/// The job's GPU kinds (indices into cluster.gpu_kinds()), each once, in the order the GPUs show them.
-std::vector<int> job_kind_indices(const topology::Cluster& cluster) {
-  std::vector<int> kinds;
-  for (const topology::DeviceId g : cluster.gpus()) {
-    const int kind = cluster.device(g).gpu_kind;
-    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
-  }
-  return kinds;
-}
-
 /// Each unit at the fastest of its kinds' times (the memory is the same on every kind): a stage on any of
 /// them takes at least this, so the bounds stay bounds.
 std::vector<UnitCost> fastest_of(const std::vector<std::vector<UnitCost>>& by_kind) {
@@ -134,7 +124,7 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   // A cluster of several GPU kinds (node_groups): each kind's unit costs, probed as if every GPU were of
   // that kind. The bounds take each unit at its fastest kind; a balanced partition weighs each stage's
   // units at the kind that runs it (the slower, for a stage that two ranks of different kinds hold).
-  const std::vector<int> job_kinds = job_kind_indices(cluster);
+  const std::vector<int> job_kinds = cluster.job_gpu_kinds();
   std::vector<topology::Cluster> kind_clusters;
   if (job_kinds.size() > 1) {
     for (const int kind : job_kinds) kind_clusters.push_back(cluster.with_every_gpu_as(kind));

@@ -3,8 +3,11 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <utility>
 
 #include <fmt/format.h>
+
+#include "sim/core/quantile.h"
 
 namespace mpsim::calibration {
 
@@ -55,12 +58,7 @@ std::span<const ErrorSpread> uncalibrated_spreads() noexcept { return kUncalibra
 std::span<const ErrorSpread> calibrated_spreads() noexcept { return kCalibrated; }
 
 double percentile(std::vector<double> values, double p) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const double at = p * static_cast<double>(values.size() - 1);
-  const auto below = static_cast<std::size_t>(std::floor(at));
-  const std::size_t above = std::min(below + 1, values.size() - 1);
-  return values[below] + (at - static_cast<double>(below)) * (values[above] - values[below]);
+  return values.empty() ? 0 : linear_quantile(std::move(values), p);
 }
 
 std::optional<StepBand> step_band(double step_s, std::string_view group, std::string_view gpu_kind,

@@ -481,14 +481,8 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
 }
 
 std::vector<const topology::GpuKind*> job_gpu_kinds(const topology::Cluster& cluster) {
-  std::vector<int> seen;
   std::vector<const topology::GpuKind*> kinds;
-  for (const topology::DeviceId g : cluster.gpus()) {
-    const int kind = cluster.device(g).gpu_kind;
-    if (std::find(seen.begin(), seen.end(), kind) != seen.end()) continue;
-    seen.push_back(kind);
-    kinds.push_back(&cluster.gpu_kind_of(g));
-  }
+  for (const int k : cluster.job_gpu_kinds()) kinds.push_back(&cluster.gpu_kinds().at(static_cast<std::size_t>(k)));
   return kinds;
 }
 

@@ -85,12 +85,18 @@ int Cluster::add_gpu_kind(const GpuKind& kind) {
   return static_cast<int>(gpu_kinds_.size() - 1);
 }
 
+std::vector<int> Cluster::job_gpu_kinds() const {
+  std::vector<int> kinds;
+  for (const DeviceId g : gpus_) {
+    const int kind = devices_.at(g.value).gpu_kind;
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+  }
+  return kinds;
+}
+
 std::optional<FlopsPerSec> Cluster::mean_training_peak(int dtype_bytes) const {
   if (gpus_.empty()) return std::nullopt;
-  const int first_kind = devices_.at(gpus_.front().value).gpu_kind;
-  const bool one_kind = std::all_of(gpus_.begin(), gpus_.end(),
-                                    [&](DeviceId g) { return devices_.at(g.value).gpu_kind == first_kind; });
-  if (one_kind) return gpu_kind_of(gpus_.front()).training_peak(dtype_bytes);  // exactly its peak, no rounding
+  if (job_gpu_kinds().size() == 1) return gpu_kind_of(gpus_.front()).training_peak(dtype_bytes);  // exactly, no rounding
   double sum = 0;
   for (const DeviceId g : gpus_) {
     const auto peak = gpu_kind_of(g).training_peak(dtype_bytes);

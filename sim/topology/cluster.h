@@ -88,6 +88,8 @@ class Cluster {
   [[nodiscard]] const GpuKind& gpu_kind_of(DeviceId gpu) const;
   [[nodiscard]] std::optional<DeviceId> find(std::string_view name) const;
   [[nodiscard]] const ClusterGraph& graph() const noexcept;
+  /// The kinds of the job's GPUs (indices into gpu_kinds()), each once, in the order the GPUs show them.
+  [[nodiscard]] std::vector<int> job_gpu_kinds() const;
   /// The mean over the job's GPUs of their kinds' training peaks (GpuKind::training_peak): the
   /// denominator of a mixed cluster's MFU, as each GPU's own peak is of one kind's. Nothing when a kind
   /// has no such peak or there are no GPUs.

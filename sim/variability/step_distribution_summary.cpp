@@ -4,16 +4,15 @@
 #include <cmath>
 #include <numeric>
 #include <stdexcept>
+#include <utility>
+
+#include "sim/core/quantile.h"
 
 namespace mpsim::variability {
 
 double sample_quantile(std::vector<double> values, double q) {
   if (values.empty()) throw std::invalid_argument("sample_quantile of no values");
-  std::sort(values.begin(), values.end());
-  const double h = static_cast<double>(values.size() - 1) * q;
-  const auto below = static_cast<std::size_t>(std::floor(h));
-  if (below + 1 >= values.size()) return values.back();
-  return values[below] + (h - static_cast<double>(below)) * (values[below + 1] - values[below]);
+  return linear_quantile(std::move(values), q);
 }
 
 StepDistributionSummary summarize_steps(const std::vector<double>& step_s) {
