@@ -84,19 +84,34 @@ void print_profile(const calibration::SoftwareProfile& profile) {
     Table factors;
     factors.add_row({"factor", "value", "meaning"});
     for (const calibration::Factor& f : profile.factors) {
+      const bool memory = f.kind == calibration::FactorKind::ActivationMemory;
       factors.add_row({std::string(calibration::to_string(f.kind)), fmt::format("{:.3f}", f.value),
-                       fmt::format("{:+.1f} % against the catalogue's rate", (f.value - 1) * 100)});
+                       fmt::format("{:+.1f} % against {}", (f.value - 1) * 100,
+                                   memory ? "mpsim's count of the activations" : "the catalogue's rate")});
     }
     std::cout << factors.render();
   }
-  Table runs;
-  runs.add_row({"run", "measured step", "uncalibrated", "error", "calibrated", "error"});
-  for (const calibration::FitResidual& r : profile.residuals) {
-    runs.add_row({r.run, seconds(r.measured_step_s), seconds(r.uncalibrated_step_s),
-                  fmt::format("{:+.1f} %", (r.uncalibrated_step_s / r.measured_step_s - 1) * 100),
-                  seconds(r.predicted_step_s), fmt::format("{:+.1f} %", r.error() * 100)});
+  if (!profile.residuals.empty()) {
+    Table runs;
+    runs.add_row({"run", "measured step", "uncalibrated", "error", "calibrated", "error"});
+    for (const calibration::FitResidual& r : profile.residuals) {
+      runs.add_row({r.run, seconds(r.measured_step_s), seconds(r.uncalibrated_step_s),
+                    fmt::format("{:+.1f} %", (r.uncalibrated_step_s / r.measured_step_s - 1) * 100),
+                    seconds(r.predicted_step_s), fmt::format("{:+.1f} %", r.error() * 100)});
+    }
+    std::cout << "\n" << runs.render();
   }
-  std::cout << "\n" << runs.render();
+  if (!profile.peak_residuals.empty()) {
+    Table peaks;
+    peaks.add_row({"run", "measured peak", "kind", "uncalibrated", "error", "calibrated", "error"});
+    for (const calibration::PeakResidual& r : profile.peak_residuals) {
+      peaks.add_row({r.run, fmt::format("{:.2f} GiB", r.measured_gib), std::string(calibration::to_string(r.kind)),
+                     fmt::format("{:.2f} GiB", r.uncalibrated_gib),
+                     fmt::format("{:+.1f} %", (r.uncalibrated_gib / r.measured_gib - 1) * 100),
+                     fmt::format("{:.2f} GiB", r.predicted_gib), fmt::format("{:+.1f} %", r.error() * 100)});
+    }
+    std::cout << "\n" << peaks.render();
+  }
 }
 
 void run_calibrate(const CalibrateArgs& args) {
@@ -109,15 +124,23 @@ void run_calibrate(const CalibrateArgs& args) {
     for (auto& run : calibration::load_measured_runs(file, shipped)) runs.push_back(std::move(run));
   }
   if (!args.measured.empty()) runs.push_back(measured_run(args));
-  // calibrate() takes this as a broken precondition; here it is the runs files' content (--measured
-  // always gives a step), so it is reported as their error.
-  if (std::none_of(runs.begin(), runs.end(), [](const calibration::MeasuredRun& run) { return run.measured > 0; })) {
-    throw InputError({args.runs_files.front(), 0, 0}, "",
-                     "no run gives a step time or a throughput to calibrate on (only peak memories)");
-  }
   std::string name = args.name;
   if (name.empty()) name = args.output.empty() ? "profile" : std::filesystem::path(args.output).stem().string();
-  const calibration::SoftwareProfile profile = calibration::calibrate(runs, name, calibration_options(args));
+  const calibration::CalibrationOptions options = calibration_options(args);
+  // calibrate() takes this as a broken precondition; here it is the runs files' content (--measured
+  // always gives a step), so it is reported as their error.
+  const bool memory = std::find(options.factors.begin(), options.factors.end(),
+                                calibration::FactorKind::ActivationMemory) != options.factors.end();
+  const bool steps = std::any_of(options.factors.begin(), options.factors.end(),
+                                 [](calibration::FactorKind k) { return k != calibration::FactorKind::ActivationMemory; });
+  if (std::none_of(runs.begin(), runs.end(), [&](const calibration::MeasuredRun& run) {
+        return (steps && run.measured > 0) || (memory && run.measured_peak_gib);
+      })) {
+    throw InputError({args.runs_files.empty() ? std::string("--measured") : args.runs_files.front(), 0, 0}, "",
+                     memory ? "no run gives a step time, a throughput or a peak memory to calibrate on"
+                            : "no run gives a step time or a throughput to calibrate on (only peak memories)");
+  }
+  const calibration::SoftwareProfile profile = calibration::calibrate(runs, name, options);
   if (!args.output.empty()) write_file_atomically(args.output, calibration::write_profile_yaml(profile));
   if (args.json) {
     std::cout << calibration::profile_json(profile).dump(2) << "\n";

@@ -46,7 +46,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
   for (std::size_t s = 0; s + 1 < partition.size(); ++s) {
     StageTimes t;
     TimeNs comm, forward_overlapped, backward_overlapped, input_overlapped;
-    Bytes stashed, scores;
+    Bytes stashed, kept_for_weight;
     engine::WorkingMemory working;
     std::int64_t parameters = 0, fp8_parameters = 0, largest = 0, experts = 0, output_table = 0;
     bool holds_table = false;
@@ -62,7 +62,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
       comm += c.in_layer_comm;
       stashed += c.stashed;
       working = engine::then(working, {c.stashed, c.forward_working, c.backward_working});
-      scores += c.attention_scores;
+      kept_for_weight += c.stashed_after_input;
       parameters += c.parameters;
       fp8_parameters += c.fp8_parameters;
       largest = std::max(largest, c.largest_layer_parameters);
@@ -80,9 +80,7 @@ StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int
     t.backward_weight = lower(t.backward_weight, slack);
     out.times.push_back(t);
     out.in_layer_comm.push_back(comm);
-    // As the cost model: a split backward frees the scores at I and keeps the rest until W.
-    out.activations.push_back(
-        {stashed, engine::kept_after_input(stashed, scores), working.forward, working.backward});
+    out.activations.push_back({stashed, kept_for_weight, working.forward, working.backward});
     out.parameters.push_back(parameters);
     out.fp8_parameters.push_back(fp8_parameters);
     out.largest_layer_parameters.push_back(largest);

@@ -215,7 +215,7 @@ std::vector<UnitCost> UnitCostModel::costs(const UnitCostKey& key) const {
     uc.expert_parameters = c.expert_parameters;
     uc.output_table = c.output_table;
     uc.holds_table = c.holds_table;
-    uc.attention_scores = c.stashed - c.stashed_after_input;  // what a split backward frees at I
+    uc.stashed_after_input = c.stashed_after_input;
     out.push_back(uc);
   }
   return out;

@@ -38,7 +38,7 @@ struct UnitCost {
   Bytes stashed;           ///< activations held from F to the backward
   Bytes forward_working;   ///< held while F runs beyond the stash (engine::WorkingMemory)
   Bytes backward_working;  ///< held while the backward runs, the unit's own stash included (engine::WorkingMemory)
-  Bytes attention_scores;  ///< of the model's attention scores: what a split backward frees at I
+  Bytes stashed_after_input;  ///< what a split backward keeps from I until W (engine::kept_after_input)
   Bytes activation_send;   ///< what the unit's last layer sends on
   std::int64_t parameters = 0;  ///< on one tensor-parallel rank
   std::int64_t fp8_parameters = 0;  ///< of those, weights of FP8 GEMMs

@@ -94,6 +94,7 @@ void mlp_backward_input(const LayerContext& ctx, std::vector<Param>& p, const Ml
   s.dpre = ctx.buffer(rows, s.pre.view().cols);
   be.gelu_backward(s.pre.view(), dact.view(), s.dpre.view());
   dact.reset();
+  s.pre.reset();  // as autograd frees a node's saved tensors once it has run: the weight half reads dpre
   s.dnormed = ctx.buffer(rows, dy.cols);
   be.gemm(Transpose::No, Transpose::Yes, 1.0f, s.dpre.view(), p[m.fc1_w].value(), 0.0f, s.dnormed.view());
   ctx.tensor_all_reduce(s.dnormed.view());  // conjugate of the column-parallel fc1
@@ -101,6 +102,8 @@ void mlp_backward_input(const LayerContext& ctx, std::vector<Param>& p, const Ml
   be.layer_norm_backward(s.dnormed.view(), s.x, p[m.ln_gamma].data, s.mean.data(), s.rstd.data(), dx.view(),
                          p[m.ln_gamma].grad, p[m.ln_beta].grad);
   s.dnormed.reset();
+  s.mean.reset();
+  s.rstd.reset();
   be.axpy(1.0f, dy, dx.view());
 }
 
@@ -328,6 +331,7 @@ class TransformerBlock final : public Layer {
       moe_->backward_input(ctx, params_, s.moe, dy, s.dy1_buffer);
     } else {
       mlp_backward_input(ctx, params_, mlp_, s.mlp, dy, s.dy1_buffer);
+      s.y1.reset();  // the dense MLP's norm has read its input
     }
     attention_backward_input(ctx, b, s);
   }
@@ -348,6 +352,12 @@ class TransformerBlock final : public Layer {
     } else {
       gathered_attention_backward(ctx, b, s);
     }
+    // What only the attention's own backward read goes now; the weight half reads context, normed and
+    // the gradients.
+    for (Buffer* read : {&s.q, &s.k, &s.v, &s.probs, &s.context_seq, &s.k_full, &s.v_full, &s.lse, &s.q_seq, &s.k_seq,
+                         &s.v_seq, &s.dcontext}) {
+      read->reset();
+    }
     Buffer dnormed = ctx.buffer(rows, dy.cols);
     be.gemm(Transpose::No, Transpose::Yes, 1.0f, s.dq.view(), params_[2].value(), 0.0f, dnormed.view());
     be.gemm(Transpose::No, Transpose::Yes, 1.0f, s.dk.view(), params_[4].value(), 1.0f, dnormed.view());
@@ -356,6 +366,8 @@ class TransformerBlock final : public Layer {
     s.input_grad = ctx.buffer(rows, dy.cols);
     be.layer_norm_backward(dnormed.view(), s.x, params_[0].data, s.mean.data(), s.rstd.data(), s.input_grad.view(),
                            params_[0].grad, params_[1].grad);
+    s.mean.reset();
+    s.rstd.reset();
     be.axpy(1.0f, s.dy1, s.input_grad.view());
   }
 

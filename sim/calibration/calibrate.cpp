@@ -58,6 +58,7 @@ double elasticity(const StepRun& run, FactorKind kind, double value) {
 std::vector<Candidate> probe_factors(const std::vector<StepRun>& runs, const CalibrationOptions& options) {
   std::vector<Candidate> candidates;
   for (FactorKind kind : options.factors) {
+    if (kind == FactorKind::ActivationMemory) continue;  // no step moves with it: fit_activation_memory
     // A kind listed twice is one candidate: two would be fitted as two factors on the same rate.
     if (std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& c) { return c.kind == kind; })) continue;
     Candidate c{kind, Eigen::VectorXd::Zero(static_cast<Eigen::Index>(runs.size()))};
@@ -219,7 +220,70 @@ class Fit {
   Eigen::MatrixXd jacobian_;
 };
 
+constexpr double kGib = 1024.0 * 1024.0 * 1024.0;
+
+void fit_steps(const std::vector<StepRun>& steps, const CalibrationOptions& options, SoftwareProfile& profile);
+
+/// A device's peak bytes as fixed + factor x activations (measured_kind_peak_gib).
+struct PeakLine {
+  double fixed = 0;
+  double activations = 0;
+};
+
+std::vector<PeakLine> peak_lines(const trace::Report& prediction, PeakKind kind) {
+  std::vector<PeakLine> lines;
+  for (const trace::DeviceReport& d : prediction.devices) {
+    const trace::MemoryBreakdown& m = d.memory;
+    const double runtime = kind == PeakKind::Reserved ? static_cast<double>(m.reserved) : 0.0;
+    lines.push_back({static_cast<double>(m.weights + m.gradients + m.optimizer) + runtime,
+                     static_cast<double>(m.activations)});
+  }
+  return lines;
+}
+
+/// activation_memory from the runs that measured a peak: each run's own factor (activation_factor_for_peak), their
+/// median; the runs' residuals at it.
+void fit_activation_memory(const std::vector<MeasuredRun>& runs, SoftwareProfile& profile) {
+  struct PeakRun {
+    const MeasuredRun* run;
+    trace::Report prediction;
+  };
+  std::vector<PeakRun> peaks;
+  std::vector<double> factors;
+  for (const MeasuredRun& run : runs) {
+    if (!run.measured_peak_gib) continue;
+    PeakRun p{&run, predict(run, {})};
+    factors.push_back(activation_factor_for_peak(p.prediction, run.peak_kind, *run.measured_peak_gib,
+                                                 factor_ceiling(FactorKind::ActivationMemory, run.cluster)));
+    peaks.push_back(std::move(p));
+  }
+  if (peaks.empty()) return;
+  std::sort(factors.begin(), factors.end());
+  const std::size_t mid = factors.size() / 2;
+  const double factor = factors.size() % 2 == 1 ? factors[mid] : (factors[mid - 1] + factors[mid]) / 2;
+  profile.factors.push_back({FactorKind::ActivationMemory, factor});
+  for (const PeakRun& p : peaks) {
+    profile.peak_residuals.push_back({p.run->id, p.run->peak_kind, *p.run->measured_peak_gib,
+                                      measured_kind_peak_gib(p.prediction, p.run->peak_kind, factor),
+                                      measured_kind_peak_gib(p.prediction, p.run->peak_kind)});
+  }
+}
+
 }  // namespace
+
+double measured_kind_peak_gib(const trace::Report& prediction, PeakKind kind, double activation_factor) {
+  double peak = 0;
+  for (const PeakLine& l : peak_lines(prediction, kind)) peak = std::max(peak, l.fixed + activation_factor * l.activations);
+  return peak / kGib;
+}
+
+double activation_factor_for_peak(const trace::Report& prediction, PeakKind kind, double measured_gib, double ceiling) {
+  double factor = ceiling;
+  for (const PeakLine& l : peak_lines(prediction, kind)) {
+    if (l.activations > 0) factor = std::min(factor, (measured_gib * kGib - l.fixed) / l.activations);
+  }
+  return std::clamp(factor, kFloor, ceiling);
+}
 
 trace::Report predict(const MeasuredRun& run, const std::vector<Factor>& factors) {
   if (factors.empty()) return engine::simulate(run.cluster, run.model, run.plan).report;
@@ -229,19 +293,42 @@ trace::Report predict(const MeasuredRun& run, const std::vector<Factor>& factors
 }
 
 SoftwareProfile calibrate(const std::vector<MeasuredRun>& runs, std::string name, const CalibrationOptions& options) {
+  const bool fits_memory = std::find(options.factors.begin(), options.factors.end(), FactorKind::ActivationMemory) !=
+                           options.factors.end();
+  const bool fits_steps = std::any_of(options.factors.begin(), options.factors.end(),
+                                      [](FactorKind k) { return k != FactorKind::ActivationMemory; });
   std::vector<StepRun> steps;
   std::set<std::string> gpu_kinds;
+  bool any_peak = false;
   for (const MeasuredRun& run : runs) {
-    if (run.measured <= 0) continue;  // a peak memory alone
+    if (run.measured_peak_gib && fits_memory) {
+      any_peak = true;
+      gpu_kinds.insert(run.gpu_kind());
+    }
+    if (run.measured <= 0 || !fits_steps) continue;  // a peak memory alone
     const trace::Report uncalibrated = predict(run, {});
     steps.push_back({&run, run.measured_step_s(uncalibrated), uncalibrated.step_time_s});
     gpu_kinds.insert(run.gpu_kind());
   }
-  if (steps.empty()) throw std::invalid_argument("no run gives a step time or a throughput to calibrate on");
+  if (steps.empty() && !any_peak) {
+    throw std::invalid_argument(fits_memory ? "no run gives a step time, a throughput or a peak memory to calibrate on"
+                                            : "no run gives a step time or a throughput to calibrate on");
+  }
+  SoftwareProfile profile;
+  profile.name = std::move(name);
+  if (!steps.empty()) fit_steps(steps, options, profile);
+  fit_activation_memory(fits_memory ? runs : std::vector<MeasuredRun>{}, profile);
+  profile.gpu_kinds.assign(gpu_kinds.begin(), gpu_kinds.end());
+  return profile;
+}
 
+namespace {
+
+/// The rate factors that best explain `steps` (the header's fit), and the runs' residuals.
+void fit_steps(const std::vector<StepRun>& steps, const CalibrationOptions& options, SoftwareProfile& profile) {
   const std::vector<Candidate> candidates = probe_factors(steps, options);
   const std::size_t limit = std::min<std::size_t>(
-      steps.size(), options.max_factors > 0 ? static_cast<std::size_t>(options.max_factors) : kFactorKinds.size());
+      steps.size(), options.max_factors > 0 ? static_cast<std::size_t>(options.max_factors) : kRateFactorKinds.size());
   std::vector<const Candidate*> chosen = distinct_factors(candidates, limit);
   Fit fit(steps, chosen);
   fit.solve();
@@ -259,16 +346,14 @@ SoftwareProfile calibrate(const std::vector<MeasuredRun>& runs, std::string name
     fit = std::move(wider);
   }
 
-  SoftwareProfile profile;
-  profile.name = std::move(name);
   profile.factors = fit.factors();
-  profile.gpu_kinds.assign(gpu_kinds.begin(), gpu_kinds.end());
   const Eigen::VectorXd log_steps = fit.log_steps();
   for (std::size_t i = 0; i < steps.size(); ++i) {
     profile.residuals.push_back(
         {steps[i].run->id, steps[i].measured_s, std::exp(log_steps[static_cast<Eigen::Index>(i)]), steps[i].uncalibrated_s});
   }
-  return profile;
 }
+
+}  // namespace
 
 }  // namespace mpsim::calibration

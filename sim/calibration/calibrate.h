@@ -29,6 +29,18 @@ struct CalibrationOptions {
   int max_factors = 0;  ///< 0: as many as the runs determine
 };
 
+/// The peak a run of `kind` measures (calibration::PeakKind), in GiB, the largest over the prediction's
+/// devices, were the activations `activation_factor` x those predicted: a device's memory is at every
+/// moment fixed + the activations held then, and the factor scales every activation byte alike
+/// (GpuKind::activation_memory_factor), so its peak stays at the same moment: fixed + factor x the
+/// activations at its peak. At 1, the prediction's own peak (less its runtime part for `allocated`).
+[[nodiscard]] double measured_kind_peak_gib(const trace::Report& prediction, PeakKind kind,
+                                            double activation_factor = 1.0);
+/// The activation factor at which that peak is `measured_gib`: the first device to reach it, the least
+/// over the devices of (measured - fixed) / activations; held within [0.05, ceiling].
+[[nodiscard]] double activation_factor_for_peak(const trace::Report& prediction, PeakKind kind, double measured_gib,
+                                                double ceiling = kLargestActivationFactor);
+
 /// The run simulated on its cluster with `factors` applied.
 [[nodiscard]] trace::Report predict(const MeasuredRun& run, const std::vector<Factor>& factors);
 

@@ -92,7 +92,7 @@ auto for_row(const Field& row, const std::string& id, Read&& read) -> decltype(r
 /// The row's figure; `run`'s model is read already (a throughput in tokens needs its sequence length).
 void read_measured(const Field& measured, MeasuredRun& run) {
   measured.expect_keys({"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "model_tflops_per_gpu",
-                        "peak_memory_gib"});
+                        "peak_memory_gib", "kind"});
   int figures = 0;
   if (auto f = measured.get("step_time_s")) {
     run.figure = FigureKind::StepTime;
@@ -117,6 +117,12 @@ void read_measured(const Field& measured, MeasuredRun& run) {
     }
   }
   if (auto peak = measured.get("peak_memory_gib")) run.measured_peak_gib = peak->as_double_in(1e-6, 1e9);
+  if (auto kind = measured.get("kind")) {
+    if (!run.measured_peak_gib) kind->fail("names the kind of peak_memory_gib, which is not given");
+    const auto named = peak_kind_named(kind->as_string());
+    if (!named) kind->fail(fmt::format("'{}' is not a kind of peak (allocated or reserved)", kind->as_string()));
+    run.peak_kind = *named;
+  }
   if (figures == 0 && !run.measured_peak_gib) {
     measured.fail("needs one of step_time_s, tokens_per_s_per_gpu, tflops_per_gpu (or peak_memory_gib)");
   }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/calibration/software_profile.h"
 #include "sim/core/yaml_field_fwd.h"
 #include "sim/model/model.h"
 #include "sim/plan/plan.h"
@@ -29,6 +30,7 @@ struct MeasuredRun {
   FigureKind figure = FigureKind::StepTime;
   double measured = 0;           ///< in the figure's unit: s, tokens/s per GPU, TFLOP/s per GPU
   std::optional<double> measured_peak_gib;
+  PeakKind peak_kind = PeakKind::Reserved;  ///< which allocator peak measured_peak_gib is (`kind`)
 
   /// The catalogue id of the run's GPUs (the first GPU's kind).
   [[nodiscard]] const std::string& gpu_kind() const;

@@ -63,7 +63,11 @@ double percentile(std::vector<double> values, double p) {
 
 std::optional<StepBand> step_band(double step_s, std::string_view group, std::string_view gpu_kind,
                                   const SoftwareProfile* profile) {
-  const bool calibrated = profile != nullptr && !profile->factors.empty() && profile->fitted_on(gpu_kind);
+  // A profile calibrates the step when it has a rate factor for this GPU kind (activation_memory alone
+  // does not move a step).
+  const bool calibrated = profile != nullptr && profile->fitted_on(gpu_kind) &&
+                          std::any_of(profile->factors.begin(), profile->factors.end(),
+                                      [](const Factor& f) { return f.kind != FactorKind::ActivationMemory; });
   const ErrorSpread* spread = nullptr;
   if (calibrated) {
     spread = find_spread(kCalibrated, group, "");

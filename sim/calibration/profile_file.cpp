@@ -27,7 +27,7 @@ std::string quoted(const std::string& text) {
 SoftwareProfile load_profile(const Field& root) {
   root.expect_keys({"profile"});
   const Field p = root.require("profile");
-  p.expect_keys({"name", "gpu_kinds", "factors", "runs"});
+  p.expect_keys({"name", "gpu_kinds", "factors", "runs", "peak_runs"});
   SoftwareProfile profile;
   if (auto name = p.get("name")) profile.name = name->as_string();
   if (auto kinds = p.get("gpu_kinds")) {
@@ -53,6 +53,18 @@ SoftwareProfile load_profile(const Field& root) {
                                    run.require("uncalibrated_step_s").as_double_in(1e-12, 1e12)});
     }
   }
+  if (auto runs = p.get("peak_runs")) {
+    for (const Field& run : runs->items()) {
+      run.expect_keys({"id", "kind", "measured_gib", "predicted_gib", "uncalibrated_gib"});
+      const Field kind = run.require("kind");
+      const auto named = peak_kind_named(kind.as_string());
+      if (!named) kind.fail(fmt::format("'{}' is not a kind of peak (allocated or reserved)", kind.as_string()));
+      profile.peak_residuals.push_back({run.require("id").as_string(), *named,
+                                        run.require("measured_gib").as_double_in(1e-12, 1e12),
+                                        run.require("predicted_gib").as_double_in(1e-12, 1e12),
+                                        run.require("uncalibrated_gib").as_double_in(1e-12, 1e12)});
+    }
+  }
   return profile;
 }
 
@@ -76,6 +88,14 @@ std::string write_profile_yaml(const SoftwareProfile& profile) {
                          quoted(r.run), r.measured_step_s, r.predicted_step_s, r.uncalibrated_step_s);
     }
   }
+  if (!profile.peak_residuals.empty()) {
+    out += "  # the runs activation_memory was fitted on: measured peak, the peak predicted with the profile and "
+           "without\n  peak_runs:\n";
+    for (const PeakResidual& r : profile.peak_residuals) {
+      out += fmt::format("    - {{id: {}, kind: {}, measured_gib: {:.6g}, predicted_gib: {:.6g}, uncalibrated_gib: {:.6g}}}\n",
+                         quoted(r.run), to_string(r.kind), r.measured_gib, r.predicted_gib, r.uncalibrated_gib);
+    }
+  }
   return out;
 }
 
@@ -90,7 +110,17 @@ nlohmann::json profile_json(const SoftwareProfile& profile) {
                     {"uncalibrated_step_s", r.uncalibrated_step_s},
                     {"error", r.error()}});
   }
-  return {{"name", profile.name}, {"gpu_kinds", profile.gpu_kinds}, {"factors", factors}, {"runs", runs}};
+  nlohmann::json peak_runs = nlohmann::json::array();
+  for (const PeakResidual& r : profile.peak_residuals) {
+    peak_runs.push_back({{"id", r.run},
+                         {"kind", to_string(r.kind)},
+                         {"measured_gib", r.measured_gib},
+                         {"predicted_gib", r.predicted_gib},
+                         {"uncalibrated_gib", r.uncalibrated_gib},
+                         {"error", r.error()}});
+  }
+  return {{"name", profile.name}, {"gpu_kinds", profile.gpu_kinds}, {"factors", factors},
+          {"runs", runs},         {"peak_runs", peak_runs}};
 }
 
 }  // namespace mpsim::calibration

@@ -9,9 +9,10 @@ namespace mpsim::calibration {
 
 namespace {
 constexpr std::array<std::string_view, kFactorKinds.size()> kFactorNames = {
-    "gemm", "fp8_gemm", "attention", "memory_bound", "nvlink_transfers", "network_transfers"};
+    "gemm", "fp8_gemm", "attention", "memory_bound", "nvlink_transfers", "network_transfers", "activation_memory"};
 /// Links and HBM: how far above the nominal rate a factor may go (see factor_ceiling).
 constexpr double kRateCeiling = 1.25;
+
 }  // namespace
 
 std::string_view to_string(FactorKind kind) noexcept { return kFactorNames[static_cast<std::size_t>(kind)]; }
@@ -24,6 +25,15 @@ std::optional<FactorKind> factor_kind_named(std::string_view name) noexcept {
 }
 
 std::span<const std::string_view> factor_names() noexcept { return kFactorNames; }
+
+std::string_view to_string(PeakKind kind) noexcept { return kind == PeakKind::Allocated ? "allocated" : "reserved"; }
+
+std::optional<PeakKind> peak_kind_named(std::string_view name) noexcept {
+  for (const PeakKind kind : {PeakKind::Allocated, PeakKind::Reserved}) {
+    if (to_string(kind) == name) return kind;
+  }
+  return std::nullopt;
+}
 
 double SoftwareProfile::factor(FactorKind kind) const noexcept {
   for (const Factor& f : factors) {
@@ -38,6 +48,7 @@ bool SoftwareProfile::fitted_on(std::string_view gpu_kind_id) const noexcept {
 
 double factor_ceiling(FactorKind kind, const topology::Cluster& cluster) noexcept {
   const bool efficiency = kind == FactorKind::Gemm || kind == FactorKind::Fp8Gemm || kind == FactorKind::Attention;
+  if (kind == FactorKind::ActivationMemory) return kLargestActivationFactor;
   double ceiling = efficiency ? std::numeric_limits<double>::infinity() : kRateCeiling;
   for (const topology::GpuKind& gpu : cluster.gpu_kinds()) {
     switch (kind) {
@@ -64,7 +75,7 @@ std::optional<std::string> factor_above_ceiling(const std::vector<Factor>& facto
     // The fit stops at the ceiling itself; what it writes is rounded to 6 digits.
     if (f.value > ceiling * (1 + 1e-5)) {
       return fmt::format("{} {:.6g} is above what this cluster allows ({:.6g}: a kernel efficiency beyond its GPUs' "
-                         "peak, or a link or HBM beyond 1.25 x its rate)",
+                         "peak, a link or HBM beyond 1.25 x its rate, or activations beyond 4 x mpsim's count)",
                          to_string(f.kind), f.value, ceiling);
     }
   }
@@ -89,6 +100,9 @@ void apply_factors(const std::vector<Factor>& factors, topology::Cluster& cluste
           break;
         case FactorKind::MemoryBound:
           gpu.memory_bandwidth = gpu.memory_bandwidth * f.value;
+          break;
+        case FactorKind::ActivationMemory:
+          gpu.activation_memory_factor *= f.value;
           break;
         default:
           break;

@@ -24,10 +24,21 @@ enum class FactorKind : std::uint8_t {
   MemoryBound,        ///< elementwise work and the optimizer step: the HBM bandwidth
   NvlinkTransfers,    ///< collectives and sends inside an NVLink domain: NVLink links' bandwidth
   NetworkTransfers,   ///< collectives and sends between nodes: network links' bandwidth
+  /// Not a rate: the activations' bytes (GpuKind::activation_memory_factor), fitted to measured peaks
+  /// rather than steps. 1.1 = the stack's activations take 10 % more than mpsim counts.
+  ActivationMemory,
 };
-inline constexpr std::array<FactorKind, 6> kFactorKinds = {FactorKind::Gemm,        FactorKind::Fp8Gemm,
-                                                           FactorKind::Attention,   FactorKind::MemoryBound,
-                                                           FactorKind::NvlinkTransfers, FactorKind::NetworkTransfers};
+inline constexpr std::array<FactorKind, 7> kFactorKinds = {
+    FactorKind::Gemm,      FactorKind::Fp8Gemm,         FactorKind::Attention,        FactorKind::MemoryBound,
+    FactorKind::NvlinkTransfers, FactorKind::NetworkTransfers, FactorKind::ActivationMemory};
+/// activation_memory's ceiling: a stack holding four times what mpsim counts is a model mpsim does not
+/// describe (the validation's measured peaks are within 0.5-1.3 x, docs/validation.md "Memory").
+inline constexpr double kLargestActivationFactor = 4.0;
+
+/// The factors that scale rates, which the step fit chooses among.
+inline constexpr std::array<FactorKind, 6> kRateFactorKinds = {FactorKind::Gemm,        FactorKind::Fp8Gemm,
+                                                               FactorKind::Attention,   FactorKind::MemoryBound,
+                                                               FactorKind::NvlinkTransfers, FactorKind::NetworkTransfers};
 [[nodiscard]] std::string_view to_string(FactorKind kind) noexcept;
 [[nodiscard]] std::optional<FactorKind> factor_kind_named(std::string_view name) noexcept;
 /// Every factor's name, for error messages.
@@ -38,6 +49,25 @@ inline constexpr std::array<FactorKind, 6> kFactorKinds = {FactorKind::Gemm,    
 struct Factor {
   FactorKind kind = FactorKind::Gemm;
   double value = 1.0;
+};
+
+/// Which of the PyTorch caching allocator's peaks a run measured: `allocated` (live tensors,
+/// max_memory_allocated) is compared with mpsim's peak less its runtime part (CUDA context,
+/// workspaces, communicators: engine::StaticMemory::reserved), `reserved` (max_memory_reserved) with
+/// the whole peak.
+enum class PeakKind : std::uint8_t { Allocated, Reserved };
+[[nodiscard]] std::string_view to_string(PeakKind kind) noexcept;
+[[nodiscard]] std::optional<PeakKind> peak_kind_named(std::string_view name) noexcept;
+
+/// One run whose measured peak memory the activation_memory factor was fitted on.
+struct PeakResidual {
+  std::string run;
+  PeakKind kind = PeakKind::Reserved;
+  double measured_gib = 0;
+  double predicted_gib = 0;  ///< with the profile
+  double uncalibrated_gib = 0;
+  [[nodiscard]] double error() const noexcept { return predicted_gib / measured_gib - 1; }
+  friend bool operator==(const PeakResidual&, const PeakResidual&) = default;
 };
 
 /// One run the profile was fitted on: the measured step against the calibrated prediction.
@@ -54,6 +84,7 @@ struct SoftwareProfile {
   std::vector<Factor> factors;           ///< at most one per kind
   std::vector<std::string> gpu_kinds;    ///< catalogue ids of the runs' GPUs, sorted
   std::vector<FitResidual> residuals;    ///< the runs it was fitted on, in the runs files' order
+  std::vector<PeakResidual> peak_residuals;  ///< the runs activation_memory was fitted on
   [[nodiscard]] double factor(FactorKind kind) const noexcept;  ///< 1 when absent
   /// Whether the profile was fitted on runs of this GPU kind.
   [[nodiscard]] bool fitted_on(std::string_view gpu_kind_id) const noexcept;
@@ -61,7 +92,8 @@ struct SoftwareProfile {
 };
 
 /// The largest value a factor may take on `cluster`: a kernel efficiency no higher than 1 of the peak
-/// on any of its GPU kinds; a link or HBM no faster than 1.25 x its catalogue rate (collectives reach
+/// on any of its GPU kinds; activations no more than 4 x mpsim's count (kLargestActivationFactor);
+/// a link or HBM no faster than 1.25 x its catalogue rate (collectives reach
 /// 0.68-0.95 of a link's nominal rate, collective_tuning.h, so 1.25 x lets a stack beat those figures
 /// without inventing bandwidth the hardware lacks).
 [[nodiscard]] double factor_ceiling(FactorKind kind, const topology::Cluster& cluster) noexcept;

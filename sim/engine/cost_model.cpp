@@ -139,6 +139,18 @@ TimeNs optimizer_step_time(const RankParameters& parameters, const StateFormat& 
                        pace.memory_bandwidth);
 }
 
+Bytes kept_after_input(const Layer& layer, int micro_batch, int tensor, Bytes stashed, Bytes attention_scores,
+                       std::int64_t gemm_element_bytes) noexcept {
+  if (!layer.gemms.empty()) {
+    const model::WeightGradientStore store = model::weight_gradient_store(layer, micro_batch, tensor);
+    return Bytes::bytes((store.input_elements + store.output_gradient_elements) * gemm_element_bytes);
+  }
+  if (layer.kind == model::LayerKind::Embedding) {  // the table's gradient scatters its output's gradient
+    return Bytes::bytes(layer.output_bytes.count() * micro_batch / tensor);
+  }
+  return stashed - std::min(stashed, attention_scores);
+}
+
 Bytes attention_score_bytes(const model::Layer& layer, int micro_batch, int tensor) noexcept {
   return Bytes::bytes(layer.stashed.attention_scores.count() * micro_batch / tensor);
 }
@@ -353,6 +365,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       ChunkCost cc;
       PassWork work;
       Bytes stashed;
+      Bytes kept_for_weight;  // what a split backward keeps from I until W
       Bytes offloaded;  // the stash of the blocks activation offloading moves to the host
       int blocks = 0;
       const Layer* timed_layer = nullptr;
@@ -421,6 +434,8 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
           layer_work.module_bytes = mr.dropped;
         }
         if (!flash) layer_work.stashed_scores = attention_score_bytes(layer, b, t);
+        kept_for_weight += kept_after_input(layer, b, t, stashed - stashed_before, layer_work.stashed_scores,
+                                            in_fp8 && rates.fp8 ? 1 : m.dtype_bytes);
         // The busiest expert rank keeps its larger share of routed token copies (unless full
         // recomputation or the `moe` module drops them).
         if (layer.routed.experts > 0 && stash_rule != Recompute::Full &&
@@ -486,11 +501,16 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       // With expert parallelism the experts' gradients have replicas of their own (expert-data).
       cc.gradient_bytes = gradient_bytes.dense.at(static_cast<std::size_t>(rank)).at(static_cast<std::size_t>(c));
       cc.expert_gradient_bytes = gradient_bytes.experts.at(static_cast<std::size_t>(rank)).at(static_cast<std::size_t>(c));
-      cc.stashed = stashed;
-      cc.forward_working = working.forward;
-      cc.backward_working = working.backward;
-      // A split backward frees the attention scores at I and keeps the matmul inputs until W.
-      cc.stashed_after_input = kept_after_input(stashed, work.stashed_scores);
+      // A software profile's activation_memory factor scales every activation byte alike.
+      const auto as_run = [&gpu](Bytes counted) {
+        return gpu.activation_memory_factor == 1.0
+                   ? counted
+                   : Bytes::bytes(std::llround(static_cast<double>(counted.count()) * gpu.activation_memory_factor));
+      };
+      cc.stashed = as_run(stashed);
+      cc.forward_working = as_run(working.forward);
+      cc.backward_working = as_run(working.backward);
+      cc.stashed_after_input = as_run(kept_for_weight);
       rank_parameters.total += cc.parameters;
       rank_parameters.fp8 += cc.fp8_parameters;
       rank_parameters.expert += cc.expert_parameters;

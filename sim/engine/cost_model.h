@@ -37,7 +37,7 @@ struct ChunkCost {
   Bytes expert_gradient_bytes;  ///< with expert parallelism: the routed experts' gradients on one rank, reduced
                                 ///< over the expert-data group instead
   Bytes stashed;            ///< activations kept from F until the backward, per microbatch
-  Bytes stashed_after_input;  ///< of those, what a split backward keeps from I until W
+  Bytes stashed_after_input;  ///< what a split backward keeps from I until W (kept_after_input)
   /// What a pass holds while it runs beyond the stash rule (working_memory.h), per microbatch: the
   /// forward's loss transients; the backward's remaining stash of its own microbatch plus a layer's
   /// recomputed activations or the loss's gradients, at their largest (schedule::working_bytes).
@@ -203,10 +203,13 @@ struct OptimizerPace {
 /// Attention scores a layer stashes for one microbatch on one tensor rank (softmax output, dropout
 /// mask and output: what selective recomputation drops and a split backward frees at I).
 [[nodiscard]] Bytes attention_score_bytes(const model::Layer& layer, int micro_batch, int tensor) noexcept;
-/// What a split backward keeps from I to W: the stashed activations but the attention scores.
-[[nodiscard]] inline Bytes kept_after_input(Bytes stashed, Bytes attention_scores) noexcept {
-  return stashed - std::min(stashed, attention_scores);
-}
+/// What a split backward keeps of a layer from its I until its W, per microbatch on one tensor rank
+/// (`stashed` of it, `attention_scores` of those): its weight-gradient store (model::weight_gradient_store,
+/// `gemm_element_bytes` per element: 1 for FP8 GEMMs, whose inputs and output gradients Transformer
+/// Engine quantizes, else the activations' dtype); the embedding's output gradient; a layer listed by
+/// hand without GEMMs its stash but the scores.
+[[nodiscard]] Bytes kept_after_input(const model::Layer& layer, int micro_batch, int tensor, Bytes stashed,
+                                     Bytes attention_scores, std::int64_t gemm_element_bytes) noexcept;
 
 [[nodiscard]] CostModel build_cost_model(const topology::Cluster& cluster, const model::Model& model,
                                          const plan::Plan& plan, const plan::Layout& layout);

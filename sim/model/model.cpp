@@ -83,6 +83,18 @@ std::int64_t stashed_gemm_input_elements(const Layer& layer, int micro_batch, in
   return total;
 }
 
+WeightGradientStore weight_gradient_store(const Layer& layer, int micro_batch, int tensor) noexcept {
+  WeightGradientStore out;
+  const auto split = [tensor](std::int64_t elements) { return (elements + tensor - 1) / tensor; };
+  for (const Gemm& g : layer.gemms) {
+    const std::int64_t inputs = g.tokens * g.in * micro_batch;  // all groups together
+    const std::int64_t gradients = g.tokens * g.out * micro_batch;
+    out.input_elements += g.split == TensorSplit::Rows ? split(inputs) : inputs;
+    out.output_gradient_elements += g.split == TensorSplit::Columns ? split(gradients) : gradients;
+  }
+  return out;
+}
+
 std::int64_t Model::parameters() const noexcept {
   std::int64_t total = 0;
   for (const Layer& l : layers) total += l.parameters - l.tied_copy_parameters;

@@ -165,6 +165,21 @@ struct Layer {
 [[nodiscard]] std::int64_t stashed_gemm_input_elements(const Layer& layer, int micro_batch, int tensor,
                                                        bool sequence_parallel) noexcept;
 
+/// What a split backward (the zero-bubble schedules' I, then W) keeps of a layer from its I until its W
+/// for one microbatch on one tensor rank: each weight GEMM's input and its output's gradient, as the
+/// weight-gradient GEMM reads them. Implementations hand both to a weight-gradient store at I (Qi et
+/// al. 2023, Section 2; Transformer Engine's delayed wgrad keeps `inputmat_total`, the input after
+/// sequence parallelism's all-gather, and `grad_output`); autograd frees the rest of the layer's stash
+/// once I is through. A column-parallel GEMM's input is whole on every rank and its output's gradient
+/// split by t; a row-parallel GEMM's input is split by t and its output's gradient whole (gathered under
+/// sequence parallelism); an unsplit GEMM keeps both whole. GEMMs that read one input (Q, K, V of
+/// cross-attention's query side, MLA's down projections) count it each time: an upper bound.
+struct WeightGradientStore {
+  std::int64_t input_elements = 0;
+  std::int64_t output_gradient_elements = 0;
+};
+[[nodiscard]] WeightGradientStore weight_gradient_store(const Layer& layer, int micro_batch, int tensor) noexcept;
+
 /// What selective recomputation of `modules` (other than core_attn) drops from one microbatch's
 /// stash on one tensor rank, and runs again before the layer's backward. A module inside another
 /// one chosen as well (moe_act or shared_experts inside moe) counts once.

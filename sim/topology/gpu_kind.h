@@ -35,6 +35,10 @@ struct GpuKind {
   /// The same for each kernel generation measured on this kind (`attention_kernels`); a plan that
   /// names a generation (its software release's) runs at that one's.
   std::map<AttentionGeneration, double> attention_kernels;
+  /// What the software stack's activations take on this kind against mpsim's count of them (the stash,
+  /// what a split backward keeps, a pass's working memory): 1 unless a software profile's
+  /// activation_memory factor sets it; never read from a topology file.
+  double activation_memory_factor = 1.0;
   Watts tdp;                      ///< maximum board power; zero = unknown (no energy estimate)
   std::string source;             ///< where the numbers come from
 

@@ -169,12 +169,22 @@ TEST_F(CalibrateCommand, ABadRunsFileIsOneLineNamingFileAndLine) {
   EXPECT_FALSE(fs::exists(calibrate_scratch() / "never.yaml"));
 }
 
-TEST_F(CalibrateCommand, RunsWithOnlyPeakMemoriesAreAnInputError) {
+// Runs with only peak memories set activation_memory alone; asked for rate factors only, they give
+// nothing to fit, an input error naming the file.
+TEST_F(CalibrateCommand, RunsWithOnlyPeakMemoriesSetTheActivationFactorAlone) {
   const fs::path memory_only = calibrate_scratch() / "memory-only.yaml";
   std::string row = run_row(10);
-  row.replace(row.find("step_time_s: "), std::string::npos, "peak_memory_gib: 30}\n");
+  row.replace(row.find("step_time_s: "), std::string::npos, "peak_memory_gib: 12, kind: allocated}\n");  // 10.8 GiB predicted
   std::ofstream(memory_only) << row;
-  const CommandResult r = mpsim_calibrate(memory_only.string());
+  const CommandResult fitted = mpsim_calibrate(memory_only.string() + " --json");
+  ASSERT_EQ(fitted.exit_code, 0) << fitted.err;
+  const auto profile = nlohmann::json::parse(fitted.out);
+  ASSERT_EQ(profile["factors"].size(), 1u) << fitted.out;
+  EXPECT_GT(profile["factors"]["activation_memory"].get<double>(), 0.0);
+  ASSERT_EQ(profile["peak_runs"].size(), 1u);
+  EXPECT_EQ(profile["peak_runs"][0]["kind"], "allocated");
+  EXPECT_NEAR(profile["peak_runs"][0]["predicted_gib"].get<double>(), 12.0, 1e-6);
+  const CommandResult r = mpsim_calibrate(memory_only.string() + " --factors gemm,network_transfers");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err.rfind("mpsim: error: " + memory_only.string() + ": ", 0), 0u) << r.err;
   EXPECT_NE(r.err.find("no run gives a step time"), std::string::npos) << r.err;

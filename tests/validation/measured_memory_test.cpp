@@ -13,6 +13,7 @@
 // MPSIM_VALIDATION_MEMORY_TABLE=path the table of every row is written there as Markdown
 // (docs/validation.md "Memory", by tools/validation_table.sh).
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -28,6 +29,7 @@
 #include <gtest/gtest.h>
 
 #include "planner/memory_margin.h"
+#include "sim/calibration/calibrate.h"
 #include "sim/calibration/prediction_band.h"
 #include "sim/core/yaml_field.h"
 #include "tests/validation/validation_support.h"
@@ -41,32 +43,105 @@ using validation::repo_path;
 using validation::Summary;
 using validation::summarize;
 
-constexpr double kBytesPerGiB = 1024.0 * 1024 * 1024;
-
 /// The published kinds of peak (measured_memory.yaml's `published.kind`).
-enum class PeakKind { Allocated, Reserved };
+using calibration::PeakKind;
 constexpr std::pair<const char*, PeakKind> kPeakKindNames[] = {{"allocated", PeakKind::Allocated},
                                                                {"reserved", PeakKind::Reserved}};
 
-/// A row simulated as published, its predicted peak in the kind the source publishes (`figure`).
-Outcome memory_outcome(const Field& row) {
-  const validation::SimulatedRow simulated = validation::simulate_row(row);
-  Outcome o = simulated.outcome;
+/// A row simulated as published, its predicted peak in the kind the source publishes (`figure`): a
+/// reserved row's the whole peak, an allocated row's the peak less its runtime part
+/// (calibration::measured_kind_peak_gib); with the prediction a calibrated one starts from.
+struct MemoryRow {
+  Outcome outcome;
+  trace::Report prediction;
+  PeakKind kind = PeakKind::Reserved;
+};
+
+MemoryRow memory_row(const Field& row) {
+  validation::SimulatedRow simulated = validation::simulate_row(row);
+  MemoryRow m{simulated.outcome, std::move(simulated.prediction.report)};
   const Field published = row.require("published");
-  o.published = published.require("peak_memory_gib").as_double_in(1e-3, 1e6);
+  m.outcome.published = published.require("peak_memory_gib").as_double_in(1e-3, 1e6);
   const Field kind = published.require("kind");
-  o.figure = kind.as_string();
-  const trace::Report& report = simulated.prediction.report;
-  if (kind.as_enum(kPeakKindNames) == PeakKind::Reserved) {
-    o.predicted = static_cast<double>(report.peak_memory_bytes) / kBytesPerGiB;
-    return o;
+  m.outcome.figure = kind.as_string();
+  m.kind = kind.as_enum(kPeakKindNames);
+  m.outcome.predicted = calibration::measured_kind_peak_gib(m.prediction, m.kind);
+  return m;
+}
+
+/// A row predicted with the activation_memory factor fitted on another row of its source (one software
+/// stack): the factor at which the other row's peak is its published one, applied to this row's
+/// prediction.
+struct HeldOut {
+  std::string source;
+  double uncalibrated_error = 0;
+  double calibrated_error = 0;
+};
+
+std::vector<HeldOut> leave_one_out(const std::vector<MemoryRow>& rows) {
+  std::vector<HeldOut> held_out;
+  for (const MemoryRow& fitted : rows) {
+    const double factor =
+        calibration::activation_factor_for_peak(fitted.prediction, fitted.kind, fitted.outcome.published);
+    for (const MemoryRow& row : rows) {
+      if (&row == &fitted || row.outcome.source != fitted.outcome.source) continue;
+      held_out.push_back({row.outcome.source, row.outcome.error(),
+                          calibration::measured_kind_peak_gib(row.prediction, row.kind, factor) / row.outcome.published - 1});
+    }
   }
-  std::int64_t tensors = 0;
-  for (const trace::DeviceReport& device : report.devices) {
-    tensors = std::max(tensors, device.peak_memory_bytes - device.memory.reserved);
+  return held_out;
+}
+
+/// Median and largest |error| and the count under by more than 5 % of `errors`.
+struct ErrorSummary {
+  std::size_t count = 0;
+  double median_abs = 0;
+  double max_abs = 0;
+  std::size_t under = 0;
+};
+ErrorSummary summarize_errors(const std::vector<double>& errors) {
+  ErrorSummary s;
+  std::vector<double> abs;
+  for (const double e : errors) {
+    abs.push_back(std::abs(e));
+    if (e < -0.05) ++s.under;
   }
-  o.predicted = static_cast<double>(tensors) / kBytesPerGiB;
-  return o;
+  s.count = errors.size();
+  s.median_abs = abs.empty() ? 0 : validation::median(abs);
+  s.max_abs = abs.empty() ? 0 : *std::max_element(abs.begin(), abs.end());
+  return s;
+}
+
+/// The held-out predictions by source ("all" holds every one): uncalibrated and calibrated.
+std::map<std::string, std::pair<ErrorSummary, ErrorSummary>> held_out_by_source(const std::vector<HeldOut>& held_out) {
+  std::map<std::string, std::pair<std::vector<double>, std::vector<double>>> errors;
+  for (const HeldOut& h : held_out) {
+    for (const std::string& group : {std::string("all"), h.source}) {
+      errors[group].first.push_back(h.uncalibrated_error);
+      errors[group].second.push_back(h.calibrated_error);
+    }
+  }
+  std::map<std::string, std::pair<ErrorSummary, ErrorSummary>> out;
+  for (const auto& [group, e] : errors) out[group] = {summarize_errors(e.first), summarize_errors(e.second)};
+  return out;
+}
+
+std::string calibrated_markdown(const std::vector<MemoryRow>& rows) {
+  std::string out =
+      "\nCalibrated on one row (`mpsim calibrate` fits `activation_memory`, the factor on mpsim's count of the "
+      "activations at which a run's peak is its measured one: docs/calibration.md), every other row of the same "
+      "source predicted with it, each row held out in turn (`MeasuredMemory.PeaksHoldOnTodaysRuns`). One factor per stack "
+      "narrows the median little and halves the rows under by more than 5 %, but does not carry across a stack's "
+      "configurations: fitted on a row the model under-predicts most (TorchTitan's 70B, -27 %), it over-predicts "
+      "the others by up to 62 %. The factor is for runs like the one it was fitted on.\n\n"
+      "| source | held-out predictions | uncalibrated median / max abs error | under by more than 5 % "
+      "| calibrated median / max abs error | under by more than 5 % |\n|---|---:|---:|---:|---:|---:|\n";
+  for (const auto& [group, s] : held_out_by_source(leave_one_out(rows))) {
+    out += fmt::format("| {} | {} | {:.1f} % / {:.1f} % | {} | {:.1f} % / {:.1f} % | {} |\n", group, s.first.count,
+                       s.first.median_abs * 100, s.first.max_abs * 100, s.first.under, s.second.median_abs * 100,
+                       s.second.max_abs * 100, s.second.under);
+  }
+  return out;
 }
 
 /// The rows predicted more than 5 % below their published peak: the direction that fails jobs.
@@ -125,15 +200,15 @@ constexpr Bound kMemoryBounds[] = {
 constexpr std::size_t kUnderPredictedRowsToday = 12;
 
 /// Every row of the file (MPSIM_VALIDATION_ROW: those whose id contains it), simulated and printed.
-std::vector<Outcome> simulate_memory_rows(const Field& rows) {
-  std::vector<Outcome> outcomes;
+std::vector<MemoryRow> simulate_memory_rows(const Field& rows) {
+  std::vector<MemoryRow> outcomes;
   for (const Field& row : rows.items()) {
     if (const char* only = std::getenv("MPSIM_VALIDATION_ROW");
         only != nullptr && row.require("id").as_string().find(only) == std::string::npos) {
       continue;
     }
-    outcomes.push_back(memory_outcome(row));
-    const Outcome& o = outcomes.back();
+    outcomes.push_back(memory_row(row));
+    const Outcome& o = outcomes.back().outcome;
     std::printf("%-64s %4d GPUs  %-9s predicted %6.2f GiB  published %6.2f GiB  error %+6.1f%%\n", o.id.c_str(),
                 o.gpus, o.figure.c_str(), o.predicted, o.published, o.error() * 100);
   }
@@ -144,8 +219,10 @@ std::vector<Outcome> simulate_memory_rows(const Field& rows) {
 // published peak within its bound, and no more rows under-predicted by over 5 % than today.
 TEST(MeasuredMemory, PeaksHoldOnTodaysRuns) {
   const YamlDocument doc = YamlDocument::load(repo_path("tests/validation/measured_memory.yaml"));
+  std::vector<MemoryRow> memory_rows;
+  EXPECT_NO_THROW(memory_rows = simulate_memory_rows(doc.root().require("rows")));
   std::vector<Outcome> outcomes;
-  EXPECT_NO_THROW(outcomes = simulate_memory_rows(doc.root().require("rows")));
+  for (const MemoryRow& r : memory_rows) outcomes.push_back(r.outcome);
   // MPSIM_VALIDATION_ROW (one row for a developer) leaves groups short: their counts are not checked then.
   const bool count_rows = std::getenv("MPSIM_VALIDATION_ROW") == nullptr;
   for (const auto& [kind, rows] : by_kind(outcomes)) {
@@ -182,8 +259,22 @@ TEST(MeasuredMemory, PeaksHoldOnTodaysRuns) {
       EXPECT_LE(spread.high, planner::kDefaultMemoryMargin);
     }
   }
+  // The one-row calibration's held-out figures (docs/validation.md), held to today's: median |error|
+  // over every held-out prediction 10.4 % (uncalibrated 11.2 %) plus 1.5 points, and no more rows under
+  // by more than 5 % than today's 52 (116 uncalibrated).
+  const auto held_out = held_out_by_source(leave_one_out(memory_rows));
+  if (count_rows) {
+    EXPECT_LE(held_out.at("all").second.median_abs, 0.119);
+    EXPECT_LE(held_out.at("all").second.under, 52u);
+  }
+  for (const auto& [group, s] : held_out) {
+    std::printf("memory calibrated on one row, %-24s %3zu held out: median |error| %5.1f%% -> %5.1f%%, max %5.1f%% -> "
+                "%5.1f%%, under by >5%% %zu -> %zu\n",
+                group.c_str(), s.first.count, s.first.median_abs * 100, s.second.median_abs * 100, s.first.max_abs * 100,
+                s.second.max_abs * 100, s.first.under, s.second.under);
+  }
   if (const char* path = std::getenv("MPSIM_VALIDATION_MEMORY_TABLE")) {
-    std::ofstream(path) << memory_markdown(outcomes, doc.root().require("left_out"));
+    std::ofstream(path) << memory_markdown(outcomes, doc.root().require("left_out")) << calibrated_markdown(memory_rows);
   }
 }
 

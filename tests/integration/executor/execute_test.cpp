@@ -492,6 +492,10 @@ INSTANTIATE_TEST_SUITE_P(
                  "parallelism: { pipeline: 2 }\nbatch: { global: 8, micro: 2 }\nschedule: 1f1b\npartition: [0, 2, 4]\n"},
         LoopPlan{"zb_h1_mb8", "configs/models/cpu-gpt-small.yaml",
                  "parallelism: { pipeline: 2 }\nbatch: { global: 8, micro: 1 }\nschedule: zb-h1\npartition: [0, 2, 4]\n"},
+        LoopPlan{"zb_h1_mb4", "configs/models/cpu-gpt-small.yaml",
+                 "parallelism: { pipeline: 2 }\nbatch: { global: 8, micro: 2 }\nschedule: zb-h1\npartition: [0, 2, 4]\n"},
+        LoopPlan{"zb_h2_mb4", "configs/models/cpu-gpt-small.yaml",
+                 "parallelism: { pipeline: 2 }\nbatch: { global: 8, micro: 2 }\nschedule: zb-h2\npartition: [0, 2, 4]\n"},
         LoopPlan{"interleaved_mb8", "configs/models/cpu-gpt-small.yaml",
                  "parallelism: { pipeline: 2, virtual_stages: 2 }\nbatch: { global: 8, micro: 1 }\n"
                  "schedule: interleaved-1f1b\npartition: [0, 1, 2, 3, 4]\n"}),

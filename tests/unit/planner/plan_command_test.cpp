@@ -319,7 +319,7 @@ TEST(PlanCommand, DefaultsAreTheReadmeJob) {
 
 // The README's job keeps the default memory margin (planner/memory_margin.h): its #1 peaks at most
 // (1 - margin) of an A100 40GB's memory on every GPU. Without the margin its #1 was a plan at 39.7 of
-// the 40 GiB (issue 35); that plan, faster than the new #1, is shown under the ranking with a warning
+// the 40 GiB (issue 35); that plan, no slower than the new #1, is shown under the ranking with a warning
 // and is the JSON's within_margin, and --memory-margin 0 ranks it #1 again.
 TEST(PlanCommand, ReadmeJobKeepsTheMemoryMargin) {
   const CommandResult r = mpsim("plan --top 1 --threads 2 --json", repo(""));
@@ -340,7 +340,8 @@ TEST(PlanCommand, ReadmeJobKeepsTheMemoryMargin) {
   ASSERT_TRUE(within.is_object()) << j["search"].dump();
   EXPECT_GT(within["peak_memory_bytes"].get<double>(), usable);
   EXPECT_LE(within["peak_memory_bytes"].get<double>(), capacity);
-  EXPECT_LT(within["step_time_s"].get<double>(), best["step_time_s"].get<double>());
+  // No slower than the #1 (today the same plan at ZeRO 1, whose step equals ZeRO 2's to 6 digits).
+  EXPECT_LE(within["step_time_s"].get<double>(), best["step_time_s"].get<double>());
   // The #1 carries its bands as simulate gives them, and its peak band's top fits the capacity: the
   // margin covers it (calibration::memory_spread).
   ASSERT_TRUE(best["step_time_band_s"].is_array()) << best.dump().substr(0, 400);

@@ -208,7 +208,72 @@ TEST_F(Calibrate, NoFactorThatMovesTheRunsGivesAnEmptyProfile) {
 
 TEST(CalibrateInputs, RunsWithOnlyAPeakMemoryGiveNoStepToFit) {
   const auto runs = runs_from(gpt3_13b_row("memory-only", "{peak_memory_gib: 30}"));
-  EXPECT_THROW((void)calibrate(runs, "none"), std::invalid_argument);
+  CalibrationOptions rates_only;
+  rates_only.factors.assign(kRateFactorKinds.begin(), kRateFactorKinds.end());
+  EXPECT_THROW((void)calibrate(runs, "none", rates_only), std::invalid_argument);
+  // By default such a run sets activation_memory alone, and no rate factor.
+  const SoftwareProfile memory = calibrate(runs, "memory");
+  ASSERT_EQ(memory.factors.size(), 1u);
+  EXPECT_EQ(memory.factors.front().kind, FactorKind::ActivationMemory);
+  EXPECT_TRUE(memory.residuals.empty());
+  ASSERT_EQ(memory.peak_residuals.size(), 1u);
+}
+
+/// `run` measured at the largest over its devices of (weights + gradients + optimizer [+ runtime]) +
+/// `factor` x the activations at the device's peak, in GiB: what a stack whose activations take
+/// `factor` x mpsim's count peaks at.
+MeasuredRun peak_measured_under(MeasuredRun run, double factor, PeakKind kind) {
+  const trace::Report r = predict(run, {});
+  double peak = 0;
+  for (const trace::DeviceReport& d : r.devices) {
+    const trace::MemoryBreakdown& m = d.memory;
+    const double fixed = static_cast<double>(m.weights + m.gradients + m.optimizer) +
+                         (kind == PeakKind::Reserved ? static_cast<double>(m.reserved) : 0.0);
+    peak = std::max(peak, fixed + factor * static_cast<double>(m.activations));
+  }
+  run.measured_peak_gib = peak / (1024.0 * 1024.0 * 1024.0);
+  run.peak_kind = kind;
+  return run;
+}
+
+TEST(CalibrateMemory, RecoversTheActivationFactorOfAMeasuredPeak) {
+  // GPT-3 13B on 4 p4d (two pipeline stages: the first holds more stashes, the last the logits) whose
+  // stack's activations take 1.2 x mpsim's count, measured as reserved and as allocated.
+  for (const PeakKind kind : {PeakKind::Reserved, PeakKind::Allocated}) {
+    const MeasuredRun run = peak_measured_under(runs_from(gpt3_13b_row("peak", "{step_time_s: 1}")).front(), 1.2, kind);
+    CalibrationOptions memory_only;
+    memory_only.factors = {FactorKind::ActivationMemory};
+    const SoftwareProfile profile = calibrate({run}, "memory", memory_only);
+    ASSERT_EQ(profile.factors.size(), 1u);
+    EXPECT_NEAR(profile.factors.front().value, 1.2, 1e-9);
+    ASSERT_EQ(profile.peak_residuals.size(), 1u);
+    EXPECT_NEAR(profile.peak_residuals.front().error(), 0.0, 1e-9);
+    EXPECT_LT(profile.peak_residuals.front().uncalibrated_gib, profile.peak_residuals.front().measured_gib);
+    // The profile applied: the simulator's own peak (the whole one for reserved, less its runtime part
+    // for allocated) is the measured one.
+    const trace::Report calibrated = predict(run, profile.factors);
+    double predicted = 0;
+    for (const trace::DeviceReport& d : calibrated.devices) {
+      predicted = std::max(predicted, static_cast<double>(d.peak_memory_bytes - (kind == PeakKind::Allocated ? d.memory.reserved : 0)));
+    }
+    EXPECT_NEAR(predicted / (1024.0 * 1024.0 * 1024.0) / *run.measured_peak_gib, 1.0, 1e-6);
+  }
+}
+
+TEST(CalibrateMemory, TheMedianOfTheRunsFactorsIsFitted) {
+  // Three runs of one stack at 1.1, 1.3 and 1.25: the median, 1.25; each run's residual is its own
+  // factor's distance from it, the middle one's none.
+  const MeasuredRun base = runs_from(gpt3_13b_row("peak", "{step_time_s: 1}")).front();
+  std::vector<MeasuredRun> runs;
+  for (const double factor : {1.1, 1.3, 1.25}) runs.push_back(peak_measured_under(base, factor, PeakKind::Reserved));
+  CalibrationOptions memory_only;
+  memory_only.factors = {FactorKind::ActivationMemory};
+  const SoftwareProfile profile = calibrate(runs, "memory", memory_only);
+  EXPECT_NEAR(fitted(profile, FactorKind::ActivationMemory), 1.25, 1e-9);
+  ASSERT_EQ(profile.peak_residuals.size(), 3u);
+  EXPECT_GT(profile.peak_residuals[0].error(), 0.0);  // measured at 1.1, predicted at 1.25: over
+  EXPECT_LT(profile.peak_residuals[1].error(), 0.0);
+  EXPECT_NEAR(profile.peak_residuals[2].error(), 0.0, 1e-9);
 }
 
 }  // namespace

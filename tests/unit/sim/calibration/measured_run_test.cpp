@@ -31,6 +31,9 @@ TEST(MeasuredRuns, ARowReadsItsClusterModelPlanAndFigure) {
   EXPECT_DOUBLE_EQ(run.measured, 12.5);
   ASSERT_TRUE(run.measured_peak_gib.has_value());
   EXPECT_DOUBLE_EQ(*run.measured_peak_gib, 30);
+  EXPECT_EQ(run.peak_kind, PeakKind::Reserved);  // unless the row names it
+  EXPECT_EQ(runs_from(gpt3_13b_row("p4d", "{peak_memory_gib: 30, kind: allocated}")).front().peak_kind,
+            PeakKind::Allocated);
 }
 
 TEST(MeasuredRuns, RowsUnderRowsAndPublishedReadAsAList) {
@@ -107,6 +110,18 @@ TEST(RunsFileErrors, TwoFigures) {
   const std::string e = runs_file_error(gpt3_13b_row("a", "{step_time_s: 10, tokens_per_s_per_gpu: 1000}"));
   expect_names_file_and_field(e, "[0].measured");
   EXPECT_NE(e.find("more than one"), std::string::npos) << e;
+}
+
+TEST(RunsFileErrors, APeakOfAnUnknownKind) {
+  const std::string e = runs_file_error(gpt3_13b_row("a", "{peak_memory_gib: 30, kind: cached}"));
+  expect_names_file_and_field(e, "[0].measured.kind");
+  EXPECT_NE(e.find("'cached' is not a kind of peak (allocated or reserved)"), std::string::npos) << e;
+}
+
+TEST(RunsFileErrors, AKindWithoutAPeak) {
+  const std::string e = runs_file_error(gpt3_13b_row("a", "{step_time_s: 10, kind: allocated}"));
+  expect_names_file_and_field(e, "[0].measured.kind");
+  EXPECT_NE(e.find("peak_memory_gib, which is not given"), std::string::npos) << e;
 }
 
 TEST(RunsFileErrors, AMissingTopologyFile) {

@@ -32,10 +32,15 @@ std::string profile_error(const std::string& yaml) {
 SoftwareProfile detailed_profile() {
   SoftwareProfile p;
   p.name = "megatron-core 0.9 tuned";
-  p.factors = {{FactorKind::Gemm, 0.812345678}, {FactorKind::NetworkTransfers, 1.1234567891}, {FactorKind::Attention, 0.5}};
+  p.factors = {{FactorKind::Gemm, 0.812345678},
+               {FactorKind::NetworkTransfers, 1.1234567891},
+               {FactorKind::Attention, 0.5},
+               {FactorKind::ActivationMemory, 1.0876543}};
   p.gpu_kinds = {"a100-40gb", "h100-sxm"};
   p.residuals = {{"gpt3-13b-p4d", 12.3456789, 12.3401234, 10.9876543},
                  {"logs/run-7/step.log", 0.000123456789, 0.000123399, 0.0001}};
+  p.peak_residuals = {{"llama-70b", PeakKind::Allocated, 54.7623456, 55.1234567, 50.9876543},
+                      {"llama-8b", PeakKind::Reserved, 83.9, 83.91234567, 78.8712345}};
   return p;
 }
 
@@ -58,6 +63,14 @@ TEST(ProfileFile, WhatIsWrittenReadsBack) {
     expect_six_digits(read.residuals[i].measured_step_s, written.residuals[i].measured_step_s);
     expect_six_digits(read.residuals[i].predicted_step_s, written.residuals[i].predicted_step_s);
     expect_six_digits(read.residuals[i].uncalibrated_step_s, written.residuals[i].uncalibrated_step_s);
+  }
+  ASSERT_EQ(read.peak_residuals.size(), written.peak_residuals.size());
+  for (std::size_t i = 0; i < written.peak_residuals.size(); ++i) {
+    EXPECT_EQ(read.peak_residuals[i].run, written.peak_residuals[i].run);
+    EXPECT_EQ(read.peak_residuals[i].kind, written.peak_residuals[i].kind);
+    expect_six_digits(read.peak_residuals[i].measured_gib, written.peak_residuals[i].measured_gib);
+    expect_six_digits(read.peak_residuals[i].predicted_gib, written.peak_residuals[i].predicted_gib);
+    expect_six_digits(read.peak_residuals[i].uncalibrated_gib, written.peak_residuals[i].uncalibrated_gib);
   }
 }
 
@@ -105,6 +118,14 @@ TEST(ProfileFileErrors, AnUnknownFactorSuggestsTheNearestName) {
   expect_profile_error_at(e, "profile.factors.gem");
   EXPECT_NE(e.find("did you mean 'gemm'"), std::string::npos) << e;
   EXPECT_NE(e.find("network_transfers"), std::string::npos) << e;  // the known names are listed
+}
+
+TEST(ProfileFileErrors, APeakRunOfAnUnknownKind) {
+  const std::string error = profile_error(
+      "profile:\n  factors: {activation_memory: 1.1}\n  peak_runs:\n"
+      "    - {id: a, kind: cached, measured_gib: 50, predicted_gib: 50, uncalibrated_gib: 45}\n");
+  EXPECT_NE(error.find("inline-profile.yaml:4"), std::string::npos) << error;
+  EXPECT_NE(error.find("'cached' is not a kind of peak"), std::string::npos) << error;
 }
 
 TEST(ProfileFileErrors, AFactorOutOfRange) {

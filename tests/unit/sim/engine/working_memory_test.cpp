@@ -94,5 +94,26 @@ TEST(WorkingMemory, FullRecomputationRebuildsOneBlockBesideTheOtherBlocksInputs)
             held);
 }
 
+TEST(WorkingMemory, ASplitBackwardKeepsTheWeightGradientStoreFromIToW) {
+  // Stage 0 of a zb-h1 pipeline holds the embedding and two blocks: from I to W it keeps the embedding's
+  // output gradient and each block's GEMM inputs and output gradients (16h per token at t = 1, in the
+  // model's 2 bytes), whatever the blocks stash beside them.
+  const topology::Cluster node = topology::load_topology_file(testing::repo_path("topologies/dgx-h100.yaml"));
+  const model::Model m = gpt(4, 1024, 64);
+  const plan::Plan p = testing::plan_yaml(
+      "parallelism: { pipeline: 2, data: 4 }\nbatch: { global: 16, micro: 2 }\nschedule: zb-h1\npartition: [0, 2, 4]\n",
+      node, m);
+  const CostModel costs = build_cost_model(node, m, p, plan::Layout(p));
+  const std::int64_t tokens = 2 * 1024;
+  const std::int64_t h = 256;
+  const std::int64_t embedding = tokens * h * 2;
+  const std::int64_t block = tokens * 16 * h * 2;
+  EXPECT_EQ(costs.ranks.at(0).chunks.at(0).stashed_after_input.count(), embedding + 2 * block);
+  // Stage 1: two blocks and the head, whose weight GEMM keeps the final norm's output and the logits'
+  // gradient.
+  const std::int64_t head = tokens * (h + 64) * 2;
+  EXPECT_EQ(costs.ranks.at(1).chunks.at(0).stashed_after_input.count(), 2 * block + head);
+}
+
 }  // namespace
 }  // namespace mpsim::engine

@@ -83,6 +83,26 @@ TEST(Activations, OutputHeadAndEmbeddingFollowSection43) {
   EXPECT_EQ(stashed(embedding, 1, false, Recompute::Full), stashed(embedding, 1, false, Recompute::None));
 }
 
+TEST(Activations, ASplitBackwardKeepsEachGemmsInputAndOutputGradient) {
+  // A GPT block's GEMMs: QKV [h x 3h] and fc1 [h x 4h] by columns, the projection [h x h] and fc2
+  // [4h x h] by rows. Inputs as the weight GEMMs read them: h, h/t, h, 4h/t per token; output
+  // gradients: 3h/t, h, 4h/t, h.
+  const Model m = gpt_22b();
+  const Layer& block = m.layers.at(1);
+  const std::int64_t sbh = kS * kB * kH;
+  const WeightGradientStore one = weight_gradient_store(block, static_cast<int>(kB), 1);
+  EXPECT_EQ(one.input_elements, 7 * sbh);
+  EXPECT_EQ(one.output_gradient_elements, 9 * sbh);
+  // In 16-bit that is 32sbh: Korthikanti's 34sbh stash less the norms' inputs (4sbh), the GELU's
+  // input (8sbh), Q and K (4sbh), V (2sbh) and the dropout masks (2sbh), plus the four output
+  // gradients (18sbh).
+  EXPECT_EQ(2 * (one.input_elements + one.output_gradient_elements),
+            stashed(block, 1, false, Recompute::Selective).count() - 2 * sbh);
+  const WeightGradientStore split = weight_gradient_store(block, static_cast<int>(kB), static_cast<int>(kT));
+  EXPECT_EQ(split.input_elements, 2 * sbh + 5 * sbh / kT);
+  EXPECT_EQ(split.output_gradient_elements, 2 * sbh + 7 * sbh / kT);
+}
+
 TEST(Activations, SplitTermsRoundUp) {
   Layer l;
   l.kind = LayerKind::Generic;
