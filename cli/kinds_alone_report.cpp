@@ -16,7 +16,7 @@ std::string plan_summary(const plan::Plan& p) {
                      plan::to_string(p.schedule), model::to_string(p.recompute), p.zero);
 }
 
-std::string kinds_alone_text(const std::vector<KindAloneSearch>& kinds, const planner::Evaluated* mix_best) {
+std::string kinds_alone_text(const std::vector<KindAloneSearch>& kinds, bool mix_has_plan) {
   if (kinds.empty()) return {};
   std::string out = "\nEach GPU kind alone (its nodes searched as the mix was; --no-single-kind leaves this out):\n";
   std::string warnings;
@@ -30,7 +30,7 @@ std::string kinds_alone_text(const std::vector<KindAloneSearch>& kinds, const pl
     }
     out += fmt::format("best {} ({})", seconds(best->report.step_time_s), plan_summary(best->plan));
     if (!k.against_mix) {
-      out += mix_best == nullptr ? "; the mix has no plan\n" : "\n";
+      out += mix_has_plan ? "\n" : "; the mix has no plan\n";
       continue;
     }
     const planner::AgainstMix& a = *k.against_mix;
@@ -40,7 +40,7 @@ std::string kinds_alone_text(const std::vector<KindAloneSearch>& kinds, const pl
     }
     out += fmt::format(": {:.2f}x faster than the mix\n", 1 / a.mix_speedup);
     warnings += fmt::format("Warning: the {} {} alone are faster than the mix: {} vs {}; {}\n", gpus, k.kind.name,
-                            seconds(best->report.step_time_s), seconds(mix_best->report.step_time_s), a.why);
+                            seconds(a.alone_step_s), seconds(a.mix_step_s), a.why);
   }
   return warnings.empty() ? out : out + "\n" + warnings;
 }
@@ -67,6 +67,7 @@ nlohmann::ordered_json kinds_alone_json(const std::vector<KindAloneSearch>& kind
     if (k.against_mix) {
       const planner::AgainstMix& a = *k.against_mix;
       entry["faster"] = a.alone_faster ? "alone" : "mix";
+      entry["mix_best_step_time_s"] = a.mix_step_s;
       entry["mix_speedup"] = a.mix_speedup;
       entry["main_reason"] = a.comparison.main_reason;
       entry["differences"] = a.comparison.differences;
@@ -82,12 +83,12 @@ nlohmann::ordered_json kinds_alone_json(const std::vector<KindAloneSearch>& kind
   return out;
 }
 
-nlohmann::ordered_json fastest_json(const std::vector<KindAloneSearch>& kinds, const planner::Evaluated* mix_best) {
+nlohmann::ordered_json fastest_json(const std::vector<KindAloneSearch>& kinds, std::optional<double> mix_step_s) {
   nlohmann::ordered_json fastest;
   double step = 0;
-  if (mix_best != nullptr) {
+  if (mix_step_s) {
     fastest = "mix";
-    step = mix_best->report.step_time_s;
+    step = *mix_step_s;
   }
   // Strictly faster only: of equals, the mix (then the first kind) stays.
   for (const KindAloneSearch& k : kinds) {

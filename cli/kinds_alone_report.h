@@ -27,16 +27,16 @@ struct KindAloneSearch {
 [[nodiscard]] std::string plan_summary(const plan::Plan& p);
 
 /// The lines under the ranking: each kind alone, its best step and plan or why it has none, how much
-/// faster the mix is; and a warning for each kind alone that is faster than the mix, with why. `mix_best`:
-/// the mix's #1, or null when it has none.
-[[nodiscard]] std::string kinds_alone_text(const std::vector<KindAloneSearch>& kinds, const planner::Evaluated* mix_best);
+/// faster the mix is; and a warning for each kind alone that is faster than the mix, with why.
+/// `mix_has_plan`: whether the mix has a best plan.
+[[nodiscard]] std::string kinds_alone_text(const std::vector<KindAloneSearch>& kinds, bool mix_has_plan);
 
 /// `single_kind_alternatives`: one object per kind (docs/formats.md, "plan --json").
 [[nodiscard]] nlohmann::ordered_json kinds_alone_json(const std::vector<KindAloneSearch>& kinds);
 
 /// `fastest`: "mix", or the id of the kind whose nodes alone have the fastest best plan; null when
-/// nothing has a plan.
+/// nothing has a plan. `mix_step_s`: the mix's fastest step, nothing when it has no plan.
 [[nodiscard]] nlohmann::ordered_json fastest_json(const std::vector<KindAloneSearch>& kinds,
-                                                  const planner::Evaluated* mix_best);
+                                                  std::optional<double> mix_step_s);
 
 }  // namespace mpsim::cli

@@ -88,6 +88,8 @@ AgainstMix against_mix(const topology::Cluster& mixed, const Evaluated& mix_best
   AgainstMix out;
   const double mix_s = mix_best.report.step_time_s;
   const double alone_s = alone_best.report.step_time_s;
+  out.mix_step_s = mix_s;
+  out.alone_step_s = alone_s;
   out.alone_faster = alone_s < mix_s;
   out.mix_speedup = alone_s / mix_s;
   out.comparison = out.alone_faster ? compare(alone.cluster, mixed, model, alone_best, mix_best)

@@ -29,6 +29,8 @@ struct KindAlone {
 /// The best plan of a kind alone against the mix's best.
 struct AgainstMix {
   bool alone_faster = false;  ///< the kind alone's step is shorter than the mix's
+  double mix_step_s = 0;      ///< the mix's best step
+  double alone_step_s = 0;    ///< the kind alone's best step
   double mix_speedup = 0;     ///< the kind alone's step over the mix's: above 1, the mix is that many times faster
   /// compare() with the faster as the winner: the plan fields that differ (the faster's value first),
   /// both busiest ranks' breakdowns, and the component the slower spends the most more on.

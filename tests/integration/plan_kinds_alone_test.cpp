@@ -73,6 +73,7 @@ TEST(PlanKindsAlone, EachKindsBestIsPlanOnItsNodesAloneAndTheFasterIsNamed) {
     EXPECT_EQ(a["plan"], alone["best"]["plan"]);
     EXPECT_EQ(a["peak_memory_bytes"], alone["best"]["peak_memory_bytes"]);
     const double alone_s = a["best_step_time_s"].get<double>();
+    EXPECT_EQ(a["mix_best_step_time_s"].get<double>(), mix_s);
     EXPECT_DOUBLE_EQ(a["mix_speedup"].get<double>(), alone_s / mix_s);
     EXPECT_EQ(a["faster"], alone_s < mix_s ? "alone" : "mix");
     EXPECT_EQ(a["why"].is_null(), alone_s >= mix_s);
