@@ -25,6 +25,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/kinds_alone_report.h"
 #include "cli/plan_shards.h"
 #include "cli/report_text.h"
 #include "cli/step_sampling.h"
@@ -39,6 +40,7 @@
 #include "planner/cost_search.h"
 #include "planner/equivalent_plans.h"
 #include "planner/explain.h"
+#include "planner/kind_alone.h"
 #include "planner/memory_margin.h"
 #include "planner/search.h"
 #include "planner/sensitivity.h"
@@ -132,6 +134,7 @@ struct PlanArgs {
   std::string verify_backend = "cpu";
   std::optional<int> verify_ranks;
   SamplingFlags sampling;  ///< --samples N --gpu-speed-spread S ...: each ranked plan's step as a distribution
+  bool no_single_kind = false;  ///< --no-single-kind: on several GPU kinds, do not also search each kind alone
 };
 
 
@@ -231,14 +234,20 @@ std::string default_file(const std::string& relative) {
   return std::string(MPSIM_DATA_DIR) + "/" + relative;
 }
 
-/// As the plan check: the GPU kind must have a rate for the generation --attention-kernel names.
-void check_attention_kernel(const PlanArgs& args, const Inputs& in) {
-  if (args.attention_kernel.empty()) return;
+/// As the plan check: why a GPU kind of `cluster` has no rate for the generation --attention-kernel
+/// names, or nothing.
+std::optional<std::string> attention_kernel_error(const PlanArgs& args, const topology::Cluster& cluster) {
+  if (args.attention_kernel.empty()) return std::nullopt;
   const auto generation = *topology::parse_attention_generation(args.attention_kernel);  // CLI::IsMember
-  for (const topology::GpuKind& gpu : in.cluster.gpu_kinds()) {
-    if (const auto missing = plan::attention_rate_error(gpu, generation, "--attention-kernel")) {
-      throw InputError({"--attention-kernel " + args.attention_kernel, 0, 0}, "", *missing);
-    }
+  for (const topology::GpuKind& gpu : cluster.gpu_kinds()) {
+    if (auto missing = plan::attention_rate_error(gpu, generation, "--attention-kernel")) return missing;
+  }
+  return std::nullopt;
+}
+
+void check_attention_kernel(const PlanArgs& args, const Inputs& in) {
+  if (const auto missing = attention_kernel_error(args, in.cluster)) {
+    throw InputError({"--attention-kernel " + args.attention_kernel, 0, 0}, "", *missing);
   }
 }
 
@@ -603,15 +612,6 @@ void run_cost_search(const PlanArgs& args) {
   }
 }
 
-/// "TP 2 x PP 1 x DP 4, mb 2 x 8, 1f1b, recompute none, zero 1": a plan in one cell of the frontier, its
-/// degrees as every report names them (plan::summary).
-std::string plan_summary(const plan::Plan& p) {
-  std::string axes = plan::summary(p.degrees);
-  if (p.virtual_stages > 1) axes += fmt::format(", v {}", p.virtual_stages);
-  return fmt::format("{}, mb {} x {}, {}, recompute {}, zero {}", axes, p.micro_batch, p.microbatches,
-                     plan::to_string(p.schedule), model::to_string(p.recompute), p.zero);
-}
-
 /// --catalog (planner/catalog_search.h): every instance type at each count, its fastest plan's --tokens
 /// run priced from the catalogue, the frontier of cost against time, and the cheapest run by --deadline
 /// or the fastest within --budget.
@@ -647,13 +647,22 @@ void run_catalog_plan(const PlanArgs& args) {
   if (files.model == PlanArgs{}.files.model) files.model = default_file(files.model);
   const auto search_of = [&](topology::Cluster cluster) {
     Inputs in = load_inputs_on_cluster(files, overrides, std::move(cluster));
-    check_attention_kernel(args, in);
     planner::PlannerOptions options = planner_options(args);
     if (!args.framework.empty()) options.refuse = refusal_of(args.framework, in, args.files.model);
     return planner::JobSearch{std::move(in.cluster), std::move(in.model), std::move(options)};
   };
+  // A type whose GPU has no rate for --attention-kernel is skipped, and said so; none left is an error.
+  const auto unusable = [&](const topology::Cluster& cluster) { return attention_kernel_error(args, cluster); };
   const planner::CatalogSearchResult found =
-      planner::run_catalog_search(catalog, search_of, args.training, limits, args.mix_instance_types);
+      planner::run_catalog_search(catalog, search_of, args.training, limits, args.mix_instance_types, unusable);
+  if (found.skipped.size() == catalog.instances.size()) {
+    std::vector<std::string> reasons;
+    for (const planner::SkippedInstance& s : found.skipped) {
+      reasons.push_back(fmt::format("{}: {}", catalog.instances[s.instance].name, s.reason));
+    }
+    throw InputError({"--attention-kernel " + args.attention_kernel, 0, 0}, "",
+                     fmt::format("no instance type of {} can run it ({})", catalog.file, fmt::join(reasons, "; ")));
+  }
   const std::vector<planner::CatalogOffer>& offers = found.offers;
   const planner::CatalogOffer* chosen = found.chosen ? &offers[*found.chosen] : nullptr;
   // "p5.48xlarge", or "p5.48xlarge + p4d.24xlarge" and counts "1 + 2" for two types.
@@ -694,6 +703,10 @@ void run_catalog_plan(const PlanArgs& args) {
     json["currency"] = catalog.currency;
     json["deadline_s"] = limits.deadline ? nlohmann::ordered_json(limits.deadline->to_seconds()) : nlohmann::ordered_json();
     json["budget"] = limits.budget ? nlohmann::ordered_json(*limits.budget) : nlohmann::ordered_json();
+    json["skipped"] = nlohmann::ordered_json::array();
+    for (const planner::SkippedInstance& s : found.skipped) {
+      json["skipped"].push_back({{"type", catalog.instances[s.instance].name}, {"reason", s.reason}});
+    }
     json["offers"] = nlohmann::ordered_json::array();
     for (const planner::CatalogOffer& o : offers) {
       nlohmann::ordered_json entry{{"instance", name_of(o)},
@@ -722,6 +735,10 @@ void run_catalog_plan(const PlanArgs& args) {
     if (!defaults.empty()) std::cout << fmt::format("Not given, so the defaults: {}\n", fmt::join(defaults, ", "));
     std::cout << fmt::format("{}: {} tokens on the instance types of {} (prices in {}): {}\n\n", files.model,
                              args.training.tokens, catalog.file, catalog.currency, goal);
+    for (const planner::SkippedInstance& s : found.skipped) {
+      std::cout << fmt::format("Skipped {}: {}\n", catalog.instances[s.instance].name, s.reason);
+    }
+    if (!found.skipped.empty()) std::cout << "\n";
     std::cout << "Every instance type and count, its fastest plan (* the choice, f: on the frontier):\n";
     Table t;
     std::vector<std::string> header{"instance", "count", "GPUs", "step time", "run (days)", "effective", "cost"};
@@ -790,6 +807,45 @@ void run_catalog_plan(const PlanArgs& args) {
   }
 }
 
+/// On a cluster of several GPU kinds, each kind's nodes alone searched as the mix was (planner/kind_alone.h):
+/// the same model, global batch and options, the framework's refusals on the kind's own launch shape. A
+/// degree --tensor (...) fixes that the kind's nodes cannot have is that kind's reason for no plan. Under
+/// mpirun every process runs this, each its share of each search, and rank 0 gets the whole results.
+std::vector<KindAloneSearch> search_kinds_alone(const PlanArgs& args, const Inputs& in,
+                                                const planner::PlannerOptions& mix_options,
+                                                const planner::Evaluated* mix_best,
+                                                std::optional<executor::MpiSession>& mpi, Progress& progress) {
+  std::vector<KindAloneSearch> out;
+  for (planner::KindAlone& kind : planner::kinds_alone(in.cluster)) {
+    KindAloneSearch k{std::move(kind), {}, {}, std::nullopt};
+    const Inputs alone{k.kind.cluster, in.model, std::nullopt, in.profile};
+    try {
+      check_fixed_degrees(args, alone);
+    } catch (const InputError& e) {
+      k.error = fmt::format("{}: {}", e.where().file, e.message());
+      out.push_back(std::move(k));
+      continue;
+    }
+    planner::PlannerOptions options = mix_options;
+    if (!args.framework.empty()) options.refuse = refusal_of(args.framework, alone, args.files.model);
+    k.result = planner::run_planner(k.kind.cluster, in.model, options);
+    progress.finish();
+    if (mpi && mpi->size() > 1) {
+      const double searched_s = k.result.stats.search_time_s;
+      const auto started = std::chrono::steady_clock::now();
+      k.result = gather_shards(k.result, options, k.kind.cluster, in.model, mpi->rank(), mpi->size());
+      k.result.stats.search_time_s =
+          searched_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    }
+    k.error = k.result.infeasible;
+    if (const planner::Evaluated* best = k.best(); best != nullptr && mix_best != nullptr) {
+      k.against_mix = planner::against_mix(in.cluster, *mix_best, k.kind, *best, in.model);
+    }
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
 void run_planner_command(const PlanArgs& args) {
   // Under mpirun the processes divide the search; rank 0 gathers it and prints.
   std::optional<executor::MpiSession> mpi;
@@ -830,9 +886,18 @@ void run_planner_command(const PlanArgs& args) {
     const auto started = std::chrono::steady_clock::now();
     const double searched_s = result.stats.search_time_s;
     result = gather_shards(result, options, in.cluster, in.model, mpi->rank(), mpi->size());
-    if (mpi->rank() != 0) return;
     result.stats.search_time_s = searched_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   }
+  // On several GPU kinds, each kind alone (for step time: the comparison is of speed), against the mix's
+  // fastest plan (before --robust or --verify-top order the ranking otherwise).
+  std::vector<KindAloneSearch> kinds_alone;
+  const std::optional<double> mix_step_s =
+      result.ranked.empty() ? std::nullopt : std::optional(result.ranked.front().report.step_time_s);
+  if (!args.no_single_kind && options.space.objective == plan::Objective::Speed) {
+    kinds_alone = search_kinds_alone(args, in, options, result.ranked.empty() ? nullptr : &result.ranked.front(), mpi,
+                                     progress);
+  }
+  if (divided && mpi->rank() != 0) return;
   // The best plan only the memory margin kept out, when the objective would have ranked it #1.
   const planner::Evaluated* left_out_by_margin =
       result.within_margin && (result.ranked.empty() || planner::ranks_before(options.space.objective, *result.within_margin,
@@ -917,11 +982,17 @@ void run_planner_command(const PlanArgs& args) {
                       {"pareto_tolerance", options.exact_pareto ? nlohmann::ordered_json(options.pareto_tolerance) : nlohmann::ordered_json()},
                       {"defaults_used", args.defaults_used}};
     json["search_time_s"] = stats.search_time_s;
+    if (!kinds_alone.empty()) {
+      json["single_kind_alternatives"] = kinds_alone_json(kinds_alone);
+      json["fastest"] = fastest_json(kinds_alone, mix_step_s);
+    }
   }
   if (result.ranked.empty()) {
     if (args.json) {
       json["error"] = result.infeasible;
       std::cout << json.dump(2) << "\n";
+    } else {
+      std::cout << kinds_alone_text(kinds_alone, false);
     }
     std::cerr << fmt::format("mpsim: error: no feasible plan: {}\n", result.infeasible);
     throw ExitWith{kExitRunFailed};
@@ -1037,6 +1108,7 @@ void run_planner_command(const PlanArgs& args) {
   if (left_out_by_margin != nullptr) {
     std::cout << margin_warning(*left_out_by_margin, result.ranked.front(), result.capacity, options);
   }
+  std::cout << kinds_alone_text(kinds_alone, true);
   std::cout << "\nSpeed/memory Pareto front" << pareto_scope(options) << ":\n" << pareto_table(result.pareto);
   if (!verified.empty()) {
     std::cout << fmt::format("\nVerified: the {} best plans run with the {} backend on {} ranks (median of {} steps after "
@@ -1156,6 +1228,10 @@ void add_plan_commands(CLI::App& app) {
                      "Rank the plans found by their step with every network link at half bandwidth or one GPU "
                      "15% slow, whichever is worse; with --samples, by their p95 step");
   add_sampling_options(*plan_cmd, args->sampling);
+  plan_cmd->add_flag("--no-single-kind", args->no_single_kind,
+                     "On a cluster of several GPU kinds, do not also search each kind's nodes alone (by default "
+                     "they are, with the same options, and shown beside the ranking: a kind alone can be faster "
+                     "than the mix; docs/mixed-clusters.md)");
   plan_cmd->add_flag("--explain", args->explain, "Where the best plan's time goes, and why the runner-up lost");
   add_training_options(*plan_cmd, args->training);
   plan_cmd->add_option("--verify-top", args->verify_top,

@@ -69,9 +69,19 @@ topology::Cluster offer_cluster(const Catalog& catalog, const CatalogOffer& offe
 CatalogSearchResult run_catalog_search(const Catalog& catalog,
                                        const std::function<JobSearch(topology::Cluster)>& search_of,
                                        const training::TrainingRequest& request, const CatalogLimits& limits,
-                                       bool mix_types) {
+                                       bool mix_types,
+                                       const std::function<std::optional<std::string>(const topology::Cluster&)>& unusable) {
   CatalogSearchResult out;
+  std::vector<bool> usable(catalog.instances.size(), true);
   for (std::size_t t = 0; t < catalog.instances.size(); ++t) {
+    if (!unusable) break;
+    if (auto why = unusable(instance_cluster(catalog.instances[t], 1))) {
+      usable[t] = false;
+      out.skipped.push_back({t, std::move(*why)});
+    }
+  }
+  for (std::size_t t = 0; t < catalog.instances.size(); ++t) {
+    if (!usable[t]) continue;
     const CatalogInstance& instance = catalog.instances[t];
     const int per = instance.gpus_per_instance;
     std::vector<int> sizes;
@@ -86,6 +96,7 @@ CatalogSearchResult run_catalog_search(const Catalog& catalog,
   if (mix_types) {
     for (std::size_t a = 0; a < catalog.instances.size(); ++a) {
       for (std::size_t b = a + 1; b < catalog.instances.size(); ++b) {
+        if (!usable[a] || !usable[b]) continue;
         const CatalogInstance& first = catalog.instances[a];
         const CatalogInstance& second = catalog.instances[b];
         for (const int ca : instance_counts(first.available)) {

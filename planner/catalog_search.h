@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <functional>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "planner/catalog.h"
@@ -43,8 +44,15 @@ struct CatalogOffer {
 /// The cluster of an offer: instance_cluster(), or two_instance_cluster() for two types.
 [[nodiscard]] topology::Cluster offer_cluster(const Catalog& catalog, const CatalogOffer& offer);
 
+/// An instance type left out of the search, and why (a setting of every plan its GPU cannot run).
+struct SkippedInstance {
+  std::size_t instance = 0;  ///< index into Catalog::instances
+  std::string reason;
+};
+
 struct CatalogSearchResult {
   std::vector<CatalogOffer> offers;   ///< by catalogue order, then count ascending
+  std::vector<SkippedInstance> skipped;  ///< by catalogue order: types with no offer (nor any pair with them)
   std::vector<std::size_t> frontier;  ///< indices into `offers`: the non-dominated (cost, wall time), cheapest first
   std::optional<std::size_t> chosen;  ///< index into `offers`; nothing: no run within the limits
 };
@@ -70,10 +78,11 @@ struct CatalogSearchResult {
 /// pair of types at each pair of counts): `search_of(cluster)` gives the job of the offer's cluster
 /// (offer_cluster()), its model and options; the run is `request`'s at the offer's price per GPU-hour
 /// (its instances' prices per hour over its GPUs). Then chooses within `limits` and finds the frontier.
-/// `request.gpu_hour_price` is ignored (the catalogue prices the runs).
-[[nodiscard]] CatalogSearchResult run_catalog_search(const Catalog& catalog,
-                                                     const std::function<JobSearch(topology::Cluster)>& search_of,
-                                                     const training::TrainingRequest& request,
-                                                     const CatalogLimits& limits, bool mix_types = false);
+/// `request.gpu_hour_price` is ignored (the catalogue prices the runs). A type for whose cluster
+/// (one instance) `unusable` gives a reason is skipped (CatalogSearchResult::skipped), its pairs too.
+[[nodiscard]] CatalogSearchResult run_catalog_search(
+    const Catalog& catalog, const std::function<JobSearch(topology::Cluster)>& search_of,
+    const training::TrainingRequest& request, const CatalogLimits& limits, bool mix_types = false,
+    const std::function<std::optional<std::string>(const topology::Cluster&)>& unusable = {});
 
 }  // namespace mpsim::planner

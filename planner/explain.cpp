@@ -108,6 +108,11 @@ bool can_matter(std::string_view name, const model::Model& model) {
 
 Comparison compare(const topology::Cluster& cluster, const model::Model& model, const Evaluated& winner,
                    const Evaluated& other) {
+  return compare(cluster, cluster, model, winner, other);
+}
+
+Comparison compare(const topology::Cluster& winner_cluster, const topology::Cluster& other_cluster,
+                   const model::Model& model, const Evaluated& winner, const Evaluated& other) {
   Comparison out;
   const plan::Plan& a = winner.plan;
   const plan::Plan& b = other.plan;
@@ -117,8 +122,8 @@ Comparison compare(const topology::Cluster& cluster, const model::Model& model, 
   std::erase_if(out.differences, [&](const std::string& difference) {
     return !can_matter(std::string_view(difference).substr(0, difference.find(' ')), model);
   });
-  out.winner = breakdown(cluster, model, winner);
-  out.other = breakdown(cluster, model, other);
+  out.winner = breakdown(winner_cluster, model, winner);
+  out.other = breakdown(other_cluster, model, other);
   const double gaps[] = {out.other.compute_s - out.winner.compute_s, out.other.bubble_s - out.winner.bubble_s,
                          out.other.exposed_communication_s - out.winner.exposed_communication_s};
   const char* names[] = {"compute", "bubble", "exposed communication"};

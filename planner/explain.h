@@ -40,4 +40,9 @@ struct Comparison {
 [[nodiscard]] Comparison compare(const topology::Cluster& cluster, const model::Model& model, const Evaluated& winner,
                                  const Evaluated& other);
 
+/// compare() of two plans on two clusters (a cluster of several GPU kinds and one kind's nodes alone,
+/// kind_alone.h): each breakdown on its own plan's cluster.
+[[nodiscard]] Comparison compare(const topology::Cluster& winner_cluster, const topology::Cluster& other_cluster,
+                                 const model::Model& model, const Evaluated& winner, const Evaluated& other);
+
 }  // namespace mpsim::planner

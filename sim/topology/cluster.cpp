@@ -37,6 +37,7 @@ Cluster::Cluster() : graph_(std::make_unique<ClusterGraph>()) {}
 Cluster::Cluster(const Cluster& other)
     : name(other.name),
       node_count(other.node_count),
+      profile_file(other.profile_file),
       devices_(other.devices_),
       links_(other.links_),
       gpu_kinds_(other.gpu_kinds_),

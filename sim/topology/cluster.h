@@ -110,6 +110,14 @@ class Cluster {
   /// sit on that kind's nodes and links), the others after them in order: what a pass costs on that
   /// kind, and a one-kind cluster for rules that look at one axis of a plan on a cluster of several kinds.
   [[nodiscard]] Cluster with_every_gpu_as(int index) const;
+  /// The nodes whose job GPUs are of kind `index`, as a cluster of their own: their devices (GPUs of
+  /// other kinds left out), the links among what is kept (NVLink, PCIe, NICs and their links to the
+  /// fabric), every fabric switch, and that one kind (index 0). Nodes are numbered again from 0 in their
+  /// order, in device and link names too (`node2/gpu0` becomes `node0/gpu0`); the job GPUs are the job
+  /// GPUs of that kind, in order; slowdowns, link rates and links taken down carry over. What a job on
+  /// that kind alone runs on (docs/mixed-clusters.md, "Each kind alone"). O(devices + links). Throws
+  /// std::out_of_range when `index` is not a kind of gpu_kinds().
+  [[nodiscard]] Cluster only_gpu_kind(int index) const;
   /// Takes the link out of the graph, so no route uses it; it stays in links() marked down.
   void take_link_down(LinkId link);
 

@@ -128,4 +128,34 @@ TEST(CatalogCommand, TheWrittenPlanSimulatesAsListedOnItsCluster) {
   EXPECT_DOUBLE_EQ(nlohmann::json::parse(sim.out)["step_time_s"].get<double>(), chosen["step_time_s"].get<double>());
 }
 
+TEST(CatalogCommand, ATypeWithoutTheAttentionKernelIsSkippedAndNoTypeLeftIsAnError) {
+  // FA3 rates: the H100 of p5 has one; the A100s of p4de and p4d and the V100 of p3 have none.
+  const nlohmann::json j = run_json("--attention-kernel fa3");
+  ASSERT_EQ(j["skipped"].size(), 3U);
+  EXPECT_EQ(j["skipped"][0]["type"], "p4de.24xlarge");
+  EXPECT_EQ(j["skipped"][1]["type"], "p4d.24xlarge");
+  EXPECT_EQ(j["skipped"][2]["type"], "p3.16xlarge");
+  for (const auto& s : j["skipped"]) {
+    EXPECT_NE(s["reason"].get<std::string>().find("has no attention rate for fa3 kernels"), std::string::npos)
+        << s["reason"];
+  }
+  ASSERT_EQ(j["offers"].size(), 3U);  // p5 at 1, 2, 4
+  for (const auto& o : j["offers"]) {
+    EXPECT_EQ(o["instance"], "p5.48xlarge");
+    if (o.contains("best")) {
+      EXPECT_EQ(o["best"]["plan"]["attention_kernel"], "fa3");
+    }
+  }
+  const auto text = run_mpsim(catalog_args("--attention-kernel fa3"));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Skipped p4d.24xlarge: "), std::string::npos) << text.out;
+
+  // FA4: none of the four types has a rate, so nothing is left to search.
+  const auto none = run_mpsim(catalog_args("--attention-kernel fa4"));
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("--attention-kernel fa4"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("no instance type of"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("p3.16xlarge: "), std::string::npos) << none.err;
+}
+
 }  // namespace

@@ -352,5 +352,49 @@ TEST(CatalogMixedTypes, TheChoiceIsTheCheapestOfEveryPlanSimulatedWithTheMixes) 
   }
 }
 
+// A type whose cluster `unusable` refuses (plan --attention-kernel on a GPU without that kernel's rate)
+// is skipped with its reason, and so are the mixes with it; the other types' offers are those of the
+// catalogue without it.
+TEST(CatalogSearch, AnUnusableTypeIsSkippedWithItsReason) {
+  const TempDir dir;
+  const std::string p5 =
+      "  - { name: p5.48xlarge, node_from: p5.48xlarge.yaml, price_per_hour: \"55.04 USD\", available: 2 }\n";
+  const std::string p4d =
+      "  - { name: p4d.24xlarge, node_from: p4d.24xlarge.yaml, price_per_hour: \"21.957642 USD\", available: 2 }\n";
+  const fs::path topologies = fs::path(MPSIM_SOURCE_DIR) / "topologies";
+  const Catalog both = load_catalog_file(dir.write("both.yaml", "instances:\n" + p4d + p5), {topologies});
+  const Catalog p5_only = load_catalog_file(dir.write("p5.yaml", "instances:\n" + p5), {topologies});
+  training::TrainingRequest request;
+  request.tokens = "20B";
+  const model::Model model = small_gpt();
+  const auto search_of = [&](topology::Cluster cluster) { return JobSearch{std::move(cluster), model, small_space()}; };
+  const auto no_a100 = [](const topology::Cluster& c) -> std::optional<std::string> {
+    for (const topology::GpuKind& k : c.gpu_kinds()) {
+      if (k.id.rfind("a100", 0) == 0) return "no A100 here";
+    }
+    return std::nullopt;
+  };
+  const CatalogSearchResult found = run_catalog_search(both, search_of, request, {}, true, no_a100);
+  ASSERT_EQ(found.skipped.size(), 1U);
+  EXPECT_EQ(found.skipped.front().instance, 0U);
+  EXPECT_EQ(found.skipped.front().reason, "no A100 here");
+  const CatalogSearchResult want = run_catalog_search(p5_only, search_of, request, {});
+  ASSERT_EQ(found.offers.size(), want.offers.size());  // p5 at 1 and 2; no mix with p4d
+  for (std::size_t i = 0; i < found.offers.size(); ++i) {
+    EXPECT_EQ(found.offers[i].instance, 1U);
+    EXPECT_FALSE(found.offers[i].second.has_value());
+    EXPECT_EQ(found.offers[i].count, want.offers[i].count);
+    ASSERT_TRUE(found.offers[i].job.best.has_value());
+    EXPECT_EQ(found.offers[i].job.best->report.step_time_s, want.offers[i].job.best->report.step_time_s);
+  }
+  EXPECT_TRUE(want.skipped.empty());
+  // Every type refused: nothing searched, each type named.
+  const CatalogSearchResult none =
+      run_catalog_search(both, search_of, request, {}, true, [](const topology::Cluster&) { return std::optional<std::string>("no"); });
+  EXPECT_TRUE(none.offers.empty());
+  EXPECT_EQ(none.skipped.size(), 2U);
+  EXPECT_FALSE(none.chosen.has_value());
+}
+
 }  // namespace
 }  // namespace mpsim::planner

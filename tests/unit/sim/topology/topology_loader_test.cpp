@@ -32,7 +32,7 @@ TEST(TopologyLoader, EveryShippedTopologyLoads) {
       {"selene.yaml", 560, 4480, "a100-80gb"},   {"512x-dgx-h100.yaml", 512, 4096, "h100-sxm"},
       {"dgx-b200.yaml", 1, 8, "b200"},           {"gb200-nvl72.yaml", 1, 72, "gb200"},
       {"dgx-b300.yaml", 1, 8, "b300"},           {"gb300-nvl72.yaml", 1, 72, "gb300"},
-      {"mixed-h100-a100.yaml", 4, 32, "h100-sxm"},
+      {"mixed-h100-a100.yaml", 4, 32, "h100-sxm"}, {"mixed-p5-p3.yaml", 4, 32, "h100-sxm"},
   };
   std::size_t seen = 0;
   for (const auto& e : files) {

@@ -1,0 +1,146 @@
+// `mpsim plan` on a cluster of two GPU kinds also plans on each kind's nodes alone: each alternative's
+// best is what `plan` gives on a topology of those nodes alone; the faster is named; a slow link between
+// the kinds makes the faster kind alone win, with a warning that says why; a kind with no plan says why;
+// --no-single-kind leaves it out.
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "tests/support/run_mpsim.h"
+
+namespace {
+
+using mpsim::testing::CommandResult;
+using mpsim::testing::repo;
+using mpsim::testing::run_mpsim;
+
+/// A topology of `fast` nodes of 4 H100 then `slow` nodes of 4 A100 (their NICs at `slow_nic`), NVSwitch
+/// inside, one InfiniBand switch; a count of 0 leaves the group out. Written to the scratch folder.
+std::string two_kinds_file(const std::string& name, int fast, int slow, const std::string& slow_nic = "200 Gb/s") {
+  const auto node = [](const char* gpu, const char* nvlink, const std::string& nic) {
+    return fmt::format(
+        "{{ gpu: {}, gpus: 4, nvswitches: 1, nics: {{ count: 4, bandwidth: \"{}\", latency: \"2.5 us\" }},\n"
+        "      links: [ {{ kind: nvlink, from: \"gpu*\", to: nvswitch0, bandwidth: \"{}\", latency: \"1 us\" }},\n"
+        "               {{ kind: pcie, pairs: [[gpu0, nic0], [gpu1, nic1], [gpu2, nic2], [gpu3, nic3]], "
+        "bandwidth: \"32 GB/s\" }} ] }}",
+        gpu, nic, nvlink);
+  };
+  std::string groups;
+  if (fast > 0) groups += fmt::format("{{ template: fast, count: {} }}", fast);
+  if (slow > 0) groups += fmt::format("{}{{ template: slow, count: {} }}", groups.empty() ? "" : ", ", slow);
+  const std::filesystem::path path = mpsim::testing::scratch("plan-kinds") / name;
+  std::ofstream(path) << fmt::format("name: {}\nnode_templates:\n  fast: {}\n  slow: {}\nnodes: [{}]\n"
+                                     "fabric: {{ kind: single-switch, network: infiniband }}\n",
+                                     name, node("h100-sxm", "450 GB/s", "200 Gb/s"),
+                                     node("a100-80gb", "300 GB/s", slow_nic), groups);
+  return path.string();
+}
+
+/// gpt3-1.3b at global batch 16 on `topology`, the best plan only.
+std::string plan_args(const std::string& topology) {
+  return "plan --topology " + topology + " --model " + repo("configs/models/gpt3-1.3b.yaml") +
+         " --global-batch 16 --top 1 --pareto simulated";
+}
+
+nlohmann::json json_of(const std::string& args, int expected_exit = 0) {
+  const CommandResult r = run_mpsim(args + " --json");
+  EXPECT_EQ(r.exit_code, expected_exit) << r.err;
+  return nlohmann::json::parse(r.out);
+}
+
+TEST(PlanKindsAlone, EachKindsBestIsPlanOnItsNodesAloneAndTheFasterIsNamed) {
+  const nlohmann::json mix = json_of(plan_args(two_kinds_file("mix.yaml", 2, 2)));
+  ASSERT_TRUE(mix.contains("single_kind_alternatives"));
+  const auto& alternatives = mix["single_kind_alternatives"];
+  ASSERT_EQ(alternatives.size(), 2U);
+  const double mix_s = mix["best"]["step_time_s"].get<double>();
+  double fastest_s = mix_s;
+  std::string fastest = "mix";
+  for (const auto& a : alternatives) {
+    const std::string kind = a["kind"];
+    SCOPED_TRACE(kind);
+    const nlohmann::json alone = json_of(plan_args(two_kinds_file(kind + ".yaml", kind == "h100-sxm" ? 2 : 0,
+                                                                  kind == "h100-sxm" ? 0 : 2)));
+    EXPECT_FALSE(alone.contains("single_kind_alternatives"));  // one kind: nothing to compare
+    EXPECT_EQ(a["gpus"], 8);
+    EXPECT_EQ(a["nodes"], 2);
+    EXPECT_EQ(a["fits"], true);
+    EXPECT_EQ(a["best_step_time_s"].get<double>(), alone["best"]["step_time_s"].get<double>());
+    EXPECT_EQ(a["plan"], alone["best"]["plan"]);
+    EXPECT_EQ(a["peak_memory_bytes"], alone["best"]["peak_memory_bytes"]);
+    const double alone_s = a["best_step_time_s"].get<double>();
+    EXPECT_EQ(a["mix_best_step_time_s"].get<double>(), mix_s);
+    EXPECT_DOUBLE_EQ(a["mix_speedup"].get<double>(), alone_s / mix_s);
+    EXPECT_EQ(a["faster"], alone_s < mix_s ? "alone" : "mix");
+    EXPECT_EQ(a["why"].is_null(), alone_s >= mix_s);
+    if (alone_s < fastest_s) {
+      fastest_s = alone_s;
+      fastest = kind;
+    }
+  }
+  EXPECT_EQ(mix["fastest"], fastest);
+  // Here the mix is the faster (both kinds' GPUs at work, 200 Gb/s between them).
+  EXPECT_EQ(fastest, "mix");
+
+  const CommandResult text = run_mpsim(plan_args(two_kinds_file("mix.yaml", 2, 2)));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Each GPU kind alone"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("NVIDIA H100 SXM 80GB alone (8 GPUs): best "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find(": the mix is "), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("Warning: the 8"), std::string::npos) << text.out;
+}
+
+TEST(PlanKindsAlone, ASlowLinkBetweenTheKindsIsAWarningThatNamesTheFasterKind) {
+  const std::string topology = two_kinds_file("slow-link.yaml", 2, 2, "1 Gb/s");
+  const nlohmann::json mix = json_of(plan_args(topology));
+  EXPECT_EQ(mix["fastest"], "h100-sxm");
+  const auto& h100 = mix["single_kind_alternatives"][0];
+  EXPECT_EQ(h100["kind"], "h100-sxm");
+  EXPECT_EQ(h100["faster"], "alone");
+  EXPECT_LT(h100["mix_speedup"].get<double>(), 1.0);
+  EXPECT_LT(h100["best_step_time_s"].get<double>(), mix["best"]["step_time_s"].get<double>());
+  const std::string why = h100["why"];
+  EXPECT_NE(why.find("the NVIDIA A100 SXM4 80GB nodes slow the job down"), std::string::npos) << why;
+  EXPECT_NE(why.find("the mix loses on " + h100["main_reason"].get<std::string>()), std::string::npos) << why;
+
+  const CommandResult text = run_mpsim(plan_args(topology));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Warning: the 8 NVIDIA H100 SXM 80GB alone are faster than the mix: "), std::string::npos)
+      << text.out;
+  EXPECT_NE(text.out.find(why), std::string::npos) << text.out;
+}
+
+TEST(PlanKindsAlone, AKindWithNoPlanSaysWhyAndNoSingleKindLeavesItOut) {
+  // One stage (tensor 1, pipeline 1) of data 8 per kind: 8 does not divide a global batch of 6, and the
+  // mix's one stage would span both kinds.
+  const std::string topology = two_kinds_file("mix.yaml", 2, 2);
+  const std::string args = "plan --topology " + topology + " --model " + repo("configs/models/gpt3-1.3b.yaml") +
+                           " --global-batch 6 --tensor 1 --pipeline 1";
+  const nlohmann::json none = json_of(args, 1);
+  ASSERT_EQ(none["single_kind_alternatives"].size(), 2U);
+  for (const auto& a : none["single_kind_alternatives"]) {
+    EXPECT_EQ(a["fits"], false);
+    EXPECT_TRUE(a["best_step_time_s"].is_null());
+    EXPECT_NE(a["error"].get<std::string>().find("no candidate plan for 8 GPUs and this global batch"), std::string::npos)
+        << a["error"];
+  }
+  EXPECT_TRUE(none["fastest"].is_null());
+  const CommandResult text = run_mpsim(args);
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_NE(text.out.find("NVIDIA A100 SXM4 80GB alone (8 GPUs): no plan: no candidate plan for 8 GPUs"),
+            std::string::npos)
+      << text.out;
+  EXPECT_NE(text.err.find("mpsim: error: no feasible plan"), std::string::npos) << text.err;
+
+  const nlohmann::json off = json_of(plan_args(topology) + " --no-single-kind");
+  EXPECT_FALSE(off.contains("single_kind_alternatives"));
+  EXPECT_FALSE(off.contains("fastest"));
+  const CommandResult off_text = run_mpsim(plan_args(topology) + " --no-single-kind");
+  EXPECT_EQ(off_text.out.find("Each GPU kind alone"), std::string::npos) << off_text.out;
+}
+
+}  // namespace
