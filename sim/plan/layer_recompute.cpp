@@ -15,12 +15,17 @@ std::vector<LayerRecompute> layer_recompute(const Plan& plan, const model::Model
     }
     return out;
   }
-  const std::vector<LayerRange> ranges = virtual_stage_layers(plan, model);
-  const int ranks = plan.degrees[Axis::Pipeline];
+  // A plan not yet partitioned (resolve_plan fills the partition) is one chunk of every layer.
+  const bool partitioned = plan.partition.size() >= 2;
+  const std::vector<LayerRange> ranges =
+      partitioned ? virtual_stage_layers(plan, model)
+                  : std::vector<LayerRange>{{0, static_cast<int>(model.layers.size())}};
+  const int ranks = partitioned ? plan.degrees[Axis::Pipeline] : 1;
+  const int chunks = partitioned ? plan.virtual_stages : 1;
   std::vector<bool> placed(model.layers.size(), false);
   for (int rank = 0; rank < ranks; ++rank) {
     int on_rank = 0;  // the rank's recomputable layers so far, over its chunks in order
-    for (int c = 0; c < plan.virtual_stages; ++c) {
+    for (int c = 0; c < chunks; ++c) {
       const LayerRange range = ranges.at(static_cast<std::size_t>(virtual_stage_of(plan.schedule, ranks, rank, c)));
       const auto begin = model.layers.begin() + range.first;
       const int chunk_layers = static_cast<int>(std::count_if(

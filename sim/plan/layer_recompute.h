@@ -23,7 +23,8 @@ struct LayerRecompute {
 };
 
 /// One entry per layer of `model`, in order. A layer held by two virtual stages (a bidirectional
-/// schedule's) takes its place in the first. O(layers).
+/// schedule's) takes its place in the first; a plan without a partition yet is one chunk of every
+/// layer. O(layers).
 [[nodiscard]] std::vector<LayerRecompute> layer_recompute(const Plan& plan, const model::Model& model);
 
 /// Whether the layer's whole forward runs again before its backward.

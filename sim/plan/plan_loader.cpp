@@ -1,6 +1,7 @@
 #include "sim/plan/plan_loader.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <iterator>
 #include <variant>
@@ -306,6 +307,12 @@ PlanSpec load_plan_spec(const Field& root) {
               "and recompute_method, recompute_num_layers");
     }
     const std::string option = f->as_string();
+    const bool digits = !option.empty() && option.size() <= 9 &&
+                        std::all_of(option.begin(), option.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+    if (option != model::traits(Recompute::Op).torchtitan_option && !digits) {
+      f->fail(fmt::format("selective_ac_option is \"op\" or a whole number N (checkpoint every Nth block), not '{}'",
+                          option));
+    }
     if (option == model::traits(Recompute::Op).torchtitan_option) {
       spec.recompute = Recompute::Op;
     } else {
