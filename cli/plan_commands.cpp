@@ -1175,7 +1175,7 @@ void add_plan_commands(CLI::App& app) {
   plan_cmd->add_option("--deadline", args->deadline,
                        "With --optimize cost: the run (--tokens) must end within this: 90d, 2000h");
   plan_cmd->add_option("--schedules", args->schedules, "Only these schedules, comma-separated (1f1b,zb-h1,...)");
-  plan_cmd->add_option("--recompute", args->recompute, "Only these recomputation policies: none,selective,full");
+  plan_cmd->add_option("--recompute", args->recompute, "Only these recomputation policies: none,selective,full,op (op only when named)");
   plan_cmd->add_option("--precisions", args->precisions,
                        "Also search these GEMM precisions, comma-separated (bf16,fp8,mxfp8,fp8-blockwise; those the "
                        "GPU has no peak for are skipped; default: the model's own)");

@@ -24,6 +24,17 @@ schedule::Program program_for_plan(const model::Model& model, const plan::Plan& 
         "the executor's selective recomputation recomputes the attention scores (core_attn); other "
         "recompute_modules are simulated only");
   }
+  // The executor's full recomputation replays a whole chunk from its input (executor/net/network.cpp), not
+  // a choice of layers or of ops.
+  if (plan.recompute == model::Recompute::Op) {
+    throw std::invalid_argument("the executor has no per-op checkpointing; recompute: op is simulated only");
+  }
+  if (plan.recompute == model::Recompute::Full &&
+      (plan.recompute_method != model::RecomputeMethod::Uniform || plan.recompute_num_layers != 1)) {
+    throw std::invalid_argument(
+        "the executor's full recomputation replays whole chunks; recompute_method and recompute_num_layers are "
+        "simulated only");
+  }
   // The executor keeps every activation on the device.
   if (plan.activation_offload_layers > 0) {
     throw std::invalid_argument("the executor keeps activations on the device; activation_offload_layers is simulated only");

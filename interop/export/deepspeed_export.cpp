@@ -85,6 +85,13 @@ void check_deepspeed(const ExportInput& in) {
                    "DeepSpeed offloads only checkpointed activations (activation_checkpointing.cpu_checkpointing, "
                    "with full recomputation), not the stashed activations of the first blocks");
   }
+  if (p.recompute == plan::Recompute::Op ||
+      (p.recompute == plan::Recompute::Full &&
+       (p.recompute_method != model::RecomputeMethod::Uniform || p.recompute_num_layers != 1))) {
+    cannot_express(in, kDeepSpeedTarget, "recompute",
+                   "the export writes DeepSpeed's activation_checkpointing of every layer alone (recompute: full), "
+                   "not a choice of layers or of ops");
+  }
   if (p.recompute == plan::Recompute::Selective && !selective_is_flash_attention(p)) {
     cannot_express(in, kDeepSpeedTarget, "recompute",
                    "DeepSpeed's activation_checkpointing has no selective granularity (what is recomputed is the "

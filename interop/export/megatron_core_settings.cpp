@@ -1,6 +1,7 @@
 #include "interop/export/megatron_core_settings.h"
 
 #include <algorithm>
+#include <stdexcept>
 #include <type_traits>
 
 #include <fmt/format.h>
@@ -110,10 +111,14 @@ void plan_settings(const plan::Plan& p, std::vector<McoreSetting>& out) {
       recompute.unset("recompute_num_layers");
       break;
     case plan::Recompute::Full:
+      // Megatron-Core's choice of layers (transformer_config.py requires both under full granularity);
+      // the exports refuse a method Megatron has no word for (megatron_recompute_error).
       recompute.set("recompute_granularity", model::traits(p.recompute).megatron);
-      recompute.set("recompute_method", "uniform");
-      recompute.set("recompute_num_layers", 1);
+      recompute.set("recompute_method", model::traits(p.recompute_method).megatron);
+      recompute.set("recompute_num_layers", p.recompute_num_layers);
       break;
+    case plan::Recompute::Op:
+      throw std::logic_error("Megatron-Core has no per-op checkpointing; the exports refuse it (megatron_recompute_error)");
     case plan::Recompute::Selective:
       recompute.set("recompute_granularity", model::traits(p.recompute).megatron);
       recompute.unset("recompute_method");
@@ -175,6 +180,19 @@ std::string McoreSetting::config_value() const {
         }
       },
       value);
+}
+
+std::optional<std::string> megatron_recompute_error(const plan::Plan& p) {
+  if (p.recompute == plan::Recompute::Op) {
+    return std::string("Megatron-Core has no per-op checkpointing (TorchTitan's selective_ac_option \"op\"); use "
+                       "recompute: selective with recompute_modules, or full");
+  }
+  if (p.recompute == plan::Recompute::Full && model::traits(p.recompute_method).megatron.empty()) {
+    return fmt::format("Megatron-Core's recompute_method is uniform or block, not {} (TorchTitan's "
+                       "selective_ac_option N)",
+                       model::to_string(p.recompute_method));
+  }
+  return std::nullopt;
 }
 
 std::vector<McoreSetting> megatron_core_settings(const model::TransformerShape& shape, const plan::Plan& plan) {

@@ -74,6 +74,10 @@ struct McoreSetting {
 
 /// The settings of `shape` (a decoder-only shape; exporters check that first) and `plan`, in the
 /// order both exports write them.
+/// Why Megatron-Core cannot run the plan's recomputation (per-op checkpointing, a method other than
+/// uniform or block), for the exports' refusal at `recompute`; nothing when it can.
+[[nodiscard]] std::optional<std::string> megatron_recompute_error(const plan::Plan& plan);
+
 [[nodiscard]] std::vector<McoreSetting> megatron_core_settings(const model::TransformerShape& shape,
                                                                const plan::Plan& plan);
 

@@ -233,6 +233,7 @@ std::string bash_array(const ArgGroup& g) {
 
 std::string export_megatron(const ExportInput& in) {
   const plan::Plan& p = in.plan;
+  if (const auto error = megatron_recompute_error(p)) cannot_express(in, kMegatronTarget, "recompute", *error);
   const std::vector<McoreSetting> core = megatron_core_settings(decoder_shape(in, kMegatronTarget), p);
   ArgGroup model{"MODEL_ARGS", {}};
   model_args(in, core, model);

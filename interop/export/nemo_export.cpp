@@ -301,6 +301,7 @@ std::string yaml_section(const Section& s) {
 
 std::string export_nemo(const ExportInput& in) {
   const plan::Plan& p = in.plan;
+  if (const auto error = megatron_recompute_error(p)) cannot_express(in, kBridgeTarget, "recompute", *error);
   const std::vector<McoreSetting> core = megatron_core_settings(decoder_shape(in, kBridgeTarget), p);
   Section model{"model", {}};
   model_shape(in, core, model);

@@ -67,7 +67,7 @@ void check_sagemaker(const ExportInput& in) {
     cannot_express(in, kSageMakerTarget, "shard_groups",
                    "SMP v1 splits the data-parallel ranks into groups only for sharded data parallelism (zero 3)");
   }
-  if (p.recompute == plan::Recompute::Full ||
+  if (p.recompute == plan::Recompute::Full || p.recompute == plan::Recompute::Op ||
       (p.recompute == plan::Recompute::Selective && !selective_is_flash_attention(p))) {
     cannot_express(in, kSageMakerTarget, "recompute",
                    "SMP v1 checkpoints activations through smp.set_activation_checkpointing(module) in the training "

@@ -274,7 +274,25 @@ std::string export_torchtitan(const ExportInput& in) {
   Table checkpoint{"activation_checkpoint", {}};
   switch (p.recompute) {
     case plan::Recompute::None:
+    case plan::Recompute::Op:
+      checkpoint.text("mode", model::traits(p.recompute).torchtitan);
+      if (!model::traits(p.recompute).torchtitan_option.empty()) {
+        checkpoint.text("selective_ac_option", model::traits(p.recompute).torchtitan_option);
+      }
+      break;
     case plan::Recompute::Full:
+      // activation_checkpoint.py: full wraps every block; selective with a number N wraps every Nth.
+      if (model::traits(p.recompute_method).torchtitan_option) {
+        checkpoint.text("mode", model::traits(plan::Recompute::Op).torchtitan);
+        checkpoint.text("selective_ac_option", std::to_string(p.recompute_num_layers));
+        break;
+      }
+      if (p.recompute_method != model::RecomputeMethod::Uniform || p.recompute_num_layers != 1) {
+        cannot_express(in, kTorchTitanTarget, "recompute_method",
+                       fmt::format("TorchTitan checkpoints every block alone (mode full) or every Nth block "
+                                   "(selective_ac_option N), not {} with recompute_num_layers {}",
+                                   model::to_string(p.recompute_method), p.recompute_num_layers));
+      }
       checkpoint.text("mode", model::traits(p.recompute).torchtitan);
       break;
     case plan::Recompute::Selective:

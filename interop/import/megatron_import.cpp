@@ -318,14 +318,28 @@ void plan_fields(const Arguments& args, YamlOut& plan, std::optional<int> gpus, 
   const std::string_view full = model::traits(model::Recompute::Full).megatron;
   const std::string_view selective = model::traits(model::Recompute::Selective).megatron;
   if (granularity && granularity->text == full) {
+    // transformer_config.py requires both under full granularity: uniform groups of N layers, or the
+    // first N layers of each chunk (block).
     const auto method = args.value("--recompute-method");
+    if (!method) {
+      Arguments::fail(granularity->where, "--recompute-method",
+                      "Megatron-LM's full recomputation needs --recompute-method uniform or block");
+    }
+    const auto* found = std::find_if(model::kMegatronRecomputeMethodNames.begin(),
+                                     model::kMegatronRecomputeMethodNames.end(),
+                                     [&](const auto& m) { return m.first == method->text; });
+    if (found == model::kMegatronRecomputeMethodNames.end()) {
+      Arguments::fail(method->where, "--recompute-method",
+                      fmt::format("expected uniform or block, not '{}'", method->text));
+    }
     const auto count = args.integer("--recompute-num-layers");
-    if (!method || method->text != "uniform" || count.value_or(1) != 1) {
-      Arguments::fail(method ? method->where : granularity->where, "--recompute-method",
-                      "mpsim's full recomputation keeps every block's input: --recompute-method uniform "
-                      "--recompute-num-layers 1");
+    if (!count || *count < 1) {
+      Arguments::fail(method->where, "--recompute-num-layers",
+                      "Megatron-LM's full recomputation needs --recompute-num-layers N >= 1");
     }
     plan.put("recompute_granularity", full, granularity->where);
+    plan.put("recompute_method", std::string(model::to_string(found->second)), method->where);
+    plan.put("recompute_num_layers", *count, method->where);
   } else if (granularity || args.has("--recompute-activations")) {
     if (granularity && granularity->text != selective) {
       Arguments::fail(granularity->where, "--recompute-granularity",

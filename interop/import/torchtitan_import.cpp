@@ -246,80 +246,42 @@ void precision(const TomlValues& toml, PlanYaml& plan) {
   }
 }
 
-/// Whether any block of `m` can recompute `module` (a model without it refuses it in recompute_modules).
-bool has_module(const model::Model& m, model::RecomputeModule module) {
-  return std::any_of(m.layers.begin(), m.layers.end(), [module](const model::Layer& l) {
-    return std::any_of(l.recomputable.begin(), l.recomputable.end(),
-                       [module](const model::ModuleStash& s) { return s.module == module; });
-  });
-}
-
-/// [activation_checkpoint]: TorchTitan's modes none and full are mpsim's. Its selective mode (the default,
-/// with selective_ac_option "2") has no exact counterpart: it becomes the nearest recomputation mpsim has,
-/// and a note says what is approximated (torchtitan/distributed/activation_checkpoint.py).
-void activation_checkpoint(const TomlValues& toml, const model::Model* model, PlanYaml& plan,
-                           std::vector<std::string>& notes) {
+/// [activation_checkpoint]: TorchTitan's modes none and full are mpsim's; its selective mode (the
+/// default, with selective_ac_option "2") is per-op checkpointing ("op", Recompute::Op) or full
+/// checkpointing of every Nth block (a number N: recompute_method every), read as the plan's
+/// `selective_ac_option` (torchtitan/distributed/activation_checkpoint.py).
+void activation_checkpoint(const TomlValues& toml, PlanYaml& plan) {
   constexpr std::string_view kMode = "activation_checkpoint.mode";
   constexpr std::string_view kOption = "activation_checkpoint.selective_ac_option";
   const std::string mode = toml.text(kMode).value_or("selective");
   const std::string option = toml.text(kOption).value_or("2");  // read either way: it applies to selective only
-  constexpr auto kModes = core::column_words<model::kRecomputeTraits, &model::RecomputeTraits::torchtitan>();
-  const auto found = std::find_if(kModes.begin(), kModes.end(), [&](const auto& m) { return m.first == mode; });
-  if (found != kModes.end()) {
-    plan.put("", "recompute", std::string(model::to_string(found->second)), line_of(toml, kMode));
+  if (mode == model::traits(model::Recompute::Op).torchtitan) {
+    const std::string at = fmt::format("{}, {}", line_of(toml, kMode), line_of(toml, kOption));
+    const bool digits = !option.empty() && option.size() <= 9 &&
+                        std::all_of(option.begin(), option.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+    if (option != model::traits(model::Recompute::Op).torchtitan_option && !digits) {
+      toml.fail(kOption, fmt::format("selective_ac_option is \"op\" or a whole number (checkpoint every nth block), "
+                                     "not \"{}\" (TorchTitan refuses it)",
+                                     option));
+    }
+    // TorchTitan wraps block k (counting from 1) in full checkpointing when `not ac_freq or k % ac_freq == 0`:
+    // every block for 0 and 1, which is mpsim's full recomputation.
+    if (digits && std::stoll(option) <= 1) {
+      plan.put("", "recompute", std::string(model::to_string(model::Recompute::Full)), at);
+      return;
+    }
+    plan.put("", "recompute", std::string(model::to_string(model::Recompute::Selective)), at);
+    plan.put("", "selective_ac_option", option, at);
     return;
   }
-  if (mode != "selective") {
+  constexpr auto kModes = core::column_words<model::kRecomputeTraits, &model::RecomputeTraits::torchtitan>();
+  const auto found = std::find_if(kModes.begin(), kModes.end(), [&](const auto& m) { return m.first == mode; });
+  if (found == kModes.end()) {
     toml.fail(kMode, fmt::format("TorchTitan's \"{}\" checkpointing has no mpsim counterpart; set mode = \"full\", "
                                  "\"selective\" or \"none\"",
                                  mode));
   }
-  const std::string at = fmt::format("{}, {}", line_of(toml, kMode), line_of(toml, kOption));
-  if (option == "op") {
-    // Per-op: the block's matmuls alternate saved and recomputed, the attention kernel's output is saved, and
-    // the norms, the activation and the other pointwise ops are recomputed. Megatron-Core's selective
-    // recomputation of the norms and the MLP (its intermediates) is the nearest.
-    std::vector<std::string_view> modules{model::traits(model::RecomputeModule::LayerNorm).name};
-    if (model == nullptr || has_module(*model, model::RecomputeModule::Mlp)) {
-      modules.push_back(model::traits(model::RecomputeModule::Mlp).name);
-    }
-    if (model != nullptr && has_module(*model, model::RecomputeModule::MoeActivation)) {
-      modules.push_back(model::traits(model::RecomputeModule::MoeActivation).name);
-    }
-    plan.put("", "recompute", std::string(model::to_string(model::Recompute::Selective)), at);
-    plan.put("", "recompute_modules", fmt::format("[{}]", fmt::join(modules, ", ")), at);
-    notes.push_back(fmt::format(
-        "TorchTitan's per-op selective checkpointing (selective_ac_option \"op\") saves the attention output and "
-        "every other matmul's output and recomputes the rest; the plan approximates it with selective recomputation "
-        "of [{}], which also recomputes the MLP input projection TorchTitan saves and keeps the attention "
-        "projections TorchTitan recomputes",
-        fmt::join(modules, ", ")));
-    return;
-  }
-  std::int64_t every = -1;
-  if (!option.empty() && option.size() <= 9 &&
-      std::all_of(option.begin(), option.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
-    every = std::stoll(option);
-  }
-  if (every < 0) {
-    toml.fail(kOption, fmt::format("selective_ac_option is \"op\" or a whole number (checkpoint every nth block), "
-                                   "not \"{}\" (TorchTitan refuses it)",
-                                   option));
-  }
-  // TorchTitan wraps block k (counting from 1) in full checkpointing when `not ac_freq or k % ac_freq == 0`:
-  // every block for 0 and 1, which is mpsim's full recomputation.
-  if (every <= 1) {
-    plan.put("", "recompute", std::string(model::to_string(model::Recompute::Full)), at);
-    return;
-  }
-  // One block in `every` recomputes; mpsim recomputes all blocks or none. None is as near (at every 2) or
-  // nearer, and errs towards more memory, so the plan never fits where the job would not.
-  plan.put("", "recompute", std::string(model::to_string(model::Recompute::None)), at);
-  notes.push_back(fmt::format(
-      "TorchTitan checkpoints one block in {} (selective_ac_option \"{}\"), and mpsim recomputes every block or "
-      "none: the plan recomputes none (recompute: none), which over-states the activation memory by what those "
-      "blocks drop and under-states the step by their second forward",
-      every, option));
+  plan.put("", "recompute", std::string(model::to_string(found->second)), line_of(toml, kMode));
 }
 
 /// What else the plan models: the optimizer and CPU offload.
@@ -398,7 +360,7 @@ ImportedLaunch import_torchtitan(std::string_view text, const std::string& file,
   precision(toml, plan);
   // TorchTitan's loss is torch.nn.functional.cross_entropy on the fp32-cast logits (loss_parallel or not).
   plan.put("", "cross_entropy", "pytorch", "TorchTitan's loss");
-  activation_checkpoint(toml, options.model, plan, out.notes);
+  activation_checkpoint(toml, plan);
   training_rest(toml);
   out.ignored = toml.unread();
 

@@ -6,6 +6,7 @@
 
 #include "sim/engine/kernel_time.h"
 #include "sim/engine/working_memory.h"
+#include "sim/plan/layer_recompute.h"
 #include "sim/plan/plan_check.h"
 
 namespace mpsim::engine {
@@ -234,6 +235,10 @@ struct PassWork {
   Bytes stashed_scores, elementwise, module_bytes;
   TimeNs profiled_f, profiled_bi, profiled_bw;
   bool all_profiled_f = true, all_profiled_b = true;
+  /// Of the forward, what the layers full recomputation applies to but does not checkpoint take (its
+  /// block and every methods): the kernels, the memory-bound bytes, the profiled time.
+  TimeNs kept_kernels_f, kept_profiled_f;
+  Bytes kept_elementwise;
 
   PassWork& operator+=(const PassWork& o) {
     kernels.forward += o.kernels.forward;
@@ -249,6 +254,9 @@ struct PassWork {
     profiled_bw += o.profiled_bw;
     all_profiled_f = all_profiled_f && o.all_profiled_f;
     all_profiled_b = all_profiled_b && o.all_profiled_b;
+    kept_kernels_f += o.kept_kernels_f;
+    kept_profiled_f += o.kept_profiled_f;
+    kept_elementwise += o.kept_elementwise;
     return *this;
   }
 };
@@ -259,17 +267,20 @@ PassTimes pass_times(const PassWork& work, const KernelRates& rates, BytesPerSec
   const TimeNs memory_bound = transfer_time(work.elementwise, memory_bandwidth);
   PassTimes out;
   out.forward = work.all_profiled_f ? work.profiled_f : TimeNs(work.kernels.forward + memory_bound);
-  // Recomputation runs before the input-gradient pass: all of the forward (full), or the attention
-  // scores' matmuls and their softmax/dropout traffic (selective; nothing under FlashAttention,
-  // whose backward recomputes the scores itself).
+  // Recomputation runs before the input-gradient pass: all of the forward but that of the layers full
+  // recomputation leaves whole (full), or the attention scores' matmuls and their softmax/dropout
+  // traffic (selective; nothing under FlashAttention, whose backward recomputes the scores itself).
   TimeNs recompute_time;
   if (model::traits(plan.recompute).whole_layer) {
-    recompute_time = out.forward;
+    const TimeNs kept = work.all_profiled_f ? work.kept_profiled_f
+                                            : TimeNs(work.kept_kernels_f + transfer_time(work.kept_elementwise, memory_bandwidth));
+    recompute_time = out.forward > kept ? TimeNs(out.forward - kept) : TimeNs{};
   } else if (model::replayed_recompute(score_rule, flash) == Recompute::Selective) {
     recompute_time =
         compute_time(work.recompute, rates.standard_scores) + transfer_time(work.stashed_scores * 2, memory_bandwidth);
   }
-  // Recomputed modules: their matmuls, and their outputs written again and read once.
+  // Recomputed modules (and per-op checkpointing's replayed ops): their matmuls, and their outputs
+  // written again and read once.
   recompute_time +=
       compute_time(work.module_flops, rates.gemm) + transfer_time(work.module_bytes * 2, memory_bandwidth);
   if (work.all_profiled_b) {
@@ -337,11 +348,13 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
   const int t = plan.degrees[plan::Axis::Tensor];
   const int b = plan.micro_batch;
   const bool flash = plan.attention == plan::AttentionKernel::Flash;
-  // What the stash keeps: FlashAttention never stores the scores, as selective recomputation drops them
-  // (unless its modules leave core_attn out).
+  // What the passes replay: selective recomputation the scores (unless its modules leave core_attn out).
+  // What each layer stashes follows its own rule below (FlashAttention never stores the scores, as
+  // selective recomputation drops them).
   const Recompute score_rule = model::score_recompute(plan.recompute, plan.recompute_modules);
-  const Recompute stash_rule = model::stash_recompute(score_rule, flash);
   const bool recomputes_modules = model::traits(plan.recompute).takes_modules;
+  // Each layer's rule by its place (plan/layer_recompute.h).
+  const std::vector<plan::LayerRecompute> recompute_of = plan::layer_recompute(plan, m);
   CostModel out;
   topology::RouteFinder routes(cluster);
   for (int rank = 0; rank < plan.degrees[plan::Axis::Pipeline]; ++rank) {
@@ -372,8 +385,12 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       PassTimes timed;
       const Layer* halved = nullptr;  // the last MoE block whose halves were taken
       WorkingMemory working;          // of the chunk's layers so far (working_memory.h)
+      Bytes group_rebuilt;            // what the backward of full recomputation's open group replays
       for (int li = range.first; li < range.last; ++li) {
         const Layer& layer = layers[static_cast<std::size_t>(li)];
+        const plan::LayerRecompute& rule = recompute_of[static_cast<std::size_t>(li)];
+        const Recompute layer_score_rule = model::score_recompute(rule.rule, plan.recompute_modules);
+        const Recompute layer_stash_rule = model::stash_recompute(layer_score_rule, flash);
         const bool in_fp8 = layer.kind == model::LayerKind::Transformer || layer.kind == model::LayerKind::Generic;
         // A transformer's blocks are alike: time a block once and reuse it for the next ones.
         if (timed_layer == nullptr || !model::same_cost(*timed_layer, layer)) {
@@ -382,8 +399,9 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         }
         PassWork layer_work;
         layer_work.kernels = timed;
-        layer_work.recompute = model::recomputed_flops(m, layer, model::replayed_recompute(score_rule, flash)) *
-                               (static_cast<double>(b) / t);
+        if (model::replayed_recompute(layer_score_rule, flash) == Recompute::Selective) {
+          layer_work.recompute = model::recomputed_flops(m, layer, Recompute::Selective) * (static_cast<double>(b) / t);
+        }
         // Dense weights split over the tensor ranks; the routed experts over expert x expert_tensor.
         const std::int64_t experts_here =
             layer.expert_parameters / (plan.degrees[plan::Axis::Expert] * plan.degrees[plan::Axis::ExpertTensor]);
@@ -403,21 +421,35 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
                                                     (m.dtype_bytes - 1))
                                      : Bytes{};
         };
-        stashed += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, stash_rule);
-        if (stash_rule != Recompute::Full) stashed -= fp8_gemm_inputs();
+        const Bytes whole_stash = model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel,
+                                                                  model::stash_recompute(Recompute::None, flash));
         LayerWorkingSet working_set;
+        if (layer_stash_rule == Recompute::Op) {
+          // Per-op checkpointing keeps the saved outputs and replays the rest before the backward.
+          const model::OpCheckpoint op =
+              model::op_checkpoint(layer, b, t, plan.sequence_parallel, m.dtype_bytes, whole_stash);
+          stashed += op.kept;
+          working_set.backward += op.rebuilt;
+          layer_work.module_flops = op.matmul_flops;
+          layer_work.module_bytes = op.rebuilt;
+        } else if (!plan::replays_forward(rule, layer.kind) || rule.place.keeps_input) {
+          stashed += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, layer_stash_rule);
+          if (layer_stash_rule != Recompute::Full) stashed -= fp8_gemm_inputs();
+        }
         if (const std::int64_t logits = logit_elements(layer, b, t); logits > 0) {
           const LossMemory loss = loss_memory(plan.cross_entropy, m.dtype_bytes);
           stashed += Bytes::bytes((loss.kept - kStashedLogitBytes) * logits);
           working_set = {Bytes::bytes(loss.forward * logits), Bytes::bytes(loss.backward * logits)};
         }
-        if (model::traits(stash_rule).whole_layer && model::is_recomputed(layer.kind)) {
-          // The backward first rebuilds everything the layer would have stashed.
-          const Bytes rebuilt = model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel,
-                                                                model::stash_recompute(Recompute::None, flash)) -
-                                fp8_gemm_inputs() - (stashed - stashed_before);
-          working_set.backward += std::max(rebuilt, Bytes{});
-        } else if (!flash && model::replayed_recompute(score_rule, flash) == Recompute::Selective) {
+        if (plan::replays_forward(rule, layer.kind)) {
+          // The backward of a group's last layer first rebuilds everything the group's layers would
+          // have stashed, less the input the group keeps.
+          group_rebuilt += whole_stash - fp8_gemm_inputs() - (stashed - stashed_before);
+          if (rule.place.closes_group) {
+            working_set.backward += std::max(group_rebuilt, Bytes{});
+            group_rebuilt = Bytes{};
+          }
+        } else if (!flash && model::replayed_recompute(layer_score_rule, flash) == Recompute::Selective) {
           working_set.backward += attention_score_bytes(layer, b, t);
         }
         if (recomputes_modules) {
@@ -438,7 +470,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
                                             in_fp8 && rates.fp8 ? 1 : m.dtype_bytes);
         // The busiest expert rank keeps its larger share of routed token copies (unless full
         // recomputation or the `moe` module drops them).
-        if (layer.routed.experts > 0 && stash_rule != Recompute::Full &&
+        if (layer.routed.experts > 0 && layer_stash_rule != Recompute::Full && layer_stash_rule != Recompute::Op &&
             !(recomputes_modules && plan.recompute_modules.has(model::RecomputeModule::Moe))) {
           const double extra = static_cast<double>(layer.routed.stashed.count()) * (plan.expert_load() - 1.0) *
                                static_cast<double>(b) / static_cast<double>(t);
@@ -454,14 +486,17 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         working = then(working, layer_working_memory(stashed - stashed_before, working_set));
         // Memory-bound work beside the matmuls (norms, softmax, dropout, activations, residuals): every
         // activation a pass produces is written once and read once.
-        layer_work.elementwise = model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel,
-                                                                 model::stash_recompute(Recompute::None, flash)) *
-                                 2;
+        layer_work.elementwise = whole_stash * 2;
         layer_work.all_profiled_f = layer.forward_time.has_value();
         layer_work.all_profiled_b = layer.backward_input_time.has_value() && layer.backward_weight_time.has_value();
         layer_work.profiled_f = layer.forward_time.value_or(TimeNs{});
         layer_work.profiled_bi = layer.backward_input_time.value_or(TimeNs{});
         layer_work.profiled_bw = layer.backward_weight_time.value_or(TimeNs{});
+        if (plan.recompute == Recompute::Full && model::is_recomputed(layer.kind) && !rule.place.checkpointed) {
+          layer_work.kept_kernels_f = layer_work.kernels.forward;
+          layer_work.kept_elementwise = layer_work.elementwise;
+          layer_work.kept_profiled_f = layer_work.profiled_f;
+        }
         if (layer.routed.experts > 0 && (halved == nullptr || !model::same_cost(*halved, layer))) {
           // Each half the shortest of the chunk's blocks (they are alike but for a multi-token
           // prediction depth's extra projection): the planner's bound of a block alone stays below.

@@ -1,5 +1,6 @@
 #include "sim/model/model.h"
 
+#include <algorithm>
 #include <cassert>
 
 namespace mpsim::model {
@@ -32,7 +33,54 @@ Flops recomputed_flops(const Model& model, const Layer& layer, Recompute recompu
     for (const AttentionCore& c : layer.attention) flops += 2.0 * c.score_macs_per_head() * static_cast<double>(c.heads);
     return Flops::flop(flops);
   }
+  if (recompute == Recompute::Op && takes_op_checkpoint(layer)) {
+    return op_checkpoint(layer, 1, 1, false, model.dtype_bytes, Bytes{}).matmul_flops;
+  }
   return Flops{};
+}
+
+bool takes_op_checkpoint(const Layer& layer) noexcept {
+  return layer.kind == LayerKind::Transformer && !layer.gemms.empty();
+}
+
+OpCheckpoint op_checkpoint(const Layer& layer, int micro_batch, int tensor, bool sequence_parallel, int dtype_bytes,
+                           Bytes full_stash) noexcept {
+  assert(micro_batch >= 1 && tensor >= 1);
+  const std::int64_t b = micro_batch;
+  const std::int64_t t = tensor;
+  const std::int64_t z = dtype_bytes;
+  const auto split = [t](std::int64_t n) { return (n + t - 1) / t; };
+  std::int64_t kept = sequence_parallel ? split(layer.stashed.layer_input.count() * b) : layer.stashed.layer_input.count() * b;
+  std::int64_t in_stash = kept;  // of `kept`, what the block's stash holds too
+  double flops = 0;
+  std::int64_t count = 0;
+  for (const Gemm& g : layer.gemms) {
+    for (std::int64_t i = 0; i < g.matmuls; ++i) {
+      const std::int64_t elements = g.tokens * g.matmul_out(i) * b;
+      const bool columns = g.split == TensorSplit::Columns;
+      const double macs = static_cast<double>(g.tokens * b) * static_cast<double>(g.in) *
+                          static_cast<double>(g.matmul_out(i)) / (g.split == TensorSplit::None ? 1.0 : static_cast<double>(t));
+      if (++count % 2 == 0) {
+        flops += 2 * macs;
+        continue;
+      }
+      const std::int64_t saved = z * (columns ? split(elements) : elements);
+      kept += saved;
+      if (g.split != TensorSplit::Rows) in_stash += saved;
+    }
+    if (g.split == TensorSplit::Rows && t > 1 && sequence_parallel) kept += z * split(g.tokens * g.out * b);
+  }
+  for (const AttentionCore& c : layer.attention) {
+    const std::int64_t output = z * split(c.q_tokens * c.heads * c.values() * b);
+    constexpr std::int64_t kLogSumExpBytes = 4;
+    kept += output + kLogSumExpBytes * split(c.q_tokens * c.heads * b);
+    in_stash += output;
+  }
+  OpCheckpoint out;
+  out.kept = Bytes::bytes(kept);
+  out.rebuilt = Bytes::bytes(std::max<std::int64_t>(full_stash.count() - in_stash, 0));
+  out.matmul_flops = Flops::flop(flops);
+  return out;
 }
 
 Bytes stashed_activation_bytes(const Layer& layer, int micro_batch, int tensor, bool sequence_parallel,

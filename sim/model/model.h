@@ -52,12 +52,21 @@ enum class TensorSplit : std::uint8_t { None, Columns, Rows };
 /// `groups` > 1: that many independent GEMMs of [tokens/groups x in] x [in x out], one grouped
 /// kernel (the routed experts: `tokens` is every token's top-k copies, spread evenly over the experts,
 /// as uniform routing spreads them).
+/// `matmuls` > 1: the GEMM fuses that many projections of the same input that a framework without the
+/// fusion runs one after the other (TorchTitan's wq, wk, wv; w1 and w3): the first `out - (matmuls - 1)
+/// x tail_out` columns, then `matmuls - 1` of `tail_out` columns each.
 struct Gemm {
   std::int64_t tokens = 0;
   std::int64_t in = 0;
   std::int64_t out = 0;
   TensorSplit split = TensorSplit::None;
   std::int64_t groups = 1;
+  std::int64_t matmuls = 1;
+  std::int64_t tail_out = 0;
+  /// Output columns of the `i`-th fused projection (from 0).
+  [[nodiscard]] std::int64_t matmul_out(std::int64_t i) const noexcept {
+    return i == 0 ? out - (matmuls - 1) * tail_out : tail_out;
+  }
   friend bool operator==(const Gemm&, const Gemm&) = default;
 };
 
@@ -191,6 +200,27 @@ struct ModuleRecomputation {
 [[nodiscard]] ModuleRecomputation module_recomputation(const Layer& layer, int micro_batch, int tensor,
                                                        bool sequence_parallel, RecomputeModules modules) noexcept;
 
+/// What TorchTitan's per-op selective checkpointing (Recompute::Op) keeps of a transformer block for
+/// one microbatch on one tensor rank, and replays before its backward. The block's matmuls are counted
+/// in forward order (a fused Gemm counts as its `matmuls` projections): the odd-numbered ones save their
+/// output, the even-numbered ones are replayed. Attention kernels save their output and, in fp32, their
+/// log-sum-exp per query and head. Under tensor parallelism with sequence parallelism the row-parallel
+/// matmuls' reduce-scatters save their outputs (their all-reduces otherwise are replayed). A
+/// column-parallel matmul's output is split by t, a row-parallel one's partial sum is whole.
+struct OpCheckpoint {
+  Bytes kept;         ///< the block's input and the saved outputs
+  Bytes rebuilt;      ///< the block's whole stash (`full_stash`) less what the saved outputs hold of it
+  Flops matmul_flops; ///< the replayed matmuls' forward
+};
+/// `full_stash`: what the block stashes without recomputation (stashed_activation_bytes under the
+/// plan's attention kernel's rule). The saved outputs of column-parallel and unsplit matmuls and of the
+/// attention kernels are counted as part of it (they are the next ops' inputs); the input too.
+[[nodiscard]] OpCheckpoint op_checkpoint(const Layer& layer, int micro_batch, int tensor, bool sequence_parallel,
+                                         int dtype_bytes, Bytes full_stash) noexcept;
+/// Whether per-op checkpointing applies to the layer: a generated transformer block (TorchTitan wraps
+/// its blocks); other layers keep their whole stash.
+[[nodiscard]] bool takes_op_checkpoint(const Layer& layer) noexcept;
+
 struct Model;
 
 /// The recomputation rule that decides what a layer stashes: FlashAttention never stores the scores,
@@ -210,7 +240,7 @@ struct Model;
 /// FLOPs per sample that `recompute` runs again before the layer's backward: the whole forward of a
 /// recomputed layer (full), or a transformer block's score matmuls (QK^T and scores x V of each of
 /// its attention cores: 2 q kv (head_dim + value width) per head; 4 s^2 x attention width for
-/// self-attention) (selective).
+/// self-attention) (selective), or a block's even-numbered matmuls (op; op_checkpoint).
 [[nodiscard]] Flops recomputed_flops(const Model& model, const Layer& layer, Recompute recompute) noexcept;
 
 struct Model {

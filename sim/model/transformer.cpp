@@ -136,10 +136,10 @@ Part attention(const TransformerShape& m, const Sizes& z, std::int64_t q_tokens,
   const std::int64_t kv = m.kv_width();
   Part p;
   if (q_tokens == kv_tokens) {
-    p.gemms.push_back({q_tokens, h, aw + 2 * kv, TensorSplit::Columns});  // fused QKV projection
+    p.gemms.push_back({q_tokens, h, aw + 2 * kv, TensorSplit::Columns, 1, 3, kv});  // fused Q, K and V projections
   } else {
     p.gemms.push_back({q_tokens, h, aw, TensorSplit::Columns});
-    p.gemms.push_back({kv_tokens, h, 2 * kv, TensorSplit::Columns});
+    p.gemms.push_back({kv_tokens, h, 2 * kv, TensorSplit::Columns, 1, 2, kv});
   }
   p.gemms.push_back({q_tokens, aw, h, TensorSplit::Rows});
   p.cores.push_back({q_tokens, kv_tokens, m.heads, m.head_dim, causal, 0, m.kv_heads});
@@ -216,7 +216,7 @@ Part mlp_matrices(const TransformerShape& m, const Sizes& z, std::int64_t tokens
   Part p;
   p.parameters = groups * (matrices * h * width + (m.biases ? (matrices - 1) * width + h : 0));
   p.matmul_flops = kFlopsPerMac * static_cast<double>(tokens) * static_cast<double>(matrices * h * width);
-  p.gemms.push_back({tokens, h, (matrices - 1) * width, TensorSplit::Columns, groups});  // up (and gate)
+  p.gemms.push_back({tokens, h, (matrices - 1) * width, TensorSplit::Columns, groups, matrices - 1, width});  // (gate and) up
   p.gemms.push_back({tokens, width, h, TensorSplit::Rows, groups});                      // down
   // Gated: gate and up projections (inputs of the gating) and the down projection's input.
   p.stash.tp_sharded = bytes(z.element * matrices * tokens * width);

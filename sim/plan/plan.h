@@ -133,6 +133,10 @@ struct PlanSettings {
   ScheduleKind schedule = ScheduleKind::OneFOneB;
   Recompute recompute = Recompute::None;
   model::RecomputeModules recompute_modules;  ///< what selective recomputation recomputes (Megatron's recompute_modules)
+  /// Which layers full recomputation checkpoints (Megatron-LM's recompute_method, TorchTitan's
+  /// selective_ac_option N), with recompute_num_layers N; uniform with N = 1 checkpoints every layer alone
+  model::RecomputeMethod recompute_method = model::RecomputeMethod::Uniform;
+  int recompute_num_layers = 1;
   bool sequence_parallel = false;
   bool overlap_tensor_comm = false;    ///< in-layer tensor collectives beside the compute (--tp-comm-overlap)
   bool overlap_grad_reduce = false;    ///< gradient buckets reduced during the backward (--overlap-grad-reduce)

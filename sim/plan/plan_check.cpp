@@ -429,6 +429,28 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
                   "embedding, the last only the output head)");
   }
 
+  // Full recomputation's choice of layers: Megatron-LM reads recompute_method and recompute_num_layers
+  // under full granularity only, and its block method checkpoints at most a chunk's layers.
+  // (A plan that states the defaults, as the report's plan object does, is accepted under any mode.)
+  const bool default_layers = p.recompute_method == model::RecomputeMethod::Uniform && p.recompute_num_layers == 1;
+  for (const char* field : {"recompute_method", "recompute_num_layers"}) {
+    check.require(default_layers || !spec.origins.contains(field) || p.recompute == Recompute::Full, field,
+                  fmt::format("{} applies to recompute: full, not '{}'", field, model::to_string(p.recompute)));
+  }
+  if (p.recompute == Recompute::Full && p.recompute_method == model::RecomputeMethod::Block) {
+    const std::vector<LayerRange> ranges = virtual_stage_layers(p, model);
+    for (std::size_t vs = 0; vs < ranges.size(); ++vs) {
+      const auto first = model.layers.begin() + ranges[vs].first;
+      const auto recomputed = std::count_if(first, model.layers.begin() + ranges[vs].last,
+                                            [](const model::Layer& l) { return model::is_recomputed(l.kind); });
+      check.require(recomputed == 0 || p.recompute_num_layers <= recomputed,
+                    spec.origins.contains("recompute_num_layers") ? "recompute_num_layers" : "recompute_method",
+                    fmt::format("recompute_method block checkpoints the first {} layers of each chunk; virtual "
+                                "stage {} holds {}",
+                                p.recompute_num_layers, vs, recomputed));
+    }
+  }
+
   // Schedule rules.
   const ShapeRule rule = traits(p.schedule).rule;
   check.require(has_virtual_stages(p.schedule) || p.virtual_stages == 1, "virtual_stages",

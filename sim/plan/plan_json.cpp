@@ -41,6 +41,11 @@ ordered_json own_value(std::string_view path, const Plan& p) {
     for (const std::string_view name : model::module_names(p.recompute_modules)) modules.emplace_back(name);
     return modules;
   }
+  // Full recomputation's choice of layers; the TorchTitan option is read into it and into `recompute`.
+  if (path == "recompute_method") {
+    return p.recompute == Recompute::Full ? ordered_json(word(model::to_string(p.recompute_method))) : nullptr;
+  }
+  if (path == "selective_ac_option") return nullptr;
   if (path == "cp_comm_type") return word(name_of(kContextCommNames, p.context_comm));
   if (path == "precision") return word(to_string(p.precision));
   if (path == "attention") return word(to_string(p.attention));

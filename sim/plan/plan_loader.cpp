@@ -1,6 +1,7 @@
 #include "sim/plan/plan_loader.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdint>
 #include <iterator>
 #include <variant>
@@ -289,6 +290,37 @@ PlanSpec load_plan_spec(const Field& root) {
     spec.recompute_modules = model::RecomputeModules{0};
     for (const Field& item : f->items()) spec.recompute_modules.add(item.as_enum(model::kRecomputeModuleNames));
   }
+  if (auto f = r.get(root, "recompute_method", "recompute_method")) {
+    spec.recompute_method = f->as_enum(model::kRecomputeMethodNames);
+  }
+  // TorchTitan's option of its selective mode: "op" is per-op checkpointing, a number N checkpoints
+  // every Nth block whole (activation_checkpoint.py).
+  if (auto f = r.get(root, "selective_ac_option", "selective_ac_option")) {
+    if (spec.recompute != Recompute::Selective) {
+      f->fail(fmt::format("selective_ac_option is an option of TorchTitan's selective mode: it needs recompute: "
+                          "selective, not '{}'",
+                          model::to_string(spec.recompute)));
+    }
+    if (spec.origins.contains("recompute_modules") || spec.origins.contains("recompute_method") ||
+        spec.origins.contains("recompute_num_layers")) {
+      f->fail("selective_ac_option chooses what TorchTitan's selective mode recomputes; leave out recompute_modules "
+              "and recompute_method, recompute_num_layers");
+    }
+    const std::string option = f->as_string();
+    const bool digits = !option.empty() && option.size() <= 9 &&
+                        std::all_of(option.begin(), option.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+    if (option != model::traits(Recompute::Op).torchtitan_option && !digits) {
+      f->fail(fmt::format("selective_ac_option is \"op\" or a whole number N (checkpoint every Nth block), not '{}'",
+                          option));
+    }
+    if (option == model::traits(Recompute::Op).torchtitan_option) {
+      spec.recompute = Recompute::Op;
+    } else {
+      spec.recompute = Recompute::Full;
+      spec.recompute_method = model::RecomputeMethod::Every;
+      spec.recompute_num_layers = static_cast<int>(f->as_int_in(1, 1'000'000));
+    }
+  }
   if (auto f = r.get(root, "precision", "precision")) spec.precision = f->as_enum(kPrecisionNames);
   if (auto f = r.get(root, "attention", "attention")) spec.attention = f->as_enum(kAttention);
   if (auto f = r.get(root, "attention_kernel", "attention_kernel")) {
@@ -334,6 +366,9 @@ std::string write_plan_yaml(const Plan& p) {
   out += fmt::format("recompute: {}\n", model::to_string(p.recompute));
   if (p.recompute_modules != model::RecomputeModules{}) {
     out += fmt::format("recompute_modules: [{}]\n", fmt::join(model::module_names(p.recompute_modules), ", "));
+  }
+  if (p.recompute_method != model::RecomputeMethod::Uniform) {
+    out += fmt::format("recompute_method: {}\n", model::to_string(p.recompute_method));
   }
   out += fmt::format("precision: {}\n", to_string(p.precision));
   out += fmt::format("attention: {}\n", to_string(p.attention));

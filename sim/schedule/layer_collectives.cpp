@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include "sim/plan/layer_recompute.h"
+
 #include "sim/plan/plan_check.h"
 #include "sim/schedule/ops.h"
 #include "sim/schedule/passes.h"
@@ -85,6 +87,7 @@ bool carries_backward(OpKind k) noexcept { return k == OpKind::Backward || k == 
 
 std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::Model& model, const plan::Plan& plan) {
   const auto ranges = plan::virtual_stage_layers(plan, model);
+  const std::vector<plan::LayerRecompute> recompute = plan::layer_recompute(plan, model);
   std::vector<std::vector<ChunkCollectives>> out(
       static_cast<std::size_t>(plan.degrees[plan::Axis::Pipeline]),
       std::vector<ChunkCollectives>(static_cast<std::size_t>(plan.virtual_stages)));
@@ -111,7 +114,7 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
         const int k = layer.tensor_parallel_allreduces_forward;
         const Bytes bytes = Bytes::bytes(layer.output_bytes.count() * plan.micro_batch);
         // Full recomputation replays the forward, collectives included, before the backward.
-        const bool replayed = model::traits(plan.recompute).whole_layer && model::is_recomputed(layer.kind);
+        const bool replayed = plan::replays_forward(recompute[static_cast<std::size_t>(i)], layer.kind);
         if (plan.degrees[plan::Axis::Tensor] > 1) {
           add_tensor_reductions(chunk.forward, bytes, k, plan.sequence_parallel);
           add_tensor_reductions(chunk.backward, bytes, replayed ? 2 * k : k, plan.sequence_parallel);

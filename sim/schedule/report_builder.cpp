@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "sim/plan/layer_recompute.h"
 #include "sim/plan/plan_json.h"
 #include "sim/schedule/report_parts.h"
 
@@ -36,11 +37,13 @@ trace::PlanSummary plan_summary(const plan::Plan& p) {
 }  // namespace
 
 
-StepFlops step_flops(const model::Model& model, const plan::Plan& plan) noexcept {
+StepFlops step_flops(const model::Model& model, const plan::Plan& plan) {
   Flops recomputed;
-  const model::Recompute replayed = model::replayed_recompute(
-      model::score_recompute(plan.recompute, plan.recompute_modules), plan.attention == plan::AttentionKernel::Flash);
-  for (const model::Layer& layer : model.layers) {
+  const std::vector<plan::LayerRecompute> rules = plan::layer_recompute(plan, model);
+  for (std::size_t i = 0; i < model.layers.size(); ++i) {
+    const model::Layer& layer = model.layers[i];
+    const model::Recompute replayed = model::replayed_recompute(
+        model::score_recompute(rules[i].rule, plan.recompute_modules), plan.attention == plan::AttentionKernel::Flash);
     recomputed += model::recomputed_flops(model, layer, replayed);
     if (model::traits(plan.recompute).takes_modules) {
       // Per sample: one sample on one tensor rank of 1.

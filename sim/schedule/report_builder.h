@@ -37,7 +37,7 @@ struct StepFlops {
 };
 /// The step's FLOPs: the model's training FLOPs per sample times the global batch, and the FLOPs
 /// recomputation adds (model::recomputed_flops) on top.
-[[nodiscard]] StepFlops step_flops(const model::Model& model, const plan::Plan& plan) noexcept;
+[[nodiscard]] StepFlops step_flops(const model::Model& model, const plan::Plan& plan);
 
 /// The report of a step that took `step_s`: devices in the given order with their idle time and bubble
 /// fraction, the idle share, Zero Bubble's rate over the representative devices, TFLOP/s per GPU

@@ -192,12 +192,13 @@ std::string memory_markdown(const std::vector<Outcome>& outcomes, const Field& l
 /// margins Bound names; the memory model is expected to move them (issue 35), and its change edits them.
 constexpr Bound kMemoryBounds[] = {
     // group, published kind, rows, median |error|, largest |error|, signed mean in [low, high]; today's figures
-    {"memory", "all", 21, 0.093, 0.303, -0.078, -0.038},        // 7.8 %, 27.3 %, -5.8 %
+    {"memory", "all", 23, 0.093, 0.303, -0.078, -0.038},        // 7.8 %, 27.3 %, -5.9 %
     {"memory", "allocated", 10, 0.076, 0.157, +0.009, +0.049},  // 6.1 %, 12.7 %, +2.9 %
-    {"memory", "reserved", 11, 0.134, 0.303, -0.158, -0.118},   // 11.9 %, 27.3 %, -13.8 %
+    {"memory", "reserved", 13, 0.134, 0.303, -0.158, -0.118},   // 11.2 %, 27.3 %, -12.7 %
 };
-/// Rows predicted more than 5 % below their published peak today; no change may add one.
-constexpr std::size_t kUnderPredictedRowsToday = 12;
+/// Rows predicted more than 5 % below their published peak today (TorchTitan's two per-op checkpointing
+/// rows, -6.1 % and -8.0 %, among them); no change may add one.
+constexpr std::size_t kUnderPredictedRowsToday = 14;
 
 /// Every row of the file (MPSIM_VALIDATION_ROW: those whose id contains it), simulated and printed.
 std::vector<MemoryRow> simulate_memory_rows(const Field& rows) {

@@ -270,6 +270,7 @@ struct MemoryCase {
   model::Model model;
   int global_batch;
   plan::CrossEntropy cross_entropy = plan::CrossEntropy::Native;
+  std::vector<model::Recompute> recompute = {};  ///< empty: the search's own
 };
 
 /// A sample of every (schedule, recompute, ZeRO) combination the space has, simulated.
@@ -277,6 +278,7 @@ void expect_estimates_equal_simulation(const MemoryCase& c, int per_combination)
   PlannerOptions options;
   options.space.global_batch = c.global_batch;
   options.space.cross_entropy = c.cross_entropy;
+  if (!c.recompute.empty()) options.space.recompute = c.recompute;
   const auto prepared = prepare_candidates(c.cluster, c.model, options);
   const Bytes capacity = gpu_capacity(c.cluster);
   std::map<std::tuple<plan::ScheduleKind, model::Recompute, int>, int> seen;
@@ -307,6 +309,13 @@ TEST(MemoryEstimate, EqualsTheSimulatedPeak) {
   expect_estimates_equal_simulation({"2x4 A100, gpt3-1.3b, pytorch loss", short_cluster(2, 4), shipped_model("gpt3-1.3b"),
                                      32, plan::CrossEntropy::Pytorch},
                                     3);
+  // TorchTitan's per-op checkpointing (recompute: op), searched when asked for.
+  expect_estimates_equal_simulation({"2x4 A100, gpt3-1.3b, per-op", short_cluster(2, 4), shipped_model("gpt3-1.3b"), 32,
+                                     plan::CrossEntropy::Pytorch, {model::Recompute::Op}},
+                                    6);
+  expect_estimates_equal_simulation({"2x4 H100, small MoE, per-op", short_cluster(2, 4, "h100-sxm5-80gb"),
+                                     testing::small_moe(), 16, plan::CrossEntropy::Native, {model::Recompute::Op}},
+                                    6);
   std::mt19937 rng(11);
   expect_estimates_equal_simulation(
       {"pcie box, random timed layers", engine::testing::pcie_box(4), testing::random_timed_model(rng, 8), 16}, 3);

@@ -140,6 +140,20 @@ inline const ExportCase kExportCases[] = {
      "", "", "", "precision", "precision"},
     {"qwen3_30b_a3b_64_h100_fsdp", "topologies/16x-dgx-h100.yaml", "configs/models/qwen3-30b-a3b.yaml", kQwen3MoeFsdp,
      64, "", "", "", "expert", "expert"},
+    // Full recomputation's choice of layers and TorchTitan's per-op checkpointing, each where its framework
+    // has it: Megatron's block and uniform groups, TorchTitan's every nth block and per op.
+    {"llama3_8b_recompute_block", "topologies/dgx-h100.yaml", "configs/models/llama3-8b.yaml",
+     "inline:parallelism: { tensor: 2, pipeline: 2 }\nsequence_parallel: true\nrecompute: full\nrecompute_method: block\nrecompute_num_layers: 4\n",
+     0, "", "", "recompute_method", "sequence_parallel", "schedule"},
+    {"llama3_8b_recompute_uniform_groups", "topologies/dgx-h100.yaml", "configs/models/llama3-8b.yaml",
+     "inline:parallelism: { tensor: 2, pipeline: 2 }\nsequence_parallel: true\nrecompute: full\nrecompute_num_layers: 2\n", 0, "", "",
+     "recompute_method", "sequence_parallel", "schedule"},
+    {"llama3_8b_selective_every_2", "topologies/dgx-h100.yaml", "configs/models/llama3-8b.yaml",
+     "inline:parallelism: { tensor: 2 }\nsequence_parallel: true\nrecompute: selective\nselective_ac_option: 2\n", 0, "recompute", "recompute", "",
+     "sequence_parallel", "sequence_parallel"},
+    {"llama3_8b_selective_op", "topologies/dgx-h100.yaml", "configs/models/llama3-8b.yaml",
+     "inline:parallelism: { tensor: 2 }\nsequence_parallel: true\nrecompute: selective\nselective_ac_option: op\n", 0, "recompute", "recompute",
+     "", "sequence_parallel", "sequence_parallel"},
 };
 
 /// The rules of `table` (rows with the words `rule` and a test `holds`) that `job` breaks, by their words.

@@ -193,6 +193,18 @@ const MegatronRule kMegatronRules[] = {
        const std::string positions = l.value("--position-embedding-type").value_or("learned_absolute");
        return l.integer("--mtp-num-layers", 0) == 0 || positions == "rope" || positions == "none";
      }},
+    {"megatron/core/transformer/transformer_config.py:1901-1932 TransformerConfig.__post_init__",
+     "under --recompute-granularity full, --recompute-method is uniform or block and --recompute-num-layers is "
+     "given; under selective, neither",
+     [](const MegatronLaunch& l) {
+       const std::optional<std::string> granularity = l.value("--recompute-granularity");
+       const std::optional<std::string> method = l.value("--recompute-method");
+       if (granularity == "full") return (method == "uniform" || method == "block") && l.has("--recompute-num-layers");
+       return !method && !l.has("--recompute-num-layers");
+     }},
+    {"megatron/core/recompute.py:157-166 checkpointed_forward (uniform)",
+     "--recompute-num-layers is at least 1 (uniform steps through the layers by it)",
+     [](const MegatronLaunch& l) { return l.integer("--recompute-num-layers", 1) >= 1; }},
 };
 
 // ---- A Megatron-Bridge override file ------------------------------------------------------------------
@@ -309,6 +321,16 @@ const BridgeRule kBridgeRules[] = {
      "an MoE model states moe_token_dispatcher_type",
      [](const BridgeConfig& c) {
        return !c.field("model", "num_moe_experts") || !c.text("model", "moe_token_dispatcher_type").empty();
+     }},
+    {"megatron/core/transformer/transformer_config.py:1901-1932 TransformerConfig.__post_init__",
+     "under recompute_granularity full, recompute_method is uniform or block and recompute_num_layers is set; under "
+     "selective, neither",
+     [](const BridgeConfig& c) {
+       const std::string granularity = c.text("model", "recompute_granularity");
+       const std::string method = c.text("model", "recompute_method");
+       const bool layers = c.field("model", "recompute_num_layers").has_value();
+       if (granularity == "full") return (method == "uniform" || method == "block") && layers;
+       return method.empty() && !layers;
      }},
 };
 

@@ -249,9 +249,17 @@ TEST(MegatronImport, AValueFromAVariableTheScriptNeverSetsNamesIt) {
 }
 
 TEST(MegatronImport, WhatMpsimCannotRepresentIsAnErrorAtTheArgument) {
+  // Full recomputation without the layers it applies to, as Megatron-Core's TransformerConfig refuses it.
   EXPECT_EQ(import_error("python pretrain_gpt.py --recompute-granularity full --recompute-method block\n").rfind("1:", 0), 0u);
   EXPECT_NE(import_error("python pretrain_gpt.py --recompute-granularity full --recompute-method block\n")
+                .find("--recompute-num-layers"),
+            std::string::npos);
+  EXPECT_NE(import_error("python pretrain_gpt.py --recompute-granularity full --recompute-num-layers 2\n")
                 .find("--recompute-method"),
+            std::string::npos);
+  EXPECT_NE(import_error("python pretrain_gpt.py --recompute-granularity full --recompute-method often "
+                         "--recompute-num-layers 2\n")
+                .find("expected uniform or block, not 'often'"),
             std::string::npos);
   EXPECT_NE(import_error("python pretrain_gpt.py --cp-comm-type p2p a2a\n").find("--cp-comm-type"), std::string::npos);
   EXPECT_NE(import_error("python pretrain_gpt.py --pipeline-model-parallel-size 2 --pipeline-model-parallel-layout \"Et|tLx\"\n")

@@ -8,6 +8,8 @@
 #include "sim/core/yaml_field.h"
 #include "interop/import/megatron_import.h"
 #include "interop/import/torchtitan_import.h"
+#include "interop/export/megatron_core_settings.h"
+#include "sim/core/input_error.h"
 
 namespace mpsim::interop {
 namespace {
@@ -34,6 +36,18 @@ TEST(RecomputeWords, MegatronAndNemoWriteTheMegatronWordAndItReadsBack) {
   for (const RecomputeTraits& t : model::kRecomputeTraits) {
     SCOPED_TRACE(std::string(t.name));
     const testing::ResolvedPlan original = plan_with(t);
+    if (megatron_recompute_error(original.plan)) {
+      // A mode Megatron-Core has no word for (TorchTitan's per-op checkpointing) is refused at the field.
+      for (const Framework f : {Framework::Megatron, Framework::Nemo}) {
+        try {
+          (void)original.exported(f);
+          ADD_FAILURE() << "exported " << t.name;
+        } catch (const InputError& e) {
+          EXPECT_EQ(e.field(), "recompute");
+        }
+      }
+      continue;
+    }
     const std::string script = original.exported(Framework::Megatron);
     EXPECT_EQ(contains(script, "--recompute-granularity " + std::string(t.megatron)), !t.megatron.empty()) << script;
     EXPECT_EQ(contains(script, "--recompute-granularity"), !t.megatron.empty()) << script;
@@ -48,19 +62,93 @@ TEST(RecomputeWords, MegatronAndNemoWriteTheMegatronWordAndItReadsBack) {
 TEST(RecomputeWords, TorchTitanWritesItsModeAndItReadsBack) {
   for (const RecomputeTraits& t : model::kRecomputeTraits) {
     SCOPED_TRACE(std::string(t.name));
-    const std::string toml = "[activation_checkpoint]\nmode = \"" + std::string(t.torchtitan) + "\"\n";
     if (t.torchtitan.empty()) {
-      // No TorchTitan mode: its own word for the mode means something else there (a block in N, or per op),
-      // which is read as the nearest mode with a note that says it is an approximation.
-      const ImportedLaunch approximated =
-          import_torchtitan("[activation_checkpoint]\nmode = \"" + std::string(t.name) + "\"\n", "job.toml",
-                            {std::nullopt, nullptr, nullptr});
-      EXPECT_EQ(approximated.notes.size(), 1u);
+      // No TorchTitan mode (Megatron's selective recomputation of the scores; TorchTitan's selective mode
+      // is every nth block or per op): the export refuses it where it is more than FlashAttention's own.
+      try {
+        (void)plan_with(t).exported(Framework::TorchTitan);
+        ADD_FAILURE() << "exported " << t.name;
+      } catch (const InputError& e) {
+        EXPECT_EQ(e.field(), "recompute");
+      }
       continue;
     }
-    EXPECT_EQ(recompute_of(import_torchtitan(toml, "job.toml", {std::nullopt, nullptr, nullptr})), t.kind);
+    std::string toml = "[activation_checkpoint]\nmode = \"" + std::string(t.torchtitan) + "\"\n";
+    if (!t.torchtitan_option.empty()) toml += "selective_ac_option = \"" + std::string(t.torchtitan_option) + "\"\n";
+    const ImportedLaunch imported = import_torchtitan(toml, "job.toml", {std::nullopt, nullptr, nullptr});
+    EXPECT_EQ(recompute_of(imported), t.kind);
+    EXPECT_TRUE(imported.notes.empty());
     const std::string exported = plan_with(t).exported(Framework::TorchTitan);
     EXPECT_TRUE(contains(exported, "mode = \"" + std::string(t.torchtitan) + "\"")) << exported;
+    EXPECT_EQ(contains(exported, "selective_ac_option = \"" + std::string(t.torchtitan_option) + "\""),
+              !t.torchtitan_option.empty())
+        << exported;
+  }
+}
+
+/// TorchTitan's every-nth-block option and Megatron-LM's methods, from each framework's launch and back.
+TEST(RecomputeWords, FullRecomputationsChoiceOfLayersRoundTrips) {
+  // TorchTitan: selective_ac_option N is the plan's every-N; 0 and 1 wrap every block (mode full).
+  for (const std::string option : {"2", "3"}) {
+    const std::string toml = "[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"" + option + "\"\n";
+    const ImportedLaunch imported = import_torchtitan(toml, "job.toml", {std::nullopt, nullptr, nullptr});
+    const plan::PlanSpec spec = plan::load_plan_spec(YamlDocument::parse(imported.plan_yaml, "imported.yaml").root());
+    EXPECT_EQ(spec.recompute, model::Recompute::Full);
+    EXPECT_EQ(spec.recompute_method, model::RecomputeMethod::Every);
+    EXPECT_EQ(spec.recompute_num_layers, std::stoi(option));
+    const testing::ResolvedPlan plan{testing::kDgxH100, testing::kLlama8b,
+                                     testing::spec_from("recompute: selective\nselective_ac_option: " + option + "\n")};
+    EXPECT_TRUE(contains(plan.exported(Framework::TorchTitan), "selective_ac_option = \"" + option + "\""));
+  }
+  EXPECT_EQ(recompute_of(import_torchtitan("[activation_checkpoint]\nselective_ac_option = \"1\"\n", "job.toml",
+                                           {std::nullopt, nullptr, nullptr})),
+            model::Recompute::Full);
+  // Megatron-LM: --recompute-method and --recompute-num-layers as written, and back.
+  for (const std::string method : {"uniform", "block"}) {
+    const testing::ResolvedPlan plan{
+        testing::kDgxH100, testing::kLlama8b,
+        testing::spec_from("parallelism: { pipeline: 2 }\nrecompute: full\nrecompute_method: " + method +
+                           "\nrecompute_num_layers: 2\n")};
+    const std::string script = plan.exported(Framework::Megatron);
+    EXPECT_TRUE(contains(script, "--recompute-method " + method)) << script;
+    EXPECT_TRUE(contains(script, "--recompute-num-layers 2")) << script;
+    const std::string nemo = plan.exported(Framework::Nemo);
+    EXPECT_TRUE(contains(nemo, "recompute_method: " + method)) << nemo;
+    EXPECT_TRUE(contains(nemo, "recompute_num_layers: 2")) << nemo;
+    const plan::PlanSpec back = plan::load_plan_spec(
+        YamlDocument::parse(import_megatron(script, "launch.sh", std::nullopt, false).plan_yaml, "imported.yaml").root());
+    EXPECT_EQ(back.recompute, model::Recompute::Full);
+    EXPECT_EQ(model::to_string(back.recompute_method), method);
+    EXPECT_EQ(back.recompute_num_layers, 2);
+    // TorchTitan has neither: refused at the field.
+    try {
+      (void)plan.exported(Framework::TorchTitan);
+      ADD_FAILURE() << "exported " << method;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.field(), "recompute_method");
+    }
+  }
+  // DeepSpeed and SageMaker write every layer checkpointed or none: any choice of layers or ops is refused.
+  for (const std::string yaml : {"recompute: full\nrecompute_num_layers: 2\n", "recompute: selective\nselective_ac_option: 2\n",
+                                 "recompute: op\n"}) {
+    const testing::ResolvedPlan chosen{testing::kDgxH100, testing::kLlama8b, testing::spec_from(yaml)};
+    for (const Framework f : {Framework::DeepSpeed, Framework::SageMaker}) {
+      try {
+        (void)chosen.exported(f);
+        ADD_FAILURE() << "exported " << yaml;
+      } catch (const InputError& e) {
+        EXPECT_EQ(e.field(), "recompute") << yaml;
+      }
+    }
+  }
+  // Megatron has no every-nth: refused.
+  const testing::ResolvedPlan every{testing::kDgxH100, testing::kLlama8b,
+                                    testing::spec_from("recompute: selective\nselective_ac_option: 2\n")};
+  try {
+    (void)every.exported(Framework::Megatron);
+    ADD_FAILURE() << "exported every-2 to Megatron-LM";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "recompute");
   }
 }
 

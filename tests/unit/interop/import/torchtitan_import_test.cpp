@@ -322,50 +322,42 @@ ImportedLaunch with_checkpointing(const std::string& ac, const model::Model* mod
   return import_torchtitan("[activation_checkpoint]\n" + ac, "job.toml", {std::nullopt, model, nullptr});
 }
 
-// TorchTitan's selective checkpointing is the nearest recomputation mpsim has, with a note where that is an
-// approximation: every block checkpointed (option 0 or 1) is full recomputation; one block in N (its default,
-// "2") is none; per op ("op") is selective recomputation of the norms and the MLP.
-TEST(TorchTitanImport, SelectiveCheckpointingIsTheNearestRecomputation) {
+// TorchTitan's selective checkpointing is read exactly (torchtitan/distributed/activation_checkpoint.py):
+// every block checkpointed (option 0 or 1) is full recomputation; one block in N (its default, "2") is full
+// recomputation of every Nth block (recompute_method every); per op ("op") is recompute: op.
+TEST(TorchTitanImport, SelectiveCheckpointingIsReadAsItsOwnPolicy) {
   for (const char* every_block : {"0", "1"}) {
     const ImportedLaunch full = with_checkpointing("mode = \"selective\"\nselective_ac_option = \"" +
                                                    std::string(every_block) + "\"\n");
-    EXPECT_EQ(titan_imported_spec(full).recompute, plan::Recompute::Full) << every_block;
+    const plan::PlanSpec spec = titan_imported_spec(full);
+    EXPECT_EQ(spec.recompute, plan::Recompute::Full) << every_block;
+    EXPECT_EQ(spec.recompute_method, model::RecomputeMethod::Uniform) << every_block;
+    EXPECT_EQ(spec.recompute_num_layers, 1) << every_block;
     EXPECT_TRUE(full.notes.empty()) << every_block;
   }
   const ImportedLaunch every_4th = with_checkpointing("mode = \"selective\"\nselective_ac_option = \"4\"\n");
-  EXPECT_EQ(titan_imported_spec(every_4th).recompute, plan::Recompute::None);
-  ASSERT_EQ(every_4th.notes.size(), 1u);
-  EXPECT_NE(every_4th.notes.front().find("one block in 4"), std::string::npos) << every_4th.notes.front();
-  EXPECT_NE(every_4th.plan_yaml.find("# Note: TorchTitan checkpoints one block in 4"), std::string::npos)
-      << every_4th.plan_yaml;
+  const plan::PlanSpec every = titan_imported_spec(every_4th);
+  EXPECT_EQ(every.recompute, plan::Recompute::Full);
+  EXPECT_EQ(every.recompute_method, model::RecomputeMethod::Every);
+  EXPECT_EQ(every.recompute_num_layers, 4);
+  EXPECT_TRUE(every_4th.notes.empty());
   // Absent, the mode is TorchTitan's default, selective, every 2nd block.
   const ImportedLaunch absent =
       import_torchtitan("[training]\nlocal_batch_size = 2\n", "job.toml", {std::nullopt, nullptr, nullptr});
-  EXPECT_EQ(titan_imported_spec(absent).recompute, plan::Recompute::None);
-  ASSERT_EQ(absent.notes.size(), 1u);
-  EXPECT_NE(absent.notes.front().find("one block in 2 (selective_ac_option \"2\")"), std::string::npos)
-      << absent.notes.front();
+  const plan::PlanSpec by_default = titan_imported_spec(absent);
+  EXPECT_EQ(by_default.recompute_method, model::RecomputeMethod::Every);
+  EXPECT_EQ(by_default.recompute_num_layers, 2);
+  EXPECT_TRUE(absent.notes.empty());
 
   const model::Model llama = model::load_model_file(testing::repo_path(kLlama8b));
-  const model::Model mixtral = model::load_model_file(testing::repo_path("configs/models/mixtral-8x7b.yaml"));
   const ImportedLaunch per_op = with_checkpointing("mode = \"selective\"\nselective_ac_option = \"op\"\n", &llama);
   const plan::PlanSpec spec = titan_imported_spec(per_op);
-  EXPECT_EQ(spec.recompute, plan::Recompute::Selective);
-  model::RecomputeModules norms_and_mlp{0};
-  norms_and_mlp.add(model::RecomputeModule::LayerNorm);
-  norms_and_mlp.add(model::RecomputeModule::Mlp);
-  EXPECT_EQ(spec.recompute_modules, norms_and_mlp);
-  ASSERT_EQ(per_op.notes.size(), 1u);
-  EXPECT_NE(per_op.notes.front().find("per-op"), std::string::npos) << per_op.notes.front();
-  // Resolves with the model (which has every module it names); a model of experts only recomputes their
-  // activation in the MLP's place.
+  EXPECT_EQ(spec.recompute, plan::Recompute::Op);
+  EXPECT_TRUE(per_op.notes.empty());
   const ResolvedPlan on_h100(kDgxH100, kLlama8b, spec);
-  EXPECT_EQ(on_h100.plan.recompute, plan::Recompute::Selective);
-  const plan::PlanSpec moe = titan_imported_spec(
-      with_checkpointing("mode = \"selective\"\nselective_ac_option = \"op\"\n", &mixtral));
-  EXPECT_FALSE(moe.recompute_modules.has(model::RecomputeModule::Mlp));
-  EXPECT_TRUE(moe.recompute_modules.has(model::RecomputeModule::MoeActivation));
-  EXPECT_NO_THROW((void)ResolvedPlan(kDgxH100, "configs/models/mixtral-8x7b.yaml", moe));
+  EXPECT_EQ(on_h100.plan.recompute, plan::Recompute::Op);
+  // What TorchTitan refuses is refused at the option.
+  EXPECT_THROW((void)with_checkpointing("mode = \"selective\"\nselective_ac_option = \"often\"\n"), InputError);
 }
 
 // converters takes TorchTitan's list or the comma-separated string its older presets and command line write.
@@ -402,18 +394,17 @@ TEST(TorchTitanImport, OnlyAnExplicitShardDegreeFixesTheDataSize) {
 }
 
 // tests/data/launch/torchtitan_llama3_8b_preset.toml: TorchTitan's Llama 3 8B preset's settings, with float8
-// converters as a string. It imports, with notes for what is approximated, and resolves on a DGX H100.
+// converters as a string. It imports, its per-op checkpointing exactly, and resolves on a DGX H100.
 TEST(TorchTitanImport, TheLlama3PresetImports) {
   const std::string file = testing::repo_path("tests/data/launch/torchtitan_llama3_8b_preset.toml");
   const model::Model llama = model::load_model_file(testing::repo_path(kLlama8b));
   const ImportedLaunch imported = import_torchtitan(read_text_file(file), file, {8, &llama, csv_beside(file)});
   const plan::PlanSpec spec = titan_imported_spec(imported);
   EXPECT_EQ(spec.precision, plan::Precision::Fp8);
-  EXPECT_EQ(spec.recompute, plan::Recompute::Selective);
+  EXPECT_EQ(spec.recompute, plan::Recompute::Op);
   EXPECT_EQ(spec.zero, 3);
   EXPECT_FALSE(spec.written(plan::Axis::Data));
-  ASSERT_EQ(imported.notes.size(), 1u);
-  EXPECT_NE(imported.notes.front().find("selective_ac_option \"op\""), std::string::npos) << imported.notes.front();
+  EXPECT_TRUE(imported.notes.empty());
   EXPECT_NE(std::find(imported.ignored.begin(), imported.ignored.end(), "quantize.linear.float8.filter_fqns"),
             imported.ignored.end());
   const ResolvedPlan resolved(kDgxH100, kLlama8b, spec);

@@ -166,7 +166,7 @@ TEST(Transformer, MoeBlockRoutesTopKCopiesThroughGroupedExperts) {
   EXPECT_DOUBLE_EQ(block.backward_weight_flops.count(), matmuls);
   // The experts' GEMMs: one grouped kernel per matrix over the 128 experts, s x k rows in all.
   ASSERT_EQ(block.gemms.size(), 5u);  // QKV, output, router, up+gate, down
-  EXPECT_EQ(block.gemms[3], (Gemm{s * k, h, 2 * f, TensorSplit::Columns, experts}));
+  EXPECT_EQ(block.gemms[3], (Gemm{s * k, h, 2 * f, TensorSplit::Columns, experts, 2, f}));  // gate and up fused
   EXPECT_EQ(block.gemms[4], (Gemm{s * k, f, h, TensorSplit::Rows, experts}));
 }
 

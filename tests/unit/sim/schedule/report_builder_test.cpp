@@ -57,6 +57,10 @@ TEST(ReportBuilder, StepFlopsCountRecomputation) {
     if (l.kind == model::LayerKind::Transformer) blocks_forward += l.forward_flops.count();
   }
   EXPECT_DOUBLE_EQ(step_flops(m, plan).executed.count() - none.model.count(), blocks_forward * 8);
+  // Megatron's block method checkpoints the first 2 of the 24 blocks (one chunk): their forwards alone.
+  plan.recompute_method = model::RecomputeMethod::Block;
+  plan.recompute_num_layers = 2;
+  EXPECT_DOUBLE_EQ(step_flops(m, plan).executed.count() - none.model.count(), blocks_forward / 24 * 2 * 8);
 }
 
 }  // namespace
