@@ -131,9 +131,9 @@ std::string calibrated_markdown(const std::vector<MemoryRow>& rows) {
       "\nCalibrated on one row (`mpsim calibrate` fits `activation_memory`, the factor on mpsim's count of the "
       "activations at which a run's peak is its measured one: docs/calibration.md), every other row of the same "
       "source predicted with it, each row held out in turn (`MeasuredMemory.PeaksHoldOnTodaysRuns`). One factor per stack "
-      "narrows the median little and halves the rows under by more than 5 %, but does not carry across a stack's "
-      "configurations: fitted on a row the model under-predicts most (TorchTitan's 70B, -27 %), it over-predicts "
-      "the others by up to 62 %. The factor is for runs like the one it was fitted on.\n\n"
+      "cuts the rows under-predicted by more than 5 % but does not carry across a stack's configurations: fitted "
+      "on the row the model under-predicts most (TorchTitan's 70B), it over-predicts the source's other rows by "
+      "the largest error below. The factor is for runs like the one it was fitted on.\n\n"
       "| source | held-out predictions | uncalibrated median / max abs error | under by more than 5 % "
       "| calibrated median / max abs error | under by more than 5 % |\n|---|---:|---:|---:|---:|---:|\n";
   for (const auto& [group, s] : held_out_by_source(leave_one_out(rows))) {
@@ -261,12 +261,12 @@ TEST(MeasuredMemory, PeaksHoldOnTodaysRuns) {
     }
   }
   // The one-row calibration's held-out figures (docs/validation.md), held to today's: median |error|
-  // over every held-out prediction 10.4 % (uncalibrated 11.2 %) plus 1.5 points, and no more rows under
-  // by more than 5 % than today's 52 (116 uncalibrated).
+  // over every held-out prediction 10.8 % (uncalibrated 8.6 %) plus 1.5 points, and no more rows under
+  // by more than 5 % than today's 66 of 200 (162 uncalibrated).
   const auto held_out = held_out_by_source(leave_one_out(memory_rows));
   if (count_rows) {
-    EXPECT_LE(held_out.at("all").second.median_abs, 0.119);
-    EXPECT_LE(held_out.at("all").second.under, 52u);
+    EXPECT_LE(held_out.at("all").second.median_abs, 0.123);
+    EXPECT_LE(held_out.at("all").second.under, 66u);
   }
   for (const auto& [group, s] : held_out) {
     std::printf("memory calibrated on one row, %-24s %3zu held out: median |error| %5.1f%% -> %5.1f%%, max %5.1f%% -> "
