@@ -782,8 +782,8 @@ Prediction Simulation::run() {
   for (std::size_t i = 0; i < actors_.size(); ++i) advance(static_cast<int>(i));
 
   // A live event past the limit means the step ends after it: a pass ends at a ComputeDone, and a
-  // flow that starts or ends is one a pass waits for. So does a floor past it: the compute some actor
-  // has left from now on (step_floor()).
+  // flow that starts or ends is one a pass waits for. So does a floor past it: what some actor's
+  // stream has left to run from now on (step_floor()).
   const std::int64_t limit = options_.step_limit ? options_.step_limit->base() : std::numeric_limits<std::int64_t>::max();
   while (!queue_.empty()) {
     now_ = queue_.next_time().base();
@@ -892,7 +892,9 @@ std::int64_t Simulation::traffic_floor() {
     const double rate = network_->rate_alone(std::span<const Usage>(&one, 1), std::numeric_limits<double>::infinity());
     if (rate > 0) floor = std::max(floor, bytes / rate);
   }
-  return static_cast<std::int64_t>(floor);
+  // A flow ends when its end, rounded up, is within 1e-6 ns of its bytes (FlowNetwork::completion):
+  // a millionth of the floor covers that for up to a million flows per second of step.
+  return static_cast<std::int64_t>(floor * (1 - 1e-6));
 }
 
 std::int64_t Simulation::step_floor() const {
