@@ -477,8 +477,12 @@ class Progress {
   void update(const planner::SearchProgress& p) {
     if (!enabled_) return;
     // Before the first simulation the planner estimates every candidate: at 2048 GPUs that alone is a minute.
-    std::cerr << (p.simulating ? fmt::format("\rsearching: {} simulated of at most {} plans that fit; best {}",
-                                             p.evaluated, p.feasible, seconds(p.best_step_time_s))
+    std::cerr << (p.simulating ? fmt::format("\rsearching: {} simulated of at most {} plans that fit; best {}{}; {:.0f} s",
+                                             p.evaluated, p.feasible, seconds(p.best_step_time_s),
+                                             p.front_memory.count() > 0
+                                                 ? fmt::format("; front at {}", to_string(p.front_memory))
+                                                 : std::string(),
+                                             p.elapsed_s)
                                : fmt::format("\rsearching: {} candidate plans; estimating their memory and step-time "
                                              "bounds",
                                              p.candidates))

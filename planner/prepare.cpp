@@ -118,7 +118,11 @@ Bytes gpu_capacity(const topology::Cluster& cluster) {
 std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const model::Model& model,
                                          const PlannerOptions& options) {
   const SearchSpace space = enumerate_search_space(cluster, model, options.space);
-  if (options.on_progress) options.on_progress({.candidates = space.candidates.size()});
+  if (options.on_progress) {
+    SearchProgress estimating;
+    estimating.candidates = space.candidates.size();
+    options.on_progress(estimating);
+  }
   const int threads = effective_threads(options.threads);
   const UnitCostModel units(cluster, model);
   // A cluster of several GPU kinds (node_groups): each kind's unit costs, probed as if every GPU were of

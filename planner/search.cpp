@@ -164,10 +164,27 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
     return out;
   };
   const auto evaluate = [&](std::size_t id) { return evaluate_within(id, std::nullopt); };
+  // Where the front phase stands: the peak memory of the candidate it committed last (zero while ranking).
+  Bytes front_memory;
+  const auto report_progress = [&] {
+    if (!options.on_progress || best.empty()) return;
+    double best_time = 0;
+    for (const Evaluated& e : evaluated) {
+      if (e.id == best.front().second) best_time = e.report.step_time_s;
+    }
+    options.on_progress({.candidates = prepared.size(),
+                         .simulating = true,
+                         .evaluated = simulated,
+                         .feasible = feasible.size(),
+                         .best_step_time_s = best_time,
+                         .front_memory = front_memory,
+                         .elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count()});
+  };
   const auto commit = [&](std::size_t id, Outcome&& out) {
     done[id] = true;
     if (out.exceeded_limit) {
       ++simulated;  // dominated: a committed plan needs no more memory and is faster (front phase)
+      report_progress();
       return;
     }
     if (!out.ok) {
@@ -185,17 +202,7 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
       if (best.size() > top) best.pop_back();
       evaluated.push_back(std::move(*out.ok));
     }
-    if (options.on_progress && !best.empty()) {
-      double best_time = 0;
-      for (const Evaluated& e : evaluated) {
-        if (e.id == best.front().second) best_time = e.report.step_time_s;
-      }
-      options.on_progress({.candidates = prepared.size(),
-                           .simulating = true,
-                           .evaluated = simulated,
-                           .feasible = feasible.size(),
-                           .best_step_time_s = best_time});
-    }
+    report_progress();
   };
 
   // Branch and bound for the top K: stop at the first candidate (in bound order) whose bound is above
@@ -258,6 +265,7 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
     };
     front.evaluate = [&](std::size_t id) { return evaluate_within(id, step_limit(id)); };
     front.commit = [&](std::size_t id, Outcome&& out) {
+      front_memory = prepared[id].estimate.peak_memory;
       // Dropped whether its simulation stopped at a worker's limit or finished past this one: the
       // sequential loop's decision, whichever limit the worker read.
       if (out.ok) {

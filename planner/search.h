@@ -42,6 +42,10 @@ struct SearchProgress {
   std::size_t evaluated = 0;     ///< simulations committed so far
   std::size_t feasible = 0;      ///< candidates that fit in memory
   double best_step_time_s = 0;   ///< of the best plan so far; 0 before the first
+  /// Once the ranking is done, the Pareto front's search goes through candidates by peak memory: the
+  /// peak of the last one it committed. Zero while ranking.
+  Bytes front_memory;
+  double elapsed_s = 0;          ///< since the search began (wall clock; for the progress line only)
 };
 
 struct PlannerOptions {

@@ -1,11 +1,13 @@
 #include "sim/engine/simulator.h"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <limits>
 #include <map>
 #include <memory>
 #include <set>
+#include <span>
 #include <tuple>
 #include <optional>
 #include <stdexcept>
@@ -22,6 +24,7 @@
 #include "sim/engine/pair_slots.h"
 #include "sim/engine/event_queue.h"
 #include "sim/engine/network_model.h"
+#include "sim/engine/path_set.h"
 #include "sim/engine/timeline_recorder.h"
 #include "sim/plan/layout.h"
 #include "sim/schedule/generators.h"
@@ -80,6 +83,7 @@ class Simulation {
     bool computing = false;       // a compute op or a blocking in-layer collective holds the stream
     bool compute_ended = false;   // the compute op's own time is over; it waits for overlapped collectives
     std::int64_t busy_since = 0;
+    std::int64_t compute_until = 0;  // when the compute op it started last ends
     std::int64_t communication_since = -1;  // the held stream waits on in-layer collectives since; -1: not
     std::optional<std::int64_t> waiting_for;  // the message (message_number) a Recv blocks on
     std::int64_t waiting_since = 0;
@@ -101,6 +105,7 @@ class Simulation {
   struct TransferSet {
     std::vector<Usage> usage;
     TimeNs latency;
+    std::array<double, 2> collective_cap{};  ///< PathSet::collective_cap
     std::uint32_t id = 0;  ///< its set in the flow network (NetworkModel::use_usage_sets)
   };
   /// A collective's phases and the transfer set of each.
@@ -206,7 +211,8 @@ class Simulation {
   void finish_collective(std::size_t id);
   void finish_layer_collective(std::size_t id);
   void reschedule(const std::vector<NetworkModel::FlowId>& flows);
-  TimeNs compute_duration(const Actor& actor, const Op& op) const;
+  /// A compute op's own duration on pipeline rank `rank`: without contention, slowdown or an F&B pair's exposure.
+  TimeNs compute_duration(int rank, const Op& op) const;
   /// An OpEvent for op `op_index` of `actor`'s rank from `start` to now.
   OpEvent event_of(int actor, std::size_t op_index, std::int64_t start, int stage, std::int64_t bytes) const;
   template <typename Call>
@@ -214,6 +220,19 @@ class Simulation {
     for (Observer* o : observers_) call(*o);
   }
   trace::Report build_report() const;
+  /// What each actor's compute stream still holds from each op of its rank's stream on:
+  /// remaining_compute_[actor][i] sums, from op i to the end, the uncontended durations of its compute
+  /// ops (F&B pairs without their exposure) and the idle-link times of its blocking in-layer
+  /// collectives (idle_time_ns: their flows never go faster than alone on the network).
+  void count_remaining_compute();
+  /// A lower bound on the step from where the run stands: every actor's stream still runs what
+  /// remaining_compute_ counts, one op at a time, none before now nor before the pass it runs ends,
+  /// and the step ends no earlier than its last op (ActivityRecorder::step_ns).
+  std::int64_t step_floor() const;
+  /// A lower bound on the step from the traffic alone: the bytes every declared transfer of the
+  /// program puts on a link direction, over its capacity, for the busiest direction (the network
+  /// never carries more than a direction's capacity). After declare_transfer_sets().
+  std::int64_t traffic_floor();
 
   const topology::Cluster& cluster_;
   const model::Model& model_;
@@ -236,6 +255,7 @@ class Simulation {
   std::vector<bool> collective_busy_;             // by rank
   std::vector<std::size_t> next_collective_;      // by rank: index into collectives_of_rank_
   std::vector<PendingFlow> pending_flows_;
+  std::vector<std::vector<std::int64_t>> remaining_compute_;  // count_remaining_compute()
   std::vector<std::size_t> free_pending_;  // slots of pending_flows_ whose flow has started
   std::unordered_map<NetworkModel::FlowId, LiveFlow> live_flows_;
   std::optional<topology::RouteFinder> routes_finder_;  // made on first use, unless routes are shared
@@ -281,14 +301,16 @@ OpEvent Simulation::event_of(int actor, std::size_t op_index, std::int64_t start
 const Simulation::TransferSet& Simulation::transfer_set(const std::vector<std::pair<DeviceId, DeviceId>>& pairs) {
   auto cached = transfer_sets_.find(pairs);
   if (cached == transfer_sets_.end()) {
+    PathSet own;
+    const PathSet& paths =
+        shared_routes_ != nullptr
+            ? shared_routes_->path_set(pairs)
+            : (own = make_path_set(cluster_, pairs,
+                                   [this](DeviceId a, DeviceId b) -> const topology::Route& { return route(a, b); }));
     TransferSet set;
-    for (const auto& [a, b] : pairs) {
-      if (a == b) continue;
-      const topology::Route& r = route(a, b);
-      set.latency = std::max(set.latency, r.latency);
-      add_route_usage(cluster_, r, set.usage);
-    }
-    merge_usage(set.usage);
+    set.usage = paths.usage;
+    set.latency = paths.latency;
+    set.collective_cap = paths.collective_cap;
     if (sets_declared_) throw std::logic_error("simulator: a transfer set the program did not declare");
     set.id = static_cast<std::uint32_t>(transfer_set_by_id_.size());
     cached = transfer_sets_.emplace(pairs, std::move(set)).first;
@@ -319,8 +341,8 @@ void Simulation::reschedule(const std::vector<NetworkModel::FlowId>& flows) {
   for (const auto f : flows) queue_.push(network_->completion(f), FlowDone{f, network_->version(f)});
 }
 
-TimeNs Simulation::compute_duration(const Actor& actor, const Op& op) const {
-  const RankCost& rc = costs_.ranks[static_cast<std::size_t>(actor.rank)];
+TimeNs Simulation::compute_duration(int rank, const Op& op) const {
+  const RankCost& rc = costs_.ranks[static_cast<std::size_t>(rank)];
   switch (op.kind) {
     case OpKind::Forward: return rc.chunks[op.chunk].forward;
     case OpKind::Backward: return rc.chunks[op.chunk].backward;
@@ -342,7 +364,7 @@ TimeNs Simulation::compute_duration(const Actor& actor, const Op& op) const {
 }
 
 void Simulation::start_compute(Actor& actor, const Op& op, std::size_t op_index) {
-  TimeNs duration = compute_duration(actor, op);
+  TimeNs duration = compute_duration(actor.rank, op);
   // NCCL kernels of a gradient-stream collective in flight beside the pass hold some of the GPU's
   // SMs for the whole pass (compute_contention.h).
   const bool shared = actor.collectives_issued > actor.collectives_done;
@@ -368,6 +390,7 @@ void Simulation::start_compute(Actor& actor, const Op& op, std::size_t op_index)
   actor.computing = true;
   actor.compute_ended = false;
   actor.busy_since = now_;
+  actor.compute_until = now_ + duration.base();
   actor.pipeline_op = op.kind != OpKind::OptimizerStep;
   OpEvent e = event_of(index, op_index, now_, schedule::virtual_stage(program_.shape, actor.rank, op.chunk), 0);
   e.end_ns = now_ + duration.base();
@@ -610,14 +633,9 @@ Simulation::Phases Simulation::build_phases(CollectiveKind kind, CollectiveAlgor
   }
   for (CollectiveRound& r : phases.rounds) {
     r.rounds *= count;  // `count` collectives back to back
-    phases.transfers.push_back(&transfer_set(r.transfers));
-    double cap = std::numeric_limits<double>::infinity();
-    for (const auto& [a, b] : r.transfers) {
-      if (a == b) continue;
-      const topology::Route& route = this->route(a, b);
-      cap = std::min(cap, collective_efficiency(route.path_class, r.nvls) * route.bandwidth.in_bytes_per_sec());
-    }
-    phases.caps.push_back(BytesPerSec::bytes_per_sec(cap));
+    const TransferSet& set = transfer_set(r.transfers);
+    phases.transfers.push_back(&set);
+    phases.caps.push_back(BytesPerSec::bytes_per_sec(set.collective_cap[r.nvls ? 1 : 0]));
   }
   return phases;
 }
@@ -752,11 +770,20 @@ Prediction Simulation::run() {
     }
   }
   declare_transfer_sets();
+  if (options_.step_limit) {
+    count_remaining_compute();
+    if (traffic_floor() > options_.step_limit->base()) {
+      Prediction out;
+      out.exceeded_limit = true;
+      return out;
+    }
+  }
   queue_.reserve(1024);
   for (std::size_t i = 0; i < actors_.size(); ++i) advance(static_cast<int>(i));
 
   // A live event past the limit means the step ends after it: a pass ends at a ComputeDone, and a
-  // flow that starts or ends is one a pass waits for.
+  // flow that starts or ends is one a pass waits for. So does a floor past it: what some actor's
+  // stream has left to run from now on (step_floor()).
   const std::int64_t limit = options_.step_limit ? options_.step_limit->base() : std::numeric_limits<std::int64_t>::max();
   while (!queue_.empty()) {
     now_ = queue_.next_time().base();
@@ -766,7 +793,7 @@ Prediction Simulation::run() {
     if (flow_done != nullptr && (!live_flows_.contains(flow_done->flow) || network_->version(flow_done->flow) != flow_done->version)) {
       continue;
     }
-    if (now_ > limit) {
+    if (now_ > limit || (options_.step_limit && step_floor() > limit)) {
       Prediction out;
       out.events = events_;
       out.flows = network_->flows_started();
@@ -805,6 +832,79 @@ Prediction Simulation::run() {
   out.report = build_report();
   if (timeline_) out.timeline = timeline_->take();
   return out;
+}
+
+void Simulation::count_remaining_compute() {
+  remaining_compute_.clear();
+  for (std::size_t index = 0; index < actors_.size(); ++index) {
+    const int rank = actors_[index].rank;
+    const auto& stream = program_.streams[static_cast<std::size_t>(rank)];
+    std::vector<std::int64_t> left(stream.size() + 1, 0);
+    for (std::size_t i = stream.size(); i-- > 0;) {
+      const Op& op = stream[i];
+      std::int64_t own = 0;
+      if (schedule::is_compute(op.kind)) {
+        own = compute_duration(rank, op).base();
+      } else if (schedule::is_collective(op.kind) && op.stream == CommStream::Blocking) {
+        // A flow's end is rounded to the nanosecond: a nanosecond per phase of slack.
+        const Phases& phases = phases_of(rank, static_cast<int>(index), i);
+        const double idle = idle_time_ns(phases);
+        if (idle < 1e18) {  // not over a link of no capacity
+          own = std::max<std::int64_t>(0, static_cast<std::int64_t>(idle) - static_cast<std::int64_t>(phases.rounds.size()));
+        }
+      }
+      left[i] = left[i + 1] + own;
+    }
+    remaining_compute_.push_back(std::move(left));
+  }
+}
+
+std::int64_t Simulation::traffic_floor() {
+  // Bytes per declared transfer set (every transfer of a flow counted by its usage), then per link direction.
+  std::vector<double> set_bytes(transfer_set_by_id_.size(), 0.0);
+  for (std::size_t index = 0; index < actors_.size(); ++index) {
+    const Actor& actor = actors_[index];
+    const auto& stream = program_.streams[static_cast<std::size_t>(actor.rank)];
+    for (std::size_t i = 0; i < stream.size(); ++i) {
+      const Op& op = stream[i];
+      if (schedule::is_send(op.kind)) {
+        const TransferSet& set = p2p_set(static_cast<int>(index), static_cast<int>(op.peer));
+        set_bytes[set.id] += static_cast<double>(costs_.chunk(actor.rank, op.chunk).activation_send.count());
+      } else if (schedule::is_collective(op.kind)) {
+        const bool in_layer = schedule::is_in_layer(op.stream);
+        if (!in_layer && actor.replica != 0) continue;  // one gradient-stream instance per rank
+        const Phases& phases = phases_of(actor.rank, in_layer ? static_cast<int>(index) : -1, i);
+        for (std::size_t k = 0; k < phases.rounds.size(); ++k) {
+          set_bytes[phases.transfers[k]->id] +=
+              static_cast<double>(phases.rounds[k].bytes.count()) * static_cast<double>(phases.rounds[k].rounds);
+        }
+      }
+    }
+  }
+  std::map<ResourceId, double> resource_bytes;
+  for (std::size_t id = 0; id < set_bytes.size(); ++id) {
+    if (set_bytes[id] == 0) continue;
+    for (const Usage& u : transfer_set_by_id_[id]->usage) resource_bytes[u.resource] += set_bytes[id] * u.count;
+  }
+  double floor = 0;
+  for (const auto& [resource, bytes] : resource_bytes) {
+    const Usage one{resource, 1};
+    const double rate = network_->rate_alone(std::span<const Usage>(&one, 1), std::numeric_limits<double>::infinity());
+    if (rate > 0) floor = std::max(floor, bytes / rate);
+  }
+  // A flow ends when its end, rounded up, is within 1e-6 ns of its bytes (FlowNetwork::completion):
+  // a millionth of the floor covers that for up to a million flows per second of step.
+  return static_cast<std::int64_t>(floor * (1 - 1e-6));
+}
+
+std::int64_t Simulation::step_floor() const {
+  std::int64_t floor = now_;
+  for (std::size_t index = 0; index < actors_.size(); ++index) {
+    const Actor& a = actors_[index];
+    const std::int64_t left = remaining_compute_[index][a.cursor];
+    floor = std::max(floor, std::max(now_, a.computing ? a.compute_until : now_) + left);
+  }
+  return floor;
 }
 
 void Simulation::on_flow_done(NetworkModel::FlowId flow) {
