@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tests/support/run_mpsim.h"
+#include "tests/support/two_kind_topology.h"
 
 namespace {
 
@@ -18,25 +19,10 @@ using mpsim::testing::CommandResult;
 using mpsim::testing::repo;
 using mpsim::testing::run_mpsim;
 
-/// A topology of `fast` nodes of 4 H100 then `slow` nodes of 4 A100 (their NICs at `slow_nic`), NVSwitch
-/// inside, one InfiniBand switch; a count of 0 leaves the group out. Written to the scratch folder.
+/// testing::two_kind_topology_yaml, named `name`, written to the scratch folder.
 std::string two_kinds_file(const std::string& name, int fast, int slow, const std::string& slow_nic = "200 Gb/s") {
-  const auto node = [](const char* gpu, const char* nvlink, const std::string& nic) {
-    return fmt::format(
-        "{{ gpu: {}, gpus: 4, nvswitches: 1, nics: {{ count: 4, bandwidth: \"{}\", latency: \"2.5 us\" }},\n"
-        "      links: [ {{ kind: nvlink, from: \"gpu*\", to: nvswitch0, bandwidth: \"{}\", latency: \"1 us\" }},\n"
-        "               {{ kind: pcie, pairs: [[gpu0, nic0], [gpu1, nic1], [gpu2, nic2], [gpu3, nic3]], "
-        "bandwidth: \"32 GB/s\" }} ] }}",
-        gpu, nic, nvlink);
-  };
-  std::string groups;
-  if (fast > 0) groups += fmt::format("{{ template: fast, count: {} }}", fast);
-  if (slow > 0) groups += fmt::format("{}{{ template: slow, count: {} }}", groups.empty() ? "" : ", ", slow);
   const std::filesystem::path path = mpsim::testing::scratch("plan-kinds") / name;
-  std::ofstream(path) << fmt::format("name: {}\nnode_templates:\n  fast: {}\n  slow: {}\nnodes: [{}]\n"
-                                     "fabric: {{ kind: single-switch, network: infiniband }}\n",
-                                     name, node("h100-sxm", "450 GB/s", "200 Gb/s"),
-                                     node("a100-80gb", "300 GB/s", slow_nic), groups);
+  std::ofstream(path) << fmt::format("name: {}\n", name) << mpsim::testing::two_kind_topology_yaml(fast, slow, slow_nic);
   return path.string();
 }
 

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "tests/support/two_kind_topology.h"
 #include "tests/unit/planner/planner_test_support.h"
 
 namespace mpsim::planner {
@@ -17,25 +18,9 @@ namespace {
 using testing::cluster_yaml;
 using testing::shipped_model;
 
-/// `fast` nodes of 4 H100 then `slow` nodes of 4 A100, NVSwitch inside, one InfiniBand switch; the A100
-/// nodes' NICs at `slow_nic` (a route between the kinds runs at the slower NIC). A count of 0 leaves the
-/// group out.
+/// mpsim::testing::two_kind_topology_yaml as a cluster.
 topology::Cluster two_kinds(int fast, int slow, const std::string& slow_nic = "200 Gb/s") {
-  const auto node = [](const char* gpu, const char* nvlink, const std::string& nic) {
-    return fmt::format(
-        "{{ gpu: {}, gpus: 4, nvswitches: 1, nics: {{ count: 4, bandwidth: \"{}\", latency: \"2.5 us\" }},\n"
-        "      links: [ {{ kind: nvlink, from: \"gpu*\", to: nvswitch0, bandwidth: \"{}\", latency: \"1 us\" }},\n"
-        "               {{ kind: pcie, pairs: [[gpu0, nic0], [gpu1, nic1], [gpu2, nic2], [gpu3, nic3]], "
-        "bandwidth: \"32 GB/s\" }} ] }}",
-        gpu, nic, nvlink);
-  };
-  std::string groups;
-  if (fast > 0) groups += fmt::format("{{ template: fast, count: {} }}", fast);
-  if (slow > 0) groups += fmt::format("{}{{ template: slow, count: {} }}", groups.empty() ? "" : ", ", slow);
-  return cluster_yaml(fmt::format("node_templates:\n  fast: {}\n  slow: {}\nnodes: [{}]\n"
-                                  "fabric: {{ kind: single-switch, network: infiniband }}\n",
-                                  node("h100-sxm", "450 GB/s", "200 Gb/s"), node("a100-80gb", "300 GB/s", slow_nic),
-                                  groups));
+  return cluster_yaml(mpsim::testing::two_kind_topology_yaml(fast, slow, slow_nic));
 }
 
 PlannerOptions kind_search_options() {

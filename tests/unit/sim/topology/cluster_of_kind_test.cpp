@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "sim/topology/route_table.h"
+#include "tests/support/two_kind_topology.h"
 #include "tests/unit/sim/topology/topology_test_support.h"
 
 namespace mpsim::topology {
@@ -16,24 +17,9 @@ namespace {
 
 using testing::cluster_from;
 
-/// `fast` nodes of 4 H100 then `slow` nodes of 4 A100 (each with its own NVLink and NICs, the A100's
-/// NICs at `slow_nic`), all on one InfiniBand switch; a count of 0 leaves the group out.
+/// testing::two_kind_topology_yaml with the H100 nodes' NICs at 400 Gb/s.
 std::string two_kinds_yaml(int fast, int slow, const std::string& slow_nic = "200 Gb/s") {
-  const auto node = [](const char* gpu, const char* nvlink, const std::string& nic) {
-    return fmt::format(
-        "{{ gpu: {}, gpus: 4, nvswitches: 1, nics: {{ count: 4, bandwidth: \"{}\", latency: \"2.5 us\" }},\n"
-        "      links: [ {{ kind: nvlink, from: \"gpu*\", to: nvswitch0, bandwidth: \"{}\", latency: \"1 us\" }},\n"
-        "               {{ kind: pcie, pairs: [[gpu0, nic0], [gpu1, nic1], [gpu2, nic2], [gpu3, nic3]], "
-        "bandwidth: \"32 GB/s\" }} ] }}",
-        gpu, nic, nvlink);
-  };
-  std::vector<std::string> groups;
-  if (fast > 0) groups.push_back(fmt::format("{{ template: fast, count: {} }}", fast));
-  if (slow > 0) groups.push_back(fmt::format("{{ template: slow, count: {} }}", slow));
-  return fmt::format("node_templates:\n  fast: {}\n  slow: {}\nnodes: [{}]\n"
-                     "fabric: {{ kind: single-switch, network: infiniband }}\n",
-                     node("h100-sxm", "450 GB/s", "400 Gb/s"), node("a100-80gb", "300 GB/s", slow_nic),
-                     fmt::join(groups, ", "));
+  return mpsim::testing::two_kind_topology_yaml(fast, slow, slow_nic, "400 Gb/s");
 }
 
 int kind_index(const Cluster& c, const std::string& id) {
