@@ -135,13 +135,6 @@ void mlp_backward(const LayerContext& ctx, std::vector<Param>& p, const MlpParam
   s = MlpStash{};
 }
 
-/// The weight half reads fc1's input (normed) and fc2's (act) and their outputs' gradients (dpre, dy).
-void mlp_release_after_input(MlpStash& s) {
-  s.mean.reset();
-  s.rstd.reset();
-  s.pre.reset();
-}
-
 void mlp_backward_weight(const LayerContext& ctx, std::vector<Param>& p, const MlpParams& m, MlpStash& s) {
   linear_weight_grad(ctx, s.act.view(), s.dy, p[m.fc2_w], &p[m.fc2_b]);
   linear_weight_grad(ctx, s.normed.view(), s.dpre.view(), p[m.fc1_w], &p[m.fc1_b]);
@@ -369,19 +362,6 @@ class TransformerBlock final : public Layer {
     s.mean.reset();
     s.rstd.reset();
     be.axpy(1.0f, s.dy1, s.input_grad.view());
-  }
-
-  void release_after_input(Stash& stash) override {
-    auto& s = static_cast<BlockStash&>(stash);
-    // The weight half reads Q, K, V's input (normed), the projection's (context) and the MLP's
-    // matmul inputs, with dq, dk, dv, dy1 and the MLP's output gradients.
-    for (Buffer* b : {&s.mean, &s.rstd, &s.q, &s.k, &s.v, &s.probs, &s.context_seq, &s.k_full, &s.v_full, &s.lse,
-                      &s.q_seq, &s.k_seq, &s.v_seq, &s.dcontext}) {
-      b->reset();
-    }
-    if (moe_) return;  // the MoE MLP's weight half reads its input (y1)
-    s.y1.reset();
-    mlp_release_after_input(s.mlp);
   }
 
   void backward_weight(const LayerContext& ctx, const Batch&, Stash& stash) override {
@@ -827,7 +807,6 @@ class MlpBlock final : public Layer {
     auto& s = static_cast<MlpBlockStash&>(stash);
     mlp_backward_input(ctx, params_, mlp_, s.mlp, dy, s.input_grad);
   }
-  void release_after_input(Stash& stash) override { mlp_release_after_input(static_cast<MlpBlockStash&>(stash).mlp); }
   void backward_weight(const LayerContext& ctx, const Batch&, Stash& stash) override {
     mlp_backward_weight(ctx, params_, mlp_, static_cast<MlpBlockStash&>(stash).mlp);
   }
