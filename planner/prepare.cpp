@@ -1,6 +1,7 @@
 // Candidates made concrete, in parallel: unit costs, partitions, in-flight counts, bounds.
 #include <algorithm>
 #include <map>
+#include <optional>
 #include <tuple>
 #include <utility>
 
@@ -8,6 +9,7 @@
 #include "planner/search.h"
 #include "planner/thread_pool.h"
 #include "sim/engine/cost_model.h"
+#include "sim/engine/route_cache.h"
 #include "sim/plan/layout.h"
 #include "sim/plan/plan_check.h"
 
@@ -116,7 +118,7 @@ Bytes gpu_capacity(const topology::Cluster& cluster) {
 }
 
 std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const model::Model& model,
-                                         const PlannerOptions& options) {
+                                         const PlannerOptions& options, engine::SharedRoutes* routes) {
   const SearchSpace space = enumerate_search_space(cluster, model, options.space);
   if (options.on_progress) {
     SearchProgress estimating;
@@ -242,8 +244,11 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   const auto& layouts = layouts_and_layout_of_fitting.first;
   const auto& layout_of_fitting = layouts_and_layout_of_fitting.second;
   std::vector<LayoutSyncBounds> sync(layouts.size());
+  std::optional<engine::SharedRoutes> own_routes;
+  engine::SharedRoutes& sync_routes =
+      routes != nullptr && &routes->cluster() == &cluster ? *routes : own_routes.emplace(cluster);
   parallel_for(layouts.size(), threads, [&](std::size_t i) {
-    sync[i] = layout_sync_bounds(cluster, layouts[i], options.engine.collective);
+    sync[i] = layout_sync_bounds(cluster, sync_routes, layouts[i], options.engine.collective);
   });
   EstimateContext context;
   context.dtype_bytes = model.dtype_bytes;

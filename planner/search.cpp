@@ -93,7 +93,8 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
   const plan::Objective objective = options.space.objective;
   const int threads = effective_threads(options.threads);
   const std::size_t top = static_cast<std::size_t>(std::max(1, options.top));
-  const std::vector<Prepared> prepared = prepare_candidates(cluster, model, options);
+  engine::SharedRoutes routes(cluster);  // every candidate runs on this cluster
+  const std::vector<Prepared> prepared = prepare_candidates(cluster, model, options, &routes);
   SearchStats& stats = result.stats;
   stats.candidates = prepared.size();
 
@@ -126,7 +127,6 @@ PlannerResult run_planner(const topology::Cluster& cluster, const model::Model& 
   std::vector<bool> done(prepared.size(), false);
   std::string first_invalid;
   std::size_t simulated = 0;
-  engine::SharedRoutes routes(cluster);  // every candidate runs on this cluster
 
   struct Outcome {
     std::optional<Evaluated> ok;

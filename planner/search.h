@@ -121,8 +121,10 @@ struct PlannerResult {
 };
 
 /// Every candidate of the space, partitioned and estimated, by id. Thread-parallel; deterministic.
+/// `routes`: the cluster's routes, shared with the search's simulations; null: its own.
 [[nodiscard]] std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const model::Model& model,
-                                                       const PlannerOptions& options);
+                                                       const PlannerOptions& options,
+                                                       engine::SharedRoutes* routes = nullptr);
 
 /// Runs the search. Thread-safe inputs are only read. Exceptions: only what engine::simulate throws
 /// on a bug (std::logic_error).

@@ -6,7 +6,6 @@
 #include "sim/engine/cost_model.h"
 #include "sim/plan/layout.h"
 #include "sim/schedule/passes.h"
-#include "sim/topology/route_table.h"
 
 namespace mpsim::planner {
 
@@ -19,14 +18,13 @@ const engine::CollectiveBound* LayoutSyncBounds::of_experts(schedule::OpKind kin
   return rank < list.size() ? &list[rank] : nullptr;
 }
 
-LayoutSyncBounds layout_sync_bounds(const topology::Cluster& cluster, const SyncLayout& shape,
-                                    engine::CollectiveAlgorithm algorithm) {
+LayoutSyncBounds layout_sync_bounds(const topology::Cluster& cluster, engine::SharedRoutes& routes,
+                                    const SyncLayout& shape, engine::CollectiveAlgorithm algorithm) {
   plan::Plan p;
   p.degrees = shape.degrees;
   p.placement = shape.placement;
   const plan::Layout layout(p);
   const bool experts = schedule::splits_expert_gradients(p) && p.expert_data() > 1;
-  topology::RouteFinder routes(cluster);
   LayoutSyncBounds out;
   for (int rank = 0; rank < shape.degrees[plan::Axis::Pipeline]; ++rank) {
     const std::vector<int> stage = layout.group(layout.with(0, plan::Axis::Pipeline, rank),

@@ -33,15 +33,15 @@ struct LayoutSyncBounds {
 
 /// For `layout` on `cluster`: over the dense gradients' replicas (data, and context when > 1:
 /// schedule::dense_replica_group) and, with experts of their own, over the expert-data group.
-/// O(pipeline x (tensor x data + sampled routes)). Thread-safe (its own route finder).
+/// O(pipeline x (tensor x data + sampled routes)). Thread-safe (`routes`, the cluster's, has its own lock).
 /// The layout of a candidate's data-parallel collectives.
 struct SyncLayout {
   plan::Degrees degrees;
   plan::Placement placement = plan::kMegatronPlacement;
   friend auto operator<=>(const SyncLayout&, const SyncLayout&) = default;
 };
-[[nodiscard]] LayoutSyncBounds layout_sync_bounds(const topology::Cluster& cluster, const SyncLayout& layout,
-                                                  engine::CollectiveAlgorithm algorithm);
+[[nodiscard]] LayoutSyncBounds layout_sync_bounds(const topology::Cluster& cluster, engine::SharedRoutes& routes,
+                                                  const SyncLayout& layout, engine::CollectiveAlgorithm algorithm);
 
 /// How a candidate synchronizes its gradients, for rank_tails.
 struct SyncShape {

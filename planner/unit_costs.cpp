@@ -59,10 +59,10 @@ struct ChunkExchanges {
   std::optional<TimeNs> expert_all_to_all;  ///< the shortest of its expert all-to-alls, one of them
 };
 
-std::vector<ChunkExchanges> blocking_exchanges(const topology::Cluster& cluster, const model::Model& model,
-                                               const plan::Plan& plan, const plan::Layout& layout) {
+std::vector<ChunkExchanges> blocking_exchanges(const topology::Cluster& cluster, engine::SharedRoutes& routes,
+                                               const model::Model& model, const plan::Plan& plan,
+                                               const plan::Layout& layout) {
   const auto collectives = schedule::chunk_layer_collectives(model, plan);
-  topology::RouteFinder routes(cluster);
   std::map<std::pair<engine::CollectiveKind, plan::AxisSet>, engine::CollectiveBound> bounds;
   const std::optional<engine::TokenRouting> routing = engine::token_routing(model, plan);
   const auto bound_of = [&](const schedule::LayerCollective& c) -> const engine::CollectiveBound& {
@@ -121,7 +121,7 @@ PairSides pair_sides(const engine::ChunkCost& unit, TimeNs shortest_all_to_all, 
 }  // namespace
 
 UnitCostModel::UnitCostModel(const topology::Cluster& cluster, const model::Model& model)
-    : cluster_(&cluster), model_(&model) {
+    : cluster_(&cluster), model_(&model), routes_(std::make_unique<engine::SharedRoutes>(cluster)) {
   const int units = plan::partitionable_layer_count(model);
   plan::Plan cut;
   cut.partition.resize(static_cast<std::size_t>(units) + 1);
@@ -161,9 +161,9 @@ std::vector<UnitCost> UnitCostModel::costs(const UnitCostKey& key) const {
   plan::Plan probe_plan = one_rank_per_unit(distinct, key);
   probe_plan.precision = key.precision.value_or(plan::model_precision(model_->dtype_bytes));
   const plan::Layout layout(probe_plan);
-  const engine::CostModel probe = engine::build_cost_model(*cluster_, probe_, probe_plan, layout);
+  const engine::CostModel probe = engine::build_cost_model(*cluster_, probe_, probe_plan, layout, routes_.get());
   const auto& chunks = probe.ranks.front().chunks;
-  const std::vector<ChunkExchanges> exchanges = blocking_exchanges(*cluster_, probe_, probe_plan, layout);
+  const std::vector<ChunkExchanges> exchanges = blocking_exchanges(*cluster_, *routes_, probe_, probe_plan, layout);
 
   // The shortest expert all-to-all of any unit: an F&B pair's slots wait on its partner's.
   TimeNs shortest_expert_all_to_all;

@@ -10,10 +10,12 @@
 /// The cost model is probed on a compressed model holding each distinct unit once (the blocks of a
 /// transformer are identical), so one probe costs O(distinct units), not O(layers).
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
 #include "sim/core/units.h"
+#include "sim/engine/route_cache.h"
 #include "sim/model/model.h"
 #include "sim/plan/plan.h"
 #include "sim/topology/cluster.h"
@@ -79,8 +81,8 @@ class UnitCostModel {
   /// Prepares the compressed model; O(layers). `cluster` and `model` must outlive this object.
   UnitCostModel(const topology::Cluster& cluster, const model::Model& model);
 
-  /// Costs of every unit, in order (partitionable_layer_count() entries). Thread-safe (const, no
-  /// shared mutable state); O(distinct units x tensor degree) route look-ups.
+  /// Costs of every unit, in order (partitionable_layer_count() entries). Thread-safe (const; the
+  /// routes it looks up are shared, behind their own lock); O(distinct units x tensor degree) route look-ups.
   [[nodiscard]] std::vector<UnitCost> costs(const UnitCostKey& key) const;
 
   [[nodiscard]] int units() const noexcept { return static_cast<int>(distinct_of_.size()); }
@@ -96,6 +98,7 @@ class UnitCostModel {
   model::Model probe_;               ///< each distinct unit once, in order of first appearance
   std::vector<int> distinct_of_;     ///< unit -> its distinct unit (a chunk of the probe)
   std::vector<std::vector<int>> unit_layers_;  ///< unit -> indices into model.layers
+  std::unique_ptr<engine::SharedRoutes> routes_;  ///< the cluster's, shared by every key's probe
   bool additive_times_ = true;
 };
 

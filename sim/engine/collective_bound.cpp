@@ -64,7 +64,7 @@ double shared_egress_ns_per_byte(const topology::Cluster& cluster, const Egress&
 
 }  // namespace
 
-CollectiveBound collective_bound(const topology::Cluster& cluster, topology::RouteFinder& routes, CollectiveKind kind,
+CollectiveBound collective_bound(const topology::Cluster& cluster, SharedRoutes& routes, CollectiveKind kind,
                                  CollectiveAlgorithm algorithm, const std::vector<std::vector<topology::DeviceId>>& groups,
                                  const TokenRouting* routing) {
   if (algorithm == CollectiveAlgorithm::Auto) {

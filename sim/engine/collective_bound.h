@@ -8,7 +8,7 @@
 #include "sim/core/units.h"
 #include "sim/engine/collectives.h"
 #include "sim/topology/cluster.h"
-#include "sim/topology/route_table.h"
+#include "sim/engine/route_cache.h"
 
 namespace mpsim::engine {
 
@@ -26,7 +26,7 @@ struct CollectiveBound {
 /// them is taken. Bytes per round are a share of the size (ceil(size / q)); q is read off one call at
 /// a large size, rounded so that the bytes are never overestimated. `routing`: an expert all-to-all's
 /// token dispatch (collective_rounds).
-[[nodiscard]] CollectiveBound collective_bound(const topology::Cluster& cluster, topology::RouteFinder& routes,
+[[nodiscard]] CollectiveBound collective_bound(const topology::Cluster& cluster, SharedRoutes& routes,
                                                CollectiveKind kind, CollectiveAlgorithm algorithm,
                                                const std::vector<std::vector<topology::DeviceId>>& groups,
                                                const TokenRouting* routing = nullptr);

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <stdexcept>
 
 #include "sim/engine/kernel_time.h"
+#include "sim/engine/route_cache.h"
 #include "sim/engine/working_memory.h"
 #include "sim/plan/layer_recompute.h"
 #include "sim/plan/plan_check.h"
@@ -14,7 +16,7 @@ namespace mpsim::engine {
 using model::Layer;
 using model::Recompute;
 
-RingProfile ring_profile(topology::RouteFinder& routes, const std::vector<topology::DeviceId>& devices) {
+RingProfile ring_profile(SharedRoutes& routes, const std::vector<topology::DeviceId>& devices) {
   RingProfile ring;
   ring.members = static_cast<std::int64_t>(devices.size());
   if (devices.size() <= 1) return ring;
@@ -313,7 +315,7 @@ BlockHalves moe_block_halves(const PassWork& block, const PassTimes& attention_k
 
 }  // namespace
 
-BytesPerSec host_bandwidth(const topology::Cluster& cluster, topology::RouteFinder& routes, topology::DeviceId gpu) {
+BytesPerSec host_bandwidth(const topology::Cluster& cluster, SharedRoutes& routes, topology::DeviceId gpu) {
   BytesPerSec widest;
   const int node = cluster.device(gpu).node;
   for (std::size_t d = 0; d < cluster.devices().size(); ++d) {
@@ -334,7 +336,7 @@ TimeNs offload_stall(Bytes offloaded, BytesPerSec bandwidth, TimeNs pass, int bl
 }
 
 CostModel build_cost_model(const topology::Cluster& cluster, const model::Model& m, const plan::Plan& plan,
-                           const plan::Layout& layout) {
+                           const plan::Layout& layout, SharedRoutes* shared_routes) {
   const auto ranges = plan::virtual_stage_layers(plan, m);
   const auto layer_collectives = schedule::chunk_layer_collectives(m, plan);
   const schedule::ChunkGradientBytes gradient_bytes = schedule::chunk_gradient_split(m, plan);
@@ -356,7 +358,9 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
   // Each layer's rule by its place (plan/layer_recompute.h).
   const std::vector<plan::LayerRecompute> recompute_of = plan::layer_recompute(plan, m);
   CostModel out;
-  topology::RouteFinder routes(cluster);
+  std::optional<SharedRoutes> own_routes;
+  SharedRoutes& routes =
+      shared_routes != nullptr && &shared_routes->cluster() == &cluster ? *shared_routes : own_routes.emplace(cluster);
   for (int rank = 0; rank < plan.degrees[plan::Axis::Pipeline]; ++rank) {
     const auto tensor_ranks = layout.group(layout.with(0, plan::Axis::Pipeline, rank), plan::Axis::Tensor);
     std::vector<topology::DeviceId> tensor_devices;

@@ -23,6 +23,10 @@
 #include "sim/topology/route_table.h"
 
 namespace mpsim::engine {
+class SharedRoutes;
+}
+
+namespace mpsim::engine {
 
 struct ChunkCost {
   TimeNs forward;
@@ -175,7 +179,7 @@ struct RankParameters {
 }
 /// The GPU's link to host memory, one direction: the widest route to a CPU of its node (NVLink-C2C on
 /// Grace machines, PCIe elsewhere). Zero when its node has no CPU.
-[[nodiscard]] BytesPerSec host_bandwidth(const topology::Cluster& cluster, topology::RouteFinder& routes,
+[[nodiscard]] BytesPerSec host_bandwidth(const topology::Cluster& cluster, SharedRoutes& routes,
                                          topology::DeviceId gpu);
 /// What activation offloading (Transformer Engine's, under Megatron-Core's cpu_offloading) adds to a
 /// pass over `blocks` blocks that takes `pass` without it: the offloaded blocks' stash, `offloaded`
@@ -211,8 +215,10 @@ struct OptimizerPace {
 [[nodiscard]] Bytes kept_after_input(const model::Layer& layer, int micro_batch, int tensor, Bytes stashed,
                                      Bytes attention_scores, std::int64_t gemm_element_bytes) noexcept;
 
+/// `routes`: the routes of `cluster` shared with other work on it (a search's), or null.
 [[nodiscard]] CostModel build_cost_model(const topology::Cluster& cluster, const model::Model& model,
-                                         const plan::Plan& plan, const plan::Layout& layout);
+                                         const plan::Plan& plan, const plan::Layout& layout,
+                                         SharedRoutes* routes = nullptr);
 
 /// A ring over `devices`: its size, slowest edge bandwidth and largest edge latency.
 struct RingProfile {
@@ -220,7 +226,7 @@ struct RingProfile {
   BytesPerSec bandwidth;
   TimeNs alpha;
 };
-[[nodiscard]] RingProfile ring_profile(topology::RouteFinder& routes, const std::vector<topology::DeviceId>& devices);
+[[nodiscard]] RingProfile ring_profile(SharedRoutes& routes, const std::vector<topology::DeviceId>& devices);
 
 /// A ring collective of `size` without contention: 2(n-1) rounds (all-reduce) or n-1 rounds (all-gather,
 /// reduce-scatter) of alpha + (size/n) / B. What the engine's ring phases take on idle links.

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <vector>
 
 #include "sim/engine/path_set.h"
 #include "sim/topology/cluster.h"
@@ -29,10 +30,20 @@ class SharedRoutes {
   [[nodiscard]] const PathSet& path_set(const TransferPairs& pairs);
 
  private:
+  using StoredRoute = std::unique_ptr<const std::optional<topology::Route>>;
+  /// The routes of `pairs`, keyed as routes_ is: known ones looked up under one lock, the rest found
+  /// outside it (routing is most of a new expert layout's set-up, and two search threads would
+  /// otherwise take turns at it) and then stored. Pairs from a device to itself only if `self_pairs`.
+  [[nodiscard]] std::unordered_map<std::uint64_t, const std::optional<topology::Route>*> routes_of(
+      const TransferPairs& pairs, bool self_pairs);
+  /// A route finder no other thread is using (RouteFinder keeps caches, so one per thread at a time).
+  [[nodiscard]] std::unique_ptr<topology::RouteFinder> take_finder();
+  void return_finder(std::unique_ptr<topology::RouteFinder> finder);
+
   const topology::Cluster* cluster_;
   std::mutex mutex_;
-  topology::RouteFinder finder_;
-  std::unordered_map<std::uint64_t, std::unique_ptr<const std::optional<topology::Route>>> routes_;
+  std::vector<std::unique_ptr<topology::RouteFinder>> idle_finders_;
+  std::unordered_map<std::uint64_t, StoredRoute> routes_;
   std::map<TransferPairs, std::unique_ptr<const PathSet>> path_sets_;
 };
 

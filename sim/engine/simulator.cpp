@@ -113,6 +113,7 @@ class Simulation {
     std::vector<CollectiveRound> rounds;
     std::vector<const TransferSet*> transfers;
     std::vector<BytesPerSec> caps;  // per phase: the rate a transfer of it reaches at most (collective_tuning.h)
+    double idle_ns = 0;  // idle_time_ns(*this), asked per op by the step floor and the F&B pairs' slots
   };
   /// One collective instance: a gradient-stream op shared by the actors of its pipeline rank, or an
   /// in-layer op of one actor.
@@ -411,7 +412,7 @@ TimeNs Simulation::pair_exposure(const Actor& actor, int index, const Op& op, st
     const Op& c = stream[i];
     if (!schedule::is_collective(c.kind) || !schedule::is_in_layer(c.stream)) break;
     if (c.kind != OpKind::AllToAll || c.group != plan::AxisSet(plan::Axis::Expert)) continue;
-    const TimeNs one = TimeNs::ns(static_cast<std::int64_t>(idle_time_ns(phases_of(actor.rank, index, i)) /
+    const TimeNs one = TimeNs::ns(static_cast<std::int64_t>(phases_of(actor.rank, index, i).idle_ns /
                                                             std::max<double>(1, c.count)));
     if (c.microbatch == op.microbatch && c.chunk == op.chunk) forward_a2a = one;
     if (c.microbatch == op.backward_microbatch && c.chunk == op.backward_chunk) backward_a2a = one;
@@ -604,7 +605,7 @@ const Simulation::Phases& Simulation::phases_of(int rank, int actor, std::size_t
       double best = 0;
       for (const CollectiveAlgorithm a : auto_candidates(cluster_, kind, groups)) {
         Phases candidate = build_phases(kind, a, groups, op.bytes, count, nullptr, routing);
-        const double t = idle_time_ns(candidate);
+        const double t = candidate.idle_ns;
         if (phases.rounds.empty() || t < best) {
           best = t;
           algorithm = a;
@@ -637,6 +638,7 @@ Simulation::Phases Simulation::build_phases(CollectiveKind kind, CollectiveAlgor
     phases.transfers.push_back(&set);
     phases.caps.push_back(BytesPerSec::bytes_per_sec(set.collective_cap[r.nvls ? 1 : 0]));
   }
+  phases.idle_ns = idle_time_ns(phases);
   return phases;
 }
 
@@ -848,7 +850,7 @@ void Simulation::count_remaining_compute() {
       } else if (schedule::is_collective(op.kind) && op.stream == CommStream::Blocking) {
         // A flow's end is rounded to the nanosecond: a nanosecond per phase of slack.
         const Phases& phases = phases_of(rank, static_cast<int>(index), i);
-        const double idle = idle_time_ns(phases);
+        const double idle = phases.idle_ns;
         if (idle < 1e18) {  // not over a link of no capacity
           own = std::max<std::int64_t>(0, static_cast<std::int64_t>(idle) - static_cast<std::int64_t>(phases.rounds.size()));
         }
@@ -1036,7 +1038,7 @@ Prediction simulate_built(const topology::Cluster& cluster, const model::Model& 
 Prediction simulate(const topology::Cluster& cluster, const model::Model& model, const plan::Plan& plan,
                     const EngineOptions& options) {
   const plan::Layout layout(plan);
-  const CostModel costs = build_cost_model(cluster, model, plan, layout);
+  const CostModel costs = build_cost_model(cluster, model, plan, layout, options.routes);
   const schedule::Program program = build_program(model, plan, costs, options);
   // An imported order is the user's: it is checked with everything the passes added.
   if (options.compute_program != nullptr) return simulate(cluster, model, plan, program, costs, options);

@@ -4,6 +4,7 @@
 
 #include "engine_test_support.h"
 #include "sim/engine/cost_model.h"
+#include "sim/engine/route_cache.h"
 
 namespace mpsim::engine {
 namespace {
@@ -42,7 +43,7 @@ TEST(ActivationOffload, OffloadedBlocksLeaveTheStashAndTheForwardWaitsForSlowCop
   EXPECT_EQ(kept.stashed - two.stashed, offloaded);
   // 8 GiB over the GPU's PCIe path to its host (a DGX H100's Gen5 x16), against 160 ms of forward
   // of which (4 - 2) / 4 hide copies: the forward waits for the rest. The backward (320 ms) hides them.
-  topology::RouteFinder routes(node);
+  SharedRoutes routes(node);
   const BytesPerSec host = host_bandwidth(node, routes, node.gpus().front());
   EXPECT_GT(host.in_bytes_per_sec(), 0);
   const TimeNs copies = transfer_time(offloaded, host);
