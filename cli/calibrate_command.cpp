@@ -25,6 +25,7 @@ namespace {
 
 struct CalibrateArgs {
   std::vector<std::string> runs_files;
+  std::vector<std::string> only;       ///< the ids of the runs files' rows to fit on; empty: every row
   InputFiles files;                    ///< with --measured: the measured run's inputs
   std::vector<std::string> measured;   ///< a step-time log, or a PyTorch profiler trace per rank
   std::vector<std::string> sets;
@@ -58,6 +59,18 @@ calibration::MeasuredRun measured_run(const CalibrateArgs& args) {
   run.figure = calibration::FigureKind::StepTime;
   run.measured = step.report.step_time_s;
   return run;
+}
+
+/// The rows named by --only, in the runs files' order; an id no runs file has is an error.
+std::vector<calibration::MeasuredRun> only_runs(std::vector<calibration::MeasuredRun> runs,
+                                                const std::vector<std::string>& ids) {
+  for (const std::string& id : ids) {
+    if (std::none_of(runs.begin(), runs.end(), [&](const calibration::MeasuredRun& r) { return r.id == id; })) {
+      throw InputError({"--only " + id, 0, 0}, "", "no row of the runs files has this id");
+    }
+  }
+  std::erase_if(runs, [&](const calibration::MeasuredRun& r) { return std::find(ids.begin(), ids.end(), r.id) == ids.end(); });
+  return runs;
 }
 
 calibration::CalibrationOptions calibration_options(const CalibrateArgs& args) {
@@ -123,6 +136,7 @@ void run_calibrate(const CalibrateArgs& args) {
   for (const std::string& file : args.runs_files) {
     for (auto& run : calibration::load_measured_runs(file, shipped)) runs.push_back(std::move(run));
   }
+  if (!args.only.empty()) runs = only_runs(std::move(runs), args.only);
   if (!args.measured.empty()) runs.push_back(measured_run(args));
   std::string name = args.name;
   if (name.empty()) name = args.output.empty() ? "profile" : std::filesystem::path(args.output).stem().string();
@@ -156,6 +170,8 @@ void add_calibrate_command(CLI::App& app) {
   auto args = std::make_shared<CalibrateArgs>();
   CLI::App* cmd = app.add_subcommand("calibrate", "Fit a software profile (factors on the catalogue's rates) to measured runs");
   cmd->add_option("runs", args->runs_files, "Runs files (the row format of tests/validation/published_runs.yaml)");
+  cmd->add_option("--only", args->only, "Fit on these rows of the runs files only (their ids, comma-separated)")
+      ->delimiter(',');
   cmd->add_option("-o,--output", args->output, "Write the profile here (YAML; use it with --profile)");
   cmd->add_option("--name", args->name, "The profile's name (default: the output file's stem)");
   cmd->add_option("--topology", args->files.topology, "With --measured: the measured run's topology");

@@ -190,6 +190,26 @@ TEST_F(CalibrateCommand, RunsWithOnlyPeakMemoriesSetTheActivationFactorAlone) {
   EXPECT_NE(r.err.find("no run gives a step time"), std::string::npos) << r.err;
 }
 
+// --only fits on the named rows: of two rows of one run measured 1.2 x and 2 x its prediction, the
+// profile fitted on the second predicts 2 x; an id no row has is one line naming the flag.
+TEST_F(CalibrateCommand, OnlyFitsOnTheNamedRows) {
+  const fs::path two = calibrate_scratch() / "two-runs.yaml";
+  std::string slow = run_row(2.0 * uncalibrated_s_);
+  slow.replace(slow.find("gpt3-13b-p4d"), std::string("gpt3-13b-p4d").size(), "gpt3-13b-p4d-slow");
+  std::ofstream(two) << run_row(measured_s_) << slow;
+  const CommandResult r = mpsim_calibrate(two.string() + " --only gpt3-13b-p4d-slow --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json profile = json::parse(r.out);
+  ASSERT_EQ(profile.at("runs").size(), 1u);
+  EXPECT_EQ(profile.at("runs").at(0).at("id"), "gpt3-13b-p4d-slow");
+  EXPECT_NEAR(profile.at("runs").at(0).at("predicted_step_s").get<double>(), 2.0 * uncalibrated_s_,
+              0.01 * uncalibrated_s_);
+  const CommandResult unknown = mpsim_calibrate(two.string() + " --only gpt3-13b-p4d,nosuch-run");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_EQ(std::count(unknown.err.begin(), unknown.err.end(), '\n'), 1) << unknown.err;
+  EXPECT_NE(unknown.err.find("--only nosuch-run"), std::string::npos) << unknown.err;
+}
+
 TEST_F(CalibrateCommand, AnUnknownFactorExits2) {
   const CommandResult r = mpsim_calibrate(runs_.string() + " --factors gemm,nosuch");
   EXPECT_EQ(r.exit_code, 2);
