@@ -25,7 +25,7 @@ TEST(GpuCatalog, BuiltinKindsMatchTheReference) {
   const Row rows[] = {{"v100-16gb", 125, 16, 900},   {"v100-32gb", 125, 32, 900},  {"a100-40gb", 312, 40, 1555},
                       {"a100-80gb", 312, 80, 2039},  {"h100-sxm", 989, 80, 3350},  {"h200", 989, 141, 4800},
                       {"b200", 2250, 180, 8000},     {"gb200", 2500, 186, 8000},   {"b300", 2250, 288, 8000},
-                      {"gb300", 2500, 279, 8000}};
+                      {"gb300", 2500, 279, 8000},   {"t4-16gb", 65, 16, 320}};
   for (const Row& row : rows) {
     const GpuKind* kind = catalog.find(row.id);
     ASSERT_NE(kind, nullptr) << row.id;
@@ -36,6 +36,7 @@ TEST(GpuCatalog, BuiltinKindsMatchTheReference) {
     EXPECT_DOUBLE_EQ(kind->memory_bandwidth.in_bytes_per_sec(), row.hbm_gb_per_s * 1e9) << row.id;
   }
   EXPECT_FALSE(catalog.find("v100-16gb")->peak_for(DType::Bf16).has_value());  // Volta has no bf16
+  EXPECT_FALSE(catalog.find("t4-16gb")->peak_for(DType::Bf16).has_value());    // nor has Turing
 }
 
 // SM counts: A100 108, H100/H200 132, B200 148 (stas00/ml-engineering training/performance, wave
@@ -45,7 +46,7 @@ TEST(GpuCatalog, BuiltinSmCounts) {
   const std::pair<const char*, int> rows[] = {{"v100-16gb", 80},  {"v100-32gb", 80}, {"a100-40gb", 108},
                                               {"a100-80gb", 108}, {"h100-sxm", 132}, {"h200", 132},
                                               {"b200", 148},      {"b300", 148},     {"gb300", 152},
-                                              {"gb200", 152}};
+                                              {"gb200", 152},     {"t4-16gb", 40}};
   for (const auto& [id, sms] : rows) {
     const GpuKind* kind = catalog.find(id);
     ASSERT_NE(kind, nullptr) << id;
@@ -54,6 +55,9 @@ TEST(GpuCatalog, BuiltinSmCounts) {
   // V100's FP32 peak is 80 SMs x 64 FP32 lanes x 2 FLOP (FMA) x 1.53 GHz boost = 15.67 TFLOP/s.
   const GpuKind* v100 = catalog.find("v100-16gb");
   EXPECT_NEAR(v100->sm_count * 64 * 2 * 1.53e9, v100->peak_for(DType::Fp32)->in_flop_per_sec(), 0.005 * 15.7e12);
+  // T4's is 40 SMs x 64 FP32 lanes x 2 FLOP x 1.59 GHz boost = 8.14 TFLOP/s (datasheet 8.1).
+  const GpuKind* t4 = catalog.find("t4");
+  EXPECT_NEAR(t4->sm_count * 64 * 2 * 1.59e9, t4->peak_for(DType::Fp32)->in_flop_per_sec(), 0.006 * 8.1e12);
   for (const std::string& name : catalog.names()) EXPECT_GT(catalog.find(name)->sm_count, 0) << name;
 }
 

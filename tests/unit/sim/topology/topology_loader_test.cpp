@@ -33,6 +33,8 @@ TEST(TopologyLoader, EveryShippedTopologyLoads) {
       {"dgx-b200.yaml", 1, 8, "b200"},           {"gb200-nvl72.yaml", 1, 72, "gb200"},
       {"dgx-b300.yaml", 1, 8, "b300"},           {"gb300-nvl72.yaml", 1, 72, "gb300"},
       {"mixed-h100-a100.yaml", 4, 32, "h100-sxm"}, {"mixed-p5-p3.yaml", 4, 32, "h100-sxm"},
+      {"p3.8xlarge.yaml", 1, 4, "v100-16gb"},    {"g4dn.12xlarge.yaml", 1, 4, "t4-16gb"},
+      {"amp-p3-g4-mixed.yaml", 4, 16, "v100-16gb"}, {"amp-g4-p3-mixed.yaml", 4, 16, "t4-16gb"},
   };
   std::size_t seen = 0;
   for (const auto& e : files) {

@@ -47,14 +47,15 @@ TEST(ImportErrors, MissingOrUnknownGpuKind) {
   const std::string missing = error_of([] { (void)import_sample("p3.topo.txt"); });
   EXPECT_EQ(missing.rfind(data_path("p3.topo.txt") +
                               ":2:1: `nvidia-smi topo -m` does not name the GPU model: give the GPU kind (--gpu KIND, "
-                              "one of a100-40gb, a100-80gb, b200, b300, gb200, gb300, h100-sxm, h200, v100-16gb, v100-32gb",
+                              "one of a100-40gb, a100-80gb, b200, b300, gb200, gb300, h100-sxm, h200, t4-16gb, "
+                              "v100-16gb, v100-32gb",
                           0),
             0u)
       << missing;
   EXPECT_EQ(error_of([] { (void)import_sample("p3.topo.txt", "v200"); }),
             data_path("p3.topo.txt") +
                 ":2:1: unknown GPU kind 'v200' (one of a100-40gb, a100-80gb, b200, b300, gb200, gb300, h100-sxm, h200, "
-                "v100-16gb, "
+                "t4-16gb, v100-16gb, "
                 "v100-32gb)");
 }
 
