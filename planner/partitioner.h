@@ -16,10 +16,17 @@ namespace mpsim::planner {
 /// O(parts * n^2) time and O(parts * n) memory for n = costs.size().
 [[nodiscard]] std::vector<int> balanced_partition(std::span<const std::int64_t> costs, int parts);
 
+/// Which of the optimal partitions: the early stages as short as the optimum allows (above), or the
+/// slack the slowest stage leaves spread over the others (the least sum of squared stage costs among
+/// the optimal ones; on a tie the smaller boundaries), so that no stage but the slowest sits at the
+/// optimum only because the estimates said it may.
+enum class OptimalTie : std::uint8_t { ShortFirst, Spread };
+
 /// The same where each stage has its own cost of each unit (stages on GPUs of different speeds):
 /// `stage_costs[s][u]` is unit u's cost on stage s, and the partition minimises
 /// max_s sum(stage_costs[s][b_s .. b_{s+1})). One stage per row; rows of equal length >= the rows.
-[[nodiscard]] std::vector<int> balanced_partition(std::span<const std::vector<std::int64_t>> stage_costs);
+[[nodiscard]] std::vector<int> balanced_partition(std::span<const std::vector<std::int64_t>> stage_costs,
+                                                  OptimalTie tie = OptimalTie::ShortFirst);
 
 /// The largest stage cost of `boundaries` over `costs`.
 [[nodiscard]] std::int64_t bottleneck(std::span<const std::int64_t> costs, std::span<const int> boundaries);

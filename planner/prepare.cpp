@@ -167,6 +167,10 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   const auto& cuts = cuts_and_cut_of.first;
   const auto& cut_of = cuts_and_cut_of.second;
   std::vector<std::vector<int>> balanced(cuts.size());
+  // Where the stages run on different kinds, also the optimal partition that spreads the slowest
+  // stage's slack (OptimalTie::Spread): the per-kind estimates err apart, and a stage the short-first
+  // rule fills up to the optimum of another kind's estimate can end up the slowest when simulated.
+  std::vector<std::vector<int>> spread(cuts.size());
   parallel_for(cuts.size(), threads, [&](std::size_t i) {
     const CutKey& cut = cuts[i];
     if (cut.stage_kinds.empty()) {
@@ -184,19 +188,24 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
       stage_weights.push_back(std::move(w));
     }
     balanced[i] = balanced_partition(stage_weights);
+    const bool kinds_differ = std::any_of(cut.stage_kinds.begin(), cut.stage_kinds.end(),
+                                          [&](const std::vector<int>& k) { return k != cut.stage_kinds.front(); });
+    if (kinds_differ) spread[i] = balanced_partition(stage_weights, OptimalTie::Spread);
   });
 
-  // Drafts: each spec with its balanced partition, then the even one where it differs.
+  // Drafts: each spec with its balanced partition, the spread one and the even one where they differ.
   std::vector<Draft> drafts;
   const int layers = units.units();
   for (std::size_t i = 0; i < space.candidates.size(); ++i) {
     const plan::PlanSpec& s = space.candidates[i];
     const std::vector<int>& mine = balanced[cut_of[i]];
+    const std::vector<int>& spread_out = spread[cut_of[i]];
     drafts.push_back({i, mine, {}});
+    if (!spread_out.empty() && spread_out != mine) drafts.push_back({i, spread_out, {}});
     if (options.even_partition) {
       std::vector<int> even = plan::even_partition(
           layers, plan::partition_stage_count(s.schedule, s.degrees[plan::Axis::Pipeline], s.virtual_stages));
-      if (even != mine) drafts.push_back({i, std::move(even), {}});
+      if (even != mine && even != spread_out) drafts.push_back({i, std::move(even), {}});
     }
   }
   // A draft's stage costs are made twice (here for its static memory, below for its estimate if that

@@ -28,16 +28,35 @@ class Checker {
   const PlanSpec& spec_;
 };
 
-/// GPUs that share node0/gpu0's NVLink domain (itself included); a node without NVLink has a domain of 1.
-int nvlink_domain_size(const topology::Cluster& cluster) {
-  if (cluster.gpus().empty()) return 0;
-  const auto routes = topology::routes_from(cluster, cluster.gpus().front());
+/// The GPUs that share `gpu`'s NVLink domain (itself included); a node without NVLink has a domain of 1.
+int nvlink_domain_size(const topology::Cluster& cluster, topology::DeviceId gpu) {
+  const auto routes = topology::routes_from(cluster, gpu);
   int n = 0;
   for (const auto g : cluster.gpus()) {
     const auto& r = routes[g.value];
     n += r && (r->path_class == topology::PathClass::NVL || r->path_class == topology::PathClass::Local) ? 1 : 0;
   }
   return n;
+}
+
+/// The smallest NVLink domain a tensor group may land in: that of the first job GPU of each kind (on a
+/// cluster of several kinds, a tensor group on each kind's nodes has to fit that kind's domain), with
+/// the kind's name. Nodes of one kind are taken as wired alike.
+struct SmallestDomain {
+  int gpus = 0;
+  std::string kind_name;
+};
+SmallestDomain smallest_nvlink_domain(const topology::Cluster& cluster) {
+  SmallestDomain smallest;
+  std::vector<int> probed;
+  for (const topology::DeviceId g : cluster.gpus()) {
+    const int kind = cluster.device(g).gpu_kind;
+    if (std::find(probed.begin(), probed.end(), kind) != probed.end()) continue;
+    probed.push_back(kind);
+    const int domain = nvlink_domain_size(cluster, g);
+    if (probed.size() == 1 || domain < smallest.gpus) smallest = {domain, cluster.gpu_kind_of(g).name};
+  }
+  return smallest;
 }
 
 }  // namespace
@@ -384,12 +403,13 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   }
 
   // Tensor parallelism: within one NVLink domain, and it must split the heads.
-  const int domain = nvlink_domain_size(cluster);
   if (!p.allow_tensor_across_nodes && p.degrees[Axis::Tensor] > 1) {
-    check.require(p.degrees[Axis::Tensor] <= std::max(domain, 1), "tensor",
-                  fmt::format("tensor {} spans more than one NVLink domain ({} GPUs); lower it, or set "
+    const SmallestDomain domain = smallest_nvlink_domain(cluster);
+    const std::string where = cluster.job_gpu_kinds().size() > 1 ? fmt::format(" on the {} nodes", domain.kind_name) : "";
+    check.require(p.degrees[Axis::Tensor] <= std::max(domain.gpus, 1), "tensor",
+                  fmt::format("tensor {} spans more than one NVLink domain ({} GPUs{}); lower it, or set "
                               "allow_tensor_across_nodes: true",
-                              p.degrees[Axis::Tensor], domain));
+                              p.degrees[Axis::Tensor], domain.gpus, where));
   }
   if (model.shape && p.degrees[Axis::Tensor] > 1) {
     check.require(model.shape->heads % p.degrees[Axis::Tensor] == 0, "tensor",

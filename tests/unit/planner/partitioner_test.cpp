@@ -134,5 +134,50 @@ TEST(BalancedPartition, TwoStagesAtDifferentSpeedsGetTheSplitThatEqualisesThem) 
   EXPECT_EQ(balanced_partition(std::vector<std::vector<std::int64_t>>(2, costs)), balanced_partition(costs, 2));
 }
 
+TEST(BalancedPartition, SpreadTieMatchesBruteForce) {
+  // The optimal partition with the least sum of squared stage costs, the first such in lexicographic order.
+  std::mt19937 rng(13);
+  for (int trial = 0; trial < 300; ++trial) {
+    const int n = std::uniform_int_distribution<int>(1, 9)(rng);
+    const int parts = std::uniform_int_distribution<int>(1, n)(rng);
+    std::vector<std::vector<std::int64_t>> stage_costs(static_cast<std::size_t>(parts));
+    for (auto& row : stage_costs) {
+      row.resize(static_cast<std::size_t>(n));
+      for (auto& c : row) c = std::uniform_int_distribution<std::int64_t>(0, trial % 2 == 0 ? 3 : 100)(rng);
+    }
+    const std::int64_t optimum = per_stage_bottleneck(stage_costs, balanced_partition(stage_costs));
+    double least = -1;
+    std::vector<int> first_least;
+    all_partitions(n, parts, [&](const std::vector<int>& b) {
+      if (per_stage_bottleneck(stage_costs, b) > optimum) return;
+      double squares = 0;
+      for (std::size_t s = 0; s + 1 < b.size(); ++s) {
+        std::int64_t c = 0;
+        for (int u = b[s]; u < b[s + 1]; ++u) c += stage_costs[s][static_cast<std::size_t>(u)];
+        squares += static_cast<double>(c) * static_cast<double>(c);
+      }
+      if (least < 0 || squares < least) {
+        least = squares;
+        first_least = b;
+      }
+    });
+    EXPECT_EQ(balanced_partition(stage_costs, OptimalTie::Spread), first_least) << "trial " << trial;
+  }
+}
+
+TEST(BalancedPartition, SpreadLeavesTheSlackOfASlowLastStageToTheOthers) {
+  // Three fast stages (1 a block) and a slow last one (10 a block) over 24 blocks whose last is a head
+  // of 30 on the slow stage: the slow stage takes the head alone (30) and sets the optimum. Short-first
+  // then gives the fast stages 1, 1 and 21 blocks (21 <= 30); spread gives 7, 8 and 8.
+  std::vector<std::vector<std::int64_t>> stage_costs(3, std::vector<std::int64_t>(24, 1));
+  stage_costs[0][23] = stage_costs[1][23] = stage_costs[2][23] = 3;
+  std::vector<std::int64_t> slow(24, 10);
+  slow[23] = 30;
+  stage_costs.push_back(slow);
+  EXPECT_EQ(balanced_partition(stage_costs), (std::vector<int>{0, 1, 2, 23, 24}));
+  EXPECT_EQ(balanced_partition(stage_costs, OptimalTie::Spread), (std::vector<int>{0, 7, 15, 23, 24}));
+  EXPECT_EQ(per_stage_bottleneck(stage_costs, {0, 7, 15, 23, 24}), 30);
+}
+
 }  // namespace
 }  // namespace mpsim::planner
