@@ -16,6 +16,7 @@
 #include "cli/measured_step.h"
 #include "cli/table.h"
 #include "sim/calibration/calibrate.h"
+#include "sim/calibration/kernel_rates.h"
 #include "sim/calibration/profile_file.h"
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
@@ -36,8 +37,36 @@ struct CalibrateArgs {
   bool json = false;
 };
 
-/// The run that --topology, --model, --plan and --measured describe: its step from the log or traces.
-calibration::MeasuredRun measured_run(const CalibrateArgs& args) {
+/// The run that --measured describes, and what its profiler traces' kernels say (nothing for a log).
+struct MeasuredInput {
+  calibration::MeasuredRun run;
+  interop::TraceKernels kernels;                     ///< by rank; none without traces
+  std::vector<calibration::KernelReading> readings;  ///< by class; empty without kernels
+  std::vector<calibration::ReadFactor> read;         ///< the factors the readings set
+};
+
+/// The traced ranks' kernels of the classes a factor prices (the same names on both sides), each
+/// against its pipeline rank (0 without pipeline parallelism).
+std::vector<calibration::MeasuredKernels> measured_kernels(const interop::TraceKernels& kernels) {
+  std::vector<calibration::MeasuredKernels> out;
+  for (const interop::RankKernels& rank : kernels.ranks) {
+    calibration::MeasuredKernels m;
+    m.stage = std::max(0, rank.stage);
+    for (const engine::KernelClass c : engine::kKernelClasses) {
+      for (const interop::KernelClass t : interop::kKernelClasses) {
+        if (interop::to_string(t) != engine::to_string(c)) continue;
+        m.kernels[static_cast<std::size_t>(c)] = rank[t].kernels;
+        m.seconds_per_step[static_cast<std::size_t>(c)] = rank[t].seconds / std::max(1, rank.steps);
+      }
+    }
+    out.push_back(m);
+  }
+  return out;
+}
+
+/// The run that --topology, --model, --plan and --measured describe: its step from the log or traces,
+/// and with traces the factors their kernels set (those --factors allows).
+MeasuredInput measured_run(const CalibrateArgs& args, const calibration::CalibrationOptions& options) {
   for (const auto& [flag, value] : {std::pair{"--topology", args.files.topology}, {"--model", args.files.model},
                                     {"--plan", args.files.plan}}) {
     if (value.empty()) throw InputError({"--measured", 0, 0}, "", fmt::format("needs {} (the measured run's)", flag));
@@ -54,11 +83,68 @@ calibration::MeasuredRun measured_run(const CalibrateArgs& args) {
   run.model = std::move(in.model);
   run.plan = std::move(*in.plan);
   const trace::Report predicted = calibration::predict(run, {});
-  const trace::StepRecord step = load_measured_step(args.measured, std::nullopt, predicted);
+  MeasuredInput out;
+  const trace::StepRecord step = load_measured_step(args.measured, std::nullopt, predicted, &out.kernels);
   if (step.report.step_time_s <= 0) throw InputError({args.measured.front(), 0, 0}, "", "gives no step time");
   run.figure = calibration::FigureKind::StepTime;
   run.measured = step.report.step_time_s;
-  return run;
+  if (!out.kernels.ranks.empty()) {
+    try {
+      out.readings = calibration::kernel_readings(run, measured_kernels(out.kernels));
+    } catch (const std::invalid_argument& e) {
+      throw InputError({args.measured.front(), 0, 0}, "", e.what());
+    }
+    for (const calibration::ReadFactor& f : calibration::read_kernel_factors(out.readings, run.cluster)) {
+      if (std::find(options.factors.begin(), options.factors.end(), f.kind) != options.factors.end()) out.read.push_back(f);
+    }
+  }
+  out.run = std::move(run);
+  return out;
+}
+
+/// The traces' kernels by class against mpsim's prediction, and the names no rule knows.
+void print_kernels(const MeasuredInput& measured) {
+  const auto ms = [](double s) { return fmt::format("{:.3f} ms", s * 1e3); };
+  Table table;
+  table.add_row({"kernels", "count", "measured / step", "predicted / step", "factor"});
+  for (const calibration::KernelReading& r : measured.readings) {
+    const auto read = std::find_if(measured.read.begin(), measured.read.end(), [&](const calibration::ReadFactor& f) {
+      return calibration::to_string(f.kind) == engine::to_string(r.kernel_class);
+    });
+    std::string factor = "-";
+    if (read != measured.read.end()) factor = fmt::format("{:.3f}{}", read->value, read->clamped ? " (clamped)" : "");
+    table.add_row({std::string(engine::to_string(r.kernel_class)), std::to_string(r.kernels), ms(r.measured_s),
+                   ms(r.predicted_s), factor});
+  }
+  // NCCL's kernels and the unknown ones: measured only (the links are fitted to the step).
+  const double ranks = static_cast<double>(std::max<std::size_t>(1, measured.kernels.ranks.size()));
+  for (const interop::KernelClass c : {interop::KernelClass::Nccl, interop::KernelClass::Other}) {
+    std::int64_t count = 0;
+    double per_step = 0;
+    for (const interop::RankKernels& rank : measured.kernels.ranks) {
+      count += rank[c].kernels;
+      per_step += rank[c].seconds / std::max(1, rank.steps);
+    }
+    table.add_row({std::string(interop::to_string(c)), std::to_string(count), ms(per_step / ranks), "-", "-"});
+  }
+  std::cout << "Kernels of the traces, per step on a rank (mean over " << measured.kernels.ranks.size() << " ranks):\n"
+            << table.render();
+  if (measured.read.empty()) {
+    std::cout << "No class of kernel is both in the traces and in mpsim's prediction: every factor is fitted to the step.\n";
+  }
+  if (!measured.kernels.other_names.empty()) {
+    std::vector<std::pair<std::string, interop::KernelTime>> names(measured.kernels.other_names.begin(),
+                                                                   measured.kernels.other_names.end());
+    std::sort(names.begin(), names.end(), [](const auto& a, const auto& b) { return a.second.seconds > b.second.seconds; });
+    constexpr std::size_t kShown = 5;
+    std::cout << fmt::format("{} kernel name(s) of no known class (counted as other, in no factor){}:\n", names.size(),
+                             names.size() > kShown ? fmt::format("; the {} longest", kShown) : "");
+    for (std::size_t i = 0; i < std::min(kShown, names.size()); ++i) {
+      std::cout << fmt::format("  {} ({} kernels, {})\n", names[i].first.substr(0, 120), names[i].second.kernels,
+                               ms(names[i].second.seconds));
+    }
+  }
+  std::cout << "\n";
 }
 
 /// The rows named by --only, in the runs files' order; an id no runs file has is an error.
@@ -95,12 +181,17 @@ void print_profile(const calibration::SoftwareProfile& profile) {
     std::cout << "No factor moves these runs' predicted steps: the profile is empty.\n";
   } else {
     Table factors;
-    factors.add_row({"factor", "value", "meaning"});
+    const bool read = !profile.read_factors.empty();  // then each factor says how it was set
+    std::vector<std::string> header{"factor", "value", "meaning"};
+    if (read) header.emplace_back("set");
+    factors.add_row(header);
     for (const calibration::Factor& f : profile.factors) {
       const bool memory = f.kind == calibration::FactorKind::ActivationMemory;
-      factors.add_row({std::string(calibration::to_string(f.kind)), fmt::format("{:.3f}", f.value),
-                       fmt::format("{:+.1f} % against {}", (f.value - 1) * 100,
-                                   memory ? "mpsim's count of the activations" : "the catalogue's rate")});
+      std::vector<std::string> row{std::string(calibration::to_string(f.kind)), fmt::format("{:.3f}", f.value),
+                                   fmt::format("{:+.1f} % against {}", (f.value - 1) * 100,
+                                               memory ? "mpsim's count of the activations" : "the catalogue's rate")};
+      if (read) row.push_back(profile.factor_source(f.kind));
+      factors.add_row(row);
     }
     std::cout << factors.render();
   }
@@ -137,10 +228,15 @@ void run_calibrate(const CalibrateArgs& args) {
     for (auto& run : calibration::load_measured_runs(file, shipped)) runs.push_back(std::move(run));
   }
   if (!args.only.empty()) runs = only_runs(std::move(runs), args.only);
-  if (!args.measured.empty()) runs.push_back(measured_run(args));
+  calibration::CalibrationOptions options = calibration_options(args);
+  std::optional<MeasuredInput> measured;
+  if (!args.measured.empty()) {
+    measured = measured_run(args, options);
+    runs.push_back(measured->run);
+    options.read = measured->read;
+  }
   std::string name = args.name;
   if (name.empty()) name = args.output.empty() ? "profile" : std::filesystem::path(args.output).stem().string();
-  const calibration::CalibrationOptions options = calibration_options(args);
   // calibrate() takes this as a broken precondition; here it is the runs files' content (--measured
   // always gives a step), so it is reported as their error.
   const bool memory = std::find(options.factors.begin(), options.factors.end(),
@@ -159,6 +255,7 @@ void run_calibrate(const CalibrateArgs& args) {
   if (args.json) {
     std::cout << calibration::profile_json(profile).dump(2) << "\n";
   } else {
+    if (measured && !measured->kernels.ranks.empty()) print_kernels(*measured);
     print_profile(profile);
     if (!args.output.empty()) std::cout << fmt::format("\nwrote {}\n", args.output);
   }

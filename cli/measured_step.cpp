@@ -38,7 +38,7 @@ int predicted_gpus_per_node(const trace::Report& predicted) {
 }  // namespace
 
 trace::StepRecord load_measured_step(const std::vector<std::string>& measured, std::optional<int> gpus_per_node,
-                                     const trace::Report& predicted) {
+                                     const trace::Report& predicted, interop::TraceKernels* kernels) {
   const std::string first = read_whole_file(measured.front());
   const bool kineto = interop::is_kineto_trace(first);
   if (!kineto && measured.size() > 1) {
@@ -54,7 +54,7 @@ trace::StepRecord load_measured_step(const std::vector<std::string>& measured, s
       // Megatron's rank order puts a stage's tensor x context x data ranks together.
       const int ranks_per_stage = p.pipeline > 1 ? p.tensor * p.context * p.data : 0;
       return interop::read_kineto_step(ranks, gpus_per_node.value_or(predicted_gpus_per_node(predicted)),
-                                       ranks_per_stage);
+                                       ranks_per_stage, kernels);
     }
     if (interop::is_step_time_log(first)) return interop::read_step_time_log(first, measured.front());
   } catch (const trace::TraceReadError& e) {

@@ -17,9 +17,11 @@ namespace mpsim::cli {
 
 /// The measured side: a framework's run (a PyTorch profiler trace per rank, or a step-time log), or
 /// what load_step() reads. `predicted` names the devices a Kineto rank maps to (its GPUs per node,
-/// unless `gpus_per_node` is given, and its stages). Throws InputError naming the file.
+/// unless `gpus_per_node` is given, and its stages). With `kernels`, PyTorch profiler traces also give
+/// their ranks' kernels by class there (left empty otherwise). Throws InputError naming the file.
 [[nodiscard]] trace::StepRecord load_measured_step(const std::vector<std::string>& measured,
-                                                   std::optional<int> gpus_per_node, const trace::Report& predicted);
+                                                   std::optional<int> gpus_per_node, const trace::Report& predicted,
+                                                   interop::TraceKernels* kernels = nullptr);
 
 /// The step log `measured` names (one Megatron-LM / NeMo log file), or nothing when it names a trace, a
 /// report or PyTorch profiler traces. Throws InputError naming the file.

@@ -30,6 +30,87 @@ std::optional<trace::SpanKind> nccl_kind(std::string_view name) {
   return std::nullopt;
 }
 
+/// What a kernel's name tells of its class: the first row whose needles all occur in the lowercased
+/// name decides. Order matters: NCCL first; attention before the GEMM rows (FlashAttention-3's kernels
+/// are CUTLASS device kernels, cuDNN's attention names say wgmma); FP8 GEMMs before 16-bit ones. The
+/// names quoted are real kernels as PyTorch profiler and Nsight tables show them.
+struct KernelNameRule {
+  std::string_view needle;
+  std::string_view also;  ///< a second needle the name must hold too; empty: none
+  KernelClass kind;
+};
+constexpr KernelNameRule kKernelNameRules[] = {
+    // NCCL names every kernel it launches so: ncclDevKernel_AllReduce_Sum_bf16_RING_LL,
+    // ncclKernel_ReduceScatter_RING_LL_Sum_half, ncclDevKernel_SendRecv.
+    {"nccl", "", KernelClass::Nccl},
+    // FlashAttention 2 (Tri Dao's, and PyTorch's vendored copy): flash_fwd_kernel<Flash_fwd_kernel_traits<..>>,
+    // flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel, flash_bwd_dot_do_o_kernel, pytorch_flash::flash_fwd_kernel;
+    // FlashAttention 3: cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<..>>>;
+    // cuDNN's SDPA (Transformer Engine's fused attention, PyTorch's cudnn backend):
+    // cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x...
+    {"flash", "", KernelClass::Attention},
+    // cuDNN SDPA kernels whose name lacks "flash" (cudnn_generated_fort_native_sdpa_..._bprop_...).
+    {"sdpa", "", KernelClass::Attention},
+    // xFormers' / PyTorch's memory-efficient attention (CUTLASS): fmha_cutlassF_bf16_aligned_64x128_rf_sm80,
+    // fmha_cutlassB_...; TensorRT-style fmha kernels.
+    {"fmha", "", KernelClass::Attention},
+    // Kernels that say what they are (e.g. a framework's own attention kernel).
+    {"attention", "", KernelClass::Attention},
+    // FP8 GEMMs, where the name gives the operand type: cuBLASLt's
+    // sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x128x128_cgasize1x2x1_..., CUTLASS's
+    // cutlass3x_sm90_tensorop_gemm_e4m3_..., DeepGEMM's fp8_gemm_kernel. nvjet names (cuBLAS 12.8+) give
+    // only tiles and layout, so an FP8 nvjet GEMM reads as a 16-bit one (see docs/calibration.md).
+    {"gemm", "e4m3", KernelClass::Fp8Gemm},
+    {"gemm", "e5m2", KernelClass::Fp8Gemm},
+    {"gemm", "fp8", KernelClass::Fp8Gemm},
+    {"cutlass", "e4m3", KernelClass::Fp8Gemm},
+    {"cutlass", "e5m2", KernelClass::Fp8Gemm},
+    // cuBLAS's nvjet GEMMs (CUDA 12.8+ on Hopper and Blackwell): nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT,
+    // nvjet_tss_64x8_64x16_2x1_v_bz_splitK_TNT.
+    {"nvjet", "", KernelClass::Gemm},
+    // cuBLAS's and CUTLASS's GEMMs by name: sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_...,
+    // ampere_bf16_s16816gemm_bf16_128x256_ldg8_f2f_stages_64x3_tn, cutlass_80_tensorop_bf16_s16816gemm_...,
+    // gemmSN_TN_kernel, gemv kernels of a batch of one.
+    {"gemm", "", KernelClass::Gemm},
+    {"gemv", "", KernelClass::Gemm},
+    // cuBLAS/cuDNN xmma kernels and Hopper warpgroup-MMA kernels not named gemm (sm80_xmma_..., ..._wgmma_...).
+    {"xmma", "", KernelClass::Gemm},
+    {"wgmma", "", KernelClass::Gemm},
+    // CUTLASS device kernels (cutlass::Kernel2<cutlass_80_tensorop_...>, cutlass::device_kernel<GemmUniversal..>),
+    // the grouped GEMMs of the routed experts among them. Attention's CUTLASS kernels matched above.
+    {"cutlass", "", KernelClass::Gemm},
+    // cuBLAS's split-K reduction, run after a splitK GEMM (splitKreduce_kernel): part of that GEMM.
+    {"splitkreduce", "", KernelClass::Gemm},
+    // PyTorch's elementwise kernels: at::native::vectorized_elementwise_kernel<..>,
+    // unrolled_elementwise_kernel, elementwise_kernel_with_index, index_elementwise_kernel.
+    {"elementwise", "", KernelClass::MemoryBound},
+    // PyTorch's reductions (at::native::reduce_kernel<..>) and TorchInductor's generated pointwise,
+    // reduction and persistent-reduction kernels (triton_poi_fused_mul_silu_0, triton_red_fused_..,
+    // triton_per_fused_..).
+    {"reduce_kernel", "", KernelClass::MemoryBound},
+    {"triton_poi", "", KernelClass::MemoryBound},
+    {"triton_red", "", KernelClass::MemoryBound},
+    {"triton_per", "", KernelClass::MemoryBound},
+    // Norms: PyTorch's vectorized_layer_norm_kernel, Apex's cuApplyLayerNorm / cuApplyRMSNorm, Transformer
+    // Engine's rmsnorm_fwd_tuned_kernel and layernorm kernels.
+    {"norm", "", KernelClass::MemoryBound},
+    // Softmax and loss: cunn_SoftMaxForward, Megatron's scaled_masked_softmax_warp_forward, cross-entropy
+    // and nll_loss kernels.
+    {"softmax", "", KernelClass::MemoryBound},
+    {"cross_entropy", "", KernelClass::MemoryBound},
+    {"nll_loss", "", KernelClass::MemoryBound},
+    // Optimizers: PyTorch's fused/foreach multi_tensor_apply_kernel, Apex's and Transformer Engine's
+    // multi_tensor_adam kernels.
+    {"multi_tensor", "", KernelClass::MemoryBound},
+    // Casts and transposes (Transformer Engine's cast_transpose kernels, the FP8 quantization), copies
+    // (CatArrayBatchedCopy, copy_kernel), fills (FillFunctor) and dropout (fused_dropout_kernel).
+    {"cast", "", KernelClass::MemoryBound},
+    {"transpose", "", KernelClass::MemoryBound},
+    {"copy", "", KernelClass::MemoryBound},
+    {"fill", "", KernelClass::MemoryBound},
+    {"dropout", "", KernelClass::MemoryBound},
+};
+
 /// The kind a record_function range stands for, from its name.
 std::optional<trace::SpanKind> range_kind(std::string_view name) {
   const std::string n = ascii_lower(name);
@@ -81,13 +162,29 @@ const nlohmann::json& member(const nlohmann::json& event, const char* key) {
 
 /// A number of microseconds (Kineto writes fractional microseconds) as nanoseconds.
 std::int64_t microseconds_ns(const nlohmann::json& value, std::string_view source, std::string_view field) {
-  if (!value.is_number()) fail(source, fmt::format("an event's \"{}\" is not a number", field));
+  if (!value.is_number()) fail(source, fmt::format("{} is not a number", field));
   const double us = value.get<double>();
-  if (!std::isfinite(us) || std::abs(us) > 1e15) fail(source, fmt::format("an event's \"{}\" is out of range", field));
+  if (!std::isfinite(us) || std::abs(us) > 1e15) fail(source, fmt::format("{} is out of range", field));
   return std::llround(us * 1000.0);
 }
 
 }  // namespace
+
+std::string_view to_string(KernelClass c) noexcept {
+  static constexpr std::array<std::string_view, kKernelClasses.size()> kNames = {
+      "gemm", "fp8_gemm", "attention", "memory_bound", "nccl", "other"};
+  return kNames[static_cast<std::size_t>(c)];
+}
+
+KernelClass kernel_class(std::string_view kernel_name) {
+  const std::string n = ascii_lower(kernel_name);
+  for (const KernelNameRule& rule : kKernelNameRules) {
+    if (n.find(rule.needle) != std::string::npos && (rule.also.empty() || n.find(rule.also) != std::string::npos)) {
+      return rule.kind;
+    }
+  }
+  return KernelClass::Other;
+}
 
 bool is_kineto_trace(std::string_view text) {
   if (text.find("\"traceEvents\"") == std::string_view::npos || text.find("\"mpsim\"") != std::string_view::npos) {
@@ -96,7 +193,8 @@ bool is_kineto_trace(std::string_view text) {
   return text.find("\"schemaVersion\"") != std::string_view::npos || text.find("ProfilerStep#") != std::string_view::npos;
 }
 
-trace::StepRecord read_kineto_step(const std::vector<KinetoFile>& ranks, int gpus_per_node, int ranks_per_stage) {
+trace::StepRecord read_kineto_step(const std::vector<KinetoFile>& ranks, int gpus_per_node, int ranks_per_stage,
+                                   TraceKernels* kernel_classes) {
   if (ranks.empty()) throw trace::TraceReadError("no trace files");
   if (gpus_per_node < 1) gpus_per_node = 1;
   trace::StepRecord out;
@@ -128,8 +226,8 @@ trace::StepRecord read_kineto_step(const std::vector<KinetoFile>& ranks, int gpu
     for (const auto& e : *events) {
       if (!e.is_object() || string_member(e, "ph") != "X") continue;
       if (string_member(e, "name").rfind("ProfilerStep#", 0) != 0) continue;
-      const std::int64_t start = microseconds_ns(member(e, "ts"), file.name, "ts");
-      const std::int64_t dur = microseconds_ns(member(e, "dur"), file.name, "dur");
+      const std::int64_t start = microseconds_ns(member(e, "ts"), file.name, "a ProfilerStep range's \"ts\"");
+      const std::int64_t dur = microseconds_ns(member(e, "dur"), file.name, "a ProfilerStep range's \"dur\"");
       if (dur <= 0) fail(file.name, "a ProfilerStep range has no duration");
       steps.push_back({start, start + dur});
     }
@@ -147,21 +245,46 @@ trace::StepRecord read_kineto_step(const std::vector<KinetoFile>& ranks, int gpu
     const auto lane = static_cast<std::uint32_t>(timeline.lanes.size());
     timeline.lanes.push_back({fmt::format("node{}", rank / gpus_per_node), device});
     std::vector<Interval> kernels;
-    for (const auto& e : *events) {
+    RankKernels classes;
+    classes.rank = rank;
+    classes.stage = ranks_per_stage > 0 ? rank / ranks_per_stage : -1;
+    classes.steps = static_cast<int>(steps.size());
+    for (std::size_t index = 0; index < events->size(); ++index) {
+      const nlohmann::json& e = (*events)[index];
       if (!e.is_object() || string_member(e, "ph") != "X") continue;
       const std::string cat = string_member(e, "cat");
       if (cat != "kernel" && cat != "gpu_user_annotation") continue;
       const std::string text = string_member(e, "name");
-      if (text.empty()) continue;
-      const std::int64_t start = microseconds_ns(member(e, "ts"), file.name, "ts");
-      const std::int64_t dur = microseconds_ns(member(e, "dur"), file.name, "dur");
-      if (dur < 0) fail(file.name, "an event has a negative duration");
+      // A kernel's name is its class: one without is a broken trace, not a kernel to drop.
+      const std::string where = fmt::format("traceEvents[{}]", index);
+      if (text.empty()) {
+        if (cat == "kernel") fail(file.name, where + ": a kernel event without a \"name\" string");
+        continue;
+      }
+      const std::int64_t start = microseconds_ns(member(e, "ts"), file.name, where + ".ts");
+      const std::int64_t dur = microseconds_ns(member(e, "dur"), file.name, where + ".dur");
+      if (dur < 0) fail(file.name, where + ": \"dur\" is negative");
       const std::int64_t end = start + dur;
       if (end <= window_start || start >= window_end) continue;
       std::optional<trace::SpanKind> kind;
       if (cat == "kernel") {
-        kernels.push_back({std::max(start, window_start), std::min(end, window_end)});
+        const Interval clipped{std::max(start, window_start), std::min(end, window_end)};
+        kernels.push_back(clipped);
         kind = nccl_kind(text);
+        if (kernel_classes != nullptr) {
+          // Only what runs inside a step counts (a kernel between two steps belongs to neither).
+          std::int64_t inside = 0;
+          for (const Interval& s : steps) inside += std::max<std::int64_t>(0, std::min(end, s.end) - std::max(start, s.start));
+          const KernelClass c = kernel_class(text);
+          KernelTime& time = classes.by_class[static_cast<std::size_t>(c)];
+          ++time.kernels;
+          time.seconds += static_cast<double>(inside) * 1e-9;
+          if (c == KernelClass::Other) {
+            KernelTime& named = kernel_classes->other_names[text];
+            ++named.kernels;
+            named.seconds += static_cast<double>(inside) * 1e-9;
+          }
+        }
       } else {
         kind = range_kind(text);
       }
@@ -176,12 +299,17 @@ trace::StepRecord read_kineto_step(const std::vector<KinetoFile>& ranks, int gpu
     }
     const double per_step = static_cast<double>(union_length(kernels)) * 1e-9 / static_cast<double>(steps.size());
     results.push_back({rank, per_step, median(rank_steps)});
+    if (kernel_classes != nullptr) kernel_classes->ranks.push_back(classes);
   }
   std::sort(results.begin(), results.end(), [](const RankResult& a, const RankResult& b) { return a.rank < b.rank; });
   for (std::size_t i = 1; i < results.size(); ++i) {
     if (results[i].rank == results[i - 1].rank) {
       throw trace::TraceReadError(fmt::format("two trace files are rank {}", results[i].rank));
     }
+  }
+  if (kernel_classes != nullptr) {
+    std::sort(kernel_classes->ranks.begin(), kernel_classes->ranks.end(),
+              [](const RankKernels& a, const RankKernels& b) { return a.rank < b.rank; });
   }
   trace::Report& report = out.report;
   report.step_time_s = median(step_durations_s);

@@ -8,7 +8,9 @@
 /// record_function ranges the framework adds, projected on the GPU streams (cat
 /// "gpu_user_annotation"): forward / backward ranges where the framework names them so, and the
 /// optimizer's `Optimizer.step#...` range, which PyTorch's optimizers record.
+#include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -28,6 +30,38 @@ struct KinetoFile {
   std::string text;
 };
 
+/// The classes a trace's kernels are read into by their names (docs/calibration.md, "Reading kernel
+/// traces"): those a software profile prices with a factor of its own, named as those factors are
+/// (gemm, fp8_gemm, attention, memory_bound), NCCL's kernels (nccl), and the names no rule knows
+/// (other), which are reported rather than guessed into a class.
+enum class KernelClass : std::uint8_t { Gemm, Fp8Gemm, Attention, MemoryBound, Nccl, Other };
+inline constexpr std::array<KernelClass, 6> kKernelClasses = {KernelClass::Gemm,        KernelClass::Fp8Gemm,
+                                                              KernelClass::Attention,   KernelClass::MemoryBound,
+                                                              KernelClass::Nccl,        KernelClass::Other};
+[[nodiscard]] std::string_view to_string(KernelClass c) noexcept;
+/// The class of a kernel by its name (the first rule of the name table that matches; Other when none).
+[[nodiscard]] KernelClass kernel_class(std::string_view kernel_name);
+
+/// Kernels of one class: how many ran and their summed durations (clipped to the profiled steps).
+struct KernelTime {
+  std::int64_t kernels = 0;
+  double seconds = 0;
+};
+/// One rank's kernels over its profiled steps, by class. Kernels on several streams that overlap are
+/// summed, not unioned: each class's time is what its kernels took, as the simulator prices them.
+struct RankKernels {
+  int rank = 0;
+  int stage = -1;  ///< its pipeline stage as the devices' (rank / ranks_per_stage); -1: unknown
+  int steps = 0;  ///< profiled steps (ProfilerStep#N ranges)
+  std::array<KernelTime, kKernelClasses.size()> by_class{};
+  [[nodiscard]] const KernelTime& operator[](KernelClass c) const noexcept { return by_class[static_cast<std::size_t>(c)]; }
+};
+/// A run's kernels: each rank's, by rank, and the names of class Other with their kernels over all ranks.
+struct TraceKernels {
+  std::vector<RankKernels> ranks;
+  std::map<std::string, KernelTime> other_names;
+};
+
 /// The measured step of a run from its ranks' traces: the step time is the median `ProfilerStep#N`
 /// duration over every step of every rank (the ranks wait for each other, so their steps are one
 /// step), a device per rank named as the simulator names GPUs (`node<rank / gpus_per_node>/gpu<rank %
@@ -36,9 +70,10 @@ struct KinetoFile {
 /// kinds the trace shows: NCCL all-reduce, reduce-scatter, all-gather, all-to-all and send/receive
 /// kernels; forward, backward and optimizer ranges. A rank's pipeline stage is rank / ranks_per_stage
 /// (Megatron's rank order tp-cp-ep-dp-pp, where a stage holds tensor x context x data ranks); 0: unknown
-/// (-1). Throws trace::TraceReadError naming the file.
+/// (-1). With `kernels`, also each rank's kernels by class (what `mpsim calibrate` reads rates from).
+/// Throws trace::TraceReadError naming the file, and for a malformed event its index and field.
 [[nodiscard]] trace::StepRecord read_kineto_step(const std::vector<KinetoFile>& ranks, int gpus_per_node,
-                                                 int ranks_per_stage);
+                                                 int ranks_per_stage, TraceKernels* kernels = nullptr);
 
 /// Whether `text` is a step-time log: a line with Megatron-LM's "elapsed time per iteration (ms):" or
 /// NeMo's "train_step_timing in s".

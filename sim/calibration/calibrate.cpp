@@ -18,9 +18,7 @@ namespace {
 constexpr double kProbe = 0.8;
 /// The second probe of a factor the first finds idle: a rate a quarter of the catalogue's.
 constexpr double kFarProbe = 0.25;
-/// The smallest value a factor may take: a rate a twentieth of the catalogue's is a broken run, not a
-/// software stack.
-constexpr double kFloor = 0.05;
+constexpr double kFloor = kSmallestRateFactor;
 constexpr int kMaxIterations = 16;
 /// The fit is done when every run's step is within this of its measurement (log error: 0.1 %).
 constexpr double kMatched = 1e-3;
@@ -28,9 +26,10 @@ constexpr double kMatched = 1e-3;
 constexpr double kUnexplained = 0.01;
 
 struct StepRun {
-  const MeasuredRun* run = nullptr;
+  const MeasuredRun* run = nullptr;  ///< with the read factors applied to its cluster
   double measured_s = 0;
-  double uncalibrated_s = 0;
+  double uncalibrated_s = 0;  ///< predicted with the read factors only (those the fit starts from)
+  double catalogue_s = 0;     ///< predicted at the catalogue's rates
 };
 
 struct Candidate {
@@ -297,17 +296,28 @@ SoftwareProfile calibrate(const std::vector<MeasuredRun>& runs, std::string name
                            options.factors.end();
   const bool fits_steps = std::any_of(options.factors.begin(), options.factors.end(),
                                       [](FactorKind k) { return k != FactorKind::ActivationMemory; });
+  // The factors read from kernel traces are held: the runs the fit simulates have them applied.
+  std::vector<Factor> read;
+  for (const ReadFactor& r : options.read) read.push_back({r.kind, r.value});
+  std::vector<MeasuredRun> held_runs;
+  if (!read.empty()) {
+    held_runs = runs;
+    for (MeasuredRun& run : held_runs) apply_factors(read, run.cluster);
+  }
   std::vector<StepRun> steps;
   std::set<std::string> gpu_kinds;
   bool any_peak = false;
-  for (const MeasuredRun& run : runs) {
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const MeasuredRun& run = runs[i];
     if (run.measured_peak_gib && fits_memory) {
       any_peak = true;
       gpu_kinds.insert(run.gpu_kind());
     }
     if (run.measured <= 0 || !fits_steps) continue;  // a peak memory alone
     const trace::Report uncalibrated = predict(run, {});
-    steps.push_back({&run, run.measured_step_s(uncalibrated), uncalibrated.step_time_s});
+    const MeasuredRun& held = read.empty() ? run : held_runs[i];
+    const double start_s = read.empty() ? uncalibrated.step_time_s : predict(held, {}).step_time_s;
+    steps.push_back({&held, run.measured_step_s(uncalibrated), start_s, uncalibrated.step_time_s});
     gpu_kinds.insert(run.gpu_kind());
   }
   if (steps.empty() && !any_peak) {
@@ -316,7 +326,15 @@ SoftwareProfile calibrate(const std::vector<MeasuredRun>& runs, std::string name
   }
   SoftwareProfile profile;
   profile.name = std::move(name);
-  if (!steps.empty()) fit_steps(steps, options, profile);
+  if (!steps.empty()) {
+    CalibrationOptions rest = options;  // the factors not read
+    std::erase_if(rest.factors, [&](FactorKind k) {
+      return std::any_of(read.begin(), read.end(), [&](const Factor& f) { return f.kind == k; });
+    });
+    fit_steps(steps, rest, profile);
+  }
+  profile.factors.insert(profile.factors.begin(), read.begin(), read.end());
+  profile.read_factors = options.read;
   fit_activation_memory(fits_memory ? runs : std::vector<MeasuredRun>{}, profile);
   profile.gpu_kinds.assign(gpu_kinds.begin(), gpu_kinds.end());
   return profile;
@@ -350,7 +368,7 @@ void fit_steps(const std::vector<StepRun>& steps, const CalibrationOptions& opti
   const Eigen::VectorXd log_steps = fit.log_steps();
   for (std::size_t i = 0; i < steps.size(); ++i) {
     profile.residuals.push_back(
-        {steps[i].run->id, steps[i].measured_s, std::exp(log_steps[static_cast<Eigen::Index>(i)]), steps[i].uncalibrated_s});
+        {steps[i].run->id, steps[i].measured_s, std::exp(log_steps[static_cast<Eigen::Index>(i)]), steps[i].catalogue_s});
   }
 }
 

@@ -27,6 +27,9 @@ inline constexpr double kSmallestElasticity = 0.02;
 struct CalibrationOptions {
   std::vector<FactorKind> factors{kFactorKinds.begin(), kFactorKinds.end()};  ///< the factors the fit may use
   int max_factors = 0;  ///< 0: as many as the runs determine
+  /// Factors already read (from kernel traces, kernel_rates.h): held at their values in every
+  /// simulation of the fit, which fits only the other factors; the profile lists them as read.
+  std::vector<ReadFactor> read;
 };
 
 /// The peak a run of `kind` measures (calibration::PeakKind), in GiB, the largest over the prediction's

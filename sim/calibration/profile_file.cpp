@@ -27,7 +27,7 @@ std::string quoted(const std::string& text) {
 SoftwareProfile load_profile(const Field& root) {
   root.expect_keys({"profile"});
   const Field p = root.require("profile");
-  p.expect_keys({"name", "gpu_kinds", "factors", "runs", "peak_runs"});
+  p.expect_keys({"name", "gpu_kinds", "factors", "runs", "peak_runs", "read_from_kernels"});
   SoftwareProfile profile;
   if (auto name = p.get("name")) profile.name = name->as_string();
   if (auto kinds = p.get("gpu_kinds")) {
@@ -65,6 +65,23 @@ SoftwareProfile load_profile(const Field& root) {
                                         run.require("uncalibrated_gib").as_double_in(1e-12, 1e12)});
     }
   }
+  if (auto read = p.get("read_from_kernels")) {
+    for (const Field& entry : read->items()) {
+      entry.expect_keys({"factor", "kernels", "measured_s_per_step", "predicted_s_per_step", "clamped"});
+      const Field factor = entry.require("factor");
+      const auto kind = factor_kind_named(factor.as_string());
+      if (!kind) factor.fail(fmt::format("unknown factor '{}'", factor.as_string()));
+      const auto listed = std::find_if(profile.factors.begin(), profile.factors.end(),
+                                       [&](const Factor& f) { return f.kind == *kind; });
+      if (listed == profile.factors.end()) factor.fail(fmt::format("'{}' is not among the profile's factors", factor.as_string()));
+      ReadFactor r{*kind, listed->value, 0, 0, 0, false};
+      r.kernels = entry.require("kernels").as_int_in(0, std::int64_t{1} << 50);
+      r.measured_s = entry.require("measured_s_per_step").as_double_in(0, 1e12);
+      r.predicted_s = entry.require("predicted_s_per_step").as_double_in(0, 1e12);
+      if (auto clamped = entry.get("clamped")) r.clamped = clamped->as_bool();
+      profile.read_factors.push_back(r);
+    }
+  }
   return profile;
 }
 
@@ -80,12 +97,26 @@ std::string write_profile_yaml(const SoftwareProfile& profile) {
   out += "]\n  factors:";
   if (profile.factors.empty()) out += " {}";
   out += "\n";
-  for (const Factor& f : profile.factors) out += fmt::format("    {}: {:.6g}\n", to_string(f.kind), f.value);
+  for (const Factor& f : profile.factors) {
+    // Where some were read from kernel traces, each line says how its factor was set.
+    const std::string source = profile.read_factors.empty() ? "" : "  # " + profile.factor_source(f.kind);
+    out += fmt::format("    {}: {:.6g}{}\n", to_string(f.kind), f.value, source);
+  }
   if (!profile.residuals.empty()) {
     out += "  # the runs it was fitted on: measured step, the step predicted with the profile and without\n  runs:\n";
     for (const FitResidual& r : profile.residuals) {
       out += fmt::format("    - {{id: {}, measured_step_s: {:.6g}, predicted_step_s: {:.6g}, uncalibrated_step_s: {:.6g}}}\n",
                          quoted(r.run), r.measured_step_s, r.predicted_step_s, r.uncalibrated_step_s);
+    }
+  }
+  if (!profile.read_factors.empty()) {
+    out += "  # the factors read from kernel traces (the others were fitted): the kernels read over the ranks and\n"
+           "  # steps, their time per step on a rank as measured and as predicted at the catalogue's rates\n"
+           "  read_from_kernels:\n";
+    for (const ReadFactor& r : profile.read_factors) {
+      out += fmt::format("    - {{factor: {}, kernels: {}, measured_s_per_step: {:.6g}, predicted_s_per_step: {:.6g}, "
+                         "clamped: {}}}\n",
+                         to_string(r.kind), r.kernels, r.measured_s, r.predicted_s, r.clamped);
     }
   }
   if (!profile.peak_residuals.empty()) {
@@ -119,8 +150,20 @@ nlohmann::json profile_json(const SoftwareProfile& profile) {
                          {"uncalibrated_gib", r.uncalibrated_gib},
                          {"error", r.error()}});
   }
-  return {{"name", profile.name}, {"gpu_kinds", profile.gpu_kinds}, {"factors", factors},
-          {"runs", runs},         {"peak_runs", peak_runs}};
+  nlohmann::json sources = nlohmann::json::object();
+  for (const Factor& f : profile.factors) sources[std::string(to_string(f.kind))] = profile.factor_source(f.kind);
+  nlohmann::json read = nlohmann::json::array();
+  for (const ReadFactor& r : profile.read_factors) {
+    read.push_back({{"factor", to_string(r.kind)},
+                    {"value", r.value},
+                    {"kernels", r.kernels},
+                    {"measured_s_per_step", r.measured_s},
+                    {"predicted_s_per_step", r.predicted_s},
+                    {"clamped", r.clamped}});
+  }
+  return {{"name", profile.name},         {"gpu_kinds", profile.gpu_kinds}, {"factors", factors},
+          {"factor_sources", sources},    {"read_from_kernels", read},      {"runs", runs},
+          {"peak_runs", peak_runs}};
 }
 
 }  // namespace mpsim::calibration

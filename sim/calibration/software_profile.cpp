@@ -42,6 +42,16 @@ double SoftwareProfile::factor(FactorKind kind) const noexcept {
   return 1.0;
 }
 
+std::string SoftwareProfile::factor_source(FactorKind kind) const {
+  for (const ReadFactor& r : read_factors) {
+    if (r.kind != kind) continue;
+    return fmt::format("read from kernel traces: {} kernels, {:.4g} ms measured vs {:.4g} ms predicted per step{}",
+                       r.kernels, r.measured_s * 1e3, r.predicted_s * 1e3,
+                       r.clamped ? " (clamped to the factor's bound)" : "");
+  }
+  return kind == FactorKind::ActivationMemory ? "fitted to the runs' peaks" : "fitted to the runs' steps";
+}
+
 bool SoftwareProfile::fitted_on(std::string_view gpu_kind_id) const noexcept {
   return std::find(gpu_kinds.begin(), gpu_kinds.end(), gpu_kind_id) != gpu_kinds.end();
 }

@@ -31,6 +31,9 @@ enum class FactorKind : std::uint8_t {
 inline constexpr std::array<FactorKind, 7> kFactorKinds = {
     FactorKind::Gemm,      FactorKind::Fp8Gemm,         FactorKind::Attention,        FactorKind::MemoryBound,
     FactorKind::NvlinkTransfers, FactorKind::NetworkTransfers, FactorKind::ActivationMemory};
+/// The smallest value a rate factor may take: a rate a twentieth of the catalogue's is a broken run,
+/// not a software stack.
+inline constexpr double kSmallestRateFactor = 0.05;
 /// activation_memory's ceiling: a stack holding four times what mpsim counts is a model mpsim does not
 /// describe (the validation's measured peaks are within 0.5-1.3 x, docs/validation.md "Memory").
 inline constexpr double kLargestActivationFactor = 4.0;
@@ -79,13 +82,30 @@ struct FitResidual {
   [[nodiscard]] double error() const noexcept { return predicted_step_s / measured_step_s - 1; }
 };
 
+/// A factor read from a run's kernel traces rather than fitted to its step (kernel_rates.h): the
+/// predicted time of its kernels at the catalogue's rate over the measured time, per step on a traced
+/// rank (the mean over the ranks).
+struct ReadFactor {
+  FactorKind kind = FactorKind::Gemm;
+  double value = 1.0;
+  std::int64_t kernels = 0;  ///< the kernels read, over every rank and profiled step
+  double measured_s = 0;     ///< per step
+  double predicted_s = 0;    ///< per step, at the catalogue's rates
+  bool clamped = false;      ///< predicted / measured passed the factor's bounds; `value` is the bound
+  friend bool operator==(const ReadFactor&, const ReadFactor&) = default;
+};
+
 struct SoftwareProfile {
   std::string name;
   std::vector<Factor> factors;           ///< at most one per kind
   std::vector<std::string> gpu_kinds;    ///< catalogue ids of the runs' GPUs, sorted
   std::vector<FitResidual> residuals;    ///< the runs it was fitted on, in the runs files' order
   std::vector<PeakResidual> peak_residuals;  ///< the runs activation_memory was fitted on
+  std::vector<ReadFactor> read_factors;  ///< of `factors`, those read from kernel traces (the rest were fitted)
   [[nodiscard]] double factor(FactorKind kind) const noexcept;  ///< 1 when absent
+  /// How `kind` was set, in words: "read from kernel traces: N kernels, X ms measured vs Y ms predicted
+  /// per step" or "fitted to the runs' steps" (activation_memory: "fitted to the runs' peaks").
+  [[nodiscard]] std::string factor_source(FactorKind kind) const;
   /// Whether the profile was fitted on runs of this GPU kind.
   [[nodiscard]] bool fitted_on(std::string_view gpu_kind_id) const noexcept;
   friend bool operator==(const SoftwareProfile&, const SoftwareProfile&) = default;

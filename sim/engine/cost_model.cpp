@@ -160,11 +160,11 @@ Bytes attention_score_bytes(const model::Layer& layer, int micro_batch, int tens
 
 namespace {
 
-/// Kernel times of one pass over a chunk's layers, before recomputation.
+/// Kernel times of one pass over a chunk's layers, before recomputation, by kernel class.
 struct PassTimes {
-  TimeNs forward;
-  TimeNs backward_input;
-  TimeNs backward_weight;
+  ClassTimes forward;
+  ClassTimes backward_input;
+  ClassTimes backward_weight;
 };
 
 /// The GEMMs and attention cores of a generated layer, timed by shape, plus the FP8 casts of the GEMM
@@ -173,31 +173,34 @@ PassTimes layer_kernel_times(const KernelRates& rates, const Layer& layer, const
   const int b = plan.micro_batch;
   const int t = plan.degrees[plan::Axis::Tensor];
   PassTimes out;
+  const KernelClass gemms = gemm_class(rates);
   if (layer.gemms.empty() && layer.attention.empty()) {
     const double per_rank = static_cast<double>(b) / t;
-    out.forward = compute_time(layer.forward_flops * per_rank, rates.gemm);
-    out.backward_input = compute_time(layer.backward_input_flops * per_rank, rates.gemm);
-    out.backward_weight = compute_time(layer.backward_weight_flops * per_rank, rates.gemm);
+    out.forward = ClassTimes::of(gemms, compute_time(layer.forward_flops * per_rank, rates.gemm));
+    out.backward_input = ClassTimes::of(gemms, compute_time(layer.backward_input_flops * per_rank, rates.gemm));
+    out.backward_weight = ClassTimes::of(gemms, compute_time(layer.backward_weight_flops * per_rank, rates.gemm));
     return out;
   }
   std::int64_t cast_forward = 0, cast_backward = 0;
   for (const model::Gemm& g : layer.gemms) {
     const GemmPasses passes = gemm_passes(g, b, t, plan.degrees[plan::Axis::Expert],
                                           plan.degrees[plan::Axis::ExpertTensor], plan.expert_load());
-    out.forward += gemm_time(rates, passes.forward);
-    out.backward_input += gemm_time(rates, passes.backward_input);
-    out.backward_weight += gemm_time(rates, passes.backward_weight);
+    out.forward += ClassTimes::of(gemms, gemm_time(rates, passes.forward));
+    out.backward_input += ClassTimes::of(gemms, gemm_time(rates, passes.backward_input));
+    out.backward_weight += ClassTimes::of(gemms, gemm_time(rates, passes.backward_weight));
     cast_forward += passes.forward.groups * passes.forward.m * passes.forward.k;
     cast_backward += passes.backward_input.groups * passes.backward_input.m * passes.backward_input.k;
   }
-  if (rates.fp8) {
-    out.forward += transfer_time(Bytes::bytes(cast_forward * kFp8CastBytesPerElement), rates.memory);
-    out.backward_input += transfer_time(Bytes::bytes(cast_backward * kFp8CastBytesPerElement), rates.memory);
+  if (rates.fp8) {  // the casts are kernels of their own, memory-bound
+    out.forward += ClassTimes::of(KernelClass::MemoryBound,
+                                  transfer_time(Bytes::bytes(cast_forward * kFp8CastBytesPerElement), rates.memory));
+    out.backward_input += ClassTimes::of(
+        KernelClass::MemoryBound, transfer_time(Bytes::bytes(cast_backward * kFp8CastBytesPerElement), rates.memory));
   }
   for (const model::AttentionCore& core : layer.attention) {
     const AttentionTimes a = attention_time(rates, core, plan.attention, b, t);
-    out.forward += a.forward;
-    out.backward_input += a.backward;
+    out.forward += ClassTimes::of(a.kernel_class, a.forward);
+    out.backward_input += ClassTimes::of(a.kernel_class, a.backward);
   }
   return out;
 }
@@ -209,15 +212,15 @@ PassTimes attention_half_kernel_times(const KernelRates& rates, const Layer& lay
   for (std::size_t i = 0; i < leading; ++i) {
     const GemmPasses passes = gemm_passes(layer.gemms[i], plan.micro_batch, plan.degrees[plan::Axis::Tensor],
                                           plan.degrees[plan::Axis::Expert], plan.degrees[plan::Axis::ExpertTensor]);
-    out.forward += gemm_time(rates, passes.forward);
-    out.backward_input += gemm_time(rates, passes.backward_input);
-    out.backward_weight += gemm_time(rates, passes.backward_weight);
+    out.forward += ClassTimes::of(gemm_class(rates), gemm_time(rates, passes.forward));
+    out.backward_input += ClassTimes::of(gemm_class(rates), gemm_time(rates, passes.backward_input));
+    out.backward_weight += ClassTimes::of(gemm_class(rates), gemm_time(rates, passes.backward_weight));
   }
   for (const model::AttentionCore& core : layer.attention) {
     const AttentionTimes a =
         attention_time(rates, core, plan.attention, plan.micro_batch, plan.degrees[plan::Axis::Tensor]);
-    out.forward += a.forward;
-    out.backward_input += a.backward;
+    out.forward += ClassTimes::of(a.kernel_class, a.forward);
+    out.backward_input += ClassTimes::of(a.kernel_class, a.backward);
   }
   return out;
 }
@@ -239,7 +242,8 @@ struct PassWork {
   bool all_profiled_f = true, all_profiled_b = true;
   /// Of the forward, what the layers full recomputation applies to but does not checkpoint take (its
   /// block and every methods): the kernels, the memory-bound bytes, the profiled time.
-  TimeNs kept_kernels_f, kept_profiled_f;
+  ClassTimes kept_kernels_f;
+  TimeNs kept_profiled_f;
   Bytes kept_elementwise;
 
   PassWork& operator+=(const PassWork& o) {
@@ -266,30 +270,34 @@ struct PassWork {
 /// The passes of `work`, recomputation included in the input-gradient pass.
 PassTimes pass_times(const PassWork& work, const KernelRates& rates, BytesPerSec memory_bandwidth,
                      const plan::Plan& plan, Recompute score_rule, bool flash) {
-  const TimeNs memory_bound = transfer_time(work.elementwise, memory_bandwidth);
+  const auto memory_bound = [&](Bytes bytes) {
+    return ClassTimes::of(KernelClass::MemoryBound, transfer_time(bytes, memory_bandwidth));
+  };
+  const ClassTimes elementwise = memory_bound(work.elementwise);
   PassTimes out;
-  out.forward = work.all_profiled_f ? work.profiled_f : TimeNs(work.kernels.forward + memory_bound);
+  out.forward = work.all_profiled_f ? ClassTimes::of_profiled(work.profiled_f) : work.kernels.forward + elementwise;
   // Recomputation runs before the input-gradient pass: all of the forward but that of the layers full
   // recomputation leaves whole (full), or the attention scores' matmuls and their softmax/dropout
   // traffic (selective; nothing under FlashAttention, whose backward recomputes the scores itself).
-  TimeNs recompute_time;
+  ClassTimes recompute_time;
   if (model::traits(plan.recompute).whole_layer) {
-    const TimeNs kept = work.all_profiled_f ? work.kept_profiled_f
-                                            : TimeNs(work.kept_kernels_f + transfer_time(work.kept_elementwise, memory_bandwidth));
-    recompute_time = out.forward > kept ? TimeNs(out.forward - kept) : TimeNs{};
+    const ClassTimes kept = work.all_profiled_f ? ClassTimes::of_profiled(work.kept_profiled_f)
+                                                : work.kept_kernels_f + memory_bound(work.kept_elementwise);
+    if (out.forward.total() > kept.total()) recompute_time = out.forward - kept;
   } else if (model::replayed_recompute(score_rule, flash) == Recompute::Selective) {
-    recompute_time =
-        compute_time(work.recompute, rates.standard_scores) + transfer_time(work.stashed_scores * 2, memory_bandwidth);
+    // The scores' matmuls at the 16-bit GEMM rate (standard attention's).
+    recompute_time = ClassTimes::of(KernelClass::Gemm, compute_time(work.recompute, rates.standard_scores)) +
+                     memory_bound(work.stashed_scores * 2);
   }
   // Recomputed modules (and per-op checkpointing's replayed ops): their matmuls, and their outputs
   // written again and read once.
-  recompute_time +=
-      compute_time(work.module_flops, rates.gemm) + transfer_time(work.module_bytes * 2, memory_bandwidth);
+  recompute_time += ClassTimes::of(gemm_class(rates), compute_time(work.module_flops, rates.gemm)) +
+                    memory_bound(work.module_bytes * 2);
   if (work.all_profiled_b) {
-    out.backward_input = work.profiled_bi + recompute_time;
-    out.backward_weight = work.profiled_bw;
+    out.backward_input = ClassTimes::of_profiled(work.profiled_bi) + recompute_time;
+    out.backward_weight = ClassTimes::of_profiled(work.profiled_bw);
   } else {
-    out.backward_input = work.kernels.backward_input + memory_bound + recompute_time;
+    out.backward_input = work.kernels.backward_input + elementwise + recompute_time;
     out.backward_weight = work.kernels.backward_weight;
   }
   return out;
@@ -303,12 +311,14 @@ struct BlockHalves {
 BlockHalves moe_block_halves(const PassWork& block, const PassTimes& attention_kernels, const KernelRates& rates,
                              BytesPerSec memory_bandwidth, const plan::Plan& plan, Recompute score_rule, bool flash) {
   const PassTimes passes = pass_times(block, rates, memory_bandwidth, plan, score_rule, flash);
-  const TimeNs backward = passes.backward_input + passes.backward_weight;
+  const TimeNs forward = passes.forward.total();
+  const TimeNs backward = passes.backward_input.total() + passes.backward_weight.total();
   BlockHalves out;
-  out.attention_forward = share_of_pass(attention_kernels.forward, block.kernels.forward, passes.forward);
-  out.mlp_forward = passes.forward - out.attention_forward;
-  out.attention_backward = share_of_pass(attention_kernels.backward_input + attention_kernels.backward_weight,
-                                         block.kernels.backward_input + block.kernels.backward_weight, backward);
+  out.attention_forward = share_of_pass(attention_kernels.forward.total(), block.kernels.forward.total(), forward);
+  out.mlp_forward = forward - out.attention_forward;
+  out.attention_backward =
+      share_of_pass(attention_kernels.backward_input.total() + attention_kernels.backward_weight.total(),
+                    block.kernels.backward_input.total() + block.kernels.backward_weight.total(), backward);
   out.mlp_backward = backward - out.attention_backward;
   return out;
 }
@@ -333,6 +343,14 @@ TimeNs offload_stall(Bytes offloaded, BytesPerSec bandwidth, TimeNs pass, int bl
   const TimeNs copies = transfer_time(offloaded, bandwidth);
   const TimeNs hidden = TimeNs::ns(pass.base() * std::max(0, blocks - 2) / blocks);
   return copies > hidden ? copies - hidden : TimeNs{};
+}
+
+ClassTimes step_kernel_times(const RankCost& rank, int microbatches) noexcept {
+  ClassTimes step;
+  for (const ChunkCost& chunk : rank.chunks) step += chunk.kernels;
+  step *= std::max(0, microbatches);
+  step += ClassTimes::of(KernelClass::MemoryBound, rank.optimizer_step);
+  return step;
 }
 
 CostModel build_cost_model(const topology::Cluster& cluster, const model::Model& m, const plan::Plan& plan,
@@ -519,10 +537,11 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         work += layer_work;
       }
       const PassTimes passes = pass_times(work, rates, gpu.memory_bandwidth, plan, score_rule, flash);
-      cc.forward = passes.forward;
-      cc.backward_input = passes.backward_input;
-      cc.backward_weight = passes.backward_weight;
+      cc.forward = passes.forward.total();
+      cc.backward_input = passes.backward_input.total();
+      cc.backward_weight = passes.backward_weight.total();
       cc.backward = cc.backward_input + cc.backward_weight;
+      cc.kernels = passes.forward + passes.backward_input + passes.backward_weight;
       if (offloaded.count() > 0) {
         // Offloaded blocks' stash leaves during the forward and returns during the backward.
         const BytesPerSec host = host_bandwidth(cluster, routes, tensor_devices.front());

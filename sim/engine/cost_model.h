@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "sim/core/units.h"
+#include "sim/engine/kernel_time.h"
 #include "sim/model/model.h"
 #include "sim/plan/layout.h"
 #include "sim/plan/plan.h"
@@ -33,6 +34,9 @@ struct ChunkCost {
   TimeNs backward;          ///< fused: input + weight gradients, recomputation included
   TimeNs backward_input;    ///< zero-bubble split; recomputation goes here
   TimeNs backward_weight;
+  /// The kernels of one microbatch's forward and backward through the chunk (recomputation
+  /// included), by class: forward + backward is their total (less an offload stall, not a kernel).
+  ClassTimes kernels;
   TimeNs forward_comm;      ///< the forward's tensor-parallel collectives, uncontended ring times
   TimeNs backward_comm;     ///< those of the backward (B or I), recomputed forward included
   Bytes activation_send;    ///< to the next virtual stage, per TP rank (grad back is the same size)
@@ -219,6 +223,12 @@ struct OptimizerPace {
 [[nodiscard]] CostModel build_cost_model(const topology::Cluster& cluster, const model::Model& model,
                                          const plan::Plan& plan, const plan::Layout& layout,
                                          SharedRoutes* routes = nullptr);
+
+/// A pipeline rank's kernel time in one step by class, on each GPU of the rank: `microbatches` times
+/// each chunk's forward and backward (recomputation included), and the optimizer step (memory-bound).
+/// What a profiler trace's kernels are compared with (mpsim calibrate); the engine's step also holds
+/// waits, transfers and collectives, which are not in it.
+[[nodiscard]] ClassTimes step_kernel_times(const RankCost& rank, int microbatches) noexcept;
 
 /// A ring over `devices`: its size, slowest edge bandwidth and largest edge latency.
 struct RingProfile {

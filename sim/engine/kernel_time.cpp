@@ -37,6 +37,12 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 
 }  // namespace
 
+std::string_view to_string(KernelClass c) noexcept {
+  static constexpr std::array<std::string_view, kKernelClasses.size()> kNames = {"gemm", "fp8_gemm", "attention",
+                                                                                 "memory_bound"};
+  return kNames[static_cast<std::size_t>(c)];
+}
+
 KernelRates kernel_rates(const topology::GpuKind& gpu, plan::Precision precision, int dtype_bytes,
                          std::optional<topology::AttentionGeneration> attention_kernel) {
   KernelRates r;
@@ -106,7 +112,7 @@ AttentionTimes attention_time(const KernelRates& rates, const model::AttentionCo
             compute_time(Flops::flop(forward * kFlashBackwardPerForward), rates.attention)};
   }
   return {compute_time(Flops::flop(matmuls), rates.standard_scores),
-          compute_time(Flops::flop(2 * matmuls), rates.standard_scores)};
+          compute_time(Flops::flop(2 * matmuls), rates.standard_scores), KernelClass::Gemm};
 }
 
 }  // namespace mpsim::engine

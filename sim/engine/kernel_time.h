@@ -8,8 +8,10 @@
 /// where the tile utilization is wave quantization over the SMs: ceil(m/128) x ceil(n/128) output
 /// tiles run in waves of one tile per SM, and a partial last wave or a partial edge tile costs as
 /// much as a full one.
+#include <array>
 #include <cstdint>
 #include <optional>
+#include <string_view>
 
 #include "sim/core/units.h"
 #include "sim/model/model.h"
@@ -35,6 +37,64 @@ struct KernelRates {
 /// `attention_efficiency`. Throws std::invalid_argument when the kind has no rate for it.
 [[nodiscard]] KernelRates kernel_rates(const topology::GpuKind& gpu, plan::Precision precision, int dtype_bytes,
                                        std::optional<topology::AttentionGeneration> attention_kernel = std::nullopt);
+
+/// The classes of kernel a software profile prices with a factor each (calibration's gemm, fp8_gemm,
+/// attention and memory_bound), as a profiler trace's kernel names tell them apart (interop/trace):
+/// 16-bit GEMMs (the weight GEMMs, standard attention's score matmuls), FP8 GEMMs, FlashAttention
+/// kernels, and memory-bound work (elementwise kernels, FP8 casts, the optimizer step).
+enum class KernelClass : std::uint8_t { Gemm, Fp8Gemm, Attention, MemoryBound };
+inline constexpr std::array<KernelClass, 4> kKernelClasses = {KernelClass::Gemm, KernelClass::Fp8Gemm,
+                                                              KernelClass::Attention, KernelClass::MemoryBound};
+/// The class's name: that of the software-profile factor that scales its rate.
+[[nodiscard]] std::string_view to_string(KernelClass c) noexcept;
+
+/// Kernel time split by class. The cost model keeps each pass's time in this form and charges its
+/// total(), so a breakdown cannot drift from the time simulated. A layer's time profiled in the model
+/// file has no class (`profiled`).
+struct ClassTimes {
+  std::array<TimeNs, kKernelClasses.size()> by_class{};
+  TimeNs profiled;
+
+  [[nodiscard]] static ClassTimes of(KernelClass c, TimeNs t) noexcept {
+    ClassTimes out;
+    out.by_class[static_cast<std::size_t>(c)] = t;
+    return out;
+  }
+  [[nodiscard]] static ClassTimes of_profiled(TimeNs t) noexcept {
+    ClassTimes out;
+    out.profiled = t;
+    return out;
+  }
+  [[nodiscard]] TimeNs operator[](KernelClass c) const noexcept { return by_class[static_cast<std::size_t>(c)]; }
+  [[nodiscard]] TimeNs total() const noexcept {
+    TimeNs sum = profiled;
+    for (const TimeNs t : by_class) sum += t;
+    return sum;
+  }
+  ClassTimes& operator+=(const ClassTimes& o) noexcept {
+    for (std::size_t i = 0; i < by_class.size(); ++i) by_class[i] += o.by_class[i];
+    profiled += o.profiled;
+    return *this;
+  }
+  ClassTimes& operator-=(const ClassTimes& o) noexcept {
+    for (std::size_t i = 0; i < by_class.size(); ++i) by_class[i] -= o.by_class[i];
+    profiled -= o.profiled;
+    return *this;
+  }
+  /// Every class `n` times (n passes of the same work).
+  ClassTimes& operator*=(std::int64_t n) noexcept {
+    for (TimeNs& t : by_class) t = t * n;
+    profiled = profiled * n;
+    return *this;
+  }
+  [[nodiscard]] friend ClassTimes operator+(ClassTimes a, const ClassTimes& b) noexcept { return a += b; }
+  [[nodiscard]] friend ClassTimes operator-(ClassTimes a, const ClassTimes& b) noexcept { return a -= b; }
+};
+
+/// The class of the GEMMs `rates` times: FP8 under an FP8 precision.
+[[nodiscard]] inline KernelClass gemm_class(const KernelRates& rates) noexcept {
+  return rates.fp8 ? KernelClass::Fp8Gemm : KernelClass::Gemm;
+}
 
 /// [m x k] x [k x n], `groups` times in one grouped kernel (the routed experts).
 struct GemmShape {
@@ -72,6 +132,7 @@ struct GemmPasses {
 struct AttentionTimes {
   TimeNs forward;
   TimeNs backward;
+  KernelClass kernel_class = KernelClass::Attention;  ///< standard attention's matmuls: 16-bit GEMMs
 };
 [[nodiscard]] AttentionTimes attention_time(const KernelRates& rates, const model::AttentionCore& core,
                                             plan::AttentionKernel kernel, int micro_batch, int tensor) noexcept;

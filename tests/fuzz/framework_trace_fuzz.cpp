@@ -6,7 +6,8 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(mpsim::fuzz::text_of(data, size));
   mpsim::fuzz::expect_only<mpsim::trace::TraceReadError>([&] {
-    (void)mpsim::interop::read_kineto_step({{"fuzz.json", text}}, 8, 2);
+    mpsim::interop::TraceKernels kernels;  // the kernels by class too (mpsim calibrate's reading)
+    (void)mpsim::interop::read_kineto_step({{"fuzz.json", text}}, 8, 2, &kernels);
   });
   mpsim::fuzz::expect_only<mpsim::trace::TraceReadError>(
       [&] { (void)mpsim::interop::read_step_time_log(text, "fuzz.log"); });

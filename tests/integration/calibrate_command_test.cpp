@@ -5,11 +5,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <string>
+#include <vector>
 #include <system_error>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -255,6 +259,178 @@ TEST(CalibrateMeasuredLog, MeasuredNeedsTheRunsInputs) {
   const CommandResult r = mpsim_calibrate("--measured " + log.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--topology"), std::string::npos) << r.err;
+}
+
+// --- Reading kernel rates from PyTorch profiler traces ---------------------------------------------
+
+/// GPT-3 1.3B on two H100s as two pipeline stages: the run the traces below profile, one file per rank.
+struct TracedRun {
+  fs::path topology, plan;
+  [[nodiscard]] std::string inputs() const {
+    return "--topology " + topology.string() + " --model " + repo("configs/models/gpt3-1.3b.yaml") + " --plan " +
+           plan.string();
+  }
+};
+TracedRun traced_run() {
+  TracedRun run{calibrate_scratch() / "two-h100.yaml", calibrate_scratch() / "pp2.yaml"};
+  std::ofstream(run.topology) << "cluster: { gpus_per_node: 2, gpu: h100-sxm, intra_node: { kind: nvswitch, bandwidth: \"450 GB/s\" } }\n";
+  std::ofstream(run.plan) << "parallelism: {pipeline: 2}\nbatch: {global: 8, micro: 1}\nschedule: 1f1b\n";
+  return run;
+}
+
+/// One kernel of a profiled step: its name and duration in microseconds ("dur" as written when `raw`).
+struct TraceKernel {
+  TraceKernel(std::string kernel_name, double dur, std::string raw_dur = "")
+      : name(std::move(kernel_name)), dur_us(dur), raw(std::move(raw_dur)) {}
+  std::string name;
+  double dur_us = 0;
+  std::string raw;
+};
+/// A rank's trace: two ProfilerSteps of `step_us`, each running `kernels` one after the other.
+std::string kineto_trace(int rank, double step_us, const std::vector<TraceKernel>& kernels, bool name_kernels = true) {
+  std::string events;
+  double start = 1000;
+  for (int step = 0; step < 2; ++step) {
+    events += "{\"ph\": \"X\", \"name\": \"ProfilerStep#" + std::to_string(step) + "\", \"ts\": " + json(start).dump() +
+              ", \"dur\": " + json(step_us).dump() + "},";
+    double t = start + 1;
+    for (const TraceKernel& k : kernels) {
+      events += "{\"ph\": \"X\", \"cat\": \"kernel\", " +
+                (name_kernels ? "\"name\": " + json(k.name).dump() + ", " : std::string()) + "\"ts\": " + json(t).dump() +
+                ", \"dur\": " + (k.raw.empty() ? json(k.dur_us).dump() : k.raw) + "},";
+      t += k.dur_us;
+    }
+    start += step_us;
+  }
+  events.pop_back();
+  return "{\"schemaVersion\": 1, \"distributedInfo\": {\"rank\": " + std::to_string(rank) + "}, \"traceEvents\": [" + events + "]}";
+}
+/// Both ranks' traces written under `stem`, as --measured arguments.
+std::string write_traces(const std::string& stem, double step_us, const std::vector<TraceKernel>& kernels,
+                         bool name_kernels = true) {
+  std::string args;
+  for (int rank = 0; rank < 2; ++rank) {
+    const fs::path file = calibrate_scratch() / (stem + "-rank" + std::to_string(rank) + ".json");
+    std::ofstream(file) << kineto_trace(rank, step_us, kernels, name_kernels);
+    args += " " + file.string();
+  }
+  return " --measured" + args;
+}
+
+// Real kernel names of each class (interop/trace's name table quotes where they come from).
+const std::string kGemmKernel = "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT";
+const std::string kFlashKernel = "void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t>>";
+const std::string kElementwiseKernel = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>";
+
+/// mpsim's predicted GEMM, attention and memory-bound time per step on a rank (the mean over the two
+/// ranks), as calibrate reports it for traces of any kernel durations; and the uncalibrated step.
+class KernelTraces : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    run_ = traced_run();
+    const CommandResult plain = mpsim::testing::run_mpsim("simulate " + run_.inputs() + " --json");
+    ASSERT_EQ(plain.exit_code, 0) << plain.err;
+    step_us_ = json::parse(plain.out).at("step_time_s").get<double>() * 1e6;
+    const CommandResult probe = mpsim_calibrate(
+        run_.inputs() + write_traces("probe", step_us_, {{kGemmKernel, 10}, {kFlashKernel, 10}, {kElementwiseKernel, 10}}) +
+        " --json");
+    ASSERT_EQ(probe.exit_code, 0) << probe.err;
+    const json read = json::parse(probe.out);
+    for (const json& r : read.at("read_from_kernels")) {
+      predicted_us_[r.at("factor").get<std::string>()] = r.at("predicted_s_per_step").get<double>() * 1e6;
+    }
+    ASSERT_EQ(predicted_us_.size(), 3U) << probe.out;
+  }
+  static inline TracedRun run_;
+  static inline double step_us_ = 0;
+  static inline std::map<std::string, double> predicted_us_;
+};
+
+// GEMM kernels taking 1.25 x the predicted GEMM time read gemm = 1 / 1.25 = 0.8 (a time scales as
+// 1 / the rate); attention kernels at 1.6 x, attention = 0.625; elementwise at 1.25 x, memory_bound 0.8.
+// Each rank runs one kernel of a class per step, so the kernels of a step are its class time.
+TEST_F(KernelTraces, ClassRatesAreReadInClosedForm) {
+  const double gemm = 1.25 * predicted_us_["gemm"], attention = 1.6 * predicted_us_["attention"],
+               elementwise = 1.25 * predicted_us_["memory_bound"];
+  const double step = std::max(step_us_, 2 * (gemm + attention + elementwise));
+  const fs::path profile = calibrate_scratch() / "read.yaml";
+  const std::string args = run_.inputs() +
+                           write_traces("read", step, {{kGemmKernel, gemm}, {kFlashKernel, attention}, {kElementwiseKernel, elementwise}}) +
+                           " -o " + profile.string();
+  const CommandResult r = mpsim_calibrate(args + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json out = json::parse(r.out);
+  std::map<std::string, json> read;
+  for (const json& f : out.at("read_from_kernels")) read[f.at("factor").get<std::string>()] = f;
+  ASSERT_EQ(read.size(), 3U) << r.out;
+  EXPECT_NEAR(read["gemm"].at("value").get<double>(), 0.8, 1e-6);
+  EXPECT_NEAR(read["attention"].at("value").get<double>(), 0.625, 1e-6);
+  EXPECT_NEAR(read["memory_bound"].at("value").get<double>(), 0.8, 1e-6);
+  EXPECT_EQ(read["gemm"].at("kernels").get<int>(), 4);  // 2 ranks x 2 steps
+  EXPECT_NEAR(read["gemm"].at("measured_s_per_step").get<double>() * 1e6, gemm, 1e-3);
+  EXPECT_NEAR(out.at("factors").at("gemm").get<double>(), 0.8, 1e-6);
+  EXPECT_NE(out.at("factor_sources").at("gemm").get<std::string>().find("read from kernel traces: 4 kernels"),
+            std::string::npos);
+  for (const auto& [factor, source] : out.at("factor_sources").items()) {
+    if (!read.contains(factor)) {
+      EXPECT_EQ(source, "fitted to the runs' steps") << factor;
+    }
+  }
+  // The profile says per factor how it was set, and reads back.
+  const std::string yaml = file_text(profile);
+  EXPECT_NE(yaml.find("gemm: 0.8  # read from kernel traces: 4 kernels"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("read_from_kernels:\n    - {factor: gemm, kernels: 4,"), std::string::npos) << yaml;
+  const CommandResult again = mpsim::testing::run_mpsim("simulate " + run_.inputs() + " --profile " + profile.string());
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  // The text shows each class: measured and predicted per step, and the factor read.
+  const CommandResult text = mpsim_calibrate(args);
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("measured / step"), std::string::npos) << text.out;
+  char gemm_ms[32];
+  std::snprintf(gemm_ms, sizeof gemm_ms, "%.3f ms", gemm * 1e-3);
+  EXPECT_NE(text.out.find(gemm_ms), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("0.625"), std::string::npos) << text.out;
+}
+
+// A kernel no rule names is reported as other (its name listed), and in no class: the GEMMs still read 0.8.
+TEST_F(KernelTraces, AnUnknownKernelIsReportedAsOther) {
+  const double gemm = 1.25 * predicted_us_["gemm"];
+  const CommandResult r = mpsim_calibrate(
+      run_.inputs() + write_traces("other", std::max(step_us_, 4 * gemm), {{kGemmKernel, gemm}, {"my_team_fused_kernel_v2", 50}}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("1 kernel name(s) of no known class"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("my_team_fused_kernel_v2 (4 kernels, 0.200 ms)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0.800"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("read from kernel traces: 4 kernels"), std::string::npos) << r.out;
+}
+
+// Traces without kernels set nothing by reading: every factor is fitted to the step, as from a log.
+TEST_F(KernelTraces, TracesWithoutKernelsFallBackToTheStepFit) {
+  const CommandResult r = mpsim_calibrate(run_.inputs() + write_traces("bare", 1.2 * step_us_, {}) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json out = json::parse(r.out);
+  EXPECT_TRUE(out.at("read_from_kernels").empty());
+  ASSERT_FALSE(out.at("factors").empty()) << r.out;  // the 20 % slower step is fitted
+  for (const auto& [factor, source] : out.at("factor_sources").items()) {
+    EXPECT_EQ(source, "fitted to the runs' steps") << factor;
+  }
+  ASSERT_EQ(out.at("runs").size(), 1U);
+  EXPECT_NEAR(out.at("runs").at(0).at("predicted_step_s").get<double>(), 1.2 * step_us_ * 1e-6, 0.01 * 1.2 * step_us_ * 1e-6);
+}
+
+// A malformed kernel event is an error naming the file, the event and the field.
+TEST_F(KernelTraces, MalformedKernelEventsAreErrorsAtTheField) {
+  const CommandResult bad_dur =
+      mpsim_calibrate(run_.inputs() + write_traces("bad-dur", step_us_, {{kGemmKernel, 10, "\"slow\""}}));
+  EXPECT_EQ(bad_dur.exit_code, 2);
+  EXPECT_NE(bad_dur.err.find("bad-dur-rank0.json"), std::string::npos) << bad_dur.err;
+  EXPECT_NE(bad_dur.err.find("traceEvents[1].dur is not a number"), std::string::npos) << bad_dur.err;
+  EXPECT_EQ(std::count(bad_dur.err.begin(), bad_dur.err.end(), '\n'), 1) << bad_dur.err;
+  const CommandResult no_name =
+      mpsim_calibrate(run_.inputs() + write_traces("no-name", step_us_, {{kGemmKernel, 10}}, /*name_kernels=*/false));
+  EXPECT_EQ(no_name.exit_code, 2);
+  EXPECT_NE(no_name.err.find("no-name-rank0.json"), std::string::npos) << no_name.err;
+  EXPECT_NE(no_name.err.find("traceEvents[1]: a kernel event without a \"name\" string"), std::string::npos) << no_name.err;
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -96,6 +98,96 @@ TEST(KinetoTrace, StepIsTheMedianStepOfEveryRankAndBusyTheKernelsPerStep) {
   EXPECT_EQ(all_reduces, 6U);
   EXPECT_EQ(forwards, 6U);
   EXPECT_THROW((void)read_kineto_step({{"a.json", r0}, {"c.json", r0}}, 8, 1), trace::TraceReadError);  // rank 0 twice
+}
+
+// Real kernel names (as PyTorch profiler and Nsight tables print them) read into their classes.
+TEST(KernelNames, RealNamesReadIntoTheirClasses) {
+  EXPECT_EQ(kernel_class("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"), KernelClass::Nccl);
+  EXPECT_EQ(kernel_class("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT"), KernelClass::Gemm);
+  EXPECT_EQ(kernel_class("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"),
+            KernelClass::Gemm);
+  EXPECT_EQ(kernel_class("ampere_bf16_s16816gemm_bf16_128x256_ldg8_f2f_stages_64x3_tn"), KernelClass::Gemm);
+  EXPECT_EQ(kernel_class("splitKreduce_kernel"), KernelClass::Gemm);
+  EXPECT_EQ(kernel_class("sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x128x128_cgasize1x2x1_stage4_gmmastage2"),
+            KernelClass::Fp8Gemm);
+  EXPECT_EQ(kernel_class("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t>>"),
+            KernelClass::Attention);
+  EXPECT_EQ(kernel_class("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"), KernelClass::Attention);
+  // FlashAttention 3 is a CUTLASS device kernel: attention, not a GEMM.
+  EXPECT_EQ(kernel_class("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2>>>>"),
+            KernelClass::Attention);
+  EXPECT_EQ(kernel_class("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_kernel0_0"),
+            KernelClass::Attention);
+  EXPECT_EQ(kernel_class("fmha_cutlassF_bf16_aligned_64x128_rf_sm80"), KernelClass::Attention);
+  EXPECT_EQ(kernel_class("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"),
+            KernelClass::MemoryBound);
+  EXPECT_EQ(kernel_class("triton_poi_fused_mul_silu_0"), KernelClass::MemoryBound);
+  EXPECT_EQ(kernel_class("void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>>"), KernelClass::MemoryBound);
+  EXPECT_EQ(kernel_class("gdr_decode_batch_kernel"), KernelClass::Other);
+}
+
+/// A rank's trace with two 1000-us steps; in each, `kernels` as {name, start offset, duration} (us).
+std::string kernel_trace(int rank, const std::vector<std::tuple<std::string, int, int>>& kernels) {
+  std::string events;
+  for (int step = 0; step < 2; ++step) {
+    const int start = 1000 + step * 1000;
+    events += fmt::format(R"({{"ph": "X", "name": "ProfilerStep#{}", "ts": {}, "dur": 1000}},)", step, start);
+    for (const auto& [name, offset, dur] : kernels) {
+      events += fmt::format(R"({{"ph": "X", "cat": "kernel", "name": "{}", "ts": {}, "dur": {}}},)", name, start + offset, dur);
+    }
+  }
+  events += R"({"ph": "X", "cat": "kernel", "name": "nvjet_tst_after_the_steps", "ts": 5000, "dur": 100})";
+  return fmt::format(R"({{"schemaVersion": 1, "distributedInfo": {{"rank": {}}}, "traceEvents": [{}]}})", rank, events);
+}
+
+// A class's time is its kernels' summed durations per step: two GEMMs overlapping on two streams
+// count both; a kernel outside the steps counts nowhere; unknown names are other, listed by name.
+TEST(KinetoKernels, ClassTimesAreSummedKernelsPerStep) {
+  const std::string r0 = kernel_trace(0, {{"nvjet_tst_a", 10, 100}, {"sm90_xmma_gemm_bf16", 50, 100},
+                                          {"flash_fwd_kernel", 300, 40}, {"my_kernel", 400, 5}});
+  const std::string r1 = kernel_trace(1, {{"nvjet_tst_a", 10, 30}, {"elementwise_kernel", 100, 20}});
+  TraceKernels kernels;
+  const trace::StepRecord s = read_kineto_step({{"r1.json", r1}, {"r0.json", r0}}, 8, 1, &kernels);
+  ASSERT_EQ(kernels.ranks.size(), 2U);
+  const RankKernels& rank0 = kernels.ranks[0];
+  EXPECT_EQ(rank0.rank, 0);
+  EXPECT_EQ(rank0.stage, 0);
+  EXPECT_EQ(rank0.steps, 2);
+  EXPECT_EQ(rank0[KernelClass::Gemm].kernels, 4);
+  EXPECT_NEAR(rank0[KernelClass::Gemm].seconds, 400e-6, 1e-12);  // summed, though they overlap
+  EXPECT_NEAR(rank0[KernelClass::Attention].seconds, 80e-6, 1e-12);
+  EXPECT_EQ(rank0[KernelClass::Other].kernels, 2);
+  EXPECT_EQ(kernels.ranks[1].stage, 1);
+  EXPECT_NEAR(kernels.ranks[1][KernelClass::Gemm].seconds, 60e-6, 1e-12);
+  EXPECT_NEAR(kernels.ranks[1][KernelClass::MemoryBound].seconds, 40e-6, 1e-12);
+  ASSERT_EQ(kernels.other_names.size(), 1U);
+  EXPECT_EQ(kernels.other_names.begin()->first, "my_kernel");
+  EXPECT_EQ(kernels.other_names.begin()->second.kernels, 2);
+  // The busy time is still the union of the kernels: 185 us of rank 0's step, not the 245 summed.
+  EXPECT_NEAR(s.report.devices[0].busy_s, 185e-6, 1e-12);
+}
+
+std::string read_error(const std::string& text) {
+  try {
+    TraceKernels kernels;
+    (void)read_kineto_step({{"t.json", text}}, 8, 1, &kernels);
+  } catch (const trace::TraceReadError& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+// A malformed kernel event names the file, the event's index and the field.
+TEST(KinetoKernels, MalformedKernelEventsNameTheEventAndField) {
+  const std::string step = R"({"ph": "X", "name": "ProfilerStep#0", "ts": 0, "dur": 100})";
+  EXPECT_EQ(read_error(R"({"schemaVersion": 1, "traceEvents": [)" + step +
+                       R"(, {"ph": "X", "cat": "kernel", "name": "nvjet_tst", "ts": 1, "dur": "5"}]})"),
+            "t.json: traceEvents[1].dur is not a number");
+  EXPECT_EQ(read_error(R"({"schemaVersion": 1, "traceEvents": [)" + step + R"(, {"ph": "X", "cat": "kernel", "ts": 1, "dur": 5}]})"),
+            "t.json: traceEvents[1]: a kernel event without a \"name\" string");
+  EXPECT_EQ(read_error(R"({"schemaVersion": 1, "traceEvents": [)" + step +
+                       R"(, {"ph": "X", "cat": "kernel", "name": "nvjet_tst", "ts": 1, "dur": -5}]})"),
+            "t.json: traceEvents[1]: \"dur\" is negative");
 }
 
 }  // namespace
