@@ -90,16 +90,25 @@ std::int64_t per_stage_bottleneck(const std::vector<std::vector<std::int64_t>>& 
   return worst;
 }
 
+/// 1 to 9 units over 1 to n stages, each stage with its own cost of each unit; every other trial draws
+/// from few values (many ties).
+std::vector<std::vector<std::int64_t>> random_stage_costs(std::mt19937& rng, int trial) {
+  const int n = std::uniform_int_distribution<int>(1, 9)(rng);
+  const int parts = std::uniform_int_distribution<int>(1, n)(rng);
+  std::vector<std::vector<std::int64_t>> stage_costs(static_cast<std::size_t>(parts));
+  for (auto& row : stage_costs) {
+    row.resize(static_cast<std::size_t>(n));
+    for (auto& c : row) c = std::uniform_int_distribution<std::int64_t>(0, trial % 2 == 0 ? 3 : 100)(rng);
+  }
+  return stage_costs;
+}
+
 TEST(BalancedPartition, PerStageCostsMatchBruteForce) {
   std::mt19937 rng(11);
   for (int trial = 0; trial < 300; ++trial) {
-    const int n = std::uniform_int_distribution<int>(1, 9)(rng);
-    const int parts = std::uniform_int_distribution<int>(1, n)(rng);
-    std::vector<std::vector<std::int64_t>> stage_costs(static_cast<std::size_t>(parts));
-    for (auto& row : stage_costs) {
-      row.resize(static_cast<std::size_t>(n));
-      for (auto& c : row) c = std::uniform_int_distribution<std::int64_t>(0, trial % 2 == 0 ? 3 : 100)(rng);
-    }
+    const std::vector<std::vector<std::int64_t>> stage_costs = random_stage_costs(rng, trial);
+    const int n = static_cast<int>(stage_costs.front().size());
+    const int parts = static_cast<int>(stage_costs.size());
     std::int64_t best = -1;
     std::vector<int> first_best;
     all_partitions(n, parts, [&](const std::vector<int>& b) {
@@ -138,13 +147,9 @@ TEST(BalancedPartition, SpreadTieMatchesBruteForce) {
   // The optimal partition with the least sum of squared stage costs, the first such in lexicographic order.
   std::mt19937 rng(13);
   for (int trial = 0; trial < 300; ++trial) {
-    const int n = std::uniform_int_distribution<int>(1, 9)(rng);
-    const int parts = std::uniform_int_distribution<int>(1, n)(rng);
-    std::vector<std::vector<std::int64_t>> stage_costs(static_cast<std::size_t>(parts));
-    for (auto& row : stage_costs) {
-      row.resize(static_cast<std::size_t>(n));
-      for (auto& c : row) c = std::uniform_int_distribution<std::int64_t>(0, trial % 2 == 0 ? 3 : 100)(rng);
-    }
+    const std::vector<std::vector<std::int64_t>> stage_costs = random_stage_costs(rng, trial);
+    const int n = static_cast<int>(stage_costs.front().size());
+    const int parts = static_cast<int>(stage_costs.size());
     const std::int64_t optimum = per_stage_bottleneck(stage_costs, balanced_partition(stage_costs));
     double least = -1;
     std::vector<int> first_least;
