@@ -129,6 +129,7 @@ struct PlanArgs {
   std::string catalog;   ///< --catalog: choose the instance type and count too (docs/budget.md)
   std::string budget;    ///< --budget, with --catalog: "2e6 USD"
   bool mix_instance_types = false;  ///< --mix-instance-types, with --catalog: jobs of two types too
+  std::vector<int> instance_counts;  ///< --instance-counts, with --catalog: only these counts of a type
   std::string trace_links = "busiest";
   int verify_top = 0;         ///< --verify-top K
   std::string verify_backend = "cpu";
@@ -658,13 +659,20 @@ void run_catalog_plan(const PlanArgs& args) {
   // A type whose GPU has no rate for --attention-kernel is skipped, and said so; none left is an error.
   const auto unusable = [&](const topology::Cluster& cluster) { return attention_kernel_error(args, cluster); };
   const planner::CatalogSearchResult found =
-      planner::run_catalog_search(catalog, search_of, args.training, limits, args.mix_instance_types, unusable);
+      planner::run_catalog_search(catalog, search_of, args.training, limits, args.mix_instance_types, unusable,
+                                  args.instance_counts);
   if (found.skipped.size() == catalog.instances.size()) {
     std::vector<std::string> reasons;
     for (const planner::SkippedInstance& s : found.skipped) {
       reasons.push_back(fmt::format("{}: {}", catalog.instances[s.instance].name, s.reason));
     }
-    throw InputError({"--attention-kernel " + args.attention_kernel, 0, 0}, "",
+    // The flags that left no type: the attention kernel, the instance counts, or both.
+    std::vector<std::string> flags;
+    if (!args.attention_kernel.empty()) flags.push_back("--attention-kernel " + args.attention_kernel);
+    if (!args.instance_counts.empty()) {
+      flags.push_back(fmt::format("--instance-counts {}", fmt::join(args.instance_counts, ",")));
+    }
+    throw InputError({fmt::format("{}", fmt::join(flags, " ")), 0, 0}, "",
                      fmt::format("no instance type of {} can run it ({})", catalog.file, fmt::join(reasons, "; ")));
   }
   const std::vector<planner::CatalogOffer>& offers = found.offers;
@@ -1260,6 +1268,13 @@ void add_plan_commands(CLI::App& app) {
       ->add_flag("--mix-instance-types", args->mix_instance_types,
                  "With --catalog: also every pair of instance types at each pair of counts, as one cluster of two GPU "
                  "kinds (a pipeline stage per kind; docs/mixed-clusters.md)")
+      ->needs(catalog);
+  plan_cmd
+      ->add_option("--instance-counts", args->instance_counts,
+                   "With --catalog: try only these numbers of instances of each type (comma-separated, e.g. 3,6,12), "
+                   "instead of 1, 2, 4, ... and all; a type with none of them available is skipped")
+      ->delimiter(',')
+      ->check(CLI::PositiveNumber)
       ->needs(catalog);
   for (const char* other : {"--topology", "--gpus", "--gpus-per-node", "--gpu-hour-price", "--optimize",
                             "--verify-top", "--baseline", "--robust", "--explain", "--trace"}) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <tuple>
 
+#include <fmt/format.h>
+
 namespace mpsim::planner {
 namespace {
 
@@ -11,7 +13,16 @@ TimeNs wall_of(const CatalogOffer& o) { return o.job.run->wall_time; }
 
 }  // namespace
 
-std::vector<int> instance_counts(int available) {
+std::vector<int> instance_counts(int available, const std::vector<int>& fixed) {
+  if (!fixed.empty()) {
+    std::vector<int> within;
+    for (const int c : fixed) {
+      if (c >= 1 && c <= available) within.push_back(c);
+    }
+    std::sort(within.begin(), within.end());
+    within.erase(std::unique(within.begin(), within.end()), within.end());
+    return within;
+  }
   // An instance is a node of one GPU here: the node branch of cost_job_sizes gives whole instances.
   return cost_job_sizes(available, available, std::nullopt);
 }
@@ -70,12 +81,19 @@ CatalogSearchResult run_catalog_search(const Catalog& catalog,
                                        const std::function<JobSearch(topology::Cluster)>& search_of,
                                        const training::TrainingRequest& request, const CatalogLimits& limits,
                                        bool mix_types,
-                                       const std::function<std::optional<std::string>(const topology::Cluster&)>& unusable) {
+                                       const std::function<std::optional<std::string>(const topology::Cluster&)>& unusable,
+                                       const std::vector<int>& counts) {
   CatalogSearchResult out;
   std::vector<bool> usable(catalog.instances.size(), true);
   for (std::size_t t = 0; t < catalog.instances.size(); ++t) {
-    if (!unusable) break;
-    if (auto why = unusable(instance_cluster(catalog.instances[t], 1))) {
+    const CatalogInstance& instance = catalog.instances[t];
+    std::optional<std::string> why;
+    if (instance_counts(instance.available, counts).empty()) {
+      why = fmt::format("none of the instance counts asked for is within its {} available", instance.available);
+    } else if (unusable) {
+      why = unusable(instance_cluster(instance, 1));
+    }
+    if (why) {
       usable[t] = false;
       out.skipped.push_back({t, std::move(*why)});
     }
@@ -85,7 +103,7 @@ CatalogSearchResult run_catalog_search(const Catalog& catalog,
     const CatalogInstance& instance = catalog.instances[t];
     const int per = instance.gpus_per_instance;
     std::vector<int> sizes;
-    for (const int count : instance_counts(instance.available)) sizes.push_back(count * per);
+    for (const int count : instance_counts(instance.available, counts)) sizes.push_back(count * per);
     training::TrainingRequest priced = request;
     priced.gpu_hour_price = gpu_hour_price(instance);
     // The cost search of this type alone; the choice across types is made below, on cost.
@@ -99,8 +117,8 @@ CatalogSearchResult run_catalog_search(const Catalog& catalog,
         if (!usable[a] || !usable[b]) continue;
         const CatalogInstance& first = catalog.instances[a];
         const CatalogInstance& second = catalog.instances[b];
-        for (const int ca : instance_counts(first.available)) {
-          for (const int cb : instance_counts(second.available)) {
+        for (const int ca : instance_counts(first.available, counts)) {
+          for (const int cb : instance_counts(second.available, counts)) {
             const int gpus = ca * first.gpus_per_instance + cb * second.gpus_per_instance;
             training::TrainingRequest priced = request;
             priced.gpu_hour_price = (ca * first.price_per_hour + cb * second.price_per_hour) / gpus;

@@ -59,7 +59,9 @@ struct CatalogSearchResult {
 
 /// The instance counts tried for `available` instances: powers of two below it, and `available` itself
 /// (cost_job_sizes' whole-node sizes, counted in instances: one rents whole instances). 12: 1, 2, 4, 8, 12.
-[[nodiscard]] std::vector<int> instance_counts(int available);
+/// With `fixed` (plan --instance-counts), those of them within `available` instead, in increasing order,
+/// each once.
+[[nodiscard]] std::vector<int> instance_counts(int available, const std::vector<int>& fixed = {});
 
 /// The choice among `offers` with a run: with a deadline, the cheapest that ends by it; with a budget,
 /// the fastest whose cost is within it; with neither, the cheapest. Ties go to the faster (with a budget:
@@ -74,15 +76,17 @@ struct CatalogSearchResult {
 /// The type's price per GPU-hour: its price per instance-hour over its GPUs.
 [[nodiscard]] double gpu_hour_price(const CatalogInstance& instance);
 
-/// Searches every instance type of `catalog` at each of its instance_counts() (and with `mix_types` every
+/// Searches every instance type of `catalog` at each of its instance_counts(available, counts) (and with `mix_types` every
 /// pair of types at each pair of counts): `search_of(cluster)` gives the job of the offer's cluster
 /// (offer_cluster()), its model and options; the run is `request`'s at the offer's price per GPU-hour
 /// (its instances' prices per hour over its GPUs). Then chooses within `limits` and finds the frontier.
 /// `request.gpu_hour_price` is ignored (the catalogue prices the runs). A type for whose cluster
-/// (one instance) `unusable` gives a reason is skipped (CatalogSearchResult::skipped), its pairs too.
+/// (one instance) `unusable` gives a reason is skipped (CatalogSearchResult::skipped), its pairs too, and
+/// so is a type of which none of the fixed `counts` is available.
 [[nodiscard]] CatalogSearchResult run_catalog_search(
     const Catalog& catalog, const std::function<JobSearch(topology::Cluster)>& search_of,
     const training::TrainingRequest& request, const CatalogLimits& limits, bool mix_types = false,
-    const std::function<std::optional<std::string>(const topology::Cluster&)>& unusable = {});
+    const std::function<std::optional<std::string>(const topology::Cluster&)>& unusable = {},
+    const std::vector<int>& counts = {});
 
 }  // namespace mpsim::planner

@@ -158,4 +158,26 @@ TEST(CatalogCommand, ATypeWithoutTheAttentionKernelIsSkippedAndNoTypeLeftIsAnErr
   EXPECT_NE(none.err.find("p3.16xlarge: "), std::string::npos) << none.err;
 }
 
+// --instance-counts 3: each type at 3 instances only (4 available each), the choice still the cheapest
+// of them; 3,9: 9 is past every type's 4 and left out; 9 alone leaves no type, an error naming the flag.
+TEST(CatalogCommand, InstanceCountsAreTheOnlyCountsTried) {
+  const nlohmann::json j = run_json("--instance-counts 3");
+  ASSERT_EQ(j["offers"].size(), 4U);  // four types, one count each
+  for (const auto& o : j["offers"]) EXPECT_EQ(o["count"], 3) << o;
+  const auto runs = runs_of(j);
+  ASSERT_FALSE(runs.empty());
+  const Offer cheapest = *std::min_element(runs.begin(), runs.end(), [](const Offer& a, const Offer& b) {
+    return a.cost < b.cost;
+  });
+  EXPECT_EQ(j["chosen"]["offer"].get<std::size_t>(), cheapest.index);
+  EXPECT_EQ(run_json("--instance-counts 9,3")["offers"].size(), 4U);
+
+  const auto none = run_mpsim(catalog_args("--instance-counts 9"));
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_EQ(std::count(none.err.begin(), none.err.end(), '\n'), 1) << none.err;
+  EXPECT_NE(none.err.find("--instance-counts 9"), std::string::npos) << none.err;
+  EXPECT_NE(none.err.find("none of the instance counts asked for is within its 4 available"), std::string::npos)
+      << none.err;
+}
+
 }  // namespace

@@ -31,6 +31,9 @@ TEST(CatalogSearch, InstanceCountsArePowersOfTwoAndAllAvailable) {
   EXPECT_EQ(instance_counts(3), (std::vector<int>{1, 2, 3}));
   EXPECT_EQ(instance_counts(4), (std::vector<int>{1, 2, 4}));
   EXPECT_EQ(instance_counts(12), (std::vector<int>{1, 2, 4, 8, 12}));
+  // Fixed counts: those within what is available, in order, each once.
+  EXPECT_EQ(instance_counts(12, {6, 3, 16, 3}), (std::vector<int>{3, 6}));
+  EXPECT_TRUE(instance_counts(2, {3, 6}).empty());
 }
 
 /// An offer whose run costs `cost` and takes `days`.
