@@ -33,9 +33,13 @@ void SharedRoutes::return_finder(std::unique_ptr<topology::RouteFinder> finder) 
 }
 
 const topology::Route* SharedRoutes::route(topology::DeviceId src, topology::DeviceId dst) {
-  const auto found = routes_of({{src, dst}}, true);
-  const std::optional<topology::Route>& r = *found.at(route_key(src, dst));
-  return r.has_value() ? &*r : nullptr;
+  const std::optional<topology::Route>* stored = nullptr;
+  {
+    const std::lock_guard lock(mutex_);
+    if (const auto it = routes_.find(route_key(src, dst)); it != routes_.end()) stored = it->second.get();
+  }
+  if (stored == nullptr) stored = routes_of({{src, dst}}, true).at(route_key(src, dst));  // found outside the lock
+  return stored->has_value() ? &**stored : nullptr;
 }
 
 std::unordered_map<std::uint64_t, const std::optional<topology::Route>*> SharedRoutes::routes_of(
