@@ -40,12 +40,14 @@
 #include "planner/cost_search.h"
 #include "planner/equivalent_plans.h"
 #include "planner/explain.h"
+#include "planner/headroom_choice.h"
 #include "planner/kind_alone.h"
 #include "planner/memory_margin.h"
 #include "planner/search.h"
 #include "planner/sensitivity.h"
 #include "planner/step_distribution.h"
 #include "planner/thread_pool.h"
+#include "sim/calibration/prediction_band.h"
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
 #include "sim/engine/simulator.h"
@@ -117,6 +119,7 @@ struct PlanArgs {
   std::string pareto = "near";
   std::string memory_reserve;
   double memory_margin_percent = 100 * planner::kDefaultMemoryMargin;  ///< --memory-margin
+  std::optional<double> rank_tolerance_percent;  ///< --rank-tolerance; unset: the model's group's (prediction_band.h)
   std::string output;
   std::string trace;
   bool json = false;
@@ -448,6 +451,40 @@ std::string margin_warning(const planner::Evaluated& left_out, const planner::Ev
                      to_string(Bytes::bytes(left_out.report.peak_memory_bytes)), to_string(capacity),
                      100 * options.memory_margin) +
          pareto_table({left_out});
+}
+
+/// The share of the fastest plan's step within which plans count as ones the predictions cannot order:
+/// --rank-tolerance, else the fastest plan's group's (calibration::ranking_tolerance).
+double rank_tolerance(const PlanArgs& args, const Inputs& in, const planner::Evaluated& fastest) {
+  if (args.rank_tolerance_percent) return *args.rank_tolerance_percent / 100;
+  return calibration::ranking_tolerance(calibration::prediction_group(in.model, fastest.plan)).share;
+}
+
+/// The note under the ranking when #1 is not the fastest plan found but the choice of
+/// planner/headroom_choice.h among the plans within the tolerance.
+std::string headroom_note(const planner::HeadroomChoice& choice, const PlanArgs& args) {
+  const auto bytes = [](std::int64_t b) { return to_string(Bytes::bytes(b)); };
+  const std::string basis = args.rank_tolerance_percent
+                                ? std::string("--rank-tolerance")
+                                : std::string("the median error of mpsim's ratio between two published runs of one model "
+                                              "on one cluster: docs/planner.md, \"Plans the predictions cannot order\"");
+  const double worse = 1 / (1 - planner::kWorstMeasuredUnderPrediction) - 1;
+  const std::string why =
+      planner::safe_from_worst_memory_error(choice.chosen.report)
+          ? fmt::format("#1 is the fastest of them whose peak, {}, would still fit if it were {:.0f}% higher, as the "
+                        "worst measured peak so far was (docs/validation.md, \"Memory\")",
+                        bytes(choice.chosen.report.peak_memory_bytes), 100 * worse)
+          : fmt::format("none of them would fit a peak {:.0f}% higher than predicted, as the worst measured peak so far "
+                        "was (docs/validation.md, \"Memory\"), and #1 leaves the most memory free: {} on its fullest "
+                        "GPU, where the fastest leaves {}",
+                        100 * worse, bytes(planner::memory_headroom(choice.chosen.report)),
+                        bytes(planner::memory_headroom(choice.fastest.report)));
+  return fmt::format("\n#1 is {:.1f}% slower than the fastest plan found ({:.3g} s, peak {}): the {} plans within {:.1f}% "
+                     "of that one are ones the predictions cannot order ({}), and {}. --rank-tolerance 0 ranks by step "
+                     "time alone.\n",
+                     100 * (choice.chosen.report.step_time_s / choice.fastest.report.step_time_s - 1),
+                     choice.fastest.report.step_time_s, bytes(choice.fastest.report.peak_memory_bytes), choice.within,
+                     100 * choice.tolerance, basis, why);
 }
 
 /// "plan + report": the report (docs/simulator.md, "The report") with the complete plan under "plan".
@@ -916,6 +953,13 @@ void run_planner_command(const PlanArgs& args) {
                                                                                result.ranked.front()))
           ? &*result.within_margin
           : nullptr;
+  // Of the plans the predictions cannot order (within the ranking tolerance of the fastest), the one with
+  // the most memory headroom goes first (planner/headroom_choice.h); --robust orders by its what-ifs.
+  std::optional<planner::HeadroomChoice> headroom_choice;
+  if (options.space.objective == plan::Objective::Speed && !args.robust && !result.ranked.empty()) {
+    headroom_choice = planner::choose_for_headroom(result.ranked, result.pareto, rank_tolerance(args, in, result.ranked.front()));
+    if (headroom_choice) planner::put_first(result.ranked, *headroom_choice);
+  }
   // Each ranked plan's step under the two what-ifs (planner/sensitivity.h); --robust ranks by the worse.
   std::map<std::size_t, planner::Sensitivity> sensitivities;
   {
@@ -970,7 +1014,16 @@ void run_planner_command(const PlanArgs& args) {
       add_sampled(entry, e);
       json["candidates"].push_back(std::move(entry));
     }
-    json["ranked_by"] = !args.robust ? "step_time" : sampled.empty() ? "worse_what_if" : "p95";
+    json["ranked_by"] = args.robust ? (sampled.empty() ? "worse_what_if" : "p95")
+                        : headroom_choice ? "step_time_then_headroom"
+                                          : "step_time";
+    // Why #1 is not the fastest plan found: the tolerance, how many plans were within it, and that plan.
+    json["headroom_choice"] = headroom_choice
+                                  ? nlohmann::ordered_json{{"tolerance", headroom_choice->tolerance},
+                                                           {"plans_within", headroom_choice->within},
+                                                           {"fastest", evaluated_json(headroom_choice->fastest, false,
+                                                                                      estimate(headroom_choice->fastest), &in)}}
+                                  : nlohmann::ordered_json();
     json["pareto"] = nlohmann::ordered_json::array();
     for (const auto& e : result.pareto) json["pareto"].push_back(evaluated_json(e, false, estimate(e), &in));
     json["within_margin"] = left_out_by_margin
@@ -988,6 +1041,10 @@ void run_planner_command(const PlanArgs& args) {
                       {"gpus", gpus},
                       {"memory_reserve_bytes", options.memory_reserve.count()},
                       {"memory_margin", options.memory_margin},
+                      {"rank_tolerance", !result.ranked.empty() && options.space.objective == plan::Objective::Speed && !args.robust
+                                             ? nlohmann::ordered_json(headroom_choice ? headroom_choice->tolerance
+                                                                                      : rank_tolerance(args, in, result.ranked.front()))
+                                             : nlohmann::ordered_json()},
                       {"usable_memory_bytes", result.usable.count()},
                       {"within_margin", stats.within_margin},
                       {"pareto", args.pareto},
@@ -1117,6 +1174,7 @@ void run_planner_command(const PlanArgs& args) {
                                   : "Ranked by p95 of the sampled steps, among the plans found:\n");
   }
   std::cout << ranked_table(result.ranked, sensitivities, sampled);
+  if (headroom_choice) std::cout << headroom_note(*headroom_choice, args);
   if (left_out_by_margin != nullptr) {
     std::cout << margin_warning(*left_out_by_margin, result.ranked.front(), result.capacity, options);
   }
@@ -1228,6 +1286,14 @@ void add_plan_commands(CLI::App& app) {
                                    100 * planner::kDefaultMemoryMargin))
       ->type_name("PCT")
       ->check(CLI::Range(0.0, 99.0));
+  plan_cmd->add_option("--rank-tolerance", args->rank_tolerance_percent,
+                       "Percent of the fastest plan's step within which plans count as equals; #1 is then the fastest of "
+                       "them whose peak would fit even as under-predicted as the worst measured peak (else the one with "
+                       "the most memory free); 0 ranks by step time alone (default: "
+                       "the median error of predicted ratios between published runs of one model on one cluster, by "
+                       "group: docs/planner.md, \"Plans the predictions cannot order\")")
+      ->type_name("PCT")
+      ->check(CLI::Range(0.0, 50.0));
   plan_cmd->add_option("--set", args->sets, "Override a topology or model field: topology.node.nics.bandwidth=\"100 Gb/s\", topology.nodes=16");
   plan_cmd->add_option("-o,--output", args->output, "Write the best plan as a plan YAML");
   plan_cmd->add_option("--trace", args->trace, "Write the best plan's Chrome trace (gzip when it ends in .gz)");

@@ -39,6 +39,15 @@ constexpr std::array kCalibrated = {
 // checks it): measured max allocated / predicted tensor bytes - 1 over the table's allocated rows.
 constexpr ErrorSpread kMemory{"memory", "", -0.109, 0.054, 10};
 
+// Written from tests/validation/calibration_loo_test.cpp's output (LeaveOneOut.CalibrationOnHeldOutRuns
+// checks them): pairs of check rows of one release, GPU kind, model and GPU count.
+constexpr std::array kRankingTolerances = {
+    RankingTolerance{"", 0.043, 14},
+    RankingTolerance{"context parallel", 0.007, 2},
+    RankingTolerance{"dense", 0.042, 4},
+    RankingTolerance{"mixture of experts", 0.065, 8},
+};
+
 const ErrorSpread* find_spread(std::span<const ErrorSpread> table, std::string_view group, std::string_view gpu_kind) {
   for (const ErrorSpread& s : table) {
     if (s.group == group && s.gpu_kind == gpu_kind) return &s;
@@ -77,6 +86,15 @@ std::optional<StepBand> step_band(double step_s, std::string_view group, std::st
   }
   if (spread == nullptr) return std::nullopt;
   return StepBand{step_s * (1 + spread->low), step_s * (1 + spread->high), calibrated, *spread};
+}
+
+std::span<const RankingTolerance> ranking_tolerances() noexcept { return kRankingTolerances; }
+
+const RankingTolerance& ranking_tolerance(std::string_view group) noexcept {
+  for (const RankingTolerance& t : kRankingTolerances) {
+    if (t.group == group && t.pairs >= kFewestRows) return t;
+  }
+  return kRankingTolerances.front();  // every group's pairs
 }
 
 const ErrorSpread& memory_spread() noexcept { return kMemory; }

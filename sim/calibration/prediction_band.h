@@ -57,6 +57,23 @@ struct StepBand {
 /// mpsim calibrate on a run of yours narrows it)", or the calibrated basis.
 [[nodiscard]] std::string band_basis_text(const StepBand& band);
 
+/// How far mpsim's predicted ratio between two runs of one model on one cluster is from the measured
+/// ratio: the median of |(measured a / measured b) / (predicted a / predicted b) - 1| over pairs of
+/// published runs of the same release, GPU kind, model and GPU count that differ in their configuration
+/// (tests/validation: precision recipes, parallel degrees), per group. Two plans whose predicted steps
+/// differ by less than this are ones the predictions cannot order: the planner prefers, among them, the
+/// one with the most memory headroom (planner/headroom_choice.h). Pairs, not single rows, because the
+/// error common to every run of one software stack (docs/validation.md's medians of 6-45 %) cancels in
+/// a ratio.
+struct RankingTolerance {
+  std::string_view group;  ///< "" for the pairs of every group
+  double share = 0;        ///< median |ratio error|
+  int pairs = 0;
+};
+[[nodiscard]] std::span<const RankingTolerance> ranking_tolerances() noexcept;
+/// The group's tolerance, or every group's pooled one when the group has fewer than kFewestRows pairs.
+[[nodiscard]] const RankingTolerance& ranking_tolerance(std::string_view group) noexcept;
+
 /// The spread of measured peak memory around its prediction: measured max allocated / predicted tensor
 /// bytes - 1 over the allocated rows of the measured-memory table (tests/validation/measured_memory.yaml;
 /// tests/validation/measured_memory_test.cpp recomputes it and fails when it drifts), 10th and 90th

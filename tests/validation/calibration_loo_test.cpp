@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -178,6 +179,7 @@ class LeaveOneOut : public ::testing::Test {
   static void held_out_table();
   static void one_run_is_matched();
   static void band_tables_are_todays();
+  static void ranking_tolerances_are_todays();
   static void calibrated_bands_cover_other_releases();
 
   static inline std::vector<MeasuredRun>* runs_ = new std::vector<MeasuredRun>;
@@ -302,6 +304,49 @@ void LeaveOneOut::band_tables_are_todays() {
   expect_same_spreads(calibration::calibrated_spreads(), today.calibrated, "calibrated");
 }
 
+// The ranking tolerances (prediction_band.h) are today's: pairs of check rows that ran one model on one
+// cluster in one release, the median |error| of mpsim's ratio between the two (this prints the rows).
+void LeaveOneOut::ranking_tolerances_are_todays() {
+  using Job = std::tuple<std::string, std::string, std::string, std::int64_t, double, std::size_t>;
+  std::map<Job, std::vector<std::size_t>> by_job;
+  for (std::size_t i = 0; i < runs_->size(); ++i) {
+    const MeasuredRun& run = (*runs_)[i];
+    if (!run.fit.empty()) continue;  // fit rows say nothing of the model
+    by_job[{release_of(run.id), run.gpu_label, run.group(), run.model.parameters(),
+            run.model.training_flops_per_sample().count(), run.cluster.gpus().size()}]
+        .push_back(i);
+  }
+  std::map<std::string, std::vector<double>> by_group;  // "" pools every group
+  for (const auto& [job, rows] : by_job) {
+    for (std::size_t a = 0; a < rows.size(); ++a) {
+      for (std::size_t b = a + 1; b < rows.size(); ++b) {
+        const double measured = (*measured_step_s_)[rows[a]] / (*measured_step_s_)[rows[b]];
+        const double predicted = (*uncalibrated_step_s_)[rows[a]] / (*uncalibrated_step_s_)[rows[b]];
+        const double error = std::fabs(measured / predicted - 1);
+        by_group[std::get<2>(job)].push_back(error);
+        by_group[""].push_back(error);
+      }
+    }
+  }
+  std::string rows;
+  for (const auto& [group, errors] : by_group) {
+    rows += fmt::format("    RankingTolerance{{\"{}\", {:.3f}, {}}},\n", group, validation::median(errors), errors.size());
+  }
+  std::printf("ranking tolerances:\n%s", rows.c_str());
+  const auto compiled = calibration::ranking_tolerances();
+  EXPECT_EQ(compiled.size(), by_group.size());
+  for (const auto& [group, errors] : by_group) {
+    const auto found = std::find_if(compiled.begin(), compiled.end(),
+                                    [&](const calibration::RankingTolerance& t) { return t.group == group; });
+    if (found == compiled.end()) {
+      ADD_FAILURE() << "no ranking tolerance for '" << group << "'";
+      continue;
+    }
+    EXPECT_NEAR(found->share, validation::median(errors), 0.0015) << group;
+    EXPECT_EQ(found->pairs, static_cast<int>(errors.size())) << group;
+  }
+}
+
 // Bands are honest on runs they were not drawn from: each release's calibrated held-out predictions
 // against the band the other releases' predictions give (10th to 90th percentile of their errors).
 void LeaveOneOut::calibrated_bands_cover_other_releases() {
@@ -346,6 +391,10 @@ TEST_F(LeaveOneOut, CalibrationOnHeldOutRuns) {
   {
     SCOPED_TRACE("band tables are today's");
     band_tables_are_todays();
+  }
+  {
+    SCOPED_TRACE("ranking tolerances are today's");
+    ranking_tolerances_are_todays();
   }
   {
     SCOPED_TRACE("calibrated bands cover other releases");
