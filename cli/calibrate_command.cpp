@@ -20,6 +20,7 @@
 #include "sim/calibration/profile_file.h"
 #include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
+#include "sim/trace/kernel_class.h"
 
 namespace mpsim::cli {
 namespace {
@@ -45,19 +46,16 @@ struct MeasuredInput {
   std::vector<calibration::ReadFactor> read;         ///< the factors the readings set
 };
 
-/// The traced ranks' kernels of the classes a factor prices (the same names on both sides), each
+/// The traced ranks' kernels of the classes a factor prices (trace::KernelClass on both sides), each
 /// against its pipeline rank (0 without pipeline parallelism).
 std::vector<calibration::MeasuredKernels> measured_kernels(const interop::TraceKernels& kernels) {
   std::vector<calibration::MeasuredKernels> out;
   for (const interop::RankKernels& rank : kernels.ranks) {
     calibration::MeasuredKernels m;
     m.stage = std::max(0, rank.stage);
-    for (const engine::KernelClass c : engine::kKernelClasses) {
-      for (const interop::KernelClass t : interop::kKernelClasses) {
-        if (interop::to_string(t) != engine::to_string(c)) continue;
-        m.kernels[static_cast<std::size_t>(c)] = rank[t].kernels;
-        m.seconds_per_step[static_cast<std::size_t>(c)] = rank[t].seconds / std::max(1, rank.steps);
-      }
+    for (const trace::KernelClass c : trace::kKernelClasses) {
+      m.kernels[static_cast<std::size_t>(c)] = rank[c].kernels;
+      m.seconds_per_step[static_cast<std::size_t>(c)] = rank[c].seconds / std::max(1, rank.steps);
     }
     out.push_back(m);
   }
@@ -109,16 +107,16 @@ void print_kernels(const MeasuredInput& measured) {
   table.add_row({"kernels", "count", "measured / step", "predicted / step", "factor"});
   for (const calibration::KernelReading& r : measured.readings) {
     const auto read = std::find_if(measured.read.begin(), measured.read.end(), [&](const calibration::ReadFactor& f) {
-      return calibration::to_string(f.kind) == engine::to_string(r.kernel_class);
+      return f.kind == calibration::factor_of(r.kernel_class);
     });
     std::string factor = "-";
     if (read != measured.read.end()) factor = fmt::format("{:.3f}{}", read->value, read->clamped ? " (clamped)" : "");
-    table.add_row({std::string(engine::to_string(r.kernel_class)), std::to_string(r.kernels), ms(r.measured_s),
+    table.add_row({std::string(trace::to_string(r.kernel_class)), std::to_string(r.kernels), ms(r.measured_s),
                    ms(r.predicted_s), factor});
   }
   // NCCL's kernels and the unknown ones: measured only (the links are fitted to the step).
   const double ranks = static_cast<double>(std::max<std::size_t>(1, measured.kernels.ranks.size()));
-  for (const interop::KernelClass c : {interop::KernelClass::Nccl, interop::KernelClass::Other}) {
+  for (const interop::UnpricedKernel c : {interop::UnpricedKernel::Nccl, interop::UnpricedKernel::Other}) {
     std::int64_t count = 0;
     double per_step = 0;
     for (const interop::RankKernels& rank : measured.kernels.ranks) {

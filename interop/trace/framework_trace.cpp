@@ -37,12 +37,12 @@ std::optional<trace::SpanKind> nccl_kind(std::string_view name) {
 struct KernelNameRule {
   std::string_view needle;
   std::string_view also;  ///< a second needle the name must hold too; empty: none
-  KernelClass kind;
+  KernelKind kind;
 };
 constexpr KernelNameRule kKernelNameRules[] = {
     // NCCL names every kernel it launches so: ncclDevKernel_AllReduce_Sum_bf16_RING_LL,
     // ncclKernel_ReduceScatter_RING_LL_Sum_half, ncclDevKernel_SendRecv.
-    {"nccl", "", KernelClass::Nccl},
+    {"nccl", "", UnpricedKernel::Nccl},
     // FlashAttention 2 (Tri Dao's, and PyTorch's vendored copy): flash_fwd_kernel<Flash_fwd_kernel_traits<..>>,
     // flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel, flash_bwd_dot_do_o_kernel, pytorch_flash::flash_fwd_kernel;
     // FlashAttention 3: cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<..>>>;
@@ -170,20 +170,21 @@ std::int64_t microseconds_ns(const nlohmann::json& value, std::string_view sourc
 
 }  // namespace
 
-std::string_view to_string(KernelClass c) noexcept {
-  static constexpr std::array<std::string_view, kKernelClasses.size()> kNames = {
-      "gemm", "fp8_gemm", "attention", "memory_bound", "nccl", "other"};
-  return kNames[static_cast<std::size_t>(c)];
+std::string_view to_string(UnpricedKernel k) noexcept { return k == UnpricedKernel::Nccl ? "nccl" : "other"; }
+
+KernelTime& RankKernels::of(const KernelKind& kind) noexcept {
+  if (const auto* c = std::get_if<KernelClass>(&kind)) return by_class[static_cast<std::size_t>(*c)];
+  return std::get<UnpricedKernel>(kind) == UnpricedKernel::Nccl ? nccl : other;
 }
 
-KernelClass kernel_class(std::string_view kernel_name) {
+KernelKind kernel_kind(std::string_view kernel_name) {
   const std::string n = ascii_lower(kernel_name);
   for (const KernelNameRule& rule : kKernelNameRules) {
     if (n.find(rule.needle) != std::string::npos && (rule.also.empty() || n.find(rule.also) != std::string::npos)) {
       return rule.kind;
     }
   }
-  return KernelClass::Other;
+  return UnpricedKernel::Other;
 }
 
 bool is_kineto_trace(std::string_view text) {
@@ -275,11 +276,11 @@ trace::StepRecord read_kineto_step(const std::vector<KinetoFile>& ranks, int gpu
           // Only what runs inside a step counts (a kernel between two steps belongs to neither).
           std::int64_t inside = 0;
           for (const Interval& s : steps) inside += std::max<std::int64_t>(0, std::min(end, s.end) - std::max(start, s.start));
-          const KernelClass c = kernel_class(text);
-          KernelTime& time = classes.by_class[static_cast<std::size_t>(c)];
+          const KernelKind kind_of_kernel = kernel_kind(text);
+          KernelTime& time = classes.of(kind_of_kernel);
           ++time.kernels;
           time.seconds += static_cast<double>(inside) * 1e-9;
-          if (c == KernelClass::Other) {
+          if (kind_of_kernel == KernelKind{UnpricedKernel::Other}) {
             KernelTime& named = kernel_classes->other_names[text];
             ++named.kernels;
             named.seconds += static_cast<double>(inside) * 1e-9;

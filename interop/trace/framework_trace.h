@@ -14,9 +14,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 #include <vector>
 
 #include "sim/trace/compare.h"
+#include "sim/trace/kernel_class.h"
 
 namespace mpsim::interop {
 
@@ -30,17 +32,16 @@ struct KinetoFile {
   std::string text;
 };
 
-/// The classes a trace's kernels are read into by their names (docs/calibration.md, "Reading kernel
-/// traces"): those a software profile prices with a factor of its own, named as those factors are
-/// (gemm, fp8_gemm, attention, memory_bound), NCCL's kernels (nccl), and the names no rule knows
-/// (other), which are reported rather than guessed into a class.
-enum class KernelClass : std::uint8_t { Gemm, Fp8Gemm, Attention, MemoryBound, Nccl, Other };
-inline constexpr std::array<KernelClass, 6> kKernelClasses = {KernelClass::Gemm,        KernelClass::Fp8Gemm,
-                                                              KernelClass::Attention,   KernelClass::MemoryBound,
-                                                              KernelClass::Nccl,        KernelClass::Other};
-[[nodiscard]] std::string_view to_string(KernelClass c) noexcept;
-/// The class of a kernel by its name (the first rule of the name table that matches; Other when none).
-[[nodiscard]] KernelClass kernel_class(std::string_view kernel_name);
+/// What a trace's kernels are read into by their names (docs/calibration.md, "Reading kernel traces"):
+/// the classes a software profile prices with a factor of its own (trace::KernelClass, the cost model's
+/// own), NCCL's kernels, and the names no rule knows, which are reported rather than guessed into a class.
+using trace::KernelClass;
+using trace::kKernelClasses;
+enum class UnpricedKernel : std::uint8_t { Nccl, Other };
+[[nodiscard]] std::string_view to_string(UnpricedKernel k) noexcept;  ///< "nccl", "other"
+using KernelKind = std::variant<KernelClass, UnpricedKernel>;
+/// The kind of a kernel by its name (the first rule of the name table that matches; Other when none).
+[[nodiscard]] KernelKind kernel_kind(std::string_view kernel_name);
 
 /// Kernels of one class: how many ran and their summed durations (clipped to the profiled steps).
 struct KernelTime {
@@ -53,8 +54,13 @@ struct RankKernels {
   int rank = 0;
   int stage = -1;  ///< its pipeline stage as the devices' (rank / ranks_per_stage); -1: unknown
   int steps = 0;  ///< profiled steps (ProfilerStep#N ranges)
-  std::array<KernelTime, kKernelClasses.size()> by_class{};
+  std::array<KernelTime, kKernelClasses.size()> by_class{};  ///< by trace::KernelClass
+  KernelTime nccl;
+  KernelTime other;
   [[nodiscard]] const KernelTime& operator[](KernelClass c) const noexcept { return by_class[static_cast<std::size_t>(c)]; }
+  [[nodiscard]] const KernelTime& operator[](UnpricedKernel k) const noexcept { return k == UnpricedKernel::Nccl ? nccl : other; }
+  /// The time of the kernels of `kind`.
+  [[nodiscard]] KernelTime& of(const KernelKind& kind) noexcept;
 };
 /// A run's kernels: each rank's, by rank, and the names of class Other with their kernels over all ranks.
 struct TraceKernels {

@@ -14,12 +14,6 @@ namespace {
 std::size_t index_of(engine::KernelClass c) { return static_cast<std::size_t>(c); }
 
 /// The factor that scales a class's rate: the one of the same name.
-FactorKind factor_of(engine::KernelClass c) {
-  const auto kind = factor_kind_named(engine::to_string(c));
-  if (!kind) throw std::logic_error("a kernel class without its factor");
-  return *kind;
-}
-
 ReadFactor bounded(FactorKind kind, double ratio, double ceiling, const KernelReading& reading) {
   ReadFactor f{kind, std::clamp(ratio, kSmallestRateFactor, ceiling), reading.kernels, reading.measured_s,
                reading.predicted_s, false};
@@ -28,6 +22,16 @@ ReadFactor bounded(FactorKind kind, double ratio, double ceiling, const KernelRe
 }
 
 }  // namespace
+
+FactorKind factor_of(trace::KernelClass c) noexcept {
+  switch (c) {
+    case trace::KernelClass::Gemm: return FactorKind::Gemm;
+    case trace::KernelClass::Fp8Gemm: return FactorKind::Fp8Gemm;
+    case trace::KernelClass::Attention: return FactorKind::Attention;
+    case trace::KernelClass::MemoryBound: return FactorKind::MemoryBound;
+  }
+  return FactorKind::Gemm;
+}
 
 std::vector<engine::ClassTimes> predicted_kernel_times(const MeasuredRun& run) {
   const engine::CostModel costs = engine::build_cost_model(run.cluster, run.model, run.plan, plan::Layout(run.plan));

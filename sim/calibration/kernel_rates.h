@@ -15,6 +15,9 @@
 
 namespace mpsim::calibration {
 
+/// The factor that scales a kernel class's rate (the class and the factor share their name).
+[[nodiscard]] FactorKind factor_of(trace::KernelClass c) noexcept;
+
 /// One traced rank's kernels of the classes a factor prices: how many ran over its profiled steps and
 /// their summed time per step, by engine::KernelClass.
 struct MeasuredKernels {

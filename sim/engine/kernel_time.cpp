@@ -37,12 +37,6 @@ std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; 
 
 }  // namespace
 
-std::string_view to_string(KernelClass c) noexcept {
-  static constexpr std::array<std::string_view, kKernelClasses.size()> kNames = {"gemm", "fp8_gemm", "attention",
-                                                                                 "memory_bound"};
-  return kNames[static_cast<std::size_t>(c)];
-}
-
 KernelRates kernel_rates(const topology::GpuKind& gpu, plan::Precision precision, int dtype_bytes,
                          std::optional<topology::AttentionGeneration> attention_kernel) {
   KernelRates r;

@@ -17,6 +17,7 @@
 #include "sim/model/model.h"
 #include "sim/plan/plan.h"
 #include "sim/topology/gpu_kind.h"
+#include "sim/trace/kernel_class.h"
 
 namespace mpsim::engine {
 
@@ -38,15 +39,9 @@ struct KernelRates {
 [[nodiscard]] KernelRates kernel_rates(const topology::GpuKind& gpu, plan::Precision precision, int dtype_bytes,
                                        std::optional<topology::AttentionGeneration> attention_kernel = std::nullopt);
 
-/// The classes of kernel a software profile prices with a factor each (calibration's gemm, fp8_gemm,
-/// attention and memory_bound), as a profiler trace's kernel names tell them apart (interop/trace):
-/// 16-bit GEMMs (the weight GEMMs, standard attention's score matmuls), FP8 GEMMs, FlashAttention
-/// kernels, and memory-bound work (elementwise kernels, FP8 casts, the optimizer step).
-enum class KernelClass : std::uint8_t { Gemm, Fp8Gemm, Attention, MemoryBound };
-inline constexpr std::array<KernelClass, 4> kKernelClasses = {KernelClass::Gemm, KernelClass::Fp8Gemm,
-                                                              KernelClass::Attention, KernelClass::MemoryBound};
-/// The class's name: that of the software-profile factor that scales its rate.
-[[nodiscard]] std::string_view to_string(KernelClass c) noexcept;
+/// The classes of kernel a software profile prices (trace/kernel_class.h, shared with the trace reader).
+using trace::KernelClass;
+using trace::kKernelClasses;
 
 /// Kernel time split by class. The cost model keeps each pass's time in this form and charges its
 /// total(), so a breakdown cannot drift from the time simulated. A layer's time profiled in the model

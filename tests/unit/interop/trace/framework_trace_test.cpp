@@ -102,28 +102,28 @@ TEST(KinetoTrace, StepIsTheMedianStepOfEveryRankAndBusyTheKernelsPerStep) {
 
 // Real kernel names (as PyTorch profiler and Nsight tables print them) read into their classes.
 TEST(KernelNames, RealNamesReadIntoTheirClasses) {
-  EXPECT_EQ(kernel_class("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"), KernelClass::Nccl);
-  EXPECT_EQ(kernel_class("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT"), KernelClass::Gemm);
-  EXPECT_EQ(kernel_class("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"),
-            KernelClass::Gemm);
-  EXPECT_EQ(kernel_class("ampere_bf16_s16816gemm_bf16_128x256_ldg8_f2f_stages_64x3_tn"), KernelClass::Gemm);
-  EXPECT_EQ(kernel_class("splitKreduce_kernel"), KernelClass::Gemm);
-  EXPECT_EQ(kernel_class("sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x128x128_cgasize1x2x1_stage4_gmmastage2"),
-            KernelClass::Fp8Gemm);
-  EXPECT_EQ(kernel_class("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t>>"),
-            KernelClass::Attention);
-  EXPECT_EQ(kernel_class("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"), KernelClass::Attention);
+  EXPECT_EQ(kernel_kind("ncclDevKernel_AllReduce_Sum_bf16_RING_LL"), KernelKind{UnpricedKernel::Nccl});
+  EXPECT_EQ(kernel_kind("nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT"), KernelKind{KernelClass::Gemm});
+  EXPECT_EQ(kernel_kind("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"),
+            KernelKind{KernelClass::Gemm});
+  EXPECT_EQ(kernel_kind("ampere_bf16_s16816gemm_bf16_128x256_ldg8_f2f_stages_64x3_tn"), KernelKind{KernelClass::Gemm});
+  EXPECT_EQ(kernel_kind("splitKreduce_kernel"), KernelKind{KernelClass::Gemm});
+  EXPECT_EQ(kernel_kind("sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x128x128_cgasize1x2x1_stage4_gmmastage2"),
+            KernelKind{KernelClass::Fp8Gemm});
+  EXPECT_EQ(kernel_kind("void flash_fwd_kernel<Flash_fwd_kernel_traits<128, 128, 64, 4, false, false, cutlass::bfloat16_t>>"),
+            KernelKind{KernelClass::Attention});
+  EXPECT_EQ(kernel_kind("flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel"), KernelKind{KernelClass::Attention});
   // FlashAttention 3 is a CUTLASS device kernel: attention, not a GEMM.
-  EXPECT_EQ(kernel_class("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2>>>>"),
-            KernelClass::Attention);
-  EXPECT_EQ(kernel_class("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_kernel0_0"),
-            KernelClass::Attention);
-  EXPECT_EQ(kernel_class("fmha_cutlassF_bf16_aligned_64x128_rf_sm80"), KernelClass::Attention);
-  EXPECT_EQ(kernel_class("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"),
-            KernelClass::MemoryBound);
-  EXPECT_EQ(kernel_class("triton_poi_fused_mul_silu_0"), KernelClass::MemoryBound);
-  EXPECT_EQ(kernel_class("void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>>"), KernelClass::MemoryBound);
-  EXPECT_EQ(kernel_class("gdr_decode_batch_kernel"), KernelClass::Other);
+  EXPECT_EQ(kernel_kind("void cutlass::device_kernel<flash::enable_sm90_or_later<flash::FlashAttnFwdSm90<flash::CollectiveMainloopFwdSm90<2>>>>"),
+            KernelKind{KernelClass::Attention});
+  EXPECT_EQ(kernel_kind("cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_7_64x128x128_4x1x1_kernel0_0"),
+            KernelKind{KernelClass::Attention});
+  EXPECT_EQ(kernel_kind("fmha_cutlassF_bf16_aligned_64x128_rf_sm80"), KernelKind{KernelClass::Attention});
+  EXPECT_EQ(kernel_kind("void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"),
+            KernelKind{KernelClass::MemoryBound});
+  EXPECT_EQ(kernel_kind("triton_poi_fused_mul_silu_0"), KernelKind{KernelClass::MemoryBound});
+  EXPECT_EQ(kernel_kind("void multi_tensor_apply_kernel<TensorListMetadata<4>, AdamFunctor<float>>"), KernelKind{KernelClass::MemoryBound});
+  EXPECT_EQ(kernel_kind("gdr_decode_batch_kernel"), KernelKind{UnpricedKernel::Other});
 }
 
 /// A rank's trace with two 1000-us steps; in each, `kernels` as {name, start offset, duration} (us).
@@ -156,7 +156,7 @@ TEST(KinetoKernels, ClassTimesAreSummedKernelsPerStep) {
   EXPECT_EQ(rank0[KernelClass::Gemm].kernels, 4);
   EXPECT_NEAR(rank0[KernelClass::Gemm].seconds, 400e-6, 1e-12);  // summed, though they overlap
   EXPECT_NEAR(rank0[KernelClass::Attention].seconds, 80e-6, 1e-12);
-  EXPECT_EQ(rank0[KernelClass::Other].kernels, 2);
+  EXPECT_EQ(rank0[UnpricedKernel::Other].kernels, 2);
   EXPECT_EQ(kernels.ranks[1].stage, 1);
   EXPECT_NEAR(kernels.ranks[1][KernelClass::Gemm].seconds, 60e-6, 1e-12);
   EXPECT_NEAR(kernels.ranks[1][KernelClass::MemoryBound].seconds, 40e-6, 1e-12);
