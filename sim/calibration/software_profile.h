@@ -1,9 +1,9 @@
 #pragma once
 /// A software profile: what one software stack (a framework release, its kernels and its recipe's
 /// overlaps) reaches on the hardware, as a few named factors on the GPU kinds' and links' catalogue
-/// rates. `mpsim calibrate` fits them from measured runs (calibrate.h); `--profile FILE` applies them
-/// to a cluster before anything is simulated, so the engine, the planner and its bounds all see the
-/// same rates (docs/calibration.md).
+/// rates, shared by every GPU kind or, for a GPU's own factors, given per kind. `mpsim calibrate` fits
+/// them from measured runs (calibrate.h); `--profile FILE` applies them to a cluster before anything is
+/// simulated, so the engine, the planner and its bounds all see the same rates (docs/calibration.md).
 #include <array>
 #include <cstdint>
 #include <optional>

@@ -12,6 +12,8 @@
 // steps are printed, not bounded: the catalogue's V100 and T4 rates are not fitted to this 2020 software
 // (Megatron-LM v1.1.5, unfused kernels, micro batch 1 at hidden 1024), and the table shows how far off
 // they are. The bounds (kAmp) are the figures of the day they were written less a margin.
+// PerKindCalibrationOnTheMeasuredTrials then fits a software profile with factors per GPU kind to the
+// measured steps (calibrate --per-kind) and prints the same figures with it.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
