@@ -35,6 +35,7 @@ struct CalibrateArgs {
   std::string name;
   std::vector<std::string> factors;
   int max_factors = 0;
+  bool per_kind = false;
   bool json = false;
 };
 
@@ -160,6 +161,7 @@ std::vector<calibration::MeasuredRun> only_runs(std::vector<calibration::Measure
 calibration::CalibrationOptions calibration_options(const CalibrateArgs& args) {
   calibration::CalibrationOptions options;
   options.max_factors = args.max_factors;
+  options.per_kind = args.per_kind;
   if (!args.factors.empty()) {
     options.factors.clear();
     for (const std::string& name : args.factors) {
@@ -180,7 +182,10 @@ void print_profile(const calibration::SoftwareProfile& profile) {
   } else {
     Table factors;
     const bool read = !profile.read_factors.empty();  // then each factor says how it was set
+    const bool per_kind = std::any_of(profile.factors.begin(), profile.factors.end(),
+                                      [](const calibration::Factor& f) { return !f.gpu_kind.empty(); });
     std::vector<std::string> header{"factor", "value", "meaning"};
+    if (per_kind) header.insert(header.begin() + 1, "GPU kind");
     if (read) header.emplace_back("set");
     factors.add_row(header);
     for (const calibration::Factor& f : profile.factors) {
@@ -188,10 +193,16 @@ void print_profile(const calibration::SoftwareProfile& profile) {
       std::vector<std::string> row{std::string(calibration::to_string(f.kind)), fmt::format("{:.3f}", f.value),
                                    fmt::format("{:+.1f} % against {}", (f.value - 1) * 100,
                                                memory ? "mpsim's count of the activations" : "the catalogue's rate")};
-      if (read) row.push_back(profile.factor_source(f.kind));
+      if (per_kind) row.insert(row.begin() + 1, f.gpu_kind.empty() ? "all" : f.gpu_kind);
+      if (read) row.push_back(f.gpu_kind.empty() ? profile.factor_source(f.kind) : "fitted to the runs' steps");
       factors.add_row(row);
     }
     std::cout << factors.render();
+    for (const calibration::FactorRuns& set : profile.set_by) {
+      std::cout << fmt::format("{}{} set by {} run(s): {}\n", calibration::to_string(set.kind),
+                               set.gpu_kind.empty() ? "" : " on " + set.gpu_kind, set.runs.size(),
+                               fmt::join(set.runs, ", "));
+    }
   }
   if (!profile.residuals.empty()) {
     Table runs;
@@ -278,6 +289,9 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--factors", args->factors, "Only these factors may be fitted (comma-separated)")->delimiter(',');
   cmd->add_option("--max-factors", args->max_factors, "At most this many factors (default: as many as the runs determine)")
       ->check(CLI::PositiveNumber);
+  cmd->add_flag("--per-kind", args->per_kind,
+                "Fit the GPU factors (gemm, fp8_gemm, attention, memory_bound) once per GPU kind of the runs, the links' "
+                "factors shared");
   cmd->add_flag("--json", args->json, "Print the profile as JSON");
   cmd->callback([args] { run_calibrate(*args); });
 }

@@ -5,6 +5,8 @@
 #include <limits>
 #include <set>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include <Eigen/Dense>
 
@@ -34,12 +36,17 @@ struct StepRun {
 
 struct Candidate {
   FactorKind kind;
+  std::string gpu_kind;        ///< empty: shared (Factor::gpu_kind)
   Eigen::VectorXd elasticity;  ///< by run
 };
 
 /// Whether a factor can move the run at all (saves its probe): FP8 GEMMs only under an FP8 precision,
-/// network links only between nodes.
-bool can_move(FactorKind kind, const MeasuredRun& run) {
+/// network links only between nodes, a GPU kind's factor only where the run has GPUs of that kind.
+bool can_move(FactorKind kind, const std::string& gpu_kind, const MeasuredRun& run) {
+  if (!gpu_kind.empty()) {
+    const std::vector<std::string> kinds = run.gpu_kinds();
+    if (std::find(kinds.begin(), kinds.end(), gpu_kind) == kinds.end()) return false;
+  }
   if (kind == FactorKind::Fp8Gemm) return run.plan.precision != plan::Precision::Bf16 && run.plan.precision != plan::Precision::Fp16 &&
                                         run.plan.precision != plan::Precision::Fp32;
   if (kind == FactorKind::NetworkTransfers) return run.cluster.node_count > 1;
@@ -48,28 +55,52 @@ bool can_move(FactorKind kind, const MeasuredRun& run) {
 
 /// ln(t(value) / t(1)) / ln(1 / value): the share of the run's step that scales with the factor's rate
 /// between `value` and 1.
-double elasticity(const StepRun& run, FactorKind kind, double value) {
-  return std::log(predict(*run.run, {{kind, value}}).step_time_s / run.uncalibrated_s) / std::log(1 / value);
+double elasticity(const StepRun& run, FactorKind kind, const std::string& gpu_kind, double value) {
+  return std::log(predict(*run.run, {{kind, value, gpu_kind}}).step_time_s / run.uncalibrated_s) / std::log(1 / value);
+}
+
+/// The factors the fit may choose among: each of options.factors (but activation_memory: no step
+/// moves with it, fit_activation_memory), once; with per_kind, each GPU factor once per GPU kind of
+/// the runs, in the kinds' order.
+std::vector<std::pair<FactorKind, std::string>> factor_keys(const std::vector<StepRun>& runs,
+                                                           const CalibrationOptions& options) {
+  std::set<std::string> kinds;
+  for (const StepRun& run : runs) {
+    for (const std::string& kind : run.run->gpu_kinds()) kinds.insert(kind);
+  }
+  std::vector<std::pair<FactorKind, std::string>> keys;
+  const auto add = [&](FactorKind kind, const std::string& gpu_kind) {
+    // A kind listed twice is one candidate: two would be fitted as two factors on the same rate.
+    if (std::find(keys.begin(), keys.end(), std::pair{kind, gpu_kind}) == keys.end()) keys.emplace_back(kind, gpu_kind);
+  };
+  for (FactorKind kind : options.factors) {
+    if (kind == FactorKind::ActivationMemory) continue;
+    if (options.per_kind && is_gpu_factor(kind)) {
+      for (const std::string& gpu_kind : kinds) add(kind, gpu_kind);
+    } else {
+      add(kind, "");
+    }
+  }
+  return keys;
 }
 
 /// The candidates with their elasticities, most influential first (summed over the runs); ties keep
 /// kFactorKinds' order, so the choice is deterministic.
 std::vector<Candidate> probe_factors(const std::vector<StepRun>& runs, const CalibrationOptions& options) {
   std::vector<Candidate> candidates;
-  for (FactorKind kind : options.factors) {
-    if (kind == FactorKind::ActivationMemory) continue;  // no step moves with it: fit_activation_memory
-    // A kind listed twice is one candidate: two would be fitted as two factors on the same rate.
-    if (std::any_of(candidates.begin(), candidates.end(), [&](const Candidate& c) { return c.kind == kind; })) continue;
-    Candidate c{kind, Eigen::VectorXd::Zero(static_cast<Eigen::Index>(runs.size()))};
+  for (const auto& [kind, gpu_kind] : factor_keys(runs, options)) {
+    Candidate c{kind, gpu_kind, Eigen::VectorXd::Zero(static_cast<Eigen::Index>(runs.size()))};
     for (std::size_t i = 0; i < runs.size(); ++i) {
-      if (!can_move(kind, *runs[i].run)) continue;
-      c.elasticity[static_cast<Eigen::Index>(i)] = elasticity(runs[i], kind, kProbe);
+      if (!can_move(kind, gpu_kind, *runs[i].run)) continue;
+      c.elasticity[static_cast<Eigen::Index>(i)] = elasticity(runs[i], kind, gpu_kind, kProbe);
     }
     // Work hidden under other work (communication under compute) moves the step only once its rate
     // falls far enough to surface: a factor the first probe finds idle everywhere is probed again far out.
     if (c.elasticity.maxCoeff() < kSmallestElasticity) {
       for (std::size_t i = 0; i < runs.size(); ++i) {
-        if (can_move(kind, *runs[i].run)) c.elasticity[static_cast<Eigen::Index>(i)] = elasticity(runs[i], kind, kFarProbe);
+        if (can_move(kind, gpu_kind, *runs[i].run)) {
+          c.elasticity[static_cast<Eigen::Index>(i)] = elasticity(runs[i], kind, gpu_kind, kFarProbe);
+        }
       }
     }
     if (c.elasticity.maxCoeff() >= kSmallestElasticity) candidates.push_back(std::move(c));
@@ -109,9 +140,9 @@ class Fit {
     jacobian_.resize(n, k);
     for (Eigen::Index j = 0; j < k; ++j) {
       // The profile applies to every run's GPUs: the lowest of the runs' ceilings (runs of several GPU kinds).
-      const FactorKind kind = factors_[static_cast<std::size_t>(j)]->kind;
+      const Candidate& factor = *factors_[static_cast<std::size_t>(j)];
       double ceiling = std::numeric_limits<double>::infinity();
-      for (const StepRun& run : *runs_) ceiling = std::min(ceiling, factor_ceiling(kind, run.run->cluster));
+      for (const StepRun& run : *runs_) ceiling = std::min(ceiling, factor_ceiling(factor.kind, run.run->cluster, factor.gpu_kind));
       upper_[j] = std::log(ceiling);
       jacobian_.col(j) = -factors_[static_cast<std::size_t>(j)]->elasticity;
     }
@@ -123,7 +154,8 @@ class Fit {
     }
     for (const Factor& f : start) {
       for (Eigen::Index j = 0; j < k; ++j) {
-        if (factors_[static_cast<std::size_t>(j)]->kind == f.kind) x_[j] = std::log(f.value);
+        const Candidate& c = *factors_[static_cast<std::size_t>(j)];
+        if (c.kind == f.kind && c.gpu_kind == f.gpu_kind) x_[j] = std::log(f.value);
       }
     }
     if (!start.empty()) log_steps_ = log_steps_at(x_);
@@ -192,7 +224,9 @@ class Fit {
  private:
   [[nodiscard]] std::vector<Factor> factors_at(const Eigen::VectorXd& x) const {
     std::vector<Factor> out;
-    for (std::size_t k = 0; k < factors_.size(); ++k) out.push_back({factors_[k]->kind, std::exp(x[static_cast<Eigen::Index>(k)])});
+    for (std::size_t k = 0; k < factors_.size(); ++k) {
+      out.push_back({factors_[k]->kind, std::exp(x[static_cast<Eigen::Index>(k)]), factors_[k]->gpu_kind});
+    }
     return out;
   }
   [[nodiscard]] Eigen::VectorXd log_steps_at(const Eigen::VectorXd& x) const {
@@ -318,7 +352,7 @@ SoftwareProfile calibrate(const std::vector<MeasuredRun>& runs, std::string name
     const MeasuredRun& held = read.empty() ? run : held_runs[i];
     const double start_s = read.empty() ? uncalibrated.step_time_s : predict(held, {}).step_time_s;
     steps.push_back({&held, run.measured_step_s(uncalibrated), start_s, uncalibrated.step_time_s});
-    gpu_kinds.insert(run.gpu_kind());
+    for (const std::string& kind : run.gpu_kinds()) gpu_kinds.insert(kind);
   }
   if (steps.empty() && !any_peak) {
     throw std::invalid_argument(fits_memory ? "no run gives a step time, a throughput or a peak memory to calibrate on"
@@ -336,6 +370,8 @@ SoftwareProfile calibrate(const std::vector<MeasuredRun>& runs, std::string name
   profile.factors.insert(profile.factors.begin(), read.begin(), read.end());
   profile.read_factors = options.read;
   fit_activation_memory(fits_memory ? runs : std::vector<MeasuredRun>{}, profile);
+  // The shared factors first, then each kind's (SoftwareProfile::factors; the file lists them apart).
+  std::stable_partition(profile.factors.begin(), profile.factors.end(), [](const Factor& f) { return f.gpu_kind.empty(); });
   profile.gpu_kinds.assign(gpu_kinds.begin(), gpu_kinds.end());
   return profile;
 }
@@ -346,7 +382,7 @@ namespace {
 void fit_steps(const std::vector<StepRun>& steps, const CalibrationOptions& options, SoftwareProfile& profile) {
   const std::vector<Candidate> candidates = probe_factors(steps, options);
   const std::size_t limit = std::min<std::size_t>(
-      steps.size(), options.max_factors > 0 ? static_cast<std::size_t>(options.max_factors) : kRateFactorKinds.size());
+      steps.size(), options.max_factors > 0 ? static_cast<std::size_t>(options.max_factors) : candidates.size());
   std::vector<const Candidate*> chosen = distinct_factors(candidates, limit);
   Fit fit(steps, chosen);
   fit.solve();
@@ -365,6 +401,18 @@ void fit_steps(const std::vector<StepRun>& steps, const CalibrationOptions& opti
   }
 
   profile.factors = fit.factors();
+  // Per kind, the profile says which runs set each factor: those of its kind whose step it moves.
+  if (options.per_kind) {
+    for (const Factor& f : profile.factors) {
+      const auto c = std::find_if(chosen.begin(), chosen.end(),
+                                  [&](const Candidate* k) { return k->kind == f.kind && k->gpu_kind == f.gpu_kind; });
+      FactorRuns set{f.kind, f.gpu_kind, {}};
+      for (std::size_t i = 0; i < steps.size(); ++i) {
+        if ((*c)->elasticity[static_cast<Eigen::Index>(i)] >= kSmallestElasticity) set.runs.push_back(steps[i].run->id);
+      }
+      profile.set_by.push_back(std::move(set));
+    }
+  }
   const Eigen::VectorXd log_steps = fit.log_steps();
   for (std::size_t i = 0; i < steps.size(); ++i) {
     profile.residuals.push_back(

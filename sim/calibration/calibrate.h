@@ -30,6 +30,11 @@ struct CalibrationOptions {
   /// Factors already read (from kernel traces, kernel_rates.h): held at their values in every
   /// simulation of the fit, which fits only the other factors; the profile lists them as read.
   std::vector<ReadFactor> read;
+  /// Each GPU factor (is_gpu_factor) fitted once per GPU kind of the runs instead of once for all
+  /// (`calibrate --per-kind`): a candidate per kind, moving only the runs' stages on that kind, kept
+  /// or dropped as any other (the runs must tell the kinds apart); the links' factors stay shared,
+  /// and activation_memory, fitted to peaks, stays shared too.
+  bool per_kind = false;
 };
 
 /// The peak a run of `kind` measures (calibration::PeakKind), in GiB, the largest over the prediction's

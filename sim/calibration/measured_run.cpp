@@ -1,5 +1,7 @@
 #include "sim/calibration/measured_run.h"
 
+#include <algorithm>
+#include <stdexcept>
 #include <string_view>
 #include <system_error>
 #include <utility>
@@ -40,14 +42,25 @@ std::filesystem::path find_topology(const Field& field, const RunPaths& paths) {
 /// whole nodes, part of one, or equal NVLink domains.
 topology::Cluster run_cluster(const Field& row, const RunPaths& paths, int gpus, const std::string& id) {
   const std::filesystem::path file = find_topology(row.require("topology"), paths);
-  const auto load = [&](std::optional<int> nodes) {
+  const auto spec = [&](std::optional<int> nodes) {
     YamlDocument doc = YamlDocument::load(file);
     if (auto sets = row.get("topology_set")) {
       for (const auto& [key, value] : sets->entries()) doc.apply(Override{"topology", key, value.as_string(), id});
     }
     if (nodes) doc.apply(Override{"topology", "nodes", std::to_string(*nodes), id});
-    return topology::build_cluster(topology::load_topology_spec(doc.root()));
+    return topology::load_topology_spec(doc.root());
   };
+  const auto load = [&](std::optional<int> nodes) { return topology::build_cluster(spec(nodes)); };
+  // Node groups of several kinds (a mixed cluster) have no one node to scale by: the run takes the
+  // whole cluster, and its GPUs must be all of it.
+  if (const topology::TopologySpec whole = spec(std::nullopt); whole.nodes.size() > 1) {
+    topology::Cluster cluster = topology::build_cluster(whole);
+    if (static_cast<std::size_t>(gpus) != cluster.gpus().size()) {
+      throw std::invalid_argument(fmt::format("the topology's {} node groups are taken whole: gpus must be its {} GPUs",
+                                              whole.nodes.size(), cluster.gpus().size()));
+    }
+    return cluster;
+  }
   const int per_node = static_cast<int>(load(1).gpus().size());
   const topology::JobShape shape = topology::job_shape(gpus, per_node);
   topology::Cluster cluster = load(shape.nodes);
@@ -132,6 +145,14 @@ void read_measured(const Field& measured, MeasuredRun& run) {
 }  // namespace
 
 const std::string& MeasuredRun::gpu_kind() const { return cluster.gpu_kind_of(cluster.gpus().front()).id; }
+
+std::vector<std::string> MeasuredRun::gpu_kinds() const {
+  std::vector<std::string> ids;
+  for (const int kind : cluster.job_gpu_kinds()) ids.push_back(cluster.gpu_kinds()[static_cast<std::size_t>(kind)].id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
 
 double MeasuredRun::measured_step_s(const trace::Report& prediction) const {
   switch (figure) {

@@ -34,6 +34,8 @@ struct MeasuredRun {
 
   /// The catalogue id of the run's GPUs (the first GPU's kind).
   [[nodiscard]] const std::string& gpu_kind() const;
+  /// The catalogue ids of every kind among the run's GPUs (a mixed cluster's several), sorted.
+  [[nodiscard]] std::vector<std::string> gpu_kinds() const;
   /// The run's measured step, given a prediction of it (a throughput figure is a step time once the
   /// tokens or model FLOPs per step are known: the prediction's).
   [[nodiscard]] double measured_step_s(const trace::Report& prediction) const;

@@ -7,6 +7,7 @@
 
 #include "sim/core/did_you_mean.h"
 #include "sim/core/yaml_field.h"
+#include "sim/topology/gpu_kind.h"
 
 namespace mpsim::calibration {
 
@@ -22,28 +23,81 @@ std::string quoted(const std::string& text) {
   out << YAML::DoubleQuoted << text;
   return out.c_str();
 }
+
+std::string known_factors() {
+  std::string known;
+  for (std::string_view n : factor_names()) known += (known.empty() ? "" : ", ") + std::string(n);
+  return known;
+}
+
+/// A `factors:` mapping (the shared one, or a GPU kind's under `per_kind:`) into `out`.
+void read_factor_map(const Field& factors, const std::string& gpu_kind, std::vector<Factor>& out) {
+  if (!factors.is_map()) factors.fail("expected a mapping of factor names to values (e.g. gemm: 0.9)");
+  for (const auto& [key, value] : factors.entries()) {
+    const auto kind = factor_kind_named(key);
+    if (!kind) value.fail(fmt::format("unknown factor '{}'{} (one of {})", key, did_you_mean(key, factor_names()), known_factors()));
+    if (!gpu_kind.empty() && !is_gpu_factor(*kind)) {
+      value.fail(fmt::format("'{}' is a link's factor, shared by every GPU kind: give it under 'factors'", key));
+    }
+    out.push_back({*kind, value.as_double_in(1e-6, kLargestFactor), gpu_kind});
+  }
+}
+
+/// `per_kind:`: each GPU kind's factors, keyed by its catalogue id (an alias reads as its id).
+void read_per_kind(const Field& per_kind, std::vector<Factor>& out) {
+  if (!per_kind.is_map()) per_kind.fail("expected a mapping of GPU kinds to their factors (e.g. t4-16gb: {gemm: 1.2})");
+  const topology::GpuCatalog& catalog = topology::GpuCatalog::builtin();
+  std::vector<std::string> seen;
+  for (const auto& [key, factors] : per_kind.entries()) {
+    const topology::GpuKind* kind = catalog.find(key);
+    if (kind == nullptr) {
+      const std::vector<std::string> names = catalog.names();
+      const std::vector<std::string_view> views(names.begin(), names.end());
+      factors.fail(fmt::format("unknown GPU kind '{}'{} (a catalogue id of configs/hardware/gpus.yaml)", key,
+                               did_you_mean(key, views)));
+    }
+    if (std::find(seen.begin(), seen.end(), kind->id) != seen.end()) {
+      factors.fail(fmt::format("GPU kind '{}' is given twice (as '{}' here)", kind->id, key));
+    }
+    seen.push_back(kind->id);
+    read_factor_map(factors, kind->id, out);
+  }
+}
 }  // namespace
 
 SoftwareProfile load_profile(const Field& root) {
   root.expect_keys({"profile"});
   const Field p = root.require("profile");
-  p.expect_keys({"name", "gpu_kinds", "factors", "runs", "peak_runs", "read_from_kernels"});
+  p.expect_keys({"name", "gpu_kinds", "factors", "per_kind", "set_by", "runs", "peak_runs", "read_from_kernels"});
   SoftwareProfile profile;
   if (auto name = p.get("name")) profile.name = name->as_string();
   if (auto kinds = p.get("gpu_kinds")) {
     for (const Field& kind : kinds->items_or_scalar()) profile.gpu_kinds.push_back(kind.as_string());
     std::sort(profile.gpu_kinds.begin(), profile.gpu_kinds.end());
   }
-  const Field factors = p.require("factors");
-  if (!factors.is_map()) factors.fail("expected a mapping of factor names to values (e.g. gemm: 0.9)");
-  for (const auto& [key, value] : factors.entries()) {
-    const auto kind = factor_kind_named(key);
-    if (!kind) {
-      std::string known;
-      for (std::string_view n : factor_names()) known += (known.empty() ? "" : ", ") + std::string(n);
-      value.fail(fmt::format("unknown factor '{}'{} (one of {})", key, did_you_mean(key, factor_names()), known));
+  // A profile of per-kind factors alone may leave out the shared ones.
+  if (!p.has("per_kind") || p.has("factors")) read_factor_map(p.require("factors"), "", profile.factors);
+  if (auto per_kind = p.get("per_kind")) read_per_kind(*per_kind, profile.factors);
+  if (auto set_by = p.get("set_by")) {
+    for (const Field& entry : set_by->items()) {
+      entry.expect_keys({"factor", "gpu_kind", "runs"});
+      const Field factor = entry.require("factor");
+      const auto kind = factor_kind_named(factor.as_string());
+      if (!kind) factor.fail(fmt::format("unknown factor '{}' (one of {})", factor.as_string(), known_factors()));
+      FactorRuns r{*kind, {}, {}};
+      if (auto gpu = entry.get("gpu_kind")) {
+        const topology::GpuKind* named = topology::GpuCatalog::builtin().find(gpu->as_string());
+        if (named == nullptr) gpu->fail(fmt::format("unknown GPU kind '{}'", gpu->as_string()));
+        r.gpu_kind = named->id;
+      }
+      if (std::none_of(profile.factors.begin(), profile.factors.end(),
+                       [&](const Factor& f) { return f.kind == r.kind && f.gpu_kind == r.gpu_kind; })) {
+        factor.fail(fmt::format("'{}'{} is not among the profile's factors", factor.as_string(),
+                                r.gpu_kind.empty() ? "" : " of " + r.gpu_kind));
+      }
+      for (const Field& run : entry.require("runs").items_or_scalar()) r.runs.push_back(run.as_string());
+      profile.set_by.push_back(std::move(r));
     }
-    profile.factors.push_back({*kind, value.as_double_in(1e-6, kLargestFactor)});
   }
   if (auto runs = p.get("runs")) {
     for (const Field& run : runs->items()) {
@@ -72,7 +126,7 @@ SoftwareProfile load_profile(const Field& root) {
       const auto kind = factor_kind_named(factor.as_string());
       if (!kind) factor.fail(fmt::format("unknown factor '{}'", factor.as_string()));
       const auto listed = std::find_if(profile.factors.begin(), profile.factors.end(),
-                                       [&](const Factor& f) { return f.kind == *kind; });
+                                       [&](const Factor& f) { return f.kind == *kind && f.gpu_kind.empty(); });
       if (listed == profile.factors.end()) factor.fail(fmt::format("'{}' is not among the profile's factors", factor.as_string()));
       ReadFactor r{*kind, listed->value, 0, 0, 0, false};
       r.kernels = entry.require("kernels").as_int_in(0, std::int64_t{1} << 50);
@@ -95,12 +149,37 @@ std::string write_profile_yaml(const SoftwareProfile& profile) {
   out += "  gpu_kinds: [";
   for (std::size_t i = 0; i < profile.gpu_kinds.size(); ++i) out += (i ? ", " : "") + quoted(profile.gpu_kinds[i]);
   out += "]\n  factors:";
-  if (profile.factors.empty()) out += " {}";
+  const auto shared = [](const Factor& f) { return f.gpu_kind.empty(); };
+  if (std::none_of(profile.factors.begin(), profile.factors.end(), shared)) out += " {}";
   out += "\n";
   for (const Factor& f : profile.factors) {
+    if (!shared(f)) continue;
     // Where some were read from kernel traces, each line says how its factor was set.
     const std::string source = profile.read_factors.empty() ? "" : "  # " + profile.factor_source(f.kind);
     out += fmt::format("    {}: {:.6g}{}\n", to_string(f.kind), f.value, source);
+  }
+  // Each GPU kind's own factors, in the order its first one is listed.
+  std::vector<std::string> kinds;
+  for (const Factor& f : profile.factors) {
+    if (!shared(f) && std::find(kinds.begin(), kinds.end(), f.gpu_kind) == kinds.end()) kinds.push_back(f.gpu_kind);
+  }
+  if (!kinds.empty()) {
+    out += "  # factors of one GPU kind, which override the shared factors of their names on that kind\n  per_kind:\n";
+    for (const std::string& kind : kinds) {
+      out += fmt::format("    {}:\n", quoted(kind));
+      for (const Factor& f : profile.factors) {
+        if (f.gpu_kind == kind) out += fmt::format("      {}: {:.6g}\n", to_string(f.kind), f.value);
+      }
+    }
+  }
+  if (!profile.set_by.empty()) {
+    out += "  # the runs whose predicted steps each factor moves by 2 % or more, which set its value\n  set_by:\n";
+    for (const FactorRuns& r : profile.set_by) {
+      std::string runs;
+      for (const std::string& run : r.runs) runs += (runs.empty() ? "" : ", ") + quoted(run);
+      out += fmt::format("    - {{factor: {}{}, runs: [{}]}}\n", to_string(r.kind),
+                         r.gpu_kind.empty() ? "" : ", gpu_kind: " + quoted(r.gpu_kind), runs);
+    }
   }
   if (!profile.residuals.empty()) {
     out += "  # the runs it was fitted on: measured step, the step predicted with the profile and without\n  runs:\n";
@@ -132,7 +211,14 @@ std::string write_profile_yaml(const SoftwareProfile& profile) {
 
 nlohmann::json profile_json(const SoftwareProfile& profile) {
   nlohmann::json factors = nlohmann::json::object();
-  for (const Factor& f : profile.factors) factors[std::string(to_string(f.kind))] = f.value;
+  nlohmann::json per_kind = nlohmann::json::object();
+  for (const Factor& f : profile.factors) {
+    (f.gpu_kind.empty() ? factors : per_kind[f.gpu_kind])[std::string(to_string(f.kind))] = f.value;
+  }
+  nlohmann::json set_by = nlohmann::json::array();
+  for (const FactorRuns& r : profile.set_by) {
+    set_by.push_back({{"factor", to_string(r.kind)}, {"gpu_kind", r.gpu_kind}, {"runs", r.runs}});
+  }
   nlohmann::json runs = nlohmann::json::array();
   for (const FitResidual& r : profile.residuals) {
     runs.push_back({{"id", r.run},
@@ -151,7 +237,9 @@ nlohmann::json profile_json(const SoftwareProfile& profile) {
                          {"error", r.error()}});
   }
   nlohmann::json sources = nlohmann::json::object();
-  for (const Factor& f : profile.factors) sources[std::string(to_string(f.kind))] = profile.factor_source(f.kind);
+  for (const Factor& f : profile.factors) {
+    if (f.gpu_kind.empty()) sources[std::string(to_string(f.kind))] = profile.factor_source(f.kind);
+  }
   nlohmann::json read = nlohmann::json::array();
   for (const ReadFactor& r : profile.read_factors) {
     read.push_back({{"factor", to_string(r.kind)},
@@ -161,9 +249,9 @@ nlohmann::json profile_json(const SoftwareProfile& profile) {
                     {"predicted_s_per_step", r.predicted_s},
                     {"clamped", r.clamped}});
   }
-  return {{"name", profile.name},         {"gpu_kinds", profile.gpu_kinds}, {"factors", factors},
-          {"factor_sources", sources},    {"read_from_kernels", read},      {"runs", runs},
-          {"peak_runs", peak_runs}};
+  return {{"name", profile.name},      {"gpu_kinds", profile.gpu_kinds}, {"factors", factors},
+          {"per_kind", per_kind},         {"set_by", set_by},               {"factor_sources", sources},
+          {"read_from_kernels", read},    {"runs", runs},                   {"peak_runs", peak_runs}};
 }
 
 }  // namespace mpsim::calibration

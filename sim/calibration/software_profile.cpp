@@ -35,11 +35,20 @@ std::optional<PeakKind> peak_kind_named(std::string_view name) noexcept {
   return std::nullopt;
 }
 
-double SoftwareProfile::factor(FactorKind kind) const noexcept {
+bool is_gpu_factor(FactorKind kind) noexcept {
+  return kind != FactorKind::NvlinkTransfers && kind != FactorKind::NetworkTransfers;
+}
+
+double SoftwareProfile::factor(FactorKind kind) const noexcept { return factor_on(kind, {}); }
+
+double SoftwareProfile::factor_on(FactorKind kind, std::string_view gpu_kind_id) const noexcept {
+  const Factor* shared = nullptr;
   for (const Factor& f : factors) {
-    if (f.kind == kind) return f.value;
+    if (f.kind != kind) continue;
+    if (!gpu_kind_id.empty() && f.gpu_kind == gpu_kind_id) return f.value;
+    if (f.gpu_kind.empty()) shared = &f;
   }
-  return 1.0;
+  return shared != nullptr ? shared->value : 1.0;
 }
 
 std::string SoftwareProfile::factor_source(FactorKind kind) const {
@@ -56,11 +65,12 @@ bool SoftwareProfile::fitted_on(std::string_view gpu_kind_id) const noexcept {
   return std::find(gpu_kinds.begin(), gpu_kinds.end(), gpu_kind_id) != gpu_kinds.end();
 }
 
-double factor_ceiling(FactorKind kind, const topology::Cluster& cluster) noexcept {
+double factor_ceiling(FactorKind kind, const topology::Cluster& cluster, std::string_view gpu_kind_id) noexcept {
   const bool efficiency = kind == FactorKind::Gemm || kind == FactorKind::Fp8Gemm || kind == FactorKind::Attention;
   if (kind == FactorKind::ActivationMemory) return kLargestActivationFactor;
   double ceiling = efficiency ? std::numeric_limits<double>::infinity() : kRateCeiling;
   for (const topology::GpuKind& gpu : cluster.gpu_kinds()) {
+    if (!gpu_kind_id.empty() && gpu.id != gpu_kind_id) continue;
     switch (kind) {
       case FactorKind::Gemm:
         ceiling = std::min({ceiling, 1.0 / gpu.matmul_efficiency, 1.0 / gpu.fp8_matmul_efficiency});
@@ -81,12 +91,17 @@ double factor_ceiling(FactorKind kind, const topology::Cluster& cluster) noexcep
 
 std::optional<std::string> factor_above_ceiling(const std::vector<Factor>& factors, const topology::Cluster& cluster) {
   for (const Factor& f : factors) {
-    const double ceiling = factor_ceiling(f.kind, cluster);
+    // A factor of a GPU kind the cluster lacks is not applied there (apply_factors).
+    if (!f.gpu_kind.empty() && std::none_of(cluster.gpu_kinds().begin(), cluster.gpu_kinds().end(),
+                                            [&](const topology::GpuKind& g) { return g.id == f.gpu_kind; })) {
+      continue;
+    }
+    const double ceiling = factor_ceiling(f.kind, cluster, f.gpu_kind);
     // The fit stops at the ceiling itself; what it writes is rounded to 6 digits.
     if (f.value > ceiling * (1 + 1e-5)) {
-      return fmt::format("{} {:.6g} is above what this cluster allows ({:.6g}: a kernel efficiency beyond its GPUs' "
+      return fmt::format("{}{} {:.6g} is above what this cluster allows ({:.6g}: a kernel efficiency beyond its GPUs' "
                          "peak, a link or HBM beyond 1.25 x its rate, or activations beyond 4 x mpsim's count)",
-                         to_string(f.kind), f.value, ceiling);
+                         to_string(f.kind), f.gpu_kind.empty() ? "" : " on " + f.gpu_kind, f.value, ceiling);
     }
   }
   return std::nullopt;
@@ -95,7 +110,13 @@ std::optional<std::string> factor_above_ceiling(const std::vector<Factor>& facto
 void apply_factors(const std::vector<Factor>& factors, topology::Cluster& cluster) {
   for (std::size_t i = 0; i < cluster.gpu_kinds().size(); ++i) {
     topology::GpuKind gpu = cluster.gpu_kinds()[i];
+    // A factor of this kind's own overrides the shared one of its name.
+    const auto overridden = [&](const Factor& shared) {
+      return std::any_of(factors.begin(), factors.end(),
+                         [&](const Factor& f) { return f.kind == shared.kind && f.gpu_kind == gpu.id; });
+    };
     for (const Factor& f : factors) {
+      if (f.gpu_kind.empty() ? overridden(f) : f.gpu_kind != gpu.id) continue;
       switch (f.kind) {
         case FactorKind::Gemm:  // every GEMM: a stack's GEMM path (its kernels, launches, layouts) serves all precisions
           gpu.matmul_efficiency *= f.value;
@@ -124,6 +145,7 @@ void apply_factors(const std::vector<Factor>& factors, topology::Cluster& cluste
     const topology::Link& link = cluster.links()[i];
     double scale = 1.0;
     for (const Factor& f : factors) {
+      if (!f.gpu_kind.empty()) continue;  // links are shared (is_gpu_factor)
       if ((f.kind == FactorKind::NvlinkTransfers && link.kind == topology::LinkKind::NvLink) ||
           (f.kind == FactorKind::NetworkTransfers && link.kind == topology::LinkKind::Net)) {
         scale *= f.value;

@@ -1,15 +1,16 @@
 #pragma once
 /// A software profile: what one software stack (a framework release, its kernels and its recipe's
 /// overlaps) reaches on the hardware, as a few named factors on the GPU kinds' and links' catalogue
-/// rates. `mpsim calibrate` fits them from measured runs (calibrate.h); `--profile FILE` applies them
-/// to a cluster before anything is simulated, so the engine, the planner and its bounds all see the
-/// same rates (docs/calibration.md).
+/// rates, shared by every GPU kind or, for a GPU's own factors, given per kind. `mpsim calibrate` fits
+/// them from measured runs (calibrate.h); `--profile FILE` applies them to a cluster before anything is
+/// simulated, so the engine, the planner and its bounds all see the same rates (docs/calibration.md).
 #include <array>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sim/topology/cluster.h"
@@ -50,8 +51,30 @@ inline constexpr std::array<FactorKind, 6> kRateFactorKinds = {FactorKind::Gemm,
 /// A factor fitted to some runs: how far its value may go is the physics' (an efficiency above the
 /// peak is refused: the fit stops at the bound and the residual says what is left).
 struct Factor {
+  Factor() = default;
+  Factor(FactorKind kind_, double value_, std::string gpu_kind_ = {})
+      : kind(kind_), value(value_), gpu_kind(std::move(gpu_kind_)) {}
   FactorKind kind = FactorKind::Gemm;
   double value = 1.0;
+  /// Empty: every GPU kind (a shared factor). Otherwise a GPU kind's catalogue id (`t4-16gb`): the
+  /// factor is that kind's alone and overrides the shared factor of the same name there. Only the
+  /// factors of a GPU (is_gpu_factor) are per kind; a link joins GPUs of any kind.
+  std::string gpu_kind;
+  friend bool operator==(const Factor&, const Factor&) = default;
+};
+
+/// Whether `kind` scales a GPU's own rates or bytes (gemm, fp8_gemm, attention, memory_bound,
+/// activation_memory), so that a profile may set it per GPU kind; the links' factors are shared.
+[[nodiscard]] bool is_gpu_factor(FactorKind kind) noexcept;
+
+/// The runs whose predicted steps a fitted factor moves (by kSmallestElasticity or more at the fit's
+/// probe: calibrate.h), which set its value; written for per-kind fits, where the runs of one kind set
+/// its factors and not the other's.
+struct FactorRuns {
+  FactorKind kind = FactorKind::Gemm;
+  std::string gpu_kind;           ///< as Factor::gpu_kind
+  std::vector<std::string> runs;  ///< in the runs files' order
+  friend bool operator==(const FactorRuns&, const FactorRuns&) = default;
 };
 
 /// Which of the PyTorch caching allocator's peaks a run measured: `allocated` (live tensors,
@@ -97,12 +120,17 @@ struct ReadFactor {
 
 struct SoftwareProfile {
   std::string name;
-  std::vector<Factor> factors;           ///< at most one per kind
+  /// At most one per kind and GPU kind: the shared ones (gpu_kind empty) first, then each GPU kind's.
+  std::vector<Factor> factors;
   std::vector<std::string> gpu_kinds;    ///< catalogue ids of the runs' GPUs, sorted
   std::vector<FitResidual> residuals;    ///< the runs it was fitted on, in the runs files' order
   std::vector<PeakResidual> peak_residuals;  ///< the runs activation_memory was fitted on
   std::vector<ReadFactor> read_factors;  ///< of `factors`, those read from kernel traces (the rest were fitted)
-  [[nodiscard]] double factor(FactorKind kind) const noexcept;  ///< 1 when absent
+  std::vector<FactorRuns> set_by;        ///< per-kind fits: the runs that set each fitted factor
+  /// The shared factor of `kind`; 1 when absent.
+  [[nodiscard]] double factor(FactorKind kind) const noexcept;
+  /// What `kind` is on GPUs of `gpu_kind_id`: its own factor there, else the shared one, else 1.
+  [[nodiscard]] double factor_on(FactorKind kind, std::string_view gpu_kind_id) const noexcept;
   /// How `kind` was set, in words: "read from kernel traces: N kernels, X ms measured vs Y ms predicted
   /// per step" or "fitted to the runs' steps" (activation_memory: "fitted to the runs' peaks").
   [[nodiscard]] std::string factor_source(FactorKind kind) const;
@@ -111,19 +139,24 @@ struct SoftwareProfile {
   friend bool operator==(const SoftwareProfile&, const SoftwareProfile&) = default;
 };
 
-/// The largest value a factor may take on `cluster`: a kernel efficiency no higher than 1 of the peak
-/// on any of its GPU kinds; activations no more than 4 x mpsim's count (kLargestActivationFactor);
+/// The largest value a factor may take on `cluster` (on its GPUs of `gpu_kind_id` alone, for a per-kind
+/// factor: none of that kind, no bound but the links' and HBM's): a kernel efficiency no higher than 1 of
+/// the peak on any of its GPU kinds; activations no more than 4 x mpsim's count (kLargestActivationFactor);
 /// a link or HBM no faster than 1.25 x its catalogue rate (collectives reach
 /// 0.68-0.95 of a link's nominal rate, collective_tuning.h, so 1.25 x lets a stack beat those figures
 /// without inventing bandwidth the hardware lacks).
-[[nodiscard]] double factor_ceiling(FactorKind kind, const topology::Cluster& cluster) noexcept;
+[[nodiscard]] double factor_ceiling(FactorKind kind, const topology::Cluster& cluster,
+                                    std::string_view gpu_kind_id = {}) noexcept;
 
 /// The first of `factors` above its ceiling on `cluster` (a hand-edited profile, or one fitted on other
 /// GPUs), said in a sentence; nothing when all are within.
 [[nodiscard]] std::optional<std::string> factor_above_ceiling(const std::vector<Factor>& factors,
                                                               const topology::Cluster& cluster);
 
-/// The cluster with `factors` applied to every GPU kind and link.
+/// The cluster with `factors` applied: on each GPU kind, that kind's factor of a name where it has one,
+/// else the shared factor (SoftwareProfile::factor_on); on each link, the shared link factors. Every
+/// pass a stage prices, it prices with its own GPU kind's rates (engine/cost_model.h), so this is the
+/// one place a per-kind factor enters; a factor for a GPU kind the cluster lacks changes nothing.
 void apply_factors(const std::vector<Factor>& factors, topology::Cluster& cluster);
 inline void apply_profile(const SoftwareProfile& profile, topology::Cluster& cluster) {
   apply_factors(profile.factors, cluster);

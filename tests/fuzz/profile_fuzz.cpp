@@ -1,5 +1,5 @@
-// A software profile (`--profile FILE`, what `mpsim calibrate -o` writes): YAML, then the factors,
-// GPU kinds and fitted runs. A profile that reads from UTF-8 text (what a file must be to be read at
+// A software profile (`--profile FILE`, what `mpsim calibrate -o` writes): YAML, then the factors
+// (shared and per GPU kind), GPU kinds, the runs that set each factor and the fitted runs. A profile that reads from UTF-8 text (what a file must be to be read at
 // all, read_text_file) must also survive being written and read again (write_profile_yaml's
 // promise): the same factors to 6 significant digits, the same names.
 #include <cmath>
@@ -41,9 +41,11 @@ void check_round_trip(const mpsim::calibration::SoftwareProfile& read) {
     std::abort();
   }
   bool same = again.name == read.name && again.gpu_kinds == read.gpu_kinds &&
-              again.factors.size() == read.factors.size() && again.residuals.size() == read.residuals.size();
+              again.factors.size() == read.factors.size() && again.residuals.size() == read.residuals.size() &&
+              again.set_by == read.set_by;
   for (std::size_t i = 0; same && i < read.factors.size(); ++i) {
-    same = again.factors[i].kind == read.factors[i].kind && same_to_six_digits(again.factors[i].value, read.factors[i].value);
+    same = again.factors[i].kind == read.factors[i].kind && again.factors[i].gpu_kind == read.factors[i].gpu_kind &&
+           same_to_six_digits(again.factors[i].value, read.factors[i].value);
   }
   for (std::size_t i = 0; same && i < read.residuals.size(); ++i) {
     const auto& a = again.residuals[i];

@@ -228,6 +228,31 @@ TEST_F(CalibrateCommand, FactorsThatCannotMoveTheRunGiveAnEmptyProfile) {
   EXPECT_NE(r.out.find("the profile is empty"), std::string::npos) << r.out;
 }
 
+TEST_F(CalibrateCommand, PerKindWritesTheRunsKindsOwnFactorWhichSimulateApplies) {
+  const fs::path per_kind = calibrate_scratch() / "per-kind.yaml";
+  const CommandResult r = mpsim_calibrate(runs_.string() + " --per-kind --factors gemm -o " + per_kind.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("a100-40gb"), std::string::npos) << r.out;  // the factor's kind, in the table
+  EXPECT_NE(r.out.find("set by 1 run(s): gpt3-13b-p4d"), std::string::npos) << r.out;
+  const std::string text = file_text(per_kind);
+  EXPECT_NE(text.find("  factors: {}\n  # factors of one GPU kind"), std::string::npos) << text;
+  EXPECT_NE(text.find("    \"a100-40gb\":\n      gemm: "), std::string::npos) << text;
+  EXPECT_NE(text.find("set_by:"), std::string::npos) << text;
+  const CommandResult simulated =
+      mpsim::testing::run_mpsim("simulate " + kRunInputs + " --profile " + per_kind.string() + " --json");
+  ASSERT_EQ(simulated.exit_code, 0) << simulated.err;
+  EXPECT_NEAR(json::parse(simulated.out).at("step_time_s").get<double>(), measured_s_, 0.01 * measured_s_);
+}
+
+TEST(CalibrateProfile, AKindsOwnFactorAboveItsCeilingIsRefusedAndAnotherKindsIsPassedOver) {
+  const fs::path profile = calibrate_scratch() / "per-kind-above-peak.yaml";
+  std::ofstream(profile) << "profile:\n  per_kind:\n    a100-40gb: {gemm: 3}\n    t4-16gb: {gemm: 9}\n";
+  const CommandResult r = mpsim::testing::run_mpsim("simulate " + kRunInputs + " --profile " + profile.string());
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("gemm on a100-40gb 3 is above what this cluster allows"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("t4-16gb"), std::string::npos) << r.err;
+}
+
 // A profile that would run the GPUs above their peak (here, edited by hand) is refused where it is
 // applied, naming the file and the factor, rather than predicting a step faster than the hardware.
 TEST(CalibrateProfile, AFactorAboveTheClustersCeilingIsRefused) {

@@ -12,6 +12,8 @@
 // steps are printed, not bounded: the catalogue's V100 and T4 rates are not fitted to this 2020 software
 // (Megatron-LM v1.1.5, unfused kernels, micro batch 1 at hidden 1024), and the table shows how far off
 // they are. The bounds (kAmp) are the figures of the day they were written less a margin.
+// PerKindCalibrationOnTheMeasuredTrials then fits a software profile with factors per GPU kind to the
+// measured steps (calibrate --per-kind) and prints the same figures with it.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -28,6 +30,8 @@
 #include <yaml-cpp/yaml.h>
 
 #include "planner/search.h"
+#include "sim/calibration/calibrate.h"
+#include "sim/engine/cost_model.h"
 #include "sim/core/yaml_field.h"
 #include "sim/core/yaml_override.h"
 #include "sim/engine/simulator.h"
@@ -70,6 +74,7 @@ struct AmpRow {
   double predicted_first_s = 0;      ///< T4 node first
   bool oom_last = false;
   bool oom_first = false;
+  plan::Plan plan_last;              ///< resolved on the T4-last cluster
 };
 
 /// The rows' file, the two clusters, the model and every row simulated on both.
@@ -126,6 +131,7 @@ const AmpSetting& setting() {
       row.predicted_first_s = b.step_time_s;
       row.oom_last = a.oom;
       row.oom_first = b.oom;
+      row.plan_last = last;
       out.rows.push_back(std::move(row));
     }
     return out;
@@ -354,6 +360,152 @@ TEST(AmpHetero, SpeedupsOverHeterogeneityUnawarePlans) {
   EXPECT_LE(mine->second, baseline->second * (1 + 1e-9));
   if (mine_even) {
     EXPECT_LE(mine->second, step(*mine_even) * (1 + 1e-9));
+  }
+}
+
+/// The rows (those of tensor 1 alone, or all) as runs of the T4-last cluster, for calibrate().
+std::vector<calibration::MeasuredRun> measured_runs(const AmpSetting& s, bool tensor1_only) {
+  std::vector<calibration::MeasuredRun> runs;
+  for (const AmpRow& row : s.rows) {
+    if (tensor1_only && row.tensor != 1) continue;
+    calibration::MeasuredRun run;
+    run.id = row.id;
+    run.file = runs_path();
+    run.cluster = s.t4_last;
+    run.model = s.model;
+    run.plan = row.plan_last;
+    run.figure = calibration::FigureKind::StepTime;
+    run.measured = row.measured_s;
+    runs.push_back(std::move(run));
+  }
+  return runs;
+}
+
+/// A pipeline stage's forward + backward of one microbatch on `cluster` (its first chunk), and its kind.
+std::pair<double, std::string> stage_time(const topology::Cluster& cluster, const model::Model& model,
+                                          const plan::Plan& p, int stage) {
+  const plan::Layout layout(p);
+  const engine::CostModel costs = engine::build_cost_model(cluster, model, p, layout);
+  const int first = layout.group(layout.with(0, plan::Axis::Pipeline, stage), plan::Axis::Tensor).front();
+  const engine::ChunkCost& c = costs.chunk(stage, 0);
+  return {TimeNs(c.forward + c.backward).to_seconds(),
+          cluster.gpu_kind_of(cluster.gpus().at(static_cast<std::size_t>(first))).id};
+}
+
+/// A per-kind profile fitted on some of the rows, and what it does to the figures of the AMP section.
+struct PerKindFit {
+  calibration::SoftwareProfile profile;
+  double rho_before = 0;  ///< Spearman's rho, predicted vs measured, over the rows fitted on
+  double rho_after = 0;   ///< the same with the profile
+  double rho_held_out = 0;  ///< each row predicted by a profile fitted on the others
+  double t4_over_v100 = 0;  ///< a T4 stage of 3 blocks over a V100 stage of 3 in AMP's plan, with the profile
+  double rho_shared = 0;           ///< rho_after for a profile of shared factors fitted on the same rows
+  double rho_shared_held_out = 0;  ///< rho_held_out for shared factors
+};
+
+PerKindFit per_kind_fit(const AmpSetting& s, bool tensor1_only) {
+  calibration::CalibrationOptions options;
+  options.per_kind = true;
+  calibration::CalibrationOptions shared_options;
+  const std::vector<calibration::MeasuredRun> runs = measured_runs(s, tensor1_only);
+  PerKindFit fit;
+  fit.profile = calibration::calibrate(runs, "amp", options);
+  const calibration::SoftwareProfile shared = calibration::calibrate(runs, "amp-shared", shared_options);
+  std::vector<double> measured, before, after, held_out, after_shared, held_out_shared;
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    measured.push_back(runs[i].measured);
+    before.push_back(fit.profile.residuals[i].uncalibrated_step_s);
+    after.push_back(fit.profile.residuals[i].predicted_step_s);
+    after_shared.push_back(shared.residuals[i].predicted_step_s);
+    std::vector<calibration::MeasuredRun> others = runs;
+    others.erase(others.begin() + static_cast<std::ptrdiff_t>(i));
+    held_out.push_back(calibration::predict(runs[i], calibration::calibrate(others, "amp", options).factors).step_time_s);
+    held_out_shared.push_back(
+        calibration::predict(runs[i], calibration::calibrate(others, "amp", shared_options).factors).step_time_s);
+  }
+  fit.rho_before = spearman(measured, before);
+  fit.rho_after = spearman(measured, after);
+  fit.rho_held_out = spearman(measured, held_out);
+  fit.rho_shared = spearman(measured, after_shared);
+  fit.rho_shared_held_out = spearman(measured, held_out_shared);
+  topology::Cluster calibrated = s.t4_last;
+  calibration::apply_profile(fit.profile, calibrated);
+  const auto amp_row =
+      std::find_if(s.rows.begin(), s.rows.end(), [&](const AmpRow& r) { return r.trial == s.amp_trial; });
+  const auto v100 = stage_time(calibrated, s.model, amp_row->plan_last, 5);
+  const auto t4 = stage_time(calibrated, s.model, amp_row->plan_last, 6);
+  EXPECT_EQ(v100.second, "v100-16gb");
+  EXPECT_EQ(t4.second, "t4-16gb");
+  fit.t4_over_v100 = t4.first / v100.first;
+  return fit;
+}
+
+// Calibrated on AMP's own measured steps with factors per GPU kind (docs/mixed-clusters.md, "Calibrated
+// on AMP's trials"), on every row and on the 9 rows of tensor 1: the factors, how much slower a T4
+// stage is than a V100 stage once the runs have said it, the measured order against the calibrated
+// predictions (and each row held out), AMP's plan against the heterogeneity-unaware one, and what the
+// planner picks. Asserted: the runs set a factor of the T4's (its stage sets every predicted step), and
+// on the rows of tensor 1, whose steps the factors can explain, the calibrated predictions, and those
+// of each row held out, follow the measured order better than the catalogue's (every figure computed
+// here).
+TEST(AmpHetero, PerKindCalibrationOnTheMeasuredTrials) {
+  const AmpSetting& s = setting();
+  const auto amp_row =
+      std::find_if(s.rows.begin(), s.rows.end(), [&](const AmpRow& r) { return r.trial == s.amp_trial; });
+  ASSERT_NE(amp_row, s.rows.end());
+  std::printf("uncalibrated: a T4 stage of 3 blocks over a V100 stage of 3 in AMP's plan: %.2fx\n",
+              stage_time(s.t4_last, s.model, amp_row->plan_last, 6).first /
+                  stage_time(s.t4_last, s.model, amp_row->plan_last, 5).first);
+  for (const bool tensor1_only : {false, true}) {
+    const PerKindFit fit = per_kind_fit(s, tensor1_only);
+    const calibration::SoftwareProfile& profile = fit.profile;
+    std::printf("per-kind profile fitted on %s (T4 node last):", tensor1_only ? "the 9 rows of tensor 1" : "the 24 rows");
+    for (const calibration::Factor& f : profile.factors) {
+      std::printf(" %s%s%s %.3f", std::string(calibration::to_string(f.kind)).c_str(), f.gpu_kind.empty() ? "" : " on ",
+                  f.gpu_kind.c_str(), f.value);
+    }
+    std::printf("\n");
+    for (const calibration::FactorRuns& set : profile.set_by) {
+      std::printf("  %s%s%s set by %zu of %zu rows\n", std::string(calibration::to_string(set.kind)).c_str(),
+                  set.gpu_kind.empty() ? "" : " on ", set.gpu_kind.c_str(), set.runs.size(), profile.residuals.size());
+    }
+    std::vector<double> errors;
+    for (const calibration::FitResidual& r : profile.residuals) errors.push_back(std::abs(r.error()));
+    std::sort(errors.begin(), errors.end());
+    std::printf("  T4 stage over V100 stage: %.2fx; Spearman rho %.3f uncalibrated, %.3f calibrated, %.3f each row held "
+                "out; calibrated |error| median %.1f %%, largest %.1f %%\n",
+                fit.t4_over_v100, fit.rho_before, fit.rho_after, fit.rho_held_out, errors[errors.size() / 2] * 100,
+                errors.back() * 100);
+    std::printf("  shared factors instead: Spearman rho %.3f calibrated, %.3f each row held out\n", fit.rho_shared,
+                fit.rho_shared_held_out);
+    EXPECT_TRUE(std::any_of(profile.factors.begin(), profile.factors.end(),
+                            [](const calibration::Factor& f) { return f.gpu_kind == "t4-16gb"; }));
+    if (tensor1_only) {
+      EXPECT_GT(fit.rho_after, fit.rho_before);
+      EXPECT_GT(fit.rho_held_out, fit.rho_before);
+    }
+
+    // AMP's plan against the heterogeneity-unaware one (planned on four p3.8xlarge with the profile: its
+    // V100 and link factors), and the planner's pick, all on the calibrated mix.
+    topology::Cluster calibrated = s.t4_last;
+    calibration::apply_profile(profile, calibrated);
+    YamlDocument v100_doc = YamlDocument::load(repo_path("topologies/p3.8xlarge.yaml"));
+    v100_doc.apply(Override{"topology", "nodes", "4", "four p3.8xlarge"});
+    topology::Cluster v100 = topology::build_cluster(topology::load_topology_spec(v100_doc.root()));
+    calibration::apply_profile(profile, v100);
+    const auto baseline =
+        fastest_standard(planner::run_planner(v100, s.model, deepspeed_space()).ranked, calibrated, s.model);
+    ASSERT_TRUE(baseline.has_value());
+    const double amp_s = engine::simulate(calibrated, s.model, amp_row->plan_last).report.step_time_s;
+    const auto mine =
+        fastest_standard(planner::run_planner(calibrated, s.model, deepspeed_space()).ranked, calibrated, s.model);
+    ASSERT_TRUE(mine.has_value());
+    std::printf("  unaware baseline %s, %.3f s; AMP's plan %.3f s (measured %.2f s): %.2fx over the baseline "
+                "(published %.2fx)\n  mpsim's planner #1 %s, %.3f s: %.2fx over the baseline, %.2fx over AMP's plan\n",
+                shape_of(baseline->first).c_str(), baseline->second, amp_s, amp_row->measured_s, baseline->second / amp_s,
+                s.file["published"]["speedup"].as<double>(), shape_of(mine->first).c_str(), mine->second,
+                baseline->second / mine->second, amp_s / mine->second);
+    EXPECT_LE(mine->second, amp_s * (1 + 1e-9));
   }
 }
 

@@ -276,5 +276,75 @@ TEST(CalibrateMemory, TheMedianOfTheRunsFactorsIsFitted) {
   EXPECT_NEAR(profile.peak_residuals[2].error(), 0.0, 1e-9);
 }
 
+/// GPT-2 medium as AMP ran it on its cluster with the T4 node first (topologies/amp-g4-p3-mixed.yaml):
+/// pipeline 4 x data 4, so stage 0 is the T4 node and stages 1-3 the V100 nodes; `partition` sets how
+/// much of the step the T4 stage holds.
+std::string amp_row(const std::string& id, const std::string& partition) {
+  return "- id: " + id +
+         "\n  topology: amp-g4-p3-mixed.yaml\n  gpus: 16\n  model: configs/models/gpt2-medium-amp.yaml\n"
+         "  plan: {parallelism: {tensor: 1, pipeline: 4, data: 4}, batch: {global: 32, micro: 1}, partition: " +
+         partition +
+         ", schedule: 1f1b, recompute: none, attention: standard, precision: fp16, zero: 0, placement: tp-dp-pp}\n"
+         "  measured: {step_time_s: 1}\n";
+}
+
+/// The fitted value of `kind` on `gpu_kind` alone (0 when the profile has none).
+double fitted_on_kind(const SoftwareProfile& profile, FactorKind kind, const std::string& gpu_kind) {
+  for (const Factor& f : profile.factors) {
+    if (f.kind == kind && f.gpu_kind == gpu_kind) return f.value;
+  }
+  return 0;
+}
+
+TEST(CalibratePerKind, RecoversEachKindsGemmFactor) {
+  // Three splits, from a T4 stage of one block (the V100 stages set the step) to one of six (the T4
+  // stage sets it), "measured" with the V100's GEMMs at 0.5 of the catalogue's rate and the T4's at 0.9.
+  const std::vector<MeasuredRun> base = runs_from(amp_row("t4-light", "[0, 1, 9, 17, 24]") +
+                                                  amp_row("t4-middle", "[0, 3, 10, 17, 24]") +
+                                                  amp_row("t4-heavy", "[0, 6, 12, 18, 24]"));
+  ASSERT_EQ(base.front().gpu_kinds(), (std::vector<std::string>{"t4-16gb", "v100-16gb"}));
+  const std::vector<Factor> truth = {{FactorKind::Gemm, 0.5, "v100-16gb"}, {FactorKind::Gemm, 0.9, "t4-16gb"}};
+  std::vector<MeasuredRun> runs;
+  for (const MeasuredRun& run : base) runs.push_back(measured_under(run, truth));
+  CalibrationOptions options;
+  options.factors = {FactorKind::Gemm};
+  options.per_kind = true;
+  const SoftwareProfile profile = calibrate(runs, "amp", options);
+  ASSERT_EQ(profile.factors.size(), 2u);
+  EXPECT_NEAR(fitted_on_kind(profile, FactorKind::Gemm, "v100-16gb"), 0.5, 0.01 * 0.5);
+  EXPECT_NEAR(fitted_on_kind(profile, FactorKind::Gemm, "t4-16gb"), 0.9, 0.01 * 0.9);
+  EXPECT_EQ(profile.gpu_kinds, (std::vector<std::string>{"t4-16gb", "v100-16gb"}));
+  for (const FitResidual& r : profile.residuals) EXPECT_NEAR(r.error(), 0.0, 2e-3) << r.run;
+  // Each factor says which runs set it: the T4's at least the run its stage bounds, the V100's at
+  // least the run their stages bound.
+  ASSERT_EQ(profile.set_by.size(), 2u);
+  for (const FactorRuns& set : profile.set_by) {
+    const std::string must = set.gpu_kind == "t4-16gb" ? "t4-heavy" : "t4-light";
+    EXPECT_NE(std::find(set.runs.begin(), set.runs.end(), must), set.runs.end()) << set.gpu_kind;
+  }
+  // A shared GEMM factor cannot explain both: its best fit leaves an error the per-kind fit does not.
+  CalibrationOptions shared = options;
+  shared.per_kind = false;
+  const SoftwareProfile one = calibrate(runs, "amp-shared", shared);
+  ASSERT_EQ(one.factors.size(), 1u);
+  double worst = 0;
+  for (const FitResidual& r : one.residuals) worst = std::max(worst, std::abs(r.error()));
+  EXPECT_GT(worst, 0.02);
+}
+
+TEST(CalibratePerKind, OneKindsRunsSetOnlyThatKindsFactor) {
+  // Runs on p4d nodes alone give an a100 factor that a mixed cluster's other kinds do not take.
+  const MeasuredRun run = measured_under(runs_from(gpt3_13b_row("a100", "{step_time_s: 1}")).front(),
+                                         {{FactorKind::Gemm, 0.8}});
+  CalibrationOptions options;
+  options.factors = {FactorKind::Gemm};
+  options.per_kind = true;
+  const SoftwareProfile profile = calibrate({run}, "a100", options);
+  ASSERT_EQ(profile.factors.size(), 1u);
+  EXPECT_EQ(profile.factors.front().gpu_kind, run.gpu_kind());
+  EXPECT_NEAR(profile.factors.front().value, 0.8, 0.005 * 0.8);
+  EXPECT_DOUBLE_EQ(profile.factor(FactorKind::Gemm), 1.0);  // no shared factor
+}
+
 }  // namespace
 }  // namespace mpsim::calibration

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -122,6 +123,23 @@ TEST(RunsFileErrors, AKindWithoutAPeak) {
   const std::string e = runs_file_error(gpt3_13b_row("a", "{step_time_s: 10, kind: allocated}"));
   expect_names_file_and_field(e, "[0].measured.kind");
   EXPECT_NE(e.find("peak_memory_gib, which is not given"), std::string::npos) << e;
+}
+
+/// A row on AMP's cluster of V100 and T4 nodes (two node groups), with `gpus` GPUs.
+std::string mixed_row(int gpus) {
+  return "- id: amp\n  topology: amp-p3-g4-mixed.yaml\n  gpus: " + std::to_string(gpus) +
+         "\n  model: configs/models/gpt2-medium-amp.yaml\n  plan: configs/plans/amp-gpt2-het-best.yaml\n"
+         "  measured: {step_time_s: 1.28}\n";
+}
+
+TEST(MeasuredRuns, ATopologyOfSeveralNodeGroupsIsTakenWhole) {
+  const MeasuredRun run = runs_from(mixed_row(16)).front();
+  EXPECT_EQ(run.cluster.gpus().size(), 16u);
+  EXPECT_EQ(run.gpu_kinds(), (std::vector<std::string>{"t4-16gb", "v100-16gb"}));
+  EXPECT_EQ(run.gpu_kind(), "v100-16gb");  // the first GPU's: the T4 node is last
+  const std::string e = runs_file_error(mixed_row(8));
+  expect_names_file_and_field(e, "[0].gpus");
+  EXPECT_NE(e.find("node groups are taken whole: gpus must be its 16 GPUs"), std::string::npos) << e;
 }
 
 TEST(RunsFileErrors, AMissingTopologyFile) {

@@ -154,5 +154,90 @@ TEST(ProfileFileErrors, AnUnknownTopLevelKey) {
   expect_profile_error_at(profile_error("profile:\n  factors: {gemm: 0.9}\n  fitted: yes\n"), "profile.fitted");
 }
 
+/// Shared factors and two GPU kinds' own, with the runs that set the per-kind ones.
+SoftwareProfile per_kind_profile() {
+  SoftwareProfile p;
+  p.name = "amp";
+  p.gpu_kinds = {"t4-16gb", "v100-16gb"};
+  p.factors = {{FactorKind::NetworkTransfers, 0.4123456789},
+               {FactorKind::Gemm, 1.123456789, "t4-16gb"},
+               {FactorKind::MemoryBound, 0.7, "t4-16gb"},
+               {FactorKind::Gemm, 0.3987654321, "v100-16gb"}};
+  p.set_by = {{FactorKind::Gemm, "t4-16gb", {"trial 1", "trial 2"}}, {FactorKind::Gemm, "v100-16gb", {"trial 2"}}};
+  p.residuals = {{"trial 1", 1.28, 1.2801, 0.688}, {"trial 2", 1.52, 1.519, 1.025}};
+  return p;
+}
+
+TEST(ProfileFilePerKind, WhatIsWrittenReadsBackInTheSameOrder) {
+  const SoftwareProfile written = per_kind_profile();
+  const std::string text = write_profile_yaml(written);
+  EXPECT_NE(text.find("per_kind:"), std::string::npos) << text;
+  const SoftwareProfile read = profile_from(text);
+  ASSERT_EQ(read.factors.size(), written.factors.size());
+  for (std::size_t i = 0; i < written.factors.size(); ++i) {
+    EXPECT_EQ(read.factors[i].kind, written.factors[i].kind);
+    EXPECT_EQ(read.factors[i].gpu_kind, written.factors[i].gpu_kind);
+    expect_six_digits(read.factors[i].value, written.factors[i].value);
+  }
+  EXPECT_EQ(read.set_by, written.set_by);
+  EXPECT_EQ(write_profile_yaml(read), text);
+  EXPECT_DOUBLE_EQ(read.factor_on(FactorKind::Gemm, "t4-16gb"), 1.12346);
+  EXPECT_DOUBLE_EQ(read.factor(FactorKind::Gemm), 1.0);
+}
+
+TEST(ProfileFilePerKind, AProfileWithoutPerKindFactorsIsWrittenAsBefore) {
+  const std::string text = write_profile_yaml(detailed_profile());
+  EXPECT_EQ(text.find("per_kind"), std::string::npos);
+  EXPECT_EQ(text.find("set_by"), std::string::npos);
+}
+
+TEST(ProfileFilePerKind, PerKindAloneNeedsNoSharedFactorsAndAnAliasReadsAsItsId) {
+  const SoftwareProfile p = profile_from("profile:\n  per_kind:\n    t4: {gemm: 1.2}\n");
+  ASSERT_EQ(p.factors.size(), 1u);
+  EXPECT_EQ(p.factors.front().gpu_kind, "t4-16gb");
+  EXPECT_EQ(p.factors.front().kind, FactorKind::Gemm);
+  EXPECT_DOUBLE_EQ(p.factors.front().value, 1.2);
+  // Shared and per kind together; the kind's own is the one it runs at.
+  const SoftwareProfile both = profile_from("profile:\n  factors: {gemm: 0.5}\n  per_kind:\n    v100-16gb:\n      gemm: 0.4\n");
+  EXPECT_DOUBLE_EQ(both.factor_on(FactorKind::Gemm, "v100-16gb"), 0.4);
+  EXPECT_DOUBLE_EQ(both.factor_on(FactorKind::Gemm, "t4-16gb"), 0.5);
+}
+
+TEST(ProfileFilePerKindErrors, AnUnknownGpuKindSuggestsTheNearest) {
+  const std::string e = profile_error("profile:\n  factors: {}\n  per_kind:\n    t4-16g: {gemm: 1.2}\n");
+  expect_profile_error_at(e, "profile.per_kind.t4-16g");
+  EXPECT_NE(e.find("inline-profile.yaml:4"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown GPU kind 't4-16g'"), std::string::npos) << e;
+  EXPECT_NE(e.find("did you mean 't4-16gb'"), std::string::npos) << e;
+}
+
+TEST(ProfileFilePerKindErrors, ALinkFactorIsShared) {
+  const std::string e = profile_error("profile:\n  per_kind:\n    t4-16gb: {network_transfers: 0.5}\n");
+  expect_profile_error_at(e, "profile.per_kind.t4-16gb.network_transfers");
+  EXPECT_NE(e.find("shared by every GPU kind"), std::string::npos) << e;
+}
+
+TEST(ProfileFilePerKindErrors, BadValuesAndShapes) {
+  expect_profile_error_at(profile_error("profile:\n  per_kind:\n    t4-16gb: {gemm: 0}\n"), "profile.per_kind.t4-16gb.gemm");
+  expect_profile_error_at(profile_error("profile:\n  per_kind:\n    t4-16gb: {gemm: fast}\n"),
+                          "profile.per_kind.t4-16gb.gemm");
+  const std::string unknown = profile_error("profile:\n  per_kind:\n    t4-16gb: {gem: 1}\n");
+  expect_profile_error_at(unknown, "profile.per_kind.t4-16gb.gem");
+  EXPECT_NE(unknown.find("did you mean 'gemm'"), std::string::npos) << unknown;
+  expect_profile_error_at(profile_error("profile:\n  per_kind: [t4-16gb]\n"), "profile.per_kind");
+  expect_profile_error_at(profile_error("profile:\n  per_kind:\n    t4-16gb: [gemm]\n"), "profile.per_kind.t4-16gb");
+  // One kind under its id and an alias of it.
+  const std::string twice = profile_error("profile:\n  per_kind:\n    t4-16gb: {gemm: 1}\n    t4: {gemm: 2}\n");
+  expect_profile_error_at(twice, "profile.per_kind.t4");
+  EXPECT_NE(twice.find("given twice"), std::string::npos) << twice;
+}
+
+TEST(ProfileFilePerKindErrors, SetByNamesAFactorOfTheProfile) {
+  const std::string e = profile_error(
+      "profile:\n  per_kind:\n    t4-16gb: {gemm: 1}\n  set_by:\n    - {factor: gemm, gpu_kind: v100-16gb, runs: [a]}\n");
+  expect_profile_error_at(e, "profile.set_by[0].factor");
+  EXPECT_NE(e.find("not among the profile's factors"), std::string::npos) << e;
+}
+
 }  // namespace
 }  // namespace mpsim::calibration
