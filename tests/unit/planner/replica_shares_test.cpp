@@ -14,7 +14,7 @@
 #include "sim/engine/cost_model.h"
 #include "sim/plan/layout.h"
 
-namespace mpsim::planner {
+namespace mpsim::planner::replica_shares_test {
 namespace {
 
 TEST(MinMaxShares, ProportionalToSpeedWhereItDividesExactly) {
@@ -104,8 +104,8 @@ TEST(ReplicaSharesPlanner, ReplicasOnTwoKindsGetSharesThatEqualiseThem) {
   const plan::Layout layout(shared);
   std::vector<std::int64_t> t;
   for (int d = 0; d < 8; ++d) {
-    const engine::ChunkCost& c = engine::build_cost_model(cluster, model, shared, layout, nullptr, d).chunk(0, 0);
-    t.push_back((c.forward + c.backward).base());
+    const engine::CostModel costs = engine::build_cost_model(cluster, model, shared, layout, nullptr, d);
+    t.push_back((costs.chunk(0, 0).forward + costs.chunk(0, 0).backward).base());
   }
   EXPECT_EQ(t[0], t[3]);
   EXPECT_EQ(t[4], t[7]);
@@ -141,4 +141,4 @@ TEST(ReplicaSharesPlanner, ReplicasOnOneKindShareEvenly) {
 }
 
 }  // namespace
-}  // namespace mpsim::planner
+}  // namespace mpsim::planner::replica_shares_test

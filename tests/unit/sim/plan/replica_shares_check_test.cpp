@@ -7,7 +7,7 @@
 #include "plan_test_support.h"
 #include "sim/plan/plan_json.h"
 
-namespace mpsim::plan {
+namespace mpsim::plan::replica_shares_check {
 namespace {
 
 using testing::check_error;
@@ -123,4 +123,4 @@ TEST(ReplicaShares, WrittenAndReadBackAndOnlyWhereGiven) {
 }
 
 }  // namespace
-}  // namespace mpsim::plan
+}  // namespace mpsim::plan::replica_shares_check
