@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -177,7 +178,7 @@ std::vector<int> replica_shares_of(const topology::Cluster& cluster, const plan:
   probe.degrees = plan::degrees_of(spec, data);
   probe.microbatches = shape.microbatches;
   probe.microbatch_group_size = shape.microbatch_group_size;
-  probe.virtual_stages = shape.chunks;
+  probe.virtual_stages = plan::is_v_shaped(spec.schedule) && spec.virtual_stages == 1 ? 2 : spec.virtual_stages;
   if (plan::replica_share_error(probe, shares)) return {};
   return shares;
 }
@@ -283,11 +284,12 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   }
   // A draft's stage costs are made twice (here for its static memory, below for its estimate if that
   // fits) rather than kept: at 2048 GPUs a million drafts' costs would take gigabytes.
-  const auto stage_costs_of = [&](std::size_t spec, const std::vector<int>& partition) {
+  // `stage_kinds`: the kinds holding each partition stage (of every replica, or of one).
+  const auto stage_costs_on = [&](std::size_t spec, const std::vector<int>& partition,
+                                  const std::vector<std::vector<int>>& stage_kinds) {
     StageCosts c = stage_costs(costs[key_of[spec]], partition);
     // On several kinds, a stage that one kind runs is timed at that kind's units (still a bound: the
     // probe priced every unit on that kind's own GPUs and links); a stage of two kinds keeps the fastest.
-    const std::vector<std::vector<int>>& stage_kinds = cuts[cut_of[spec]].stage_kinds;
     for (std::size_t s = 0; s < stage_kinds.size(); ++s) {
       if (stage_kinds[s].size() != 1) continue;
       const StageCosts mine = stage_costs(kind_costs[key_of[spec]][static_cast<std::size_t>(stage_kinds[s].front())],
@@ -297,6 +299,9 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
     }
     if (plan::is_bidirectional(space.candidates[spec].schedule)) c = repeated_for_second_direction(std::move(c));
     return c;
+  };
+  const auto stage_costs_of = [&](std::size_t spec, const std::vector<int>& partition) {
+    return stage_costs_on(spec, partition, cuts[cut_of[spec]].stage_kinds);
   };
   parallel_for(drafts.size(), threads, [&](std::size_t i) {
     Draft& d = drafts[i];
@@ -370,6 +375,23 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
     mine.overlap_grad_reduce = options.engine.overlap_grad_reduce;
     const StageCosts c = stage_costs_of(drafts[i].spec, out[i].spec.partition);
     out[i].estimate = estimate(out[i].spec, c, in_flight[shape_of_fitting[f]], mine);
+    // Uneven shares: every replica runs its own share on its own kinds, and the step ends after the
+    // slowest; each replica's bound (its count, its stages at its kinds' unit costs) bounds the step.
+    const plan::PlanSpec& spec = out[i].spec;
+    if (spec.replica_microbatches.empty()) return;
+    const plan::StageGpuKinds ranks = rank_kinds_of(cluster, spec);
+    std::set<std::pair<int, std::vector<int>>> done;
+    for (std::size_t d = 0; d < ranks.replica_kinds.size() && d < spec.replica_microbatches.size(); ++d) {
+      if (!done.emplace(spec.replica_microbatches[d], ranks.replica_kinds[d]).second) continue;
+      std::vector<std::vector<int>> stage_kinds(cuts[cut_of[drafts[i].spec]].stage_kinds.size());
+      add_partition_stage_kinds(spec, ranks.replica_kinds[d], job_kinds, stage_kinds);
+      plan::PlanSpec share = spec;
+      share.replica_microbatches.clear();
+      share.microbatches = spec.replica_microbatches[d];
+      const Estimate replica = estimate(share, stage_costs_on(drafts[i].spec, spec.partition, stage_kinds),
+                                        in_flight[shape_of_fitting[f]], mine);
+      out[i].estimate.lower_bound = std::max(out[i].estimate.lower_bound, replica.lower_bound);
+    }
   });
   return out;
 }
