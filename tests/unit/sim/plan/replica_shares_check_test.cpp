@@ -95,8 +95,8 @@ TEST(ReplicaShares, ReplicasMayRunOnDifferentKindsButAStageOfAReplicaMayNot) {
   // ZeRO 3 spans the replicas, which run apart on different kinds.
   const std::string zero3 = check_error(across + "zero: 3\n", kMixed, kGpt13b);
   EXPECT_NE(zero3.find("replicas on different GPU kinds do not combine with zero 3"), std::string::npos) << zero3;
-  // Tensor 4 x context 2 with the context ranks eight GPUs apart... 16 apart: each context group holds an
-  // H100 and an A100 in one replica.
+  // Tensor 8 x context 2 x data 2 with the context axis outside the data axis (tp-dp-cp-pp): context rank 1
+  // is 16 GPUs on, on the A100 nodes, so each replica's one stage holds H100s and A100s.
   const std::string mixed_stage = check_error(
       "parallelism: { tensor: 8, context: 2, pipeline: 1, data: 2 }\nbatch: { global: 16, micro: 1 }\n"
       "placement: tp-dp-cp-pp\n",
