@@ -12,7 +12,7 @@ namespace mpsim::cli {
 std::string plan_summary(const plan::Plan& p) {
   std::string axes = plan::summary(p.degrees);
   if (p.virtual_stages > 1) axes += fmt::format(", v {}", p.virtual_stages);
-  return fmt::format("{}, mb {} x {}, {}, recompute {}, zero {}", axes, p.micro_batch, p.microbatches,
+  return fmt::format("{}, mb {} x {}, {}, recompute {}, zero {}", axes, p.micro_batch, plan::microbatches_text(p),
                      plan::to_string(p.schedule), model::to_string(p.recompute), p.zero);
 }
 

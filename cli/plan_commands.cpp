@@ -87,6 +87,9 @@ void run_check(const CheckArgs& args) {
                            p.virtual_stages, plan::to_string(p.placement));
   std::cout << fmt::format("  global batch {} = micro {} x {} microbatches x data {}\n", p.global_batch, p.micro_batch,
                            p.microbatches, p.degrees[plan::Axis::Data]);
+  if (p.uneven_shares()) {
+    std::cout << fmt::format("  microbatches by data-parallel replica: [{}]\n", fmt::join(p.replica_microbatches, ", "));
+  }
   std::cout << fmt::format("  schedule {}, recompute {}, sequence parallel {}, ZeRO {}\n", to_string(p.schedule),
                            model::to_string(p.recompute), p.sequence_parallel ? "on" : "off", p.zero);
   std::vector<int> sizes;
@@ -326,7 +329,7 @@ std::vector<std::string> plan_cells(const plan::Plan& p) {
               : "-",
           std::to_string(p.virtual_stages),
           std::to_string(p.micro_batch),
-          std::to_string(p.microbatches),
+          plan::microbatches_text(p),
           std::string(plan::to_string(p.schedule)),
           std::string(model::to_string(p.recompute)),
           p.sequence_parallel ? "on" : "off",

@@ -102,10 +102,11 @@ nlohmann::ordered_json prediction_json(const Inputs& in, const trace::Report& r)
 
 void print_report(const Inputs& in, const trace::Report& r) {
   const plan::Plan& p = *in.plan;
-  std::cout << fmt::format("{} on {}: {}{}, {}, {} microbatches of {}\n\n", in.model.name,
+  std::cout << fmt::format("{} on {}: {}{}, {}, {} microbatches{} of {}\n\n", in.model.name,
                            in.cluster.name.empty() ? "the cluster" : in.cluster.name, plan::summary(p.degrees),
                            p.virtual_stages > 1 ? fmt::format(" (x{} virtual)", p.virtual_stages) : "",
-                           plan::to_string(p.schedule), p.microbatches, p.micro_batch);
+                           plan::to_string(p.schedule), plan::microbatches_text(p),
+                           p.uneven_shares() ? " (by data-parallel replica)" : "", p.micro_batch);
   std::cout << fmt::format("  step time     {}", to_string(TimeNs::seconds(r.step_time_s)));
   if (const auto spread = in.model.profile_spread) {
     // The band the profile's own rounds span, centred on the prediction.

@@ -2,10 +2,12 @@
 #include <algorithm>
 #include <map>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <utility>
 
 #include "planner/partitioner.h"
+#include "planner/replica_shares.h"
 #include "planner/search.h"
 #include "planner/thread_pool.h"
 #include "sim/engine/cost_model.h"
@@ -75,38 +77,110 @@ struct CutKey {
   friend auto operator<=>(const CutKey&, const CutKey&) = default;
 };
 
-/// The kinds (positions in `job_kinds`) of the ranks holding each partition stage of `spec` on `cluster`.
-std::vector<std::vector<int>> partition_stage_kinds(const topology::Cluster& cluster, const plan::PlanSpec& spec,
-                                                    const std::vector<int>& job_kinds) {
+/// The position of GPU kind `kind` in `job_kinds`.
+int kind_position(const std::vector<int>& job_kinds, int kind) {
+  return static_cast<int>(std::find(job_kinds.begin(), job_kinds.end(), kind) - job_kinds.begin());
+}
+
+/// Adds to `out` (by partition stage) the kinds (positions in `job_kinds`) of the ranks holding each
+/// partition stage of `spec`, pipeline rank r running on GPU kind `rank_kinds[r]`.
+void add_partition_stage_kinds(const plan::PlanSpec& spec, const std::vector<int>& rank_kinds,
+                               const std::vector<int>& job_kinds, std::vector<std::vector<int>>& out) {
   const int p = spec.degrees[plan::Axis::Pipeline];
-  const plan::StageGpuKinds ranks =
-      plan::stage_gpu_kinds(cluster, plan::degrees_of(spec, spec.written(plan::Axis::Data).value_or(1)), spec.placement);
-  std::vector<std::vector<int>> out(
-      static_cast<std::size_t>(plan::partition_stage_count(spec.schedule, p, spec.virtual_stages)));
-  if (ranks.kinds.size() != static_cast<std::size_t>(p)) return out;
   const int chunks = plan::is_v_shaped(spec.schedule) ? 2 : spec.virtual_stages;
+  const auto add = [&](int stage, int kind) {
+    auto& kinds = out.at(static_cast<std::size_t>(stage));
+    if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+  };
   for (int r = 0; r < p; ++r) {
-    const int kind = static_cast<int>(std::find(job_kinds.begin(), job_kinds.end(), ranks.kinds[static_cast<std::size_t>(r)]) -
-                                      job_kinds.begin());
+    const int kind = kind_position(job_kinds, rank_kinds[static_cast<std::size_t>(r)]);
     for (int c = 0; c < chunks; ++c) {
-      const int stage =
-          plan::partition_stage_of(spec.schedule, p, plan::virtual_stage_of(spec.schedule, p, r, c));
-      auto& kinds = out.at(static_cast<std::size_t>(stage));
-      if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+      add(plan::partition_stage_of(spec.schedule, p, plan::virtual_stage_of(spec.schedule, p, r, c)), kind);
     }
   }
   // A bidirectional schedule runs each stage on a rank and its mirror (Axis::PipelineMirror): both kinds
   // count, which leaves the stage at the slower's weight and the faster's bound.
   if (plan::is_bidirectional(spec.schedule)) {
     for (int stage = 0; stage < p && static_cast<std::size_t>(stage) < out.size(); ++stage) {
-      const int mirror = ranks.kinds[static_cast<std::size_t>(p - 1 - stage)];
-      const int kind = static_cast<int>(std::find(job_kinds.begin(), job_kinds.end(), mirror) - job_kinds.begin());
-      auto& kinds = out[static_cast<std::size_t>(stage)];
-      if (std::find(kinds.begin(), kinds.end(), kind) == kinds.end()) kinds.push_back(kind);
+      add(stage, kind_position(job_kinds, rank_kinds[static_cast<std::size_t>(p - 1 - stage)]));
     }
   }
+}
+
+/// The GPU kinds of each pipeline rank in each data-parallel replica of `spec` on `cluster`.
+plan::StageGpuKinds rank_kinds_of(const topology::Cluster& cluster, const plan::PlanSpec& spec) {
+  return plan::stage_gpu_kinds(cluster, plan::degrees_of(spec, spec.written(plan::Axis::Data).value_or(1)),
+                               spec.placement);
+}
+
+/// The kinds (positions in `job_kinds`) of the ranks holding each partition stage of `spec` on `cluster`,
+/// in any data-parallel replica (one partition serves them all: their gradients are reduced layer by layer).
+std::vector<std::vector<int>> partition_stage_kinds(const topology::Cluster& cluster, const plan::PlanSpec& spec,
+                                                    const std::vector<int>& job_kinds) {
+  const int p = spec.degrees[plan::Axis::Pipeline];
+  const plan::StageGpuKinds ranks = rank_kinds_of(cluster, spec);
+  std::vector<std::vector<int>> out(
+      static_cast<std::size_t>(plan::partition_stage_count(spec.schedule, p, spec.virtual_stages)));
+  if (ranks.kinds.size() != static_cast<std::size_t>(p)) return out;
+  for (const std::vector<int>& replica : ranks.replica_kinds) add_partition_stage_kinds(spec, replica, job_kinds, out);
   for (auto& kinds : out) std::sort(kinds.begin(), kinds.end());
   return out;
+}
+
+/// Each data-parallel replica's share of the microbatches where its replicas run on different GPU kinds
+/// (replica_shares.h), from the same per-kind unit weights the partitioner balances: a replica's time
+/// per microbatch is its slowest pipeline rank's, each rank summing its chunks' units at its own kind's
+/// weights (a stage that two of its ranks hold, at the slower's). Empty where the replicas run alike or
+/// the shares break a rule of the schedule (replica_share_error): the replicas then share evenly.
+std::vector<int> replica_shares_of(const topology::Cluster& cluster, const plan::PlanSpec& spec,
+                                   const std::vector<int>& partition, const std::vector<int>& job_kinds,
+                                   const std::vector<std::vector<std::int64_t>>& weights_by_kind) {
+  const plan::StageGpuKinds ranks = rank_kinds_of(cluster, spec);
+  if (ranks.mixed || !ranks.replicas_differ()) return {};
+  const int p = spec.degrees[plan::Axis::Pipeline];
+  const int stages = plan::partition_stage_count(spec.schedule, p, spec.virtual_stages);
+  if (static_cast<int>(partition.size()) != stages + 1) return {};
+  std::vector<std::int64_t> per_microbatch;
+  for (const std::vector<int>& replica : ranks.replica_kinds) {
+    std::vector<std::vector<int>> stage_kinds(static_cast<std::size_t>(stages));
+    add_partition_stage_kinds(spec, replica, job_kinds, stage_kinds);
+    const auto stage_time = [&](int stage) {
+      std::int64_t slowest = 0;
+      for (const int k : stage_kinds[static_cast<std::size_t>(stage)]) {
+        const std::vector<std::int64_t>& w = weights_by_kind.at(static_cast<std::size_t>(k));
+        std::int64_t sum = 0;
+        for (int u = partition[static_cast<std::size_t>(stage)]; u < partition[static_cast<std::size_t>(stage) + 1]; ++u) {
+          sum += w.at(static_cast<std::size_t>(u));
+        }
+        slowest = std::max(slowest, sum);
+      }
+      return slowest;
+    };
+    const int chunks = plan::is_v_shaped(spec.schedule) ? 2 : spec.virtual_stages;
+    std::int64_t slowest_rank = 0;
+    for (int r = 0; r < p; ++r) {
+      std::int64_t rank_time = 0;
+      for (int c = 0; c < chunks; ++c) {
+        rank_time += stage_time(plan::partition_stage_of(spec.schedule, p, plan::virtual_stage_of(spec.schedule, p, r, c)));
+      }
+      slowest_rank = std::max(slowest_rank, rank_time);
+    }
+    per_microbatch.push_back(std::max<std::int64_t>(1, slowest_rank));
+  }
+  const schedule::PipelineShape shape = schedule::shape_of(spec);
+  const int data = static_cast<int>(per_microbatch.size());
+  const int total = shape.microbatches * data;
+  if (total < data) return {};
+  std::vector<int> shares = min_max_shares(per_microbatch, total);
+  if (std::all_of(shares.begin(), shares.end(), [&](int n) { return n == shape.microbatches; })) return {};
+  plan::Plan probe;
+  static_cast<plan::PlanSettings&>(probe) = spec;
+  probe.degrees = plan::degrees_of(spec, data);
+  probe.microbatches = shape.microbatches;
+  probe.microbatch_group_size = shape.microbatch_group_size;
+  probe.virtual_stages = plan::is_v_shaped(spec.schedule) && spec.virtual_stages == 1 ? 2 : spec.virtual_stages;
+  if (plan::replica_share_error(probe, shares)) return {};
+  return shares;
 }
 
 }  // namespace
@@ -210,11 +284,12 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   }
   // A draft's stage costs are made twice (here for its static memory, below for its estimate if that
   // fits) rather than kept: at 2048 GPUs a million drafts' costs would take gigabytes.
-  const auto stage_costs_of = [&](std::size_t spec, const std::vector<int>& partition) {
+  // `stage_kinds`: the kinds holding each partition stage (of every replica, or of one).
+  const auto stage_costs_on = [&](std::size_t spec, const std::vector<int>& partition,
+                                  const std::vector<std::vector<int>>& stage_kinds) {
     StageCosts c = stage_costs(costs[key_of[spec]], partition);
     // On several kinds, a stage that one kind runs is timed at that kind's units (still a bound: the
     // probe priced every unit on that kind's own GPUs and links); a stage of two kinds keeps the fastest.
-    const std::vector<std::vector<int>>& stage_kinds = cuts[cut_of[spec]].stage_kinds;
     for (std::size_t s = 0; s < stage_kinds.size(); ++s) {
       if (stage_kinds[s].size() != 1) continue;
       const StageCosts mine = stage_costs(kind_costs[key_of[spec]][static_cast<std::size_t>(stage_kinds[s].front())],
@@ -224,6 +299,9 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
     }
     if (plan::is_bidirectional(space.candidates[spec].schedule)) c = repeated_for_second_direction(std::move(c));
     return c;
+  };
+  const auto stage_costs_of = [&](std::size_t spec, const std::vector<int>& partition) {
+    return stage_costs_on(spec, partition, cuts[cut_of[spec]].stage_kinds);
   };
   parallel_for(drafts.size(), threads, [&](std::size_t i) {
     Draft& d = drafts[i];
@@ -280,6 +358,13 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
     p.id = i;
     p.spec = space.candidates[d.spec];
     p.spec.partition = std::move(d.partition);
+    // Replicas on GPUs of different kinds: each its share of the batch. The estimate below stays a
+    // bound: some replica runs at least the even share, on GPUs no faster than the fastest kind's.
+    if (!kind_units.empty()) {
+      std::vector<std::vector<std::int64_t>> weights;
+      for (const std::vector<UnitCost>& k : kind_costs[key_of[d.spec]]) weights.push_back(partition_weights(k));
+      p.spec.replica_microbatches = replica_shares_of(cluster, p.spec, p.spec.partition, job_kinds, weights);
+    }
     p.estimate.peak_memory = d.static_peak;  // over capacity already: the static part says enough
     p.estimate.static_memory = d.static_peak;
   });
@@ -290,6 +375,23 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
     mine.overlap_grad_reduce = options.engine.overlap_grad_reduce;
     const StageCosts c = stage_costs_of(drafts[i].spec, out[i].spec.partition);
     out[i].estimate = estimate(out[i].spec, c, in_flight[shape_of_fitting[f]], mine);
+    // Uneven shares: every replica runs its own share on its own kinds, and the step ends after the
+    // slowest; each replica's bound (its count, its stages at its kinds' unit costs) bounds the step.
+    const plan::PlanSpec& spec = out[i].spec;
+    if (spec.replica_microbatches.empty()) return;
+    const plan::StageGpuKinds ranks = rank_kinds_of(cluster, spec);
+    std::set<std::pair<int, std::vector<int>>> done;
+    for (std::size_t d = 0; d < ranks.replica_kinds.size() && d < spec.replica_microbatches.size(); ++d) {
+      if (!done.emplace(spec.replica_microbatches[d], ranks.replica_kinds[d]).second) continue;
+      std::vector<std::vector<int>> stage_kinds(cuts[cut_of[drafts[i].spec]].stage_kinds.size());
+      add_partition_stage_kinds(spec, ranks.replica_kinds[d], job_kinds, stage_kinds);
+      plan::PlanSpec share = spec;
+      share.replica_microbatches.clear();
+      share.microbatches = spec.replica_microbatches[d];
+      const Estimate replica = estimate(share, stage_costs_on(drafts[i].spec, spec.partition, stage_kinds),
+                                        in_flight[shape_of_fitting[f]], mine);
+      out[i].estimate.lower_bound = std::max(out[i].estimate.lower_bound, replica.lower_bound);
+    }
   });
   return out;
 }

@@ -234,10 +234,12 @@ class Enumerator {
                   continue;
                 }
                 // Each stage on one GPU kind (resolve_plan's mixed_stage_error, which the mirrored rules skip).
-                if (mirror() && several_kinds_ &&
-                    plan::stage_gpu_kinds(cluster_, spec.degrees, spec.placement).mixed.has_value()) {
-                  ++out_.invalid;
-                  continue;
+                if (mirror() && several_kinds_) {
+                  const plan::StageGpuKinds kinds = plan::stage_gpu_kinds(cluster_, spec.degrees, spec.placement);
+                  if (kinds.mixed || plan::replica_kinds_error(kinds, spec.degrees, spec.zero)) {
+                    ++out_.invalid;
+                    continue;
+                  }
                 }
                 out_.candidates.push_back(std::move(spec));
               }

@@ -52,6 +52,12 @@ schedule::Program program_for_plan(const model::Model& model, const plan::Plan& 
     throw std::invalid_argument(
         "the executor exchanges tokens with all-to-alls; moe_token_dispatcher_type flex is simulated only");
   }
+  // Every rank runs one program of the plan's microbatch count; uneven replica shares are simulated only.
+  if (plan.uneven_shares()) {
+    throw std::invalid_argument(
+        "the executor runs every data-parallel replica on the same microbatches; uneven replica_microbatches are "
+        "simulated only");
+  }
   schedule::GradientSync sync;
   sync.gradient_bytes = gradient_bytes.dense;
   // As the simulator: experts without replicas of their own (expert data 1) have nothing to reduce.

@@ -33,6 +33,12 @@ std::string export_plan(Framework target, const ExportInput& input) {
                    "Megatron-Core computes the loss with its own kernels (cross_entropy_fusion_impl native or te), "
                    "not torch.nn.functional.cross_entropy");
   }
+  // Every framework runs the same microbatches on each data-parallel replica.
+  if (input.plan.uneven_shares()) {
+    cannot_express(input, plan::name_of(kFrameworkNames, target), "replica_microbatches",
+                   "its data-parallel replicas all run the same number of microbatches (global batch / (micro batch x "
+                   "data)); uneven shares are simulated only");
+  }
   switch (target) {
     case Framework::Megatron: return export_megatron(input);
     case Framework::Nemo: return export_nemo(input);

@@ -354,7 +354,7 @@ ClassTimes step_kernel_times(const RankCost& rank, int microbatches) noexcept {
 }
 
 CostModel build_cost_model(const topology::Cluster& cluster, const model::Model& m, const plan::Plan& plan,
-                           const plan::Layout& layout, SharedRoutes* shared_routes) {
+                           const plan::Layout& layout, SharedRoutes* shared_routes, int replica) {
   const auto ranges = plan::virtual_stage_layers(plan, m);
   const auto layer_collectives = schedule::chunk_layer_collectives(m, plan);
   const schedule::ChunkGradientBytes gradient_bytes = schedule::chunk_gradient_split(m, plan);
@@ -380,7 +380,8 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
   SharedRoutes& routes =
       shared_routes != nullptr && &shared_routes->cluster() == &cluster ? *shared_routes : own_routes.emplace(cluster);
   for (int rank = 0; rank < plan.degrees[plan::Axis::Pipeline]; ++rank) {
-    const auto tensor_ranks = layout.group(layout.with(0, plan::Axis::Pipeline, rank), plan::Axis::Tensor);
+    const int first = layout.with(layout.with(0, plan::Axis::Data, replica), plan::Axis::Pipeline, rank);
+    const auto tensor_ranks = layout.group(first, plan::Axis::Tensor);
     std::vector<topology::DeviceId> tensor_devices;
     for (const int r : tensor_ranks) tensor_devices.push_back(cluster.gpus().at(static_cast<std::size_t>(r)));
     const topology::GpuKind& gpu = cluster.gpu_kind_of(tensor_devices.front());

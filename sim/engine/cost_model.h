@@ -219,10 +219,12 @@ struct OptimizerPace {
 [[nodiscard]] Bytes kept_after_input(const model::Layer& layer, int micro_batch, int tensor, Bytes stashed,
                                      Bytes attention_scores, std::int64_t gemm_element_bytes) noexcept;
 
-/// `routes`: the routes of `cluster` shared with other work on it (a search's), or null.
+/// `routes`: the routes of `cluster` shared with other work on it (a search's), or null. Each pipeline
+/// rank is priced on the GPUs of data-parallel replica `replica` (replicas on GPUs of different kinds
+/// cost differently; those of one kind alike).
 [[nodiscard]] CostModel build_cost_model(const topology::Cluster& cluster, const model::Model& model,
                                          const plan::Plan& plan, const plan::Layout& layout,
-                                         SharedRoutes* routes = nullptr);
+                                         SharedRoutes* routes = nullptr, int replica = 0);
 
 /// A pipeline rank's kernel time in one step by class, on each GPU of the rank: `microbatches` times
 /// each chunk's forward and backward (recomputation included), and the optimizer step (memory-bound).

@@ -27,6 +27,7 @@
 #include "sim/engine/path_set.h"
 #include "sim/engine/timeline_recorder.h"
 #include "sim/plan/layout.h"
+#include "sim/plan/plan_check.h"
 #include "sim/schedule/generators.h"
 #include "sim/schedule/message.h"
 #include "sim/schedule/passes.h"
@@ -50,15 +51,26 @@ using schedule::MessageId;
 /// A group's devices, one list per group.
 using DeviceGroups = std::vector<std::vector<DeviceId>>;
 
+/// What the data-parallel replicas of one class run: the program of their microbatch count, priced on
+/// their GPUs' kinds. Replicas with the same count on the same kinds share a class.
+struct ReplicaWork {
+  const schedule::Program* program = nullptr;
+  const CostModel* costs = nullptr;
+};
+
 class Simulation {
  public:
+  /// `work`: by class of replicas, the first the class of replica 0; `class_of_replica`: by data-parallel
+  /// rank (empty: one class).
   Simulation(const topology::Cluster& cluster, const model::Model& model, const plan::Plan& plan,
-             const schedule::Program& program, const CostModel& costs, const EngineOptions& options)
+             std::vector<ReplicaWork> work, std::vector<int> class_of_replica, const EngineOptions& options)
       : cluster_(cluster),
         model_(model),
         plan_(plan),
-        program_(program),
-        costs_(costs),
+        program_(*work.front().program),
+        costs_(*work.front().costs),
+        work_(std::move(work)),
+        class_of_replica_(std::move(class_of_replica)),
         options_(options),
         layout_(plan),
         network_(make_network_model(cluster)),
@@ -69,6 +81,11 @@ class Simulation {
     if (!options.fold_replicas && plan.zero >= 3 && plan.degrees[plan::Axis::Data] > 1) {
       throw std::invalid_argument("ZeRO 3's per-layer gathers are simulated with folded replicas: drop --unfold");
     }
+    if (class_of_replica_.empty()) class_of_replica_.assign(static_cast<std::size_t>(plan.degrees[plan::Axis::Data]), 0);
+    if (work_.size() > 1 && (plan.zero >= 3 || plan.degrees[plan::Axis::Expert] > 1)) {
+      throw std::invalid_argument(
+          "replicas that run apart (uneven shares, different GPU kinds) do not combine with zero 3 or expert parallelism");
+    }
     token_routing_ = token_routing(model, plan);
   }
 
@@ -77,7 +94,8 @@ class Simulation {
  private:
   struct Actor {
     int rank = 0;
-    int replica = 0;
+    int replica = 0;   // the replica slot: a data-parallel replica, or with folding a class of them
+    int work = 0;      // its class (work_)
     std::vector<int> members;  // global ranks the actor stands for
     std::size_t cursor = 0;
     bool computing = false;       // a compute op or a blocking in-layer collective holds the stream
@@ -120,7 +138,8 @@ class Simulation {
   struct Collective {
     int rank = 0;
     int actor = -1;            // in-layer: the actor; gradient stream: -1 (every actor of the rank)
-    std::size_t op_index = 0;  // in the rank's stream
+    std::size_t op_index = 0;  // in-layer: in the actor's stream; gradient stream: its ordinal on the rank
+    const Op* op = nullptr;    // the op (a gradient-stream op is alike in every class's stream)
     int arrived = 0;
     const Phases* phases = nullptr;
     std::size_t round = 0;
@@ -164,17 +183,23 @@ class Simulation {
   };
 
   int actor_index(int rank, int replica) const { return rank * replicas_ + replica; }
-  std::int64_t message_number(int rank, const Op& op) const {
-    return schedule::message_number(program_.shape, schedule::message_of(program_.shape, rank, op));
+  const schedule::Program& program_of(const Actor& a) const { return *work_[static_cast<std::size_t>(a.work)].program; }
+  const std::vector<Op>& stream_of(const Actor& a) const {
+    return program_of(a).streams[static_cast<std::size_t>(a.rank)];
+  }
+  const CostModel& costs_of(const Actor& a) const { return *work_[static_cast<std::size_t>(a.work)].costs; }
+  std::int64_t message_number(const Actor& a, const Op& op) const {
+    const schedule::PipelineShape& shape = program_of(a).shape;
+    return schedule::message_number(shape, schedule::message_of(shape, a.rank, op));
   }
   DeviceId gpu(int global_rank) const { return cluster_.gpus().at(static_cast<std::size_t>(global_rank)); }
   const topology::Route& route(DeviceId a, DeviceId b);
   const TransferSet& transfer_set(const std::vector<std::pair<DeviceId, DeviceId>>& pairs);
   /// The transfers of `actor`'s sends to pipeline rank `to_rank`.
   const TransferSet& p2p_set(int actor, int to_rank);
-  /// The phases of collective op `op_index` of rank `rank`'s stream, run by `actor` (in-layer) or by
+  /// The phases of collective `op` of rank `rank`'s stream, run by `actor` (in-layer) or by
   /// every actor of the rank (gradient stream, `actor` < 0).
-  const Phases& phases_of(int rank, int actor, std::size_t op_index);
+  const Phases& phases_of(int rank, int actor, const Op& op);
   /// Builds every transfer set the program can use, so that the flow network knows them all before
   /// the first flow (NetworkModel::use_usage_sets). The sets are those the run would build as it goes.
   void declare_transfer_sets();
@@ -212,8 +237,8 @@ class Simulation {
   void finish_collective(std::size_t id);
   void finish_layer_collective(std::size_t id);
   void reschedule(const std::vector<NetworkModel::FlowId>& flows);
-  /// A compute op's own duration on pipeline rank `rank`: without contention, slowdown or an F&B pair's exposure.
-  TimeNs compute_duration(int rank, const Op& op) const;
+  /// A compute op's own duration on `actor`: without contention, slowdown or an F&B pair's exposure.
+  TimeNs compute_duration(const Actor& actor, const Op& op) const;
   /// An OpEvent for op `op_index` of `actor`'s rank from `start` to now.
   OpEvent event_of(int actor, std::size_t op_index, std::int64_t start, int stage, std::int64_t bytes) const;
   template <typename Call>
@@ -239,8 +264,12 @@ class Simulation {
   const model::Model& model_;
   const plan::Plan& plan_;
   std::optional<TokenRouting> token_routing_;  // the expert all-to-alls' routing under a flex dispatcher
-  const schedule::Program& program_;
-  const CostModel& costs_;
+  const schedule::Program& program_;  // class 0's: the shape every class shares but its microbatches
+  const CostModel& costs_;            // class 0's
+  std::vector<ReplicaWork> work_;
+  std::vector<int> class_of_replica_;  // by data-parallel rank
+  std::vector<int> slot_of_replica_;   // by data-parallel rank: its actors' replica slot
+  std::vector<std::vector<std::vector<std::size_t>>> gradient_ops_;  // [class][rank][ordinal]: op index
   const EngineOptions& options_;
   plan::Layout layout_;
   std::unique_ptr<NetworkModel> network_;  // the one way to the network
@@ -295,8 +324,8 @@ const topology::Route& Simulation::route(DeviceId a, DeviceId b) {
 }
 
 OpEvent Simulation::event_of(int actor, std::size_t op_index, std::int64_t start, int stage, std::int64_t bytes) const {
-  const int rank = actors_[static_cast<std::size_t>(actor)].rank;
-  return OpEvent{actor, rank, op_index, &program_.streams[static_cast<std::size_t>(rank)][op_index], start, now_, stage, bytes};
+  const Actor& a = actors_[static_cast<std::size_t>(actor)];
+  return OpEvent{actor, a.rank, op_index, &stream_of(a)[op_index], start, now_, stage, bytes};
 }
 
 const Simulation::TransferSet& Simulation::transfer_set(const std::vector<std::pair<DeviceId, DeviceId>>& pairs) {
@@ -342,8 +371,8 @@ void Simulation::reschedule(const std::vector<NetworkModel::FlowId>& flows) {
   for (const auto f : flows) queue_.push(network_->completion(f), FlowDone{f, network_->version(f)});
 }
 
-TimeNs Simulation::compute_duration(int rank, const Op& op) const {
-  const RankCost& rc = costs_.ranks[static_cast<std::size_t>(rank)];
+TimeNs Simulation::compute_duration(const Actor& actor, const Op& op) const {
+  const RankCost& rc = costs_of(actor).ranks[static_cast<std::size_t>(actor.rank)];
   switch (op.kind) {
     case OpKind::Forward: return rc.chunks[op.chunk].forward;
     case OpKind::Backward: return rc.chunks[op.chunk].backward;
@@ -365,7 +394,7 @@ TimeNs Simulation::compute_duration(int rank, const Op& op) const {
 }
 
 void Simulation::start_compute(Actor& actor, const Op& op, std::size_t op_index) {
-  TimeNs duration = compute_duration(actor.rank, op);
+  TimeNs duration = compute_duration(actor, op);
   // NCCL kernels of a gradient-stream collective in flight beside the pass hold some of the GPU's
   // SMs for the whole pass (compute_contention.h).
   const bool shared = actor.collectives_issued > actor.collectives_done;
@@ -381,7 +410,7 @@ void Simulation::start_compute(Actor& actor, const Op& op, std::size_t op_index)
   // two passes in schedule::memory_order, each with its working memory on top; the last one's stays
   // until the op ends.
   for (const Op& pass : schedule::memory_order(op, program_.shape.kind)) {
-    const ChunkCost& cc = costs_.chunk(actor.rank, pass.kind == OpKind::OptimizerStep ? 0 : pass.chunk);
+    const ChunkCost& cc = costs_of(actor).chunk(actor.rank, pass.kind == OpKind::OptimizerStep ? 0 : pass.chunk);
     const schedule::StashChange change = schedule::stash_change(pass.kind);
     actor.memory += change.full * cc.stashed.count() + change.after_input * cc.stashed_after_input.count();
     actor.working_memory = schedule::working_bytes(pass.kind, cc.forward_working.count(), cc.backward_working.count(),
@@ -400,19 +429,19 @@ void Simulation::start_compute(Actor& actor, const Op& op, std::size_t op_index)
 }
 
 TimeNs Simulation::pair_exposure(const Actor& actor, int index, const Op& op, std::size_t op_index) {
-  const RankCost& rc = costs_.ranks[static_cast<std::size_t>(actor.rank)];
+  const RankCost& rc = costs_of(actor).ranks[static_cast<std::size_t>(actor.rank)];
   const ChunkCost& f = rc.chunks[op.chunk];
   const ChunkCost& b = rc.chunks[op.backward_chunk];
   if (f.moe_blocks == 0 && b.moe_blocks == 0) return TimeNs{};
   // One expert all-to-all of each pass on idle links: the pair's in-layer collectives stand just
   // before it in the stream, each pass's tagged with its microbatch and chunk.
   TimeNs forward_a2a, backward_a2a;
-  const auto& stream = program_.streams[static_cast<std::size_t>(actor.rank)];
+  const auto& stream = stream_of(actor);
   for (std::size_t i = op_index; i-- > 0;) {
     const Op& c = stream[i];
     if (!schedule::is_collective(c.kind) || !schedule::is_in_layer(c.stream)) break;
     if (c.kind != OpKind::AllToAll || c.group != plan::AxisSet(plan::Axis::Expert)) continue;
-    const TimeNs one = TimeNs::ns(static_cast<std::int64_t>(phases_of(actor.rank, index, i).idle_ns /
+    const TimeNs one = TimeNs::ns(static_cast<std::int64_t>(phases_of(actor.rank, index, c).idle_ns /
                                                             std::max<double>(1, c.count)));
     if (c.microbatch == op.microbatch && c.chunk == op.chunk) forward_a2a = one;
     if (c.microbatch == op.backward_microbatch && c.chunk == op.backward_chunk) backward_a2a = one;
@@ -445,7 +474,7 @@ void Simulation::release(Actor& actor) {
 /// Recv waiting, an OptimizerStep waiting for collectives).
 void Simulation::advance(int index) {
   Actor& actor = actors_[static_cast<std::size_t>(index)];
-  const auto& stream = program_.streams[static_cast<std::size_t>(actor.rank)];
+  const auto& stream = stream_of(actor);
   while (!actor.computing && actor.cursor < stream.size()) {
     const Op& op = stream[actor.cursor];
     switch (op.kind) {
@@ -464,16 +493,16 @@ void Simulation::advance(int index) {
       case OpKind::SendGrad: {
         ++actor.cursor;
         const auto to_rank = static_cast<int>(op.peer);
-        const ChunkCost& cc = costs_.chunk(actor.rank, op.chunk);
+        const ChunkCost& cc = costs_of(actor).chunk(actor.rank, op.chunk);
         start_transfer(p2p_set(index, to_rank), cc.activation_send,
-                       PointToPoint{actor_index(to_rank, actor.replica), message_number(actor.rank, op), now_, index,
+                       PointToPoint{actor_index(to_rank, actor.replica), message_number(actor, op), now_, index,
                                     actor.cursor - 1});
         break;
       }
       case OpKind::RecvActivation:
       case OpKind::RecvGrad: {
-        const MessageId id = schedule::message_of(program_.shape, actor.rank, op);
-        const std::int64_t message = schedule::message_number(program_.shape, id);
+        const MessageId id = schedule::message_of(program_of(actor).shape, actor.rank, op);
+        const std::int64_t message = schedule::message_number(program_of(actor).shape, id);
         if (actor.arrived.erase(message) == 0) {
           if (actor.waiting_for != message) actor.waiting_since = now_;
           actor.waiting_for = message;
@@ -496,6 +525,7 @@ void Simulation::advance(int index) {
           c.rank = actor.rank;
           c.actor = index;
           c.op_index = actor.cursor;
+          c.op = &op;
           std::size_t id = collectives_.size();
           if (free_layer_collectives_.empty()) {
             collectives_.push_back(c);
@@ -544,13 +574,13 @@ const Simulation::TransferSet& Simulation::p2p_set(int index, int to_rank) {
 void Simulation::declare_transfer_sets() {
   for (std::size_t index = 0; index < actors_.size(); ++index) {
     const int rank = actors_[index].rank;
-    const auto& stream = program_.streams[static_cast<std::size_t>(rank)];
+    const auto& stream = stream_of(actors_[index]);
     for (std::size_t i = 0; i < stream.size(); ++i) {
       const Op& op = stream[i];
       if (op.kind == OpKind::SendActivation || op.kind == OpKind::SendGrad) {
         (void)p2p_set(static_cast<int>(index), static_cast<int>(op.peer));
       } else if (schedule::is_collective(op.kind)) {
-        (void)phases_of(rank, schedule::is_in_layer(op.stream) ? static_cast<int>(index) : -1, i);
+        (void)phases_of(rank, schedule::is_in_layer(op.stream) ? static_cast<int>(index) : -1, op);
       }
     }
   }
@@ -564,7 +594,7 @@ void Simulation::declare_transfer_sets() {
 bool Simulation::start_collective(std::size_t id) {
   Collective& c = collectives_[id];
   c.start_ns = now_;
-  c.phases = &phases_of(c.rank, c.actor, c.op_index);
+  c.phases = &phases_of(c.rank, c.actor, *c.op);
   c.round = 0;
   if (c.phases->rounds.empty()) return false;
   const CollectiveRound& first = c.phases->rounds.front();
@@ -572,8 +602,7 @@ bool Simulation::start_collective(std::size_t id) {
   return true;
 }
 
-const Simulation::Phases& Simulation::phases_of(int rank, int actor, std::size_t op_index) {
-  const Op& op = program_.streams[static_cast<std::size_t>(rank)][op_index];
+const Simulation::Phases& Simulation::phases_of(int rank, int actor, const Op& op) {
   // Every group of the GPUs the collective's actors stand for runs it at once (one per tensor rank
   // for a data-parallel reduction, one per replica for a tensor all-reduce of folded replicas).
   const int scope = actor < 0 ? -1 - rank : actor;
@@ -686,7 +715,7 @@ void Simulation::finish_layer_collective(std::size_t id) {
   const Collective& c = collectives_[id];
   Actor& actor = actors_[static_cast<std::size_t>(c.actor)];
   {
-    const Op& op = program_.streams[static_cast<std::size_t>(c.rank)][c.op_index];
+    const Op& op = *c.op;
     const OpEvent e = event_of(c.actor, c.op_index, c.start_ns, schedule::virtual_stage(program_.shape, c.rank, op.chunk),
                                op.bytes.count() * op.count);
     notify([&](Observer& o) { o.collective_done(e); });
@@ -710,7 +739,9 @@ void Simulation::finish_collective(std::size_t id) {
   const auto r = static_cast<std::size_t>(c.rank);
   for (int d = 0; d < replicas_; ++d) {
     const int index = actor_index(c.rank, d);
-    const OpEvent e = event_of(index, c.op_index, c.start_ns, c.rank, program_.streams[r][c.op_index].bytes.count());
+    const auto work = static_cast<std::size_t>(actors_[static_cast<std::size_t>(index)].work);
+    const std::size_t op_index = gradient_ops_[work][r][c.op_index];
+    const OpEvent e = event_of(index, op_index, c.start_ns, c.rank, c.op->bytes.count());
     notify([&](Observer& o) {
       o.collective_done(e);
       o.actor_idle(index, now_);
@@ -728,8 +759,44 @@ Prediction Simulation::run() {
   observers_.push_back(&activity_);
   if (options_.record_timeline) observers_.push_back(&timeline_.emplace(cluster_, options_.timeline_links));
   if (options_.observer != nullptr) observers_.push_back(options_.observer);
-  replicas_ = options_.fold_replicas ? 1 : plan_.degrees[plan::Axis::Data];
+  // Replica slots: with folding one per class of replicas (one in all where the replicas run alike),
+  // else one per replica.
+  const int data = plan_.degrees[plan::Axis::Data];
+  if (options_.fold_replicas) {
+    slot_of_replica_ = class_of_replica_;
+    replicas_ = static_cast<int>(work_.size());
+  } else {
+    for (int d = 0; d < data; ++d) slot_of_replica_.push_back(d);
+    replicas_ = data;
+  }
+  std::vector<int> class_of_slot(static_cast<std::size_t>(replicas_), 0);
+  for (int d = 0; d < data; ++d) {
+    class_of_slot[static_cast<std::size_t>(slot_of_replica_[static_cast<std::size_t>(d)])] =
+        class_of_replica_[static_cast<std::size_t>(d)];
+  }
   const int ranks = program_.shape.stages;
+  // Each class's gradient-stream ops by rank, in order: the same collectives (their buckets follow the
+  // parameters, not the microbatches) at the places its own program puts them.
+  for (const ReplicaWork& w : work_) {
+    auto& by_rank = gradient_ops_.emplace_back(static_cast<std::size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) {
+      const auto& stream = w.program->streams[static_cast<std::size_t>(r)];
+      for (std::size_t i = 0; i < stream.size(); ++i) {
+        if (schedule::is_collective(stream[i].kind) && !schedule::is_in_layer(stream[i].stream)) {
+          by_rank[static_cast<std::size_t>(r)].push_back(i);
+        }
+      }
+      const auto& first = gradient_ops_.front()[static_cast<std::size_t>(r)];
+      const auto& mine = by_rank[static_cast<std::size_t>(r)];
+      bool alike = first.size() == mine.size();
+      for (std::size_t k = 0; alike && k < mine.size(); ++k) {
+        const Op& a = program_.streams[static_cast<std::size_t>(r)][first[k]];
+        const Op& b = stream[mine[k]];
+        alike = a.kind == b.kind && a.group == b.group && a.bytes == b.bytes && a.count == b.count;
+      }
+      if (!alike) throw std::logic_error(fmt::format("rank {}: the replicas' gradient collectives differ", r));
+    }
+  }
   actors_.resize(static_cast<std::size_t>(ranks * replicas_));
   rank_members_.resize(static_cast<std::size_t>(ranks));
   collectives_of_rank_.resize(static_cast<std::size_t>(ranks));
@@ -741,21 +808,29 @@ Prediction Simulation::run() {
     const int first = layout_.with(0, Axis::Pipeline, r);
     rank_members_[static_cast<std::size_t>(r)] = layout_.group(first, stage_axes | Axis::Data);
     const auto& stream = program_.streams[static_cast<std::size_t>(r)];
-    for (std::size_t i = 0; i < stream.size(); ++i) {
-      if (!schedule::is_collective(stream[i].kind) || schedule::is_in_layer(stream[i].stream)) continue;
+    const auto& gradient_ops = gradient_ops_.front()[static_cast<std::size_t>(r)];
+    for (std::size_t k = 0; k < gradient_ops.size(); ++k) {
       collectives_of_rank_[static_cast<std::size_t>(r)].push_back(collectives_.size());
       Collective c;
       c.rank = r;
-      c.op_index = i;
+      c.op_index = k;
+      c.op = &stream[gradient_ops[k]];
       collectives_.push_back(c);
     }
     for (int d = 0; d < replicas_; ++d) {
       Actor& a = actors_[static_cast<std::size_t>(actor_index(r, d))];
       a.rank = r;
       a.replica = d;
-      a.members = options_.fold_replicas ? rank_members_[static_cast<std::size_t>(r)]
-                                         : layout_.group(layout_.with(first, Axis::Data, d), stage_axes);
-      a.memory = costs_.ranks[static_cast<std::size_t>(r)].static_memory.total().count();
+      a.work = class_of_slot[static_cast<std::size_t>(d)];
+      if (options_.fold_replicas) {
+        // The GPUs of every replica of the slot's class.
+        for (const int m : rank_members_[static_cast<std::size_t>(r)]) {
+          if (slot_of_replica_[static_cast<std::size_t>(layout_.coordinate(m, Axis::Data))] == d) a.members.push_back(m);
+        }
+      } else {
+        a.members = layout_.group(layout_.with(first, Axis::Data, d), stage_axes);
+      }
+      a.memory = costs_of(a).ranks[static_cast<std::size_t>(r)].static_memory.total().count();
       a.shown_member = a.members.front();
       for (const int m : a.members) {
         const double slowdown = cluster_.device(gpu(m)).slowdown;
@@ -827,7 +902,7 @@ Prediction Simulation::run() {
   out.events = events_;
   out.flows = network_->flows_started();
   for (const Actor& a : actors_) {
-    if (a.cursor < program_.streams[static_cast<std::size_t>(a.rank)].size() || a.computing) {
+    if (a.cursor < stream_of(a).size() || a.computing) {
       throw std::logic_error(fmt::format("simulation stalled: rank {} replica {} at op {}", a.rank, a.replica, a.cursor));
     }
   }
@@ -839,17 +914,18 @@ Prediction Simulation::run() {
 void Simulation::count_remaining_compute() {
   remaining_compute_.clear();
   for (std::size_t index = 0; index < actors_.size(); ++index) {
-    const int rank = actors_[index].rank;
-    const auto& stream = program_.streams[static_cast<std::size_t>(rank)];
+    const Actor& actor = actors_[index];
+    const int rank = actor.rank;
+    const auto& stream = stream_of(actor);
     std::vector<std::int64_t> left(stream.size() + 1, 0);
     for (std::size_t i = stream.size(); i-- > 0;) {
       const Op& op = stream[i];
       std::int64_t own = 0;
       if (schedule::is_compute(op.kind)) {
-        own = compute_duration(rank, op).base();
+        own = compute_duration(actor, op).base();
       } else if (schedule::is_collective(op.kind) && op.stream == CommStream::Blocking) {
         // A flow's end is rounded to the nanosecond: a nanosecond per phase of slack.
-        const Phases& phases = phases_of(rank, static_cast<int>(index), i);
+        const Phases& phases = phases_of(rank, static_cast<int>(index), op);
         const double idle = phases.idle_ns;
         if (idle < 1e18) {  // not over a link of no capacity
           own = std::max<std::int64_t>(0, static_cast<std::int64_t>(idle) - static_cast<std::int64_t>(phases.rounds.size()));
@@ -866,16 +942,16 @@ std::int64_t Simulation::traffic_floor() {
   std::vector<double> set_bytes(transfer_set_by_id_.size(), 0.0);
   for (std::size_t index = 0; index < actors_.size(); ++index) {
     const Actor& actor = actors_[index];
-    const auto& stream = program_.streams[static_cast<std::size_t>(actor.rank)];
+    const auto& stream = stream_of(actor);
     for (std::size_t i = 0; i < stream.size(); ++i) {
       const Op& op = stream[i];
       if (schedule::is_send(op.kind)) {
         const TransferSet& set = p2p_set(static_cast<int>(index), static_cast<int>(op.peer));
-        set_bytes[set.id] += static_cast<double>(costs_.chunk(actor.rank, op.chunk).activation_send.count());
+        set_bytes[set.id] += static_cast<double>(costs_of(actor).chunk(actor.rank, op.chunk).activation_send.count());
       } else if (schedule::is_collective(op.kind)) {
         const bool in_layer = schedule::is_in_layer(op.stream);
         if (!in_layer && actor.replica != 0) continue;  // one gradient-stream instance per rank
-        const Phases& phases = phases_of(actor.rank, in_layer ? static_cast<int>(index) : -1, i);
+        const Phases& phases = phases_of(actor.rank, in_layer ? static_cast<int>(index) : -1, op);
         for (std::size_t k = 0; k < phases.rounds.size(); ++k) {
           set_bytes[phases.transfers[k]->id] +=
               static_cast<double>(phases.rounds[k].bytes.count()) * static_cast<double>(phases.rounds[k].rounds);
@@ -915,11 +991,12 @@ void Simulation::on_flow_done(NetworkModel::FlowId flow) {
   reschedule(network_->finish(TimeNs::ns(now_), flow));
   report_link_use(node.mapped());
   if (const auto* p2p = std::get_if<PointToPoint>(&payload)) {
-    const int from_rank = actors_[static_cast<std::size_t>(p2p->from_actor)].rank;
-    const Op& op = program_.streams[static_cast<std::size_t>(from_rank)][p2p->op_index];
+    const Actor& from = actors_[static_cast<std::size_t>(p2p->from_actor)];
+    const int from_rank = from.rank;
+    const Op& op = stream_of(from)[p2p->op_index];
     const OpEvent e = event_of(p2p->from_actor, p2p->op_index, p2p->issued_ns,
                                schedule::virtual_stage(program_.shape, from_rank, op.chunk),
-                               costs_.chunk(from_rank, op.chunk).activation_send.count());
+                               costs_of(from).chunk(from_rank, op.chunk).activation_send.count());
     notify([&](Observer& o) { o.send_done(e); });
     deliver(*p2p);
     return;
@@ -960,7 +1037,7 @@ trace::Report Simulation::build_report() const {
   std::vector<schedule::DeviceActivity> devices;
   for (int g = 0; g < layout_.ranks(); ++g) {
     const int stage = layout_.coordinate(g, plan::Axis::Pipeline);
-    const int replica = options_.fold_replicas ? 0 : layout_.coordinate(g, plan::Axis::Data);
+    const int replica = slot_of_replica_[static_cast<std::size_t>(layout_.coordinate(g, plan::Axis::Data))];
     const int index = actor_index(stage, replica);
     const Actor& actor = actors_[static_cast<std::size_t>(index)];
     const ActivityRecorder::Actor& a = activity_.actors()[static_cast<std::size_t>(index)];
@@ -973,7 +1050,7 @@ trace::Report Simulation::build_report() const {
     d.first_start_ns = a.first_start_ns;
     d.last_end_ns = a.last_end_ns;
     d.peak_memory_bytes = a.peak_memory_bytes;
-    const RankCost& cost = costs_.ranks[static_cast<std::size_t>(stage)];
+    const RankCost& cost = costs_of(actor).ranks[static_cast<std::size_t>(stage)];
     d.memory_capacity_bytes = cost.memory_capacity.count();
     d.memory = {cost.static_memory.weights.count(), cost.static_memory.gradients.count(),
                 cost.static_memory.optimizer.count(), a.peak_memory_bytes - cost.static_memory.total().count(),
@@ -1021,28 +1098,70 @@ Prediction simulate(const topology::Cluster& cluster, const model::Model& model,
   if (const auto error = schedule::validate(program)) {
     throw std::logic_error(fmt::format("invalid program: {}", error->message));
   }
-  Simulation simulation(cluster, model, plan, program, costs, options);
+  Simulation simulation(cluster, model, plan, {ReplicaWork{&program, &costs}}, {}, options);
   return simulation.run();
 }
 
 namespace {
-/// A program the engine built from a plan: the generators and passes are proven by the schedule
-/// tests, so it is not validated again on every simulation (the planner runs thousands).
-Prediction simulate_built(const topology::Cluster& cluster, const model::Model& model, const plan::Plan& plan,
-                          const schedule::Program& program, const CostModel& costs, const EngineOptions& options) {
-  Simulation simulation(cluster, model, plan, program, costs, options);
-  return simulation.run();
+
+/// The data-parallel replicas that run alike: the same microbatch count on GPUs of the same kinds.
+struct ReplicaClasses {
+  std::vector<int> first_replica;  ///< by class: its first replica
+  std::vector<int> of_replica;     ///< by data-parallel rank: its class
+};
+ReplicaClasses replica_classes(const topology::Cluster& cluster, const plan::Plan& plan) {
+  const int data = plan.degrees[plan::Axis::Data];
+  std::vector<std::vector<int>> kinds(static_cast<std::size_t>(data));
+  if (cluster.job_gpu_kinds().size() > 1) {
+    const plan::StageGpuKinds stages = plan::stage_gpu_kinds(cluster, plan.degrees, plan.placement);
+    if (stages.replica_kinds.size() == kinds.size()) kinds = stages.replica_kinds;
+  }
+  ReplicaClasses out;
+  std::map<std::pair<int, std::vector<int>>, int> index;
+  for (int d = 0; d < data; ++d) {
+    const auto key = std::make_pair(plan.microbatches_of_replica(d), kinds[static_cast<std::size_t>(d)]);
+    const auto [it, added] = index.emplace(key, static_cast<int>(out.first_replica.size()));
+    if (added) out.first_replica.push_back(d);
+    out.of_replica.push_back(it->second);
+  }
+  return out;
 }
+
 }  // namespace
 
 Prediction simulate(const topology::Cluster& cluster, const model::Model& model, const plan::Plan& plan,
                     const EngineOptions& options) {
   const plan::Layout layout(plan);
-  const CostModel costs = build_cost_model(cluster, model, plan, layout, options.routes);
-  const schedule::Program program = build_program(model, plan, costs, options);
-  // An imported order is the user's: it is checked with everything the passes added.
-  if (options.compute_program != nullptr) return simulate(cluster, model, plan, program, costs, options);
-  return simulate_built(cluster, model, plan, program, costs, options);
+  const ReplicaClasses classes = replica_classes(cluster, plan);
+  if (classes.first_replica.size() == 1) {
+    const CostModel costs = build_cost_model(cluster, model, plan, layout, options.routes);
+    const schedule::Program program = build_program(model, plan, costs, options);
+    // An imported order is the user's: it is checked with everything the passes added. A program the
+    // engine built from a plan is proven by the schedule tests, so not validated again on every
+    // simulation (the planner runs thousands).
+    if (options.compute_program != nullptr) return simulate(cluster, model, plan, program, costs, options);
+    Simulation simulation(cluster, model, plan, {ReplicaWork{&program, &costs}}, {}, options);
+    return simulation.run();
+  }
+  // Replicas that run apart: each class's program (the schedule's generator asked for its microbatches)
+  // priced on its GPUs.
+  if (options.compute_program != nullptr) {
+    throw std::invalid_argument("an imported schedule is of one microbatch count; it does not run uneven replica shares");
+  }
+  std::vector<CostModel> costs;
+  std::vector<schedule::Program> programs;
+  costs.reserve(classes.first_replica.size());
+  programs.reserve(classes.first_replica.size());
+  for (const int d : classes.first_replica) {
+    costs.push_back(build_cost_model(cluster, model, plan, layout, options.routes, d));
+    plan::Plan share = plan;
+    share.microbatches = plan.microbatches_of_replica(d);
+    programs.push_back(build_program(model, share, costs.back(), options));
+  }
+  std::vector<ReplicaWork> work;
+  for (std::size_t c = 0; c < programs.size(); ++c) work.push_back({&programs[c], &costs[c]});
+  Simulation simulation(cluster, model, plan, std::move(work), classes.of_replica, options);
+  return simulation.run();
 }
 
 }  // namespace mpsim::engine

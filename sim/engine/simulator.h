@@ -10,7 +10,10 @@
 /// `fold_replicas` (the default), one actor per pipeline rank stands for every data-parallel replica
 /// too: replicas run the same program on symmetric devices, so their transfers are folded into the
 /// same flows (each link counting every replica's traffic that crosses it). A test checks that the
-/// folded and the full simulation agree on a cluster where both run.
+/// folded and the full simulation agree on a cluster where both run. Replicas that run differently
+/// (their own microbatch counts, plan::Plan::replica_microbatches, or GPUs of other kinds) form classes:
+/// folding joins the replicas of a class, each class runs the program generated for its count, priced on
+/// its GPUs (build_cost_model's `replica`), and a rank's gradient collectives wait for every class.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -68,7 +71,8 @@ struct Prediction {
 [[nodiscard]] schedule::Program build_program(const model::Model& model, const plan::Plan& plan, const CostModel& costs,
                                               const EngineOptions& options);
 
-/// Simulates `program` (which must validate). Throws std::logic_error on an invalid program.
+/// Simulates `program` (which must validate), every data-parallel replica running it at `costs` (one
+/// class of replicas; the overload below makes one per class). Throws std::logic_error on an invalid program.
 [[nodiscard]] Prediction simulate(const topology::Cluster& cluster, const model::Model& model, const plan::Plan& plan,
                                   const schedule::Program& program, const CostModel& costs,
                                   const EngineOptions& options);

@@ -3,6 +3,7 @@
 #include <cctype>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace mpsim::plan {
 
@@ -22,6 +23,11 @@ std::string summary(const Degrees& degrees) {
     if (degrees[Axis::ExpertTensor] != degrees[Axis::Tensor]) add(Axis::ExpertTensor);
   }
   return out;
+}
+
+std::string microbatches_text(const Plan& p) {
+  if (!p.uneven_shares()) return std::to_string(p.microbatches);
+  return fmt::format("{}", fmt::join(p.replica_microbatches, "+"));
 }
 
 }  // namespace mpsim::plan

@@ -167,6 +167,11 @@ struct PlanSettings {
   Placement placement = kMegatronPlacement;
   Objective optimize = Objective::Speed;
   bool allow_tensor_across_nodes = false;
+  /// Each data-parallel replica's microbatches per step, by data-parallel rank (uneven batch shares, as
+  /// heterogeneity-aware planners give replicas on GPUs of different speeds); they sum to the plan's
+  /// microbatches x data, so the global batch stays micro_batch x their sum. Empty: every replica runs
+  /// `microbatches` (Megatron's even split).
+  std::vector<int> replica_microbatches;
 
   friend bool operator==(const PlanSettings&, const PlanSettings&) = default;
 };
@@ -211,6 +216,15 @@ struct Plan : PlanSettings {
   int zb_memory_limit = 1;
 
   [[nodiscard]] int gpus() const noexcept { return degrees.ranks(); }
+  /// The microbatches data-parallel replica `replica` runs per step: its share, or `microbatches`.
+  [[nodiscard]] int microbatches_of_replica(int replica) const {
+    return replica_microbatches.empty() ? microbatches : replica_microbatches.at(static_cast<std::size_t>(replica));
+  }
+  /// Whether the replicas run different microbatch counts.
+  [[nodiscard]] bool uneven_shares() const noexcept {
+    return std::any_of(replica_microbatches.begin(), replica_microbatches.end(),
+                       [&](int n) { return n != microbatches; });
+  }
   /// Replicas of each expert: expert layers regroup tensor x context x data as expert_tensor x
   /// expert x expert_data (Megatron's parallel folding).
   [[nodiscard]] int expert_data() const noexcept { return degrees[Axis::ExpertData]; }

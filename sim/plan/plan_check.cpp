@@ -519,6 +519,11 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
   if (kinds.size() > 1) {
     if (const auto mixed = mixed_stage_error(cluster, p)) check.fail("placement", *mixed);
   }
+  if (!p.replica_microbatches.empty()) {
+    if (const auto error = replica_share_error(p, p.replica_microbatches)) {
+      check.fail("replica_microbatches", "replica_microbatches " + *error);
+    }
+  }
   return p;
 }
 
@@ -534,24 +539,93 @@ StageGpuKinds stage_gpu_kinds(const topology::Cluster& cluster, const Degrees& d
   const auto& gpus = cluster.gpus();
   if (static_cast<std::size_t>(layout.ranks()) != gpus.size()) return out;  // the degrees' own error
   const auto kind_of = [&](int rank) { return cluster.device(gpus.at(static_cast<std::size_t>(rank))).gpu_kind; };
-  for (int stage = 0; stage < degrees[Axis::Pipeline]; ++stage) out.kinds.push_back(kind_of(layout.with(0, Axis::Pipeline, stage)));
+  // The first GPU of each (replica, stage): every other axis at 0.
+  const auto first_of = [&](int replica, int stage) {
+    return layout.with(layout.with(0, Axis::Data, replica), Axis::Pipeline, stage);
+  };
+  const int pipeline = degrees[Axis::Pipeline];
+  for (int d = 0; d < degrees[Axis::Data]; ++d) {
+    std::vector<int> stages;
+    for (int stage = 0; stage < pipeline; ++stage) stages.push_back(kind_of(first_of(d, stage)));
+    out.replica_kinds.push_back(std::move(stages));
+  }
+  out.kinds = out.replica_kinds.front();
   for (int rank = 0; rank < layout.ranks(); ++rank) {
     const int stage = layout.coordinate(rank, Axis::Pipeline);
-    if (kind_of(rank) == out.kinds[static_cast<std::size_t>(stage)]) continue;
-    out.mixed = StageGpuKinds::Mixed{stage, layout.with(0, Axis::Pipeline, stage), rank};
+    const int replica = layout.coordinate(rank, Axis::Data);
+    if (kind_of(rank) == out.replica_kinds[static_cast<std::size_t>(replica)][static_cast<std::size_t>(stage)]) continue;
+    out.mixed = StageGpuKinds::Mixed{stage, first_of(replica, stage), rank};
     break;
   }
   return out;
 }
 
+std::optional<std::string> replica_share_error(const Plan& p, const std::vector<int>& shares) {
+  const int data = p.degrees[Axis::Data];
+  if (static_cast<int>(shares.size()) != data) {
+    return fmt::format("lists {} microbatch counts; the plan has {} data-parallel replicas (parallelism.data), one "
+                       "count each",
+                       shares.size(), data);
+  }
+  std::int64_t sum = 0;
+  for (const int n : shares) {
+    if (n < 1) return fmt::format("every replica runs at least one microbatch, not {}", n);
+    sum += n;
+  }
+  if (sum != static_cast<std::int64_t>(p.microbatches) * data) {
+    return fmt::format("sums to {}; the replicas run microbatches {} x data {} = {} in all (global batch {} at micro "
+                       "batch {})",
+                       sum, p.microbatches, data, static_cast<std::int64_t>(p.microbatches) * data, p.global_batch,
+                       p.micro_batch);
+  }
+  const bool uneven = std::any_of(shares.begin(), shares.end(), [&](int n) { return n != p.microbatches; });
+  if (!uneven) return std::nullopt;
+  if (p.zero >= 3) {
+    return "uneven shares do not combine with zero 3: its per-layer parameter gathers span the replicas, which "
+           "would have to run the same microbatches";
+  }
+  if (p.degrees[Axis::Expert] > 1) {
+    return "uneven shares do not combine with expert parallelism: the expert all-to-alls span the replicas, which "
+           "would have to run the same microbatches";
+  }
+  for (std::size_t d = 0; d < shares.size(); ++d) {
+    const int n = shares[d];
+    if (is_v_shaped(p.schedule)) {
+      if (const auto error = v_schedule_error(p.schedule, p.degrees[Axis::Pipeline], p.virtual_stages, n)) {
+        return fmt::format("replica {}: {}", d, error->message);
+      }
+    }
+    if (traits(p.schedule).rule == ShapeRule::MicrobatchGroup) {
+      if (const auto error = interleaved_group_error(n, p.degrees[Axis::Pipeline], p.microbatch_group_size)) {
+        return fmt::format("replica {}: {}", d, *error);
+      }
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> replica_kinds_error(const StageGpuKinds& stages, const Degrees& degrees, int zero) {
+  if (!stages.replicas_differ()) return std::nullopt;
+  if (zero >= 3) {
+    return "data-parallel replicas on different GPU kinds do not combine with zero 3: its per-layer parameter "
+           "gathers span the replicas (docs/mixed-clusters.md)";
+  }
+  if (degrees[Axis::Expert] > 1) {
+    return "data-parallel replicas on different GPU kinds do not combine with expert parallelism: the expert "
+           "all-to-alls span the replicas (docs/mixed-clusters.md)";
+  }
+  return std::nullopt;
+}
+
 std::optional<std::string> mixed_stage_error(const topology::Cluster& cluster, const Plan& plan) {
   const StageGpuKinds stages = stage_gpu_kinds(cluster, plan.degrees, plan.placement);
-  if (!stages.mixed) return std::nullopt;
+  if (!stages.mixed) return replica_kinds_error(stages, plan.degrees, plan.zero);
   const topology::DeviceId first = cluster.gpus().at(static_cast<std::size_t>(stages.mixed->first));
   const topology::DeviceId other = cluster.gpus().at(static_cast<std::size_t>(stages.mixed->other));
-  return fmt::format("pipeline stage {} would run on {} ({}) and {} ({}); each stage runs on one GPU kind: "
-                     "choose a placement or pipeline degree whose stages each fall on GPUs of one kind "
-                     "(docs/mixed-clusters.md)",
+  return fmt::format("pipeline stage {} would run on {} ({}) and {} ({}) in one data-parallel replica; each stage "
+                     "of a replica runs on one GPU kind: choose a placement or pipeline degree whose stages each fall "
+                     "on GPUs of one kind within a replica (replicas may differ in kind, with replica_microbatches "
+                     "giving each its share: docs/mixed-clusters.md)",
                      stages.mixed->stage, cluster.gpu_kind_of(first).id, cluster.device(first).name, cluster.gpu_kind_of(other).id,
                      cluster.device(other).name);
 }

@@ -33,23 +33,44 @@ namespace mpsim::plan {
 /// The GPU kinds of the job's GPUs (cluster.gpus()), each once, in the order they first appear.
 [[nodiscard]] std::vector<const topology::GpuKind*> job_gpu_kinds(const topology::Cluster& cluster);
 /// The GPU kind (index into cluster.gpu_kinds()) of each pipeline stage of a plan of `degrees` placed by
-/// `placement` on cluster.gpus(), and the first stage whose GPUs are not all of one kind, with two of its
-/// GPUs that differ. Empty when the degrees do not cover the cluster's GPUs.
+/// `placement` on cluster.gpus(), in each data-parallel replica, and the first stage whose GPUs within one
+/// replica are not all of one kind, with two of its GPUs that differ. Empty when the degrees do not cover
+/// the cluster's GPUs.
 struct StageGpuKinds {
   struct Mixed {
     int stage = 0;
-    int first = 0;  ///< the stage's first GPU (a rank: an index into cluster.gpus())
+    int first = 0;  ///< the stage's first GPU in the replica (a rank: an index into cluster.gpus())
     int other = 0;  ///< one of another kind
   };
-  std::vector<int> kinds;  ///< by pipeline rank
+  std::vector<int> kinds;  ///< by pipeline rank, of data-parallel replica 0
+  std::vector<std::vector<int>> replica_kinds;  ///< [data-parallel rank][pipeline rank]
   std::optional<Mixed> mixed;
+  /// Whether two replicas hold a stage on different kinds (they run at different speeds).
+  [[nodiscard]] bool replicas_differ() const noexcept {
+    for (const auto& r : replica_kinds) {
+      if (r != kinds) return true;
+    }
+    return false;
+  }
 };
 [[nodiscard]] StageGpuKinds stage_gpu_kinds(const topology::Cluster& cluster, const Degrees& degrees,
                                             const Placement& placement);
-/// On a cluster of several GPU kinds, each pipeline stage's GPUs (every data, tensor, context and expert
-/// rank of it) must be of one kind: a stage's passes are priced by its kind, and data replicas on kinds of
-/// different speeds would need uneven batch shares, which plans do not express. Why not, or nothing.
+/// On a cluster of several GPU kinds, each pipeline stage's GPUs within a data-parallel replica (every
+/// tensor, context and expert rank of it) must be of one kind: a stage's passes are priced by its kind.
+/// Replicas may sit on different kinds (replica_microbatches gives the faster ones more of the batch).
+/// Why not, or nothing.
 [[nodiscard]] std::optional<std::string> mixed_stage_error(const topology::Cluster& cluster, const Plan& plan);
+/// Replicas on different kinds run at different speeds, so they are simulated apart: ZeRO 3's per-layer
+/// gathers and the expert all-to-alls, which span the replicas, are not modelled then. Why not, or nothing.
+[[nodiscard]] std::optional<std::string> replica_kinds_error(const StageGpuKinds& stages, const Degrees& degrees,
+                                                             int zero);
+/// What replica_microbatches must satisfy in a plan of `p`'s degrees and schedule: one count per
+/// data-parallel replica, summing to microbatches x data, each a microbatch count the schedule runs
+/// (v_schedule_error, interleaved_group_error); no ZeRO 3 and no expert parallelism when they differ
+/// (ZeRO 3's per-layer gathers and the expert all-to-alls span the replicas, which would have to run
+/// the same microbatches). The plan check and the planner both ask this. Why not, or nothing.
+[[nodiscard]] std::optional<std::string> replica_share_error(const Plan& p, const std::vector<int>& shares);
+
 
 /// Megatron's rule for interleaved 1F1B's microbatch groups of `group_size` (N): one group (N >= m), or
 /// N >= p with the microbatches a multiple of N or leaving a last group of at least p; smaller groups

@@ -68,6 +68,7 @@ inline constexpr PlanField kPlanFields[] = {
     {"active_microbatches", "", {}, "", {}, false, "active_microbatches: 2", "", {}, 0, 0},
     {"zb_memory_limit", "", {}, "", {}, false, "zb_memory_limit: 2", "", {}, 0, 0},
     {"partition", "", {}, "", {}, false, "partition: [0, 2, 4]", "", {}, 0, 0},
+    {"replica_microbatches", "", {}, "", {}, false, "parallelism: { data: 2 }\nbatch: { microbatches: 4 }\nreplica_microbatches: [6, 2]", "parallelism: { data: 2 }\nbatch: { microbatches: 4 }", {}, 0, 0},
     {"placement", "", {"placement_strategy"}, "", {}, false, "placement: tp-pp-dp", "", {}, 0, 0},
     {"recompute", "", {"recompute_granularity"}, "", {}, true, "recompute: full", "", {}, 0, 0},
     {"recompute_modules", "", {}, "", {}, false, "recompute: selective\nrecompute_modules: [mlp]", "recompute: selective", {}, 0, 0},

@@ -34,6 +34,7 @@ ordered_json own_value(std::string_view path, const Plan& p) {
     return traits(p.schedule).rule == ShapeRule::MemoryLimit ? ordered_json(p.zb_memory_limit) : nullptr;
   }
   if (path == "partition") return p.partition;
+  if (path == "replica_microbatches") return p.replica_microbatches.empty() ? ordered_json(nullptr) : ordered_json(p.replica_microbatches);
   if (path == "placement") return to_string(p.placement);
   if (path == "recompute") return word(model::to_string(p.recompute));
   if (path == "recompute_modules") {

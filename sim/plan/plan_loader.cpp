@@ -277,6 +277,10 @@ PlanSpec load_plan_spec(const Field& root) {
       if (spec.partition.size() < 2) f->fail("a partition lists at least two boundaries, e.g. [0, 24]");
     }
   }
+  if (auto f = r.get(root, "replica_microbatches", "replica_microbatches")) {
+    for (const Field& n : f->items()) spec.replica_microbatches.push_back(static_cast<int>(n.as_int_in(1, 1'000'000)));
+    if (spec.replica_microbatches.empty()) f->fail("list each data-parallel replica's microbatches, e.g. [6, 2]");
+  }
   if (auto f = r.get(root, "recompute", "recompute")) spec.recompute = f->as_enum(model::kRecomputeNames);
   if (auto f = r.get(root, "moe_expert_capacity_factor", "moe_expert_capacity_factor")) {
     spec.expert_capacity_factor = f->as_double_in(0.01, 1000.0);
@@ -363,6 +367,9 @@ std::string write_plan_yaml(const Plan& p) {
                      p.micro_batch, p.microbatches);
   out += fmt::format("schedule: {}\n", to_string(p.schedule));
   out += fmt::format("partition: [{}]\n", fmt::join(p.partition, ", "));
+  if (!p.replica_microbatches.empty()) {
+    out += fmt::format("replica_microbatches: [{}]\n", fmt::join(p.replica_microbatches, ", "));
+  }
   out += fmt::format("recompute: {}\n", model::to_string(p.recompute));
   if (p.recompute_modules != model::RecomputeModules{}) {
     out += fmt::format("recompute_modules: [{}]\n", fmt::join(model::module_names(p.recompute_modules), ", "));

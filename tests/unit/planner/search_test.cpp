@@ -284,9 +284,10 @@ TEST(Planner, TwoStagesOnTwoKindsSplitTheLayersByTheKindsSpeeds) {
   EXPECT_LT(std::abs(first - last) / std::max(first, last), 1.0 / 6) << h100_blocks << " / " << a100_blocks;
 }
 
-TEST(Planner, APlanWhoseStageSpansTwoKindsIsRefusedAtItsPlacement) {
-  plan::PlanSpec spec;  // data 8 over both nodes: the one stage holds H100s and A100s
-  spec.write(plan::Axis::Tensor, 1);
+TEST(Planner, APlanWhoseStageSpansTwoKindsInAReplicaIsRefusedAtItsPlacement) {
+  plan::PlanSpec spec;  // tensor 4 x context 2 over both nodes: the one replica's one stage holds H100s and A100s
+  spec.write(plan::Axis::Tensor, 4);
+  spec.write(plan::Axis::Context, 2);
   spec.write(plan::Axis::Pipeline, 1);
   spec.global_batch = 16;
   try {
@@ -294,12 +295,18 @@ TEST(Planner, APlanWhoseStageSpansTwoKindsIsRefusedAtItsPlacement) {
     ADD_FAILURE() << "resolved";
   } catch (const InputError& e) {
     const std::string message = e.what();
-    EXPECT_NE(message.find("pipeline stage 0 would run on h100-sxm (node0/gpu0) and a100-80gb (node1/gpu0)"),
+    EXPECT_NE(message.find("pipeline stage 0 would run on h100-sxm (node0/gpu0) and a100-80gb (node1/gpu0) in one "
+                           "data-parallel replica"),
               std::string::npos)
         << message;
     EXPECT_NE(message.find("field 'placement'"), std::string::npos) << message;
   }
   spec.write(plan::Axis::Pipeline, 2);  // one stage per node
+  spec.write(plan::Axis::Context, 1);
+  EXPECT_NO_THROW((void)plan::resolve_plan(spec, testing::mixed_cluster(), shipped_model("gpt3-1.3b")));
+  // Data 8 over both nodes: each replica (one GPU) is of one kind, the replicas of two.
+  spec.write(plan::Axis::Tensor, 1);
+  spec.write(plan::Axis::Pipeline, 1);
   EXPECT_NO_THROW((void)plan::resolve_plan(spec, testing::mixed_cluster(), shipped_model("gpt3-1.3b")));
 }
 

@@ -43,7 +43,8 @@ const Case kCases[] = {
                   "tensor_parallel_degree: 2\noptimize: memory\nplacement_strategy: spread\n",
      "topologies/p4d.24xlarge.yaml", "configs/models/gpt3-1.3b.yaml"},
     {"zb-auto", "parallelism: { pipeline: 4, data: 2 }\nbatch: { global: 64, micro: 2 }\nschedule: zb-auto\n"
-                "zb_memory_limit: 6\npartition: [0, 6, 12, 18, 24]\nrecompute: full\nattention: standard\n",
+                "zb_memory_limit: 6\npartition: [0, 6, 12, 18, 24]\nrecompute: full\nattention: standard\n"
+                "replica_microbatches: [20, 12]\n",
      "topologies/dgx-a100.yaml", "configs/models/gpt3-1.3b.yaml"},
     {"moe-flex", "parallelism: { tensor: 2, pipeline: 2, expert: 8, expert_tensor: 1, context: 2 }\n"
                  "batch: { global: 256 }\nmoe_token_dispatcher_type: flex\nmoe_flex_dispatcher_backend: hybridep\n"

@@ -1,0 +1,33 @@
+#include "planner/replica_shares.h"
+
+#include <algorithm>
+#include <functional>
+#include <queue>
+#include <utility>
+
+namespace mpsim::planner {
+
+std::vector<int> min_max_shares(std::span<const std::int64_t> per_microbatch, int total) {
+  std::vector<int> shares(per_microbatch.size(), 1);
+  // (when the replica would finish with one more microbatch, its index): the smallest first.
+  using Next = std::pair<std::int64_t, std::size_t>;
+  std::priority_queue<Next, std::vector<Next>, std::greater<>> next;
+  for (std::size_t i = 0; i < per_microbatch.size(); ++i) next.emplace(2 * per_microbatch[i], i);
+  for (int given = static_cast<int>(per_microbatch.size()); given < total; ++given) {
+    const auto [end, i] = next.top();
+    next.pop();
+    ++shares[i];
+    next.emplace(end + per_microbatch[i], i);
+  }
+  return shares;
+}
+
+std::int64_t slowest_replica(std::span<const std::int64_t> per_microbatch, std::span<const int> shares) {
+  std::int64_t worst = 0;
+  for (std::size_t i = 0; i < per_microbatch.size() && i < shares.size(); ++i) {
+    worst = std::max(worst, per_microbatch[i] * shares[i]);
+  }
+  return worst;
+}
+
+}  // namespace mpsim::planner

@@ -1,0 +1,23 @@
+#pragma once
+/// Uneven batch shares across data-parallel replicas (Cephalo's, HexiScale's): each replica on GPUs of
+/// its own speed gets microbatches in proportion to that speed, so that no replica waits for the
+/// slowest at the gradient sync.
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace mpsim::planner {
+
+/// The integer split of `total` microbatches over replicas whose microbatch takes `per_microbatch[i]`
+/// (any positive unit) that minimises the slowest replica's n_i x t_i, each replica at least one.
+/// The closed form n_i = total x (1 / t_i) / sum_j (1 / t_j) rounded by the min-max rule: every
+/// microbatch after the first of each goes to the replica it leaves finishing first (the lower index on
+/// a tie), which is optimal for costs linear in n_i. Equal times give an even split (the remainder to
+/// the first replicas). Preconditions: total >= per_microbatch.size() >= 1, every time > 0.
+/// O(total log replicas). Pure and deterministic.
+[[nodiscard]] std::vector<int> min_max_shares(std::span<const std::int64_t> per_microbatch, int total);
+
+/// The slowest replica's n_i x t_i.
+[[nodiscard]] std::int64_t slowest_replica(std::span<const std::int64_t> per_microbatch, std::span<const int> shares);
+
+}  // namespace mpsim::planner
