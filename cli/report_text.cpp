@@ -71,9 +71,9 @@ bool within_memory_margin(const trace::Report& r) {
 std::optional<calibration::StepBand> step_band_of(const Inputs& in, const plan::Plan& plan, const trace::Report& r) {
   const auto kinds = plan::job_gpu_kinds(in.cluster);
   if (kinds.empty()) return std::nullopt;
-  // A cluster of several kinds takes the spread over every kind's rows.
-  const std::string_view kind = kinds.size() == 1 ? std::string_view(kinds.front()->id) : std::string_view();
-  return calibration::step_band(r.step_time_s, calibration::prediction_group(in.model, plan), kind,
+  std::vector<std::string_view> ids;
+  for (const auto* kind : kinds) ids.emplace_back(kind->id);
+  return calibration::step_band(r.step_time_s, calibration::prediction_group(in.model, plan), ids,
                                 in.profile ? &*in.profile : nullptr);
 }
 

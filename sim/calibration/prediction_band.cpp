@@ -70,11 +70,14 @@ double percentile(std::vector<double> values, double p) {
   return values.empty() ? 0 : linear_quantile(std::move(values), p);
 }
 
-std::optional<StepBand> step_band(double step_s, std::string_view group, std::string_view gpu_kind,
+std::optional<StepBand> step_band(double step_s, std::string_view group, std::span<const std::string_view> gpu_kinds,
                                   const SoftwareProfile* profile) {
-  // A profile calibrates the step when it has a rate factor for this GPU kind (activation_memory alone
-  // does not move a step).
-  const bool calibrated = profile != nullptr && profile->fitted_on(gpu_kind) &&
+  const std::string_view gpu_kind = gpu_kinds.size() == 1 ? gpu_kinds.front() : std::string_view();
+  // A profile calibrates the step when it was fitted on runs of every GPU kind of the run and has a
+  // rate factor (activation_memory alone does not move a step).
+  const bool calibrated = profile != nullptr && !gpu_kinds.empty() &&
+                          std::all_of(gpu_kinds.begin(), gpu_kinds.end(),
+                                      [&](std::string_view kind) { return profile->fitted_on(kind); }) &&
                           std::any_of(profile->factors.begin(), profile->factors.end(),
                                       [](const Factor& f) { return f.kind != FactorKind::ActivationMemory; });
   const ErrorSpread* spread = nullptr;

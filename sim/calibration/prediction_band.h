@@ -48,9 +48,12 @@ struct StepBand {
   ErrorSpread basis;  ///< the spread it came from
 };
 
-/// The band of a prediction of `step_s`; `profile` is the one applied (if any) and `gpu_kind` the
-/// run's GPUs' catalogue id. Nothing when no spread covers the group.
-[[nodiscard]] std::optional<StepBand> step_band(double step_s, std::string_view group, std::string_view gpu_kind,
+/// The band of a prediction of `step_s`; `profile` is the one applied (if any) and `gpu_kinds` the
+/// catalogue ids of the run's GPUs (several on a mixed cluster, whose uncalibrated spread is every
+/// kind's rows; calibrated when the profile was fitted on runs of every one of them). Nothing when no
+/// spread covers the group.
+[[nodiscard]] std::optional<StepBand> step_band(double step_s, std::string_view group,
+                                                std::span<const std::string_view> gpu_kinds,
                                                 const SoftwareProfile* profile);
 
 /// "uncalibrated: published dense runs on h100-sxm measured -8 % to +15 % off their predictions (29 rows;

@@ -244,6 +244,23 @@ TEST_F(CalibrateCommand, PerKindWritesTheRunsKindsOwnFactorWhichSimulateApplies)
   EXPECT_NEAR(json::parse(simulated.out).at("step_time_s").get<double>(), measured_s_, 0.01 * measured_s_);
 }
 
+// On a cluster of two GPU kinds (AMP's V100 and T4 nodes) a prediction is calibrated when the profile
+// was fitted on runs of both kinds, not of one of them alone.
+TEST(CalibrateProfile, AMixedClustersBandIsCalibratedByAProfileOfEveryKind) {
+  const std::string inputs = "--topology " + repo("topologies/amp-p3-g4-mixed.yaml") + " --model " +
+                             repo("configs/models/gpt2-medium-amp.yaml") + " --plan " +
+                             repo("configs/plans/amp-gpt2-het-best.yaml") + " --json";
+  const auto calibrated_with = [&](const std::string& name, const std::string& kinds) {
+    const fs::path profile = calibrate_scratch() / name;
+    std::ofstream(profile) << "profile:\n  gpu_kinds: [" << kinds << "]\n  factors:\n    gemm: 0.9\n";
+    const CommandResult r = mpsim::testing::run_mpsim("simulate " + inputs + " --profile " + profile.string());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return json::parse(r.out).at("calibrated").get<bool>();
+  };
+  EXPECT_TRUE(calibrated_with("both-kinds.yaml", "\"t4-16gb\", \"v100-16gb\""));
+  EXPECT_FALSE(calibrated_with("v100-only.yaml", "\"v100-16gb\""));
+}
+
 TEST(CalibrateProfile, AKindsOwnFactorAboveItsCeilingIsRefusedAndAnotherKindsIsPassedOver) {
   const fs::path profile = calibrate_scratch() / "per-kind-above-peak.yaml";
   std::ofstream(profile) << "profile:\n  per_kind:\n    a100-40gb: {gemm: 3}\n    t4-16gb: {gemm: 9}\n";
