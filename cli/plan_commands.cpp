@@ -956,8 +956,9 @@ void run_planner_command(const PlanArgs& args) {
                                                                                result.ranked.front()))
           ? &*result.within_margin
           : nullptr;
-  // Of the plans the predictions cannot order (within the ranking tolerance of the fastest), the one with
-  // the most memory headroom goes first (planner/headroom_choice.h); --robust orders by its what-ifs.
+  // Of the plans the predictions cannot order (within the ranking tolerance of the fastest), the fastest
+  // one whose peak survives the worst measured under-prediction goes first (planner/headroom_choice.h);
+  // --robust orders by its what-ifs.
   std::optional<planner::HeadroomChoice> headroom_choice;
   if (options.space.objective == plan::Objective::Speed && !args.robust && !result.ranked.empty()) {
     headroom_choice = planner::choose_for_headroom(result.ranked, result.pareto, rank_tolerance(args, in, result.ranked.front()));

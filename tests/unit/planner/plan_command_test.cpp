@@ -321,7 +321,7 @@ TEST(PlanCommand, DefaultsAreTheReadmeJob) {
 // (1 - margin) of an A100 40GB's memory on every GPU. Without the margin its #1 was a plan at 39.7 of
 // the 40 GiB (issue 35); that plan, no slower than the new #1, is shown under the ranking with a warning
 // and is the JSON's within_margin, and --memory-margin 0 ranks it #1 again when ranking by step time
-// alone (--rank-tolerance 0; by default a plan that safe from the memory model's errors goes first).
+// alone (--rank-tolerance 0; by default a plan safe from the memory model's worst error goes first).
 TEST(PlanCommand, ReadmeJobKeepsTheMemoryMargin) {
   const CommandResult r = mpsim("plan --top 1 --threads 2 --json", repo(""));
   ASSERT_EQ(r.exit_code, 0) << r.err;
