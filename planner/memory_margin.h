@@ -16,7 +16,8 @@ namespace mpsim::planner {
 /// (1 - margin) of the memory then fits whenever its error is no worse than -margin: 7 % is that row's
 /// error rounded up to a whole percent. tests/validation/measured_memory_test.cpp checks that it still
 /// covers every allocated row. The `reserved` rows (PyTorch's allocator cache, not modelled) are left
-/// out: their 42-49 % under-prediction is the memory model's to close, not a margin's.
+/// out: their 6-27 % under-prediction is the memory model's to close, not a margin's
+/// (kWorstMeasuredUnderPrediction below).
 inline constexpr double kDefaultMemoryMargin = 0.07;
 
 /// The largest under-prediction of any measured peak in the measured-memory table, allocated or
