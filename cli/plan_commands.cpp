@@ -25,6 +25,7 @@
 
 #include "cli/commands.h"
 #include "cli/inputs.h"
+#include "cli/cluster_parts_report.h"
 #include "cli/kinds_alone_report.h"
 #include "cli/plan_shards.h"
 #include "cli/report_text.h"
@@ -141,7 +142,7 @@ struct PlanArgs {
   std::string verify_backend = "cpu";
   std::optional<int> verify_ranks;
   SamplingFlags sampling;  ///< --samples N --gpu-speed-spread S ...: each ranked plan's step as a distribution
-  bool no_single_kind = false;  ///< --no-single-kind: on several GPU kinds, do not also search each kind alone
+  bool no_single_kind = false;  ///< --no-single-kind: on several GPU kinds, do not also search each kind alone or parts
 };
 
 
@@ -859,10 +860,35 @@ void run_catalog_plan(const PlanArgs& args) {
   }
 }
 
-/// On a cluster of several GPU kinds, each kind's nodes alone searched as the mix was (planner/kind_alone.h):
-/// the same model, global batch and options, the framework's refusals on the kind's own launch shape. A
-/// degree --tensor (...) fixes that the kind's nodes cannot have is that kind's reason for no plan. Under
-/// mpirun every process runs this, each its share of each search, and rank 0 gets the whole results.
+/// A part of the cluster (a kind's nodes alone, or some of its nodes) searched as the whole was: the same
+/// model, global batch and options, the framework's refusals on the part's own launch shape. A degree
+/// --tensor (...) fixes that the part cannot have is its reason for no plan (`error`). Under mpirun every
+/// process runs this, each its share of the search, and rank 0 gets the whole result.
+planner::PlannerResult search_part(const PlanArgs& args, const Inputs& in, const planner::PlannerOptions& whole_options,
+                                   const topology::Cluster& part, std::optional<executor::MpiSession>& mpi,
+                                   Progress& progress, std::string& error) {
+  const Inputs alone{part, in.model, std::nullopt, in.profile};
+  try {
+    check_fixed_degrees(args, alone);
+  } catch (const InputError& e) {
+    error = fmt::format("{}: {}", e.where().file, e.message());
+    return {};
+  }
+  planner::PlannerOptions options = whole_options;
+  if (!args.framework.empty()) options.refuse = refusal_of(args.framework, alone, args.files.model);
+  planner::PlannerResult result = planner::run_planner(part, in.model, options);
+  progress.finish();
+  if (mpi && mpi->size() > 1) {
+    const double searched_s = result.stats.search_time_s;
+    const auto started = std::chrono::steady_clock::now();
+    result = gather_shards(result, options, part, in.model, mpi->rank(), mpi->size());
+    result.stats.search_time_s = searched_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
+  error = result.infeasible;
+  return result;
+}
+
+/// On a cluster of several GPU kinds, each kind's nodes alone searched as the mix was (planner/kind_alone.h).
 std::vector<KindAloneSearch> search_kinds_alone(const PlanArgs& args, const Inputs& in,
                                                 const planner::PlannerOptions& mix_options,
                                                 const planner::Evaluated* mix_best,
@@ -870,30 +896,33 @@ std::vector<KindAloneSearch> search_kinds_alone(const PlanArgs& args, const Inpu
   std::vector<KindAloneSearch> out;
   for (planner::KindAlone& kind : planner::kinds_alone(in.cluster)) {
     KindAloneSearch k{std::move(kind), {}, {}, std::nullopt};
-    const Inputs alone{k.kind.cluster, in.model, std::nullopt, in.profile};
-    try {
-      check_fixed_degrees(args, alone);
-    } catch (const InputError& e) {
-      k.error = fmt::format("{}: {}", e.where().file, e.message());
-      out.push_back(std::move(k));
-      continue;
-    }
-    planner::PlannerOptions options = mix_options;
-    if (!args.framework.empty()) options.refuse = refusal_of(args.framework, alone, args.files.model);
-    k.result = planner::run_planner(k.kind.cluster, in.model, options);
-    progress.finish();
-    if (mpi && mpi->size() > 1) {
-      const double searched_s = k.result.stats.search_time_s;
-      const auto started = std::chrono::steady_clock::now();
-      k.result = gather_shards(k.result, options, k.kind.cluster, in.model, mpi->rank(), mpi->size());
-      k.result.stats.search_time_s =
-          searched_s + std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    }
-    k.error = k.result.infeasible;
+    k.result = search_part(args, in, mix_options, k.kind.cluster, mpi, progress, k.error);
     if (const planner::Evaluated* best = k.best(); best != nullptr && mix_best != nullptr) {
       k.against_mix = planner::against_mix(in.cluster, *mix_best, k.kind, *best, in.model);
     }
     out.push_back(std::move(k));
+  }
+  return out;
+}
+
+/// The fastest kind alone's nodes with some of the other kinds' nodes (planner/cluster_parts.h), each
+/// searched as the mix was; none when no kind alone has a plan.
+std::vector<ClusterPartSearch> search_cluster_parts(const PlanArgs& args, const Inputs& in,
+                                                    const planner::PlannerOptions& mix_options,
+                                                    const std::vector<KindAloneSearch>& kinds,
+                                                    std::optional<executor::MpiSession>& mpi, Progress& progress) {
+  const KindAloneSearch* fastest = nullptr;
+  for (const KindAloneSearch& k : kinds) {
+    if (k.best() != nullptr && (fastest == nullptr || k.best()->report.step_time_s < fastest->best()->report.step_time_s)) {
+      fastest = &k;
+    }
+  }
+  std::vector<ClusterPartSearch> out;
+  if (fastest == nullptr) return out;
+  for (planner::ClusterPart& part : planner::cluster_parts(in.cluster, fastest->kind.kind, planner::kMostClusterParts)) {
+    ClusterPartSearch p{std::move(part), {}, {}};
+    p.result = search_part(args, in, mix_options, p.part.cluster, mpi, progress, p.error);
+    out.push_back(std::move(p));
   }
   return out;
 }
@@ -943,11 +972,13 @@ void run_planner_command(const PlanArgs& args) {
   // On several GPU kinds, each kind alone (for step time: the comparison is of speed), against the mix's
   // fastest plan (before --robust or --verify-top order the ranking otherwise).
   std::vector<KindAloneSearch> kinds_alone;
+  std::vector<ClusterPartSearch> cluster_parts;
   const std::optional<double> mix_step_s =
       result.ranked.empty() ? std::nullopt : std::optional(result.ranked.front().report.step_time_s);
   if (!args.no_single_kind && options.space.objective == plan::Objective::Speed) {
     kinds_alone = search_kinds_alone(args, in, options, result.ranked.empty() ? nullptr : &result.ranked.front(), mpi,
                                      progress);
+    cluster_parts = search_cluster_parts(args, in, options, kinds_alone, mpi, progress);
   }
   if (divided && mpi->rank() != 0) return;
   // The best plan only the memory margin kept out, when the objective would have ranked it #1.
@@ -1058,6 +1089,7 @@ void run_planner_command(const PlanArgs& args) {
     if (!kinds_alone.empty()) {
       json["single_kind_alternatives"] = kinds_alone_json(kinds_alone);
       json["fastest"] = fastest_json(kinds_alone, mix_step_s);
+      json["cluster_part_alternatives"] = cluster_parts_json(cluster_parts, mix_step_s);
     }
   }
   if (result.ranked.empty()) {
@@ -1065,7 +1097,7 @@ void run_planner_command(const PlanArgs& args) {
       json["error"] = result.infeasible;
       std::cout << json.dump(2) << "\n";
     } else {
-      std::cout << kinds_alone_text(kinds_alone, false);
+      std::cout << kinds_alone_text(kinds_alone, false) << cluster_parts_text(cluster_parts, mix_step_s);
     }
     std::cerr << fmt::format("mpsim: error: no feasible plan: {}\n", result.infeasible);
     throw ExitWith{kExitRunFailed};
@@ -1182,7 +1214,7 @@ void run_planner_command(const PlanArgs& args) {
   if (left_out_by_margin != nullptr) {
     std::cout << margin_warning(*left_out_by_margin, result.ranked.front(), result.capacity, options);
   }
-  std::cout << kinds_alone_text(kinds_alone, true);
+  std::cout << kinds_alone_text(kinds_alone, true) << cluster_parts_text(cluster_parts, mix_step_s);
   std::cout << "\nSpeed/memory Pareto front" << pareto_scope(options) << ":\n" << pareto_table(result.pareto);
   if (!verified.empty()) {
     std::cout << fmt::format("\nVerified: the {} best plans run with the {} backend on {} ranks (median of {} steps after "
@@ -1311,9 +1343,10 @@ void add_plan_commands(CLI::App& app) {
                      "15% slow, whichever is worse; with --samples, by their p95 step");
   add_sampling_options(*plan_cmd, args->sampling);
   plan_cmd->add_flag("--no-single-kind", args->no_single_kind,
-                     "On a cluster of several GPU kinds, do not also search each kind's nodes alone (by default "
-                     "they are, with the same options, and shown beside the ranking: a kind alone can be faster "
-                     "than the mix; docs/mixed-clusters.md)");
+                     "On a cluster of several GPU kinds, do not also search each kind's nodes alone, nor the "
+                     "fastest kind's nodes with some of the others' (by default they are, with the same options, "
+                     "and shown beside the ranking: a part of the cluster can be faster than all of it; "
+                     "docs/mixed-clusters.md)");
   plan_cmd->add_flag("--explain", args->explain, "Where the best plan's time goes, and why the runner-up lost");
   add_training_options(*plan_cmd, args->training);
   plan_cmd->add_option("--verify-top", args->verify_top,

@@ -118,6 +118,11 @@ class Cluster {
   /// that kind alone runs on (docs/mixed-clusters.md, "Each kind alone"). O(devices + links). Throws
   /// std::out_of_range when `index` is not a kind of gpu_kinds().
   [[nodiscard]] Cluster only_gpu_kind(int index) const;
+  /// The nodes in `nodes` (indices of nodes that hold job GPUs; others are ignored), as a cluster of their
+  /// own, cut as only_gpu_kind() cuts one kind's nodes but keeping every GPU kind of them: a part of a
+  /// cluster of several kinds (one kind's nodes with some of another's: docs/mixed-clusters.md, "Parts
+  /// of the cluster"). The kinds are numbered again in the order the kept GPUs show them. O(devices + links).
+  [[nodiscard]] Cluster only_nodes(const std::vector<int>& nodes) const;
   /// Takes the link out of the graph, so no route uses it; it stays in links() marked down.
   void take_link_down(LinkId link);
 
@@ -128,6 +133,11 @@ class Cluster {
   std::vector<DeviceId> gpus_;
   std::unordered_map<std::string, DeviceId> by_name_;
   std::unique_ptr<ClusterGraph> graph_;  // null only in a moved-from cluster, which has no devices
+
+  /// The job GPUs' nodes in `nodes` with the GPUs of the kinds `kept_kinds` marks (by index), the rest of
+  /// those nodes' devices, every fabric device, and the links among them; the shared cut of
+  /// only_gpu_kind() and only_nodes().
+  [[nodiscard]] Cluster cut(const std::vector<int>& nodes, const std::vector<bool>& kept_kinds) const;
 };
 
 }  // namespace mpsim::topology

@@ -1,6 +1,8 @@
-// Cluster::only_gpu_kind: the nodes of one GPU kind of a cluster of several, as a cluster of their own.
+// Cluster::only_gpu_kind and only_nodes: a part of a cluster (one GPU kind's nodes, or any of its nodes) as a
+// cluster of its own.
 #include <cctype>
 #include <map>
+#include <set>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -40,12 +42,28 @@ std::string with_nodes_renumbered(std::string_view name, const std::map<int, int
 }  // namespace
 
 Cluster Cluster::only_gpu_kind(int index) const {
-  const GpuKind& kind = gpu_kinds_.at(static_cast<std::size_t>(index));
-  // The nodes of the kind's job GPUs, numbered again in their order.
+  (void)gpu_kinds_.at(static_cast<std::size_t>(index));  // std::out_of_range for a kind the cluster lacks
+  std::vector<int> nodes;
+  for (const DeviceId g : gpus_) {
+    if (devices_[g.value].gpu_kind == index) nodes.push_back(devices_[g.value].node);
+  }
+  std::vector<bool> kept_kinds(gpu_kinds_.size(), false);
+  kept_kinds[static_cast<std::size_t>(index)] = true;
+  return cut(nodes, kept_kinds);
+}
+
+Cluster Cluster::only_nodes(const std::vector<int>& nodes) const {
+  return cut(nodes, std::vector<bool>(gpu_kinds_.size(), true));
+}
+
+Cluster Cluster::cut(const std::vector<int>& nodes, const std::vector<bool>& kept_kinds) const {
+  const auto kind_kept = [&](int kind) { return kind >= 0 && kept_kinds.at(static_cast<std::size_t>(kind)); };
+  // The nodes asked for that hold job GPUs of a kept kind, numbered again in their order.
+  const std::set<int> asked(nodes.begin(), nodes.end());
   std::map<int, int> renumbered;
   for (const DeviceId g : gpus_) {
     const Device& d = devices_[g.value];
-    if (d.gpu_kind == index) renumbered.emplace(d.node, 0);
+    if (asked.contains(d.node) && kind_kept(d.gpu_kind)) renumbered.emplace(d.node, 0);
   }
   int next = 0;
   for (auto& [old_node, new_node] : renumbered) new_node = next++;
@@ -54,19 +72,18 @@ Cluster Cluster::only_gpu_kind(int index) const {
   out.name = name;
   out.profile_file = profile_file;
   out.node_count = next;
-  const int kept_kind = out.add_gpu_kind(kind);
   std::vector<std::optional<DeviceId>> kept(devices_.size());
   for (std::size_t i = 0; i < devices_.size(); ++i) {
     const Device& d = devices_[i];
     const bool fabric = d.node < 0;
     if (!fabric && !renumbered.contains(d.node)) continue;
-    if (d.kind == DeviceKind::Gpu && d.gpu_kind != index) continue;
+    if (d.kind == DeviceKind::Gpu && !kind_kept(d.gpu_kind)) continue;
     Device copy = d;
     if (!fabric) {
       copy.node = renumbered.at(d.node);
       copy.name = with_nodes_renumbered(d.name, renumbered);
     }
-    if (copy.kind == DeviceKind::Gpu) copy.gpu_kind = kept_kind;
+    if (copy.kind == DeviceKind::Gpu) copy.gpu_kind = out.add_gpu_kind(gpu_kinds_[static_cast<std::size_t>(d.gpu_kind)]);
     kept[i] = out.add_device(std::move(copy));
   }
   // add_device made every GPU a job GPU: only those that were stay.

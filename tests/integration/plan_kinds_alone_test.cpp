@@ -1,10 +1,12 @@
 // `mpsim plan` on a cluster of two GPU kinds also plans on each kind's nodes alone: each alternative's
 // best is what `plan` gives on a topology of those nodes alone; the faster is named; a slow link between
 // the kinds makes the faster kind alone win, with a warning that says why; a kind with no plan says why;
-// --no-single-kind leaves it out.
+// --no-single-kind leaves it out. The fastest kind's nodes with some of the other kind's (parts of the
+// cluster) are searched too, each part's best what `plan` gives on a topology of those nodes alone.
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -101,6 +103,48 @@ TEST(PlanKindsAlone, ASlowLinkBetweenTheKindsIsAWarningThatNamesTheFasterKind) {
   EXPECT_NE(text.out.find(why), std::string::npos) << text.out;
 }
 
+TEST(PlanKindsAlone, EachPartsBestIsPlanOnItsNodesAlone) {
+  // Two nodes of each kind: the fastest kind alone's two nodes with one of the other kind's.
+  for (const std::string nic : {"200 Gb/s", "1 Gb/s"}) {
+    SCOPED_TRACE(nic);
+    const nlohmann::json mix = json_of(plan_args(two_kinds_file("parts.yaml", 2, 2, nic)));
+    std::string fastest_kind;
+    double fastest_s = 0;
+    for (const auto& a : mix["single_kind_alternatives"]) {
+      if (fastest_kind.empty() || a["best_step_time_s"].get<double>() < fastest_s) {
+        fastest_kind = a["kind"];
+        fastest_s = a["best_step_time_s"].get<double>();
+      }
+    }
+    ASSERT_EQ(mix["cluster_part_alternatives"].size(), 1U);
+    const auto& part = mix["cluster_part_alternatives"][0];
+    const bool h100_base = fastest_kind == "h100-sxm";
+    EXPECT_EQ(part["gpus"], 12);
+    EXPECT_EQ(part["nodes"], 3);
+    EXPECT_EQ(part["added_nodes"], 1);
+    const std::vector<int> nodes = h100_base ? std::vector<int>{0, 1, 2} : std::vector<int>{0, 2, 3};
+    EXPECT_EQ(part["cluster_nodes"].get<std::vector<int>>(), nodes);
+    EXPECT_EQ(part["label"], h100_base ? "8 NVIDIA H100 SXM 80GB + 4 NVIDIA A100 SXM4 80GB"
+                                       : "4 NVIDIA H100 SXM 80GB + 8 NVIDIA A100 SXM4 80GB");
+    const nlohmann::json alone =
+        json_of(plan_args(two_kinds_file("part-alone.yaml", h100_base ? 2 : 1, h100_base ? 1 : 2, nic)));
+    ASSERT_EQ(part["fits"], true) << part;
+    EXPECT_EQ(part["best_step_time_s"].get<double>(), alone["best"]["step_time_s"].get<double>());
+    EXPECT_EQ(part["plan"], alone["best"]["plan"]);
+    const double part_s = part["best_step_time_s"].get<double>();
+    const double mix_s = mix["best"]["step_time_s"].get<double>();
+    EXPECT_EQ(part["faster"], part_s < mix_s ? "part" : "mix");
+    EXPECT_DOUBLE_EQ(part["mix_speedup"].get<double>(), part_s / mix_s);
+
+    const CommandResult text = run_mpsim(plan_args(two_kinds_file("parts.yaml", 2, 2, nic)));
+    ASSERT_EQ(text.exit_code, 0) << text.err;
+    EXPECT_NE(text.out.find("Parts of the cluster"), std::string::npos) << text.out;
+    EXPECT_NE(text.out.find(part["label"].get<std::string>() + " (12 GPUs, 3 nodes): best "), std::string::npos)
+        << text.out;
+    EXPECT_EQ(text.out.find("Warning: 12 of the cluster's GPUs") != std::string::npos, part_s < mix_s) << text.out;
+  }
+}
+
 TEST(PlanKindsAlone, AKindWithNoPlanSaysWhyAndNoSingleKindLeavesItOut) {
   // One stage (tensor 1, pipeline 1) of data 8 per kind: 8 does not divide a global batch of 6, and the
   // mix's one stage would span both kinds.
@@ -126,8 +170,10 @@ TEST(PlanKindsAlone, AKindWithNoPlanSaysWhyAndNoSingleKindLeavesItOut) {
   const nlohmann::json off = json_of(plan_args(topology) + " --no-single-kind");
   EXPECT_FALSE(off.contains("single_kind_alternatives"));
   EXPECT_FALSE(off.contains("fastest"));
+  EXPECT_FALSE(off.contains("cluster_part_alternatives"));
   const CommandResult off_text = run_mpsim(plan_args(topology) + " --no-single-kind");
   EXPECT_EQ(off_text.out.find("Each GPU kind alone"), std::string::npos) << off_text.out;
+  EXPECT_EQ(off_text.out.find("Parts of the cluster"), std::string::npos) << off_text.out;
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
-// Cluster::only_gpu_kind: the nodes of one GPU kind of a cluster of several equal, device for device and
-// link for link, the cluster built from those nodes alone; its job GPUs, kinds and routes are theirs.
+// Cluster::only_gpu_kind and only_nodes: the nodes of one GPU kind of a cluster of several (or any of its
+// nodes) equal, device for device and link for link, the cluster built from those nodes alone; its job GPUs,
+// kinds and routes are theirs.
 #include <gtest/gtest.h>
 
 #include <stdexcept>
@@ -144,6 +145,26 @@ TEST(ClusterOfKind, JobGpusWhatIfsAndLinksDownCarryOver) {
   }
 
   EXPECT_THROW((void)mixed.only_gpu_kind(2), std::out_of_range);
+}
+
+TEST(ClusterOfKind, SomeNodesOfEachKindAreTheClusterOfThoseNodesAlone) {
+  const Cluster mixed = cluster_from(two_kinds_yaml(2, 3));
+  // The two H100 nodes and the first A100 node: what a topology of 2 H100 and 1 A100 nodes builds.
+  const Cluster part = mixed.only_nodes({0, 1, 2});
+  EXPECT_EQ(part.gpus().size(), 12U);
+  EXPECT_EQ(part.node_count, 3);
+  ASSERT_EQ(part.job_gpu_kinds().size(), 2U);
+  expect_same_cluster(part, cluster_from(two_kinds_yaml(2, 1)));
+  // An H100 node and the last A100 node (node4): node0 and node1 now, the kinds in the GPUs' order.
+  const Cluster apart = mixed.only_nodes({4, 1});
+  EXPECT_EQ(apart.node_count, 2);
+  EXPECT_EQ(apart.gpu_kind_of(*apart.find("node0/gpu0")).id, "h100-sxm");
+  EXPECT_EQ(apart.gpu_kind_of(*apart.find("node1/gpu3")).id, "a100-80gb");
+  expect_same_cluster(apart, cluster_from(two_kinds_yaml(1, 1)));
+  // Every node is the whole cluster; nodes it does not have are ignored.
+  expect_same_cluster(mixed.only_nodes({0, 1, 2, 3, 4, 9}), mixed);
+  // One kind's nodes equal that kind alone.
+  expect_same_cluster(mixed.only_nodes({2, 3, 4}), mixed.only_gpu_kind(kind_index(mixed, "a100-80gb")));
 }
 
 }  // namespace
