@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -40,8 +41,26 @@ struct Candidate {
   Eigen::VectorXd elasticity;  ///< by run
 };
 
+/// Whether two job GPUs of one node talk over PCIe: a node with two or more of them, one of which has no
+/// NVLink (a g4dn's T4s, a PCIe-only server). On NVLink machines PCIe carries only the hop to a NIC, which
+/// network_transfers stands for.
+bool gpus_talk_over_pcie(const topology::Cluster& cluster) {
+  std::set<std::uint32_t> on_nvlink;
+  for (const topology::Link& l : cluster.links()) {
+    if (l.kind != topology::LinkKind::NvLink) continue;
+    on_nvlink.insert(l.a.value);
+    on_nvlink.insert(l.b.value);
+  }
+  std::map<int, int> job_gpus_by_node;
+  for (const topology::DeviceId g : cluster.gpus()) ++job_gpus_by_node[cluster.device(g).node];
+  return std::any_of(cluster.gpus().begin(), cluster.gpus().end(), [&](topology::DeviceId g) {
+    return !on_nvlink.contains(g.value) && job_gpus_by_node[cluster.device(g).node] > 1;
+  });
+}
+
 /// Whether a factor can move the run at all (saves its probe): FP8 GEMMs only under an FP8 precision,
-/// network links only between nodes, a GPU kind's factor only where the run has GPUs of that kind.
+/// network links only between nodes, PCIe only between GPUs without NVLink, a GPU kind's factor only where
+/// the run has GPUs of that kind.
 bool can_move(FactorKind kind, const std::string& gpu_kind, const MeasuredRun& run) {
   if (!gpu_kind.empty()) {
     const std::vector<std::string> kinds = run.gpu_kinds();
@@ -50,6 +69,7 @@ bool can_move(FactorKind kind, const std::string& gpu_kind, const MeasuredRun& r
   if (kind == FactorKind::Fp8Gemm) return run.plan.precision != plan::Precision::Bf16 && run.plan.precision != plan::Precision::Fp16 &&
                                         run.plan.precision != plan::Precision::Fp32;
   if (kind == FactorKind::NetworkTransfers) return run.cluster.node_count > 1;
+  if (kind == FactorKind::PcieTransfers) return gpus_talk_over_pcie(run.cluster);
   return true;
 }
 

@@ -9,7 +9,8 @@ namespace mpsim::calibration {
 
 namespace {
 constexpr std::array<std::string_view, kFactorKinds.size()> kFactorNames = {
-    "gemm", "fp8_gemm", "attention", "memory_bound", "nvlink_transfers", "network_transfers", "activation_memory"};
+    "gemm", "fp8_gemm", "attention", "memory_bound", "nvlink_transfers", "network_transfers", "pcie_transfers",
+    "activation_memory"};
 /// Links and HBM: how far above the nominal rate a factor may go (see factor_ceiling).
 constexpr double kRateCeiling = 1.25;
 
@@ -36,7 +37,7 @@ std::optional<PeakKind> peak_kind_named(std::string_view name) noexcept {
 }
 
 bool is_gpu_factor(FactorKind kind) noexcept {
-  return kind != FactorKind::NvlinkTransfers && kind != FactorKind::NetworkTransfers;
+  return kind != FactorKind::NvlinkTransfers && kind != FactorKind::NetworkTransfers && kind != FactorKind::PcieTransfers;
 }
 
 double SoftwareProfile::factor(FactorKind kind) const noexcept { return factor_on(kind, {}); }
@@ -147,7 +148,8 @@ void apply_factors(const std::vector<Factor>& factors, topology::Cluster& cluste
     for (const Factor& f : factors) {
       if (!f.gpu_kind.empty()) continue;  // links are shared (is_gpu_factor)
       if ((f.kind == FactorKind::NvlinkTransfers && link.kind == topology::LinkKind::NvLink) ||
-          (f.kind == FactorKind::NetworkTransfers && link.kind == topology::LinkKind::Net)) {
+          (f.kind == FactorKind::NetworkTransfers && link.kind == topology::LinkKind::Net) ||
+          (f.kind == FactorKind::PcieTransfers && link.kind == topology::LinkKind::Pcie)) {
         scale *= f.value;
       }
     }

@@ -25,13 +25,17 @@ enum class FactorKind : std::uint8_t {
   MemoryBound,        ///< elementwise work and the optimizer step: the HBM bandwidth
   NvlinkTransfers,    ///< collectives and sends inside an NVLink domain: NVLink links' bandwidth
   NetworkTransfers,   ///< collectives and sends between nodes: network links' bandwidth
+  /// Collectives and sends between GPUs of a node without NVLink between them: PCIe links' bandwidth
+  /// (NCCL's transport there: peer-to-peer over a switch, or copies through host memory across a root
+  /// complex). Fitted only on runs whose nodes have such GPUs (calibrate.cpp's can_move).
+  PcieTransfers,
   /// Not a rate: the activations' bytes (GpuKind::activation_memory_factor), fitted to measured peaks
   /// rather than steps. 1.1 = the stack's activations take 10 % more than mpsim counts.
   ActivationMemory,
 };
-inline constexpr std::array<FactorKind, 7> kFactorKinds = {
+inline constexpr std::array<FactorKind, 8> kFactorKinds = {
     FactorKind::Gemm,      FactorKind::Fp8Gemm,         FactorKind::Attention,        FactorKind::MemoryBound,
-    FactorKind::NvlinkTransfers, FactorKind::NetworkTransfers, FactorKind::ActivationMemory};
+    FactorKind::NvlinkTransfers, FactorKind::NetworkTransfers, FactorKind::PcieTransfers, FactorKind::ActivationMemory};
 /// The smallest value a rate factor may take: a rate a twentieth of the catalogue's is a broken run,
 /// not a software stack.
 inline constexpr double kSmallestRateFactor = 0.05;
@@ -40,9 +44,9 @@ inline constexpr double kSmallestRateFactor = 0.05;
 inline constexpr double kLargestActivationFactor = 4.0;
 
 /// The factors that scale rates, which the step fit chooses among.
-inline constexpr std::array<FactorKind, 6> kRateFactorKinds = {FactorKind::Gemm,        FactorKind::Fp8Gemm,
-                                                               FactorKind::Attention,   FactorKind::MemoryBound,
-                                                               FactorKind::NvlinkTransfers, FactorKind::NetworkTransfers};
+inline constexpr std::array<FactorKind, 7> kRateFactorKinds = {
+    FactorKind::Gemm,           FactorKind::Fp8Gemm,          FactorKind::Attention,    FactorKind::MemoryBound,
+    FactorKind::NvlinkTransfers, FactorKind::NetworkTransfers, FactorKind::PcieTransfers};
 [[nodiscard]] std::string_view to_string(FactorKind kind) noexcept;
 [[nodiscard]] std::optional<FactorKind> factor_kind_named(std::string_view name) noexcept;
 /// Every factor's name, for error messages.

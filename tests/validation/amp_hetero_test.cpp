@@ -13,7 +13,8 @@
 // (Megatron-LM v1.1.5, unfused kernels, micro batch 1 at hidden 1024), and the table shows how far off
 // they are. The bounds (kAmp) are the figures of the day they were written less a margin.
 // PerKindCalibrationOnTheMeasuredTrials then fits a software profile with factors per GPU kind to the
-// measured steps (calibrate --per-kind) and prints the same figures with it.
+// measured steps (calibrate --per-kind) and prints the same figures with it; on all 24 rows the fit
+// takes a PCIe factor for the T4 node's tensor groups.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -480,9 +481,16 @@ TEST(AmpHetero, PerKindCalibrationOnTheMeasuredTrials) {
                 fit.rho_shared_held_out);
     EXPECT_TRUE(std::any_of(profile.factors.begin(), profile.factors.end(),
                             [](const calibration::Factor& f) { return f.gpu_kind == "t4-16gb"; }));
-    if (tensor1_only) {
-      EXPECT_GT(fit.rho_after, fit.rho_before);
-      EXPECT_GT(fit.rho_held_out, fit.rho_before);
+    // Both fits order the rows they were fitted on better than the catalogue's rates, fitted and held out.
+    // On all 24 rows that takes the PCIe factor: the tensor-parallel rows' all-reduces run over the T4
+    // node's PCIe, which no other factor scales (measured 0.230 -> 0.626, held out 0.564; without a PCIe
+    // factor 0.113 and 0.034).
+    EXPECT_GT(fit.rho_after, fit.rho_before);
+    EXPECT_GT(fit.rho_held_out, fit.rho_before);
+    if (!tensor1_only) {
+      EXPECT_TRUE(std::any_of(profile.factors.begin(), profile.factors.end(), [](const calibration::Factor& f) {
+        return f.kind == calibration::FactorKind::PcieTransfers;
+      }));
     }
 
     // AMP's plan against the heterogeneity-unaware one (planned on four p3.8xlarge with the profile: its

@@ -47,6 +47,19 @@ double fitted(const SoftwareProfile& profile, FactorKind kind) {
   return 0;
 }
 
+/// GPT-3 1.3B at tensor 4 on one g4dn.12xlarge (four T4 on PCIe, no NVLink): the tensor-parallel
+/// all-reduces run over PCIe.
+MeasuredRun pcie_run() {
+  const std::string row = "- id: pcie-tensor\n"
+                          "  topology: g4dn.12xlarge.yaml\n"
+                          "  gpus: 4\n"
+                          "  model: configs/models/gpt3-1.3b.yaml\n"
+                          "  plan: {parallelism: {tensor: 4, pipeline: 1, data: 1}, batch: {global: 8, micro: 1}, "
+                          "precision: fp16, allow_tensor_across_nodes: true}\n"
+                          "  measured: {step_time_s: 1}\n";
+  return runs_from(row).front();
+}
+
 class Calibrate : public ::testing::Test {
  protected:
   // Read once for the suite: each test copies what it changes.
@@ -344,6 +357,23 @@ TEST(CalibratePerKind, OneKindsRunsSetOnlyThatKindsFactor) {
   EXPECT_EQ(profile.factors.front().gpu_kind, run.gpu_kind());
   EXPECT_NEAR(profile.factors.front().value, 0.8, 0.005 * 0.8);
   EXPECT_DOUBLE_EQ(profile.factor(FactorKind::Gemm), 1.0);  // no shared factor
+}
+
+TEST(CalibratePcie, APcieRunRecoversItsPcieFactorAndAnNvlinkRunNeverHasOne) {
+  // The T4s' tensor all-reduces slowed to 0.3 of PCIe's rate: the run's one factor is PCIe's.
+  const MeasuredRun run = measured_under(pcie_run(), {{FactorKind::PcieTransfers, 0.3}});
+  CalibrationOptions links;
+  links.factors = {FactorKind::NvlinkTransfers, FactorKind::NetworkTransfers, FactorKind::PcieTransfers};
+  const SoftwareProfile profile = calibrate({run}, "pcie", links);
+  ASSERT_EQ(profile.factors.size(), 1u);
+  EXPECT_EQ(profile.factors.front().kind, FactorKind::PcieTransfers);
+  EXPECT_NEAR(profile.factors.front().value, 0.3, 0.02 * 0.3);
+  // On p4d nodes (NVLink inside, PCIe only to the NICs) the network's slowness is never put on PCIe,
+  // even with PCIe the only link factor allowed.
+  const MeasuredRun network = measured_under(network_bound_run(), {{FactorKind::NetworkTransfers, 0.6}});
+  CalibrationOptions pcie_only;
+  pcie_only.factors = {FactorKind::PcieTransfers};
+  EXPECT_TRUE(calibrate({network}, "nvlink-nodes", pcie_only).factors.empty());
 }
 
 }  // namespace

@@ -39,13 +39,17 @@ std::size_t links_of_kind(const topology::Cluster& cluster, topology::LinkKind k
 
 /// The link rates scaled by `nvlink` on NVLink links and `network` on network links; every other
 /// link, and every latency, as before.
-void expect_links_scaled(const topology::Cluster& before, const topology::Cluster& after, double nvlink, double network) {
+void expect_links_scaled(const topology::Cluster& before, const topology::Cluster& after, double nvlink, double network,
+                         double pcie = 1.0) {
   ASSERT_EQ(before.links().size(), after.links().size());
   for (std::size_t i = 0; i < before.links().size(); ++i) {
     const topology::Link& was = before.links()[i];
     const topology::Link& now = after.links()[i];
     SCOPED_TRACE(was.name);
-    const double scale = was.kind == topology::LinkKind::NvLink ? nvlink : was.kind == topology::LinkKind::Net ? network : 1.0;
+    const double scale = was.kind == topology::LinkKind::NvLink ? nvlink
+                         : was.kind == topology::LinkKind::Net  ? network
+                         : was.kind == topology::LinkKind::Pcie ? pcie
+                                                                : 1.0;
     EXPECT_DOUBLE_EQ(now.bandwidth.in_bytes_per_sec(), was.bandwidth.in_bytes_per_sec() * scale);
     EXPECT_EQ(now.latency, was.latency);
   }
@@ -136,8 +140,14 @@ TEST(ApplyFactors, TransferFactorsScaleTheirOwnLinksOnly) {
   }
   {
     topology::Cluster after = before;
-    apply_factors({{FactorKind::NvlinkTransfers, 0.5}, {FactorKind::NetworkTransfers, 0.25}}, after);
-    expect_links_scaled(before, after, 0.5, 0.25);
+    apply_factors({{FactorKind::PcieTransfers, 0.4}}, after);
+    expect_links_scaled(before, after, 1.0, 1.0, 0.4);
+  }
+  {
+    topology::Cluster after = before;
+    apply_factors({{FactorKind::NvlinkTransfers, 0.5}, {FactorKind::NetworkTransfers, 0.25}, {FactorKind::PcieTransfers, 0.4}},
+                  after);
+    expect_links_scaled(before, after, 0.5, 0.25, 0.4);
     // No GPU rate moves with a link factor.
     for (std::size_t i = 0; i < before.gpu_kinds().size(); ++i) {
       EXPECT_DOUBLE_EQ(after.gpu_kinds()[i].matmul_efficiency, before.gpu_kinds()[i].matmul_efficiency);
@@ -165,6 +175,7 @@ TEST(FactorCeiling, AnEfficiencyStopsAtThePeakAndARateAtAQuarterAbove) {
   for (const auto& [generation, efficiency] : was.attention_kernels) best = std::max(best, efficiency);
   EXPECT_NEAR(attention * best, 1.0, 1e-12);
   EXPECT_DOUBLE_EQ(factor_ceiling(FactorKind::NetworkTransfers, before), 1.25);
+  EXPECT_DOUBLE_EQ(factor_ceiling(FactorKind::PcieTransfers, before), 1.25);
   EXPECT_DOUBLE_EQ(factor_ceiling(FactorKind::MemoryBound, before), 1.25);
 }
 
