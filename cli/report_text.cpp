@@ -61,8 +61,10 @@ std::string replica_text(const std::vector<int>& replicas) {
 
 /// Where replicas run apart (trace::Report::replica_classes): a row per stage and class of replicas,
 /// with the class's replicas, microbatch count and GPU kind, then what each row's peak holds.
-void print_replica_class_stages(const trace::Report& r, const std::function<double(const std::string&)>& slowdown_of) {
-  const bool slowed = std::any_of(r.devices.begin(), r.devices.end(), [&](const auto& d) { return slowdown_of(d.id) != 1.0; });
+void print_replica_class_stages(const trace::Report& r,
+                                const std::function<double(const std::string&)>& slowdown_of) {
+  const bool slowed =
+      std::any_of(r.devices.begin(), r.devices.end(), [&](const auto& d) { return slowdown_of(d.id) != 1.0; });
   Table stages;
   stages.add_row({"stage", "replicas", "microbatches", "GPU kind", slowed ? "slowest GPU" : "first GPU", "GPUs", "busy",
                   "idle", "idle share", "peak memory"});
@@ -114,7 +116,8 @@ bool within_memory_margin(const trace::Report& r) {
 
 /// A row per pipeline stage, shown by its first GPU (its slowest under a slowdown what-if), then what
 /// each row's peak holds.
-void print_stage_table(const Inputs& in, const trace::Report& r, const std::function<double(const std::string&)>& slowdown_of) {
+void print_stage_table(const Inputs& in, const trace::Report& r,
+                       const std::function<double(const std::string&)>& slowdown_of) {
   const plan::Plan& p = *in.plan;
   const bool slowed = std::any_of(r.devices.begin(), r.devices.end(), [&](const auto& d) { return slowdown_of(d.id) != 1.0; });
   std::vector<const trace::DeviceReport*> shown_devices;  // one per stage that has a device

@@ -47,11 +47,13 @@ std::vector<trace::ReplicaClassReport> replica_class_reports(const std::vector<i
     c.replicas.push_back(d);
   }
   // By class and stage: the global rank that shows it, and how many GPUs the class has there.
-  std::vector<std::vector<int>> shown(static_cast<std::size_t>(classes), std::vector<int>(static_cast<std::size_t>(pipeline), -1));
+  std::vector<std::vector<int>> shown(static_cast<std::size_t>(classes),
+                                      std::vector<int>(static_cast<std::size_t>(pipeline), -1));
   std::vector<int> gpus(static_cast<std::size_t>(classes), 0);
   const auto slowdown = [&](int g) { return cluster.device(cluster.gpus().at(static_cast<std::size_t>(g))).slowdown; };
   for (int g = 0; g < layout.ranks(); ++g) {
-    const auto c = static_cast<std::size_t>(class_of_replica[static_cast<std::size_t>(layout.coordinate(g, plan::Axis::Data))]);
+    const auto replica = static_cast<std::size_t>(layout.coordinate(g, plan::Axis::Data));
+    const auto c = static_cast<std::size_t>(class_of_replica[replica]);
     const auto s = static_cast<std::size_t>(layout.coordinate(g, plan::Axis::Pipeline));
     ++gpus[c];
     int& at = shown[c][s];

@@ -23,10 +23,8 @@ struct ReplicaClasses {
 /// reports them); empty for fewer than two classes, so a report whose replicas all run alike is unchanged.
 /// A class's stage is shown by its GPU with the largest slowdown (the one its folded actor waits for),
 /// the first of equals. `class_of_replica`: by data-parallel rank. O(GPUs x classes).
-[[nodiscard]] std::vector<trace::ReplicaClassReport> replica_class_reports(const std::vector<int>& class_of_replica,
-                                                                           const topology::Cluster& cluster,
-                                                                           const plan::Plan& plan,
-                                                                           const plan::Layout& layout,
-                                                                           const std::vector<trace::DeviceReport>& devices);
+[[nodiscard]] std::vector<trace::ReplicaClassReport> replica_class_reports(
+    const std::vector<int>& class_of_replica, const topology::Cluster& cluster, const plan::Plan& plan,
+    const plan::Layout& layout, const std::vector<trace::DeviceReport>& devices);
 
 }  // namespace mpsim::engine

@@ -604,7 +604,8 @@ TEST(Simulate, ReplicaClassesOnTwoKinds) {
     int replica, microbatches;
     std::string kind, node_a, node_b;  // the replica's nodes: stage 0 on the first, stage 1 on the second
   };
-  const std::vector<Expected> expected{{0, 178, "h100-sxm", "node0/", "node1/"}, {1, 78, "a100-80gb", "node2/", "node3/"}};
+  const std::vector<Expected> expected{{0, 178, "h100-sxm", "node0/", "node1/"},
+                                       {1, 78, "a100-80gb", "node2/", "node3/"}};
   for (std::size_t c = 0; c < 2; ++c) {
     const json& k = classes[c];
     EXPECT_EQ(k["replicas"], json::array({expected[c].replica}));

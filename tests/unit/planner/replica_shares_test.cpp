@@ -136,9 +136,10 @@ TEST(ReplicaSharesPlanner, ReplicasOnTwoKindsGetSharesThatEqualiseThem) {
 // GPipe on one stage stashes every microbatch before its first backward, so a replica of n microbatches
 // peaks at its last forward (static + n stashes + the forward's working memory) or at its first
 // backward (static + n - 1 stashes, the running microbatch's being in the backward's working memory):
-// the H100 replicas' 6 of the planner's shares hold 2 stashes more than the even 4. The estimate takes each replica's own count (the
-// simulator's rule), so a reserve that leaves room for the even count and one stash more prunes the
-// candidate before simulating, as the simulated peak of its shares would reject it after.
+// the H100 replicas' 6 of the planner's shares hold 2 stashes more than the even 4. The estimate takes
+// each replica's own count (the simulator's rule), so a reserve that leaves room for the even count and
+// one stash more prunes the candidate before simulating, as the simulated peak of its shares would
+// reject it after.
 TEST(ReplicaSharesPlanner, TheLargestShareSetsTheMemoryEstimate) {
   const topology::Cluster cluster = testing::mixed_cluster();
   const model::Model model = testing::shipped_model("gpt3-1.3b");

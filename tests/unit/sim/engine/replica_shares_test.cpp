@@ -131,9 +131,10 @@ TEST(ReplicaShares, TheReportShowsEachClassOfReplicas) {
     const trace::DeviceReport& w = slow.stages[static_cast<std::size_t>(s)];
     EXPECT_EQ(f.stage, s);
     EXPECT_EQ(w.stage, s);
-    // placement tp-pp-dp: replica d's stage s is GPU s + 2 d.
-    EXPECT_EQ(f.id, r.devices[static_cast<std::size_t>(layout.with(layout.with(0, plan::Axis::Pipeline, s), plan::Axis::Data, 0))].id);
-    EXPECT_EQ(w.id, r.devices[static_cast<std::size_t>(layout.with(layout.with(0, plan::Axis::Pipeline, s), plan::Axis::Data, 1))].id);
+    // The first GPU of replica d at stage s.
+    const int first = layout.with(0, plan::Axis::Pipeline, s);
+    EXPECT_EQ(f.id, r.devices[static_cast<std::size_t>(layout.with(first, plan::Axis::Data, 0))].id);
+    EXPECT_EQ(w.id, r.devices[static_cast<std::size_t>(layout.with(first, plan::Axis::Data, 1))].id);
     EXPECT_NE(f.id, w.id);
     EXPECT_NEAR(f.busy_s, static_cast<double>(10 * fb0) * 1e-9, 20e-9) << s;
     EXPECT_NEAR(w.busy_s, static_cast<double>(2 * fb1) * 1e-9, 20e-9) << s;
