@@ -88,7 +88,6 @@ void print_replica_class_stages(const trace::Report& r,
   print_peak_breakdown(shown, replicas);
 }
 
-
 /// The GPU with the largest peak (the first of equals), or null without devices.
 const trace::DeviceReport* peak_device(const trace::Report& r) {
   const auto worst = std::max_element(r.devices.begin(), r.devices.end(), [](const auto& a, const auto& b) {
