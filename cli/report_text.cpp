@@ -26,18 +26,66 @@ namespace {
 /// What each stage's peak holds (the GPUs the stage table shows): the static parts, held all step, and
 /// the activations the schedule has stashed at the peak. Nothing when the report does not know it (a
 /// measured step).
-void print_peak_breakdown(const std::vector<const trace::DeviceReport*>& devices) {
+/// `replicas`: with replica classes, each row's replicas (replica_text), which the table then shows.
+void print_peak_breakdown(const std::vector<const trace::DeviceReport*>& devices,
+                          const std::vector<std::string>& replicas = {}) {
   if (std::none_of(devices.begin(), devices.end(), [](const auto* d) { return d->memory.known(); })) return;
   std::cout << "\nPeak memory by stage:\n";
   Table table;
-  table.add_row({"stage", "weights", "gradients", "optimizer", "activations", "reserved"});
+  std::vector<std::string> header{"stage", "weights", "gradients", "optimizer", "activations", "reserved"};
+  if (!replicas.empty()) header.insert(header.begin() + 1, "replicas");
+  table.add_row(header);
   const auto bytes = [](std::int64_t n) { return to_string(Bytes::bytes(n)); };
-  for (const trace::DeviceReport* d : devices) {
-    const trace::MemoryBreakdown& m = d->memory;
-    table.add_row({std::to_string(d->stage), bytes(m.weights), bytes(m.gradients), bytes(m.optimizer),
-                   bytes(m.activations), bytes(m.reserved)});
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    const trace::MemoryBreakdown& m = devices[i]->memory;
+    std::vector<std::string> row{std::to_string(devices[i]->stage), bytes(m.weights),     bytes(m.gradients),
+                                 bytes(m.optimizer),                bytes(m.activations), bytes(m.reserved)};
+    if (!replicas.empty()) row.insert(row.begin() + 1, replicas[i]);
+    table.add_row(row);
   }
   std::cout << table.render();
+}
+
+/// Data-parallel ranks as runs: "0", "1-3", "0,2-3".
+std::string replica_text(const std::vector<int>& replicas) {
+  std::string out;
+  for (std::size_t i = 0; i < replicas.size();) {
+    std::size_t j = i;
+    while (j + 1 < replicas.size() && replicas[j + 1] == replicas[j] + 1) ++j;
+    if (!out.empty()) out += ",";
+    out += j == i ? std::to_string(replicas[i]) : fmt::format("{}-{}", replicas[i], replicas[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
+/// Where replicas run apart (trace::Report::replica_classes): a row per stage and class of replicas,
+/// with the class's replicas, microbatch count and GPU kind, then what each row's peak holds.
+void print_replica_class_stages(const trace::Report& r,
+                                const std::function<double(const std::string&)>& slowdown_of) {
+  const bool slowed =
+      std::any_of(r.devices.begin(), r.devices.end(), [&](const auto& d) { return slowdown_of(d.id) != 1.0; });
+  Table stages;
+  stages.add_row({"stage", "replicas", "microbatches", "GPU kind", slowed ? "slowest GPU" : "first GPU", "GPUs", "busy",
+                  "idle", "idle share", "peak memory"});
+  std::vector<const trace::DeviceReport*> shown;
+  std::vector<std::string> replicas;
+  const std::size_t ranks = r.replica_classes.front().stages.size();
+  for (std::size_t s = 0; s < ranks; ++s) {
+    for (const trace::ReplicaClassReport& c : r.replica_classes) {
+      const trace::DeviceReport& d = c.stages.at(s);
+      const double slowdown = slowdown_of(d.id);
+      stages.add_row({std::to_string(d.stage), replica_text(c.replicas), std::to_string(c.microbatches),
+                      c.gpu_kinds.at(s), slowdown != 1.0 ? fmt::format("{} ({:g}x slow)", d.id, slowdown) : d.id,
+                      std::to_string(c.gpus_per_stage), to_string(TimeNs::seconds(d.busy_s)),
+                      to_string(TimeNs::seconds(d.idle_s)), percent(d.bubble_fraction),
+                      to_string(Bytes::bytes(d.peak_memory_bytes)) + (d.oom ? " OOM" : "")});
+      shown.push_back(&d);
+      replicas.push_back(replica_text(c.replicas));
+    }
+  }
+  std::cout << stages.render();
+  print_peak_breakdown(shown, replicas);
 }
 
 /// The GPU with the largest peak (the first of equals), or null without devices.
@@ -63,6 +111,35 @@ bool within_memory_margin(const trace::Report& r) {
     return Bytes::bytes(d.peak_memory_bytes) >
            planner::usable_memory(Bytes::bytes(d.memory_capacity_bytes), Bytes(), planner::kDefaultMemoryMargin);
   });
+}
+
+/// A row per pipeline stage, shown by its first GPU (its slowest under a slowdown what-if), then what
+/// each row's peak holds.
+void print_stage_table(const Inputs& in, const trace::Report& r,
+                       const std::function<double(const std::string&)>& slowdown_of) {
+  const plan::Plan& p = *in.plan;
+  const bool slowed = std::any_of(r.devices.begin(), r.devices.end(), [&](const auto& d) { return slowdown_of(d.id) != 1.0; });
+  std::vector<const trace::DeviceReport*> shown_devices;  // one per stage that has a device
+  for (int s = 0; s < p.degrees[plan::Axis::Pipeline]; ++s) {
+    auto it = std::find_if(r.devices.begin(), r.devices.end(), [s](const auto& d) { return d.stage == s; });
+    if (it == r.devices.end()) continue;
+    for (auto d = it; d != r.devices.end(); ++d) {
+      if (d->stage == s && slowdown_of(d->id) > slowdown_of(it->id)) it = d;
+    }
+    shown_devices.push_back(&*it);
+  }
+  Table stages;
+  stages.add_row({"stage", slowed ? "slowest GPU" : "first GPU", "GPUs", "busy", "idle", "idle share", "peak memory"});
+  for (const trace::DeviceReport* d : shown_devices) {
+    const double slowdown = slowdown_of(d->id);
+    const std::string shown = slowdown != 1.0 ? fmt::format("{} ({:g}x slow)", d->id, slowdown) : d->id;
+    stages.add_row(
+        {std::to_string(d->stage), shown, std::to_string(p.gpus() / p.degrees[plan::Axis::Pipeline]),
+         to_string(TimeNs::seconds(d->busy_s)), to_string(TimeNs::seconds(d->idle_s)), percent(d->bubble_fraction),
+         to_string(Bytes::bytes(d->peak_memory_bytes)) + (d->oom ? " OOM" : "")});
+  }
+  std::cout << stages.render();
+  print_peak_breakdown(shown_devices);
 }
 
 }  // namespace
@@ -152,28 +229,11 @@ void print_report(const Inputs& in, const trace::Report& r) {
     const auto device = in.cluster.find(id);
     return device ? in.cluster.device(*device).slowdown : 1.0;
   };
-  const bool slowed = std::any_of(r.devices.begin(), r.devices.end(), [&](const auto& d) { return slowdown_of(d.id) != 1.0; });
-  std::vector<const trace::DeviceReport*> shown_devices;  // one per stage that has a device
-  for (int s = 0; s < p.degrees[plan::Axis::Pipeline]; ++s) {
-    auto it = std::find_if(r.devices.begin(), r.devices.end(), [s](const auto& d) { return d.stage == s; });
-    if (it == r.devices.end()) continue;
-    for (auto d = it; d != r.devices.end(); ++d) {
-      if (d->stage == s && slowdown_of(d->id) > slowdown_of(it->id)) it = d;
-    }
-    shown_devices.push_back(&*it);
+  if (!r.replica_classes.empty()) {
+    print_replica_class_stages(r, slowdown_of);
+  } else {
+    print_stage_table(in, r, slowdown_of);
   }
-  Table stages;
-  stages.add_row({"stage", slowed ? "slowest GPU" : "first GPU", "GPUs", "busy", "idle", "idle share", "peak memory"});
-  for (const trace::DeviceReport* d : shown_devices) {
-    const double slowdown = slowdown_of(d->id);
-    const std::string shown = slowdown != 1.0 ? fmt::format("{} ({:g}x slow)", d->id, slowdown) : d->id;
-    stages.add_row(
-        {std::to_string(d->stage), shown, std::to_string(p.gpus() / p.degrees[plan::Axis::Pipeline]),
-         to_string(TimeNs::seconds(d->busy_s)), to_string(TimeNs::seconds(d->idle_s)), percent(d->bubble_fraction),
-         to_string(Bytes::bytes(d->peak_memory_bytes)) + (d->oom ? " OOM" : "")});
-  }
-  std::cout << stages.render();
-  print_peak_breakdown(shown_devices);
   if (!r.links.empty()) {
     std::vector<trace::LinkReport> links = r.links;
     // Ties in busy time are common: a flow keeps every link of its route busy as long as its slowest link

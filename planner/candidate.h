@@ -40,7 +40,9 @@ struct StageCosts {
 [[nodiscard]] StageCosts repeated_for_second_direction(StageCosts costs);
 
 struct Estimate {
-  Bytes peak_memory;      ///< the largest over pipeline ranks: what the simulator reports
+  /// The largest over pipeline ranks (and with uneven shares over replicas, each at its own count, as
+  /// prepare_candidates estimates them): what the simulator reports.
+  Bytes peak_memory;
   int peak_rank = 0;      ///< the pipeline rank that holds it
   Bytes static_memory;    ///< that rank's weights, gradients and optimizer state
   TimeNs lower_bound;     ///< on the simulated step time (zero when times are not additive)

@@ -34,6 +34,14 @@ std::pair<std::vector<Key>, std::vector<std::size_t>> distinct(const std::vector
   return {std::move(keys), std::move(of)};
 }
 
+/// The spec one data-parallel replica of `spec` runs: its own `microbatches`, no shares.
+plan::PlanSpec replica_share(const plan::PlanSpec& spec, int microbatches) {
+  plan::PlanSpec share = spec;
+  share.replica_microbatches.clear();
+  share.microbatches = microbatches;
+  return share;
+}
+
 /// A spec with one partition, before its estimate.
 struct Draft {
   std::size_t spec = 0;
@@ -368,6 +376,19 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
     p.estimate.peak_memory = d.static_peak;  // over capacity already: the static part says enough
     p.estimate.static_memory = d.static_peak;
   });
+  // Uneven shares: a replica holds what its own count puts in flight (GPipe every microbatch, 1F1B
+  // min(p - rank, n)), the simulator's rule that in_flight_vectors walks; so each share's shape too.
+  std::map<schedule::PipelineShape, std::size_t> share_shape_index;
+  std::vector<schedule::PipelineShape> share_shapes;
+  for (const std::size_t i : fitting) {
+    for (const int n : out[i].spec.replica_microbatches) {
+      const schedule::PipelineShape shape = schedule::shape_of(replica_share(out[i].spec, n));
+      if (share_shape_index.emplace(shape, share_shapes.size()).second) share_shapes.push_back(shape);
+    }
+  }
+  std::vector<std::vector<CountVectors>> share_in_flight(share_shapes.size());
+  parallel_for(share_shapes.size(), threads,
+               [&](std::size_t i) { share_in_flight[i] = in_flight_vectors(share_shapes[i]); });
   parallel_for(fitting.size(), threads, [&](std::size_t f) {
     const std::size_t i = fitting[f];
     EstimateContext mine = context;
@@ -377,20 +398,27 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
     out[i].estimate = estimate(out[i].spec, c, in_flight[shape_of_fitting[f]], mine);
     // Uneven shares: every replica runs its own share on its own kinds, and the step ends after the
     // slowest; each replica's bound (its count, its stages at its kinds' unit costs) bounds the step.
+    // Each replica holds its own count's activations: the peak is the largest replica's, as simulated.
     const plan::PlanSpec& spec = out[i].spec;
     if (spec.replica_microbatches.empty()) return;
     const plan::StageGpuKinds ranks = rank_kinds_of(cluster, spec);
     std::set<std::pair<int, std::vector<int>>> done;
+    std::optional<Estimate> largest;
     for (std::size_t d = 0; d < ranks.replica_kinds.size() && d < spec.replica_microbatches.size(); ++d) {
       if (!done.emplace(spec.replica_microbatches[d], ranks.replica_kinds[d]).second) continue;
       std::vector<std::vector<int>> stage_kinds(cuts[cut_of[drafts[i].spec]].stage_kinds.size());
       add_partition_stage_kinds(spec, ranks.replica_kinds[d], job_kinds, stage_kinds);
-      plan::PlanSpec share = spec;
-      share.replica_microbatches.clear();
-      share.microbatches = spec.replica_microbatches[d];
-      const Estimate replica = estimate(share, stage_costs_on(drafts[i].spec, spec.partition, stage_kinds),
-                                        in_flight[shape_of_fitting[f]], mine);
+      const plan::PlanSpec share = replica_share(spec, spec.replica_microbatches[d]);
+      const Estimate replica =
+          estimate(share, stage_costs_on(drafts[i].spec, spec.partition, stage_kinds),
+                   share_in_flight[share_shape_index.at(schedule::shape_of(share))], mine);
       out[i].estimate.lower_bound = std::max(out[i].estimate.lower_bound, replica.lower_bound);
+      if (!largest || replica.peak_memory > largest->peak_memory) largest = replica;
+    }
+    if (largest) {
+      out[i].estimate.peak_memory = largest->peak_memory;
+      out[i].estimate.peak_rank = largest->peak_rank;
+      out[i].estimate.static_memory = largest->static_memory;
     }
   });
   return out;

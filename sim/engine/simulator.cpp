@@ -25,6 +25,7 @@
 #include "sim/engine/event_queue.h"
 #include "sim/engine/network_model.h"
 #include "sim/engine/path_set.h"
+#include "sim/engine/replica_classes.h"
 #include "sim/engine/timeline_recorder.h"
 #include "sim/plan/layout.h"
 #include "sim/plan/plan_check.h"
@@ -1068,8 +1069,10 @@ trace::Report Simulation::build_report() const {
     links.push_back({cluster_.links()[l].name, static_cast<std::int64_t>(bytes[l] + 0.5), static_cast<double>(busy[l]) * 1e-9});
   }
   const auto peak = cluster_.mean_training_peak(model_.dtype_bytes);
-  return schedule::build_report(static_cast<double>(activity_.step_ns()) * 1e-9, std::move(devices), schedule::step_flops(model_, plan_), peak, plan_,
-                                std::move(links));
+  trace::Report report = schedule::build_report(static_cast<double>(activity_.step_ns()) * 1e-9, std::move(devices),
+                                                schedule::step_flops(model_, plan_), peak, plan_, std::move(links));
+  report.replica_classes = replica_class_reports(class_of_replica_, cluster_, plan_, layout_, report.devices);
+  return report;
 }
 
 }  // namespace
@@ -1101,33 +1104,6 @@ Prediction simulate(const topology::Cluster& cluster, const model::Model& model,
   Simulation simulation(cluster, model, plan, {ReplicaWork{&program, &costs}}, {}, options);
   return simulation.run();
 }
-
-namespace {
-
-/// The data-parallel replicas that run alike: the same microbatch count on GPUs of the same kinds.
-struct ReplicaClasses {
-  std::vector<int> first_replica;  ///< by class: its first replica
-  std::vector<int> of_replica;     ///< by data-parallel rank: its class
-};
-ReplicaClasses replica_classes(const topology::Cluster& cluster, const plan::Plan& plan) {
-  const int data = plan.degrees[plan::Axis::Data];
-  std::vector<std::vector<int>> kinds(static_cast<std::size_t>(data));
-  if (cluster.job_gpu_kinds().size() > 1) {
-    const plan::StageGpuKinds stages = plan::stage_gpu_kinds(cluster, plan.degrees, plan.placement);
-    if (stages.replica_kinds.size() == kinds.size()) kinds = stages.replica_kinds;
-  }
-  ReplicaClasses out;
-  std::map<std::pair<int, std::vector<int>>, int> index;
-  for (int d = 0; d < data; ++d) {
-    const auto key = std::make_pair(plan.microbatches_of_replica(d), kinds[static_cast<std::size_t>(d)]);
-    const auto [it, added] = index.emplace(key, static_cast<int>(out.first_replica.size()));
-    if (added) out.first_replica.push_back(d);
-    out.of_replica.push_back(it->second);
-  }
-  return out;
-}
-
-}  // namespace
 
 Prediction simulate(const topology::Cluster& cluster, const model::Model& model, const plan::Plan& plan,
                     const EngineOptions& options) {

@@ -53,6 +53,19 @@ struct LinkReport {
   double busy_s = 0;         ///< time with at least one transfer on it
 };
 
+/// The data-parallel replicas that run alike (the same microbatch count on GPUs of the same kinds) and
+/// what each of their pipeline stages did (`replica_classes` of simulate --json; docs/mixed-clusters.md,
+/// "Uneven batch shares"). A report holds classes only where replicas run apart: two or more.
+struct ReplicaClassReport {
+  std::vector<int> replicas;  ///< data-parallel ranks, ascending
+  int microbatches = 0;       ///< each replica's
+  /// By pipeline rank: the GPU that stands for the class's stage (the slowest of a slowdown what-if, else
+  /// the first), with its figures; its memory timeline is left out.
+  std::vector<DeviceReport> stages;
+  std::vector<std::string> gpu_kinds;  ///< by pipeline rank: the stage's GPU kind ("h100-sxm")
+  int gpus_per_stage = 0;              ///< the class's GPUs at each stage (every replica's)
+};
+
 /// What a report shows of its plan, and the whole plan in the plan file's schema (plan::plan_json).
 struct PlanSummary {
   /// The plan as the plan file's JSON object, which saved as a file loads back as that plan; the report's
@@ -88,6 +101,9 @@ struct Report {
   std::vector<DeviceReport> devices;
   std::vector<LinkReport> links;
   PlanSummary plan;
+  /// Where replicas run apart (uneven shares, GPUs of other kinds), each class in order of its first
+  /// replica; empty where every replica runs alike.
+  std::vector<ReplicaClassReport> replica_classes = {};
 };
 
 }  // namespace mpsim::trace

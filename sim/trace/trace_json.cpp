@@ -12,6 +12,34 @@
 
 namespace mpsim::trace {
 
+namespace {
+
+/// A device's figures as the report's `devices` lists them.
+nlohmann::ordered_json device_json(const DeviceReport& d) {
+  nlohmann::ordered_json device = {{"id", d.id},
+                                   {"stage", d.stage},
+                                   {"busy_s", d.busy_s},
+                                   {"idle_s", d.idle_s},
+                                   {"bubble_fraction", d.bubble_fraction},
+                                   {"peak_memory_bytes", d.peak_memory_bytes},
+                                   {"memory_capacity_bytes", d.memory_capacity_bytes},
+                                   {"oom", d.oom},
+                                   {"communication_wait_s", d.communication_wait_s}};
+  if (d.memory.known()) {
+    device["memory"] = {{"weights", d.memory.weights},     {"gradients", d.memory.gradients},
+                        {"optimizer", d.memory.optimizer}, {"activations", d.memory.activations},
+                        {"reserved", d.memory.reserved}};
+  }
+  if (!d.memory_timeline.empty()) {
+    nlohmann::ordered_json timeline = nlohmann::ordered_json::array();
+    for (const MemoryPoint& p : d.memory_timeline) timeline.push_back({p.time_s, p.bytes});
+    device["memory_timeline"] = std::move(timeline);
+  }
+  return device;
+}
+
+}  // namespace
+
 nlohmann::ordered_json report_json(const Report& r) {
   using nlohmann::ordered_json;
   ordered_json out;
@@ -25,24 +53,22 @@ nlohmann::ordered_json report_json(const Report& r) {
   out["peak_memory_bytes"] = r.peak_memory_bytes;
   out["oom"] = r.oom;
   ordered_json devices = ordered_json::array();
-  for (const auto& d : r.devices) {
-    ordered_json device = {{"id", d.id}, {"stage", d.stage}, {"busy_s", d.busy_s}, {"idle_s", d.idle_s},
-                           {"bubble_fraction", d.bubble_fraction}, {"peak_memory_bytes", d.peak_memory_bytes},
-                           {"memory_capacity_bytes", d.memory_capacity_bytes}, {"oom", d.oom},
-                           {"communication_wait_s", d.communication_wait_s}};
-    if (d.memory.known()) {
-      device["memory"] = {{"weights", d.memory.weights},         {"gradients", d.memory.gradients},
-                          {"optimizer", d.memory.optimizer},     {"activations", d.memory.activations},
-                          {"reserved", d.memory.reserved}};
-    }
-    if (!d.memory_timeline.empty()) {
-      ordered_json timeline = ordered_json::array();
-      for (const MemoryPoint& p : d.memory_timeline) timeline.push_back({p.time_s, p.bytes});
-      device["memory_timeline"] = std::move(timeline);
-    }
-    devices.push_back(std::move(device));
-  }
+  for (const auto& d : r.devices) devices.push_back(device_json(d));
   out["devices"] = devices;
+  if (!r.replica_classes.empty()) {
+    ordered_json classes = ordered_json::array();
+    for (const ReplicaClassReport& c : r.replica_classes) {
+      ordered_json stages = ordered_json::array();
+      for (std::size_t s = 0; s < c.stages.size(); ++s) {
+        ordered_json stage = device_json(c.stages[s]);
+        stage["gpu_kind"] = s < c.gpu_kinds.size() ? c.gpu_kinds[s] : std::string();
+        stage["gpus"] = c.gpus_per_stage;
+        stages.push_back(std::move(stage));
+      }
+      classes.push_back({{"replicas", c.replicas}, {"microbatches", c.microbatches}, {"stages", std::move(stages)}});
+    }
+    out["replica_classes"] = std::move(classes);
+  }
   ordered_json links = ordered_json::array();
   for (const auto& l : r.links) links.push_back({{"id", l.id}, {"bytes", l.bytes}, {"busy_s", l.busy_s}});
   out["links"] = links;

@@ -584,6 +584,94 @@ TEST(Simulate, HumanReport) {
   expect_text_matches_json("--set plan.batch.micro=16");
 }
 
+// Replicas on two kinds with uneven shares (docs/mixed-clusters.md, "Uneven batch shares"): the H100
+// replica runs 178 microbatches on nodes 0 and 1, the A100 replica 78 on nodes 2 and 3. The report has a
+// class per replica, each stage's figures those of the class's first GPU there, and the text a row per
+// stage and class with the JSON's numbers.
+TEST(Simulate, ReplicaClassesOnTwoKinds) {
+  const std::string args = "simulate --topology " + repo("topologies/mixed-h100-a100.yaml") + " --model " +
+                           repo("configs/models/gpt3-13b.yaml") + " --plan " +
+                           repo("configs/plans/gpt3-13b-mixed-replicas.yaml");
+  const CommandResult jr = mpsim(args + " --json");
+  ASSERT_EQ(jr.exit_code, 0) << jr.err;
+  const json j = json::parse(jr.out);
+  std::map<std::string, json> device_by_id;
+  for (const json& d : j["devices"]) device_by_id[d["id"]] = d;
+  ASSERT_TRUE(j.contains("replica_classes"));
+  const json& classes = j["replica_classes"];
+  ASSERT_EQ(classes.size(), 2U);
+  struct Expected {
+    int replica, microbatches;
+    std::string kind, node_a, node_b;  // the replica's nodes: stage 0 on the first, stage 1 on the second
+  };
+  const std::vector<Expected> expected{{0, 178, "h100-sxm", "node0/", "node1/"},
+                                       {1, 78, "a100-80gb", "node2/", "node3/"}};
+  for (std::size_t c = 0; c < 2; ++c) {
+    const json& k = classes[c];
+    EXPECT_EQ(k["replicas"], json::array({expected[c].replica}));
+    EXPECT_EQ(k["microbatches"].get<int>(), expected[c].microbatches);
+    ASSERT_EQ(k["stages"].size(), 2U);
+    for (int s = 0; s < 2; ++s) {
+      const json& stage = k["stages"][static_cast<std::size_t>(s)];
+      EXPECT_EQ(stage["stage"].get<int>(), s);
+      EXPECT_EQ(stage["gpu_kind"], expected[c].kind);
+      EXPECT_EQ(stage["gpus"].get<int>(), 8);  // tensor 8, one replica a class
+      const std::string id = stage["id"];
+      EXPECT_EQ(id, (s == 0 ? expected[c].node_a : expected[c].node_b) + "gpu0");
+      // The same figures as the GPU's own entry (which alone carries its memory timeline).
+      json own = device_by_id.at(id);
+      own.erase("memory_timeline");
+      json shown = stage;
+      shown.erase("gpu_kind");
+      shown.erase("gpus");
+      EXPECT_EQ(shown, own) << id;
+      EXPECT_NEAR(stage["busy_s"].get<double>() + stage["idle_s"].get<double>(), j["step_time_s"].get<double>(), 1e-9);
+    }
+  }
+  // The classes differ: the A100 replica's 78 microbatches take about as long as the H100's 178.
+  EXPECT_NE(classes[0]["stages"][0]["busy_s"], classes[1]["stages"][0]["busy_s"]);
+
+  const CommandResult tr = mpsim(args);
+  ASSERT_EQ(tr.exit_code, 0) << tr.err;
+  const std::string quantity = R"(([0-9.]+ ?(?:s|ms|us|ns|B|KiB|MiB|GiB|TiB|%)))";
+  EXPECT_NE(tr.out.find("stage  replicas  microbatches  GPU kind"), std::string::npos) << tr.out;
+  const std::regex row("^(\\d+) +(\\S+) +(\\d+) +(\\S+) +(\\S+) +(\\d+) +" + quantity + " +" + quantity + " +" +
+                       quantity + " +" + quantity + "$");
+  int rows = 0;
+  std::istringstream in(tr.out);
+  for (std::string line; std::getline(in, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, row)) continue;
+    const int stage = std::stoi(m[1].str());
+    const std::size_t c = rows % 2;  // by stage, then by class
+    EXPECT_EQ(stage, rows / 2) << line;
+    const json& shown = classes[c]["stages"][static_cast<std::size_t>(stage)];
+    EXPECT_EQ(m[2].str(), std::to_string(expected[c].replica)) << line;
+    EXPECT_EQ(std::stoi(m[3].str()), expected[c].microbatches) << line;
+    EXPECT_EQ(m[4].str(), expected[c].kind) << line;
+    EXPECT_EQ(m[5].str(), shown["id"]) << line;
+    EXPECT_EQ(std::stoi(m[6].str()), 8) << line;
+    expect_printed(m[7].str(), shown["busy_s"], line);
+    expect_printed(m[8].str(), shown["idle_s"], line);
+    expect_printed(m[9].str(), shown["bubble_fraction"], line);
+    expect_printed(m[10].str(), shown["peak_memory_bytes"], line);
+    ++rows;
+  }
+  EXPECT_EQ(rows, 4) << tr.out;
+}
+
+// Replicas that run alike (the same count on the same kinds: here the pipeline spans the kinds, each
+// replica's stage 0 on H100s) form one class: no replica_classes, and the stage table of one row a stage.
+TEST(Simulate, ReplicasAlikeHaveNoClasses) {
+  const json j = report("", repo("topologies/mixed-h100-a100.yaml"));
+  ASSERT_FALSE(j.empty());
+  EXPECT_FALSE(j.contains("replica_classes"));
+  const CommandResult r = mpsim(simulate("", repo("topologies/mixed-h100-a100.yaml")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("replicas"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(r.out, std::regex("\\nstage +first GPU +GPUs +busy"))) << r.out;
+}
+
 // Time the compute stream waits on in-layer collectives is exposed communication: ZeRO-3's parameter
 // gathers on a network a sixteenth as fast wait for most of what the step grows by, and the idle share,
 // which counts only a free stream, does not see them.

@@ -133,6 +133,64 @@ TEST(ReplicaSharesPlanner, ReplicasOnTwoKindsGetSharesThatEqualiseThem) {
               static_cast<double>(even_step) * 1e-9, static_cast<double>(t[0]) * 1e-6, static_cast<double>(t[4]) * 1e-6);
 }
 
+// GPipe on one stage stashes every microbatch before its first backward, so a replica of n microbatches
+// peaks at its last forward (static + n stashes + the forward's working memory) or at its first
+// backward (static + n - 1 stashes, the running microbatch's being in the backward's working memory):
+// the H100 replicas' 6 of the planner's shares hold 2 stashes more than the even 4. The estimate takes
+// each replica's own count (the simulator's rule), so a reserve that leaves room for the even count and
+// one stash more prunes the candidate before simulating, as the simulated peak of its shares would
+// reject it after.
+TEST(ReplicaSharesPlanner, TheLargestShareSetsTheMemoryEstimate) {
+  const topology::Cluster cluster = testing::mixed_cluster();
+  const model::Model model = testing::shipped_model("gpt3-1.3b");
+  PlannerOptions options = data_only(32);
+  options.space.schedules = {plan::ScheduleKind::GPipe};
+  options.memory_margin = 0;
+  const std::vector<Prepared> prepared = prepare_candidates(cluster, model, options);
+  const auto it = std::find_if(prepared.begin(), prepared.end(), [](const Prepared& p) {
+    return p.spec.degrees[plan::Axis::Data] == 8 && !p.spec.replica_microbatches.empty();
+  });
+  ASSERT_NE(it, prepared.end());
+  ASSERT_EQ(it->spec.replica_microbatches, (std::vector<int>{6, 6, 6, 6, 2, 2, 2, 2}));
+  const plan::Plan shared = plan::resolve_plan(it->spec, cluster, model);
+  plan::Plan even = shared;
+  even.replica_microbatches.clear();
+  ASSERT_EQ(even.microbatches, 4);
+  const engine::CostModel costs = engine::build_cost_model(cluster, model, even, plan::Layout(even), nullptr, 0);
+  const std::int64_t stash = costs.chunk(0, 0).stashed.count();
+  const std::int64_t fixed = costs.ranks.front().static_memory.total().count();
+  const std::int64_t forward_working = costs.chunk(0, 0).forward_working.count();
+  const std::int64_t backward_working = costs.chunk(0, 0).backward_working.count();
+  const auto peak = [&](std::int64_t n) {
+    return fixed + std::max(n * stash + forward_working, (n - 1) * stash + backward_working);
+  };
+  ASSERT_GT(stash, 0);
+  // The closed form, the estimate and the simulator agree: replica 0 (an H100) holds its 6 stashes.
+  const trace::Report uneven_run = engine::simulate(cluster, model, shared).report;
+  const trace::Report even_run = engine::simulate(cluster, model, even).report;
+  const std::int64_t even_peak = even_run.devices.front().peak_memory_bytes;
+  EXPECT_EQ(even_peak, peak(4));
+  EXPECT_EQ(uneven_run.devices.front().peak_memory_bytes, peak(6));
+  EXPECT_EQ(uneven_run.peak_memory_bytes, peak(6));
+  EXPECT_EQ(it->estimate.peak_memory.count(), peak(6));
+  EXPECT_EQ(it->estimate.peak_rank, 0);
+  EXPECT_EQ(it->estimate.static_memory.count(), fixed);
+
+  // Room for the even count and one stash more: the even estimate fits, the H100 replicas' share does not.
+  const std::int64_t capacity = costs.ranks.front().memory_capacity.count();
+  options.memory_reserve = Bytes::bytes(capacity - (even_peak + stash));
+  const std::vector<Prepared> reserved = prepare_candidates(cluster, model, options);
+  const auto pruned = std::find_if(reserved.begin(), reserved.end(),
+                                   [&](const Prepared& p) { return p.spec == it->spec; });
+  ASSERT_NE(pruned, reserved.end());
+  const Bytes usable = usable_memory(Bytes::bytes(capacity), options.memory_reserve, options.memory_margin);
+  EXPECT_LE(Bytes::bytes(even_peak), usable);
+  EXPECT_GT(pruned->estimate.peak_memory, usable);
+  const PlannerResult r = run_planner(cluster, model, options);
+  EXPECT_GE(r.stats.pruned_memory, 1U);
+  for (const Evaluated& e : r.ranked) EXPECT_NE(e.plan.replica_microbatches, shared.replica_microbatches) << e.id;
+}
+
 TEST(ReplicaSharesPlanner, ReplicasOnOneKindShareEvenly) {
   const PlannerResult r =
       run_planner(testing::short_cluster(2, 4), testing::shipped_model("gpt3-1.3b"), data_only(32));

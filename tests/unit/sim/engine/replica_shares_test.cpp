@@ -101,6 +101,60 @@ TEST(ReplicaShares, EachReplicaHoldsItsOwnMicrobatchesActivations) {
   EXPECT_EQ(r.devices[0].peak_memory_bytes - even.devices[0].peak_memory_bytes, 2 * stash);
 }
 
+TEST(ReplicaShares, TheReportShowsEachClassOfReplicas) {
+  // Pipeline 2 x data 2, GPipe, one layer a stage, replica 1 kSlow times slower: shares 10 and 2 make two
+  // classes. A class's stage is busy n (f + b); the step is the slower replica's (n + p - 1)(f + b); a
+  // GPipe stage holds all n stashes, so the classes' peaks at a stage differ by (10 - 2) stashes.
+  const topology::Cluster c = box_with_slow_replica(4);
+  const long stash = 1L << 30;
+  const model::Model m = layers(2, stash);
+  const trace::Report r = simulate(c, m, data_plan(2, 6, "[10, 2]", c, m, "gpipe")).report;
+  const std::int64_t fb0 = 3 * kMs;
+  const std::int64_t fb1 = static_cast<std::int64_t>(kSlow) * fb0;
+  const double step = static_cast<double>(std::max(11 * fb0, 3 * fb1)) * 1e-9;
+  EXPECT_NEAR(r.step_time_s, step, 20e-9);
+  ASSERT_EQ(r.replica_classes.size(), 2U);
+  const trace::ReplicaClassReport& fast = r.replica_classes[0];
+  const trace::ReplicaClassReport& slow = r.replica_classes[1];
+  EXPECT_EQ(fast.replicas, std::vector<int>{0});
+  EXPECT_EQ(slow.replicas, std::vector<int>{1});
+  EXPECT_EQ(fast.microbatches, 10);
+  EXPECT_EQ(slow.microbatches, 2);
+  EXPECT_EQ(fast.gpus_per_stage, 1);
+  EXPECT_EQ(fast.gpu_kinds, (std::vector<std::string>{"a100-80gb", "a100-80gb"}));
+  ASSERT_EQ(fast.stages.size(), 2U);
+  ASSERT_EQ(slow.stages.size(), 2U);
+  const plan::Plan p = data_plan(2, 6, "[10, 2]", c, m, "gpipe");
+  const plan::Layout layout(p);
+  for (int s = 0; s < 2; ++s) {
+    const trace::DeviceReport& f = fast.stages[static_cast<std::size_t>(s)];
+    const trace::DeviceReport& w = slow.stages[static_cast<std::size_t>(s)];
+    EXPECT_EQ(f.stage, s);
+    EXPECT_EQ(w.stage, s);
+    // The first GPU of replica d at stage s.
+    const int first = layout.with(0, plan::Axis::Pipeline, s);
+    EXPECT_EQ(f.id, r.devices[static_cast<std::size_t>(layout.with(first, plan::Axis::Data, 0))].id);
+    EXPECT_EQ(w.id, r.devices[static_cast<std::size_t>(layout.with(first, plan::Axis::Data, 1))].id);
+    EXPECT_NE(f.id, w.id);
+    EXPECT_NEAR(f.busy_s, static_cast<double>(10 * fb0) * 1e-9, 20e-9) << s;
+    EXPECT_NEAR(w.busy_s, static_cast<double>(2 * fb1) * 1e-9, 20e-9) << s;
+    EXPECT_NEAR(f.idle_s, r.step_time_s - f.busy_s, 1e-12);
+    EXPECT_NEAR(w.bubble_fraction, w.idle_s / r.step_time_s, 1e-12);
+    EXPECT_EQ(f.peak_memory_bytes - w.peak_memory_bytes, 8 * stash) << s;
+  }
+  // The JSON carries the same figures; a report whose replicas run alike has no classes, and its JSON no key.
+  const nlohmann::ordered_json j = trace::report_json(r);
+  ASSERT_TRUE(j.contains("replica_classes"));
+  EXPECT_EQ(j["replica_classes"][0]["microbatches"], 10);
+  EXPECT_EQ(j["replica_classes"][1]["replicas"], nlohmann::ordered_json::parse("[1]"));
+  EXPECT_EQ(j["replica_classes"][1]["stages"][1]["busy_s"].get<double>(), slow.stages[1].busy_s);
+  EXPECT_EQ(j["replica_classes"][0]["stages"][0]["gpu_kind"], "a100-80gb");
+  EXPECT_EQ(j["replica_classes"][0]["stages"][0]["gpus"], 1);
+  const trace::Report alike = simulate(c, m, data_plan(2, 6, "", c, m, "gpipe")).report;
+  EXPECT_TRUE(alike.replica_classes.empty());
+  EXPECT_FALSE(trace::report_json(alike).contains("replica_classes"));
+}
+
 TEST(ReplicaShares, EvenSharesGivenAreTheEvenRun) {
   const topology::Cluster c = box_with_slow_replica(4);
   const model::Model m = layers(2);
