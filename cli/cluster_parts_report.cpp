@@ -4,7 +4,6 @@
 
 #include "cli/kinds_alone_report.h"
 #include "cli/table.h"
-#include "sim/plan/plan_json.h"
 
 namespace mpsim::cli {
 
@@ -49,16 +48,7 @@ nlohmann::ordered_json cluster_parts_json(const std::vector<ClusterPartSearch>& 
                                  {"nodes", p.part.cluster.node_count},
                                  {"gpus", p.part.cluster.gpus().size()},
                                  {"fits", best != nullptr}};
-    if (best == nullptr) {
-      entry["best_step_time_s"] = nullptr;
-      entry["error"] = p.error;
-    } else {
-      entry["best_step_time_s"] = best->report.step_time_s;
-      entry["peak_memory_bytes"] = best->report.peak_memory_bytes;
-      entry["mfu"] = best->report.mfu;
-      entry["plan_summary"] = plan_summary(best->plan);
-      entry["plan"] = plan::plan_json(best->plan);
-    }
+    add_best_plan_json(entry, best, p.error);
     if (best != nullptr && mix_step_s) {
       entry["faster"] = best->report.step_time_s < *mix_step_s ? "part" : "mix";
       entry["mix_speedup"] = best->report.step_time_s / *mix_step_s;

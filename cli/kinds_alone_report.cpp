@@ -16,6 +16,19 @@ std::string plan_summary(const plan::Plan& p) {
                      plan::to_string(p.schedule), model::to_string(p.recompute), p.zero);
 }
 
+void add_best_plan_json(nlohmann::ordered_json& entry, const planner::Evaluated* best, const std::string& error) {
+  if (best == nullptr) {
+    entry["best_step_time_s"] = nullptr;
+    entry["error"] = error;
+    return;
+  }
+  entry["best_step_time_s"] = best->report.step_time_s;
+  entry["peak_memory_bytes"] = best->report.peak_memory_bytes;
+  entry["mfu"] = best->report.mfu;
+  entry["plan_summary"] = plan_summary(best->plan);
+  entry["plan"] = plan::plan_json(best->plan);
+}
+
 std::string kinds_alone_text(const std::vector<KindAloneSearch>& kinds, bool mix_has_plan) {
   if (kinds.empty()) return {};
   std::string out = "\nEach GPU kind alone (its nodes searched as the mix was; --no-single-kind leaves this out):\n";
@@ -54,16 +67,7 @@ nlohmann::ordered_json kinds_alone_json(const std::vector<KindAloneSearch>& kind
                                  {"nodes", k.kind.cluster.node_count},
                                  {"gpus", k.kind.cluster.gpus().size()},
                                  {"fits", best != nullptr}};
-    if (best == nullptr) {
-      entry["best_step_time_s"] = nullptr;
-      entry["error"] = k.error;
-    } else {
-      entry["best_step_time_s"] = best->report.step_time_s;
-      entry["peak_memory_bytes"] = best->report.peak_memory_bytes;
-      entry["mfu"] = best->report.mfu;
-      entry["plan_summary"] = plan_summary(best->plan);
-      entry["plan"] = plan::plan_json(best->plan);
-    }
+    add_best_plan_json(entry, best, k.error);
     if (k.against_mix) {
       const planner::AgainstMix& a = *k.against_mix;
       entry["faster"] = a.alone_faster ? "alone" : "mix";

@@ -26,6 +26,10 @@ struct KindAloneSearch {
 /// every report names them (plan::summary).
 [[nodiscard]] std::string plan_summary(const plan::Plan& p);
 
+/// A part of the cluster's best plan in its JSON object (`entry`): `best_step_time_s` and either `error`
+/// (no plan) or `peak_memory_bytes`, `mfu`, `plan_summary` and `plan`.
+void add_best_plan_json(nlohmann::ordered_json& entry, const planner::Evaluated* best, const std::string& error);
+
 /// The lines under the ranking: each kind alone, its best step and plan or why it has none, how much
 /// faster the mix is; and a warning for each kind alone that is faster than the mix, with why.
 /// `mix_has_plan`: whether the mix has a best plan.
