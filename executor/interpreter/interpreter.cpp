@@ -71,13 +71,17 @@ class Interpreter {
     }
     // Point-to-point messages are tagged with their number; the gathers to rank 0 use the two after,
     // the context ring the one after those. Every rank takes the same tags past the messages: those of
-    // the largest share when the replicas' counts differ.
+    // the largest share when the replicas' counts differ. The loss is where each replica's routes end.
     std::int64_t messages = 0;
     int most_microbatches = 0;
     for (int d = 0; d < plan.degrees[plan::Axis::Data]; ++d) {
-      const std::int64_t n = schedule::message_count(schedule::shape_of(plan::replica_plan(plan, d)));
-      if (n > messages) most_microbatches = plan.microbatches_of_replica(d);
-      messages = std::max(messages, n);
+      const schedule::PipelineShape shape = schedule::shape_of(plan::replica_plan(plan, d));
+      if (schedule::message_count(shape) > messages) {
+        messages = schedule::message_count(shape);
+        most_microbatches = shape.microbatches;
+      }
+      loss_ranks_.emplace_back(schedule::rank_of(shape, schedule::route_of(shape, 0).last),
+                               schedule::rank_of(shape, schedule::route_of(shape, shape.microbatches - 1).last));
     }
     if (messages + 3 > backend.max_tag()) {
       throw std::invalid_argument(fmt::format("{} microbatches x {} virtual stages make {} messages, more than the "
@@ -85,11 +89,6 @@ class Interpreter {
                                               most_microbatches, plan.stages(), messages, backend.max_tag()));
     }
     gather_tag_ = static_cast<int>(messages);
-    for (int d = 0; d < plan.degrees[plan::Axis::Data]; ++d) {
-      const schedule::PipelineShape shape = schedule::shape_of(plan::replica_plan(plan, d));
-      loss_ranks_.emplace_back(schedule::rank_of(shape, schedule::route_of(shape, 0).last),
-                               schedule::rank_of(shape, schedule::route_of(shape, shape.microbatches - 1).last));
-    }
     // A GPU's slowdown (a what-if, sim/topology/instance_override.h) as the simulator prices it: each
     // compute op takes `slowdown` times as long. The CPU backend emulates it by waiting; a real GPU's
     // speed is its own.
@@ -157,7 +156,8 @@ class Interpreter {
       // in a bidirectional schedule (of each replica's own count).
       for (int r = 0; r < layout_.ranks(); ++r) {
         const int pipeline = layout_.coordinate(r, plan::Axis::Pipeline);
-        const auto [loss_rank, other_loss_rank] = loss_ranks_[static_cast<std::size_t>(layout_.coordinate(r, plan::Axis::Data))];
+        const auto [loss_rank, other_loss_rank] =
+            loss_ranks_[static_cast<std::size_t>(layout_.coordinate(r, plan::Axis::Data))];
         if ((pipeline != loss_rank && pipeline != other_loss_rank) || layout_.coordinate(r, plan::Axis::Tensor) != 0) {
           continue;
         }

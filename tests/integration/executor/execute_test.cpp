@@ -158,6 +158,10 @@ INSTANTIATE_TEST_SUITE_P(
               "--set plan.data=2 --set plan.zero=1 --set 'plan.replica_microbatches=[1,3]' --grad-bucket 4000"},
         Split{"pipeline_data_uneven", 4,
               "--set plan.pipeline=2 --set plan.data=2 --set plan.micro_batch=1 --set plan.schedule=1f1b "
+              "--set 'plan.replica_microbatches=[6,2]' --grad-bucket 4000"},
+        // A V: each replica's loss on pipeline rank 0, its chunks turning on rank 1.
+        Split{"zb_v_data_uneven", 4,
+              "--set plan.pipeline=2 --set plan.data=2 --set plan.micro_batch=1 --set plan.schedule=zb-v "
               "--set 'plan.replica_microbatches=[6,2]' --grad-bucket 4000"}),
     [](const ::testing::TestParamInfo<Split>& info) { return std::string(info.param.name); });
 
