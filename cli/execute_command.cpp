@@ -66,7 +66,7 @@ void print_execute_report(const Inputs& in, const executor::ExecuteResult& resul
   const trace::Report& r = result.report;
   std::cout << fmt::format("\n{} on {} ranks ({} backend): {}{}, {}, {} microbatches of {}\n", in.model.name,
                            p.gpus(), backend, plan::summary(p.degrees), p.virtual_stages > 1 ? fmt::format(" (x{} virtual)", p.virtual_stages) : "",
-                           plan::to_string(p.schedule), p.microbatches, p.micro_batch);
+                           plan::to_string(p.schedule), plan::microbatches_text(p), p.micro_batch);
   std::cout << fmt::format("  step time     {} (median of {} measured steps, step {})\n",
                            to_string(TimeNs::seconds(r.step_time_s)), result.step_times_s.size(), result.median_step + 1);
   std::cout << fmt::format("  idle          {} of all rank time; pipeline bubble rate {}\n", percent(r.bubble_fraction),

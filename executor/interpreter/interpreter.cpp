@@ -20,6 +20,7 @@
 #include "executor/interpreter/program_for_plan.h"
 #include "executor/interpreter/step_record.h"
 #include "sim/plan/layout.h"
+#include "sim/plan/replica_share.h"
 #include "sim/schedule/message.h"
 #include "sim/schedule/passes.h"
 #include "sim/schedule/program.h"
@@ -58,7 +59,9 @@ class Interpreter {
     const schedule::ChunkGradientBytes gradient_bytes = schedule::chunk_gradient_split(model, plan);
     gradient_bytes_ = gradient_bytes.dense;
     expert_gradient_bytes_ = gradient_bytes.experts;
-    program_ = program_for_plan(model, plan, gradient_bytes, options.grad_bucket);
+    // Each rank runs its replica's program: with uneven shares, the schedule of its own microbatch count.
+    program_ = program_for_plan(model, plan, gradient_bytes, options.grad_bucket,
+                                layout_.coordinate(me_, plan::Axis::Data));
     // As the program's sharded weights.
     zero3_ = plan.zero >= 3 && plan.degrees.product(plan::Axis::Data | plan::Axis::Context) > 1;
     shard_axes_ = schedule::dense_shard_group(plan);
@@ -67,12 +70,23 @@ class Interpreter {
       throw std::invalid_argument(fmt::format("invalid program: {}", error->message));
     }
     // Point-to-point messages are tagged with their number; the gathers to rank 0 use the two after,
-    // the context ring the one after those.
-    const std::int64_t messages = schedule::message_count(program_.shape);
+    // the context ring the one after those. Every rank takes the same tags past the messages: those of
+    // the largest share when the replicas' counts differ. The loss is where each replica's routes end.
+    std::int64_t messages = 0;
+    int most_microbatches = 0;
+    for (int d = 0; d < plan.degrees[plan::Axis::Data]; ++d) {
+      const schedule::PipelineShape shape = schedule::shape_of(plan::replica_plan(plan, d));
+      if (schedule::message_count(shape) > messages) {
+        messages = schedule::message_count(shape);
+        most_microbatches = shape.microbatches;
+      }
+      loss_ranks_.emplace_back(schedule::rank_of(shape, schedule::route_of(shape, 0).last),
+                               schedule::rank_of(shape, schedule::route_of(shape, shape.microbatches - 1).last));
+    }
     if (messages + 3 > backend.max_tag()) {
       throw std::invalid_argument(fmt::format("{} microbatches x {} virtual stages make {} messages, more than the "
                                               "backend's largest tag ({})",
-                                              plan.microbatches, plan.stages(), messages, backend.max_tag()));
+                                              most_microbatches, plan.stages(), messages, backend.max_tag()));
     }
     gather_tag_ = static_cast<int>(messages);
     // A GPU's slowdown (a what-if, sim/topology/instance_override.h) as the simulator prices it: each
@@ -139,12 +153,11 @@ class Interpreter {
       double loss = 0;
       std::int64_t count = 0;
       // The loss is where the microbatches' routes end: the last pipeline rank, rank 0 in a V, both
-      // in a bidirectional schedule.
-      const schedule::PipelineShape& shape = program_.shape;
-      const int loss_rank = schedule::rank_of(shape, schedule::route_of(shape, 0).last);
-      const int other_loss_rank = schedule::rank_of(shape, schedule::route_of(shape, shape.microbatches - 1).last);
+      // in a bidirectional schedule (of each replica's own count).
       for (int r = 0; r < layout_.ranks(); ++r) {
         const int pipeline = layout_.coordinate(r, plan::Axis::Pipeline);
+        const auto [loss_rank, other_loss_rank] =
+            loss_ranks_[static_cast<std::size_t>(layout_.coordinate(r, plan::Axis::Data))];
         if ((pipeline != loss_rank && pipeline != other_loss_rank) || layout_.coordinate(r, plan::Axis::Tensor) != 0) {
           continue;
         }
@@ -770,6 +783,7 @@ class Interpreter {
   int me_ = 0;             // world rank
   int pipeline_rank_ = 0;  // the stream it runs
   int gather_tag_ = 0;
+  std::vector<std::pair<int, int>> loss_ranks_;  ///< by data-parallel rank: the pipeline ranks its routes end on
   double slowdown_ = 1.0;  ///< this rank's GPU's (Device::slowdown), emulated by stretch_since()
   std::chrono::steady_clock::duration overwaited_{};  ///< how late stretch_since()'s waits ended, to take off
   int parameter_tag_ = 0;

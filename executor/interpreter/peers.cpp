@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/plan/layout.h"
+#include "sim/plan/replica_share.h"
 #include "sim/schedule/generators.h"
 #include "sim/schedule/passes.h"
 
@@ -10,7 +11,9 @@ namespace mpsim::executor {
 
 std::vector<int> point_to_point_peers(const plan::Plan& plan, int world_rank) {
   const plan::Layout layout(plan);
-  const schedule::Program program = schedule::lower_comm(schedule::compute_program(plan));
+  // The rank's replica's schedule (its own microbatch count when the shares are uneven).
+  const int replica = layout.coordinate(world_rank, plan::Axis::Data);
+  const schedule::Program program = schedule::lower_comm(schedule::compute_program(plan::replica_plan(plan, replica)));
   const int stage = layout.coordinate(world_rank, plan::Axis::Pipeline);
   std::vector<int> peers;
   for (const schedule::Op& op : program.streams.at(static_cast<std::size_t>(stage))) {

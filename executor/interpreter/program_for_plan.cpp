@@ -4,12 +4,13 @@
 
 #include <fmt/format.h>
 
+#include "sim/plan/replica_share.h"
 #include "sim/schedule/passes.h"
 
 namespace mpsim::executor {
 
 schedule::Program program_for_plan(const model::Model& model, const plan::Plan& plan,
-                                   const schedule::ChunkGradientBytes& gradient_bytes, Bytes bucket) {
+                                   const schedule::ChunkGradientBytes& gradient_bytes, Bytes bucket, int replica) {
   // Ulysses gives each context rank whole heads of its tensor rank's share.
   if (plan.degrees[plan::Axis::Context] > 1 && plan.context_comm == plan::ContextComm::AllToAll && model.shape &&
       model.shape->heads % (plan.degrees[plan::Axis::Context] * plan.degrees[plan::Axis::Tensor]) != 0) {
@@ -52,19 +53,15 @@ schedule::Program program_for_plan(const model::Model& model, const plan::Plan& 
     throw std::invalid_argument(
         "the executor exchanges tokens with all-to-alls; moe_token_dispatcher_type flex is simulated only");
   }
-  // Every rank runs one program of the plan's microbatch count; uneven replica shares are simulated only.
-  if (plan.uneven_shares()) {
-    throw std::invalid_argument(
-        "the executor runs every data-parallel replica on the same microbatches; uneven replica_microbatches are "
-        "simulated only");
-  }
   schedule::GradientSync sync;
   sync.gradient_bytes = gradient_bytes.dense;
   // As the simulator: experts without replicas of their own (expert data 1) have nothing to reduce.
   if (schedule::reduces_expert_gradients(plan)) sync.expert_gradient_bytes = gradient_bytes.experts;
   sync.bucket_size = bucket.count() > 0 ? bucket : schedule::default_gradient_bucket(plan, model.dtype_bytes);
   sync.overlap = plan.overlap_grad_reduce;
-  return schedule::plan_program(model, plan, std::move(sync));
+  // Uneven shares: the replica's own count, as the simulator builds each replica class's program. The
+  // gradient buckets are the whole plan's, so every replica's collectives pair up.
+  return schedule::plan_program(model, plan::replica_plan(plan, replica), std::move(sync));
 }
 
 std::optional<std::string> world_size_mismatch(const plan::Plan& plan, int world) {

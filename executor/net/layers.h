@@ -69,7 +69,8 @@ struct NetDims {
 };
 
 /// One microbatch's data: token ids (embedding input), labels (loss), and the loss scale
-/// (1 / (microbatches x data-parallel ranks), so summed gradients are those of the global mean loss).
+/// (1 / the step's microbatches over every replica, microbatches x data-parallel ranks however the
+/// replicas share them, so summed gradients are those of the global mean loss).
 struct Batch {
   std::vector<std::int32_t> tokens;
   std::vector<std::int32_t> labels;

@@ -9,6 +9,7 @@
 
 #include "executor/net/init.h"
 #include "sim/plan/plan_check.h"
+#include "sim/plan/replica_share.h"
 
 namespace mpsim::executor {
 namespace {
@@ -251,12 +252,15 @@ Batch Network::make_batch(int step, int microbatch) const {
   Batch b;
   b.samples = plan_.micro_batch;
   b.rows = rows_;
-  // Each context rank averages the loss over its share of the tokens.
-  b.loss_scale = 1.0f / static_cast<float>(plan_.microbatches * plan_.degrees[plan::Axis::Data] *
-                                           plan_.degrees[plan::Axis::Context]);
-  // Global sample index: data-parallel rank d holds samples [d * m * b, (d + 1) * m * b) of the
-  // global batch, so the same global batch is seen however it is split.
-  const std::int64_t first = (static_cast<std::int64_t>(data_rank_) * plan_.microbatches + microbatch) * plan_.micro_batch;
+  // Each context rank averages the loss over its share of the tokens. Every microbatch weighs the same
+  // in the global mean, 1 / the step's microbatches over all replicas, whatever its replica's share:
+  // the data-parallel sum of the gradients is then the whole global batch's.
+  b.loss_scale = 1.0f / static_cast<float>(plan::step_microbatches(plan_) * plan_.degrees[plan::Axis::Context]);
+  // Global sample index: data-parallel rank d holds the samples of microbatches [first, first + its
+  // share) of the global batch (d x m onwards when the shares are even), so the same global batch is
+  // seen however it is split.
+  const std::int64_t first =
+      (plan::first_microbatch_of_replica(plan_, data_rank_) + microbatch) * plan_.micro_batch;
   // The positions this rank holds: all, or under context parallelism chunks r and 2C - 1 - r of 2C.
   std::vector<std::int64_t> held;
   const std::int64_t c = plan_.degrees[plan::Axis::Context];

@@ -29,6 +29,7 @@
 #include "sim/engine/timeline_recorder.h"
 #include "sim/plan/layout.h"
 #include "sim/plan/plan_check.h"
+#include "sim/plan/replica_share.h"
 #include "sim/schedule/generators.h"
 #include "sim/schedule/message.h"
 #include "sim/schedule/passes.h"
@@ -1130,9 +1131,7 @@ Prediction simulate(const topology::Cluster& cluster, const model::Model& model,
   programs.reserve(classes.first_replica.size());
   for (const int d : classes.first_replica) {
     costs.push_back(build_cost_model(cluster, model, plan, layout, options.routes, d));
-    plan::Plan share = plan;
-    share.microbatches = plan.microbatches_of_replica(d);
-    programs.push_back(build_program(model, share, costs.back(), options));
+    programs.push_back(build_program(model, plan::replica_plan(plan, d), costs.back(), options));
   }
   std::vector<ReplicaWork> work;
   for (std::size_t c = 0; c < programs.size(); ++c) work.push_back({&programs[c], &costs[c]});

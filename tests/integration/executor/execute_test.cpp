@@ -149,7 +149,20 @@ INSTANTIATE_TEST_SUITE_P(
         Split{"recompute_full", 2, "--set plan.pipeline=2 --set plan.recompute=full"},
         Split{"recompute_selective", 2, "--set plan.pipeline=2 --set plan.schedule=zb-h1 --set plan.recompute=selective"},
         Split{"pipeline_tensor", 4, "--set plan.pipeline=2 --set plan.tensor=2"},
-        Split{"pipeline_data", 4, "--set plan.pipeline=2 --set plan.data=2 --grad-bucket 4000"}),
+        Split{"pipeline_data", 4, "--set plan.pipeline=2 --set plan.data=2 --grad-bucket 4000"},
+        // Uneven shares: each replica runs the schedule of its own microbatch count over its part of
+        // the global batch (3 and 1 of 4; 6 and 2 of 8 at micro batch 1), every microbatch weighted
+        // alike in the global mean.
+        Split{"data_uneven", 2, "--set plan.data=2 --set 'plan.replica_microbatches=[3,1]' --grad-bucket 4000"},
+        Split{"data_uneven_zero1", 2,
+              "--set plan.data=2 --set plan.zero=1 --set 'plan.replica_microbatches=[1,3]' --grad-bucket 4000"},
+        Split{"pipeline_data_uneven", 4,
+              "--set plan.pipeline=2 --set plan.data=2 --set plan.micro_batch=1 --set plan.schedule=1f1b "
+              "--set 'plan.replica_microbatches=[6,2]' --grad-bucket 4000"},
+        // A V: each replica's loss on pipeline rank 0, its chunks turning on rank 1.
+        Split{"zb_v_data_uneven", 4,
+              "--set plan.pipeline=2 --set plan.data=2 --set plan.micro_batch=1 --set plan.schedule=zb-v "
+              "--set 'plan.replica_microbatches=[6,2]' --grad-bucket 4000"}),
     [](const ::testing::TestParamInfo<Split>& info) { return std::string(info.param.name); });
 
 /// Random small shapes (seeded, so a failure reruns as it failed): the model's depth, width, heads,
@@ -440,6 +453,70 @@ TEST(ExecuteTest, PrintsTheLossOfEveryStep) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_NE(run.out.find("step 1 (warm-up): loss"), std::string::npos) << run.out;
   EXPECT_NE(run.out.find("step 3: loss"), std::string::npos) << run.out;
+}
+
+/// The losses a run prints ("step 2: loss 4.123456, ..."), one per step.
+std::vector<double> printed_losses(const std::string& out) {
+  std::vector<double> losses;
+  std::istringstream lines(out);
+  for (std::string line; std::getline(lines, line);) {
+    const auto at = line.find(": loss ");
+    if (line.rfind("step ", 0) == 0 && at != std::string::npos) losses.push_back(std::stod(line.substr(at + 7)));
+  }
+  return losses;
+}
+
+/// Forward spans of each rank's compute lane ("gpu0 compute") in a Chrome trace.
+std::map<std::string, int> forwards_by_lane(const std::filesystem::path& trace) {
+  std::ifstream in(trace);
+  const auto chrome = nlohmann::json::parse(in);
+  std::map<std::pair<int, int>, std::string> lane;
+  for (const auto& e : chrome.at("traceEvents")) {
+    if (e.value("ph", "") == "M" && e.value("name", "") == "thread_name") {
+      lane[{e.at("pid").get<int>(), e.at("tid").get<int>()}] = e.at("args").at("name").get<std::string>();
+    }
+  }
+  std::map<std::string, int> out;
+  for (const auto& e : chrome.at("traceEvents")) {
+    if (e.value("ph", "") == "X" && e.value("cat", "") == "forward") {
+      ++out[lane[{e.at("pid").get<int>(), e.at("tid").get<int>()}]];
+    }
+  }
+  return out;
+}
+
+// Uneven shares (replica_microbatches [3, 1]: replica 0 runs microbatches 0-2 of the global batch,
+// replica 1 the last) against the even split of the same global batch ([2, 2]) on 2 ranks: each
+// microbatch weighs 1/4 in the global mean loss whatever its replica's share, so three SGD steps
+// (whose update is proportional to the gradient, scale included) print the same losses and end on the
+// same weights. Each rank ran the schedule of its own share: 3 and 1 forward passes in the measured step.
+TEST(ExecuteTest, UnevenSharesTrainAsTheEvenSplitOfTheSameBatch) {
+  struct Run {
+    std::vector<double> losses;
+    Parameters parameters;
+    std::map<std::string, int> forwards;
+  };
+  const auto run = [](const std::string& shares, const std::string& tag) {
+    const auto dir = scratch("execute-uneven");
+    const auto params = dir / (tag + ".params");
+    const auto trace = dir / (tag + ".json");
+    const CommandResult r = run_mpsim(inputs(2) + " --set plan.pipeline=1 --set plan.data=2 --set 'plan.replica_microbatches=" +
+                                      shares + "' --grad-bucket 4000 --steps 3 --warmup 0 --optimizer sgd --dump-parameters " +
+                                      params.string() + " --trace " + trace.string());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return Run{printed_losses(r.out), read_parameters(params), forwards_by_lane(trace)};
+  };
+  const Run uneven = run("[3,1]", "uneven");
+  const Run even = run("[2,2]", "even");
+  ASSERT_EQ(uneven.losses.size(), 3u);
+  ASSERT_EQ(even.losses.size(), 3u);
+  for (std::size_t i = 0; i < 3; ++i) EXPECT_NEAR(uneven.losses[i], even.losses[i], 1e-5) << "step " << i + 1;
+  EXPECT_NE(uneven.losses[0], uneven.losses[2]) << "the steps trained";
+  expect_same_parameters(even.parameters, uneven.parameters);
+  EXPECT_EQ(uneven.forwards.at("gpu0 compute"), 3);
+  EXPECT_EQ(uneven.forwards.at("gpu1 compute"), 1);
+  EXPECT_EQ(even.forwards.at("gpu0 compute"), 2);
+  EXPECT_EQ(even.forwards.at("gpu1 compute"), 2);
 }
 
 /// One of the CPU closed loop's plans (bench/closed_loop.sh): its model and plan text.

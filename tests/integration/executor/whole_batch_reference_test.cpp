@@ -522,6 +522,8 @@ TEST_P(WholeBatchReferenceTest, TwoStepsMatchTheWholeBatchReference) {
 // parallelism over 2 ranks (2 microbatches each, gradients all-reduced in buckets; with ZeRO-1 each
 // rank updates its shard with its own optimizer state), under Adam; and SGD, whose update is
 // proportional to the gradient, for the gradient's scale (Adam's update hardly sees a scale error).
+// Uneven shares (replica_microbatches [3, 1]): replica 0 runs microbatches 0-2 of the global batch,
+// replica 1 microbatch 3, each microbatch weighted 1/4 of the global mean, not 1/(its replica's count).
 INSTANTIATE_TEST_SUITE_P(
     Splits, WholeBatchReferenceTest,
     ::testing::Values(Split{"adam_one_rank", 1, "", Optimizer::Adam},
@@ -531,7 +533,13 @@ INSTANTIATE_TEST_SUITE_P(
                             Optimizer::Adam},
                       Split{"sgd_one_rank", 1, "", Optimizer::Sgd},
                       Split{"sgd_pipeline", 2, "--set plan.pipeline=2 --set plan.schedule=1f1b", Optimizer::Sgd},
-                      Split{"sgd_data", 2, "--set plan.data=2 --grad-bucket 4000", Optimizer::Sgd}),
+                      Split{"sgd_data", 2, "--set plan.data=2 --grad-bucket 4000", Optimizer::Sgd},
+                      Split{"adam_data_uneven", 2,
+                            "--set plan.data=2 --set 'plan.replica_microbatches=[3,1]' --grad-bucket 4000",
+                            Optimizer::Adam},
+                      Split{"sgd_data_uneven", 2,
+                            "--set plan.data=2 --set 'plan.replica_microbatches=[3,1]' --grad-bucket 4000",
+                            Optimizer::Sgd}),
     [](const ::testing::TestParamInfo<Split>& info) { return std::string(info.param.name); });
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "plan_test_support.h"
 #include "sim/plan/plan_json.h"
+#include "sim/plan/replica_share.h"
 
 namespace mpsim::plan::replica_shares_check {
 namespace {
@@ -40,6 +41,24 @@ TEST(ReplicaShares, ReadAndKeptByTheResolvedPlan) {
   EXPECT_EQ(even.microbatches_of_replica(1), 128);
   // Given and even: the same as absent for the run.
   EXPECT_FALSE(resolve(std::string(kBase) + "replica_microbatches: [128, 128]\n").uneven_shares());
+}
+
+TEST(ReplicaShares, EachReplicasPlanAndItsPlaceInTheGlobalBatch) {
+  const Plan p = resolve(std::string(kBase) + "replica_microbatches: [180, 76]\n");
+  // Each replica's schedule is generated for its own count; the rest of the plan is the plan's.
+  EXPECT_EQ(replica_plan(p, 0).microbatches, 180);
+  EXPECT_EQ(replica_plan(p, 1).microbatches, 76);
+  EXPECT_EQ(replica_plan(p, 1).replica_microbatches, p.replica_microbatches);
+  EXPECT_EQ(replica_plan(p, 1).degrees, p.degrees);
+  // Replica 1's microbatches follow replica 0's 180 in the global batch of 256, each weighing 1/256.
+  EXPECT_EQ(first_microbatch_of_replica(p, 0), 0);
+  EXPECT_EQ(first_microbatch_of_replica(p, 1), 180);
+  EXPECT_EQ(step_microbatches(p), 256);
+  // Even: replica d from d x 128, every replica's plan the plan itself.
+  const Plan even = resolve(kBase);
+  EXPECT_EQ(first_microbatch_of_replica(even, 1), 128);
+  EXPECT_EQ(step_microbatches(even), 256);
+  EXPECT_EQ(replica_plan(even, 1), even);
 }
 
 TEST(ReplicaShares, BadListsNameTheFileLineAndField) {
