@@ -46,6 +46,17 @@ void print_peak_breakdown(const std::vector<const trace::DeviceReport*>& devices
   std::cout << table.render();
 }
 
+/// Whether a slowdown what-if slows any GPU of the report: the stage tables then show each stage's
+/// slowest GPU rather than its first.
+bool any_slowed(const trace::Report& r, const std::function<double(const std::string&)>& slowdown_of) {
+  return std::any_of(r.devices.begin(), r.devices.end(), [&](const auto& d) { return slowdown_of(d.id) != 1.0; });
+}
+
+/// A stage table's GPU: "node0/gpu1 (2.5x slow)" under a slowdown, else its name.
+std::string shown_gpu(const std::string& id, double slowdown) {
+  return slowdown != 1.0 ? fmt::format("{} ({:g}x slow)", id, slowdown) : id;
+}
+
 /// Data-parallel ranks as runs: "0", "1-3", "0,2-3".
 std::string replica_text(const std::vector<int>& replicas) {
   std::string out;
@@ -63,8 +74,7 @@ std::string replica_text(const std::vector<int>& replicas) {
 /// with the class's replicas, microbatch count and GPU kind, then what each row's peak holds.
 void print_replica_class_stages(const trace::Report& r,
                                 const std::function<double(const std::string&)>& slowdown_of) {
-  const bool slowed =
-      std::any_of(r.devices.begin(), r.devices.end(), [&](const auto& d) { return slowdown_of(d.id) != 1.0; });
+  const bool slowed = any_slowed(r, slowdown_of);
   Table stages;
   stages.add_row({"stage", "replicas", "microbatches", "GPU kind", slowed ? "slowest GPU" : "first GPU", "GPUs", "busy",
                   "idle", "idle share", "peak memory"});
@@ -74,9 +84,8 @@ void print_replica_class_stages(const trace::Report& r,
   for (std::size_t s = 0; s < ranks; ++s) {
     for (const trace::ReplicaClassReport& c : r.replica_classes) {
       const trace::DeviceReport& d = c.stages.at(s);
-      const double slowdown = slowdown_of(d.id);
       stages.add_row({std::to_string(d.stage), replica_text(c.replicas), std::to_string(c.microbatches),
-                      c.gpu_kinds.at(s), slowdown != 1.0 ? fmt::format("{} ({:g}x slow)", d.id, slowdown) : d.id,
+                      c.gpu_kinds.at(s), shown_gpu(d.id, slowdown_of(d.id)),
                       std::to_string(c.gpus_per_stage), to_string(TimeNs::seconds(d.busy_s)),
                       to_string(TimeNs::seconds(d.idle_s)), percent(d.bubble_fraction),
                       to_string(Bytes::bytes(d.peak_memory_bytes)) + (d.oom ? " OOM" : "")});
@@ -118,7 +127,7 @@ bool within_memory_margin(const trace::Report& r) {
 void print_stage_table(const Inputs& in, const trace::Report& r,
                        const std::function<double(const std::string&)>& slowdown_of) {
   const plan::Plan& p = *in.plan;
-  const bool slowed = std::any_of(r.devices.begin(), r.devices.end(), [&](const auto& d) { return slowdown_of(d.id) != 1.0; });
+  const bool slowed = any_slowed(r, slowdown_of);
   std::vector<const trace::DeviceReport*> shown_devices;  // one per stage that has a device
   for (int s = 0; s < p.degrees[plan::Axis::Pipeline]; ++s) {
     auto it = std::find_if(r.devices.begin(), r.devices.end(), [s](const auto& d) { return d.stage == s; });
@@ -131,10 +140,8 @@ void print_stage_table(const Inputs& in, const trace::Report& r,
   Table stages;
   stages.add_row({"stage", slowed ? "slowest GPU" : "first GPU", "GPUs", "busy", "idle", "idle share", "peak memory"});
   for (const trace::DeviceReport* d : shown_devices) {
-    const double slowdown = slowdown_of(d->id);
-    const std::string shown = slowdown != 1.0 ? fmt::format("{} ({:g}x slow)", d->id, slowdown) : d->id;
     stages.add_row(
-        {std::to_string(d->stage), shown, std::to_string(p.gpus() / p.degrees[plan::Axis::Pipeline]),
+        {std::to_string(d->stage), shown_gpu(d->id, slowdown_of(d->id)), std::to_string(p.gpus() / p.degrees[plan::Axis::Pipeline]),
          to_string(TimeNs::seconds(d->busy_s)), to_string(TimeNs::seconds(d->idle_s)), percent(d->bubble_fraction),
          to_string(Bytes::bytes(d->peak_memory_bytes)) + (d->oom ? " OOM" : "")});
   }
