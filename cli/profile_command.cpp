@@ -14,6 +14,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
@@ -219,6 +220,7 @@ nlohmann::ordered_json layers_json(const model::Model& m, const prof::LayerProfi
           {"statistic", "median of the repetitions"},
           {"spread", p.spread},
           {"adam_s_per_parameter", p.adam_s_per_parameter},
+          {"rank_time_factors", p.rank_time_factors},
           {"layers", layers},
           {"model", output}};
 }
@@ -242,6 +244,13 @@ void print_layers(const model::Model& m, const prof::LayerProfile& p, const std:
   }
   t.add_row({"total", "", time(f), time(bi), time(bw)});
   std::cout << t.render();
+  if (p.rank_time_factors.size() > 1) {
+    std::vector<std::string> factors;
+    for (std::size_t r = 0; r < p.rank_time_factors.size(); ++r) {
+      factors.push_back(fmt::format("rank {} {:.3f}", r, p.rank_time_factors[r]));
+    }
+    std::cout << fmt::format("\n  each rank's time over the mean: {}\n", fmt::join(factors, ", "));
+  }
   if (p.adam_s_per_parameter > 0) {
     std::cout << fmt::format("\n  Adam step         {:.3g} ns per parameter ({} for the {} parameters)\n",
                              p.adam_s_per_parameter * 1e9,

@@ -238,6 +238,7 @@ LayerProfile profile_layers_on_all_ranks(Backend& backend, const model::Model& m
   LayerProfile p = profile_layers(backend, model, options);
   const int size = backend.world_size();
   p.ranks = size;
+  p.rank_time_factors.assign(static_cast<std::size_t>(size), 1.0);
   if (size == 1) return p;
   std::vector<int> all(static_cast<std::size_t>(size));
   for (int r = 0; r < size; ++r) all[static_cast<std::size_t>(r)] = r;
@@ -248,6 +249,12 @@ LayerProfile profile_layers_on_all_ranks(Backend& backend, const model::Model& m
     values.push_back(static_cast<float>(t.backward_input_s));
     values.push_back(static_cast<float>(t.backward_weight_s));
   }
+  // Each rank's whole-model time in its own slot (ms: fp32 keeps it well), zeros in the others'.
+  const std::size_t rank_slots = values.size();
+  double own_total = 0;
+  for (const LayerTiming& t : p.layers) own_total += t.forward_s + t.backward_input_s + t.backward_weight_s;
+  values.resize(rank_slots + static_cast<std::size_t>(size), 0.0f);
+  values[rank_slots + static_cast<std::size_t>(backend.world_rank())] = static_cast<float>(own_total * 1e3);
   values.push_back(static_cast<float>(p.adam_s_per_parameter * 1e9));  // ns: fp32 keeps it well
   values.push_back(static_cast<float>(p.spread));
   const Flat buffer(backend, values.size());
@@ -262,6 +269,12 @@ LayerProfile profile_layers_on_all_ranks(Backend& backend, const model::Model& m
   }
   p.spread = values.back() / n;
   p.adam_s_per_parameter = values[values.size() - 2] / n * 1e-9;
+  double mean_total = 0;
+  for (int r = 0; r < size; ++r) mean_total += values[rank_slots + static_cast<std::size_t>(r)] / n;
+  for (int r = 0; r < size; ++r) {
+    const double total = values[rank_slots + static_cast<std::size_t>(r)];
+    p.rank_time_factors[static_cast<std::size_t>(r)] = mean_total > 0 ? total / mean_total : 1.0;
+  }
   return p;
 }
 
@@ -276,6 +289,14 @@ std::string profiled_model_yaml(const model::Model& original, const LayerProfile
                      "(spread over {} rounds)",
                      original.name, profile.backend, profile.micro_batch, profile.repetitions, profile.rounds);
   out += profile.ranks > 1 ? fmt::format(", mean over {} ranks\n", profile.ranks) : "\n";
+  if (profile.rank_time_factors.size() > 1) {
+    // The model's times are the ranks' mean; a rank far from 1 here computes at its own pace.
+    out += "# each rank's whole-model time over the ranks' mean:";
+    for (std::size_t r = 0; r < profile.rank_time_factors.size(); ++r) {
+      out += fmt::format("{} rank {} {:.3f}", r == 0 ? "" : ",", r, profile.rank_time_factors[r]);
+    }
+    out += "\n";
+  }
   if (!header.command.empty()) out += fmt::format("# measured by: {}\n", header.command);
   if (!header.host.empty() || !header.utc_time.empty()) {
     out += fmt::format("# on {} at {}\n", header.host, header.utc_time);

@@ -37,6 +37,10 @@ struct LayerProfile {
   /// How far the rounds' median whole-model times lie apart: (slowest - fastest) / median round, the
   /// mean over ranks. A prediction from this profile is no closer than that to a step measured on this machine.
   double spread = 0;
+  /// Each rank's whole-model time (the sum of its own medians of every pass) over the mean of the ranks',
+  /// in rank order: how much slower (above 1) or faster each rank computes than the layers' times say.
+  /// Ranks of one machine differ (another process on a core, a core's clock); one rank: {1}.
+  std::vector<double> rank_time_factors;
   /// One entry per model layer, in model order. The executor's stand-ins for models listed by hand
   /// (the input layer before the first, the squared loss after the last) are counted in the first and
   /// the last layer, as they run in those layers' stages.
@@ -58,7 +62,8 @@ struct LayerProfile {
                                           const LayerProfileOptions& options);
 
 /// Collective over all ranks of `backend`: each rank measures (all at once, as the ranks of a step
-/// compute at once), and every rank gets the mean over ranks of each time.
+/// compute at once), and every rank gets the mean over ranks of each time and every rank's factor
+/// (LayerProfile::rank_time_factors).
 [[nodiscard]] LayerProfile profile_layers_on_all_ranks(Backend& backend, const model::Model& model,
                                                        const LayerProfileOptions& options);
 

@@ -9,6 +9,7 @@
 #include <iterator>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -132,6 +133,12 @@ TEST(ProfileCommand, TwoRanksWriteAProfiledModelThatSimulateAndPlanLoad) {
   EXPECT_EQ(layer_profile.at("rounds").get<int>(), 3);
   const double spread = layer_profile.at("spread").get<double>();
   EXPECT_GE(spread, 0);
+  // Each rank's whole-model time over the ranks' mean: one per rank, positive, averaging 1.
+  const std::vector<double> rank_factors = layer_profile.at("rank_time_factors").get<std::vector<double>>();
+  ASSERT_EQ(rank_factors.size(), 2u);
+  EXPECT_GT(rank_factors[0], 0);
+  EXPECT_GT(rank_factors[1], 0);
+  EXPECT_NEAR((rank_factors[0] + rank_factors[1]) / 2, 1.0, 1e-6);
 
   const json original = model_layers(dir / "model.yaml");
   const json layers = model_layers(profiled);
@@ -155,6 +162,7 @@ TEST(ProfileCommand, TwoRanksWriteAProfiledModelThatSimulateAndPlanLoad) {
   EXPECT_NE(text.find("  optimizer_time_per_parameter: { adam: \""), std::string::npos) << text;
   EXPECT_NE(text.find("  profiled_from: {"), std::string::npos) << text;
   EXPECT_NE(text.find("hidden: 128"), std::string::npos) << text;
+  EXPECT_NE(text.find("# each rank's whole-model time over the ranks' mean: rank 0 "), std::string::npos) << text;
   // model show gives them back: the Adam time as profiled, the spread, the source model's name.
   const json shown = json::parse(mpsim("model show --json " + profiled.string()).out);
   EXPECT_NEAR(shown.at("optimizer_time_per_parameter_s").at("adam").get<double>(),
