@@ -189,10 +189,13 @@ caching allocator, named per row below: **allocated** (the peak of live tensors,
 `max_memory_allocated`) or **reserved** (the peak of memory the allocator holds from the driver,
 `max_memory_reserved`: live tensors plus cached free blocks and fragmentation). Neither counts the CUDA
 context or NCCL's buffers, which mpsim's peak holds as its static `reserved` part (CUDA context and
-workspaces 1.25 GiB, 0.6 GiB per NCCL communicator: `StaticMemory` in `sim/engine/cost_model.h`). So
-an allocated row is compared with the largest per-GPU peak less that part (the tensors), a reserved
-row with the whole peak (mpsim has no allocator cache; its reserved part is all it holds beyond the
-tensors). Figures published in GB (10^9 bytes) are converted to GiB. Error = predicted / published − 1;
+workspaces 1.25 GiB, 0.6 GiB per NCCL communicator: `StaticMemory` in `sim/engine/cost_model.h`). With
+sharded weights (ZeRO 3, FSDP) that part also holds the caching allocator's pools of the all-gather and
+reduce-scatter streams: the allocator never hands a block freed on one stream to another, so FSDP2's
+all-gather outputs (the two layers in flight) and its reduce-scatter input (one layer's gradient in the
+reduce dtype) stay reserved beside the compute stream's copies of them (`side_stream_pools`). So an
+allocated row is compared with the largest per-GPU peak less that part (the tensors), a reserved row
+with the whole peak (mpsim models no other allocator cache). Figures published in GB (10^9 bytes) are converted to GiB. Error = predicted / published − 1;
 a negative error is an under-prediction, the direction that lets a plan go out of memory.
 
 `MeasuredMemory.PeaksHoldOnTodaysRuns` simulates every row and holds each kind's figures below (median
@@ -200,7 +203,8 @@ and largest |error|, signed mean) to today's plus the margins of the other group
 rows under-predicted by more than 5 % to today's: they record where the memory model stands, not an
 accuracy claim, and a change to the model edits them. "mpsim peak / capacity" is the engine's own peak
 (the planner's memory bound); the TorchTitan rows run on the 80 GB DGX H100 topology, whose capacity
-the predicted peak does not depend on.
+the predicted peak does not depend on. Their 8B rows' peaks, above 80 GiB as the published ones are,
+show OOM there; the runs had 96 GB GPUs (89.4 GiB), which hold them.
 
 The peak holds what a pass holds while it runs (docs/simulator.md "Memory": a backward's remaining stash
 and a layer's recomputed activations, and the loss's own copies of the logits by its kernel): the
@@ -208,9 +212,12 @@ TorchTitan rows run PyTorch's cross-entropy (`cross_entropy: pytorch`), whose ba
 gradients of the logits beside them (Megatron-Core's kernel one 16-bit one), which moved the 8B rows
 from 43 % to 6 % under their published peaks; the Megatron-Bridge rows run Transformer Engine's (`te`), which keeps
 16-bit logits. With pipelining, TorchTitan's FSDP2 accumulates whole fp32 gradients over the
-microbatches (the 405B rows' ZeRO 1).
+microbatches (the 405B rows' ZeRO 1). The side-stream pools moved the TorchTitan 8B rows from 6.0 to
+8.0 % under their published peaks to 1.3 to 2.2 % under (the largest layer, the 525M-parameter
+embedding or output, gathered twice in bf16 and its gradient in fp32: 3.9 GiB), and the 70B rows by
+1.0 GiB; the 405B rows keep whole weights (ZeRO 1) and have none.
 
-What mpsim's peak does not hold yet (issue 35): the caching allocator's cached and fragmented blocks,
+What mpsim's peak does not hold yet (issue 35): the caching allocator's other cached and fragmented blocks,
 which a reserved figure includes (the Llama 3 70B run at 58.8 GB allocated went out of memory on 80 GB
 from fragmentation and fit with `expandable_segments`); CUDA graph pools (the Llama and the HybridEP
 Qwen recipes capture the MLP or the router in Transformer Engine graphs); NCCL and HybridEP buffers

@@ -53,6 +53,8 @@ Bytes reserved_memory(int tensor, int pipeline, int data) noexcept {
   return Bytes::gib(kContextReserveGiB + kCommunicatorReserveGiB * communicators);
 }
 
+Bytes side_stream_pools(Bytes gathered, Bytes unsharded_gradient) noexcept { return gathered + unsharded_gradient; }
+
 StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept {
   // Context-parallel ranks hold the same weights: the data-parallel group of the model states (the
   // distributed optimizer's shards, the gradient reduction) spans data x context.
@@ -111,13 +113,17 @@ StaticMemory static_memory(const RankParameters& p, const StateFormat& f) noexce
   m.gradients = Bytes::bytes(sharded((dense + copy) * gradient_bytes, expert * gradient_bytes, 2));
   const int optimizer_bytes = optimizer_bytes_per_parameter(f.optimizer, f.dtype_bytes);
   m.optimizer = Bytes::bytes(sharded((dense + copy) * optimizer_bytes, expert * optimizer_bytes, 1));
-  if (f.zero >= 3 && data > 1) {
-    constexpr int kGatheredLayers = 2;  // the layer computing and the next one, prefetched
-    m.weights += Bytes::bytes(kGatheredLayers * p.largest_layer *
-                              schedule::gathered_parameter_bytes(f.fp8_param_gather, f.dtype_bytes));
-    m.gradients += Bytes::bytes(p.largest_layer * gradient_bytes);
-  }
   m.reserved = reserved_memory(f.tensor, f.pipeline, data);
+  if (f.zero >= 3 && data > 1) {
+    // The gathered layers the compute stream holds: the one computing and the next, prefetched, with
+    // the one layer's whole gradient before its reduce-scatter.
+    const Bytes gathered = Bytes::bytes(kGatheredLayers * p.largest_layer *
+                                        schedule::gathered_parameter_bytes(f.fp8_param_gather, f.dtype_bytes));
+    const Bytes unsharded_gradient = Bytes::bytes(p.largest_layer * gradient_bytes);
+    m.weights += gathered;
+    m.gradients += unsharded_gradient;
+    m.reserved += side_stream_pools(gathered, unsharded_gradient);
+  }
   return m;
 }
 

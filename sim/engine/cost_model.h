@@ -78,7 +78,7 @@ struct StaticMemory {
   Bytes weights;     ///< the model's dtype, plus FP8 copies under an FP8 precision
   Bytes gradients;   ///< Megatron's main gradients (fp32 unless grad_reduce_in_fp32 is off)
   Bytes optimizer;   ///< fp32 master weights and moments (Adam: momentum and variance; Muon: momentum)
-  Bytes reserved;    ///< CUDA context, library workspaces, NCCL communicators' buffers
+  Bytes reserved;    ///< CUDA context, library workspaces, NCCL communicators' buffers, side-stream pools
   [[nodiscard]] Bytes total() const noexcept { return weights + gradients + optimizer + reserved; }
 };
 
@@ -137,6 +137,21 @@ inline constexpr int kFp8OnlyWeightBytesPerParameter = 2;
 inline constexpr double kContextReserveGiB = 1.25;
 inline constexpr double kCommunicatorReserveGiB = 0.6;
 [[nodiscard]] Bytes reserved_memory(int tensor, int pipeline, int data) noexcept;
+
+/// Sharded weights (ZeRO 3, FSDP) gather this many layers at a time: the one computing and the next,
+/// prefetched.
+inline constexpr int kGatheredLayers = 2;
+/// What the caching allocator holds for sharded weights' collectives beyond the compute stream's
+/// tensors. PyTorch's CUDA caching allocator keeps a pool per stream and never hands a block freed on
+/// one stream to another (docs "CUDA semantics", memory management). FSDP2 (pytorch/pytorch#114299, its
+/// tracker; #117975 puts the reduce-scatter on a stream of its own) all-gathers each unit's
+/// weights into a buffer of its all-gather stream and copies them out into the compute stream's
+/// unsharded parameters, and reduce-scatters each unit's gradient from a buffer of its reduce-scatter
+/// stream, cast to the reduce dtype. Each stream's pool stays at its largest: `gathered` (the
+/// all-gather outputs of the layers in flight) and `unsharded_gradient` (one layer's gradient in the
+/// reduce dtype), beside the compute stream's own copies of both. Reserved, not allocated: live only
+/// while their collectives run, cached the rest of the step.
+[[nodiscard]] Bytes side_stream_pools(Bytes gathered, Bytes unsharded_gradient) noexcept;
 
 /// How a plan (or a planner's spec) keeps the model states: what static_memory() needs of it.
 struct StateFormat {

@@ -5,8 +5,8 @@
 // A published peak is PyTorch's allocated or reserved memory, neither of which counts the CUDA context
 // or NCCL's buffers; mpsim's peak holds those as its static `reserved` part (sim/engine/cost_model.h,
 // StaticMemory). So an allocated figure is compared with the largest peak over the GPUs less that part,
-// and a reserved figure with the whole peak (mpsim models no allocator cache: its reserved part is all
-// it has beyond the tensors).
+// and a reserved figure with the whole peak (its reserved part is all it has beyond the tensors: of the
+// allocator's cache, it models the side-stream pools of sharded weights alone).
 //
 // The errors are not an accuracy claim: the bounds hold today's figures (kMemoryBounds), so that a
 // change moving the memory model shows here and says so by editing them. With
@@ -192,13 +192,13 @@ std::string memory_markdown(const std::vector<Outcome>& outcomes, const Field& l
 /// margins Bound names; the memory model is expected to move them (issue 35), and its change edits them.
 constexpr Bound kMemoryBounds[] = {
     // group, published kind, rows, median |error|, largest |error|, signed mean in [low, high]; today's figures
-    {"memory", "all", 23, 0.093, 0.303, -0.078, -0.038},        // 7.8 %, 27.3 %, -5.9 %
+    {"memory", "all", 23, 0.084, 0.289, -0.066, -0.026},        // 6.9 %, 25.9 %, -4.6 %
     {"memory", "allocated", 10, 0.076, 0.157, +0.009, +0.049},  // 6.1 %, 12.7 %, +2.9 %
-    {"memory", "reserved", 13, 0.134, 0.303, -0.158, -0.118},   // 11.2 %, 27.3 %, -12.7 %
+    {"memory", "reserved", 13, 0.127, 0.289, -0.123, -0.083},   // 11.2 %, 25.9 %, -10.3 %
 };
-/// Rows predicted more than 5 % below their published peak today (TorchTitan's two per-op checkpointing
-/// rows, -6.1 % and -8.0 %, among them); no change may add one.
-constexpr std::size_t kUnderPredictedRowsToday = 14;
+/// Rows predicted more than 5 % below their published peak today (TorchTitan's 70B and 405B rows and
+/// one Megatron-Bridge row); no change may add one.
+constexpr std::size_t kUnderPredictedRowsToday = 8;
 
 /// Every row of the file (MPSIM_VALIDATION_ROW: those whose id contains it), simulated and printed.
 std::vector<MemoryRow> simulate_memory_rows(const Field& rows) {
@@ -268,11 +268,11 @@ TEST(MeasuredMemory, PeaksHoldOnTodaysRuns) {
     }
   }
   // The one-row calibration's held-out figures (docs/validation.md), held to today's: median |error|
-  // over every held-out prediction 10.8 % (uncalibrated 8.6 %) plus 1.5 points, and no more rows under
-  // by more than 5 % than today's 66 of 200 (162 uncalibrated).
+  // over every held-out prediction 11.4 % (uncalibrated 8.6 %) plus 1.5 points, and no more rows under
+  // by more than 5 % than today's 66 of 200 (90 uncalibrated).
   const auto held_out = held_out_by_source(leave_one_out(memory_rows));
   if (count_rows) {
-    EXPECT_LE(held_out.at("all").second.median_abs, 0.123);
+    EXPECT_LE(held_out.at("all").second.median_abs, 0.129);
     EXPECT_LE(held_out.at("all").second.under, 66u);
   }
   for (const auto& [group, s] : held_out) {

@@ -143,6 +143,28 @@ TEST(ModelStates, ZeroThreeShardsEverythingAndHoldsTwoGatheredLayers) {
   EXPECT_EQ(m.weights.count() + m.gradients.count() + m.optimizer.count(), (2 + 2 + 12) * kParameters / 8 + 6 * kLayer);
 }
 
+TEST(ModelStates, ZeroThreesCollectiveStreamsKeepTheirOwnPools) {
+  // The all-gather stream's pool holds the two gathered layers (bf16, 2 x 2 bytes per parameter), the
+  // reduce-scatter stream's one layer's gradient in the reduce dtype (fp32, 4): 8 bytes per parameter
+  // of the largest layer beyond the context and the data-parallel communicator.
+  StateFormat f = format(Precision::Bf16, 3, 8);
+  constexpr std::int64_t kLayer = 50'000'000;
+  const StaticMemory m = static_memory({kParameters, 0, kLayer, 0}, f);
+  const Bytes without_pools = reserved_memory(f.tensor, f.pipeline, f.data);
+  EXPECT_EQ(m.reserved.count() - without_pools.count(), (2 * 2 + 4) * kLayer);
+  // With FP8 weights gathered (1 byte each) and 16-bit reduction: 2 x 1 + 2.
+  f.precision = Precision::Fp8;
+  f.fp8_param_gather = true;
+  f.grad_reduce_in_fp32 = false;
+  EXPECT_EQ(static_memory({kParameters, 0, kLayer, 0}, f).reserved.count() - without_pools.count(), (2 * 1 + 2) * kLayer);
+  // No sharded weights, or no replicas to shard them over: no collective streams' pools.
+  f.zero = 2;
+  EXPECT_EQ(static_memory({kParameters, 0, kLayer, 0}, f).reserved, without_pools);
+  f.zero = 3;
+  f.data = 1;
+  EXPECT_EQ(static_memory({kParameters, 0, kLayer, 0}, f).reserved, reserved_memory(f.tensor, f.pipeline, 1));
+}
+
 /// The bytes of each collective kind on stage 0's stream.
 std::int64_t collective_bytes(const schedule::Program& program, schedule::OpKind kind) {
   std::int64_t total = 0;
