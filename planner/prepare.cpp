@@ -14,6 +14,7 @@
 #include "sim/engine/route_cache.h"
 #include "sim/plan/layout.h"
 #include "sim/plan/plan_check.h"
+#include "sim/schedule/generators.h"
 
 namespace mpsim::planner {
 namespace {
@@ -455,7 +456,9 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
       const plan::PlanSpec share = replica_share(spec, n);
       const schedule::PipelineShape shape = schedule::shape_of(share);
       const auto known = share_shape_index.find(shape);
-      if (known != share_shape_index.end()) return estimate(share, replica_costs(d), share_in_flight[known->second], mine);
+      if (known != share_shape_index.end()) {
+        return estimate(share, replica_costs(d), share_in_flight[known->second], mine);
+      }
       return estimate(share, replica_costs(d), in_flight_vectors(shape), mine);
     };
     // What replica d may hold: the usable memory of its smallest GPU.
@@ -487,10 +490,13 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
     if (!fits) {
       const int total = total_microbatches(spec, replicas);
       const plan::Plan probe = share_probe(spec, static_cast<int>(replicas));
-      // The largest count up to n that a replica may run; 0 when none.
+      // The largest count up to n that a replica may run (the plan's rule, and the generator's own for
+      // the share's shape, whose programs the estimate walks); 0 when none.
       const auto last_running = [&](int n) {
         for (; n >= 1; --n) {
-          if (!plan::replica_count_error(probe, n)) return n;
+          const bool runs = !plan::replica_count_error(probe, n) &&
+                            !schedule::shape_error(schedule::shape_of(replica_share(spec, n)));
+          if (runs) return n;
         }
         return 0;
       };

@@ -140,7 +140,9 @@ TEST(MinMaxSharesWithCaps, NoSplitWithinTheCapsHasAFasterSlowestReplica) {
               for (int total = 3; total <= 12; ++total) {
                 const std::optional<std::vector<int>> shares = min_max_shares(t, caps, total);
                 const std::optional<std::int64_t> best = brute_force_best(t, caps, total);
-                ASSERT_EQ(shares.has_value(), best.has_value()) << a << b << c << " caps " << ca << cb << cc << " " << total;
+                const std::string where =
+                    fmt::format("times {} caps {} total {}", fmt::join(t, ","), fmt::join(caps, ","), total);
+                ASSERT_EQ(shares.has_value(), best.has_value()) << where;
                 if (!shares) {
                   ++infeasible;
                   continue;
@@ -148,10 +150,10 @@ TEST(MinMaxSharesWithCaps, NoSplitWithinTheCapsHasAFasterSlowestReplica) {
                 ++feasible;
                 ASSERT_EQ(std::accumulate(shares->begin(), shares->end(), 0), total);
                 for (std::size_t i = 0; i < 3; ++i) {
-                  ASSERT_GE((*shares)[i], 1);
-                  ASSERT_LE((*shares)[i], caps[i]);
+                  ASSERT_GE((*shares)[i], 1) << where;
+                  ASSERT_LE((*shares)[i], caps[i]) << where;
                 }
-                ASSERT_EQ(slowest_replica(t, *shares), *best) << a << b << c << " caps " << ca << cb << cc << " " << total;
+                ASSERT_EQ(slowest_replica(t, *shares), *best) << where;
               }
             }
           }
