@@ -1,6 +1,8 @@
 // Candidates made concrete, in parallel: unit costs, partitions, in-flight counts, bounds.
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <tuple>
 #include <utility>
@@ -211,6 +213,26 @@ std::vector<int> replica_shares_of(const plan::PlanSpec& spec, const std::vector
   if (per_microbatch.empty() || total < static_cast<int>(per_microbatch.size())) return {};
   return shares_as_written(spec, min_max_shares(per_microbatch, total));
 }
+
+/// in_flight_vectors of the shapes a replica's cap is sought at (prepare_candidates), each walked once
+/// however many candidates and threads ask for it. Thread-safe; the vectors are a pure function of the
+/// shape, so which thread computes one first changes nothing.
+class InFlightMemo {
+ public:
+  [[nodiscard]] std::shared_ptr<const std::vector<CountVectors>> of(const schedule::PipelineShape& shape) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (const auto it = known_.find(shape); it != known_.end()) return it->second;
+    }
+    auto vectors = std::make_shared<const std::vector<CountVectors>>(in_flight_vectors(shape));
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return known_.emplace(shape, std::move(vectors)).first->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<schedule::PipelineShape, std::shared_ptr<const std::vector<CountVectors>>> known_;
+};
 
 /// The largest n in [1, most] with fits(n), fits being false from some n on (a replica's peak grows with
 /// its count); 0 when not even one fits. O(log most) calls.
@@ -426,6 +448,10 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   std::vector<std::vector<CountVectors>> share_in_flight(share_shapes.size());
   parallel_for(share_shapes.size(), threads,
                [&](std::size_t i) { share_in_flight[i] = in_flight_vectors(share_shapes[i]); });
+  InFlightMemo capped_in_flight;  // the shapes a replica's cap is sought at
+  // What the search keeps (its usable memory, at the largest capacity) and the simulator runs (no GPU
+  // over its own capacity): a share above it would prune its candidate, before or after simulating.
+  const Bytes search_usable = usable_memory(gpu_capacity(cluster), options.memory_reserve, options.memory_margin);
   parallel_for(fitting.size(), threads, [&](std::size_t f) {
     const std::size_t i = fitting[f];
     EstimateContext mine = context;
@@ -459,15 +485,15 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
       if (known != share_shape_index.end()) {
         return estimate(share, replica_costs(d), share_in_flight[known->second], mine);
       }
-      return estimate(share, replica_costs(d), in_flight_vectors(shape), mine);
+      return estimate(share, replica_costs(d), *capped_in_flight.of(shape), mine);
     };
-    // What replica d may hold: the usable memory of its smallest GPU.
+    // What replica d may hold: the search's usable memory, and no more than its smallest GPU's capacity.
     const auto replica_usable = [&](std::size_t d) {
-      Bytes smallest = gpu_capacity(cluster);
+      Bytes most = search_usable;
       for (const int kind : ranks.replica_kinds[d]) {
-        smallest = std::min(smallest, cluster.gpu_kinds()[static_cast<std::size_t>(kind)].memory);
+        most = std::min(most, cluster.gpu_kinds()[static_cast<std::size_t>(kind)].memory);
       }
-      return usable_memory(smallest, options.memory_reserve, options.memory_margin);
+      return most;
     };
     // Each replica's estimate at its share, once per (share, kinds), in replica order; whether every one fits.
     const auto replica_estimates = [&]() {
@@ -514,7 +540,9 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
           it = cap_by_kinds.emplace(ranks.replica_kinds[d], last_running(most)).first;
         }
         caps.push_back(it->second);
+        if (caps.back() == 0) break;  // not one microbatch fits this replica: no split does
       }
+      caps.resize(replicas, 0);
       if (const std::optional<std::vector<int>> capped = min_max_shares(replica_times[i], caps, total)) {
         spec.replica_microbatches = shares_as_written(spec, *capped);
         if (spec.replica_microbatches.empty()) return;  // the even split: the estimate above
