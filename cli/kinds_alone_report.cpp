@@ -87,20 +87,23 @@ nlohmann::ordered_json kinds_alone_json(const std::vector<KindAloneSearch>& kind
   return out;
 }
 
-nlohmann::ordered_json fastest_json(const std::vector<KindAloneSearch>& kinds, std::optional<double> mix_step_s) {
+nlohmann::ordered_json fastest_json(const std::vector<KindAloneSearch>& kinds,
+                                    const std::vector<ClusterPartSearch>& parts, std::optional<double> mix_step_s) {
   nlohmann::ordered_json fastest;
   double step = 0;
   if (mix_step_s) {
     fastest = "mix";
     step = *mix_step_s;
   }
-  // Strictly faster only: of equals, the mix (then the first kind) stays.
-  for (const KindAloneSearch& k : kinds) {
-    if (const planner::Evaluated* best = k.best(); best != nullptr && (fastest.is_null() || best->report.step_time_s < step)) {
-      fastest = k.kind.id;
+  // Strictly faster only: of equals, the mix (then the first kind, then the first part) stays.
+  const auto consider = [&](const planner::Evaluated* best, const std::string& name) {
+    if (best != nullptr && (fastest.is_null() || best->report.step_time_s < step)) {
+      fastest = name;
       step = best->report.step_time_s;
     }
-  }
+  };
+  for (const KindAloneSearch& k : kinds) consider(k.best(), k.kind.id);
+  for (const ClusterPartSearch& p : parts) consider(p.best(), p.part.label);
   return fastest;
 }
 

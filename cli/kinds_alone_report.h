@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/cluster_parts_report.h"
 #include "planner/kind_alone.h"
 #include "planner/search.h"
 #include "sim/plan/plan.h"
@@ -38,9 +39,12 @@ void add_best_plan_json(nlohmann::ordered_json& entry, const planner::Evaluated*
 /// `single_kind_alternatives`: one object per kind (docs/formats.md, "plan --json").
 [[nodiscard]] nlohmann::ordered_json kinds_alone_json(const std::vector<KindAloneSearch>& kinds);
 
-/// `fastest`: "mix", or the id of the kind whose nodes alone have the fastest best plan; null when
-/// nothing has a plan. `mix_step_s`: the mix's fastest step, nothing when it has no plan.
+/// `fastest`: "mix", the id of the kind whose nodes alone have the fastest best plan, or the `label` of
+/// the part of the cluster (cluster_parts_report.h) that has it; null when nothing has a plan. Only a
+/// strictly faster step displaces: of equals the mix, then the first kind, then the first part stays.
+/// `mix_step_s`: the mix's fastest step, nothing when it has no plan.
 [[nodiscard]] nlohmann::ordered_json fastest_json(const std::vector<KindAloneSearch>& kinds,
+                                                  const std::vector<ClusterPartSearch>& parts,
                                                   std::optional<double> mix_step_s);
 
 }  // namespace mpsim::cli

@@ -1088,7 +1088,7 @@ void run_planner_command(const PlanArgs& args) {
     json["search_time_s"] = stats.search_time_s;
     if (!kinds_alone.empty()) {
       json["single_kind_alternatives"] = kinds_alone_json(kinds_alone);
-      json["fastest"] = fastest_json(kinds_alone, mix_step_s);
+      json["fastest"] = fastest_json(kinds_alone, cluster_parts, mix_step_s);
       json["cluster_part_alternatives"] = cluster_parts_json(cluster_parts, mix_step_s);
     }
   }

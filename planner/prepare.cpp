@@ -1,11 +1,13 @@
 // Candidates made concrete, in parallel: unit costs, partitions, in-flight counts, bounds.
 #include <algorithm>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
-#include <set>
 #include <tuple>
 #include <utility>
 
+#include "planner/memory_margin.h"
 #include "planner/partitioner.h"
 #include "planner/replica_shares.h"
 #include "planner/search.h"
@@ -14,6 +16,7 @@
 #include "sim/engine/route_cache.h"
 #include "sim/plan/layout.h"
 #include "sim/plan/plan_check.h"
+#include "sim/schedule/generators.h"
 
 namespace mpsim::planner {
 namespace {
@@ -135,14 +138,13 @@ std::vector<std::vector<int>> partition_stage_kinds(const topology::Cluster& clu
   return out;
 }
 
-/// Each data-parallel replica's share of the microbatches where its replicas run on different GPU kinds
+/// Each data-parallel replica's time per microbatch where its replicas run on different GPU kinds
 /// (replica_shares.h), from the same per-kind unit weights the partitioner balances: a replica's time
 /// per microbatch is its slowest pipeline rank's, each rank summing its chunks' units at its own kind's
-/// weights (a stage that two of its ranks hold, at the slower's). Empty where the replicas run alike or
-/// the shares break a rule of the schedule (replica_share_error): the replicas then share evenly.
-std::vector<int> replica_shares_of(const topology::Cluster& cluster, const plan::PlanSpec& spec,
-                                   const std::vector<int>& partition, const std::vector<int>& job_kinds,
-                                   const std::vector<std::vector<std::int64_t>>& weights_by_kind) {
+/// weights (a stage that two of its ranks hold, at the slower's). Empty where the replicas run alike.
+std::vector<std::int64_t> replica_times_of(const topology::Cluster& cluster, const plan::PlanSpec& spec,
+                                           const std::vector<int>& partition, const std::vector<int>& job_kinds,
+                                           const std::vector<std::vector<std::int64_t>>& weights_by_kind) {
   const plan::StageGpuKinds ranks = rank_kinds_of(cluster, spec);
   if (ranks.mixed || !ranks.replicas_differ()) return {};
   const int p = spec.degrees[plan::Axis::Pipeline];
@@ -175,20 +177,75 @@ std::vector<int> replica_shares_of(const topology::Cluster& cluster, const plan:
     }
     per_microbatch.push_back(std::max<std::int64_t>(1, slowest_rank));
   }
+  return per_microbatch;
+}
+
+/// The microbatches of every replica of `spec` together: microbatches x data.
+int total_microbatches(const plan::PlanSpec& spec, std::size_t replicas) {
+  return schedule::shape_of(spec).microbatches * static_cast<int>(replicas);
+}
+
+/// The plan of `spec` with `data` replicas, as the rules of its shares read it (replica_share_error).
+plan::Plan share_probe(const plan::PlanSpec& spec, int data) {
   const schedule::PipelineShape shape = schedule::shape_of(spec);
-  const int data = static_cast<int>(per_microbatch.size());
-  const int total = shape.microbatches * data;
-  if (total < data) return {};
-  std::vector<int> shares = min_max_shares(per_microbatch, total);
-  if (std::all_of(shares.begin(), shares.end(), [&](int n) { return n == shape.microbatches; })) return {};
   plan::Plan probe;
   static_cast<plan::PlanSettings&>(probe) = spec;
   probe.degrees = plan::degrees_of(spec, data);
   probe.microbatches = shape.microbatches;
   probe.microbatch_group_size = shape.microbatch_group_size;
   probe.virtual_stages = plan::is_v_shaped(spec.schedule) && spec.virtual_stages == 1 ? 2 : spec.virtual_stages;
-  if (plan::replica_share_error(probe, shares)) return {};
+  return probe;
+}
+
+/// `shares` as the plan's `replica_microbatches`: empty where they are all the even count or break a
+/// rule of the schedule (replica_share_error), the replicas then sharing evenly.
+std::vector<int> shares_as_written(const plan::PlanSpec& spec, std::vector<int> shares) {
+  const int even = schedule::shape_of(spec).microbatches;
+  if (std::all_of(shares.begin(), shares.end(), [&](int n) { return n == even; })) return {};
+  if (plan::replica_share_error(share_probe(spec, static_cast<int>(shares.size())), shares)) return {};
   return shares;
+}
+
+/// Each replica's share of the microbatches where they run at `per_microbatch` (replica_times_of): the
+/// min-max split, as shares_as_written writes it.
+std::vector<int> replica_shares_of(const plan::PlanSpec& spec, const std::vector<std::int64_t>& per_microbatch) {
+  const int total = total_microbatches(spec, per_microbatch.size());
+  if (per_microbatch.empty() || total < static_cast<int>(per_microbatch.size())) return {};
+  return shares_as_written(spec, min_max_shares(per_microbatch, total));
+}
+
+/// in_flight_vectors of the shapes a replica's cap is sought at (prepare_candidates), each walked once
+/// however many candidates and threads ask for it. Thread-safe; the vectors are a pure function of the
+/// shape, so which thread computes one first changes nothing.
+class InFlightMemo {
+ public:
+  [[nodiscard]] std::shared_ptr<const std::vector<CountVectors>> of(const schedule::PipelineShape& shape) {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      if (const auto it = known_.find(shape); it != known_.end()) return it->second;
+    }
+    auto vectors = std::make_shared<const std::vector<CountVectors>>(in_flight_vectors(shape));
+    const std::lock_guard<std::mutex> lock(mutex_);
+    return known_.emplace(shape, std::move(vectors)).first->second;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::map<schedule::PipelineShape, std::shared_ptr<const std::vector<CountVectors>>> known_;
+};
+
+/// The largest n in [1, most] with fits(n), fits being false from some n on (a replica's peak grows with
+/// its count); 0 when not even one fits. O(log most) calls.
+template <typename Fits>
+int largest_fitting(int most, Fits fits) {
+  if (most < 1 || !fits(1)) return 0;
+  int lo = 1;  // fits
+  int hi = most + 1;  // treated as not fitting
+  while (hi - lo > 1) {
+    const int mid = lo + (hi - lo) / 2;
+    (fits(mid) ? lo : hi) = mid;
+  }
+  return lo;
 }
 
 }  // namespace
@@ -360,6 +417,7 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   context.optimizer_pace = engine::optimizer_pace(model, fastest_memory);
 
   std::vector<Prepared> out(drafts.size());
+  std::vector<std::vector<std::int64_t>> replica_times(drafts.size());  // replica_times_of, by draft
   parallel_for(drafts.size(), threads, [&](std::size_t i) {
     Draft& d = drafts[i];
     Prepared& p = out[i];
@@ -371,7 +429,8 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
     if (!kind_units.empty()) {
       std::vector<std::vector<std::int64_t>> weights;
       for (const std::vector<UnitCost>& k : kind_costs[key_of[d.spec]]) weights.push_back(partition_weights(k));
-      p.spec.replica_microbatches = replica_shares_of(cluster, p.spec, p.spec.partition, job_kinds, weights);
+      replica_times[i] = replica_times_of(cluster, p.spec, p.spec.partition, job_kinds, weights);
+      p.spec.replica_microbatches = replica_shares_of(p.spec, replica_times[i]);
     }
     p.estimate.peak_memory = d.static_peak;  // over capacity already: the static part says enough
     p.estimate.static_memory = d.static_peak;
@@ -389,6 +448,10 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   std::vector<std::vector<CountVectors>> share_in_flight(share_shapes.size());
   parallel_for(share_shapes.size(), threads,
                [&](std::size_t i) { share_in_flight[i] = in_flight_vectors(share_shapes[i]); });
+  InFlightMemo capped_in_flight;  // the shapes a replica's cap is sought at
+  // What the search keeps (its usable memory, at the largest capacity) and the simulator runs (no GPU
+  // over its own capacity): a share above it would prune its candidate, before or after simulating.
+  const Bytes search_usable = usable_memory(gpu_capacity(cluster), options.memory_reserve, options.memory_margin);
   parallel_for(fitting.size(), threads, [&](std::size_t f) {
     const std::size_t i = fitting[f];
     EstimateContext mine = context;
@@ -399,19 +462,95 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
     // Uneven shares: every replica runs its own share on its own kinds, and the step ends after the
     // slowest; each replica's bound (its count, its stages at its kinds' unit costs) bounds the step.
     // Each replica holds its own count's activations: the peak is the largest replica's, as simulated.
-    const plan::PlanSpec& spec = out[i].spec;
+    plan::PlanSpec& spec = out[i].spec;
     if (spec.replica_microbatches.empty()) return;
     const plan::StageGpuKinds ranks = rank_kinds_of(cluster, spec);
-    std::set<std::pair<int, std::vector<int>>> done;
+    const std::size_t replicas = std::min(ranks.replica_kinds.size(), spec.replica_microbatches.size());
+    std::map<std::vector<int>, StageCosts> costs_by_kinds;  // a replica's stage costs, once per set of kinds
+    const auto replica_costs = [&](std::size_t d) -> const StageCosts& {
+      const std::vector<int>& kinds = ranks.replica_kinds[d];
+      auto it = costs_by_kinds.find(kinds);
+      if (it == costs_by_kinds.end()) {
+        std::vector<std::vector<int>> stage_kinds(cuts[cut_of[drafts[i].spec]].stage_kinds.size());
+        add_partition_stage_kinds(spec, kinds, job_kinds, stage_kinds);
+        it = costs_by_kinds.emplace(kinds, stage_costs_on(drafts[i].spec, spec.partition, stage_kinds)).first;
+      }
+      return it->second;
+    };
+    // Replica d's estimate at n microbatches: the schedule's program of that count (the simulator's rule).
+    const auto replica_estimate = [&](std::size_t d, int n) {
+      const plan::PlanSpec share = replica_share(spec, n);
+      const schedule::PipelineShape shape = schedule::shape_of(share);
+      const auto known = share_shape_index.find(shape);
+      if (known != share_shape_index.end()) {
+        return estimate(share, replica_costs(d), share_in_flight[known->second], mine);
+      }
+      return estimate(share, replica_costs(d), *capped_in_flight.of(shape), mine);
+    };
+    // What replica d may hold: the search's usable memory, and no more than its smallest GPU's capacity.
+    const auto replica_usable = [&](std::size_t d) {
+      Bytes most = search_usable;
+      for (const int kind : ranks.replica_kinds[d]) {
+        most = std::min(most, cluster.gpu_kinds()[static_cast<std::size_t>(kind)].memory);
+      }
+      return most;
+    };
+    // Each replica's estimate at its share, once per (share, kinds), in replica order; whether every one fits.
+    const auto replica_estimates = [&]() {
+      std::map<std::pair<int, std::vector<int>>, std::size_t> seen;
+      std::vector<Estimate> distinct_estimates;
+      bool fits = true;
+      for (std::size_t d = 0; d < replicas; ++d) {
+        const int n = spec.replica_microbatches[d];
+        const auto [it, added] = seen.emplace(std::pair{n, ranks.replica_kinds[d]}, distinct_estimates.size());
+        if (added) distinct_estimates.push_back(replica_estimate(d, n));
+        fits = fits && distinct_estimates[it->second].peak_memory <= replica_usable(d);
+      }
+      return std::pair{std::move(distinct_estimates), fits};
+    };
+    auto [estimates, fits] = replica_estimates();
+    // A share that does not fit its replica's GPUs: each replica at most the largest count that fits
+    // (its estimate's peak grows with its count) and that the schedule runs, and the min-max split within
+    // those caps. Where no split fits, the shares stay and the memory prunes the candidate; capped shares
+    // that are all the even count, or that break a rule of the schedule, leave it even.
+    if (!fits) {
+      const int total = total_microbatches(spec, replicas);
+      const plan::Plan probe = share_probe(spec, static_cast<int>(replicas));
+      // The largest count up to n that a replica may run (the plan's rule, and the generator's own for
+      // the share's shape, whose programs the estimate walks); 0 when none.
+      const auto last_running = [&](int n) {
+        for (; n >= 1; --n) {
+          const bool runs = !plan::replica_count_error(probe, n) &&
+                            !schedule::shape_error(schedule::shape_of(replica_share(spec, n)));
+          if (runs) return n;
+        }
+        return 0;
+      };
+      std::map<std::vector<int>, int> cap_by_kinds;
+      std::vector<int> caps;
+      for (std::size_t d = 0; d < replicas; ++d) {
+        auto it = cap_by_kinds.find(ranks.replica_kinds[d]);
+        if (it == cap_by_kinds.end()) {
+          const Bytes usable_here = replica_usable(d);
+          // A count the schedule does not run holds what the largest it runs below it holds.
+          const int most = largest_fitting(total - static_cast<int>(replicas) + 1, [&](int n) {
+            const int running = last_running(n);
+            return running == 0 || replica_estimate(d, running).peak_memory <= usable_here;
+          });
+          it = cap_by_kinds.emplace(ranks.replica_kinds[d], last_running(most)).first;
+        }
+        caps.push_back(it->second);
+        if (caps.back() == 0) break;  // not one microbatch fits this replica: no split does
+      }
+      caps.resize(replicas, 0);
+      if (const std::optional<std::vector<int>> capped = min_max_shares(replica_times[i], caps, total)) {
+        spec.replica_microbatches = shares_as_written(spec, *capped);
+        if (spec.replica_microbatches.empty()) return;  // the even split: the estimate above
+        std::tie(estimates, fits) = replica_estimates();
+      }
+    }
     std::optional<Estimate> largest;
-    for (std::size_t d = 0; d < ranks.replica_kinds.size() && d < spec.replica_microbatches.size(); ++d) {
-      if (!done.emplace(spec.replica_microbatches[d], ranks.replica_kinds[d]).second) continue;
-      std::vector<std::vector<int>> stage_kinds(cuts[cut_of[drafts[i].spec]].stage_kinds.size());
-      add_partition_stage_kinds(spec, ranks.replica_kinds[d], job_kinds, stage_kinds);
-      const plan::PlanSpec share = replica_share(spec, spec.replica_microbatches[d]);
-      const Estimate replica =
-          estimate(share, stage_costs_on(drafts[i].spec, spec.partition, stage_kinds),
-                   share_in_flight[share_shape_index.at(schedule::shape_of(share))], mine);
+    for (const Estimate& replica : estimates) {
       out[i].estimate.lower_bound = std::max(out[i].estimate.lower_bound, replica.lower_bound);
       if (!largest || replica.peak_memory > largest->peak_memory) largest = replica;
     }

@@ -589,16 +589,20 @@ std::optional<std::string> replica_share_error(const Plan& p, const std::vector<
            "would have to run the same microbatches";
   }
   for (std::size_t d = 0; d < shares.size(); ++d) {
-    const int n = shares[d];
-    if (is_v_shaped(p.schedule)) {
-      if (const auto error = v_schedule_error(p.schedule, p.degrees[Axis::Pipeline], p.virtual_stages, n)) {
-        return fmt::format("replica {}: {}", d, error->message);
-      }
+    if (const auto error = replica_count_error(p, shares[d])) return fmt::format("replica {}: {}", d, *error);
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> replica_count_error(const Plan& p, int microbatches) {
+  if (is_v_shaped(p.schedule)) {
+    if (const auto error = v_schedule_error(p.schedule, p.degrees[Axis::Pipeline], p.virtual_stages, microbatches)) {
+      return error->message;
     }
-    if (traits(p.schedule).rule == ShapeRule::MicrobatchGroup) {
-      if (const auto error = interleaved_group_error(n, p.degrees[Axis::Pipeline], p.microbatch_group_size)) {
-        return fmt::format("replica {}: {}", d, *error);
-      }
+  }
+  if (traits(p.schedule).rule == ShapeRule::MicrobatchGroup) {
+    if (const auto error = interleaved_group_error(microbatches, p.degrees[Axis::Pipeline], p.microbatch_group_size)) {
+      return *error;
     }
   }
   return std::nullopt;

@@ -70,6 +70,9 @@ struct StageGpuKinds {
 /// (ZeRO 3's per-layer gathers and the expert all-to-alls span the replicas, which would have to run
 /// the same microbatches). The plan check and the planner both ask this. Why not, or nothing.
 [[nodiscard]] std::optional<std::string> replica_share_error(const Plan& p, const std::vector<int>& shares);
+/// Whether one replica of `p` may run `microbatches` (the count rules of replica_share_error: the V
+/// schedules' minimum and even count, interleaved 1F1B's microbatch groups). Why not, or nothing.
+[[nodiscard]] std::optional<std::string> replica_count_error(const Plan& p, int microbatches);
 
 
 /// Megatron's rule for interleaved 1F1B's microbatch groups of `group_size` (N): one group (N >= m), or

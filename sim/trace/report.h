@@ -45,6 +45,7 @@ struct DeviceReport {
   /// neighbours merged (memory_timeline.h); its largest value is peak_memory_bytes. Empty unless asked
   /// for (engine::EngineOptions::record_memory_timeline).
   std::vector<MemoryPoint> memory_timeline = {};
+  friend bool operator==(const DeviceReport&, const DeviceReport&) = default;
 };
 
 struct LinkReport {
@@ -64,6 +65,7 @@ struct ReplicaClassReport {
   std::vector<DeviceReport> stages;
   std::vector<std::string> gpu_kinds;  ///< by pipeline rank: the stage's GPU kind ("h100-sxm")
   int gpus_per_stage = 0;              ///< the class's GPUs at each stage (every replica's)
+  friend bool operator==(const ReplicaClassReport&, const ReplicaClassReport&) = default;
 };
 
 /// What a report shows of its plan, and the whole plan in the plan file's schema (plan::plan_json).

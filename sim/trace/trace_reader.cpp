@@ -662,6 +662,69 @@ const nlohmann::json* array_field(const nlohmann::json& o, const char* key) {
   return &*it;
 }
 
+/// A device of the report's `devices` (or a stage of a replica class), `name` its place ("devices[3]").
+DeviceReport parse_device(const nlohmann::json& d, const std::string& name) {
+  if (!d.is_object()) throw TraceReadError(fmt::format("report: {} is not an object", name));
+  const std::string where = name + ".";
+  DeviceReport dr;
+  read_field(d, "id", dr.id, where);
+  read_field(d, "stage", dr.stage, where);
+  read_field(d, "busy_s", dr.busy_s, where);
+  read_field(d, "communication_wait_s", dr.communication_wait_s, where);
+  read_field(d, "idle_s", dr.idle_s, where);
+  read_field(d, "bubble_fraction", dr.bubble_fraction, where);
+  read_field(d, "peak_memory_bytes", dr.peak_memory_bytes, where);
+  read_field(d, "memory_capacity_bytes", dr.memory_capacity_bytes, where);
+  read_field(d, "oom", dr.oom, where);
+  if (d.contains("memory")) {
+    const auto& m = d.at("memory");
+    if (!m.is_object()) report_error(where, "memory", "an object");
+    const std::string in = where + "memory.";
+    read_field(m, "weights", dr.memory.weights, in);
+    read_field(m, "gradients", dr.memory.gradients, in);
+    read_field(m, "optimizer", dr.memory.optimizer, in);
+    read_field(m, "activations", dr.memory.activations, in);
+    read_field(m, "reserved", dr.memory.reserved, in);
+  }
+  if (const auto* timeline = array_field(d, "memory_timeline")) {
+    for (std::size_t k = 0; k < timeline->size(); ++k) {
+      const auto& point = (*timeline)[k];
+      if (!point.is_array() || point.size() != 2 || !point[0].is_number() || !point[1].is_number_integer()) {
+        report_error(where, fmt::format("memory_timeline[{}]", k), "a pair [time_s, bytes]");
+      }
+      dr.memory_timeline.push_back({point[0].get<double>(), point[1].get<std::int64_t>()});
+    }
+  }
+  return dr;
+}
+
+/// A class of replicas that run alike (`replica_classes`, trace_json.cpp): its replicas, their count, and
+/// by pipeline rank the stage's device with its GPU kind and the class's GPUs there.
+ReplicaClassReport parse_replica_class(const nlohmann::json& c, const std::string& name) {
+  if (!c.is_object()) throw TraceReadError(fmt::format("report: {} is not an object", name));
+  const std::string where = name + ".";
+  ReplicaClassReport rc;
+  if (const auto* replicas = array_field(c, "replicas")) {
+    for (std::size_t k = 0; k < replicas->size(); ++k) {
+      const auto& replica = (*replicas)[k];
+      if (!replica.is_number_integer()) report_error(where, fmt::format("replicas[{}]", k), "an integer");
+      rc.replicas.push_back(replica.get<int>());
+    }
+  }
+  read_field(c, "microbatches", rc.microbatches, where);
+  if (const auto* stages = array_field(c, "stages")) {
+    for (std::size_t s = 0; s < stages->size(); ++s) {
+      const std::string stage_name = fmt::format("{}stages[{}]", where, s);
+      rc.stages.push_back(parse_device((*stages)[s], stage_name));
+      std::string kind;
+      read_field((*stages)[s], "gpu_kind", kind, stage_name + ".");
+      rc.gpu_kinds.push_back(std::move(kind));
+      read_field((*stages)[s], "gpus", rc.gpus_per_stage, stage_name + ".");
+    }
+  }
+  return rc;
+}
+
 }  // namespace
 
 Report parse_report(const nlohmann::json& o) {
@@ -678,39 +741,12 @@ Report parse_report(const nlohmann::json& o) {
   read_field(o, "oom", r.oom, "");
   if (const auto* devices = array_field(o, "devices")) {
     for (std::size_t i = 0; i < devices->size(); ++i) {
-      const auto& d = (*devices)[i];
-      const std::string where = fmt::format("devices[{}].", i);
-      if (!d.is_object()) throw TraceReadError(fmt::format("report: devices[{}] is not an object", i));
-      DeviceReport dr;
-      read_field(d, "id", dr.id, where);
-      read_field(d, "stage", dr.stage, where);
-      read_field(d, "busy_s", dr.busy_s, where);
-      read_field(d, "communication_wait_s", dr.communication_wait_s, where);
-      read_field(d, "idle_s", dr.idle_s, where);
-      read_field(d, "bubble_fraction", dr.bubble_fraction, where);
-      read_field(d, "peak_memory_bytes", dr.peak_memory_bytes, where);
-      read_field(d, "memory_capacity_bytes", dr.memory_capacity_bytes, where);
-      read_field(d, "oom", dr.oom, where);
-      if (d.contains("memory")) {
-        const auto& m = d.at("memory");
-        if (!m.is_object()) report_error(where, "memory", "an object");
-        const std::string in = where + "memory.";
-        read_field(m, "weights", dr.memory.weights, in);
-        read_field(m, "gradients", dr.memory.gradients, in);
-        read_field(m, "optimizer", dr.memory.optimizer, in);
-        read_field(m, "activations", dr.memory.activations, in);
-        read_field(m, "reserved", dr.memory.reserved, in);
-      }
-      if (const auto* timeline = array_field(d, "memory_timeline")) {
-        for (std::size_t k = 0; k < timeline->size(); ++k) {
-          const auto& point = (*timeline)[k];
-          if (!point.is_array() || point.size() != 2 || !point[0].is_number() || !point[1].is_number_integer()) {
-            report_error(where, fmt::format("memory_timeline[{}]", k), "a pair [time_s, bytes]");
-          }
-          dr.memory_timeline.push_back({point[0].get<double>(), point[1].get<std::int64_t>()});
-        }
-      }
-      r.devices.push_back(std::move(dr));
+      r.devices.push_back(parse_device((*devices)[i], fmt::format("devices[{}]", i)));
+    }
+  }
+  if (const auto* classes = array_field(o, "replica_classes")) {
+    for (std::size_t i = 0; i < classes->size(); ++i) {
+      r.replica_classes.push_back(parse_replica_class((*classes)[i], fmt::format("replica_classes[{}]", i)));
     }
   }
   if (const auto* links = array_field(o, "links")) {

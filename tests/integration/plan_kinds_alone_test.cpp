@@ -2,7 +2,8 @@
 // best is what `plan` gives on a topology of those nodes alone; the faster is named; a slow link between
 // the kinds makes the faster kind alone win, with a warning that says why; a kind with no plan says why;
 // --no-single-kind leaves it out. The fastest kind's nodes with some of the other kind's (parts of the
-// cluster) are searched too, each part's best what `plan` gives on a topology of those nodes alone.
+// cluster) are searched too, each part's best what `plan` gives on a topology of those nodes alone, and a
+// part faster than the mix and every kind alone is the one `fastest` names.
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -135,6 +136,15 @@ TEST(PlanKindsAlone, EachPartsBestIsPlanOnItsNodesAlone) {
     const double mix_s = mix["best"]["step_time_s"].get<double>();
     EXPECT_EQ(part["faster"], part_s < mix_s ? "part" : "mix");
     EXPECT_DOUBLE_EQ(part["mix_speedup"].get<double>(), part_s / mix_s);
+    // `fastest`: the mix, a kind or the part, whichever is strictly faster than those before it.
+    std::string fastest = "mix";
+    double best_s = mix_s;
+    if (fastest_s < best_s) {
+      fastest = fastest_kind;
+      best_s = fastest_s;
+    }
+    if (part_s < best_s) fastest = part["label"];
+    EXPECT_EQ(mix["fastest"], fastest);
 
     const CommandResult text = run_mpsim(plan_args(two_kinds_file("parts.yaml", 2, 2, nic)));
     ASSERT_EQ(text.exit_code, 0) << text.err;
@@ -143,6 +153,24 @@ TEST(PlanKindsAlone, EachPartsBestIsPlanOnItsNodesAlone) {
         << text.out;
     EXPECT_EQ(text.out.find("Warning: 12 of the cluster's GPUs") != std::string::npos, part_s < mix_s) << text.out;
   }
+}
+
+TEST(PlanKindsAlone, APartFasterThanTheMixAndEveryKindIsTheFastest) {
+  // 10 Gb/s NICs on the A100 nodes: the whole mix's traffic to the second A100 node costs more than its
+  // GPUs add, and the two H100 nodes with one A100 node beat both the mix and the H100 nodes alone.
+  const nlohmann::json mix = json_of(plan_args(two_kinds_file("parts-10g.yaml", 2, 2, "10 Gb/s")));
+  ASSERT_EQ(mix["cluster_part_alternatives"].size(), 1U);
+  const auto& part = mix["cluster_part_alternatives"][0];
+  ASSERT_EQ(part["fits"], true) << part;
+  const double part_s = part["best_step_time_s"].get<double>();
+  EXPECT_LT(part_s, mix["best"]["step_time_s"].get<double>());
+  for (const auto& a : mix["single_kind_alternatives"]) {
+    ASSERT_EQ(a["fits"], true) << a;
+    EXPECT_LT(part_s, a["best_step_time_s"].get<double>()) << a["kind"];
+  }
+  EXPECT_EQ(part["faster"], "part");
+  EXPECT_EQ(mix["fastest"], part["label"]);
+  EXPECT_EQ(mix["fastest"], "8 NVIDIA H100 SXM 80GB + 4 NVIDIA A100 SXM4 80GB");
 }
 
 TEST(PlanKindsAlone, AKindWithNoPlanSaysWhyAndNoSingleKindLeavesItOut) {

@@ -58,6 +58,24 @@ Report sample_report() {
   r.plan.expert = 4;
   r.plan.expert_tensor = 2;
   r.plan.expert_load = 1.375;
+  // Two classes of replicas that run apart (uneven shares on two kinds), two pipeline ranks each.
+  ReplicaClassReport fast;
+  fast.replicas = {0, 2};
+  fast.microbatches = 11;
+  fast.stages.push_back({"node0/gpu0", 0, 0.375, 0.0625, 1.0 / 7.0, 13'000'000'001LL, 85'899'345'920LL, false,
+                         {1'000LL, 2'000LL, 3'000LL, 4'000LL, 0}});
+  fast.stages.push_back({"node1/gpu0", 1, 0.4, 0.0375, 0.1, 12'000'000'000LL, 85'899'345'920LL, false, {}});
+  fast.stages.back().communication_wait_s = 0.003;
+  fast.gpu_kinds = {"h100-sxm", "h100-sxm"};
+  fast.gpus_per_stage = 16;
+  ReplicaClassReport slow;
+  slow.replicas = {1};
+  slow.microbatches = 5;
+  slow.stages.push_back({"node2/gpu0", 0, 0.41, 0.0275, 1.0 / 3.0, 13'000'000'001LL, 42'949'672'960LL, true, {}});
+  slow.stages.push_back({"node3/gpu0", 1, 0.42, 0.0175, 0.04, 12'000'000'000LL, 42'949'672'960LL, false, {}});
+  slow.gpu_kinds = {"a100-40gb", "a100-40gb"};
+  slow.gpus_per_stage = 8;
+  r.replica_classes = {fast, slow};
   return r;
 }
 
@@ -122,6 +140,20 @@ void expect_same(const Timeline& a, const Timeline& b) {
   }
 }
 
+void expect_same(const DeviceReport& x, const DeviceReport& y) {
+  EXPECT_EQ(x.id, y.id);
+  EXPECT_EQ(x.stage, y.stage) << x.id;
+  EXPECT_EQ(x.busy_s, y.busy_s) << x.id;
+  EXPECT_EQ(x.idle_s, y.idle_s) << x.id;
+  EXPECT_EQ(x.bubble_fraction, y.bubble_fraction) << x.id;
+  EXPECT_EQ(x.communication_wait_s, y.communication_wait_s) << x.id;
+  EXPECT_EQ(x.peak_memory_bytes, y.peak_memory_bytes) << x.id;
+  EXPECT_EQ(x.memory_capacity_bytes, y.memory_capacity_bytes) << x.id;
+  EXPECT_EQ(x.oom, y.oom) << x.id;
+  EXPECT_EQ(x.memory, y.memory) << x.id;
+  EXPECT_EQ(x.memory_timeline, y.memory_timeline) << x.id;
+}
+
 void expect_same(const Report& a, const Report& b) {
   // Exact comparisons: the report's doubles are written shortest-round-trip.
   EXPECT_EQ(a.step_time_s, b.step_time_s);
@@ -134,20 +166,17 @@ void expect_same(const Report& a, const Report& b) {
   EXPECT_EQ(a.peak_memory_bytes, b.peak_memory_bytes);
   EXPECT_EQ(a.oom, b.oom);
   ASSERT_EQ(a.devices.size(), b.devices.size());
-  for (std::size_t i = 0; i < a.devices.size(); ++i) {
-    const DeviceReport& x = a.devices[i];
-    const DeviceReport& y = b.devices[i];
-    EXPECT_EQ(x.id, y.id);
-    EXPECT_EQ(x.stage, y.stage);
-    EXPECT_EQ(x.busy_s, y.busy_s);
-    EXPECT_EQ(x.idle_s, y.idle_s);
-    EXPECT_EQ(x.bubble_fraction, y.bubble_fraction);
-    EXPECT_EQ(x.communication_wait_s, y.communication_wait_s);
-    EXPECT_EQ(x.peak_memory_bytes, y.peak_memory_bytes);
-    EXPECT_EQ(x.memory_capacity_bytes, y.memory_capacity_bytes);
-    EXPECT_EQ(x.oom, y.oom);
-    EXPECT_EQ(x.memory, y.memory);
-    EXPECT_EQ(x.memory_timeline, y.memory_timeline);
+  for (std::size_t i = 0; i < a.devices.size(); ++i) expect_same(a.devices[i], b.devices[i]);
+  ASSERT_EQ(a.replica_classes.size(), b.replica_classes.size());
+  for (std::size_t i = 0; i < a.replica_classes.size(); ++i) {
+    const ReplicaClassReport& x = a.replica_classes[i];
+    const ReplicaClassReport& y = b.replica_classes[i];
+    EXPECT_EQ(x.replicas, y.replicas) << i;
+    EXPECT_EQ(x.microbatches, y.microbatches) << i;
+    EXPECT_EQ(x.gpu_kinds, y.gpu_kinds) << i;
+    EXPECT_EQ(x.gpus_per_stage, y.gpus_per_stage) << i;
+    ASSERT_EQ(x.stages.size(), y.stages.size()) << i;
+    for (std::size_t s = 0; s < x.stages.size(); ++s) expect_same(x.stages[s], y.stages[s]);
   }
   ASSERT_EQ(a.links.size(), b.links.size());
   for (std::size_t i = 0; i < a.links.size(); ++i) {
@@ -206,6 +235,41 @@ TEST(TraceReader, RoundTripsEmptyTimeline) {
 TEST(TraceReader, ParseReportInvertsReportJson) {
   const Report report = sample_report();
   expect_same(report, parse_report(nlohmann::json::parse(report_json(report).dump())));
+}
+
+TEST(TraceReader, ParseReportReadsBackTheReplicaClasses) {
+  // Written, parsed, equal: every class, its replicas, count, GPU kinds and GPUs, and each stage's figures.
+  const Report report = sample_report();
+  ASSERT_EQ(report.replica_classes.size(), 2U);
+  const Report back = parse_report(nlohmann::json::parse(report_json(report).dump()));
+  EXPECT_TRUE(back.replica_classes == report.replica_classes);
+  EXPECT_EQ(back.replica_classes[1].stages[0].oom, true);
+  EXPECT_EQ(back.replica_classes[0].gpus_per_stage, 16);
+  // Written again, the same JSON.
+  EXPECT_EQ(report_json(back)["replica_classes"].dump(), report_json(report)["replica_classes"].dump());
+  // A report of replicas that run alike has no classes, and reads back none.
+  Report alike = report;
+  alike.replica_classes.clear();
+  EXPECT_FALSE(report_json(alike).contains("replica_classes"));
+  EXPECT_TRUE(parse_report(nlohmann::json::parse(report_json(alike).dump())).replica_classes.empty());
+}
+
+TEST(TraceReader, MalformedReplicaClassesNameTheField) {
+  const auto error = [](const char* text) {
+    try {
+      (void)parse_report(nlohmann::json::parse(text));
+    } catch (const TraceReadError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error(R"({"replica_classes": [{"replicas": [0, "one"]}]})"),
+            "report: replica_classes[0].replicas[1] is not an integer");
+  EXPECT_EQ(error(R"({"replica_classes": [{"microbatches": 2, "stages": [{"gpu_kind": 7}]}]})"),
+            "report: replica_classes[0].stages[0].gpu_kind is not a string");
+  EXPECT_EQ(error(R"({"replica_classes": [3]})"), "report: replica_classes[0] is not an object");
+  EXPECT_EQ(error(R"({"replica_classes": [{"stages": [{"busy_s": "x"}]}]})"),
+            "report: replica_classes[0].stages[0].busy_s is not a number");
 }
 
 TEST(TraceReader, ReadsTheFlatPlanOfOlderReports) {
