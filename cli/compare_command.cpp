@@ -166,8 +166,8 @@ void print_log_comparison(const CompareArgs& args, const trace::Report& predicte
                              log.max_allocated_bytes ? "" : "memory (Megatron-LM's \"memory (MB)\" lines)");
   }
   if (log.max_allocated_bytes) {
-    std::cout << "\nThe predicted peak is all a GPU holds at its fullest (the CUDA context, workspaces and NCCL "
-                 "buffers too); max allocated is PyTorch's allocator alone.\n";
+    std::cout << "\nThe predicted peak is all a GPU holds at its fullest (the CUDA context, workspaces, NCCL "
+                 "buffers and ZeRO 3's collective-stream pools too); max allocated is PyTorch's allocator alone.\n";
   }
 }
 

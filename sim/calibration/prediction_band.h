@@ -90,7 +90,7 @@ struct MemoryBand {
 };
 
 /// The band of a predicted peak of `peak_bytes`, of which `runtime_bytes` (CUDA context, workspaces,
-/// communicators: engine::StaticMemory::reserved) is held apart from the tensors the spread is of.
+/// communicators, ZeRO 3's collective-stream pools: engine::StaticMemory::reserved) is held apart from the tensors the spread is of.
 [[nodiscard]] MemoryBand memory_band(std::int64_t peak_bytes, std::int64_t runtime_bytes) noexcept;
 
 /// "published allocated peaks measured -11 % to +5 % off their predictions (10 rows)".

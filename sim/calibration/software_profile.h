@@ -83,7 +83,7 @@ struct FactorRuns {
 
 /// Which of the PyTorch caching allocator's peaks a run measured: `allocated` (live tensors,
 /// max_memory_allocated) is compared with mpsim's peak less its runtime part (CUDA context,
-/// workspaces, communicators: engine::StaticMemory::reserved), `reserved` (max_memory_reserved) with
+/// workspaces, communicators, ZeRO 3's collective-stream pools: engine::StaticMemory::reserved), `reserved` (max_memory_reserved) with
 /// the whole peak.
 enum class PeakKind : std::uint8_t { Allocated, Reserved };
 [[nodiscard]] std::string_view to_string(PeakKind kind) noexcept;
