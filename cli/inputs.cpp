@@ -114,11 +114,7 @@ void erase_if_present(YamlDocument& doc, const Override& erase) {
 /// Applies a resolved override to `doc`, adding what it set to `applied`. A field of the GPU kind a node
 /// names by id is set in the document's copy of that kind (sim/topology/gpu_kind_override.h).
 void apply_resolved(YamlDocument& doc, const Override& r, std::vector<Override>& applied) {
-  const std::vector<Override> kind_fields = topology::gpu_kind_field_overrides(doc, r);
-  for (const Override& k : kind_fields) doc.apply(k);
-  if (kind_fields.empty()) doc.apply(r);
-  // The field set, by which the loader names an error in it (the kind's copy has no line of its own).
-  applied.push_back(kind_fields.empty() ? r : kind_fields.back());
+  applied.push_back(topology::apply_topology_override(doc, r));
 }
 
 /// Rethrows errors in overridden fields as errors of the --set flag that set them.
@@ -145,7 +141,7 @@ YamlDocument load_with(const std::string& file, const std::string& target, const
   YamlDocument doc = YamlDocument::load(file);
   for (const Override& o : overrides) {
     if (o.target != target) continue;
-    if (target == "topology" && doc.has_top_level("node_from") && o.path.rfind("node.", 0) == 0) continue;
+    if (target == "topology" && topology::sets_included_node(doc, o)) continue;  // patch_node applies it
     if (target == "topology" && topology::is_instance_path(o.path)) continue;  // applied to the cluster
     std::vector<Override> erasures;
     const Override r = resolve(o, doc, overrides, erasures);

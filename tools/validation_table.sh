@@ -202,9 +202,11 @@ a negative error is an under-prediction, the direction that lets a plan go out o
 and largest |error|, signed mean) to today's plus the margins of the other groups, and the count of
 rows under-predicted by more than 5 % to today's: they record where the memory model stands, not an
 accuracy claim, and a change to the model edits them. "mpsim peak / capacity" is the engine's own peak
-(the planner's memory bound); the TorchTitan rows run on the 80 GB DGX H100 topology, whose capacity
-the predicted peak does not depend on. Their 8B rows' peaks, above 80 GiB as the published ones are,
-show OOM there; the runs had 96 GB GPUs (89.4 GiB), which hold them.
+(the planner's memory bound), on the capacity of the run's own GPUs: the TorchTitan runs had 96 GB
+H100s (HBM2e, Grand Teton), so their rows run on the DGX H100 topology with the GPU's memory set to
+96 GiB (the row's `topology_set`, which reaches the GPU kind of a node another file describes as
+`simulate --set topology.node.gpu.memory=...` does). No row that ran is predicted out of memory
+(`MeasuredMemory.PeaksHoldOnTodaysRuns` fails on one).
 
 The peak holds what a pass holds while it runs (docs/simulator.md "Memory": a backward's remaining stash
 and a layer's recomputed activations, and the loss's own copies of the logits by its kernel): the

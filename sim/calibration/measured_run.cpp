@@ -5,16 +5,19 @@
 #include <string_view>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "sim/calibration/prediction_band.h"
+#include "sim/core/input_error.h"
 #include "sim/core/text_file.h"
 #include "sim/core/yaml_field.h"
 #include "sim/model/model_loader.h"
 #include "sim/plan/plan_check.h"
 #include "sim/plan/plan_loader.h"
 #include "sim/topology/topology_spec.h"
+#include "sim/topology/gpu_kind_override.h"
 #include "sim/topology/job_shape.h"
 #include "sim/topology/topology_loader.h"
 
@@ -44,11 +47,30 @@ topology::Cluster run_cluster(const Field& row, const RunPaths& paths, int gpus,
   const std::filesystem::path file = find_topology(row.require("topology"), paths);
   const auto spec = [&](std::optional<int> nodes) {
     YamlDocument doc = YamlDocument::load(file);
+    std::vector<std::pair<Override, Field>> included_node_sets;  // of the node the file takes from another
+    std::vector<std::pair<Override, Field>> applied;  // the field each set, and the row's entry that set it
     if (auto sets = row.get("topology_set")) {
-      for (const auto& [key, value] : sets->entries()) doc.apply(Override{"topology", key, value.as_string(), id});
+      for (const auto& [key, value] : sets->entries()) {
+        Override o{"topology", key, value.as_string(), id};
+        if (topology::sets_included_node(doc, o)) {
+          included_node_sets.emplace_back(std::move(o), value);
+        } else {
+          applied.emplace_back(topology::apply_topology_override(doc, o), value);
+        }
+      }
     }
     if (nodes) doc.apply(Override{"topology", "nodes", std::to_string(*nodes), id});
-    return topology::load_topology_spec(doc.root());
+    try {
+      return topology::load_topology_spec(doc.root(), 0, [&](YamlDocument& included) {
+        for (const auto& [o, value] : included_node_sets) applied.emplace_back(topology::apply_topology_override(included, o), value);
+      });
+    } catch (const InputError& e) {
+      // An error in a field a row's override set is the row's: named at its topology_set entry.
+      for (const auto& [o, value] : applied) {
+        if (e.field() == o.path) value.fail(e.message());
+      }
+      throw;
+    }
   };
   const auto load = [&](std::optional<int> nodes) { return topology::build_cluster(spec(nodes)); };
   // Node groups of several kinds (a mixed cluster) have no one node to scale by: the run takes the

@@ -84,4 +84,15 @@ std::vector<Override> gpu_kind_field_overrides(const YamlDocument& doc, const Ov
   return out;
 }
 
+Override apply_topology_override(YamlDocument& doc, const Override& o) {
+  const std::vector<Override> kind_fields = gpu_kind_field_overrides(doc, o);
+  for (const Override& k : kind_fields) doc.apply(k);
+  if (kind_fields.empty()) doc.apply(o);
+  return kind_fields.empty() ? o : kind_fields.back();
+}
+
+bool sets_included_node(const YamlDocument& doc, const Override& o) {
+  return doc.has_top_level("node_from") && o.path.starts_with("node.");
+}
+
 }  // namespace mpsim::topology

@@ -17,4 +17,14 @@ namespace mpsim::topology {
 /// built in nor declared in `doc` (it is declared in the file that includes this one).
 [[nodiscard]] std::vector<Override> gpu_kind_field_overrides(const YamlDocument& doc, const Override& o);
 
+/// Applies `o` to `doc`; a field of a GPU kind named by id goes into the document's copy of that kind
+/// (gpu_kind_field_overrides). Returns the override that set the field, by whose path the loader names
+/// an error in it (the kind's copy has no line of its own). Throws InputError.
+Override apply_topology_override(YamlDocument& doc, const Override& o);
+
+/// Whether `o` sets a field of the node `doc` takes from another file (`node.*` where `doc` has
+/// `node_from`): such an override applies to that file's document, through load_topology_spec's
+/// `patch_included`.
+[[nodiscard]] bool sets_included_node(const YamlDocument& doc, const Override& o);
+
 }  // namespace mpsim::topology

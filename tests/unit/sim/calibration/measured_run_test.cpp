@@ -142,6 +142,24 @@ TEST(MeasuredRuns, ATopologyOfSeveralNodeGroupsIsTakenWhole) {
   EXPECT_NE(e.find("node groups are taken whole: gpus must be its 16 GPUs"), std::string::npos) << e;
 }
 
+TEST(MeasuredRuns, ATopologySetOfTheGpuOfAnIncludedNodeSetsItsKind) {
+  // 4x-p4d.yaml takes its node from p4d.24xlarge.yaml (node_from), whose GPUs name a built-in kind by
+  // id: the override reaches that kind's copy in the included file, as simulate's --set does.
+  const auto capacity_gib = [](const MeasuredRun& run) {
+    return static_cast<double>(run.cluster.gpu_kind_of(run.cluster.gpus().front()).memory.count()) / (1 << 30);
+  };
+  EXPECT_DOUBLE_EQ(capacity_gib(runs_from(gpt3_13b_row("p4d", "{step_time_s: 1}")).front()), 40);
+  const MeasuredRun wider = runs_from(gpt3_13b_row("p4de", "{step_time_s: 1}", "4x-p4d.yaml",
+                                                   "  topology_set: {node.gpu.memory: \"80 GiB\"}\n"))
+                                .front();
+  EXPECT_DOUBLE_EQ(capacity_gib(wider), 80);
+  EXPECT_EQ(wider.cluster.gpu_kinds().size(), 1u);  // every GPU of the four nodes
+  const std::string e = runs_file_error(gpt3_13b_row("p4d", "{step_time_s: 1}", "4x-p4d.yaml",
+                                                     "  topology_set: {node.gpu.memory: \"lots\"}\n"));
+  expect_names_file_and_field(e, "[0].topology_set.node.gpu.memory");
+  EXPECT_NE(e.find("'lots' is not a size"), std::string::npos) << e;
+}
+
 TEST(RunsFileErrors, AMissingTopologyFile) {
   const std::string e = runs_file_error(gpt3_13b_row("a", "{step_time_s: 10}", "no-such-cluster.yaml"));
   expect_names_file_and_field(e, "[0].topology");
