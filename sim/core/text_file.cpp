@@ -11,27 +11,9 @@
 
 #include "sim/core/gzip.h"
 #include "sim/core/input_error.h"
+#include "sim/core/utf8.h"
 
 namespace mpsim {
-namespace {
-
-/// Length of the UTF-8 sequence starting at s[i], or 0 when it is not valid UTF-8.
-std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
-  const auto lead = static_cast<unsigned char>(s[i]);
-  std::size_t len = 0;
-  if (lead < 0x80) return 1;
-  if ((lead & 0xE0) == 0xC0 && lead >= 0xC2) len = 2;
-  else if ((lead & 0xF0) == 0xE0) len = 3;
-  else if ((lead & 0xF8) == 0xF0 && lead <= 0xF4) len = 4;
-  else return 0;
-  if (i + len > s.size()) return 0;
-  for (std::size_t k = 1; k < len; ++k) {
-    if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
-  }
-  return len;
-}
-
-}  // namespace
 
 std::string read_text_file(const std::filesystem::path& path, std::string_view display_name) {
   const std::string name = display_name.empty() ? path.string() : std::string(display_name);
@@ -54,7 +36,7 @@ std::string read_text_file(const std::filesystem::path& path, std::string_view d
   int column = 1;
   for (std::size_t i = 0; i < text.size();) {
     const char c = text[i];
-    const std::size_t len = utf8_sequence_length(text, i);
+    const std::size_t len = utf8_character_at(text, i).length;
     const bool control = static_cast<unsigned char>(c) < 0x20 && c != '\n' && c != '\r' && c != '\t';
     if (len == 0 || control) {
       throw InputError({name, line, column}, "",

@@ -9,6 +9,7 @@
 #include "sim/core/did_you_mean.h"
 #include "sim/core/input_error_collector.h"
 #include "sim/core/text_file.h"
+#include "sim/core/utf8.h"
 
 namespace mpsim {
 namespace {
@@ -20,6 +21,18 @@ std::string join_key(const std::string& parent, std::string_view key) {
 SourceLocation location_of(const std::string& file, const YAML::Mark& mark) {
   if (mark.is_null()) return {file, 0, 0};
   return {file, mark.line + 1, mark.column + 1};
+}
+
+/// Why `text` is not text a YAML file can hold and be written back as it is (first_unwritable_text at
+/// byte `at`): each name mpsim reads may be written again (a profile, a topology).
+std::string not_text_message(std::string_view text, std::size_t at) {
+  const Utf8Character c = utf8_character_at(text, at);
+  if (c.length == 0) {
+    return fmt::format("is not UTF-8 text: byte {} (0x{:02X}) starts no character (the \\N and \\_ escapes write such a byte; "
+                       "\\u0085 and \\u00A0 write those characters)",
+                       at + 1, static_cast<unsigned char>(text[at]));
+  }
+  return fmt::format("holds the noncharacter U+{:04X}, which no YAML file writes back", c.code_point);
 }
 
 template <typename ParseFn>
@@ -77,6 +90,9 @@ void Field::expect_keys(std::span<const std::string_view> allowed) const {
     const Field key(file_, entry.first, path_, node_.Mark());
     if (!entry.first.IsScalar()) key.fail("a key must be a plain word");
     const std::string& name = entry.first.Scalar();
+    if (const auto at = first_unwritable_text(name)) {
+      throw InputError(location_of(*file_, entry.first.Mark()), path_, "a key " + not_text_message(name, *at));
+    }
     const std::string key_path = join_key(path_, name);
     bool known = false;
     for (const auto a : allowed) known = known || a == name;
@@ -102,6 +118,9 @@ std::vector<std::pair<std::string, Field>> Field::entries() const {
   for (const auto& entry : node_) {
     if (!entry.first.IsScalar()) Field(file_, entry.first, path_, node_.Mark()).fail("a key must be a plain word");
     const std::string& name = entry.first.Scalar();
+    if (const auto at = first_unwritable_text(name)) {
+      throw InputError(location_of(*file_, entry.first.Mark()), path_, "a key " + not_text_message(name, *at));
+    }
     if (!seen.insert(name).second) {
       throw InputError(location_of(*file_, entry.first.Mark()), join_key(path_, name), "field given twice");
     }
@@ -130,7 +149,11 @@ std::string Field::scalar_text(std::string_view expected) const {
   return node_.Scalar();
 }
 
-std::string Field::as_string() const { return scalar_text("a word"); }
+std::string Field::as_string() const {
+  std::string text = scalar_text("a word");
+  if (const auto at = first_unwritable_text(text)) fail(not_text_message(text, *at));
+  return text;
+}
 
 double Field::as_double() const {
   const std::string text = scalar_text("a number");

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "sim/calibration/profile_file.h"
+#include "sim/core/utf8.h"
 #include "sim/core/yaml_field.h"
 #include "tests/fuzz/fuzz_input.h"
 
@@ -15,18 +16,14 @@ namespace {
 
 bool same_to_six_digits(double a, double b) { return std::abs(a - b) <= 5e-6 * std::abs(b); }
 
-/// Whether `text` is UTF-8. A profile file that is not is refused before it is parsed, so only
-/// such inputs reach the round trip (yaml-cpp writes an invalid byte as U+FFFD: not the same name).
+/// Whether `text` is UTF-8, as a profile file must be to be read at all (read_text_file), so that only
+/// such inputs reach the round trip. The strings it holds may still not be text (an escape such as \N
+/// writes a lone byte): the reader refuses those (Field::as_string).
 bool is_utf8(std::string_view text) {
   for (std::size_t i = 0; i < text.size();) {
-    const auto lead = static_cast<unsigned char>(text[i]);
-    const std::size_t len = lead < 0x80 ? 1 : (lead & 0xE0) == 0xC0 && lead >= 0xC2 ? 2 : (lead & 0xF0) == 0xE0 ? 3
-                          : (lead & 0xF8) == 0xF0 && lead <= 0xF4                  ? 4 : 0;
-    if (len == 0 || i + len > text.size()) return false;
-    for (std::size_t k = 1; k < len; ++k) {
-      if ((static_cast<unsigned char>(text[i + k]) & 0xC0) != 0x80) return false;
-    }
-    i += len;
+    const std::size_t length = mpsim::utf8_character_at(text, i).length;
+    if (length == 0) return false;
+    i += length;
   }
   return true;
 }

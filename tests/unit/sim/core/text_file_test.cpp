@@ -36,6 +36,31 @@ TEST(TextFile, RejectsBinaryWithPosition) {
   }
 }
 
+TEST(TextFile, RejectsOverlongSurrogateAndOutOfRangeSequences) {
+  // Each is the form of a character UTF-8 forbids: "/" written in three bytes, the surrogate U+D800,
+  // and U+110000; the same text with a real character reads.
+  for (const std::string bad : {"\xE0\x80\xAF", "\xED\xA0\x80", "\xF4\x90\x80\x80"}) {
+    const auto path = scratch("bad-utf8.yaml");
+    {
+      std::ofstream out(path, std::ios::binary);
+      out << "name: a" << bad << "\n";
+    }
+    try {
+      (void)read_text_file(path);
+      ADD_FAILURE() << "no error for a sequence of " << bad.size() << " bytes";
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where().line, 1);
+      EXPECT_EQ(e.where().column, 8);
+    }
+  }
+  const auto path = scratch("good-utf8.yaml");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "name: a\xF4\x8F\xBF\xBD\n";  // U+10FFFD
+  }
+  EXPECT_EQ(read_text_file(path), "name: a\xF4\x8F\xBF\xBD\n");
+}
+
 TEST(TextFile, RejectsHugeFilesBeforeReading) {
   const auto path = scratch("huge.yaml");
   {

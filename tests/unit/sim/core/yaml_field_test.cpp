@@ -28,6 +28,20 @@ TEST(YamlField, LocatesMissingAndWrongFields) {
             "t.yaml:2:5: missing required field (field 'links[0].latency')");
 }
 
+// Every string mpsim reads may be written to a file again (a profile, a topology); yaml-cpp's \N and \_
+// escapes give a lone byte and a writer replaces U+FFFF, so neither would come back as it was read.
+TEST(YamlField, AStringMustBeTextThatAFileCanHoldAgain) {
+  const auto doc = YamlDocument::parse("a: \"x\\Ny\"\nb: \"\\uFFFF\"\nc: \"\\u0085\\u00A0\\U0010FFFD é\"\n\"k\\_\": 1\n", "t.yaml");
+  EXPECT_EQ(error_of([&] { (void)doc.root().require("a").as_string(); }),
+            "t.yaml:1:4: is not UTF-8 text: byte 2 (0x85) starts no character (the \\N and \\_ escapes write such a "
+            "byte; \\u0085 and \\u00A0 write those characters) (field 'a')");
+  EXPECT_EQ(error_of([&] { (void)doc.root().require("b").as_string(); }),
+            "t.yaml:2:4: holds the noncharacter U+FFFF, which no YAML file writes back (field 'b')");
+  EXPECT_EQ(doc.root().require("c").as_string(), "\u0085\u00A0\U0010FFFD \u00E9");
+  const std::string key = error_of([&] { (void)doc.root().entries(); });
+  EXPECT_NE(key.find("t.yaml:4:1: a key is not UTF-8 text: byte 2 (0xA0)"), std::string::npos) << key;
+}
+
 TEST(YamlField, UnknownAndRepeatedKeys) {
   const auto doc = YamlDocument::parse("a: 1\nbandwith: 2\n", "t.yaml");
   const std::string e = error_of([&] { doc.root().expect_keys({"a", "bandwidth"}); });
