@@ -35,6 +35,14 @@ std::string not_text_message(std::string_view text, std::size_t at) {
   return fmt::format("holds the noncharacter U+{:04X}, which no YAML file writes back", c.code_point);
 }
 
+/// Refuses a key of the mapping at `map_path` that is not such text (a key is a name as much as a value).
+void require_key_text(const std::string& file, const YAML::Node& key, const std::string& map_path) {
+  const std::string& name = key.Scalar();
+  if (const auto at = first_unwritable_text(name)) {
+    throw InputError(location_of(file, key.Mark()), map_path, "a key " + not_text_message(name, *at));
+  }
+}
+
 template <typename ParseFn>
 auto parse_unit(const Field& field, std::string_view expected, ParseFn parse) {
   if (!field.is_scalar()) field.fail(fmt::format("expected a {}, found {}", expected, field.is_map() ? "a mapping" : field.is_sequence() ? "a list" : "nothing"));
@@ -90,9 +98,7 @@ void Field::expect_keys(std::span<const std::string_view> allowed) const {
     const Field key(file_, entry.first, path_, node_.Mark());
     if (!entry.first.IsScalar()) key.fail("a key must be a plain word");
     const std::string& name = entry.first.Scalar();
-    if (const auto at = first_unwritable_text(name)) {
-      throw InputError(location_of(*file_, entry.first.Mark()), path_, "a key " + not_text_message(name, *at));
-    }
+    require_key_text(*file_, entry.first, path_);
     const std::string key_path = join_key(path_, name);
     bool known = false;
     for (const auto a : allowed) known = known || a == name;
@@ -118,9 +124,7 @@ std::vector<std::pair<std::string, Field>> Field::entries() const {
   for (const auto& entry : node_) {
     if (!entry.first.IsScalar()) Field(file_, entry.first, path_, node_.Mark()).fail("a key must be a plain word");
     const std::string& name = entry.first.Scalar();
-    if (const auto at = first_unwritable_text(name)) {
-      throw InputError(location_of(*file_, entry.first.Mark()), path_, "a key " + not_text_message(name, *at));
-    }
+    require_key_text(*file_, entry.first, path_);
     if (!seen.insert(name).second) {
       throw InputError(location_of(*file_, entry.first.Mark()), join_key(path_, name), "field given twice");
     }
