@@ -249,10 +249,12 @@ dense GB200 and GB300 cells), and cannot help where runs of one release differ i
 a cell mixes BF16, FP8 and MXFP8 runs (a factor fitted on one precision's GEMMs carries to the others only
 through `gemm`), and the Megatron-LM weak-scaling rows (1.7B to 1T parameters on 8 to 3072 GPUs) grow
 worse (8.2 → 14.1 % median) because one run's factor is not the others'. Mixture of experts goes from
-37.9 to 24.3 % median: identical configurations published up to twice apart within one release (see
-above) are beyond any profile. Bands (the 10th to 90th percentile of the k = 1 errors) cover 78 % of
-another release's held-out mixture-of-experts predictions, 71 % of dense and 26 % of context-parallel
-ones (`LeaveOneOut.CalibrationOnHeldOutRuns`).
+37.9 to 24.3 % median: identical configurations published up to twice apart by two releases (see
+above) are beyond any profile. Bands drawn from the other releases' k = 1 errors to hold 80 % of further
+ones (docs/calibration.md, "Bands") hold 81 % of a release's held-out mixture-of-experts predictions
+(median half-width 46 %), 71 % of dense ones (16 %) and 9 % of context-parallel ones: most of those have
+no band, their cells' other releases giving fewer than the 9 predictions a band needs
+(`LeaveOneOut.CalibrationOnHeldOutRuns`).
 
 LOO
   cat "$loo_table"

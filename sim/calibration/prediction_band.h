@@ -2,11 +2,11 @@
 /// How sure a prediction is: the band its measured step is expected in, from how far predictions of its
 /// kind have been from published measurements (docs/calibration.md, "Bands"; docs/validation.md).
 ///
-/// Uncalibrated, the band is the 10th to 90th percentile of the errors of the validation's check rows
-/// of the same group (dense, mixture of experts, context parallel) on the same GPU kind (the group's
-/// rows on every kind where the kind has fewer than kFewestRows); calibrated (a profile fitted on runs
-/// of the same GPU kind), of the leave-one-out errors of profiles fitted on one run of the same release,
-/// GPU kind and group. The tables are today's figures; tests/validation/calibration_loo_test.cpp
+/// Uncalibrated, the band is coverage_band of the errors of the validation's check rows of the same
+/// group (dense, mixture of experts, context parallel) on the same GPU kind (the group's rows on every
+/// kind where the kind has fewer than kFewestRows); calibrated (a profile fitted on runs of the same GPU
+/// kind), of the leave-one-out errors of profiles fitted on one run of the same release, GPU kind and
+/// group. The tables are today's figures; tests/validation/calibration_loo_test.cpp
 /// recomputes them from the rows and fails when they drift.
 #include <cstdint>
 #include <optional>
@@ -24,8 +24,8 @@ namespace mpsim::calibration {
 /// The validation's groups: "dense", "mixture of experts", "context parallel".
 [[nodiscard]] std::string_view prediction_group(const model::Model& model, const plan::Plan& plan) noexcept;
 
-/// The errors (measured step / predicted step - 1) of a set of predictions: their 10th and 90th
-/// percentiles and how many they are.
+/// The errors (measured step / predicted step - 1) of a set of predictions: their coverage_band and how
+/// many they are.
 struct ErrorSpread {
   std::string_view group;
   std::string_view gpu_kind;  ///< catalogue id; "" for every kind
@@ -33,13 +33,28 @@ struct ErrorSpread {
   double high = 0;
   int predictions = 0;
 };
-/// A GPU kind's own rows give its spread from this many on.
-inline constexpr int kFewestRows = 5;
 [[nodiscard]] std::span<const ErrorSpread> uncalibrated_spreads() noexcept;
 [[nodiscard]] std::span<const ErrorSpread> calibrated_spreads() noexcept;
 
-/// The p-th percentile (0..1) of `values` by linear interpolation between the order statistics.
-[[nodiscard]] double percentile(std::vector<double> values, double p);
+/// The share of further errors a band is to hold (with many errors, their 10th to 90th percentile).
+inline constexpr double kBandCoverage = 0.8;
+/// The fewest errors a band is drawn from: the smallest to the largest of n errors holds a further one
+/// with probability (n - 1) / (n + 1), which reaches kBandCoverage at 9 (a GPU kind with fewer rows
+/// takes its group's band over every kind).
+inline constexpr int kFewestRows = 9;
+static_assert(static_cast<double>(kFewestRows - 1) / (kFewestRows + 1) >= kBandCoverage &&
+              static_cast<double>(kFewestRows - 2) / kFewestRows < kBandCoverage);
+
+struct ErrorBand {
+  double low = 0;
+  double high = 0;
+};
+/// The band, drawn from `errors` of past predictions, that holds the error of a further prediction of
+/// the same kind with probability at least kBandCoverage whatever their distribution, as long as the
+/// errors are exchangeable (split conformal prediction): from the k-th smallest error to the k-th
+/// largest, k = floor((n + 1)(1 - kBandCoverage) / 2), which holds (n + 1 - 2k) / (n + 1) of them.
+/// Nothing from fewer than kFewestRows errors, of which no such band exists.
+[[nodiscard]] std::optional<ErrorBand> coverage_band(std::vector<double> errors);
 
 struct StepBand {
   double low_s = 0;
@@ -56,7 +71,7 @@ struct StepBand {
                                                 std::span<const std::string_view> gpu_kinds,
                                                 const SoftwareProfile* profile);
 
-/// "uncalibrated: published dense runs on h100-sxm measured -8 % to +15 % off their predictions (29 rows;
+/// "uncalibrated: published dense runs on h100-sxm measured -8 % to +17 % off their predictions (29 rows;
 /// mpsim calibrate on a run of yours narrows it)", or the calibrated basis.
 [[nodiscard]] std::string band_basis_text(const StepBand& band);
 
@@ -74,13 +89,15 @@ struct RankingTolerance {
   int pairs = 0;
 };
 [[nodiscard]] std::span<const RankingTolerance> ranking_tolerances() noexcept;
-/// The group's tolerance, or every group's pooled one when the group has fewer than kFewestRows pairs.
+/// A group's own pairs give its tolerance (a median) from this many on.
+inline constexpr int kFewestPairs = 5;
+/// The group's tolerance, or every group's pooled one when the group has fewer than kFewestPairs pairs.
 [[nodiscard]] const RankingTolerance& ranking_tolerance(std::string_view group) noexcept;
 
 /// The spread of measured peak memory around its prediction: measured max allocated / predicted tensor
 /// bytes - 1 over the allocated rows of the measured-memory table (tests/validation/measured_memory.yaml;
-/// tests/validation/measured_memory_test.cpp recomputes it and fails when it drifts), 10th and 90th
-/// percentiles. Reserved figures (the allocator's cache too) are another quantity and left out.
+/// tests/validation/measured_memory_test.cpp recomputes it and fails when it drifts), its coverage_band.
+/// Reserved figures (the allocator's cache too) are another quantity and left out.
 [[nodiscard]] const ErrorSpread& memory_spread() noexcept;
 
 struct MemoryBand {
@@ -93,7 +110,7 @@ struct MemoryBand {
 /// communicators, ZeRO 3's collective-stream pools: engine::StaticMemory::reserved) is held apart from the tensors the spread is of.
 [[nodiscard]] MemoryBand memory_band(std::int64_t peak_bytes, std::int64_t runtime_bytes) noexcept;
 
-/// "published allocated peaks measured -11 % to +5 % off their predictions (10 rows)".
+/// "published allocated peaks measured -11 % to +7 % off their predictions (10 rows)".
 [[nodiscard]] std::string memory_band_text(const MemoryBand& band);
 
 }  // namespace mpsim::calibration

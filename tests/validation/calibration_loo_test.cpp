@@ -91,10 +91,12 @@ std::string spread_cell(const Spread& s) {
 }
 
 /// Held-out coverage of the calibrated bands per group, today's less 5 points (calibrated_bands_cover_other_releases):
-/// 25.8 % of 66, 71.0 % of 272, 78.2 % of 206. Short of the 80 % a 10th-90th percentile band promises on
-/// its own rows: releases differ more from one another than runs of one release do.
-const std::map<std::string, double> kBandCoverage = {
-    {"context parallel", 0.208}, {"dense", 0.66}, {"mixture of experts", 0.732}};
+/// 9.1 % of 66, 71.3 % of 272, 81.1 % of 206. Dense is short of the 80 % the band holds of further errors
+/// of its own kind: releases differ more from one another than runs of one release do. Most
+/// context-parallel predictions have no band at all: their cells' other releases give fewer than
+/// calibration::kFewestRows predictions.
+const std::map<std::string, double> kHeldOutCoverageToday = {
+    {"context parallel", 0.041}, {"dense", 0.663}, {"mixture of experts", 0.761}};
 
 class LeaveOneOut : public ::testing::Test {
  public:
@@ -234,7 +236,7 @@ void LeaveOneOut::one_run_is_matched() {
 }
 
 /// The spreads of the errors: uncalibrated, each group's check rows on each GPU kind (kinds of
-/// kFewestRows rows or more) and on every kind; calibrated, each group's k = 1 held-out predictions.
+/// calibration::kFewestRows rows or more) and on every kind; calibrated, each group's k = 1 held-out predictions.
 struct Spreads {
   std::vector<calibration::ErrorSpread> uncalibrated;
   std::vector<calibration::ErrorSpread> calibrated;
@@ -258,13 +260,14 @@ Spreads todays_spreads(const std::vector<MeasuredRun>& runs, const std::vector<d
   out.names.reserve(4 * (by_kind.size() + by_group.size()));
   const auto keep = [&](const std::string& text) -> std::string_view { return out.names.emplace_back(text); };
   for (const auto& [key, errors] : by_kind) {
-    if (!key.second.empty() && static_cast<int>(errors.size()) < calibration::kFewestRows) continue;
-    out.uncalibrated.push_back({keep(key.first), keep(key.second), calibration::percentile(errors, 0.1),
-                                calibration::percentile(errors, 0.9), static_cast<int>(errors.size())});
+    const auto band = calibration::coverage_band(errors);  // none from a kind of too few rows
+    if (!band) continue;
+    out.uncalibrated.push_back({keep(key.first), keep(key.second), band->low, band->high, static_cast<int>(errors.size())});
   }
   for (const auto& [group, errors] : by_group) {
-    out.calibrated.push_back({keep(group), "", calibration::percentile(errors, 0.1), calibration::percentile(errors, 0.9),
-                              static_cast<int>(errors.size())});
+    const auto band = calibration::coverage_band(errors);
+    if (!band) continue;
+    out.calibrated.push_back({keep(group), "", band->low, band->high, static_cast<int>(errors.size())});
   }
   return out;
 }
@@ -348,10 +351,11 @@ void LeaveOneOut::ranking_tolerances_are_todays() {
 }
 
 // Bands are honest on runs they were not drawn from: each release's calibrated held-out predictions
-// against the band the other releases' predictions give (10th to 90th percentile of their errors).
+// against the band the other releases' predictions give (coverage_band of their errors).
 void LeaveOneOut::calibrated_bands_cover_other_releases() {
   std::map<std::string, std::pair<int, int>> inside_of_group;  // group -> (inside, predictions)
   std::map<std::string, std::vector<double>> half_widths;
+  std::map<std::string, int> without_band;
   for (const LooCell& cell : *cells_) {
     std::vector<double> others;
     for (const LooCell& other : *cells_) {
@@ -359,21 +363,28 @@ void LeaveOneOut::calibrated_bands_cover_other_releases() {
         others.insert(others.end(), other.k1_errors.begin(), other.k1_errors.end());
       }
     }
-    if (others.empty() || cell.k1_errors.empty()) continue;
-    const double low = calibration::percentile(others, 0.1), high = calibration::percentile(others, 0.9);
+    if (cell.k1_errors.empty()) continue;
+    // Too few other predictions give no band: those predictions count as outside one.
+    const auto band = calibration::coverage_band(others);
     for (double e : cell.k1_errors) {
       auto& [inside, count] = inside_of_group[cell.group];
-      inside += (e >= low && e <= high) ? 1 : 0;
       ++count;
+      if (!band) {
+        ++without_band[cell.group];
+        continue;
+      }
+      inside += (e >= band->low && e <= band->high) ? 1 : 0;
       // The band around the prediction, as a share of the measured step: (high - low) / 2 over 1 + e.
-      half_widths[cell.group].push_back((high - low) / 2 / (1 + e));
+      half_widths[cell.group].push_back((band->high - band->low) / 2 / (1 + e));
     }
   }
   for (const auto& [group, counts] : inside_of_group) {
     const double coverage = static_cast<double>(counts.first) / counts.second;
-    std::printf("%-20s held-out predictions inside the other releases' band: %.1f %% of %d; median half-width %.1f %%\n",
-                group.c_str(), coverage * 100, counts.second, validation::median(half_widths[group]) * 100);
-    EXPECT_GE(coverage, kBandCoverage.at(group)) << group;
+    std::printf("%-20s held-out predictions inside the other releases' band: %.1f %% of %d (%d without one); median "
+                "half-width %.1f %%\n",
+                group.c_str(), coverage * 100, counts.second, without_band[group],
+                half_widths[group].empty() ? 0.0 : validation::median(half_widths[group]) * 100);
+    EXPECT_GE(coverage, kHeldOutCoverageToday.at(group)) << group;
   }
 }
 

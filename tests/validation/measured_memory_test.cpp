@@ -256,18 +256,20 @@ TEST(MeasuredMemory, PeaksHoldOnTodaysRuns) {
     if (kind == "allocated") {
       for (const Outcome* o : rows) EXPECT_GE(o->error(), -planner::kDefaultMemoryMargin) << o->id;
       // The band every report prints beside its peak (calibration::memory_spread) is these rows'
-      // measured / predicted - 1, 10th and 90th percentiles, as compiled in.
+      // measured / predicted - 1, their coverage_band, as compiled in.
       std::vector<double> measured_off;
       for (const Outcome* o : rows) measured_off.push_back(o->published / o->predicted - 1);
       const calibration::ErrorSpread& spread = calibration::memory_spread();
-      std::printf("memory band: measured / predicted - 1 from %+.3f to %+.3f over %zu rows\n",
-                  calibration::percentile(measured_off, 0.1), calibration::percentile(measured_off, 0.9),
+      const auto band = calibration::coverage_band(measured_off);
+      ASSERT_TRUE(band.has_value()) << measured_off.size() << " rows";
+      std::printf("memory band: measured / predicted - 1 from %+.3f to %+.3f over %zu rows\n", band->low, band->high,
                   measured_off.size());
-      EXPECT_NEAR(spread.low, calibration::percentile(measured_off, 0.1), 0.0005);
-      EXPECT_NEAR(spread.high, calibration::percentile(measured_off, 0.9), 0.0005);
+      EXPECT_NEAR(spread.low, band->low, 0.0005);
+      EXPECT_NEAR(spread.high, band->high, 0.0005);
       EXPECT_EQ(spread.predictions, static_cast<int>(measured_off.size()));
-      // The margin covers the band: a plan the planner ranks fits at the band's top.
-      EXPECT_LE(spread.high, planner::kDefaultMemoryMargin);
+      // The margin covers the band: a plan the planner ranks, its peak at most (1 - margin) of the memory,
+      // fits at the band's top, (1 + high) times its peak at most.
+      EXPECT_LE((1 + spread.high) * (1 - planner::kDefaultMemoryMargin), 1.0);
     }
   }
   // The one-row calibration's held-out figures (docs/validation.md), held to today's: median |error|
