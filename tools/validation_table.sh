@@ -217,7 +217,12 @@ from 43 % to 6 % under their published peaks; the Megatron-Bridge rows run Trans
 microbatches (the 405B rows' ZeRO 1). The side-stream pools moved the TorchTitan 8B rows from 6.0 to
 8.0 % under their published peaks to 1.3 to 2.2 % under (the largest layer, the 525M-parameter
 embedding or output, gathered twice in bf16 and its gradient in fp32: 3.9 GiB), and the 70B rows by
-1.0 GiB; the 405B rows keep whole weights (ZeRO 1) and have none.
+1.0 GiB; the 405B rows keep whole weights (ZeRO 1) and have none. With tensor parallelism the logits are
+split by vocabulary and TorchTitan's loss runs under PyTorch's `loss_parallel`, whose log-softmax is
+written out in elementwise ops and whose backward builds one fp32 tensor more than the fused kernels
+(docs/simulator.md "Memory"): 4 bytes more per logit in each pass, which moved the 70B rows (131,072
+tokens a microbatch, 2.1 billion logits a rank) from 25.9 and 21.2 % to 15.0 and 9.6 % under their
+published peaks; the 405B rows' loss runs on the last stage, not their peak's.
 
 What mpsim's peak does not hold yet (issue 35): the caching allocator's other cached and fragmented blocks,
 which a reserved figure includes (the Llama 3 70B run at 58.8 GB allocated went out of memory on 80 GB

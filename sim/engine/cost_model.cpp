@@ -466,7 +466,8 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
           if (layer_stash_rule != Recompute::Full) stashed -= fp8_gemm_inputs();
         }
         if (const std::int64_t logits = logit_elements(layer, b, t); logits > 0) {
-          const LossMemory loss = loss_memory(plan.cross_entropy, m.dtype_bytes);
+          const bool vocabulary_parallel = logits < logit_elements(layer, b, 1);
+          const LossMemory loss = loss_memory(plan.cross_entropy, m.dtype_bytes, vocabulary_parallel);
           stashed += Bytes::bytes((loss.kept - kStashedLogitBytes) * logits);
           working_set = {Bytes::bytes(loss.forward * logits), Bytes::bytes(loss.backward * logits)};
         }

@@ -2,14 +2,19 @@
 
 namespace mpsim::engine {
 
-LossMemory loss_memory(plan::CrossEntropy loss, std::int64_t dtype_bytes) noexcept {
+LossMemory loss_memory(plan::CrossEntropy loss, std::int64_t dtype_bytes, bool vocabulary_parallel) noexcept {
   // `.float()` of fp32 logits is the tensor itself: no copy beside it, and no cast of the gradient back.
   const std::int64_t narrower = dtype_bytes < kStashedLogitBytes ? dtype_bytes : 0;
   const std::int64_t float_copy = dtype_bytes < kStashedLogitBytes ? kStashedLogitBytes : 0;
   switch (loss) {
     case plan::CrossEntropy::Native: return {kStashedLogitBytes, narrower, narrower};
     case plan::CrossEntropy::Te: return {dtype_bytes, 0, 0};
-    case plan::CrossEntropy::Pytorch: return {kStashedLogitBytes, dtype_bytes + float_copy, 2 * kStashedLogitBytes};
+    case plan::CrossEntropy::Pytorch: {
+      // Fused: the logits, their fp32 copy and the log-probabilities, then two fp32 gradients. Under
+      // loss_parallel: also the shifted logits (forward) and a third fp32 tensor (backward).
+      const std::int64_t decomposed = vocabulary_parallel ? kStashedLogitBytes : 0;
+      return {kStashedLogitBytes, dtype_bytes + float_copy + decomposed, 2 * kStashedLogitBytes + decomposed};
+    }
   }
   return {};
 }

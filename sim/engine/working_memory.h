@@ -59,12 +59,20 @@ inline constexpr std::int64_t kStashedLogitBytes = 4;
 
 /// What the loss keeps of each logit from its forward to its backward, and holds beside the stash while
 /// each pass runs, in bytes per logit, for a model whose activations take `dtype_bytes`.
+/// `vocabulary_parallel`: the logits are split over tensor ranks by vocabulary. PyTorch's cross-entropy
+/// then runs under `loss_parallel` (TorchTitan's default with tensor parallelism), whose log-softmax is
+/// written out in elementwise ops (torch/distributed/tensor/parallel/loss.py, `_log_softmax`: the
+/// shifted logits, their exp, the result, each an fp32 tensor) and whose backward of the loss and the
+/// log-softmax together (`_nll_loss_and_log_softmax_backward`) builds zeros with the target's -1,
+/// exp of the log-probabilities and their sum before the product: one fp32 tensor more than the fused
+/// kernels in each pass.
 struct LossMemory {
   std::int64_t kept = 0;
   std::int64_t forward = 0;
   std::int64_t backward = 0;
 };
-[[nodiscard]] LossMemory loss_memory(plan::CrossEntropy loss, std::int64_t dtype_bytes) noexcept;
+[[nodiscard]] LossMemory loss_memory(plan::CrossEntropy loss, std::int64_t dtype_bytes,
+                                     bool vocabulary_parallel) noexcept;
 
 /// Elements of the logits one tensor rank computes for a microbatch of `micro_batch`: the output head's
 /// first GEMM (the vocabulary projection, split by columns); zero for any other layer.

@@ -30,8 +30,8 @@ TEST(WorkingMemory, TheLossKeepsAndHoldsWhatItsKernelAllocates) {
   // PyTorch's: the fp32 log-softmax output, with the 16-bit logits and their fp32 copy, then two fp32
   // gradients.
   const auto expect = [](plan::CrossEntropy loss, std::int64_t dtype_bytes, std::int64_t kept, std::int64_t forward,
-                         std::int64_t backward) {
-    const LossMemory m = loss_memory(loss, dtype_bytes);
+                         std::int64_t backward, bool vocabulary_parallel = false) {
+    const LossMemory m = loss_memory(loss, dtype_bytes, vocabulary_parallel);
     EXPECT_EQ(m.kept, kept);
     EXPECT_EQ(m.forward, forward);
     EXPECT_EQ(m.backward, backward);
@@ -44,6 +44,15 @@ TEST(WorkingMemory, TheLossKeepsAndHoldsWhatItsKernelAllocates) {
   expect(plan::CrossEntropy::Native, 4, 4, 0, 0);
   expect(plan::CrossEntropy::Te, 4, 4, 0, 0);
   expect(plan::CrossEntropy::Pytorch, 4, 4, 4, 8);
+  // PyTorch's under loss_parallel (logits split by vocabulary): its log-softmax, written out in
+  // elementwise ops, holds the shifted logits beside the logits, their fp32 copy and exp or the result
+  // (2 + 4 + 4 + 4 = 14 bytes, 10 beside the 4 kept); its backward builds zeros with the target's -1, exp
+  // of the log-probabilities and their sum (or their product) beside the kept log-probabilities (12).
+  // The other kernels are the same split or not.
+  expect(plan::CrossEntropy::Pytorch, 2, 4, 10, 12, true);
+  expect(plan::CrossEntropy::Pytorch, 4, 4, 8, 12, true);
+  expect(plan::CrossEntropy::Native, 2, 4, 2, 2, true);
+  expect(plan::CrossEntropy::Te, 2, 2, 0, 0, true);
 }
 
 model::Model gpt(int layers, int seq_len, int vocab) {
@@ -68,6 +77,18 @@ TEST(WorkingMemory, EachLossKernelPeaksByWhatItKeepsAndHoldsPerLogit) {
   const std::int64_t native = peak_of(node, m, plan);
   EXPECT_EQ(peak_of(node, m, plan + "cross_entropy: pytorch\n") - native, 6 * logits);
   EXPECT_EQ(peak_of(node, m, plan + "cross_entropy_fusion_impl: te\n") - native, -4 * logits);
+}
+
+TEST(WorkingMemory, PytorchsLossOverVocabularySplitLogitsHoldsOneMoreFp32Tensor) {
+  // The same model and microbatch over tensor 2 (each rank computes half the vocabulary): PyTorch's
+  // loss under loss_parallel holds 12 bytes per logit of its rank beside the kept log-probabilities in
+  // the backward (the peak), against native's 2: 10 more per logit of the rank's half. Without a tensor
+  // split the same plan holds 8, 6 more (the test above).
+  const topology::Cluster node = topology::load_topology_file(testing::repo_path("topologies/dgx-h100.yaml"));
+  const model::Model m = gpt(2, 512, 32000);
+  const std::string plan = "parallelism: { tensor: 2, data: 4 }\nbatch: { global: 8, micro: 2 }\n";
+  const std::int64_t logits_per_rank = 2 * 512 * 32000 / 2;
+  EXPECT_EQ(peak_of(node, m, plan + "cross_entropy: pytorch\n") - peak_of(node, m, plan), 10 * logits_per_rank);
 }
 
 TEST(WorkingMemory, FullRecomputationRebuildsOneBlockBesideTheOtherBlocksInputs) {
