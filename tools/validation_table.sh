@@ -226,7 +226,8 @@ published peaks; the 405B rows' loss runs on the last stage, not their peak's.
 
 What mpsim's peak does not hold yet (issue 35): the caching allocator's other cached and fragmented blocks,
 which a reserved figure includes (the Llama 3 70B run at 58.8 GB allocated went out of memory on 80 GB
-from fragmentation and fit with `expandable_segments`); CUDA graph pools (the Llama and the HybridEP
+from fragmentation and fit with `expandable_segments`, which the Megatron-LM export's script therefore sets:
+docs/export.md); CUDA graph pools (the Llama and the HybridEP
 Qwen recipes capture the MLP or the router in Transformer Engine graphs); NCCL and HybridEP buffers
 beyond one fixed size per communicator; and TorchTitan's `torch.compile` buffers (its 70B peak fell
 4.3 GiB with asynchronous tensor parallelism, which mpsim prices in time only).

@@ -269,6 +269,13 @@ std::string export_megatron(const ExportInput& in) {
   } else if (p.degrees[plan::Axis::Tensor] > 1 || p.degrees[plan::Axis::Context] > 1) {
     out += "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
   }
+  // The predicted peak is the tensors' (max_memory_allocated) under the planner's margin; the caching
+  // allocator's fixed-size segments can fragment far past it (Megatron-Bridge's Llama 3 70B FP8 run
+  // failed at 58.8 GB allocated of 80 GB and ran with expandable segments, docs/validation.md "Memory").
+  // A setting made before the script stands.
+  out += "# The predicted peak is of tensors: expandable segments keep the allocator's fragmentation from\n"
+         "# failing a plan that fits (Megatron-Bridge's memory tuning); a setting made before this stands.\n"
+         "export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True}\n";
   out += fmt::format("GPUS_PER_NODE={}\nNUM_NODES={}\n\n", in.shape.gpus_per_node, in.shape.nodes);
   out += "DISTRIBUTED_ARGS=(\n"
          "    --nproc_per_node $GPUS_PER_NODE\n"

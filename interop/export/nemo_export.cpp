@@ -340,6 +340,9 @@ std::string export_nemo(const ExportInput& in) {
   if (p.zero >= 2) {
     out += "# Megatron FSDP: leave CUDA_DEVICE_MAX_CONNECTIONS unset or above 1 (Bridge asserts it).\n";
   }
+  // As the Megatron-LM export's script does (megatron_export.cpp): the prediction is of tensors.
+  out += "# Launch with PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True: the predicted peak is of tensors, and\n"
+         "# the allocator's fragmentation can fail a plan that fits without it (Bridge's memory tuning).\n";
   out += "# Each setting also goes on the command line as section.field=value (Hydra style), e.g.\n";
   out += fmt::format("#   model.tensor_model_parallel_size={} train.global_batch_size={} mixed_precision={}\n",
                      p.degrees[plan::Axis::Tensor], p.global_batch, precision);

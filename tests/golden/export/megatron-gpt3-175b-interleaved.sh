@@ -6,6 +6,9 @@
 set -euo pipefail
 
 export CUDA_DEVICE_MAX_CONNECTIONS=1
+# The predicted peak is of tensors: expandable segments keep the allocator's fragmentation from
+# failing a plan that fits (Megatron-Bridge's memory tuning); a setting made before this stands.
+export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True}
 GPUS_PER_NODE=8
 NUM_NODES=16
 

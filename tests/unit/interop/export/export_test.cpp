@@ -1,6 +1,7 @@
 // What each target cannot express is an error at the plan field that holds it.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -123,6 +124,30 @@ TEST(MegatronExport, MegatronFsdpLaunchesWithWhatMegatronRequires) {
   // validate_args takes only Adam and SGD with Megatron FSDP; Muon stays with zero 1 (dist_muon).
   EXPECT_EQ(export_error(Framework::Megatron, "zero: 3\noptimizer: muon\n").rfind("optimizer: ", 0), 0u);
   EXPECT_EQ(export_error(Framework::Megatron, "zero: 1\noptimizer: muon\n"), "<no error>");
+}
+
+// The predicted peak is of tensors, the caching allocator's fragmentation beyond it: the script launches
+// with expandable segments (without them a Megatron-Bridge run failed at 58.8 GB allocated of 80 GB),
+// unless the allocator was set before it. The line runs in bash as the script's `set -euo pipefail` has it.
+TEST(MegatronExport, LaunchesWithExpandableSegmentsUnlessTheAllocatorIsSet) {
+  const std::string line = "export PYTORCH_CUDA_ALLOC_CONF=${PYTORCH_CUDA_ALLOC_CONF:-expandable_segments:True}\n";
+  for (const std::string plan : {"{}\n", "parallelism: { tensor: 2 }\nsequence_parallel: true\nzero: 3\n"}) {
+    EXPECT_NE(megatron(plan).find("\n" + line), std::string::npos) << megatron(plan);
+  }
+  const auto allocator_setting = [&](const std::string& before) {
+    const std::string command =
+        "env -u PYTORCH_CUDA_ALLOC_CONF bash -c 'set -euo pipefail; " + before + line + "printf %s \"$PYTORCH_CUDA_ALLOC_CONF\"'";
+    std::string out;
+    if (FILE* pipe = popen(command.c_str(), "r")) {
+      char buffer[256];
+      while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
+      EXPECT_EQ(pclose(pipe), 0) << command;
+    }
+    return out;
+  };
+  EXPECT_EQ(allocator_setting(""), "expandable_segments:True");
+  EXPECT_EQ(allocator_setting("export PYTORCH_CUDA_ALLOC_CONF=garbage_collection_threshold:0.8\n"),
+            "garbage_collection_threshold:0.8");
 }
 
 // Megatron's defaults (rotary base 10000, epsilon 1e-5) would train another Llama-3 or Qwen3.
