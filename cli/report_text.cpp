@@ -33,6 +33,10 @@ void print_peak_breakdown(const std::vector<const trace::DeviceReport*>& devices
   std::cout << "\nPeak memory by stage:\n";
   Table table;
   std::vector<std::string> header{"stage", "weights", "gradients", "optimizer", "activations", "reserved"};
+  // The optimizer step's fp32 gradient copies, where a plan has them: the peak is the static parts plus
+  // the larger of the activations and these.
+  const bool optimizer_step = std::any_of(devices.begin(), devices.end(), [](const auto* d) { return d->memory.optimizer_step > 0; });
+  if (optimizer_step) header.push_back("optimizer step");
   if (!replicas.empty()) header.insert(header.begin() + 1, "replicas");
   table.add_row(header);
   const auto bytes = [](std::int64_t n) { return to_string(Bytes::bytes(n)); };
@@ -40,6 +44,7 @@ void print_peak_breakdown(const std::vector<const trace::DeviceReport*>& devices
     const trace::MemoryBreakdown& m = devices[i]->memory;
     std::vector<std::string> row{std::to_string(devices[i]->stage), bytes(m.weights),     bytes(m.gradients),
                                  bytes(m.optimizer),                bytes(m.activations), bytes(m.reserved)};
+    if (optimizer_step) row.push_back(bytes(m.optimizer_step));
     if (!replicas.empty()) row.insert(row.begin() + 1, replicas[i]);
     table.add_row(row);
   }

@@ -222,7 +222,12 @@ split by vocabulary and TorchTitan's loss runs under PyTorch's `loss_parallel`, 
 written out in elementwise ops and whose backward builds one fp32 tensor more than the fused kernels
 (docs/simulator.md "Memory"): 4 bytes more per logit in each pass, which moved the 70B rows (131,072
 tokens a microbatch, 2.1 billion logits a rank) from 25.9 and 21.2 % to 15.0 and 9.6 % under their
-published peaks; the 405B rows' loss runs on the last stage, not their peak's.
+published peaks; the 405B rows' loss runs on the last stage, not their peak's. The Megatron-Bridge rows
+reduce 16-bit gradients, and Megatron's optimizer steps its fp32 master weights on an fp32 copy of the
+rank's gradient shard (docs/simulator.md "Memory"): with `mlp` recomputation the activations are small
+enough for that moment to be the peak, which moved those two rows from 4.9 to 2.0 % under their published
+peak. So the measured saving of `mlp` recomputation (about 3 GB) is bounded by that moment; it does not
+measure what the recomputation drops (about 12 GiB in mpsim's count, whose `core_attn` rows are over).
 
 What mpsim's peak does not hold yet (issue 35): the caching allocator's other cached and fragmented blocks,
 which a reserved figure includes (the Llama 3 70B run at 58.8 GB allocated went out of memory on 80 GB

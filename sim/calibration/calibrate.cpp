@@ -281,6 +281,7 @@ void fit_steps(const std::vector<StepRun>& steps, const CalibrationOptions& opti
 struct PeakLine {
   double fixed = 0;
   double activations = 0;
+  double optimizer_step = 0;  ///< what the optimizer step holds beside `fixed`, no activation then
 };
 
 std::vector<PeakLine> peak_lines(const trace::Report& prediction, PeakKind kind) {
@@ -289,7 +290,7 @@ std::vector<PeakLine> peak_lines(const trace::Report& prediction, PeakKind kind)
     const trace::MemoryBreakdown& m = d.memory;
     const double runtime = kind == PeakKind::Reserved ? static_cast<double>(m.reserved) : 0.0;
     lines.push_back({static_cast<double>(m.weights + m.gradients + m.optimizer) + runtime,
-                     static_cast<double>(m.activations)});
+                     static_cast<double>(m.activations), static_cast<double>(m.optimizer_step)});
   }
   return lines;
 }
@@ -326,7 +327,9 @@ void fit_activation_memory(const std::vector<MeasuredRun>& runs, SoftwareProfile
 
 double measured_kind_peak_gib(const trace::Report& prediction, PeakKind kind, double activation_factor) {
   double peak = 0;
-  for (const PeakLine& l : peak_lines(prediction, kind)) peak = std::max(peak, l.fixed + activation_factor * l.activations);
+  for (const PeakLine& l : peak_lines(prediction, kind)) {
+    peak = std::max({peak, l.fixed + activation_factor * l.activations, l.fixed + l.optimizer_step});
+  }
   return peak / kGib;
 }
 

@@ -114,6 +114,9 @@ StaticMemory static_memory(const RankParameters& p, const StateFormat& f) noexce
   const int optimizer_bytes = optimizer_bytes_per_parameter(f.optimizer, f.dtype_bytes);
   m.optimizer = Bytes::bytes(sharded((dense + copy) * optimizer_bytes, expert * optimizer_bytes, 1));
   m.reserved = reserved_memory(f.tensor, f.pipeline, data);
+  if (gradient_bytes < kFp32Bytes && f.dtype_bytes < kFp32Bytes) {  // fp32 master weights, 16-bit gradients
+    m.optimizer_step_working = Bytes::bytes(sharded((dense + copy) * kFp32Bytes, expert * kFp32Bytes, 1));
+  }
   if (f.zero >= 3 && data > 1) {
     // The gathered layers the compute stream holds: the one computing and the next, prefetched, with
     // the one layer's whole gradient before its reduce-scatter.

@@ -79,7 +79,12 @@ struct StaticMemory {
   Bytes gradients;   ///< Megatron's main gradients (fp32 unless grad_reduce_in_fp32 is off)
   Bytes optimizer;   ///< fp32 master weights and moments (Adam: momentum and variance; Muon: momentum)
   Bytes reserved;    ///< CUDA context, library workspaces, NCCL communicators' buffers, side-stream pools
+  /// Held beyond the rest while the optimizer step runs, not in total(): fp32 copies of the rank's
+  /// 16-bit gradient shard for its fp32 master weights (static_memory()).
+  Bytes optimizer_step_working;
   [[nodiscard]] Bytes total() const noexcept { return weights + gradients + optimizer + reserved; }
+  /// The whole while the optimizer step runs (no activation is held then).
+  [[nodiscard]] Bytes during_optimizer_step() const noexcept { return total() + optimizer_step_working; }
 };
 
 struct RankCost {
@@ -105,8 +110,8 @@ struct CostModel {
 /// (Megatron-Core) shards whole layers' states over the data-parallel ranks, which the per-parameter
 /// shard here approximates.
 using schedule::kGradientBytesPerParameter;
+inline constexpr int kFp32Bytes = 4;
 [[nodiscard]] constexpr int optimizer_bytes_per_parameter(plan::Optimizer o, int dtype_bytes) noexcept {
-  constexpr int kFp32Bytes = 4;
   const int master_weights = dtype_bytes < kFp32Bytes ? kFp32Bytes : 0;
   return master_weights + (o == plan::Optimizer::Muon ? 1 : 2) * kFp32Bytes;
 }
@@ -173,8 +178,12 @@ struct StateFormat {
 /// (Megatron's distributed optimizer) shards the optimizer state over the `data` replicas (rounded
 /// up), 2 the gradients, 3 the weights; FP8 GEMMs add their weights' 8-bit copies, or hold only FP8
 /// weights with fp8_param_gather. ZeRO 3 also holds two layers' gathered weights (the one computing
-/// and the one prefetched) and one layer's whole gradient before its reduce-scatter. The planner's
-/// memory bound uses this same function.
+/// and the one prefetched) and one layer's whole gradient before its reduce-scatter. With 16-bit
+/// gradients (grad_reduce_in_fp32 off) of a 16-bit model, the optimizer step holds an fp32 copy of the
+/// rank's gradient shard (optimizer_step_working): Megatron's mixed-precision optimizers hand each fp32
+/// master weight `main_grad.float()` (DistributedOptimizer._copy_model_grads_to_main_grads), which a
+/// precision-aware optimizer, taking 16-bit gradients itself, would not. The planner's memory bound
+/// uses this same function.
 struct RankParameters {
   std::int64_t total = 0;          ///< on one GPU of the pipeline rank
   std::int64_t fp8 = 0;            ///< of those, weights of FP8 GEMMs

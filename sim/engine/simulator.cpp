@@ -115,6 +115,7 @@ class Simulation {
     bool layer_busy = false;
     std::int64_t memory = 0;
     std::int64_t working_memory = 0;  ///< held beyond `memory` until the running pass ends (schedule::working_bytes)
+    std::int64_t activation_peak = 0;  ///< the largest memory + working_memory at a pass other than the optimizer step
     bool pipeline_op = false;          // the op holding the stream is F, B, I or W
     // The slowest member's slowdown (a what-if): the lockstep group, and folded replicas waiting at the
     // gradient sync, go at its pace. The report names that member for the actor.
@@ -415,8 +416,14 @@ void Simulation::start_compute(Actor& actor, const Op& op, std::size_t op_index)
     const ChunkCost& cc = costs_of(actor).chunk(actor.rank, pass.kind == OpKind::OptimizerStep ? 0 : pass.chunk);
     const schedule::StashChange change = schedule::stash_change(pass.kind);
     actor.memory += change.full * cc.stashed.count() + change.after_input * cc.stashed_after_input.count();
-    actor.working_memory = schedule::working_bytes(pass.kind, cc.forward_working.count(), cc.backward_working.count(),
-                                                   cc.stashed_after_input.count());
+    actor.working_memory =
+        pass.kind == OpKind::OptimizerStep
+            ? costs_of(actor).ranks[static_cast<std::size_t>(actor.rank)].static_memory.optimizer_step_working.count()
+            : schedule::working_bytes(pass.kind, cc.forward_working.count(), cc.backward_working.count(),
+                                      cc.stashed_after_input.count());
+    if (pass.kind != OpKind::OptimizerStep) {
+      actor.activation_peak = std::max(actor.activation_peak, actor.memory + actor.working_memory);
+    }
     notify([&](Observer& o) { o.memory_changed(index, now_, actor.memory + actor.working_memory); });
   }
   actor.computing = true;
@@ -833,6 +840,7 @@ Prediction Simulation::run() {
         a.members = layout_.group(layout_.with(first, Axis::Data, d), stage_axes);
       }
       a.memory = costs_of(a).ranks[static_cast<std::size_t>(r)].static_memory.total().count();
+      a.activation_peak = a.memory;
       a.shown_member = a.members.front();
       for (const int m : a.members) {
         const double slowdown = cluster_.device(gpu(m)).slowdown;
@@ -1054,9 +1062,12 @@ trace::Report Simulation::build_report() const {
     d.peak_memory_bytes = a.peak_memory_bytes;
     const RankCost& cost = costs_of(actor).ranks[static_cast<std::size_t>(stage)];
     d.memory_capacity_bytes = cost.memory_capacity.count();
-    d.memory = {cost.static_memory.weights.count(), cost.static_memory.gradients.count(),
-                cost.static_memory.optimizer.count(), a.peak_memory_bytes - cost.static_memory.total().count(),
-                cost.static_memory.reserved.count()};
+    // The activations at their own largest moment and the optimizer step's copies apart (no activation is
+    // held while the step runs): the peak is the static part plus the larger.
+    const StaticMemory& fixed = cost.static_memory;
+    d.memory = {fixed.weights.count(),     fixed.gradients.count(),
+                fixed.optimizer.count(),   actor.activation_peak - fixed.total().count(),
+                fixed.reserved.count(),    fixed.optimizer_step_working.count()};
     d.represents_stage = actor.replica == 0 && g == actor.shown_member;
     d.memory_timeline = a.memory_timeline.points();
     devices.push_back(std::move(d));

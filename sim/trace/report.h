@@ -9,13 +9,16 @@
 namespace mpsim::trace {
 
 /// What a device's peak memory holds (`memory` of simulate --json; docs/simulator.md, "Memory"). The static parts are
-/// held all step; activations are what the schedule's stash adds at the peak.
+/// held all step; activations are what the schedule's stash and a running pass add at their largest, and
+/// optimizer_step what the optimizer step adds (fp32 copies of 16-bit gradients) while no activation is
+/// held: the peak is the static parts plus the larger of the two.
 struct MemoryBreakdown {
   std::int64_t weights = 0;
   std::int64_t gradients = 0;
   std::int64_t optimizer = 0;
   std::int64_t activations = 0;
   std::int64_t reserved = 0;
+  std::int64_t optimizer_step = 0;
   [[nodiscard]] bool known() const noexcept { return weights + gradients + optimizer + activations + reserved > 0; }
   friend bool operator==(const MemoryBreakdown&, const MemoryBreakdown&) = default;
 };

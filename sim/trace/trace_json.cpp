@@ -29,6 +29,7 @@ nlohmann::ordered_json device_json(const DeviceReport& d) {
     device["memory"] = {{"weights", d.memory.weights},     {"gradients", d.memory.gradients},
                         {"optimizer", d.memory.optimizer}, {"activations", d.memory.activations},
                         {"reserved", d.memory.reserved}};
+    if (d.memory.optimizer_step > 0) device["memory"]["optimizer_step"] = d.memory.optimizer_step;
   }
   if (!d.memory_timeline.empty()) {
     nlohmann::ordered_json timeline = nlohmann::ordered_json::array();

@@ -685,6 +685,7 @@ DeviceReport parse_device(const nlohmann::json& d, const std::string& name) {
     read_field(m, "optimizer", dr.memory.optimizer, in);
     read_field(m, "activations", dr.memory.activations, in);
     read_field(m, "reserved", dr.memory.reserved, in);
+    if (m.contains("optimizer_step")) read_field(m, "optimizer_step", dr.memory.optimizer_step, in);
   }
   if (const auto* timeline = array_field(d, "memory_timeline")) {
     for (std::size_t k = 0; k < timeline->size(); ++k) {

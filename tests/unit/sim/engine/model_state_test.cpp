@@ -130,6 +130,25 @@ TEST(ModelStates, SixteenBitGradientsHalveTheBuffer) {
   EXPECT_EQ(static_memory({kParameters, 0, 0, 0}, f).weights.count(), 2 * kParameters / 8);
 }
 
+TEST(ModelStates, SixteenBitGradientsGetFp32CopiesForTheOptimizerStep) {
+  // The fp32 master weights step on `main_grad.float()` of the rank's shard: 4 bytes per parameter over
+  // the optimizer's shard, held while the step runs, not all step; none with fp32 gradients or an fp32
+  // model (whose optimizer has no master weights).
+  StateFormat f = format(Precision::Bf16, 1, 8);
+  f.grad_reduce_in_fp32 = false;
+  const StaticMemory m = static_memory({kParameters, 0, 0, 0}, f);
+  EXPECT_EQ(m.optimizer_step_working.count(), 4 * kParameters / 8);
+  EXPECT_EQ(m.during_optimizer_step(), m.total() + m.optimizer_step_working);
+  f.zero = 0;
+  EXPECT_EQ(static_memory({kParameters, 0, 0, 0}, f).optimizer_step_working.count(), 4 * kParameters);
+  f.grad_reduce_in_fp32 = true;
+  EXPECT_EQ(static_memory({kParameters, 0, 0, 0}, f).optimizer_step_working.count(), 0);
+  StateFormat fp32 = format(Precision::Fp32, 0, 8);
+  fp32.dtype_bytes = 4;
+  fp32.grad_reduce_in_fp32 = false;
+  EXPECT_EQ(static_memory({kParameters, 0, 0, 0}, fp32).optimizer_step_working.count(), 0);
+}
+
 TEST(ModelStates, ZeroThreeShardsEverythingAndHoldsTwoGatheredLayers) {
   // (2 + 2 + 12) bytes per parameter over the data-parallel group, with 16-bit gradients; plus two
   // gathered layers' weights and one layer's whole gradient.

@@ -91,6 +91,30 @@ TEST(WorkingMemory, PytorchsLossOverVocabularySplitLogitsHoldsOneMoreFp32Tensor)
   EXPECT_EQ(peak_of(node, m, plan + "cross_entropy: pytorch\n") - peak_of(node, m, plan), 10 * logits_per_rank);
 }
 
+TEST(WorkingMemory, TheOptimizerStepHoldsFp32CopiesOfSixteenBitGradients) {
+  // A small model on 64 tokens with full recomputation, no ZeRO: the optimizer step, holding an fp32
+  // copy of every 16-bit gradient of the GPU beside its weights (2 bytes per parameter), gradients (2)
+  // and optimizer state (12), is the peak, 20 bytes per parameter beside the reserved part, above the
+  // activations' own moment, which the report gives apart. With fp32 gradients there is no copy: the
+  // peak is the static part (18 bytes per parameter) and the same activations.
+  const topology::Cluster node = topology::load_topology_file(testing::repo_path("topologies/dgx-h100.yaml"));
+  const model::Model m = gpt(2, 64, 512);
+  const std::string plan = "parallelism: { data: 8 }\nbatch: { global: 8, micro: 1 }\nrecompute: full\nzero: 0\n";
+  const std::int64_t parameters = m.parameters();
+  const trace::DeviceReport sixteen_bit =
+      simulate(node, m, testing::plan_yaml(plan + "grad_reduce_in_fp32: false\n", node, m)).report.devices.front();
+  const trace::MemoryBreakdown& b = sixteen_bit.memory;
+  EXPECT_EQ(b.weights + b.gradients + b.optimizer, (2 + 2 + 12) * parameters);
+  EXPECT_EQ(b.optimizer_step, 4 * parameters);
+  EXPECT_GT(b.activations, 0);
+  EXPECT_LT(b.activations, b.optimizer_step);
+  EXPECT_EQ(sixteen_bit.peak_memory_bytes, b.weights + b.gradients + b.optimizer + b.reserved + b.optimizer_step);
+  const trace::DeviceReport fp32 = simulate(node, m, testing::plan_yaml(plan, node, m)).report.devices.front();
+  EXPECT_EQ(fp32.memory.optimizer_step, 0);
+  EXPECT_EQ(fp32.memory.activations, b.activations);
+  EXPECT_EQ(fp32.peak_memory_bytes - fp32.memory.reserved - fp32.memory.activations, (2 + 4 + 12) * parameters);
+}
+
 TEST(WorkingMemory, FullRecomputationRebuildsOneBlockBesideTheOtherBlocksInputs) {
   // A small vocabulary, so the last block's backward is the peak: the embedding's stash, every other
   // block's input, and the whole of the block the backward has rebuilt (what it would stash without

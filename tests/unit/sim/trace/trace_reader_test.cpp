@@ -29,7 +29,8 @@ Report sample_report() {
   r.peak_memory_bytes = 41'231'231'231LL;
   r.oom = true;
   r.devices.push_back({"node0/gpu0", 0, 0.375, 0.125, 0.25, 41'231'231'231LL, 42'949'672'960LL, false,
-                        {8'000'000'000LL, 16'000'000'000LL, 6'000'000'000LL, 9'231'231'231LL, 2'000'000'000LL}});
+                        {8'000'000'000LL, 16'000'000'000LL, 6'000'000'000LL, 9'231'231'231LL, 2'000'000'000LL,
+                         3'000'000'000LL}});  // optimizer_step: its fp32 gradient copies
   r.devices.front().memory_timeline = {
       {0.0, 39'231'231'231LL}, {0.001234567, 41'231'231'231LL}, {0.1, 39'231'231'231LL}};
   r.devices.push_back({"node1/gpu0", 1, 0.1, 0.2, 2.0 / 3.0, 1'000, 42'949'672'960LL, true, {}});
