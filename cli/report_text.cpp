@@ -35,7 +35,8 @@ void print_peak_breakdown(const std::vector<const trace::DeviceReport*>& devices
   std::vector<std::string> header{"stage", "weights", "gradients", "optimizer", "activations", "reserved"};
   // The optimizer step's fp32 gradient copies, where a plan has them: the peak is the static parts plus
   // the larger of the activations and these.
-  const bool optimizer_step = std::any_of(devices.begin(), devices.end(), [](const auto* d) { return d->memory.optimizer_step > 0; });
+  const bool optimizer_step =
+      std::any_of(devices.begin(), devices.end(), [](const auto* d) { return d->memory.optimizer_step > 0; });
   if (optimizer_step) header.push_back("optimizer step");
   if (!replicas.empty()) header.insert(header.begin() + 1, "replicas");
   table.add_row(header);

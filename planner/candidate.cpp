@@ -176,7 +176,8 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
     for (int c = 0; c < v; ++c) chunks[static_cast<std::size_t>(c)] = costs.activations[static_cast<std::size_t>(plan::virtual_stage_of(spec.schedule, p, r, c))];
     const engine::RankParameters parameters = planner::rank_parameters(spec, costs, r);
     rank_parameters.push_back(parameters);
-    const engine::StaticMemory states = engine::static_memory(parameters, engine::state_format(spec, context.dtype_bytes));
+    const engine::StaticMemory states =
+        engine::static_memory(parameters, engine::state_format(spec, context.dtype_bytes));
     const Bytes fixed = states.total();
     const Bytes with_activations = fixed + peak_activations(in_flight[static_cast<std::size_t>(r)], chunks);
     const Bytes peak = std::max(with_activations, states.during_optimizer_step());

@@ -21,11 +21,12 @@ namespace mpsim::planner {
 inline constexpr double kDefaultMemoryMargin = 0.07;
 
 /// The largest under-prediction of any measured peak in the measured-memory table, allocated or
-/// reserved (predicted / published - 1 = -21.2 %, row torchtitan-llama31_405b-h100-512gpu-fsdp1-cp8-tp8-pp8-seq256k:
-/// torch.compile, Float8, context parallelism's exchanged keys and values and the caching allocator's
-/// cache, which mpsim does not model): that run held 1 / (1 - 0.212) = 1.27 times its predicted peak. Not a margin every plan must keep (it would refuse
-/// plans that run), but the headroom that makes a plan safe from every error seen so far, which the
-/// planner prefers among plans it cannot order by speed (headroom_choice.h).
+/// reserved (predicted / published - 1 = -21.2 %, row
+/// torchtitan-llama31_405b-h100-512gpu-fsdp1-cp8-tp8-pp8-seq256k: torch.compile, Float8, context
+/// parallelism's exchanged keys and values and the caching allocator's cache, which mpsim does not
+/// model): that run held 1 / (1 - 0.212) = 1.27 times its predicted peak. Not a margin every plan must
+/// keep (it would refuse plans that run), but the headroom that makes a plan safe from every error seen
+/// so far, which the planner prefers among plans it cannot order by speed (headroom_choice.h).
 /// tests/validation/measured_memory_test.cpp checks that it is still the table's worst.
 inline constexpr double kWorstMeasuredUnderPrediction = 0.212;
 

@@ -132,8 +132,8 @@ std::string calibrated_markdown(const std::vector<MemoryRow>& rows) {
       "activations at which a run's peak is its measured one: docs/calibration.md), every other row of the same "
       "source predicted with it, each row held out in turn (`MeasuredMemory.PeaksHoldOnTodaysRuns`). One factor per stack "
       "cuts the rows under-predicted by more than 5 % but does not carry across a stack's configurations: fitted "
-      "on the row the model under-predicts most (TorchTitan's 405B at 256k tokens), it over-predicts the source's other rows by "
-      "the largest error below. The factor is for runs like the one it was fitted on.\n\n"
+      "on the row the model under-predicts most (TorchTitan's 405B at 256k tokens), it over-predicts the source's "
+      "other rows by the largest error below. The factor is for runs like the one it was fitted on.\n\n"
       "| source | held-out predictions | uncalibrated median / max abs error | under by more than 5 % "
       "| calibrated median / max abs error | under by more than 5 % |\n|---|---:|---:|---:|---:|---:|\n";
   for (const auto& [group, s] : held_out_by_source(leave_one_out(rows))) {

@@ -135,8 +135,8 @@ TEST(MegatronExport, LaunchesWithExpandableSegmentsUnlessTheAllocatorIsSet) {
     EXPECT_NE(megatron(plan).find("\n" + line), std::string::npos) << megatron(plan);
   }
   const auto allocator_setting = [&](const std::string& before) {
-    const std::string command =
-        "env -u PYTORCH_CUDA_ALLOC_CONF bash -c 'set -euo pipefail; " + before + line + "printf %s \"$PYTORCH_CUDA_ALLOC_CONF\"'";
+    const std::string command = "env -u PYTORCH_CUDA_ALLOC_CONF bash -c 'set -euo pipefail; " + before + line +
+                                "printf %s \"$PYTORCH_CUDA_ALLOC_CONF\"'";
     std::string out;
     if (FILE* pipe = popen(command.c_str(), "r")) {
       char buffer[256];
