@@ -23,9 +23,9 @@ namespace mpsim::cli {
 
 namespace {
 
-/// What each stage's peak holds (the GPUs the stage table shows): the static parts, held all step, and
-/// the activations the schedule has stashed at the peak. Nothing when the report does not know it (a
-/// measured step).
+/// What each stage's peak holds (the GPUs the stage table shows): the static parts, held all step, the
+/// activations at their largest, and the optimizer step's gradient copies where the plan has them (the
+/// peak is the static parts plus the larger). Nothing when the report does not know it (a measured step).
 /// `replicas`: with replica classes, each row's replicas (replica_text), which the table then shows.
 void print_peak_breakdown(const std::vector<const trace::DeviceReport*>& devices,
                           const std::vector<std::string>& replicas = {}) {

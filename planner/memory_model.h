@@ -1,6 +1,7 @@
 #pragma once
 /// Peak memory of a pipeline rank without simulating: the static part (engine::static_memory)
-/// plus the activations in flight at the schedule's worst moment.
+/// plus the activations in flight at the schedule's worst moment, or, if larger, plus what the
+/// optimizer step holds (StaticMemory::during_optimizer_step; candidate.cpp takes the larger).
 ///
 /// The simulator counts a chunk's stashed activations from the start of its F until its backward
 /// (all at B; at I all but the part a split backward keeps until W, the rest at W). Those moments
