@@ -473,16 +473,29 @@ std::string headroom_note(const planner::HeadroomChoice& choice, const PlanArgs&
                                 : std::string("the median error of mpsim's ratio between two published runs of one model "
                                               "on one cluster: docs/planner.md, \"Plans the predictions cannot order\"");
   const double worse = 1 / (1 - planner::kWorstMeasuredUnderPrediction) - 1;
-  const std::string why =
-      planner::safe_from_worst_memory_error(choice.chosen.report)
-          ? fmt::format("#1 is the fastest of them whose peak, {}, would still fit if it were {:.0f}% higher, as the "
-                        "worst measured peak so far was (docs/validation.md, \"Memory\")",
-                        bytes(choice.chosen.report.peak_memory_bytes), 100 * worse)
-          : fmt::format("none of them would fit a peak {:.0f}% higher than predicted, as the worst measured peak so far "
-                        "was (docs/validation.md, \"Memory\"), and #1 leaves the most memory free: {} on its fullest "
-                        "GPU, where the fastest leaves {}",
-                        100 * worse, bytes(planner::memory_headroom(choice.chosen.report)),
-                        bytes(planner::memory_headroom(choice.fastest.report)));
+  std::string why;
+  if (!planner::safe_from_worst_memory_error(choice.chosen.report)) {
+    why = fmt::format("none of them would fit a peak {:.0f}% higher than predicted, as the worst measured peak so far "
+                      "was (docs/validation.md, \"Memory\"), and #1 leaves the most memory free: {} on its fullest "
+                      "GPU, where the fastest leaves {}",
+                      100 * worse, bytes(planner::memory_headroom(choice.chosen.report)),
+                      bytes(planner::memory_headroom(choice.fastest.report)));
+  } else if (planner::safe_from_worst_memory_error(choice.fastest.report)) {
+    // The fastest is safe too: #1 won the tie-break among plans of the same step (headroom_choice.h).
+    const std::int64_t more_free =
+        planner::memory_headroom(choice.chosen.report) - planner::memory_headroom(choice.fastest.report);
+    const std::string tie_break =
+        more_free > 0 ? fmt::format("#1 leaves {} more memory free on its fullest GPU", bytes(more_free))
+                      : fmt::format("#1 has fewer moving parts ({} against {})", planner::moving_parts(choice.chosen.plan),
+                                    planner::moving_parts(choice.fastest.plan));
+    why = fmt::format("both would still fit if their peaks were {:.0f}% higher, as the worst measured peak so far was "
+                      "(docs/validation.md, \"Memory\"); of the plans within {:.1f}% of the fastest safe one, {}",
+                      100 * worse, 100 * planner::kEquivalentStepShare, tie_break);
+  } else {
+    why = fmt::format("#1 is the fastest of them whose peak, {}, would still fit if it were {:.0f}% higher, as the "
+                      "worst measured peak so far was (docs/validation.md, \"Memory\")",
+                      bytes(choice.chosen.report.peak_memory_bytes), 100 * worse);
+  }
   return fmt::format("\n#1 is {:.1f}% slower than the fastest plan found ({:.3g} s, peak {}): the {} plans within {:.1f}% "
                      "of that one are ones the predictions cannot order ({}), and {}. --rank-tolerance 0 ranks by step "
                      "time alone.\n",

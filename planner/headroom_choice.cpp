@@ -1,6 +1,7 @@
 #include "planner/headroom_choice.h"
 
 #include <algorithm>
+#include <cmath>
 #include <iterator>
 #include <limits>
 #include <tuple>
@@ -59,11 +60,27 @@ std::optional<HeadroomChoice> choose_for_headroom(const std::vector<Evaluated>& 
       return e->report.step_time_s > fastest_safe_s * (1 + kEquivalentStepShare);
     });
   }
-  const auto key = [](const Evaluated* e) {
-    return std::make_tuple(-memory_headroom(e->report), moving_parts(e->plan), e->report.step_time_s, e->id);
+  const auto smallest_memory = [](const trace::Report& r) {
+    std::int64_t least = std::numeric_limits<std::int64_t>::max();
+    for (const trace::DeviceReport& d : r.devices) least = std::min(least, d.memory_capacity_bytes);
+    return r.devices.empty() ? std::int64_t{0} : least;
   };
-  const Evaluated* best =
-      *std::min_element(pool.begin(), pool.end(), [&](const Evaluated* a, const Evaluated* b) { return key(a) < key(b); });
+  // Whether `a` goes before `b`: more headroom by more than kEquivalentHeadroomShare, else fewer moving
+  // parts, then the faster, then the first found.
+  const auto before = [&](const Evaluated* a, const Evaluated* b) {
+    const double equal_within =
+        kEquivalentHeadroomShare * static_cast<double>(std::min(smallest_memory(a->report), smallest_memory(b->report)));
+    const std::int64_t more_free = memory_headroom(a->report) - memory_headroom(b->report);
+    if (std::abs(static_cast<double>(more_free)) > equal_within) return more_free > 0;
+    return std::make_tuple(moving_parts(a->plan), a->report.step_time_s, a->id) <
+           std::make_tuple(moving_parts(b->plan), b->report.step_time_s, b->id);
+  };
+  // A scan, not a sort: with headroom equal within a share the order is not transitive, and the scan's
+  // answer depends only on the candidates' order, which is the search's (deterministic).
+  const Evaluated* best = pool.front();
+  for (const Evaluated* e : pool) {
+    if (before(e, best)) best = e;
+  }
   if (best->id == fastest.id) return std::nullopt;
   return HeadroomChoice{*best, fastest, tolerance, within.size()};
 }

@@ -9,7 +9,8 @@
 ///     of them the fastest, and of those within kEquivalentStepShare of it, the one with the most
 ///     headroom, then fewer moving parts;
 ///  2. when none is safe, the one with the most headroom, then fewer moving parts, then the faster.
-/// Headroom: the least over a plan's GPUs of capacity less predicted peak.
+/// Headroom: the least over a plan's GPUs of capacity less predicted peak. Two plans' headrooms within
+/// kEquivalentHeadroomShare of a GPU's memory of each other count as equal.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -21,6 +22,11 @@ namespace mpsim::planner {
 
 /// The least over a plan's GPUs of memory capacity less predicted peak (bytes; negative when over).
 [[nodiscard]] std::int64_t memory_headroom(const trace::Report& report) noexcept;
+
+/// Headroom differences below this share of the smaller GPU's memory do not order plans (400 MiB of
+/// 40 GiB): a peak is predicted no closer than its band, -5 % to +10 % (calibration::memory_spread), so
+/// a few MiB more free is no reason to put a slower plan or one of more moving parts first.
+inline constexpr double kEquivalentHeadroomShare = 0.01;
 
 /// Whether every GPU's predicted peak, under-predicted by kWorstMeasuredUnderPrediction, fits its memory.
 [[nodiscard]] bool safe_from_worst_memory_error(const trace::Report& report) noexcept;

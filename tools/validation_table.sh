@@ -195,7 +195,15 @@ reduce-scatter streams: the allocator never hands a block freed on one stream to
 all-gather outputs (the two layers in flight) and its reduce-scatter input (one layer's gradient in the
 reduce dtype) stay reserved beside the compute stream's copies of them (`side_stream_pools`). So an
 allocated row is compared with the largest per-GPU peak less that part (the tensors), a reserved row
-with the whole peak (mpsim models no other allocator cache). Figures published in GB (10^9 bytes) are converted to GiB. Error = predicted / published − 1;
+with the whole peak (mpsim models no other allocator cache); a row whose source logged one pipeline
+stage (`published.stage`) with that stage's largest. The Megatron-Bridge memory-tuning runs (before
+April 2026) wrote their memory to TensorBoard and W&B from the last rank alone, which is the last
+pipeline stage (its pull request 3645, May 2026, took the largest over the pipeline since: "without
+aggregation the logged values reflect only the last PP stage"), and their baseline went out of memory on
+rank 0 while its logged figure read 58.8 GB of 80: so those rows are the last stage's. Compared with the
+largest over the stages, as before, they were +7.8 to +12.7 % over (the first stage holds the most
+stashed microbatches), their source's median 7.8 %, every row's 6.9 %; against the last stage, +0.6 to
++3.9 %, except TP 8 (−6.9 → −9.5 %). Figures published in GB (10^9 bytes) are converted to GiB. Error = predicted / published − 1;
 a negative error is an under-prediction, the direction that lets a plan go out of memory.
 
 `MeasuredMemory.PeaksHoldOnTodaysRuns` simulates every row and holds each kind's figures below (median
@@ -227,7 +235,11 @@ reduce 16-bit gradients, and Megatron's optimizer steps its fp32 master weights 
 rank's gradient shard (docs/simulator.md "Memory"): with `mlp` recomputation the activations are small
 enough for that moment to be the peak, which moved those two rows from 4.9 to 2.0 % under their published
 peak. So the measured saving of `mlp` recomputation (about 3 GB) is bounded by that moment; it does not
-measure what the recomputation drops (about 12 GiB in mpsim's count, whose `core_attn` rows are over).
+measure what the recomputation drops (about 12 GiB on the first stage in mpsim's count, 9 on the last).
+The TP 8 row is the one the allocated rows leave under by more than 5 %: from TP 4 to TP 8 its
+published peak falls 8.0 GiB, mpsim's last stage 14.6 (weights and gradients 8.5, activations 7.3), as
+if its activations did not shrink with the tensor degree; mpsim does not know why. The planner's default
+margin (10 %, docs/planner.md) is that row's error rounded up.
 
 What mpsim's peak does not hold yet (issue 35): the caching allocator's other cached and fragmented blocks,
 which a reserved figure includes (the Llama 3 70B run at 58.8 GB allocated went out of memory on 80 GB

@@ -284,9 +284,10 @@ struct PeakLine {
   double optimizer_step = 0;  ///< what the optimizer step holds beside `fixed`, no activation then
 };
 
-std::vector<PeakLine> peak_lines(const trace::Report& prediction, PeakKind kind) {
+std::vector<PeakLine> peak_lines(const trace::Report& prediction, PeakKind kind, std::optional<int> stage) {
   std::vector<PeakLine> lines;
   for (const trace::DeviceReport& d : prediction.devices) {
+    if (stage && d.stage != *stage) continue;
     const trace::MemoryBreakdown& m = d.memory;
     const double runtime = kind == PeakKind::Reserved ? static_cast<double>(m.reserved) : 0.0;
     lines.push_back({static_cast<double>(m.weights + m.gradients + m.optimizer) + runtime,
@@ -308,7 +309,8 @@ void fit_activation_memory(const std::vector<MeasuredRun>& runs, SoftwareProfile
     if (!run.measured_peak_gib) continue;
     PeakRun p{&run, predict(run, {})};
     factors.push_back(activation_factor_for_peak(p.prediction, run.peak_kind, *run.measured_peak_gib,
-                                                 factor_ceiling(FactorKind::ActivationMemory, run.cluster)));
+                                                 factor_ceiling(FactorKind::ActivationMemory, run.cluster),
+                                                 run.peak_stage));
     peaks.push_back(std::move(p));
   }
   if (peaks.empty()) return;
@@ -318,24 +320,26 @@ void fit_activation_memory(const std::vector<MeasuredRun>& runs, SoftwareProfile
   profile.factors.push_back({FactorKind::ActivationMemory, factor});
   for (const PeakRun& p : peaks) {
     profile.peak_residuals.push_back({p.run->id, p.run->peak_kind, *p.run->measured_peak_gib,
-                                      measured_kind_peak_gib(p.prediction, p.run->peak_kind, factor),
-                                      measured_kind_peak_gib(p.prediction, p.run->peak_kind)});
+                                      measured_kind_peak_gib(p.prediction, p.run->peak_kind, factor, p.run->peak_stage),
+                                      measured_kind_peak_gib(p.prediction, p.run->peak_kind, 1.0, p.run->peak_stage)});
   }
 }
 
 }  // namespace
 
-double measured_kind_peak_gib(const trace::Report& prediction, PeakKind kind, double activation_factor) {
+double measured_kind_peak_gib(const trace::Report& prediction, PeakKind kind, double activation_factor,
+                              std::optional<int> stage) {
   double peak = 0;
-  for (const PeakLine& l : peak_lines(prediction, kind)) {
+  for (const PeakLine& l : peak_lines(prediction, kind, stage)) {
     peak = std::max({peak, l.fixed + activation_factor * l.activations, l.fixed + l.optimizer_step});
   }
   return peak / kGib;
 }
 
-double activation_factor_for_peak(const trace::Report& prediction, PeakKind kind, double measured_gib, double ceiling) {
+double activation_factor_for_peak(const trace::Report& prediction, PeakKind kind, double measured_gib, double ceiling,
+                                  std::optional<int> stage) {
   double factor = ceiling;
-  for (const PeakLine& l : peak_lines(prediction, kind)) {
+  for (const PeakLine& l : peak_lines(prediction, kind, stage)) {
     if (l.activations > 0) factor = std::min(factor, (measured_gib * kGib - l.fixed) / l.activations);
   }
   return std::clamp(factor, kFloor, ceiling);

@@ -10,6 +10,7 @@
 /// run sets one factor, the one that dominates its predicted step. It then solves for the values that
 /// minimise the squared log errors of the runs' steps (Gauss-Newton on the simulations themselves, the
 /// Jacobian re-measured at each step), each value held within (0, factor_ceiling].
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,12 +43,14 @@ struct CalibrationOptions {
 /// moment fixed + the activations held then, and the factor scales every activation byte alike
 /// (GpuKind::activation_memory_factor), so its peak stays at the same moment: fixed + factor x the
 /// activations at its peak. At 1, the prediction's own peak (less its runtime part for `allocated`).
+/// With `stage`, over that pipeline stage's devices only (MeasuredRun::peak_stage).
 [[nodiscard]] double measured_kind_peak_gib(const trace::Report& prediction, PeakKind kind,
-                                            double activation_factor = 1.0);
+                                            double activation_factor = 1.0, std::optional<int> stage = {});
 /// The activation factor at which that peak is `measured_gib`: the first device to reach it, the least
 /// over the devices of (measured - fixed) / activations; held within [0.05, ceiling].
 [[nodiscard]] double activation_factor_for_peak(const trace::Report& prediction, PeakKind kind, double measured_gib,
-                                                double ceiling = kLargestActivationFactor);
+                                                double ceiling = kLargestActivationFactor,
+                                                std::optional<int> stage = {});
 
 /// The run simulated on its cluster with `factors` applied.
 [[nodiscard]] trace::Report predict(const MeasuredRun& run, const std::vector<Factor>& factors);

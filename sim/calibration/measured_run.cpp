@@ -127,7 +127,7 @@ auto for_row(const Field& row, const std::string& id, Read&& read) -> decltype(r
 /// The row's figure; `run`'s model is read already (a throughput in tokens needs its sequence length).
 void read_measured(const Field& measured, MeasuredRun& run) {
   measured.expect_keys({"step_time_s", "tokens_per_s_per_gpu", "tflops_per_gpu", "model_tflops_per_gpu",
-                        "peak_memory_gib", "kind"});
+                        "peak_memory_gib", "kind", "stage"});
   int figures = 0;
   if (auto f = measured.get("step_time_s")) {
     run.figure = FigureKind::StepTime;
@@ -158,6 +158,10 @@ void read_measured(const Field& measured, MeasuredRun& run) {
     if (!named) kind->fail(fmt::format("'{}' is not a kind of peak (allocated or reserved)", kind->as_string()));
     run.peak_kind = *named;
   }
+  if (auto stage = measured.get("stage")) {
+    if (!run.measured_peak_gib) stage->fail("names the stage of peak_memory_gib, which is not given");
+    run.peak_stage = peak_stage_named(*stage, run.plan);
+  }
   if (figures == 0 && !run.measured_peak_gib) {
     measured.fail("needs one of step_time_s, tokens_per_s_per_gpu, tflops_per_gpu (or peak_memory_gib)");
   }
@@ -165,6 +169,18 @@ void read_measured(const Field& measured, MeasuredRun& run) {
 }
 
 }  // namespace
+
+int peak_stage_named(const Field& stage, const plan::Plan& plan) {
+  const int stages = plan.degrees[plan::Axis::Pipeline];
+  const std::string text = stage.as_string();
+  if (text == "first") return 0;
+  if (text == "last") return stages - 1;
+  if (text.empty() || !std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; })) {
+    stage.fail(fmt::format("'{}' is not a pipeline stage (first, last or an index from 0)", text));
+  }
+  const auto index = stage.as_int_in(0, stages - 1);
+  return static_cast<int>(index);
+}
 
 const std::string& MeasuredRun::gpu_kind() const { return cluster.gpu_kind_of(cluster.gpus().front()).id; }
 

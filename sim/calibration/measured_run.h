@@ -31,6 +31,9 @@ struct MeasuredRun {
   double measured = 0;           ///< in the figure's unit: s, tokens/s per GPU, TFLOP/s per GPU
   std::optional<double> measured_peak_gib;
   PeakKind peak_kind = PeakKind::Reserved;  ///< which allocator peak measured_peak_gib is (`kind`)
+  /// The pipeline stage whose ranks measured_peak_gib was read on (`stage`: first, last or its index);
+  /// none: the largest over every rank.
+  std::optional<int> peak_stage;
 
   /// The catalogue id of the run's GPUs (the first GPU's kind).
   [[nodiscard]] const std::string& gpu_kind() const;
@@ -60,6 +63,12 @@ struct RunInputs {
   plan::Plan plan;
 };
 [[nodiscard]] RunInputs load_run_inputs(const Field& row, const RunPaths& paths);
+
+/// A measured peak's `stage` on `plan`'s pipeline: `first` (0), `last` or a stage's index (0-based).
+/// Frameworks log a peak from one rank: Megatron-Bridge wrote its loggers' memory from the last rank
+/// until it took the largest over the pipeline (its pull request 3645, May 2026), TorchTitan from the
+/// last stage's first rank. Throws InputError at the field.
+[[nodiscard]] int peak_stage_named(const Field& stage, const plan::Plan& plan);
 
 /// One row. Throws InputError at the field.
 [[nodiscard]] MeasuredRun load_measured_run(const Field& row, const RunPaths& paths);

@@ -110,7 +110,7 @@ struct MemoryBand {
 /// communicators, ZeRO 3's collective-stream pools: engine::StaticMemory::reserved) is held apart from the tensors the spread is of.
 [[nodiscard]] MemoryBand memory_band(std::int64_t peak_bytes, std::int64_t runtime_bytes) noexcept;
 
-/// "published allocated peaks measured -11 % to +7 % off their predictions (10 rows)".
+/// "published allocated peaks measured -5 % to +10 % off their predictions (10 rows)".
 [[nodiscard]] std::string memory_band_text(const MemoryBand& band);
 
 }  // namespace mpsim::calibration

@@ -76,6 +76,20 @@ TEST(HeadroomChoice, EqualStepsPreferHeadroomThenFewerMovingParts) {
   EXPECT_EQ(choose_for_headroom(ranked, {}, 0.01)->chosen.id, 3u);
 }
 
+// Headrooms within 1 % of the GPU's memory of each other (0.4 GiB of 40) are equal: fewer moving parts,
+// then the faster, decide; a difference beyond it still orders them.
+TEST(HeadroomChoice, HeadroomWithinOnePercentOfMemoryIsEqual) {
+  // 2 holds 0.3 GiB less but has a ZeRO stage more than 3 (tensor 8 and ZeRO 3 against tensor 8 alone).
+  const std::vector<Evaluated> close{evaluated(1, 10.0, {20.3}, 8, 3), evaluated(2, 10.005, {20.0}, 8, 3),
+                                     evaluated(3, 10.005, {20.3}, 8, 0)};
+  EXPECT_EQ(choose_for_headroom(close, {}, 0.01)->chosen.id, 3u);
+  // Both 1 and 2 of the same parts: the faster, 1, stays.
+  EXPECT_FALSE(choose_for_headroom({close[0], close[1]}, {}, 0.01).has_value());
+  // 0.5 GiB apart is beyond 0.4 GiB: the one with more headroom goes first.
+  EXPECT_EQ(choose_for_headroom({evaluated(1, 10.0, {20.5}, 8, 0), evaluated(2, 10.005, {20.0}, 8, 3)}, {}, 0.01)->chosen.id,
+            2u);
+}
+
 // When none is safe, the most headroom.
 TEST(HeadroomChoice, WithNoSafePlanTheMostHeadroom) {
   const std::vector<Evaluated> ranked{evaluated(1, 10.0, {38}), evaluated(2, 10.2, {35}), evaluated(3, 10.3, {36})};

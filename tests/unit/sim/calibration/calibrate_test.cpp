@@ -235,10 +235,11 @@ TEST(CalibrateInputs, RunsWithOnlyAPeakMemoryGiveNoStepToFit) {
 /// `run` measured at the largest over its devices of (weights + gradients + optimizer [+ runtime]) +
 /// `factor` x the activations at the device's peak, in GiB: what a stack whose activations take
 /// `factor` x mpsim's count peaks at.
-MeasuredRun peak_measured_under(MeasuredRun run, double factor, PeakKind kind) {
+MeasuredRun peak_measured_under(MeasuredRun run, double factor, PeakKind kind, std::optional<int> stage = {}) {
   const trace::Report r = predict(run, {});
   double peak = 0;
   for (const trace::DeviceReport& d : r.devices) {
+    if (stage && d.stage != *stage) continue;
     const trace::MemoryBreakdown& m = d.memory;
     const double fixed = static_cast<double>(m.weights + m.gradients + m.optimizer) +
                          (kind == PeakKind::Reserved ? static_cast<double>(m.reserved) : 0.0);
@@ -246,6 +247,7 @@ MeasuredRun peak_measured_under(MeasuredRun run, double factor, PeakKind kind) {
   }
   run.measured_peak_gib = peak / (1024.0 * 1024.0 * 1024.0);
   run.peak_kind = kind;
+  run.peak_stage = stage;
   return run;
 }
 
@@ -271,6 +273,25 @@ TEST(CalibrateMemory, RecoversTheActivationFactorOfAMeasuredPeak) {
     }
     EXPECT_NEAR(predicted / (1024.0 * 1024.0 * 1024.0) / *run.measured_peak_gib, 1.0, 1e-6);
   }
+}
+
+TEST(CalibrateMemory, APeakLoggedOnOneStageIsThatStagesPredictedPeak) {
+  // GPT-3 13B on two pipeline stages, its stack's activations 1.2 x mpsim's count, the peak logged on
+  // the last stage (as Megatron-Bridge's loggers wrote it): the factor is recovered from that stage.
+  // Read as the largest over every GPU, the same figure gives another factor: the first stage, holding
+  // more stashes, reaches it first.
+  const MeasuredRun base = runs_from(gpt3_13b_row("peak", "{step_time_s: 1}")).front();
+  ASSERT_EQ(base.plan.degrees[plan::Axis::Pipeline], 2);
+  const MeasuredRun last = peak_measured_under(base, 1.2, PeakKind::Allocated, 1);
+  CalibrationOptions memory_only;
+  memory_only.factors = {FactorKind::ActivationMemory};
+  const SoftwareProfile profile = calibrate({last}, "memory", memory_only);
+  EXPECT_NEAR(fitted(profile, FactorKind::ActivationMemory), 1.2, 1e-9);
+  ASSERT_EQ(profile.peak_residuals.size(), 1u);
+  EXPECT_NEAR(profile.peak_residuals.front().predicted_gib, *last.measured_peak_gib, 1e-9);
+  MeasuredRun every_gpu = last;
+  every_gpu.peak_stage.reset();
+  EXPECT_LT(fitted(calibrate({every_gpu}, "memory", memory_only), FactorKind::ActivationMemory), 1.15);
 }
 
 TEST(CalibrateMemory, TheMedianOfTheRunsFactorsIsFitted) {

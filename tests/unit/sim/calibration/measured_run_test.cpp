@@ -37,6 +37,17 @@ TEST(MeasuredRuns, ARowReadsItsClusterModelPlanAndFigure) {
             PeakKind::Allocated);
 }
 
+TEST(MeasuredRuns, APeakNamesThePipelineStageItWasLoggedOn) {
+  // The GPT-3 13B plan runs two pipeline stages.
+  const auto stage_of = [](const std::string& stage) {
+    return runs_from(gpt3_13b_row("p4d", "{peak_memory_gib: 30, stage: " + stage + "}")).front().peak_stage;
+  };
+  EXPECT_EQ(stage_of("first"), 0);
+  EXPECT_EQ(stage_of("last"), 1);
+  EXPECT_EQ(stage_of("1"), 1);
+  EXPECT_FALSE(runs_from(gpt3_13b_row("p4d", "{peak_memory_gib: 30}")).front().peak_stage.has_value());
+}
+
 TEST(MeasuredRuns, RowsUnderRowsAndPublishedReadAsAList) {
   const auto runs = runs_from("rows:\n" + gpt3_13b_row("a", "{step_time_s: 10}") +
                               "- id: b\n  topology: 4x-p4d.yaml\n  gpus: 32\n  model: configs/models/gpt3-13b.yaml\n"
@@ -117,6 +128,17 @@ TEST(RunsFileErrors, APeakOfAnUnknownKind) {
   const std::string e = runs_file_error(gpt3_13b_row("a", "{peak_memory_gib: 30, kind: cached}"));
   expect_names_file_and_field(e, "[0].measured.kind");
   EXPECT_NE(e.find("'cached' is not a kind of peak (allocated or reserved)"), std::string::npos) << e;
+}
+
+TEST(RunsFileErrors, AStageThePipelineDoesNotHave) {
+  std::string e = runs_file_error(gpt3_13b_row("a", "{peak_memory_gib: 30, stage: 2}"));
+  expect_names_file_and_field(e, "[0].measured.stage");
+  e = runs_file_error(gpt3_13b_row("a", "{peak_memory_gib: 30, stage: middle}"));
+  expect_names_file_and_field(e, "[0].measured.stage");
+  EXPECT_NE(e.find("'middle' is not a pipeline stage (first, last or an index from 0)"), std::string::npos) << e;
+  e = runs_file_error(gpt3_13b_row("a", "{step_time_s: 10, stage: last}"));
+  expect_names_file_and_field(e, "[0].measured.stage");
+  EXPECT_NE(e.find("peak_memory_gib, which is not given"), std::string::npos) << e;
 }
 
 TEST(RunsFileErrors, AKindWithoutAPeak) {
