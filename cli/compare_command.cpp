@@ -107,6 +107,54 @@ std::optional<double> relative_error(double predicted, double measured) {
 
 std::string bytes_text(std::int64_t bytes) { return to_string(Bytes::bytes(bytes)); }
 
+nlohmann::ordered_json json_or_null(const std::optional<double>& v) {
+  return v ? nlohmann::ordered_json(*v) : nlohmann::ordered_json();
+}
+
+/// The logged rank's GPU in the prediction, against its memory lines as the measured-memory validation
+/// compares them (docs/validation.md, "Memory"): max allocated (PyTorch's live tensors) with the GPU's
+/// predicted peak less its runtime part (CUDA context, workspaces, NCCL buffers, ZeRO 3's
+/// collective-stream pools: the report's `memory.reserved`), max reserved with the whole peak.
+/// The errors are signed, predicted / measured - 1: below 0, the prediction is under the measurement,
+/// the direction that lets a plan run out of memory.
+struct RankPeaks {
+  const trace::DeviceReport* device = nullptr;
+  std::int64_t allocated_bytes = 0;
+  std::optional<double> allocated_error;
+  std::optional<double> reserved_error;
+  explicit operator bool() const { return device != nullptr; }
+};
+RankPeaks rank_peaks(const trace::DeviceReport* device, std::optional<std::int64_t> max_allocated_bytes,
+                     std::optional<std::int64_t> max_reserved_bytes) {
+  const auto signed_error = [](std::int64_t predicted_bytes, std::int64_t measured_bytes) -> std::optional<double> {
+    if (measured_bytes <= 0) return std::nullopt;
+    return static_cast<double>(predicted_bytes) / static_cast<double>(measured_bytes) - 1;
+  };
+  RankPeaks out;
+  out.device = device;
+  if (!device || !max_allocated_bytes) return out;
+  out.allocated_bytes = device->peak_memory_bytes - device->memory.reserved;
+  out.allocated_error = signed_error(out.allocated_bytes, *max_allocated_bytes);
+  if (max_reserved_bytes) out.reserved_error = signed_error(device->peak_memory_bytes, *max_reserved_bytes);
+  return out;
+}
+RankPeaks rank_peaks(const trace::Report& predicted, const interop::StepLog& log) {
+  return rank_peaks(predicted_device_of_rank(predicted, log.max_allocated_rank), log.max_allocated_bytes,
+                    log.max_reserved_bytes);
+}
+
+/// The fields of one rank's memory in `compare --json` (the step log's `memory` object and each of a
+/// profiler run's `memory_by_rank`): its GPU, the predicted tensors and whole peak there, the errors.
+void add_rank_peaks_json(const RankPeaks& rank, bool has_reserved, nlohmann::ordered_json& out) {
+  out["measured_rank_device"] = rank.device->id;
+  out["predicted_rank_allocated_bytes"] = rank.allocated_bytes;
+  out["allocated_error"] = json_or_null(rank.allocated_error);
+  if (has_reserved) {
+    out["predicted_rank_peak_bytes"] = rank.device->peak_memory_bytes;
+    out["reserved_error"] = json_or_null(rank.reserved_error);
+  }
+}
+
 /// `compare --json` against a step log: what a log can know, and nothing else (no devices, idle time
 /// or instruction kinds; a figure the log does not print is absent, not zero).
 nlohmann::ordered_json log_comparison_json(const trace::Report& predicted, const interop::StepLog& log) {
@@ -132,6 +180,7 @@ nlohmann::ordered_json log_comparison_json(const trace::Report& predicted, const
     const auto memory_error =
         relative_error(static_cast<double>(predicted.peak_memory_bytes), static_cast<double>(*log.max_allocated_bytes));
     memory["error"] = memory_error ? nlohmann::ordered_json(*memory_error) : nlohmann::ordered_json();
+    if (const RankPeaks rank = rank_peaks(predicted, log)) add_rank_peaks_json(rank, log.max_reserved_bytes.has_value(), memory);
     out["memory"] = std::move(memory);
   }
   return out;
@@ -150,7 +199,16 @@ void print_log_comparison(const CompareArgs& args, const trace::Report& predicte
                    fmt::format("{:.4g}", *log.tflops_per_gpu),
                    percent_or_dash(relative_error(predicted.tflops_per_gpu, *log.tflops_per_gpu))});
   }
-  if (log.max_allocated_bytes) {
+  const RankPeaks rank = rank_peaks(predicted, log);
+  if (rank) {
+    table.add_row({fmt::format("memory of rank {} ({}): tensors / max allocated", log.max_allocated_rank, rank.device->id),
+                   bytes_text(rank.allocated_bytes), bytes_text(*log.max_allocated_bytes),
+                   percent_or_dash(rank.allocated_error)});
+    if (log.max_reserved_bytes) {
+      table.add_row({"  its whole peak / max reserved", bytes_text(rank.device->peak_memory_bytes),
+                     bytes_text(*log.max_reserved_bytes), percent_or_dash(rank.reserved_error)});
+    }
+  } else if (log.max_allocated_bytes) {
     table.add_row({fmt::format("memory: predicted peak / max allocated (rank {})", log.max_allocated_rank),
                    bytes_text(predicted.peak_memory_bytes), bytes_text(*log.max_allocated_bytes),
                    percent_or_dash(relative_error(static_cast<double>(predicted.peak_memory_bytes),
@@ -165,13 +223,54 @@ void print_log_comparison(const CompareArgs& args, const trace::Report& predicte
                              !log.tflops_per_gpu && !log.max_allocated_bytes ? "; " : "",
                              log.max_allocated_bytes ? "" : "memory (Megatron-LM's \"memory (MB)\" lines)");
   }
-  if (log.max_allocated_bytes) {
+  if (rank) {
+    std::cout << fmt::format("\nThe logged rank's GPU as the prediction names it ({}): max allocated (PyTorch's live "
+                             "tensors) against its predicted peak less the CUDA context, workspaces, NCCL buffers and "
+                             "ZeRO 3's collective-stream pools, max reserved against its whole peak. Frameworks log "
+                             "memory from some ranks only: the fullest GPU may be another.\n",
+                             rank.device->id);
+  } else if (log.max_allocated_bytes) {
     std::cout << "\nThe predicted peak is all a GPU holds at its fullest (the CUDA context, workspaces, NCCL "
                  "buffers and ZeRO 3's collective-stream pools too); max allocated is PyTorch's allocator alone.\n";
   }
 }
 
 }  // namespace
+
+/// `memory_by_rank`: each profiled rank's allocator peaks against its GPU's prediction.
+nlohmann::ordered_json memory_by_rank_json(const trace::Report& predicted, const std::vector<interop::RankMemory>& memory,
+                                           std::optional<int> gpus_per_node) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const interop::RankMemory& m : memory) {
+    nlohmann::ordered_json rank;
+    rank["rank"] = m.rank;
+    rank["measured_max_allocated_bytes"] = m.max_allocated_bytes;
+    rank["measured_max_reserved_bytes"] = m.max_reserved_bytes;
+    const RankPeaks peaks =
+        rank_peaks(predicted_device_of_rank(predicted, m.rank, gpus_per_node), m.max_allocated_bytes, m.max_reserved_bytes);
+    if (peaks) add_rank_peaks_json(peaks, true, rank);
+    out.push_back(std::move(rank));
+  }
+  return out;
+}
+
+void print_memory_by_rank(const trace::Report& predicted, const std::vector<interop::RankMemory>& memory,
+                          std::optional<int> gpus_per_node) {
+  Table table;
+  table.add_row({"rank", "GPU", "tensors", "max allocated", "error", "peak", "max reserved", "error"});
+  for (const interop::RankMemory& m : memory) {
+    const RankPeaks peaks =
+        rank_peaks(predicted_device_of_rank(predicted, m.rank, gpus_per_node), m.max_allocated_bytes, m.max_reserved_bytes);
+    table.add_row({std::to_string(m.rank), peaks ? peaks.device->id : "-",
+                   peaks ? bytes_text(peaks.allocated_bytes) : "-", bytes_text(m.max_allocated_bytes),
+                   percent_or_dash(peaks.allocated_error), peaks ? bytes_text(peaks.device->peak_memory_bytes) : "-",
+                   bytes_text(m.max_reserved_bytes), percent_or_dash(peaks.reserved_error)});
+  }
+  std::cout << "\nMemory by rank (the profiler's memory events inside the profiled steps; predicted tensors: the GPU's "
+               "peak less the CUDA context, workspaces, NCCL buffers and ZeRO 3's collective-stream pools; errors "
+               "predicted / measured - 1, below 0 under):\n"
+            << table.render();
+}
 
 void add_compare_command(CLI::App& app) {
   auto args = std::make_shared<CompareArgs>();
@@ -205,12 +304,17 @@ void add_compare_command(CLI::App& app) {
       }
       return;
     }
-    const trace::StepRecord measured = load_measured_step(args->measured, args->gpus_per_node, predicted.report);
+    std::vector<interop::RankMemory> memory;  // from PyTorch profiler traces' memory events
+    const trace::StepRecord measured =
+        load_measured_step(args->measured, args->gpus_per_node, predicted.report, nullptr, &memory);
     const trace::Comparison c = trace::compare(predicted, measured);
     if (args->json) {
-      std::cout << trace::comparison_json(c).dump(2) << "\n";
+      nlohmann::ordered_json out = trace::comparison_json(c);
+      if (!memory.empty()) out["memory_by_rank"] = memory_by_rank_json(predicted.report, memory, args->gpus_per_node);
+      std::cout << out.dump(2) << "\n";
     } else {
       print_comparison(*args, c);
+      if (!memory.empty()) print_memory_by_rank(predicted.report, memory, args->gpus_per_node);
     }
   });
 }

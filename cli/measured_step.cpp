@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iterator>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "interop/trace/framework_trace.h"
@@ -38,7 +39,8 @@ int predicted_gpus_per_node(const trace::Report& predicted) {
 }  // namespace
 
 trace::StepRecord load_measured_step(const std::vector<std::string>& measured, std::optional<int> gpus_per_node,
-                                     const trace::Report& predicted, interop::TraceKernels* kernels) {
+                                     const trace::Report& predicted, interop::TraceKernels* kernels,
+                                     std::vector<interop::RankMemory>* memory) {
   const std::string first = read_whole_file(measured.front());
   const bool kineto = interop::is_kineto_trace(first);
   if (!kineto && measured.size() > 1) {
@@ -54,13 +56,23 @@ trace::StepRecord load_measured_step(const std::vector<std::string>& measured, s
       // Megatron's rank order puts a stage's tensor x context x data ranks together.
       const int ranks_per_stage = p.pipeline > 1 ? p.tensor * p.context * p.data : 0;
       return interop::read_kineto_step(ranks, gpus_per_node.value_or(predicted_gpus_per_node(predicted)),
-                                       ranks_per_stage, kernels);
+                                       ranks_per_stage, kernels, memory);
     }
     if (interop::is_step_time_log(first)) return interop::read_step_time_log(first, measured.front());
   } catch (const trace::TraceReadError& e) {
     throw InputError({measured.front(), 0, 0}, "", e.what());
   }
   return load_step(measured.front());
+}
+
+const trace::DeviceReport* predicted_device_of_rank(const trace::Report& predicted, int rank,
+                                                   std::optional<int> gpus_per_node) {
+  if (rank < 0) return nullptr;
+  const int per_node = gpus_per_node.value_or(predicted_gpus_per_node(predicted));
+  const std::string id = fmt::format("node{}/gpu{}", rank / per_node, rank % per_node);
+  const auto at = std::find_if(predicted.devices.begin(), predicted.devices.end(),
+                               [&](const trace::DeviceReport& d) { return d.id == id; });
+  return at == predicted.devices.end() ? nullptr : &*at;
 }
 
 std::optional<interop::StepLog> load_step_log(const std::vector<std::string>& measured) {

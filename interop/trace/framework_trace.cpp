@@ -168,6 +168,37 @@ std::int64_t microseconds_ns(const nlohmann::json& value, std::string_view sourc
   return std::llround(us * 1000.0);
 }
 
+/// The largest "Total Allocated" and "Total Reserved" of the CUDA memory events ("[memory]", "Device
+/// Type" 1) in [window_start, window_end]; nothing when there are none.
+std::optional<RankMemory> allocator_peaks(const nlohmann::json& events, std::int64_t window_start,
+                                          std::int64_t window_end, std::string_view source) {
+  constexpr int kCudaDeviceType = 1;  // c10::DeviceType::CUDA
+  std::optional<RankMemory> peaks;
+  for (std::size_t index = 0; index < events.size(); ++index) {
+    const nlohmann::json& e = events[index];
+    if (!e.is_object() || string_member(e, "name") != "[memory]") continue;
+    const nlohmann::json& args = member(e, "args");
+    const std::string where = fmt::format("traceEvents[{}]", index);
+    if (!args.is_object()) fail(source, where + ": a [memory] event without \"args\"");
+    const nlohmann::json& device_type = member(args, "Device Type");
+    if (!device_type.is_number_integer()) fail(source, where + ".args[\"Device Type\"] is not an integer");
+    if (device_type.get<std::int64_t>() != kCudaDeviceType) continue;
+    const std::int64_t at = microseconds_ns(member(e, "ts"), source, where + ".ts");
+    if (at < window_start || at > window_end) continue;
+    const auto bytes = [&](const char* key) {
+      const nlohmann::json& v = member(args, key);
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0) {
+        fail(source, fmt::format("{}.args[\"{}\"] is not a byte count", where, key));
+      }
+      return v.get<std::int64_t>();
+    };
+    if (!peaks) peaks.emplace();
+    peaks->max_allocated_bytes = std::max(peaks->max_allocated_bytes, bytes("Total Allocated"));
+    peaks->max_reserved_bytes = std::max(peaks->max_reserved_bytes, bytes("Total Reserved"));
+  }
+  return peaks;
+}
+
 }  // namespace
 
 std::string_view to_string(UnpricedKernel k) noexcept { return k == UnpricedKernel::Nccl ? "nccl" : "other"; }
@@ -195,7 +226,7 @@ bool is_kineto_trace(std::string_view text) {
 }
 
 trace::StepRecord read_kineto_step(const std::vector<KinetoFile>& ranks, int gpus_per_node, int ranks_per_stage,
-                                   TraceKernels* kernel_classes) {
+                                   TraceKernels* kernel_classes, std::vector<RankMemory>* memory) {
   if (ranks.empty()) throw trace::TraceReadError("no trace files");
   if (gpus_per_node < 1) gpus_per_node = 1;
   trace::StepRecord out;
@@ -298,6 +329,12 @@ trace::StepRecord read_kineto_step(const std::vector<KinetoFile>& ranks, int gpu
         timeline.spans.push_back(span);
       }
     }
+    if (memory != nullptr) {
+      if (auto peaks = allocator_peaks(*events, window_start, window_end, file.name)) {
+        peaks->rank = rank;
+        memory->push_back(*peaks);
+      }
+    }
     const double per_step = static_cast<double>(union_length(kernels)) * 1e-9 / static_cast<double>(steps.size());
     results.push_back({rank, per_step, median(rank_steps)});
     if (kernel_classes != nullptr) kernel_classes->ranks.push_back(classes);
@@ -311,6 +348,9 @@ trace::StepRecord read_kineto_step(const std::vector<KinetoFile>& ranks, int gpu
   if (kernel_classes != nullptr) {
     std::sort(kernel_classes->ranks.begin(), kernel_classes->ranks.end(),
               [](const RankKernels& a, const RankKernels& b) { return a.rank < b.rank; });
+  }
+  if (memory != nullptr) {
+    std::sort(memory->begin(), memory->end(), [](const RankMemory& a, const RankMemory& b) { return a.rank < b.rank; });
   }
   trace::Report& report = out.report;
   report.step_time_s = median(step_durations_s);
@@ -341,13 +381,19 @@ StepLog read_step_log(std::string_view text, std::string_view source_name) {
   // (TFLOP/s/GPU): 401.2 | ..." (the throughput when --log-throughput is on); NeMo (Lightning's
   // progress bar and logger): "train_step_timing in s: 1.23" or "train_step_timing in s=1.23".
   // Megatron's report_memory, once per rank that logs: "[Rank 3] (after 10 iterations) memory (MB) |
-  // allocated: X | max allocated: Y | reserved: Z | max reserved: W", MB being 2^20 bytes.
+  // allocated: X | max allocated: Y | reserved: Z | max reserved: W", MB being 2^20 bytes; Megatron-Bridge's
+  // "[Rank 3] (after 2 iterations) memory (GB) | mem-allocated-gigabytes: X | ... |
+  // mem-max-allocated-gigabytes: Y | ... | mem-max-reserved-gigabytes: W | ...", GB being 10^9 bytes
+  // (training/utils/train_utils.py report_memory; which keys it prints is configurable).
   static const std::regex megatron(R"(elapsed time per iteration \(ms\):\s*([0-9]+(?:\.[0-9]+)?))");
   static const std::regex nemo(R"(train_step_timing in s\s*[:=]\s*([0-9]+(?:\.[0-9]+)?))");
   static const std::regex throughput(R"(throughput per GPU \(TFLOP/s/GPU\):\s*([0-9]+(?:\.[0-9]+)?))");
   static const std::regex memory(
       R"(\[Rank ([0-9]+)\] \(after [0-9]+ iterations\) memory \(MB\) \| allocated: [0-9.]+ \| max allocated: )"
       R"(([0-9]+(?:\.[0-9]+)?)(?: \| reserved: [0-9.]+ \| max reserved: ([0-9]+(?:\.[0-9]+)?))?)");
+  static const std::regex bridge_memory(R"(\[Rank ([0-9]+)\] \(after [0-9]+ iterations\) memory \(GB\)([^\n]*))");
+  static const std::regex bridge_max_allocated(R"(mem-max-allocated-gigabytes:\s*([0-9]+(?:\.[0-9]+)?))");
+  static const std::regex bridge_max_reserved(R"(mem-max-reserved-gigabytes:\s*([0-9]+(?:\.[0-9]+)?))");
   const std::string whole(text);
   const auto number = [&](const std::string& digits, std::string_view what) {
     const double v = std::strtod(digits.c_str(), nullptr);  // digits only: no error but overflow
@@ -370,14 +416,29 @@ StepLog read_step_log(std::string_view text, std::string_view source_name) {
   std::vector<double> tflops;
   each(throughput, [&](const std::smatch& m) { tflops.push_back(number(m[1], "a throughput")); });
   if (!tflops.empty()) log.tflops_per_gpu = median(tflops);
-  constexpr double kMegabyte = 1024.0 * 1024.0;  // Megatron's "MB"
-  each(memory, [&](const std::smatch& m) {
-    const auto allocated = static_cast<std::int64_t>(number(m[2], "a memory size") * kMegabyte);
+  // Keeps the largest max allocated over the lines, with its rank and max reserved.
+  const auto take_memory = [&](const std::string& rank, const std::string& max_allocated, const std::string* max_reserved,
+                               double unit_bytes) {
+    const auto allocated = static_cast<std::int64_t>(number(max_allocated, "a memory size") * unit_bytes);
     if (log.max_allocated_bytes && *log.max_allocated_bytes >= allocated) return;
     log.max_allocated_bytes = allocated;
-    log.max_allocated_rank = static_cast<int>(number(m[1], "a rank"));
+    log.max_allocated_rank = static_cast<int>(number(rank, "a rank"));
     log.max_reserved_bytes.reset();
-    if (m[3].matched) log.max_reserved_bytes = static_cast<std::int64_t>(number(m[3], "a memory size") * kMegabyte);
+    if (max_reserved) log.max_reserved_bytes = static_cast<std::int64_t>(number(*max_reserved, "a memory size") * unit_bytes);
+  };
+  constexpr double kMegabyte = 1024.0 * 1024.0;  // Megatron-LM's "MB"
+  constexpr double kGigabyte = 1e9;              // Megatron-Bridge's "GB"
+  each(memory, [&](const std::smatch& m) {
+    const std::string reserved = m[3].str();
+    take_memory(m[1].str(), m[2].str(), m[3].matched ? &reserved : nullptr, kMegabyte);
+  });
+  each(bridge_memory, [&](const std::smatch& m) {
+    const std::string fields = m[2].str();
+    std::smatch allocated, reserved;
+    if (!std::regex_search(fields, allocated, bridge_max_allocated)) return;  // the line's keys leave the peak out
+    const bool has_reserved = std::regex_search(fields, reserved, bridge_max_reserved);
+    const std::string reserved_digits = has_reserved ? reserved[1].str() : std::string();
+    take_memory(m[1].str(), allocated[1].str(), has_reserved ? &reserved_digits : nullptr, kGigabyte);
   });
   return log;
 }

@@ -68,6 +68,16 @@ struct TraceKernels {
   std::map<std::string, KernelTime> other_names;
 };
 
+/// One rank's CUDA caching-allocator peaks inside its profiled steps, from the profiler's memory events
+/// (`torch.profiler.profile(profile_memory=True)`: "[memory]" instant events whose args give the
+/// allocator's "Total Allocated" and "Total Reserved" bytes after each allocation or free on a device,
+/// "Device Type" 1 being CUDA). A trace without such events gives none.
+struct RankMemory {
+  int rank = 0;
+  std::int64_t max_allocated_bytes = 0;
+  std::int64_t max_reserved_bytes = 0;
+};
+
 /// The measured step of a run from its ranks' traces: the step time is the median `ProfilerStep#N`
 /// duration over every step of every rank (the ranks wait for each other, so their steps are one
 /// step), a device per rank named as the simulator names GPUs (`node<rank / gpus_per_node>/gpu<rank %
@@ -76,10 +86,12 @@ struct TraceKernels {
 /// kinds the trace shows: NCCL all-reduce, reduce-scatter, all-gather, all-to-all and send/receive
 /// kernels; forward, backward and optimizer ranges. A rank's pipeline stage is rank / ranks_per_stage
 /// (Megatron's rank order tp-cp-ep-dp-pp, where a stage holds tensor x context x data ranks); 0: unknown
-/// (-1). With `kernels`, also each rank's kernels by class (what `mpsim calibrate` reads rates from).
+/// (-1). With `kernels`, also each rank's kernels by class (what `mpsim calibrate` reads rates from);
+/// with `memory`, each rank's allocator peaks (RankMemory) where its trace has memory events, by rank.
 /// Throws trace::TraceReadError naming the file, and for a malformed event its index and field.
 [[nodiscard]] trace::StepRecord read_kineto_step(const std::vector<KinetoFile>& ranks, int gpus_per_node,
-                                                 int ranks_per_stage, TraceKernels* kernels = nullptr);
+                                                 int ranks_per_stage, TraceKernels* kernels = nullptr,
+                                                 std::vector<RankMemory>* memory = nullptr);
 
 /// Whether `text` is a step-time log: a line with Megatron-LM's "elapsed time per iteration (ms):" or
 /// NeMo's "train_step_timing in s".
@@ -90,8 +102,11 @@ struct StepLog {
   double step_time_s = 0;  ///< the median over the logged steps
   int steps = 0;           ///< how many step times the log gives
   std::optional<double> tflops_per_gpu;  ///< the median of Megatron's "throughput per GPU (TFLOP/s/GPU)"
-  /// The largest "max allocated" of Megatron's memory lines (PyTorch's allocator peak on one rank), the
-  /// rank that printed it and that line's "max reserved" (the allocator's cache included).
+  /// The largest "max allocated" of the memory lines (PyTorch's allocator peak on one rank), the rank
+  /// that printed it and that line's "max reserved" (the allocator's cache included): Megatron-LM's
+  /// "[Rank N] (after K iterations) memory (MB) | ... max allocated: X" (MB of 2^20 bytes) or
+  /// Megatron-Bridge's "[Rank N] (after K iterations) memory (GB) | ... mem-max-allocated-gigabytes: X"
+  /// (GB of 10^9 bytes, NeMo 2's logs too).
   std::optional<std::int64_t> max_allocated_bytes;
   int max_allocated_rank = -1;
   std::optional<std::int64_t> max_reserved_bytes;

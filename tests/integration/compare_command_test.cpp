@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <iterator>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -258,6 +260,17 @@ TEST_F(CompareFrameworkRun, AStepLogShowsOnlyWhatALogKnows) {
   EXPECT_EQ(memory.at("predicted_peak_bytes"), prediction.at("peak_memory_bytes"));
   const double peak = prediction.at("peak_memory_bytes").get<double>();
   EXPECT_NEAR(memory.at("error").get<double>(), std::abs(peak - 268959744.0) / 268959744.0, 1e-12);
+  // Rank 1 is node0/gpu1 of the prediction (two GPUs a node): its peak less its runtime part against max
+  // allocated, its whole peak against max reserved, signed.
+  EXPECT_EQ(memory.at("measured_rank_device"), "node0/gpu1");
+  const json& gpu1 = prediction.at("devices").at(1);
+  ASSERT_EQ(gpu1.at("id"), "node0/gpu1");
+  const auto gpu1_peak = gpu1.at("peak_memory_bytes").get<std::int64_t>();
+  const auto gpu1_tensors = gpu1_peak - gpu1.at("memory").at("reserved").get<std::int64_t>();
+  EXPECT_EQ(memory.at("predicted_rank_allocated_bytes").get<std::int64_t>(), gpu1_tensors);
+  EXPECT_NEAR(memory.at("allocated_error").get<double>(), static_cast<double>(gpu1_tensors) / 268959744.0 - 1, 1e-12);
+  EXPECT_EQ(memory.at("predicted_rank_peak_bytes").get<std::int64_t>(), gpu1_peak);
+  EXPECT_NEAR(memory.at("reserved_error").get<double>(), static_cast<double>(gpu1_peak) / (320LL << 20) - 1, 1e-12);
   for (const char* unknown : {"devices", "stages", "per_kind", "per_op", "measured_bubble_fraction",
                               "predicted_bubble_fraction"}) {
     EXPECT_FALSE(c.contains(unknown)) << unknown;
@@ -267,7 +280,8 @@ TEST_F(CompareFrameworkRun, AStepLogShowsOnlyWhatALogKnows) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("step time (median of 3 steps)"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("TFLOP/s per GPU"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("memory: predicted peak / max allocated (rank 1)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("memory of rank 1 (node0/gpu1): tensors / max allocated"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("its whole peak / max reserved"), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("\nidle "), std::string::npos) << text.out;  // no idle row, measured or predicted
   EXPECT_EQ(text.out.find("busy meas"), std::string::npos) << text.out;
   EXPECT_EQ(text.out.find("node0/gpu0"), std::string::npos) << text.out;
@@ -282,6 +296,76 @@ TEST_F(CompareFrameworkRun, AStepLogShowsOnlyWhatALogKnows) {
   EXPECT_FALSE(bare_json.contains("tflops_per_gpu"));
 }
 
+// Megatron-Bridge (and NeMo 2) log memory in GB of 10^9 bytes under its own keys, a line per rank and
+// report: the largest mem-max-allocated-gigabytes over them (rank 1's after two iterations, 0.262 GB)
+// with its line's mem-max-reserved-gigabytes.
+TEST_F(CompareFrameworkRun, MegatronBridgeMemoryLinesAreRead) {
+  const CommandResult r =
+      mpsim("compare " + predicted_.string() + " " + repo("tests/data/kineto/megatron-bridge-train-memory.log") + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json c = json::parse(r.out);
+  EXPECT_NEAR(c.at("measured_step_time_s").get<double>(), 1.03, 1e-12);  // median of 4.1, 1.01, 1.03 s
+  const json& memory = c.at("memory");
+  EXPECT_EQ(memory.at("measured_max_allocated_bytes").get<std::int64_t>(), 262000000);
+  EXPECT_EQ(memory.at("measured_max_reserved_bytes").get<std::int64_t>(), 320000000);
+  EXPECT_EQ(memory.at("measured_rank"), 1);
+  EXPECT_EQ(memory.at("measured_rank_device"), "node0/gpu1");
+}
+
+/// The test's Kineto trace of `rank` with CUDA memory events added: {ts in microseconds, device type,
+/// total allocated, total reserved} each.
+fs::path with_memory_events(int rank, const std::vector<std::array<std::int64_t, 4>>& events) {
+  std::ifstream in(repo("tests/data/kineto/rank" + std::to_string(rank) + ".pt.trace.json"));
+  json trace = json::parse(in);
+  for (const auto& [ts, device_type, allocated, reserved] : events) {
+    trace["traceEvents"].push_back({{"ph", "i"}, {"cat", "cpu_instant_event"}, {"s", "t"}, {"name", "[memory]"},
+                                    {"pid", 4100 + rank}, {"tid", 4100 + rank}, {"ts", static_cast<double>(ts)},
+                                    {"args", {{"Total Reserved", reserved}, {"Total Allocated", allocated}, {"Bytes", 512},
+                                              {"Addr", 1}, {"Device Id", rank}, {"Device Type", device_type}}}});
+  }
+  const fs::path path = scratch() / ("memory-rank" + std::to_string(rank) + ".pt.trace.json");
+  std::ofstream(path) << trace.dump();
+  return path;
+}
+
+// With profile_memory=True a profiler trace has the allocator's totals after each allocation and free:
+// each rank's largest inside its profiled steps (1 to 23 ms), CUDA's alone (Device Type 1), against its
+// GPU's prediction as the step log's memory is.
+TEST_F(CompareFrameworkRun, ProfilerMemoryEventsGiveEachRanksAllocatorPeaks) {
+  constexpr std::int64_t kMiB = 1 << 20;
+  const fs::path rank0 = with_memory_events(
+      0, {{2000, 1, 100 * kMiB, 300 * kMiB}, {5000, 1, 150 * kMiB, 300 * kMiB}, {6000, 1, 90 * kMiB, 320 * kMiB},
+          {7000, 0, 900 * kMiB, 900 * kMiB},     // the CPU's: not a GPU's
+          {500, 1, 700 * kMiB, 800 * kMiB}});    // before the first step
+  const fs::path rank1 = with_memory_events(1, {{12000, 1, 200 * kMiB, 256 * kMiB}});
+  const CommandResult r = mpsim("compare " + predicted_.string() + " " + rank0.string() + " " + rank1.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json c = json::parse(r.out);
+  const json& memory = c.at("memory_by_rank");
+  ASSERT_EQ(memory.size(), 2u) << memory.dump(2);
+  EXPECT_EQ(memory[0].at("rank"), 0);
+  EXPECT_EQ(memory[0].at("measured_max_allocated_bytes").get<std::int64_t>(), 150 * kMiB);
+  EXPECT_EQ(memory[0].at("measured_max_reserved_bytes").get<std::int64_t>(), 320 * kMiB);
+  EXPECT_EQ(memory[1].at("measured_max_allocated_bytes").get<std::int64_t>(), 200 * kMiB);
+  std::ifstream trace(predicted_);
+  const json prediction = json::parse(trace)["mpsim"];
+  for (int rank = 0; rank < 2; ++rank) {
+    const json& gpu = prediction.at("devices").at(rank);
+    EXPECT_EQ(memory[rank].at("measured_rank_device"), gpu.at("id"));
+    const auto tensors = gpu.at("peak_memory_bytes").get<std::int64_t>() - gpu.at("memory").at("reserved").get<std::int64_t>();
+    EXPECT_EQ(memory[rank].at("predicted_rank_allocated_bytes").get<std::int64_t>(), tensors);
+    EXPECT_NEAR(memory[rank].at("allocated_error").get<double>(),
+                static_cast<double>(tensors) / memory[rank].at("measured_max_allocated_bytes").get<double>() - 1, 1e-12);
+  }
+  const CommandResult text = mpsim("compare " + predicted_.string() + " " + rank0.string() + " " + rank1.string());
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("Memory by rank"), std::string::npos) << text.out;
+  // The traces without memory events give none.
+  const json plain = json::parse(mpsim("compare " + predicted_.string() + " " + repo("tests/data/kineto/rank0.pt.trace.json") +
+                                       " " + repo("tests/data/kineto/rank1.pt.trace.json") + " --json").out);
+  EXPECT_FALSE(plain.contains("memory_by_rank"));
+}
+
 TEST_F(CompareFrameworkRun, BadFrameworkInputIsOneLineNamingTheFile) {
   const fs::path no_steps = scratch() / "no-steps.pt.trace.json";
   std::ofstream(no_steps) << R"({"schemaVersion": 1, "traceEvents": [{"ph": "X", "cat": "kernel", "name": "k", "ts": 1, "dur": 2}]})";
@@ -293,6 +377,17 @@ TEST_F(CompareFrameworkRun, BadFrameworkInputIsOneLineNamingTheFile) {
                                     " " + repo("tests/data/kineto/rank0.pt.trace.json"));
   EXPECT_EQ(twice.exit_code, 2);
   EXPECT_NE(twice.err.find("rank 0"), std::string::npos) << twice.err;
+  // A memory event whose total is not a byte count.
+  std::ifstream in(repo("tests/data/kineto/rank0.pt.trace.json"));
+  json broken = json::parse(in);
+  broken["traceEvents"].push_back({{"ph", "i"}, {"name", "[memory]"}, {"ts", 2000.0},
+                                   {"args", {{"Device Type", 1}, {"Total Allocated", "lots"}, {"Total Reserved", 1}}}});
+  const fs::path bad_memory = scratch() / "bad-memory.pt.trace.json";
+  std::ofstream(bad_memory) << broken.dump();
+  const CommandResult memory = mpsim("compare " + predicted_.string() + " " + bad_memory.string());
+  EXPECT_EQ(memory.exit_code, 2);
+  EXPECT_NE(memory.err.find(bad_memory.string()), std::string::npos) << memory.err;
+  EXPECT_NE(memory.err.find("\"Total Allocated\"] is not a byte count"), std::string::npos) << memory.err;
 }
 
 }  // namespace
