@@ -482,12 +482,13 @@ std::string headroom_note(const planner::HeadroomChoice& choice, const PlanArgs&
                       bytes(planner::memory_headroom(choice.fastest.report)));
   } else if (planner::safe_from_worst_memory_error(choice.fastest.report)) {
     // The fastest is safe too: #1 won the tie-break among plans of the same step (headroom_choice.h).
-    const std::int64_t more_free =
-        planner::memory_headroom(choice.chosen.report) - planner::memory_headroom(choice.fastest.report);
     const std::string tie_break =
-        more_free > 0 ? fmt::format("#1 leaves {} more memory free on its fullest GPU", bytes(more_free))
-                      : fmt::format("#1 has fewer moving parts ({} against {})", planner::moving_parts(choice.chosen.plan),
-                                    planner::moving_parts(choice.fastest.plan));
+        planner::has_more_headroom(choice.chosen.report, choice.fastest.report)
+            ? fmt::format("#1 leaves {} more memory free on its fullest GPU",
+                          bytes(planner::memory_headroom(choice.chosen.report) -
+                                planner::memory_headroom(choice.fastest.report)))
+            : fmt::format("#1 has fewer moving parts ({} against {})", planner::moving_parts(choice.chosen.plan),
+                          planner::moving_parts(choice.fastest.plan));
     why = fmt::format("both would still fit if their peaks were {:.0f}% higher, as the worst measured peak so far was "
                       "(docs/validation.md, \"Memory\"); of the plans within {:.1f}% of the fastest safe one, {}",
                       100 * worse, 100 * planner::kEquivalentStepShare, tie_break);

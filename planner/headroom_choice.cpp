@@ -1,7 +1,6 @@
 #include "planner/headroom_choice.h"
 
 #include <algorithm>
-#include <cmath>
 #include <iterator>
 #include <limits>
 #include <tuple>
@@ -22,6 +21,17 @@ bool safe_from_worst_memory_error(const trace::Report& report) noexcept {
     return static_cast<double>(d.peak_memory_bytes) / (1 - kWorstMeasuredUnderPrediction) <=
            static_cast<double>(d.memory_capacity_bytes);
   });
+}
+
+bool has_more_headroom(const trace::Report& a, const trace::Report& b) noexcept {
+  const auto smallest_memory = [](const trace::Report& r) {
+    std::int64_t least = std::numeric_limits<std::int64_t>::max();
+    for (const trace::DeviceReport& d : r.devices) least = std::min(least, d.memory_capacity_bytes);
+    return r.devices.empty() ? std::int64_t{0} : least;
+  };
+  const double equal_within =
+      kEquivalentHeadroomShare * static_cast<double>(std::min(smallest_memory(a), smallest_memory(b)));
+  return static_cast<double>(memory_headroom(a) - memory_headroom(b)) > equal_within;
 }
 
 int moving_parts(const plan::Plan& plan) noexcept {
@@ -60,18 +70,11 @@ std::optional<HeadroomChoice> choose_for_headroom(const std::vector<Evaluated>& 
       return e->report.step_time_s > fastest_safe_s * (1 + kEquivalentStepShare);
     });
   }
-  const auto smallest_memory = [](const trace::Report& r) {
-    std::int64_t least = std::numeric_limits<std::int64_t>::max();
-    for (const trace::DeviceReport& d : r.devices) least = std::min(least, d.memory_capacity_bytes);
-    return r.devices.empty() ? std::int64_t{0} : least;
-  };
   // Whether `a` goes before `b`: more headroom by more than kEquivalentHeadroomShare, else fewer moving
   // parts, then the faster, then the first found.
-  const auto before = [&](const Evaluated* a, const Evaluated* b) {
-    const double equal_within =
-        kEquivalentHeadroomShare * static_cast<double>(std::min(smallest_memory(a->report), smallest_memory(b->report)));
-    const std::int64_t more_free = memory_headroom(a->report) - memory_headroom(b->report);
-    if (std::abs(static_cast<double>(more_free)) > equal_within) return more_free > 0;
+  const auto before = [](const Evaluated* a, const Evaluated* b) {
+    if (has_more_headroom(a->report, b->report)) return true;
+    if (has_more_headroom(b->report, a->report)) return false;
     return std::make_tuple(moving_parts(a->plan), a->report.step_time_s, a->id) <
            std::make_tuple(moving_parts(b->plan), b->report.step_time_s, b->id);
   };

@@ -28,6 +28,10 @@ namespace mpsim::planner {
 /// a few MiB more free is no reason to put a slower plan or one of more moving parts first.
 inline constexpr double kEquivalentHeadroomShare = 0.01;
 
+/// Whether `a` leaves more memory free than `b` (memory_headroom) by more than kEquivalentHeadroomShare
+/// of the smaller of their GPUs' memories.
+[[nodiscard]] bool has_more_headroom(const trace::Report& a, const trace::Report& b) noexcept;
+
 /// Whether every GPU's predicted peak, under-predicted by kWorstMeasuredUnderPrediction, fits its memory.
 [[nodiscard]] bool safe_from_worst_memory_error(const trace::Report& report) noexcept;
 

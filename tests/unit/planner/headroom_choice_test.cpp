@@ -78,6 +78,14 @@ TEST(HeadroomChoice, EqualStepsPreferHeadroomThenFewerMovingParts) {
 
 // Headrooms within 1 % of the GPU's memory of each other (0.4 GiB of 40) are equal: fewer moving parts,
 // then the faster, decide; a difference beyond it still orders them.
+TEST(HeadroomChoice, MoreHeadroomMeansMoreThanOnePercentOfTheMemory) {
+  // 40 GiB GPUs: 0.4 GiB is 1 %.
+  EXPECT_FALSE(has_more_headroom(evaluated(1, 1.0, {20.0}).report, evaluated(2, 1.0, {20.3}).report));
+  EXPECT_FALSE(has_more_headroom(evaluated(1, 1.0, {20.3}).report, evaluated(2, 1.0, {20.0}).report));
+  EXPECT_TRUE(has_more_headroom(evaluated(1, 1.0, {20.0}).report, evaluated(2, 1.0, {20.5}).report));
+  EXPECT_FALSE(has_more_headroom(evaluated(1, 1.0, {20.5}).report, evaluated(2, 1.0, {20.0}).report));
+}
+
 TEST(HeadroomChoice, HeadroomWithinOnePercentOfMemoryIsEqual) {
   // 2 holds 0.3 GiB less but has a ZeRO stage more than 3 (tensor 8 and ZeRO 3 against tensor 8 alone).
   const std::vector<Evaluated> close{evaluated(1, 10.0, {20.3}, 8, 3), evaluated(2, 10.005, {20.0}, 8, 3),
