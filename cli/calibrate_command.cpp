@@ -218,7 +218,9 @@ void print_profile(const calibration::SoftwareProfile& profile) {
     Table peaks;
     peaks.add_row({"run", "measured peak", "kind", "uncalibrated", "error", "calibrated", "error"});
     for (const calibration::PeakResidual& r : profile.peak_residuals) {
-      peaks.add_row({r.run, fmt::format("{:.2f} GiB", r.measured_gib), std::string(calibration::to_string(r.kind)),
+      const std::string kind(calibration::to_string(r.kind));
+      peaks.add_row({r.run, fmt::format("{:.2f} GiB", r.measured_gib),
+                     r.stage ? fmt::format("{}, stage {}", kind, *r.stage) : kind,
                      fmt::format("{:.2f} GiB", r.uncalibrated_gib),
                      fmt::format("{:+.1f} %", (r.uncalibrated_gib / r.measured_gib - 1) * 100),
                      fmt::format("{:.2f} GiB", r.predicted_gib), fmt::format("{:+.1f} %", r.error() * 100)});

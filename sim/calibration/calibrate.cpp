@@ -321,7 +321,8 @@ void fit_activation_memory(const std::vector<MeasuredRun>& runs, SoftwareProfile
   for (const PeakRun& p : peaks) {
     profile.peak_residuals.push_back({p.run->id, p.run->peak_kind, *p.run->measured_peak_gib,
                                       measured_kind_peak_gib(p.prediction, p.run->peak_kind, factor, p.run->peak_stage),
-                                      measured_kind_peak_gib(p.prediction, p.run->peak_kind, 1.0, p.run->peak_stage)});
+                                      measured_kind_peak_gib(p.prediction, p.run->peak_kind, 1.0, p.run->peak_stage),
+                                      p.run->peak_stage});
   }
 }
 

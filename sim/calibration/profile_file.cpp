@@ -109,14 +109,15 @@ SoftwareProfile load_profile(const Field& root) {
   }
   if (auto runs = p.get("peak_runs")) {
     for (const Field& run : runs->items()) {
-      run.expect_keys({"id", "kind", "measured_gib", "predicted_gib", "uncalibrated_gib"});
+      run.expect_keys({"id", "kind", "stage", "measured_gib", "predicted_gib", "uncalibrated_gib"});
       const Field kind = run.require("kind");
       const auto named = peak_kind_named(kind.as_string());
       if (!named) kind.fail(fmt::format("'{}' is not a kind of peak (allocated or reserved)", kind.as_string()));
       profile.peak_residuals.push_back({run.require("id").as_string(), *named,
                                         run.require("measured_gib").as_double_in(1e-12, 1e12),
                                         run.require("predicted_gib").as_double_in(1e-12, 1e12),
-                                        run.require("uncalibrated_gib").as_double_in(1e-12, 1e12)});
+                                        run.require("uncalibrated_gib").as_double_in(1e-12, 1e12), std::nullopt});
+      if (auto stage = run.get("stage")) profile.peak_residuals.back().stage = static_cast<int>(stage->as_int_in(0, 1'000'000));
     }
   }
   if (auto read = p.get("read_from_kernels")) {
@@ -202,8 +203,9 @@ std::string write_profile_yaml(const SoftwareProfile& profile) {
     out += "  # the runs activation_memory was fitted on: measured peak, the peak predicted with the profile and "
            "without\n  peak_runs:\n";
     for (const PeakResidual& r : profile.peak_residuals) {
-      out += fmt::format("    - {{id: {}, kind: {}, measured_gib: {:.6g}, predicted_gib: {:.6g}, uncalibrated_gib: {:.6g}}}\n",
-                         quoted(r.run), to_string(r.kind), r.measured_gib, r.predicted_gib, r.uncalibrated_gib);
+      out += fmt::format("    - {{id: {}, kind: {}, {}measured_gib: {:.6g}, predicted_gib: {:.6g}, uncalibrated_gib: {:.6g}}}\n",
+                         quoted(r.run), to_string(r.kind), r.stage ? fmt::format("stage: {}, ", *r.stage) : std::string(),
+                         r.measured_gib, r.predicted_gib, r.uncalibrated_gib);
     }
   }
   return out;
@@ -231,6 +233,7 @@ nlohmann::json profile_json(const SoftwareProfile& profile) {
   for (const PeakResidual& r : profile.peak_residuals) {
     peak_runs.push_back({{"id", r.run},
                          {"kind", to_string(r.kind)},
+                         {"stage", r.stage ? nlohmann::json(*r.stage) : nlohmann::json()},
                          {"measured_gib", r.measured_gib},
                          {"predicted_gib", r.predicted_gib},
                          {"uncalibrated_gib", r.uncalibrated_gib},

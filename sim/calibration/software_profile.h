@@ -96,6 +96,7 @@ struct PeakResidual {
   double measured_gib = 0;
   double predicted_gib = 0;  ///< with the profile
   double uncalibrated_gib = 0;
+  std::optional<int> stage;  ///< the pipeline stage the peak was logged on (MeasuredRun::peak_stage); none: every GPU
   [[nodiscard]] double error() const noexcept { return predicted_gib / measured_gib - 1; }
   friend bool operator==(const PeakResidual&, const PeakResidual&) = default;
 };

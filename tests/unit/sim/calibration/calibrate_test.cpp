@@ -289,6 +289,7 @@ TEST(CalibrateMemory, APeakLoggedOnOneStageIsThatStagesPredictedPeak) {
   EXPECT_NEAR(fitted(profile, FactorKind::ActivationMemory), 1.2, 1e-9);
   ASSERT_EQ(profile.peak_residuals.size(), 1u);
   EXPECT_NEAR(profile.peak_residuals.front().predicted_gib, *last.measured_peak_gib, 1e-9);
+  EXPECT_EQ(profile.peak_residuals.front().stage, 1);  // the profile says which stage it was
   MeasuredRun every_gpu = last;
   every_gpu.peak_stage.reset();
   EXPECT_LT(fitted(calibrate({every_gpu}, "memory", memory_only), FactorKind::ActivationMemory), 1.15);

@@ -39,8 +39,8 @@ SoftwareProfile detailed_profile() {
   p.gpu_kinds = {"a100-40gb", "h100-sxm"};
   p.residuals = {{"gpt3-13b-p4d", 12.3456789, 12.3401234, 10.9876543},
                  {"logs/run-7/step.log", 0.000123456789, 0.000123399, 0.0001}};
-  p.peak_residuals = {{"llama-70b", PeakKind::Allocated, 54.7623456, 55.1234567, 50.9876543},
-                      {"llama-8b", PeakKind::Reserved, 83.9, 83.91234567, 78.8712345}};
+  p.peak_residuals = {{"llama-70b", PeakKind::Allocated, 54.7623456, 55.1234567, 50.9876543, 3},
+                      {"llama-8b", PeakKind::Reserved, 83.9, 83.91234567, 78.8712345, std::nullopt}};
   return p;
 }
 
@@ -68,6 +68,7 @@ TEST(ProfileFile, WhatIsWrittenReadsBack) {
   for (std::size_t i = 0; i < written.peak_residuals.size(); ++i) {
     EXPECT_EQ(read.peak_residuals[i].run, written.peak_residuals[i].run);
     EXPECT_EQ(read.peak_residuals[i].kind, written.peak_residuals[i].kind);
+    EXPECT_EQ(read.peak_residuals[i].stage, written.peak_residuals[i].stage);
     expect_six_digits(read.peak_residuals[i].measured_gib, written.peak_residuals[i].measured_gib);
     expect_six_digits(read.peak_residuals[i].predicted_gib, written.peak_residuals[i].predicted_gib);
     expect_six_digits(read.peak_residuals[i].uncalibrated_gib, written.peak_residuals[i].uncalibrated_gib);
