@@ -17,7 +17,7 @@ namespace mpsim::planner {
 /// -margin: 10 % is that row's
 /// error rounded up to a whole percent. tests/validation/measured_memory_test.cpp checks that it still
 /// covers every allocated row. The `reserved` rows (PyTorch's allocator cache, not modelled) are left
-/// out: their 6-27 % under-prediction is the memory model's to close, not a margin's
+/// out: their under-prediction (up to 21 %) is the memory model's to close, not a margin's
 /// (kWorstMeasuredUnderPrediction below).
 inline constexpr double kDefaultMemoryMargin = 0.10;
 
