@@ -242,8 +242,8 @@ if its activations did not shrink with the tensor degree; mpsim does not know wh
 margin (10 %, docs/planner.md) is that row's error rounded up.
 
 What mpsim's peak does not hold yet (issue 35): the caching allocator's other cached and fragmented blocks,
-which a reserved figure includes (the Llama 3 70B run at 58.8 GB allocated went out of memory on 80 GB
-from fragmentation and fit with `expandable_segments`, which the Megatron-LM export's script therefore sets:
+which a reserved figure includes (the Llama 3 70B run whose last stage logged 58.8 GB allocated went out
+of memory on rank 0 of 80 GB from fragmentation and fit with `expandable_segments`, which the Megatron-LM export's script therefore sets:
 docs/export.md); CUDA graph pools (the Llama and the HybridEP
 Qwen recipes capture the MLP or the router in Transformer Engine graphs); NCCL and HybridEP buffers
 beyond one fixed size per communicator; and TorchTitan's `torch.compile` buffers (its 70B peak fell

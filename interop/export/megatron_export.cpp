@@ -270,8 +270,8 @@ std::string export_megatron(const ExportInput& in) {
     out += "export CUDA_DEVICE_MAX_CONNECTIONS=1\n";
   }
   // The predicted peak is the tensors' (max_memory_allocated) under the planner's margin; the caching
-  // allocator's fixed-size segments can fragment far past it (Megatron-Bridge's Llama 3 70B FP8 run
-  // failed at 58.8 GB allocated of 80 GB and ran with expandable segments, docs/validation.md "Memory").
+  // allocator's fixed-size segments can fragment far past it (Megatron-Bridge's Llama 3 70B FP8 run went
+  // out of memory on rank 0 from fragmentation and ran with expandable segments, docs/validation.md "Memory").
   // A setting made before the script stands.
   out += "# The predicted peak is of tensors: expandable segments keep the allocator's fragmentation from\n"
          "# failing a plan that fits (Megatron-Bridge's memory tuning); a setting made before this stands.\n"
