@@ -24,7 +24,7 @@ namespace mpsim::planner {
 [[nodiscard]] std::int64_t memory_headroom(const trace::Report& report) noexcept;
 
 /// Headroom differences below this share of the smaller GPU's memory do not order plans (400 MiB of
-/// 40 GiB): a peak is predicted no closer than its band, -5 % to +10 % (calibration::memory_spread), so
+/// 40 GiB): a peak is predicted no closer than its band, -4 % to +18 % (calibration::memory_spread), so
 /// a few MiB more free is no reason to put a slower plan or one of more moving parts first.
 inline constexpr double kEquivalentHeadroomShare = 0.01;
 

@@ -10,16 +10,16 @@ namespace mpsim::planner {
 /// The share of a GPU's memory (after --memory-reserve) the planner leaves free by default, because
 /// real peaks run above the predicted ones. Derived from the measured-memory validation table
 /// (tests/validation/measured_memory.yaml, docs/validation.md "Memory"): its worst under-prediction
-/// among the `allocated` rows is -9.5 % (predicted / published - 1, row
-/// mbridge-llama3_70b-sft-h100-32gpu-fp8cs-tp8pp4vp5-core_attn, its last pipeline stage, which the
-/// source logged): that run measured 1 / (1 - 0.095) = 1.105 times its prediction. A plan whose
-/// predicted peak is at most (1 - margin) of the memory then fits whenever its error is no worse than
-/// -margin: 10 % is that row's
-/// error rounded up to a whole percent. tests/validation/measured_memory_test.cpp checks that it still
+/// among the `allocated` rows is -15.0 % (predicted / published - 1, row
+/// mbridge-moonlight_16b-h100-8gpu-bf16-tp2-ep8-moe_act, Moonlight-16B on 8 H100; the other two
+/// Moonlight rows are -14.2 and -15.0 %, the next worst -9.5 %): that run measured
+/// 1 / (1 - 0.150) = 1.18 times its prediction. A plan whose predicted peak is at most (1 - margin) of
+/// the memory then fits whenever its error is no worse than -margin: 16 % is that row's error rounded
+/// up to a whole percent. tests/validation/measured_memory_test.cpp checks that it still
 /// covers every allocated row. The `reserved` rows (PyTorch's allocator cache, not modelled) are left
 /// out: their under-prediction (up to 21 %) is the memory model's to close, not a margin's
 /// (kWorstMeasuredUnderPrediction below).
-inline constexpr double kDefaultMemoryMargin = 0.10;
+inline constexpr double kDefaultMemoryMargin = 0.16;
 
 /// The largest under-prediction of any measured peak in the measured-memory table, allocated or
 /// reserved (predicted / published - 1 = -21.2 %, row

@@ -62,7 +62,7 @@ std::string infeasible_reason(const model::Model& model, const topology::Cluster
   if (stats.pruned_memory == prepared.size()) {
     // The least any split can need: weights, gradients and optimizer state once across the cluster.
     const std::int64_t per_parameter = model.dtype_bytes + engine::kGradientBytesPerParameter +
-                                       engine::optimizer_bytes_per_parameter(prepared.front().spec.optimizer, model.dtype_bytes);
+                                       engine::optimizer_bytes_per_parameter(engine::state_format(prepared.front().spec, model.dtype_bytes));
     const Bytes least = Bytes::bytes(model.parameters() * per_parameter);
     if (least > usable * gpus) {
       return fmt::format("{} needs at least {} for weights, gradients and optimizer state; {} x {} available",

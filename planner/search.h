@@ -138,7 +138,7 @@ struct PlannerResult {
 [[nodiscard]] PlannerResult merge_shards(std::vector<Evaluated> candidates, const SearchStats& stats,
                                          const PlannerOptions& options);
 
-/// "72 GiB (80 GiB less a 10% margin)": what a plan's peak may be on a GPU of `capacity`
+/// "67.2 GiB (80 GiB less a 16% margin)": what a plan's peak may be on a GPU of `capacity`
 /// (`usable`: PlannerResult::usable), and why it is less; the capacity alone without reserve or margin.
 [[nodiscard]] std::string usable_memory_text(Bytes capacity, Bytes usable, const PlannerOptions& options);
 

@@ -182,7 +182,7 @@ SC21
 ## Memory
 
 Published peak GPU memory of real training runs (`tests/validation/measured_memory.yaml`: Megatron-Bridge's
-memory-tuning and MoE measurements on H100, TorchTitan's Llama 3.1 benchmarks on 96 GB H100), each
+memory-tuning, MoE and recomputation measurements on H100, TorchTitan's Llama 3.1 benchmarks on 96 GB H100), each
 simulated with its published configuration; the file's header and each row's "assumed" give the
 sources and the settings they leave out. Each source publishes one of two figures of the PyTorch
 caching allocator, named per row below: **allocated** (the peak of live tensors,
@@ -236,10 +236,26 @@ rank's gradient shard (docs/simulator.md "Memory"): with `mlp` recomputation the
 enough for that moment to be the peak, which moved those two rows from 4.9 to 2.0 % under their published
 peak. So the measured saving of `mlp` recomputation (about 3 GB) is bounded by that moment; it does not
 measure what the recomputation drops (about 12 GiB on the first stage in mpsim's count, 9 on the last).
-The TP 8 row is the one the allocated rows leave under by more than 5 %: from TP 4 to TP 8 its
+The TP 8 row is one the allocated rows leave under by more than 5 %: from TP 4 to TP 8 its
 published peak falls 8.0 GiB, mpsim's last stage 14.6 (weights and gradients 8.5, activations 7.3), as
-if its activations did not shrink with the tensor degree; mpsim does not know why. The planner's default
-margin (10 %, docs/planner.md) is that row's error rounded up.
+if its activations did not shrink with the tensor degree; mpsim does not know why.
+
+The Qwen3-30B-A3B and Moonlight-16B recipes run Megatron-Core's precision-aware optimizer
+(`precision_aware_optimizer: true`, docs/formats.md): Transformer Engine's FusedAdam holds the master
+weights as the low 16 bits beside each bf16 weight and steps on the bf16 gradients as they are, so
+the state is 10 bytes per parameter of the shard with fp32 moments (6 with Moonlight's bf16 moments)
+instead of 12, and no fp32 copy of the gradient shard is made. That moved the Qwen3 rows by 3.5 GiB:
+the all-to-all rows from +5.2 and +2.3 % to −1.0 and −3.8 %, the HybridEP row from −3.3 to −9.0 %
+(its published peak is 5.0 GiB above the all-to-all run's; mpsim holds nothing for HybridEP's
+buffers, its expert-parallel overlap or the recipe's CUDA graphs of the router). The Moonlight rows
+(one dense block and 26 of latent attention and 64 experts, TP 2, EP 8, one microbatch a step) are
+14.2 to 15.0 % under, 4.8 GiB short of the control's published peak; mpsim does not know why. Their
+recomputation choices are evidence of where the peak lies: `mla_up_proj` and `moe_act` (and both with
+more modules) all end within 0.05 GB of 35.9 GB, 0.7 GB under the control, as if a second moment,
+which these recomputations do not touch, bounded the peak there; mpsim's peak is the activations'
+(routing as uneven as 2 tokens for 1 on the busiest expert rank would add the 4.8 GiB, but the
+recomputations' plateau then says little). The planner's default margin (16 %, docs/planner.md) is
+the worst of these rows' errors rounded up.
 
 What mpsim's peak does not hold yet (issue 35): the caching allocator's other cached and fragmented blocks,
 which a reserved figure includes (the Llama 3 70B run whose last stage logged 58.8 GB allocated went out

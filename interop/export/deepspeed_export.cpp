@@ -75,6 +75,11 @@ void check_deepspeed(const ExportInput& in) {
     cannot_express(in, kDeepSpeedTarget, "moe_token_dispatcher_type",
                    "DeepSpeed-MoE exchanges tokens with all-to-alls; a flex dispatcher (DeepEP, HybridEP) is not a DeepSpeed config key");
   }
+  if (p.precision_aware_optimizer) {
+    cannot_express(in, kDeepSpeedTarget, "precision_aware_optimizer",
+                   "the export writes DeepSpeed's fp32 master weights and moments; the precision-aware optimizer "
+                   "(Transformer Engine's FusedAdam) is Megatron-Core's");
+  }
   if (p.degrees[plan::Axis::DataReplica] > 1) {
     cannot_express(in, kDeepSpeedTarget, "shard_groups",
                    "the export writes ZeRO over all data-parallel ranks; hybrid sharding (shard_groups > 1) has no "

@@ -220,6 +220,10 @@ void training_args(const ExportInput& in, const std::vector<McoreSetting>& core,
   if (p.overlap_moe_expert_comm) g.flag("--overlap-moe-expert-parallel-comm");
   // Muon's Megatron optimizer is not the distributed optimizer; dist_muon shards it.
   if (p.optimizer == plan::Optimizer::Muon) g.arg("--optimizer", p.zero >= 1 ? "dist_muon" : "muon");
+  if (p.precision_aware_optimizer) g.flag("--use-precision-aware-optimizer");
+  for (const auto& [key, dtype] : plan::moment_dtypes(p)) {
+    if (dtype != plan::StateDtype::Fp32) g.arg(plan::command_line_flag(key), plan::name_of(plan::kStateDtypeNames, dtype));
+  }
   core_args(core, McoreRun::Capacity, g);
 }
 

@@ -282,6 +282,20 @@ void write_data_parallel(const ExportInput& in, Section& ddp, Section& dist, Sec
   }
   optimizer.set("optimizer", "adam");
   optimizer.set("use_distributed_optimizer", p.zero >= 1);
+  // Written either way: recipes turn the precision-aware optimizer on (the Qwen3 MoE ones) and store
+  // moments in bf16 (the DeepSeek ones). Bridge turns "torch.bfloat16" back into the dtype; its dtype
+  // names have no torch.uint8, Megatron-Core's FP8 moments.
+  optimizer.set("use_precision_aware_optimizer", p.precision_aware_optimizer);
+  for (const auto& [key, dtype] : plan::moment_dtypes(p)) {
+    if (dtype == plan::StateDtype::Fp8) {
+      cannot_express(in, kBridgeTarget, key,
+                     "Megatron-Core stores FP8 moments as torch.uint8, which Megatron-Bridge's dtype names "
+                     "(str_to_dtype) do not give; fp32, bf16 and fp16 are written");
+    }
+    optimizer.set(key, dtype == plan::StateDtype::Bf16   ? "torch.bfloat16"
+                       : dtype == plan::StateDtype::Fp16 ? "torch.float16"
+                                                         : "torch.float32");
+  }
   // CommOverlapConfig turns the gradient and parameter overlaps on by itself when they are left
   // unset (data parallel > 1 with the distributed optimizer): they are written either way.
   overlap.set("_target_", "megatron.bridge.training.comm_overlap.CommOverlapConfig");

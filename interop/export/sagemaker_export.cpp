@@ -84,6 +84,14 @@ void check_sagemaker(const ExportInput& in) {
   if (plan::deduplicates_tokens(p.dispatcher)) {
     cannot_express(in, kSageMakerTarget, "moe_token_dispatcher_type", "SMP v1 has no MoE parameters");
   }
+  if (p.optimizer != plan::Optimizer::Adam) {
+    cannot_express(in, kSageMakerTarget, "optimizer", "the training script builds the optimizer; SMP v1's parameters name none");
+  }
+  if (p.precision_aware_optimizer) {
+    cannot_express(in, kSageMakerTarget, "precision_aware_optimizer",
+                   "SMP v1 keeps fp32 master weights and moments (Transformer Engine's precision-aware FusedAdam is "
+                   "Megatron-Core's)");
+  }
 }
 
 }  // namespace

@@ -185,6 +185,11 @@ void check_rest(const ExportInput& in) {
   if (p.optimizer != plan::Optimizer::Adam) {
     cannot_express(in, kTorchTitanTarget, "optimizer", "the export writes TorchTitan's AdamW ([optimizer] name's default)");
   }
+  if (p.precision_aware_optimizer) {
+    cannot_express(in, kTorchTitanTarget, "precision_aware_optimizer",
+                   "TorchTitan's AdamW keeps fp32 moments beside the fp32 sharded weights; the precision-aware "
+                   "optimizer (Transformer Engine's FusedAdam) is Megatron-Core's");
+  }
   if (p.expert_capacity_factor || p.pad_expert_input_to_capacity) {
     cannot_express(in, kTorchTitanTarget, "moe_expert_capacity_factor",
                    "the export writes no capacity factor: TorchTitan's MoE layers are dropless");

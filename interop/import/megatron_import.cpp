@@ -381,8 +381,15 @@ void plan_fields(const Arguments& args, YamlOut& plan, std::optional<int> gpus, 
                                   {"--tp-comm-overlap", "tp_comm_overlap"},
                                   {"--overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm"},
                                   {"--fp8-param-gather", "fp8_param_gather"},
-                                  {"--moe-pad-expert-input-to-capacity", "moe_pad_expert_input_to_capacity"}}) {
+                                  {"--moe-pad-expert-input-to-capacity", "moe_pad_expert_input_to_capacity"},
+                                  {"--use-precision-aware-optimizer", "use_precision_aware_optimizer"}}) {
     if (args.has(flag)) plan.put(key, "true", where(flag));
+  }
+  // The moments' dtypes (fp32, fp16, bf16, fp8: Megatron-LM's choices, the plan's words).
+  for (const auto& moment : mpsim::plan::moment_dtypes({})) {
+    if (const auto dtype = args.value(mpsim::plan::command_line_flag(moment.first))) {
+      plan.put(moment.first, dtype->text, dtype->where);
+    }
   }
   if (args.has("--use-tp-pp-dp-mapping")) plan.put("placement", "tp-pp-dp", where("--use-tp-pp-dp-mapping"));
   // The all-to-all and flex dispatchers are modelled; Megatron's default, allgather, is read and

@@ -67,7 +67,10 @@ StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept {
           plan.degrees[plan::Axis::Pipeline],
           plan.degrees.product(plan::Axis::DataShard | plan::Axis::Context),
           plan.expert_data(),
-          plan.optimizer};
+          plan.optimizer,
+          plan.precision_aware_optimizer,
+          plan.exp_avg_dtype,
+          plan.exp_avg_sq_dtype};
 }
 
 StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
@@ -82,7 +85,36 @@ StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
           spec.degrees[plan::Axis::Pipeline],
           degrees.product(plan::Axis::Data | plan::Axis::Context) / std::max(1, spec.degrees[plan::Axis::DataReplica]),
           std::max(1, degrees[plan::Axis::ExpertData]),
-          spec.optimizer};
+          spec.optimizer,
+          spec.precision_aware_optimizer,
+          spec.exp_avg_dtype,
+          spec.exp_avg_sq_dtype};
+}
+
+bool fused_adam_holds_master_weights(const StateFormat& f) noexcept {
+  return f.precision_aware_optimizer && f.optimizer == plan::Optimizer::Adam && !plan::is_fp8(f.precision);
+}
+
+int optimizer_moment_bytes_per_parameter(const StateFormat& f) noexcept {
+  if (f.optimizer == plan::Optimizer::Muon) return kFp32Bytes;
+  if (!f.precision_aware_optimizer) return 2 * kFp32Bytes;
+  return plan::bytes_of(f.exp_avg_dtype) + plan::bytes_of(f.exp_avg_sq_dtype);
+}
+
+int optimizer_unscaled_moment_bytes_per_parameter(const StateFormat& f) noexcept {
+  if (!f.precision_aware_optimizer || f.optimizer != plan::Optimizer::Adam) return 0;
+  int bytes = 0;
+  for (const plan::StateDtype d : {f.exp_avg_dtype, f.exp_avg_sq_dtype}) {
+    if (d == plan::StateDtype::Fp16 || d == plan::StateDtype::Fp8) bytes += kFp32Bytes;
+  }
+  return bytes;
+}
+
+int optimizer_bytes_per_parameter(const StateFormat& f) noexcept {
+  // TE's remainders: the fp32 master's low half beside the bf16 weight, which is its high half.
+  const bool remainders = fused_adam_holds_master_weights(f) && f.precision != plan::Precision::Fp16;
+  const int master_weights = f.dtype_bytes >= kFp32Bytes ? 0 : remainders ? kFp32Bytes - f.dtype_bytes : kFp32Bytes;
+  return master_weights + optimizer_moment_bytes_per_parameter(f);
 }
 
 StaticMemory static_memory(const RankParameters& p, const StateFormat& f) noexcept {
@@ -111,11 +143,19 @@ StaticMemory static_memory(const RankParameters& p, const StateFormat& f) noexce
   StaticMemory m;
   m.weights = Bytes::bytes(sharded(weight_bytes(dense, dense_fp8) + copy * f.dtype_bytes, weight_bytes(expert, expert_fp8), 3));
   m.gradients = Bytes::bytes(sharded((dense + copy) * gradient_bytes, expert * gradient_bytes, 2));
-  const int optimizer_bytes = optimizer_bytes_per_parameter(f.optimizer, f.dtype_bytes);
+  const int optimizer_bytes = optimizer_bytes_per_parameter(f);
   m.optimizer = Bytes::bytes(sharded((dense + copy) * optimizer_bytes, expert * optimizer_bytes, 1));
   m.reserved = reserved_memory(f.tensor, f.pipeline, data);
-  if (gradient_bytes < kFp32Bytes && f.dtype_bytes < kFp32Bytes) {  // fp32 master weights, 16-bit gradients
-    m.optimizer_step_working = Bytes::bytes(sharded((dense + copy) * kFp32Bytes, expert * kFp32Bytes, 1));
+  // fp32 master weights of Megatron's own, 16-bit gradients: the gradient shard's fp32 copy; fp16 and
+  // FP8 moments: FusedAdam's fp32 copies of them (below).
+  int step_working_bytes = 0;
+  if (gradient_bytes < kFp32Bytes && f.dtype_bytes < kFp32Bytes && !fused_adam_holds_master_weights(f)) {
+    step_working_bytes += kFp32Bytes;
+  }
+  step_working_bytes += optimizer_unscaled_moment_bytes_per_parameter(f);
+  if (step_working_bytes > 0) {
+    m.optimizer_step_working =
+        Bytes::bytes(sharded((dense + copy) * step_working_bytes, expert * step_working_bytes, 1));
   }
   if (f.zero >= 3 && data > 1) {
     // The gathered layers the compute stream holds: the one computing and the next, prefetched, with
@@ -602,8 +642,10 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
 }
 
 Bytes checkpoint_bytes(const model::Model& model, const plan::Plan& plan) noexcept {
+  const StateFormat states = state_format(plan, model.dtype_bytes);
+  const int master_weights = model.dtype_bytes < kFp32Bytes ? kFp32Bytes : 0;
   return model.parameter_bytes() +
-         Bytes::bytes(model.parameters() * optimizer_bytes_per_parameter(plan.optimizer, model.dtype_bytes));
+         Bytes::bytes(model.parameters() * (master_weights + optimizer_moment_bytes_per_parameter(states)));
 }
 
 }  // namespace mpsim::engine

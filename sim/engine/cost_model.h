@@ -104,20 +104,33 @@ struct CostModel {
 /// Bytes per parameter the step keeps beside the weights: the gradient buffer (fp32, 4, or the
 /// model's dtype: schedule::gradient_bytes_per_parameter) and the optimizer state, sharded over the
 /// data-parallel group by ZeRO stage 1 (optimizer) and 2 (gradients); stage 3 also shards the weights.
-/// The optimizer state: fp32 master weights of a 16-bit model (4; an fp32 model's optimizer updates
-/// its weights themselves, as Megatron's FP32Optimizer and a plain torch.optim.Adam do) with Adam's
-/// momentum and variance (8) or Muon's momentum (4). Muon's layer-wise distributed optimizer
-/// (Megatron-Core) shards whole layers' states over the data-parallel ranks, which the per-parameter
-/// shard here approximates.
 using schedule::kGradientBytesPerParameter;
 inline constexpr int kFp32Bytes = 4;
-[[nodiscard]] constexpr int optimizer_bytes_per_parameter(plan::Optimizer o, int dtype_bytes) noexcept {
-  const int master_weights = dtype_bytes < kFp32Bytes ? kFp32Bytes : 0;
-  return master_weights + (o == plan::Optimizer::Muon ? 1 : 2) * kFp32Bytes;
-}
+struct StateFormat;
+/// Whether Transformer Engine's FusedAdam holds the master weights (master_weights=True): Megatron-Core
+/// hands them over with the precision-aware optimizer unless an FP8 recipe other than delayed scaling
+/// runs (OptimizerConfig.use_precision_aware_optimizer_no_fp8_or_ds_fp8; mpsim's `fp8` stands for both
+/// delayed and current scaling and is priced as current scaling, the larger). FusedAdam then takes
+/// the 16-bit gradient shard as it is (decoupled_grad) and keeps of a bf16 weight's fp32 master only
+/// the low 16 bits (store_param_remainders, on by default since Transformer Engine 2.1).
+[[nodiscard]] bool fused_adam_holds_master_weights(const StateFormat& f) noexcept;
+/// The optimizer state per parameter as held in memory: master weights of a 16-bit model (fp32, 4;
+/// FusedAdam's bf16 remainders, 2; an fp32 model's optimizer updates its weights themselves, as
+/// Megatron's FP32Optimizer and a plain torch.optim.Adam do) and the moments: Adam's momentum and
+/// variance (fp32, 8, or the precision-aware optimizer's exp_avg_dtype and exp_avg_sq_dtype) or
+/// Muon's momentum (4). Muon's layer-wise distributed optimizer (Megatron-Core) shards whole layers'
+/// states over the data-parallel ranks, which the per-parameter shard here approximates.
+[[nodiscard]] int optimizer_bytes_per_parameter(const StateFormat& f) noexcept;
+[[nodiscard]] int optimizer_moment_bytes_per_parameter(const StateFormat& f) noexcept;
+/// What the step holds beside fp16 and FP8 moments: FusedAdam unscales each into an fp32 copy for the
+/// kernel and scales it back after (get_unscaled_state, set_scaled_state), a param group's at once;
+/// bf16 moments it reads as they are (fused into the kernel since Transformer Engine pull request
+/// 2632, February 2026). Counted over the rank's whole shard, the largest group's upper bound.
+[[nodiscard]] int optimizer_unscaled_moment_bytes_per_parameter(const StateFormat& f) noexcept;
 /// What one checkpoint writes: every parameter once (data-parallel replicas share it), in the model's
-/// dtype, and its optimizer state (fp32 master weights and moments, as above). Megatron's distributed
-/// checkpoint and PyTorch DCP both write the model and the optimizer state.
+/// dtype, and its optimizer state (fp32 master weights, whole even where FusedAdam keeps remainders,
+/// and the moments as held). Megatron's distributed checkpoint and PyTorch DCP both write the model
+/// and the optimizer state.
 [[nodiscard]] Bytes checkpoint_bytes(const model::Model& model, const plan::Plan& plan) noexcept;
 /// HBM traffic of one optimizer step per parameter: read the fp32 gradient (4), read and write the
 /// master weights and moments (Adam 24, Muon 16), write the 16-bit weights (2). Muon's Newton-Schulz
@@ -170,6 +183,9 @@ struct StateFormat {
   int data = 1;
   int expert_data = 1;  ///< the routed experts' replicas: their optimizer state, gradients and weights shard over these
   plan::Optimizer optimizer = plan::Optimizer::Adam;
+  bool precision_aware_optimizer = false;
+  plan::StateDtype exp_avg_dtype = plan::StateDtype::Fp32;
+  plan::StateDtype exp_avg_sq_dtype = plan::StateDtype::Fp32;
 };
 [[nodiscard]] StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept;
 [[nodiscard]] StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept;
@@ -181,9 +197,10 @@ struct StateFormat {
 /// and the one prefetched) and one layer's whole gradient before its reduce-scatter. With 16-bit
 /// gradients (grad_reduce_in_fp32 off) of a 16-bit model, the optimizer step holds an fp32 copy of the
 /// rank's gradient shard (optimizer_step_working): Megatron's mixed-precision optimizers hand each fp32
-/// master weight `main_grad.float()` (DistributedOptimizer._copy_model_grads_to_main_grads), which a
-/// precision-aware optimizer, taking 16-bit gradients itself, would not. The planner's memory bound
-/// uses this same function.
+/// master weight `main_grad.float()` (DistributedOptimizer._copy_model_grads_to_main_grads), which
+/// FusedAdam holding the master weights (fused_adam_holds_master_weights) does not; fp16 and FP8
+/// moments add their fp32 copies (optimizer_unscaled_moment_bytes_per_parameter). The planner's
+/// memory bound uses this same function.
 struct RankParameters {
   std::int64_t total = 0;          ///< on one GPU of the pipeline rank
   std::int64_t fp8 = 0;            ///< of those, weights of FP8 GEMMs

@@ -103,6 +103,16 @@ inline constexpr std::pair<std::string_view, MoeDispatcher> kMoeDispatcherNames[
 using model::kOptimizerNames;
 using model::Optimizer;
 
+/// The number format an Adam moment is stored in (Megatron-Core's --exp-avg-dtype and
+/// --exp-avg-sq-dtype, which need --use-precision-aware-optimizer): the kernel computes in fp32 either
+/// way. fp8 is Megatron's torch.uint8 with a per-tensor scale (Transformer Engine's FusedAdam).
+enum class StateDtype : std::uint8_t { Fp32, Bf16, Fp16, Fp8 };
+inline constexpr std::pair<std::string_view, StateDtype> kStateDtypeNames[] = {
+    {"fp32", StateDtype::Fp32}, {"bf16", StateDtype::Bf16}, {"fp16", StateDtype::Fp16}, {"fp8", StateDtype::Fp8}};
+[[nodiscard]] constexpr int bytes_of(StateDtype d) noexcept {
+  return d == StateDtype::Fp32 ? 4 : d == StateDtype::Fp8 ? 1 : 2;
+}
+
 /// How the loss runs on the last stage's logits, which sets what it keeps of them and what it holds
 /// beside them (sim/engine/working_memory.h). `native`: Megatron-Core's vocabulary-parallel
 /// cross-entropy (`cross_entropy_fusion_impl: native`, its default, fused or not), which turns the
@@ -147,6 +157,11 @@ struct PlanSettings {
   bool grad_reduce_in_fp32 = true;     ///< fp32 gradient buffer and reduction (Megatron-LM's default for 16-bit models)
   bool fp8_param_gather = false;       ///< FP8 weights only, gathered in FP8 (--fp8-param-gather; needs an FP8 precision)
   Optimizer optimizer = Optimizer::Adam;
+  /// Megatron-Core's --use-precision-aware-optimizer: Transformer Engine's FusedAdam keeps the master
+  /// weights and moments and takes the 16-bit gradients as they are (engine::optimizer_bytes_per_parameter)
+  bool precision_aware_optimizer = false;
+  StateDtype exp_avg_dtype = StateDtype::Fp32;     ///< Adam's first moment (--exp-avg-dtype)
+  StateDtype exp_avg_sq_dtype = StateDtype::Fp32;  ///< Adam's second moment (--exp-avg-sq-dtype)
   CrossEntropy cross_entropy = CrossEntropy::Native;
   ContextComm context_comm = ContextComm::P2p;
   /// The first blocks whose stashed activations go to host memory during the forward and come back
@@ -175,6 +190,12 @@ struct PlanSettings {
 
   friend bool operator==(const PlanSettings&, const PlanSettings&) = default;
 };
+
+/// Adam's two moment dtypes under their plan keys (Megatron-Core's field names; plan::command_line_flag
+/// gives Megatron-LM's flags).
+[[nodiscard]] inline std::array<std::pair<std::string_view, StateDtype>, 2> moment_dtypes(const PlanSettings& s) noexcept {
+  return {{{"exp_avg_dtype", s.exp_avg_dtype}, {"exp_avg_sq_dtype", s.exp_avg_sq_dtype}}};
+}
 
 /// A plan as written. Unset values are derived by resolve_plan(): the degrees in `unwritten`,
 /// `microbatches` from the global batch, `global_batch` from the microbatches.

@@ -381,6 +381,16 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
       check.require(!missing, "attention_kernel", missing.value_or(""));
     }
   }
+  // Megatron-Core's OptimizerConfig: moments other than fp32 need the precision-aware optimizer, which
+  // only Transformer Engine's FusedAdam is.
+  for (const auto& [field, dtype] : moment_dtypes(p)) {
+    check.require(dtype == StateDtype::Fp32 || p.precision_aware_optimizer, std::string(field),
+                  fmt::format("{} {} needs precision_aware_optimizer: true (Megatron-Core keeps moments in fp32 otherwise)",
+                              field, name_of(kStateDtypeNames, dtype)));
+  }
+  check.require(!p.precision_aware_optimizer || p.optimizer == Optimizer::Adam, "precision_aware_optimizer",
+                fmt::format("the precision-aware optimizer is Transformer Engine's FusedAdam; optimizer is {}",
+                            name_of(kOptimizerNames, p.optimizer)));
   check.require(!p.fp8_param_gather || is_fp8(p.precision), "fp8_param_gather",
                 fmt::format("FP8 weights need an FP8 precision (fp8, mxfp8 or fp8-blockwise), not {}", to_string(p.precision)));
 

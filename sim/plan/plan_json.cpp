@@ -55,6 +55,8 @@ ordered_json own_value(std::string_view path, const Plan& p) {
   }
   if (path == "zero") return p.zero;
   if (path == "optimizer") return word(name_of(kOptimizerNames, p.optimizer));
+  if (path == "exp_avg_dtype") return word(name_of(kStateDtypeNames, p.exp_avg_dtype));
+  if (path == "exp_avg_sq_dtype") return word(name_of(kStateDtypeNames, p.exp_avg_sq_dtype));
   if (path == "cross_entropy") return word(name_of(kCrossEntropyNames, p.cross_entropy));
   if (path == "moe_expert_capacity_factor") {
     return p.expert_capacity_factor ? ordered_json(*p.expert_capacity_factor) : nullptr;

@@ -331,6 +331,8 @@ PlanSpec load_plan_spec(const Field& root) {
     spec.attention_kernel = f->as_enum(topology::kAttentionGenerationNames);
   }
   if (auto f = r.get(root, "optimizer", "optimizer")) spec.optimizer = f->as_enum(kOptimizerNames);
+  if (auto f = r.get(root, "exp_avg_dtype", "exp_avg_dtype")) spec.exp_avg_dtype = f->as_enum(kStateDtypeNames);
+  if (auto f = r.get(root, "exp_avg_sq_dtype", "exp_avg_sq_dtype")) spec.exp_avg_sq_dtype = f->as_enum(kStateDtypeNames);
   if (auto f = r.get(root, "cross_entropy_fusion_impl", "cross_entropy")) spec.cross_entropy = f->as_enum(kCrossEntropyNames);
   if (auto f = r.get(root, "cross_entropy", "cross_entropy")) spec.cross_entropy = f->as_enum(kCrossEntropyNames);
   if (auto f = r.get(root, "cp_comm_type", "cp_comm_type")) spec.context_comm = f->as_enum(kContextCommNames);
@@ -394,6 +396,9 @@ std::string write_plan_yaml(const Plan& p) {
     }
   }
   if (p.optimizer == Optimizer::Muon) out += "optimizer: muon\n";
+  for (const auto& [key, dtype] : moment_dtypes(p)) {
+    if (dtype != StateDtype::Fp32) out += fmt::format("{}: {}\n", key, name_of(kStateDtypeNames, dtype));
+  }
   if (p.cross_entropy != CrossEntropy::Native) {
     out += fmt::format("cross_entropy: {}\n", name_of(kCrossEntropyNames, p.cross_entropy));
   }

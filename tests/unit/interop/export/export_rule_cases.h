@@ -154,6 +154,11 @@ inline const ExportCase kExportCases[] = {
     {"llama3_8b_selective_op", "topologies/dgx-h100.yaml", "configs/models/llama3-8b.yaml",
      "inline:parallelism: { tensor: 2 }\nsequence_parallel: true\nrecompute: selective\nselective_ac_option: op\n", 0, "recompute", "recompute",
      "", "sequence_parallel", "sequence_parallel"},
+    // Transformer Engine's precision-aware FusedAdam with bf16 moments (the DeepSeek and Qwen3 MoE
+    // performance recipes' optimizer): Megatron-Core's alone.
+    {"llama3_8b_precision_aware_optimizer", "topologies/dgx-h100.yaml", "configs/models/llama3-8b.yaml",
+     "inline:zero: 1\nprecision_aware_optimizer: true\nexp_avg_dtype: bf16\nexp_avg_sq_dtype: bf16\n",
+     0, "", "", "zero", "precision_aware_optimizer", "precision_aware_optimizer"},
 };
 
 /// The rules of `table` (rows with the words `rule` and a test `holds`) that `job` breaks, by their words.

@@ -188,6 +188,7 @@ TEST(NemoExport, NamesTheFieldItCannotExpress) {
   EXPECT_EQ(error_field(t, "parallelism: { pipeline: 2 }\nplacement: tp-pp-dp\n"), "placement");
   EXPECT_EQ(error_field(t, "precision: fp32\n"), "precision");
   EXPECT_EQ(error_field(t, "grad_reduce_in_fp32: false\n"), "grad_reduce_in_fp32");
+  EXPECT_EQ(error_field(t, "zero: 1\nprecision_aware_optimizer: true\nexp_avg_dtype: fp8\n"), "exp_avg_dtype");
   EXPECT_EQ(error_field(t, "precision: fp8\nzero: 1\n"), "fp8_param_gather");
   EXPECT_EQ(error_field(t, "precision: fp8\nzero: 1\nfp8_param_gather: true\n"), "<no error>");
   EXPECT_EQ(error_field(t, "optimizer: muon\n"), "optimizer");
@@ -206,7 +207,11 @@ TEST(NemoExport, MegatronFsdpOverridesAreTheOnesBridgeRuns) {
             std::string::npos)
       << yaml;
   EXPECT_NE(yaml.find("  average_in_collective: false\n"), std::string::npos) << yaml;
-  EXPECT_NE(yaml.find("optimizer:\n  optimizer: adam\n  use_distributed_optimizer: true\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("optimizer:\n  optimizer: adam\n  use_distributed_optimizer: true\n"
+                      "  use_precision_aware_optimizer: false\n  exp_avg_dtype: torch.float32\n"
+                      "  exp_avg_sq_dtype: torch.float32\n"),
+            std::string::npos)
+      << yaml;
   EXPECT_NE(yaml.find("\ncheckpoint:\n  ckpt_format: fsdp_dtensor\n"), std::string::npos) << yaml;
   EXPECT_NE(yaml.find("  gradient_accumulation_fusion: false\n"), std::string::npos) << yaml;
   EXPECT_NE(yaml.find("  rotary_base: 500000\n  layernorm_epsilon: 1.0e-05\n"), std::string::npos) << yaml;
@@ -302,6 +307,7 @@ TEST(TorchTitanExport, NamesTheFieldItCannotExpress) {
   const Framework t = Framework::TorchTitan;
   EXPECT_EQ(error_field(t, "{}\n"), "<no error>");
   EXPECT_EQ(error_field(t, "zero: 1\n"), "zero");
+  EXPECT_EQ(error_field(t, "zero: 3\nprecision_aware_optimizer: true\n"), "precision_aware_optimizer");
   EXPECT_EQ(error_field(t, "parallelism: { tensor: 2 }\n"), "sequence_parallel");
   EXPECT_EQ(error_field(t, "parallelism: { pipeline: 2 }\nschedule: zb-h1\n"), "schedule");
   EXPECT_EQ(error_field(t, "parallelism: { pipeline: 2, virtual_stages: 2 }\nbatch: { global: 64 }\n"
@@ -385,6 +391,8 @@ TEST(SageMakerExport, NamesTheFieldItCannotExpress) {
   EXPECT_EQ(error_field(t, "parallelism: { pipeline: 2, virtual_stages: 2 }\n"), "virtual_stages");
   EXPECT_EQ(error_field(t, "parallelism: { pipeline: 2 }\nschedule: 1f1b\n"), "schedule");
   EXPECT_EQ(error_field(t, "precision: fp8\n"), "precision");
+  EXPECT_EQ(error_field(t, "optimizer: muon\n"), "optimizer");
+  EXPECT_EQ(error_field(t, "precision_aware_optimizer: true\n"), "precision_aware_optimizer");
   EXPECT_EQ(error_field(t, "parallelism: { tensor: 2 }\nsequence_parallel: true\n"), "sequence_parallel");
   EXPECT_EQ(error_field(t, "parallelism: { tensor: 2 }\noverlap: { tensor_comm: true }\n"), "overlap.tensor_comm");
   EXPECT_EQ(error_field(t, "zero: 2\n"), "zero");

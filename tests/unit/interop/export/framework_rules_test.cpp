@@ -97,6 +97,8 @@ struct MegatronRule {
 
 constexpr std::string_view kValidateArgs = "megatron/training/arguments.py validate_args";
 
+constexpr std::string_view kOptimizerConfig = "megatron/core/optimizer/optimizer_config.py OptimizerConfig.__post_init__";
+
 const MegatronRule kMegatronRules[] = {
     {kValidateArgs, "Megatron FSDP needs CUDA_DEVICE_MAX_CONNECTIONS unset or above 1",
      [](const MegatronLaunch& l) { return !l.fsdp() || l.max_connections.value_or("") != "1"; }},
@@ -205,6 +207,20 @@ const MegatronRule kMegatronRules[] = {
     {"megatron/core/recompute.py:157-166 checkpointed_forward (uniform)",
      "--recompute-num-layers is at least 1 (uniform steps through the layers by it)",
      [](const MegatronLaunch& l) { return l.integer("--recompute-num-layers", 1) >= 1; }},
+    {kOptimizerConfig, "--exp-avg-dtype and --exp-avg-sq-dtype are fp32, fp16, bf16 or fp8 (argparse's choices), and "
+                       "other than fp32 only with --use-precision-aware-optimizer",
+     [](const MegatronLaunch& l) {
+       for (const std::string_view flag : {"--exp-avg-dtype", "--exp-avg-sq-dtype"}) {
+         const std::string dtype = l.value(flag).value_or("fp32");
+         if (dtype != "fp32" && dtype != "fp16" && dtype != "bf16" && dtype != "fp8") return false;
+         if (dtype != "fp32" && !l.has("--use-precision-aware-optimizer")) return false;
+       }
+       return true;
+     }},
+    {kOptimizerConfig, "--use-precision-aware-optimizer only with adam",
+     [](const MegatronLaunch& l) {
+       return !l.has("--use-precision-aware-optimizer") || l.value("--optimizer").value_or("adam") == "adam";
+     }},
 };
 
 // ---- A Megatron-Bridge override file ------------------------------------------------------------------
@@ -332,6 +348,19 @@ const BridgeRule kBridgeRules[] = {
        if (granularity == "full") return (method == "uniform" || method == "block") && layers;
        return method.empty() && !layers;
      }},
+    {"megatron/core/optimizer/optimizer_config.py OptimizerConfig.__post_init__ and Megatron-Bridge's str_to_dtype "
+     "(src/megatron/bridge/utils/activation_map.py), which turns an override's string back into a torch.dtype",
+     "optimizer.exp_avg_dtype and exp_avg_sq_dtype name a dtype str_to_dtype knows (torch.float32, torch.bfloat16, "
+     "torch.float16), other than torch.float32 only with optimizer.use_precision_aware_optimizer",
+     [](const BridgeConfig& c) {
+       for (const std::string_view key : {"exp_avg_dtype", "exp_avg_sq_dtype"}) {
+         const std::string dtype = c.text("optimizer", key);
+         if (dtype.empty()) continue;
+         if (dtype != "torch.float32" && dtype != "torch.bfloat16" && dtype != "torch.float16") return false;
+         if (dtype != "torch.float32" && !c.flag("optimizer", "use_precision_aware_optimizer")) return false;
+       }
+       return true;
+     }},
 };
 
 class FrameworkRules : public ::testing::TestWithParam<ExportCase> {};
@@ -379,6 +408,20 @@ TEST(FrameworkRuleTable, CatchesTheReportedLaunches) {
   EXPECT_EQ(failed("torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py --num-layers 8 --num-attention-heads 8 "
                    "--rope-type yarn --position-embedding-type learned_absolute --mtp-num-layers 1\n"),
             (std::vector<std::string_view>{kMegatronRules[18].rule, kMegatronRules[20].rule}));
+
+  // Moments in bf16 without the precision-aware optimizer; the precision-aware optimizer with Muon.
+  const std::size_t megatron_rules = std::size(kMegatronRules);
+  EXPECT_EQ(failed("torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py --num-layers 8 --num-attention-heads 8 "
+                   "--exp-avg-dtype bf16\n"),
+            (std::vector<std::string_view>{kMegatronRules[megatron_rules - 2].rule}));
+  EXPECT_EQ(failed("torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py --num-layers 8 --num-attention-heads 8 "
+                   "--use-precision-aware-optimizer --optimizer muon\n"),
+            (std::vector<std::string_view>{kMegatronRules[megatron_rules - 1].rule}));
+  const BridgeConfig uint8_moments{
+      YamlDocument::parse("optimizer:\n  use_precision_aware_optimizer: true\n  exp_avg_dtype: torch.uint8\n",
+                          "overrides.yaml"),
+      8};
+  EXPECT_FALSE(kBridgeRules[std::size(kBridgeRules) - 1].holds(uint8_moments));
 
   // The reported NeMo overrides: FSDP with the distributed optimizer off, no checkpoint format, no
   // average_in_collective, and an MoE model that leaves the recipe's dispatcher.

@@ -127,6 +127,7 @@ TEST(MegatronRoundTrip, EverySettingComesBack) {
       "parallelism: { pipeline: 2, virtual_stages: 4 }\nbatch: { global: 64, micro: 2 }\n"
       "microbatch_group_size_per_vp_stage: 4\nrecompute: full\nzero: 3\n",
       "activation_offload_layers: 2\nprecision: fp16\nzero: 1\noptimizer: muon\n",
+      "zero: 1\ngrad_reduce_in_fp32: false\nprecision_aware_optimizer: true\nexp_avg_dtype: bf16\nexp_avg_sq_dtype: fp8\n",
       "parallelism: { tensor: 2, context: 2 }\ncp_comm_type: a2a\nsequence_parallel: true\nprecision: fp8-blockwise\n",
   };
   for (const char* yaml : plans) {

@@ -149,6 +149,59 @@ TEST(ModelStates, SixteenBitGradientsGetFp32CopiesForTheOptimizerStep) {
   EXPECT_EQ(static_memory({kParameters, 0, 0, 0}, fp32).optimizer_step_working.count(), 0);
 }
 
+TEST(ModelStates, ThePrecisionAwareOptimizerKeepsRemaindersAndNoGradientCopy) {
+  // Megatron-Core hands FusedAdam the bf16 weight's fp32 master as its low 16 bits (2 bytes) and the
+  // bf16 gradient shard as it is: Adam's fp32 moments (8) with the remainders, 10 bytes per parameter
+  // of the shard instead of 12, and no fp32 gradient copy during the step.
+  StateFormat f = format(Precision::Bf16, 1, 8);
+  f.grad_reduce_in_fp32 = false;
+  f.precision_aware_optimizer = true;
+  StaticMemory m = static_memory({kParameters, 0, 0, 0}, f);
+  EXPECT_EQ(m.optimizer.count(), 10 * kParameters / 8);
+  EXPECT_EQ(m.optimizer_step_working.count(), 0);
+  EXPECT_EQ(m.gradients.count(), 2 * kParameters);
+  // bf16 moments: 2 + 2 + 2; FP8 moments (uint8 with a scale): 2 + 1 + 1.
+  f.exp_avg_dtype = f.exp_avg_sq_dtype = plan::StateDtype::Bf16;
+  EXPECT_EQ(static_memory({kParameters, 0, 0, 0}, f).optimizer.count(), 6 * kParameters / 8);
+  EXPECT_EQ(static_memory({kParameters, 0, 0, 0}, f).optimizer_step_working.count(), 0);
+  f.exp_avg_dtype = f.exp_avg_sq_dtype = plan::StateDtype::Fp8;
+  EXPECT_EQ(static_memory({kParameters, 0, 0, 0}, f).optimizer.count(), 4 * kParameters / 8);
+  // The step unscales FP8 (and fp16) moments into fp32 copies: 4 bytes each while it runs.
+  EXPECT_EQ(static_memory({kParameters, 0, 0, 0}, f).optimizer_step_working.count(), 8 * kParameters / 8);
+  // An fp16 model's master weights stay whole (remainders are bf16's): 4 + 1 + 1.
+  f.precision = Precision::Fp16;
+  EXPECT_EQ(static_memory({kParameters, 0, 0, 0}, f).optimizer.count(), 6 * kParameters / 8);
+  // Under an FP8 recipe Megatron-Core keeps its own fp32 master weights and steps them on the
+  // gradient's fp32 copy; only the moments shrink.
+  f.precision = Precision::Fp8;
+  f.exp_avg_dtype = f.exp_avg_sq_dtype = plan::StateDtype::Fp32;
+  m = static_memory({kParameters, 0, 0, 0}, f);
+  EXPECT_EQ(m.optimizer.count(), 12 * kParameters / 8);
+  EXPECT_EQ(m.optimizer_step_working.count(), 4 * kParameters / 8);
+}
+
+TEST(ModelStates, MomentDtypesNeedThePrecisionAwareOptimizer) {
+  const auto cluster = testing::pcie_box(1);
+  const auto model = testing::model_yaml(
+      "model: { family: llama, layers: 2, hidden: 256, heads: 4, ffn: 512, seq_len: 128, vocab: 1024 }\n");
+  const auto fails_at = [&](const std::string& plan_text, const std::string& field, const std::string& line) {
+    try {
+      (void)testing::plan_yaml(plan_text, cluster, model);
+      ADD_FAILURE() << plan_text;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(line), std::string::npos) << e.what();
+    }
+  };
+  fails_at("precision: bf16\nexp_avg_sq_dtype: bf16\n", "exp_avg_sq_dtype", "plan.yaml:2");
+  fails_at("optimizer: muon\nprecision_aware_optimizer: true\n", "precision_aware_optimizer", "plan.yaml:2");
+  fails_at("precision_aware_optimizer: true\nexp_avg_dtype: int8\n", "exp_avg_dtype", "plan.yaml:2");
+  const plan::Plan p = testing::plan_yaml("use_precision_aware_optimizer: true\nexp_avg_dtype: bf16\n", cluster, model);
+  EXPECT_TRUE(p.precision_aware_optimizer);
+  EXPECT_EQ(p.exp_avg_dtype, plan::StateDtype::Bf16);
+  EXPECT_EQ(p.exp_avg_sq_dtype, plan::StateDtype::Fp32);
+}
+
 TEST(ModelStates, ZeroThreeShardsEverythingAndHoldsTwoGatheredLayers) {
   // (2 + 2 + 12) bytes per parameter over the data-parallel group, with 16-bit gradients; plus two
   // gathered layers' weights and one layer's whole gradient.
