@@ -14,6 +14,7 @@
 #include <sstream>
 #include <string>
 #include <system_error>
+#include <tuple>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -112,6 +113,9 @@ struct PlanArgs {
   std::string precisions;
   std::string attention_kernel;  ///< fa2 | fa3 | fa4; empty: the GPU kind's default rate
   std::string moe_dispatcher = "alltoall";  ///< alltoall | deepep | hybridep
+  bool precision_aware_optimizer = false;   ///< --precision-aware-optimizer
+  std::string exp_avg_dtype = "fp32";       ///< --exp-avg-dtype
+  std::string exp_avg_sq_dtype = "fp32";    ///< --exp-avg-sq-dtype
   std::string framework;  ///< --framework: keep only plans it runs and exports; empty: any
   std::vector<std::string> defaults_used;  ///< "--topology topologies/4x-p4d.yaml": inputs not given, as taken
   std::string tensor, context, pipeline, expert;  ///< --tensor 2,4 ...: only these degrees of the axis
@@ -296,6 +300,17 @@ planner::PlannerOptions planner_options(const PlanArgs& args) {
     if (args.moe_dispatcher == name) o.space.dispatcher = dispatcher;  // one of them (CLI::IsMember)
   }
   if (!args.framework.empty()) o.space.cross_entropy = interop::loss_of(*interop::framework_named(args.framework));
+  o.space.precision_aware_optimizer = args.precision_aware_optimizer;
+  for (const auto& [flag, text, dtype] : {std::tuple{"--exp-avg-dtype", args.exp_avg_dtype, &o.space.exp_avg_dtype},
+                                          std::tuple{"--exp-avg-sq-dtype", args.exp_avg_sq_dtype, &o.space.exp_avg_sq_dtype}}) {
+    for (const auto& [name, value] : plan::kStateDtypeNames) {
+      if (text == name) *dtype = value;  // one of them (CLI::IsMember)
+    }
+    if (*dtype != plan::StateDtype::Fp32 && !args.precision_aware_optimizer) {
+      throw InputError({fmt::format("{} {}", flag, text), 0, 0}, "",
+                       "moments other than fp32 need --precision-aware-optimizer (Megatron-Core's OptimizerConfig)");
+    }
+  }
   o.top = args.top;
   o.exact_pareto = args.pareto != "simulated";
   o.pareto_tolerance = args.pareto == "near" ? planner::kNearParetoTolerance : 0.0;
@@ -1308,6 +1323,16 @@ void add_plan_commands(CLI::App& app) {
                        "(Megatron's flex dispatcher: a token crosses to each node once; the plan fields "
                        "moe_token_dispatcher_type and moe_flex_dispatcher_backend)")
       ->check(CLI::IsMember(plan::names_of(plan::kMoeDispatcherNames)));
+  plan_cmd->add_flag("--precision-aware-optimizer", args->precision_aware_optimizer,
+                     "Megatron-Core's precision-aware optimizer in every plan (the plan field "
+                     "precision_aware_optimizer: Transformer Engine's FusedAdam keeps the optimizer state)");
+  plan_cmd->add_option("--exp-avg-dtype", args->exp_avg_dtype,
+                       "Adam's first moment as stored, in every plan: fp32 (default), bf16, fp16 or fp8 (others than "
+                       "fp32 with --precision-aware-optimizer)")
+      ->check(CLI::IsMember(plan::names_of(plan::kStateDtypeNames)));
+  plan_cmd->add_option("--exp-avg-sq-dtype", args->exp_avg_sq_dtype,
+                       "Adam's second moment as stored, as --exp-avg-dtype")
+      ->check(CLI::IsMember(plan::names_of(plan::kStateDtypeNames)));
   plan_cmd->add_option("--zero", args->zero, "Only these ZeRO stages, e.g. 0,1 (default 0,1,2,3)");
   plan_cmd->add_option("--framework", args->framework,
                        "Search only plans this framework runs: each one its launch config exports without error "

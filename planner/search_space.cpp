@@ -228,6 +228,9 @@ class Enumerator {
                 spec.precision = precision;
                 spec.attention_kernel = options_.attention_kernel;
                 spec.cross_entropy = options_.cross_entropy;
+                spec.precision_aware_optimizer = options_.precision_aware_optimizer;
+                spec.exp_avg_dtype = options_.exp_avg_dtype;
+                spec.exp_avg_sq_dtype = options_.exp_avg_sq_dtype;
                 if (model_.shape && model_.shape->moe) spec.dispatcher = options_.dispatcher;
                 if (!mirror() && !resolves(spec, cluster_, model_)) {
                   ++out_.invalid;

@@ -82,6 +82,11 @@ struct SearchSpaceOptions {
   /// How the software computes the loss, set in every candidate (the plan field `cross_entropy`;
   /// `plan --framework` sets its framework's). Not an axis: the software has one.
   plan::CrossEntropy cross_entropy = plan::CrossEntropy::Native;
+  /// How the optimizer keeps its state, set in every candidate (the plan fields precision_aware_optimizer,
+  /// exp_avg_dtype and exp_avg_sq_dtype: Megatron-Core's). Not an axis: the recipe chooses it.
+  bool precision_aware_optimizer = false;
+  plan::StateDtype exp_avg_dtype = plan::StateDtype::Fp32;
+  plan::StateDtype exp_avg_sq_dtype = plan::StateDtype::Fp32;
   plan::Objective objective = plan::Objective::Speed;  ///< written into every candidate's plan
   SpaceRules rules = SpaceRules::Mirror;
 };

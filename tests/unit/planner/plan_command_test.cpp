@@ -431,6 +431,41 @@ TEST(PlanCommand, NoFeasiblePlanExitsOneWithTheReason) {
   EXPECT_NE(r.err.find("8 x 67.2 GiB (80 GiB less a 16% margin) available"), std::string::npos) << r.err;
 }
 
+// The optimizer's state format is the recipe's, set in every plan: the best plan carries it, and its
+// optimizer state is what the engine's rule gives it (bf16 moments beside FusedAdam's bf16 remainders:
+// 2 + 2 + 2 bytes a parameter against Adam's 4 + 4 + 4, half of it, on every GPU).
+TEST(PlanCommand, PrecisionAwareOptimizerIsInEveryPlan) {
+  const std::string plan_file = (scratch() / "precision_aware.yaml").string();
+  const CommandResult r = mpsim(small_args(1) + " --json --precision-aware-optimizer --exp-avg-dtype bf16 "
+                                "--exp-avg-sq-dtype bf16 -o " + plan_file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& plan = j["best"]["plan"];
+  EXPECT_TRUE(plan["precision_aware_optimizer"].get<bool>());
+  EXPECT_EQ(plan["exp_avg_dtype"], "bf16");
+  EXPECT_EQ(plan["exp_avg_sq_dtype"], "bf16");
+  const std::string simulate = "simulate --topology " + small_cluster_file() + " --model " +
+                               repo("configs/models/gpt3-1.3b.yaml") + " --plan " + plan_file + " --json";
+  const CommandResult with = mpsim(simulate);
+  const CommandResult without = mpsim(simulate + " --set plan.precision_aware_optimizer=false --set plan.exp_avg_dtype=fp32 "
+                                      "--set plan.exp_avg_sq_dtype=fp32");
+  ASSERT_EQ(with.exit_code, 0) << with.err;
+  ASSERT_EQ(without.exit_code, 0) << without.err;
+  const auto with_devices = nlohmann::json::parse(with.out)["devices"];
+  const auto without_devices = nlohmann::json::parse(without.out)["devices"];
+  ASSERT_EQ(with_devices.size(), without_devices.size());
+  for (std::size_t i = 0; i < with_devices.size(); ++i) {
+    const double optimizer = with_devices[i]["memory"]["optimizer"].get<double>();
+    EXPECT_NEAR(optimizer / without_devices[i]["memory"]["optimizer"].get<double>(), 0.5, 1e-6) << i;
+  }
+  // Moments other than fp32 without it: Megatron-Core refuses them, so does the command.
+  const CommandResult refused = mpsim(small_args(1) + " --exp-avg-dtype bf16");
+  EXPECT_EQ(refused.exit_code, 2);
+  EXPECT_NE(refused.err.find("mpsim: error: --exp-avg-dtype bf16: moments other than fp32 need --precision-aware-optimizer"),
+            std::string::npos)
+      << refused.err;
+}
+
 TEST(PlanCommand, BadInputExitsTwo) {
   EXPECT_EQ(mpsim(small_args() + " --optimize fastest").exit_code, 2);
   const CommandResult schedules = mpsim(small_args() + " --schedules 1f1b,warp");
