@@ -386,10 +386,8 @@ void plan_fields(const Arguments& args, YamlOut& plan, std::optional<int> gpus, 
     if (args.has(flag)) plan.put(key, "true", where(flag));
   }
   // The moments' dtypes (fp32, fp16, bf16, fp8: Megatron-LM's choices, the plan's words).
-  for (const auto& moment : mpsim::plan::moment_dtypes({})) {
-    if (const auto dtype = args.value(mpsim::plan::command_line_flag(moment.first))) {
-      plan.put(moment.first, dtype->text, dtype->where);
-    }
+  for (const std::string_view key : mpsim::plan::kMomentDtypeKeys) {
+    if (const auto dtype = args.value(mpsim::plan::command_line_flag(key))) plan.put(key, dtype->text, dtype->where);
   }
   if (args.has("--use-tp-pp-dp-mapping")) plan.put("placement", "tp-pp-dp", where("--use-tp-pp-dp-mapping"));
   // The all-to-all and flex dispatchers are modelled; Megatron's default, allgather, is read and

@@ -191,10 +191,11 @@ struct PlanSettings {
   friend bool operator==(const PlanSettings&, const PlanSettings&) = default;
 };
 
-/// Adam's two moment dtypes under their plan keys (Megatron-Core's field names; plan::command_line_flag
-/// gives Megatron-LM's flags).
+/// The plan keys of Adam's two moment dtypes (Megatron-Core's field names; plan::command_line_flag
+/// gives Megatron-LM's flags), and each with its value in `s`.
+inline constexpr std::array<std::string_view, 2> kMomentDtypeKeys = {"exp_avg_dtype", "exp_avg_sq_dtype"};
 [[nodiscard]] inline std::array<std::pair<std::string_view, StateDtype>, 2> moment_dtypes(const PlanSettings& s) noexcept {
-  return {{{"exp_avg_dtype", s.exp_avg_dtype}, {"exp_avg_sq_dtype", s.exp_avg_sq_dtype}}};
+  return {{{kMomentDtypeKeys[0], s.exp_avg_dtype}, {kMomentDtypeKeys[1], s.exp_avg_sq_dtype}}};
 }
 
 /// A plan as written. Unset values are derived by resolve_plan(): the degrees in `unwritten`,
