@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "sim/engine/cost_model.h"
+#include "sim/engine/dispatcher_buffers.h"
 #include "sim/engine/working_memory.h"
 #include "sim/plan/layout.h"
 #include "sim/plan/plan_check.h"
@@ -164,6 +165,12 @@ TimeNs overlapped_interleaved_bound(const plan::PlanSpec& spec, const StageCosts
 
 }  // namespace
 
+Bytes dispatcher_buffers_bound(const plan::PlanSpec& spec, const model::Model& model) {
+  const plan::Degrees degrees = plan::degrees_of(spec, spec.written(plan::Axis::Data).value_or(1));
+  const int group = degrees[plan::Axis::Expert] * degrees[plan::Axis::ExpertTensor];
+  return engine::dispatcher_buffer_floor(engine::dispatcher_buffer_shape(model, spec, group, 1));
+}
+
 Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std::vector<CountVectors>& in_flight,
                   const EstimateContext& context) {
   const int p = spec.degrees[plan::Axis::Pipeline];
@@ -176,8 +183,9 @@ Estimate estimate(const plan::PlanSpec& spec, const StageCosts& costs, const std
     for (int c = 0; c < v; ++c) chunks[static_cast<std::size_t>(c)] = costs.activations[static_cast<std::size_t>(plan::virtual_stage_of(spec.schedule, p, r, c))];
     const engine::RankParameters parameters = planner::rank_parameters(spec, costs, r);
     rank_parameters.push_back(parameters);
-    const engine::StaticMemory states =
-        engine::static_memory(parameters, engine::state_format(spec, context.dtype_bytes));
+    engine::StateFormat format = engine::state_format(spec, context.dtype_bytes);
+    format.dispatcher_buffers = context.dispatcher_buffers;
+    const engine::StaticMemory states = engine::static_memory(parameters, format);
     const Bytes fixed = states.total();
     const Bytes with_activations = fixed + peak_activations(in_flight[static_cast<std::size_t>(r)], chunks);
     const Bytes peak = std::max(with_activations, states.during_optimizer_step());

@@ -34,6 +34,9 @@ struct StageCosts {
 };
 /// The model-state parameters of pipeline rank `rank` of `spec` (its virtual stages' sums).
 [[nodiscard]] engine::RankParameters rank_parameters(const plan::PlanSpec& spec, const StageCosts& costs, int rank);
+/// The flex dispatcher's buffers of `spec` as the bound counts them: the engine's rule at its floor
+/// (engine::dispatcher_buffer_floor), since where the expert group lands is not known before the layout.
+[[nodiscard]] Bytes dispatcher_buffers_bound(const plan::PlanSpec& spec, const model::Model& model);
 [[nodiscard]] StageCosts stage_costs(const std::vector<UnitCost>& units, const std::vector<int>& partition);
 /// A bidirectional schedule's costs by virtual stage: the partition's p stages, then the same p again
 /// (virtual stage p + k holds stage k; plan::is_bidirectional).
@@ -55,6 +58,7 @@ struct EstimateContext {
   const LayoutSyncBounds* sync = nullptr;  ///< the candidate's layout; null: no collective bounds
   bool overlap_grad_reduce = false;        ///< the engine's --overlap-grad-reduce, on top of the plan's
   engine::OptimizerPace optimizer_pace;   ///< the optimizer step's price (the GPUs' memory bandwidth, the model's measured times)
+  Bytes dispatcher_buffers;                ///< the candidate's dispatcher_buffers_bound
 };
 
 /// Peak memory (static + in-flight activations, per rank) and the step-time bound of `spec` cut by

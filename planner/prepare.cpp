@@ -52,11 +52,12 @@ struct Draft {
   Bytes static_peak;  ///< the largest static memory over ranks
 };
 
-Bytes largest_static_memory(const plan::PlanSpec& spec, const StageCosts& costs, int dtype_bytes) {
+Bytes largest_static_memory(const plan::PlanSpec& spec, const StageCosts& costs, const model::Model& model) {
+  engine::StateFormat format = engine::state_format(spec, model.dtype_bytes);
+  format.dispatcher_buffers = dispatcher_buffers_bound(spec, model);
   Bytes worst;
   for (int r = 0; r < spec.degrees[plan::Axis::Pipeline]; ++r) {
-    worst = std::max(
-        worst, engine::static_memory(rank_parameters(spec, costs, r), engine::state_format(spec, dtype_bytes)).total());
+    worst = std::max(worst, engine::static_memory(rank_parameters(spec, costs, r), format).total());
   }
   return worst;
 }
@@ -370,7 +371,7 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
   };
   parallel_for(drafts.size(), threads, [&](std::size_t i) {
     Draft& d = drafts[i];
-    d.static_peak = largest_static_memory(space.candidates[d.spec], stage_costs_of(d.spec, d.partition), model.dtype_bytes);
+    d.static_peak = largest_static_memory(space.candidates[d.spec], stage_costs_of(d.spec, d.partition), model);
   });
 
   // In-flight activations, once per pipeline shape, for the drafts whose static memory fits.
@@ -457,6 +458,7 @@ std::vector<Prepared> prepare_candidates(const topology::Cluster& cluster, const
     EstimateContext mine = context;
     mine.sync = &sync[layout_of_fitting[f]];
     mine.overlap_grad_reduce = options.engine.overlap_grad_reduce;
+    mine.dispatcher_buffers = dispatcher_buffers_bound(out[i].spec, model);
     const StageCosts c = stage_costs_of(drafts[i].spec, out[i].spec.partition);
     out[i].estimate = estimate(out[i].spec, c, in_flight[shape_of_fitting[f]], mine);
     // Uneven shares: every replica runs its own share on its own kinds, and the step ends after the

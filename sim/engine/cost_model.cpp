@@ -5,6 +5,7 @@
 #include <optional>
 #include <stdexcept>
 
+#include "sim/engine/dispatcher_buffers.h"
 #include "sim/engine/kernel_time.h"
 #include "sim/engine/route_cache.h"
 #include "sim/engine/working_memory.h"
@@ -70,7 +71,8 @@ StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept {
           plan.optimizer,
           plan.precision_aware_optimizer,
           plan.exp_avg_dtype,
-          plan.exp_avg_sq_dtype};
+          plan.exp_avg_sq_dtype,
+          Bytes{}};
 }
 
 StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
@@ -88,7 +90,8 @@ StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept {
           spec.optimizer,
           spec.precision_aware_optimizer,
           spec.exp_avg_dtype,
-          spec.exp_avg_sq_dtype};
+          spec.exp_avg_sq_dtype,
+          Bytes{}};
 }
 
 bool fused_adam_holds_master_weights(const StateFormat& f) noexcept {
@@ -145,7 +148,7 @@ StaticMemory static_memory(const RankParameters& p, const StateFormat& f) noexce
   m.gradients = Bytes::bytes(sharded((dense + copy) * gradient_bytes, expert * gradient_bytes, 2));
   const int optimizer_bytes = optimizer_bytes_per_parameter(f);
   m.optimizer = Bytes::bytes(sharded((dense + copy) * optimizer_bytes, expert * optimizer_bytes, 1));
-  m.reserved = reserved_memory(f.tensor, f.pipeline, data);
+  m.reserved = reserved_memory(f.tensor, f.pipeline, data) + f.dispatcher_buffers;
   // fp32 master weights of Megatron's own, 16-bit gradients: the gradient shard's fp32 copy; fp16 and
   // FP8 moments: FusedAdam's fp32 copies of them (below).
   int step_working_bytes = 0;
@@ -633,7 +636,8 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
       holds_table = holds_table || cc.holds_table;
     }
     rank_parameters.tied_copy = tied_table_copy(output_table, holds_table);
-    const StateFormat states = state_format(plan, m.dtype_bytes);
+    StateFormat states = state_format(plan, m.dtype_bytes);
+    states.dispatcher_buffers = dispatcher_buffer_bytes(dispatcher_buffer_shape(cluster, m, plan, layout, first));
     rc.optimizer_step = optimizer_step_time(rank_parameters, states, optimizer_pace(m, gpu.memory_bandwidth));
     rc.static_memory = static_memory(rank_parameters, states);
     out.ranks.push_back(std::move(rc));

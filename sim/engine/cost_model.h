@@ -186,6 +186,9 @@ struct StateFormat {
   bool precision_aware_optimizer = false;
   plan::StateDtype exp_avg_dtype = plan::StateDtype::Fp32;
   plan::StateDtype exp_avg_sq_dtype = plan::StateDtype::Fp32;
+  /// The flex token dispatcher's own buffers (dispatcher_buffers.h), static memory beside the NCCL
+  /// communicators'. state_format() leaves it zero: the caller that knows the expert group sets it.
+  Bytes dispatcher_buffers;
 };
 [[nodiscard]] StateFormat state_format(const plan::Plan& plan, int dtype_bytes) noexcept;
 [[nodiscard]] StateFormat state_format(const plan::PlanSpec& spec, int dtype_bytes) noexcept;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "engine_test_support.h"
+#include "sim/engine/dispatcher_buffers.h"
 #include "sim/engine/collectives.h"
 #include "sim/engine/cost_model.h"
 #include "sim/engine/kernel_time.h"
@@ -228,12 +229,16 @@ TEST(ExpertParallel, FlexDispatchSendsATokenOncePerNodeThenOncePerGpu) {
     }
   }
   EXPECT_EQ(plain_across, buffer / 2);
-  // On the wire, the step is faster and nothing else changes.
+  // On the wire, the step is faster; in memory, DeepEP's queues join the static part: 10 channels x 8
+  // peers x 256 slots of 256 + 8 + 1024 + 512 + 512 bytes and the counters (dispatcher_buffers.h).
   const plan::Plan alltoall = testing::plan_yaml(base, two_nodes, model);
   const auto with_flex = simulate(two_nodes, model, flex).report;
   const auto without = simulate(two_nodes, model, alltoall).report;
   EXPECT_LT(with_flex.step_time_s, without.step_time_s);
-  EXPECT_EQ(with_flex.peak_memory_bytes, without.peak_memory_bytes);
+  const std::int64_t queues = (10LL * 8 * 5 * 4 + 10LL * 8 * 256 * 2312 + 127) / 128 * 128;
+  EXPECT_EQ(dispatcher_buffer_bytes(dispatcher_buffer_shape(two_nodes, model, flex, plan::Layout(flex), 0)).count(),
+            queues);
+  EXPECT_EQ(with_flex.peak_memory_bytes - without.peak_memory_bytes, queues);
 }
 
 // Inside one node the flex dispatcher sends a token once to each GPU holding one of its experts:
