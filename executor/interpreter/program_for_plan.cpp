@@ -36,6 +36,12 @@ schedule::Program program_for_plan(const model::Model& model, const plan::Plan& 
         "the executor's full recomputation replays whole chunks; recompute_method and recompute_num_layers are "
         "simulated only");
   }
+  // The executor's tensor ranks keep a chunk's input as the chunk received it.
+  if (plan.distribute_saved_activations) {
+    throw std::invalid_argument(
+        "the executor keeps each chunk's input whole on every tensor rank; distribute_saved_activations is "
+        "simulated only");
+  }
   // The executor keeps every activation on the device.
   if (plan.activation_offload_layers > 0) {
     throw std::invalid_argument("the executor keeps activations on the device; activation_offload_layers is simulated only");

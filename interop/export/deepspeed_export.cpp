@@ -154,7 +154,7 @@ std::string export_deepspeed(const ExportInput& in) {
   if (p.degrees[plan::Axis::Tensor] > 1)
     config["tensor_parallel"] = Json{{"autotp_size", p.degrees[plan::Axis::Tensor]}};
   if (full) {
-    config["activation_checkpointing"] = Json{{"partition_activations", false},
+    config["activation_checkpointing"] = Json{{"partition_activations", p.distribute_saved_activations},
                                               {"cpu_checkpointing", false},
                                               {"contiguous_memory_optimization", false},
                                               {"number_checkpoints", nullptr},

@@ -116,6 +116,7 @@ void plan_settings(const plan::Plan& p, std::vector<McoreSetting>& out) {
       recompute.set("recompute_granularity", model::traits(p.recompute).megatron);
       recompute.set("recompute_method", model::traits(p.recompute_method).megatron);
       recompute.set("recompute_num_layers", p.recompute_num_layers);
+      if (p.distribute_saved_activations) recompute.set("distribute_saved_activations", true);
       break;
     case plan::Recompute::Op:
       throw std::logic_error("Megatron-Core has no per-op checkpointing; the exports refuse it (megatron_recompute_error)");

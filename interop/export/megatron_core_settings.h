@@ -29,7 +29,7 @@ enum class McoreRun : std::uint8_t {
   Routing,         ///< moe_router_enable_expert_bias, moe_grouped_gemm, mtp_num_layers
   ParallelSizes,   ///< tensor_model_parallel_size, pipeline_model_parallel_size
   FlexDispatcher,  ///< moe_token_dispatcher_type flex, its backend and the backend's SMs
-  Recompute,       ///< recompute_granularity, recompute_method, recompute_num_layers
+  Recompute,       ///< recompute_granularity, recompute_method, recompute_num_layers, distribute_saved_activations
   Offload,         ///< cpu_offloading, cpu_offloading_num_layers
   Attention,       ///< attention_backend, cross_entropy_loss_fusion, cross_entropy_fusion_impl
   Capacity,        ///< moe_expert_capacity_factor, moe_pad_expert_input_to_capacity

@@ -382,7 +382,8 @@ void plan_fields(const Arguments& args, YamlOut& plan, std::optional<int> gpus, 
                                   {"--overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm"},
                                   {"--fp8-param-gather", "fp8_param_gather"},
                                   {"--moe-pad-expert-input-to-capacity", "moe_pad_expert_input_to_capacity"},
-                                  {"--use-precision-aware-optimizer", "use_precision_aware_optimizer"}}) {
+                                  {"--use-precision-aware-optimizer", "use_precision_aware_optimizer"},
+                                  {"--distribute-saved-activations", "distribute_saved_activations"}}) {
     if (args.has(flag)) plan.put(key, "true", where(flag));
   }
   // The moments' dtypes (fp32, fp16, bf16, fp8: Megatron-LM's choices, the plan's words).

@@ -508,7 +508,11 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
           layer_work.module_flops = op.matmul_flops;
           layer_work.module_bytes = op.rebuilt;
         } else if (!plan::replays_forward(rule, layer.kind) || rule.place.keeps_input) {
-          stashed += model::stashed_activation_bytes(layer, b, t, plan.sequence_parallel, layer_stash_rule);
+          // A distributed checkpoint keeps its input split over the tensor ranks, as sequence
+          // parallelism would; the replay gathers it whole again (group_rebuilt below).
+          const bool split_input = plan.sequence_parallel ||
+                                   (plan.distribute_saved_activations && plan::replays_forward(rule, layer.kind));
+          stashed += model::stashed_activation_bytes(layer, b, t, split_input, layer_stash_rule);
           if (layer_stash_rule != Recompute::Full) stashed -= fp8_gemm_inputs();
         }
         if (const std::int64_t logits = logit_elements(layer, b, t); logits > 0) {

@@ -147,6 +147,11 @@ struct PlanSettings {
   /// selective_ac_option N), with recompute_num_layers N; uniform with N = 1 checkpoints every layer alone
   model::RecomputeMethod recompute_method = model::RecomputeMethod::Uniform;
   int recompute_num_layers = 1;
+  /// Full recomputation keeps each checkpoint's input split over the tensor ranks and all-gathers it
+  /// before the replay (Megatron-Core's distribute_saved_activations, Megatron-LM's
+  /// --distribute-saved-activations, DeepSpeed's activation_checkpointing.partition_activations): for
+  /// tensor parallelism without sequence parallelism, whose layer inputs are whole on every rank
+  bool distribute_saved_activations = false;
   bool sequence_parallel = false;
   bool overlap_tensor_comm = false;    ///< in-layer tensor collectives beside the compute (--tp-comm-overlap)
   bool overlap_grad_reduce = false;    ///< gradient buckets reduced during the backward (--overlap-grad-reduce)

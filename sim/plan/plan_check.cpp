@@ -264,6 +264,17 @@ Plan resolve_plan(const PlanSpec& spec, const topology::Cluster& cluster, const 
                               [](const topology::Device& d) { return d.kind == topology::DeviceKind::Cpu; }),
                   "activation_offload_layers", "activation offloading needs a host CPU in the topology");
   }
+  // Megatron-LM's rules for distributing the checkpoints' inputs (arguments.py, TransformerConfig):
+  // full recomputation, split over tensor ranks whose inputs are whole (no sequence parallelism).
+  if (p.distribute_saved_activations) {
+    check.require(spec.recompute == model::Recompute::Full, "distribute_saved_activations",
+                  "distributing saved activations splits full recomputation's checkpoints; it needs recompute: full");
+    check.require(p.degrees[Axis::Tensor] > 1, "distribute_saved_activations",
+                  "distributing saved activations splits them over the tensor ranks; it needs tensor > 1");
+    check.require(!p.sequence_parallel, "distribute_saved_activations",
+                  "with sequence parallelism the saved inputs are already split over the tensor ranks "
+                  "(Megatron-Core refuses both)");
+  }
   // Every rule on the GPU holds for each kind the job runs on (a cluster of several kinds: node_groups).
   const std::vector<const topology::GpuKind*> kinds = job_gpu_kinds(cluster);
   if (p.flex_dispatcher_sms) {

@@ -75,6 +75,7 @@ inline constexpr PlanField kPlanFields[] = {
     {"recompute_method", "", {}, "", {}, false, "recompute: full\nrecompute_method: block", "recompute: full", {}, 0, 0},
     {"recompute_num_layers", "", {}, "", {}, false, "recompute: full\nrecompute_num_layers: 2", "recompute: full", &PlanSettings::recompute_num_layers, 1, 1'000'000},
     {"selective_ac_option", "", {}, "", {}, true, "recompute: selective\nselective_ac_option: op", "recompute: selective", {}, 0, 0},
+    {"distribute_saved_activations", "", {"partition_activations"}, "", {}, false, "parallelism: { tensor: 2 }\nrecompute: full\ndistribute_saved_activations: true", "parallelism: { tensor: 2 }\nrecompute: full", &PlanSettings::distribute_saved_activations, 0, 0},
     {"activation_offload_layers", "", {"cpu_offloading_num_layers"}, "", {}, false, "activation_offload_layers: 1", "", &PlanSettings::activation_offload_layers, 0, 1'000'000},
     {"sequence_parallel", "", {}, "", {}, true, "sequence_parallel: true", "", &PlanSettings::sequence_parallel, 0, 0},
     {"cp_comm_type", "", {}, "", {}, false, "cp_comm_type: a2a", "", {}, 0, 0},

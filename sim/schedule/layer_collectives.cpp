@@ -118,6 +118,12 @@ std::vector<std::vector<ChunkCollectives>> chunk_layer_collectives(const model::
         if (plan.degrees[plan::Axis::Tensor] > 1) {
           add_tensor_reductions(chunk.forward, bytes, k, plan.sequence_parallel);
           add_tensor_reductions(chunk.backward, bytes, replayed ? 2 * k : k, plan.sequence_parallel);
+          // A distributed checkpoint's input is gathered whole before its group replays
+          // (CheckpointFunction.backward's gather_split_1d_tensor), on the compute stream.
+          if (plan.distribute_saved_activations && replayed && recompute[static_cast<std::size_t>(i)].place.keeps_input) {
+            add(chunk.backward, OpKind::AllGather, Bytes::bytes(layer.stashed.layer_input.count() * plan.micro_batch), 1,
+                plan::Axis::Tensor, LayerCommPlacement::Blocking);
+          }
         }
         if (expert_exchanges && layer.routed.experts > 0) {
           const model::RoutedExperts& e = layer.routed;

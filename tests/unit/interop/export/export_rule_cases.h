@@ -154,6 +154,11 @@ inline const ExportCase kExportCases[] = {
     {"llama3_8b_selective_op", "topologies/dgx-h100.yaml", "configs/models/llama3-8b.yaml",
      "inline:parallelism: { tensor: 2 }\nsequence_parallel: true\nrecompute: selective\nselective_ac_option: op\n", 0, "recompute", "recompute",
      "", "sequence_parallel", "sequence_parallel"},
+    // Full recomputation's checkpoints split over the tensor ranks (Megatron-LM's
+    // --distribute-saved-activations, DeepSpeed's partition_activations), without sequence parallelism.
+    {"llama3_8b_distribute_saved_activations", "topologies/dgx-h100.yaml", "configs/models/llama3-8b.yaml",
+     "inline:parallelism: { tensor: 2 }\nrecompute: full\ndistribute_saved_activations: true\n", 0, "", "",
+     "sequence_parallel", "", "recompute"},
     // Transformer Engine's precision-aware FusedAdam with bf16 moments (the DeepSeek and Qwen3 MoE
     // performance recipes' optimizer): Megatron-Core's alone.
     {"llama3_8b_precision_aware_optimizer", "topologies/dgx-h100.yaml", "configs/models/llama3-8b.yaml",

@@ -303,6 +303,17 @@ TEST(DeepSpeedExport, WritesJsonWhoseBatchSizesAgree) {
   EXPECT_EQ(config["tensor_parallel"]["autotp_size"], 2);
 }
 
+// Full recomputation's checkpoints split over the tensor ranks: DeepSpeed's partition_activations.
+TEST(DeepSpeedExport, PartitionsTheCheckpointsAsThePlanDistributesThem) {
+  const auto checkpointing = [](const std::string& yaml) {
+    const std::string text = ResolvedPlan(kDgxH100, kLlama8b, spec_from(yaml)).exported(Framework::DeepSpeed);
+    return nlohmann::json::parse(text)["activation_checkpointing"];
+  };
+  const std::string full = "parallelism: { tensor: 2 }\nrecompute: full\n";
+  EXPECT_EQ(checkpointing(full)["partition_activations"], false);
+  EXPECT_EQ(checkpointing(full + "distribute_saved_activations: true\n")["partition_activations"], true);
+}
+
 TEST(TorchTitanExport, NamesTheFieldItCannotExpress) {
   const Framework t = Framework::TorchTitan;
   EXPECT_EQ(error_field(t, "{}\n"), "<no error>");

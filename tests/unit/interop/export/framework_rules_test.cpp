@@ -207,6 +207,15 @@ const MegatronRule kMegatronRules[] = {
     {"megatron/core/recompute.py:157-166 checkpointed_forward (uniform)",
      "--recompute-num-layers is at least 1 (uniform steps through the layers by it)",
      [](const MegatronLaunch& l) { return l.integer("--recompute-num-layers", 1) >= 1; }},
+    {"megatron/training/arguments.py validate_args (activation recomputing) and "
+     "megatron/core/transformer/transformer_config.py TransformerConfig.__post_init__",
+     "--distribute-saved-activations needs tensor parallelism, --recompute-granularity full with a method, and no "
+     "--sequence-parallel",
+     [](const MegatronLaunch& l) {
+       return !l.has("--distribute-saved-activations") ||
+              (l.tensor() > 1 && l.value("--recompute-granularity") == "full" && l.has("--recompute-method") &&
+               !l.has("--sequence-parallel"));
+     }},
     {kOptimizerConfig, "--exp-avg-dtype and --exp-avg-sq-dtype are fp32, fp16, bf16 or fp8 (argparse's choices), and "
                        "other than fp32 only with --use-precision-aware-optimizer",
      [](const MegatronLaunch& l) {
@@ -348,6 +357,12 @@ const BridgeRule kBridgeRules[] = {
        if (granularity == "full") return (method == "uniform" || method == "block") && layers;
        return method.empty() && !layers;
      }},
+    {"megatron/core/transformer/transformer_config.py TransformerConfig.__post_init__",
+     "distribute_saved_activations only under recompute_granularity full and without sequence_parallel",
+     [](const BridgeConfig& c) {
+       return !c.flag("model", "distribute_saved_activations") ||
+              (c.text("model", "recompute_granularity") == "full" && !c.flag("model", "sequence_parallel"));
+     }},
     {"megatron/core/optimizer/optimizer_config.py OptimizerConfig.__post_init__ and Megatron-Bridge's str_to_dtype "
      "(src/megatron/bridge/utils/activation_map.py), which turns an override's string back into a torch.dtype",
      "optimizer.exp_avg_dtype and exp_avg_sq_dtype name a dtype str_to_dtype knows (torch.float32, torch.bfloat16, "
@@ -409,8 +424,14 @@ TEST(FrameworkRuleTable, CatchesTheReportedLaunches) {
                    "--rope-type yarn --position-embedding-type learned_absolute --mtp-num-layers 1\n"),
             (std::vector<std::string_view>{kMegatronRules[18].rule, kMegatronRules[20].rule}));
 
-  // Moments in bf16 without the precision-aware optimizer; the precision-aware optimizer with Muon.
+  // Moments in bf16 without the precision-aware optimizer; the precision-aware optimizer with Muon;
+  // distributed checkpoints beside sequence parallelism.
   const std::size_t megatron_rules = std::size(kMegatronRules);
+  EXPECT_EQ(failed("export CUDA_DEVICE_MAX_CONNECTIONS=1\n"
+                   "torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py --num-layers 8 --num-attention-heads 8 "
+                   "--tensor-model-parallel-size 2 --sequence-parallel --recompute-granularity full "
+                   "--recompute-method uniform --recompute-num-layers 1 --distribute-saved-activations\n"),
+            (std::vector<std::string_view>{kMegatronRules[megatron_rules - 3].rule}));
   EXPECT_EQ(failed("torchrun --nproc_per_node 8 --nnodes 1 pretrain_gpt.py --num-layers 8 --num-attention-heads 8 "
                    "--exp-avg-dtype bf16\n"),
             (std::vector<std::string_view>{kMegatronRules[megatron_rules - 2].rule}));

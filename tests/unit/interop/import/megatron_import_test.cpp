@@ -128,6 +128,8 @@ TEST(MegatronRoundTrip, EverySettingComesBack) {
       "microbatch_group_size_per_vp_stage: 4\nrecompute: full\nzero: 3\n",
       "activation_offload_layers: 2\nprecision: fp16\nzero: 1\noptimizer: muon\n",
       "zero: 1\ngrad_reduce_in_fp32: false\nprecision_aware_optimizer: true\nexp_avg_dtype: bf16\nexp_avg_sq_dtype: fp8\n",
+      "parallelism: { tensor: 2 }\nrecompute: full\nrecompute_method: block\nrecompute_num_layers: 4\n"
+      "distribute_saved_activations: true\n",
       "parallelism: { tensor: 2, context: 2 }\ncp_comm_type: a2a\nsequence_parallel: true\nprecision: fp8-blockwise\n",
   };
   for (const char* yaml : plans) {

@@ -9,6 +9,7 @@
 #include "engine_test_support.h"
 #include "sim/engine/cost_model.h"
 #include "sim/engine/simulator.h"
+#include "sim/schedule/passes.h"
 #include "sim/schedule/report_builder.h"
 
 namespace mpsim::engine {
@@ -79,6 +80,37 @@ TEST(RecomputePolicies, BlockKeepsTheFirstLayersInputsAndTheOthersWhole) {
   // All four: full recomputation of every block alone.
   EXPECT_EQ(activations_at_peak(report_of(m, "recompute: full\nrecompute_method: block\nrecompute_num_layers: 4\n")),
             activations_at_peak(report_of(m, "recompute: full\n")));
+}
+
+// Megatron-LM's --distribute-saved-activations (DeepSpeed's partition_activations): with tensor 2 and
+// no sequence parallelism each checkpoint keeps half its input, and the replay first gathers it whole.
+// Per-block groups: the last block's backward holds the embedding's stash, the other three blocks'
+// inputs and its own block rebuilt whole (its gathered input among it), so the peak falls by three
+// half inputs; each block's backward gathers its input once over the tensor ranks.
+TEST(RecomputePolicies, DistributedCheckpointsKeepASliceOfTheirInputAndGatherItBeforeTheReplay) {
+  const model::Model m = gpt();
+  const std::string tensor2 = "parallelism: { tensor: 2, data: 4 }\nbatch: { global: 8, micro: 1 }\nrecompute: full\n";
+  const plan::Plan whole = testing::plan_yaml(tensor2, node(), m);
+  const plan::Plan distributed = testing::plan_yaml(tensor2 + "distribute_saved_activations: true\n", node(), m);
+  const model::Layer& block = m.layers.at(1);
+  const std::int64_t input = model::stashed_activation_bytes(block, 1, 2, false, model::Recompute::Full).count();
+  ASSERT_EQ(input % 2, 0);
+  const trace::Report kept = simulate(node(), m, whole).report;
+  const trace::Report split = simulate(node(), m, distributed).report;
+  EXPECT_EQ(activations_at_peak(kept) - activations_at_peak(split), 3 * input / 2);
+  const auto gathers = [&](const plan::Plan& p) {
+    std::int64_t bytes = 0;
+    for (const schedule::LayerCollective& c : schedule::chunk_layer_collectives(m, p).front().front().backward) {
+      if (c.kind == schedule::OpKind::AllGather && c.placement == schedule::LayerCommPlacement::Blocking) {
+        EXPECT_EQ(c.group, plan::AxisSet(plan::Axis::Tensor));
+        bytes += c.bytes.count() * c.count;
+      }
+    }
+    return bytes;
+  };
+  EXPECT_EQ(gathers(whole), 0);
+  EXPECT_EQ(gathers(distributed), kBlocks * input);
+  EXPECT_GT(split.step_time_s, kept.step_time_s);
 }
 
 TEST(RecomputePolicies, EveryNthBlockCountsFromOneOverTheRank) {

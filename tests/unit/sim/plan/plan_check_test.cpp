@@ -110,6 +110,24 @@ TEST(PlanCheck, ErrorsPointAtTheField) {
             "<no error>");
 }
 
+// Megatron-LM's rules for --distribute-saved-activations: full recomputation, tensor ranks to split over,
+// and inputs whole on each (no sequence parallelism).
+TEST(PlanCheck, DistributedCheckpointsFollowMegatronsRules) {
+  const auto error = [](const std::string& yaml) { return check_error(yaml, kP4d4, kGpt13b); };
+  EXPECT_NE(error("parallelism: { tensor: 8, pipeline: 4 }\nrecompute: selective\ndistribute_saved_activations: true\n")
+                .find("it needs recompute: full (field 'distribute_saved_activations')"),
+            std::string::npos);
+  EXPECT_NE(error("parallelism: { tensor: 1, pipeline: 4 }\nrecompute: full\ndistribute_saved_activations: true\n")
+                .find("it needs tensor > 1"),
+            std::string::npos);
+  EXPECT_NE(error("parallelism: { tensor: 8, pipeline: 4 }\nrecompute: full\nsequence_parallel: true\n"
+                  "distribute_saved_activations: true\n")
+                .find("already split over the tensor ranks"),
+            std::string::npos);
+  EXPECT_EQ(error("parallelism: { tensor: 8, pipeline: 4 }\nrecompute: full\npartition_activations: true\n"),
+            "<no error>");
+}
+
 // Megatron-Core's rules for --overlap-moe-expert-parallel-comm (its TransformerConfig checks).
 TEST(PlanCheck, ExpertCommOverlapFollowsMegatronCoresRules) {
   constexpr const char* kMixtral = "configs/models/mixtral-8x7b.yaml";  // 32 layers, 8 experts

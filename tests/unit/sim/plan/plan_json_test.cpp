@@ -55,6 +55,9 @@ const Case kCases[] = {
     {"dualpipe", "parallelism: { pipeline: 4, expert: 8 }\nbatch: { global: 512, micro: 1 }\nschedule: dualpipe\n"
                  "overlap: { moe_expert_comm: false }\n",
      "topologies/16x-dgx-h100.yaml", "configs/models/qwen3-30b-a3b.yaml"},
+    {"distributed-checkpoints", "parallelism: { tensor: 2 }\nrecompute: full\nrecompute_method: block\n"
+                                "recompute_num_layers: 2\ndistribute_saved_activations: true\n",
+     "topologies/dgx-h100.yaml", "configs/models/llama3-8b.yaml"},
     {"offload", "activation_offload_layers: 4\nbatch: { global: 16 }\nallow_tensor_across_nodes: true\n"
                 "precision_aware_optimizer: true\nexp_avg_dtype: bf16\nexp_avg_sq_dtype: fp8\n",
      "topologies/dgx-h100.yaml", "configs/models/llama3-8b.yaml"},
