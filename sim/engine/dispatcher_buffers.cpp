@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <iterator>
+#include <vector>
 
 #include "sim/engine/compute_contention.h"
 
@@ -80,7 +82,7 @@ Bytes deep_ep_bytes(const DispatcherBufferShape& s) {
   const std::int64_t slot = hidden_bytes + kDeepEpSourceMetaBytes + kDeepEpMaxTopK * kDeepEpTopkIndexBytes +
                             kDeepEpMaxTopK * kFp32Bytes + kDeepEpMaxScales * kFp32Bytes;
   const auto aligned = [](std::int64_t b) { return (b + 127) / 128 * 128; };
-  std::int64_t nvl = channels * nvl_peers * (2 * rdma_peers + 3) * 4 + channels * nvl_peers * slots->nvl * slot;
+  const std::int64_t nvl = channels * nvl_peers * (2 * rdma_peers + 3) * 4 + channels * nvl_peers * slots->nvl * slot;
   std::int64_t bytes = aligned(nvl);
   if (s.group_ranks > kDeepEpNvlPeers) {
     const std::int64_t rdma = channels * rdma_peers * (kDeepEpNvlPeers * 2 + 2) * 2 * 4 +
