@@ -100,7 +100,8 @@ TEST(RecomputePolicies, DistributedCheckpointsKeepASliceOfTheirInputAndGatherItB
   EXPECT_EQ(activations_at_peak(kept) - activations_at_peak(split), 3 * input / 2);
   const auto gathers = [&](const plan::Plan& p) {
     std::int64_t bytes = 0;
-    for (const schedule::LayerCollective& c : schedule::chunk_layer_collectives(m, p).front().front().backward) {
+    const auto collectives = schedule::chunk_layer_collectives(m, p);
+    for (const schedule::LayerCollective& c : collectives.front().front().backward) {
       if (c.kind == schedule::OpKind::AllGather && c.placement == schedule::LayerCommPlacement::Blocking) {
         EXPECT_EQ(c.group, plan::AxisSet(plan::Axis::Tensor));
         bytes += c.bytes.count() * c.count;
