@@ -6,12 +6,12 @@
 #include <vector>
 
 #include "sim/engine/compute_contention.h"
+#include "sim/engine/cost_model.h"
 
 namespace mpsim::engine {
 namespace {
 
-constexpr std::int64_t kBf16Bytes = 2;
-constexpr std::int64_t kFp32Bytes = 4;
+constexpr std::int64_t kBf16Bytes = 2;  // the tokens HybridEP and DeepEP move (Megatron dispatches bf16)
 /// HybridEP's scaling factors: one fp32 per 128 hidden elements (allocated whatever the token dtype).
 constexpr std::int64_t kScalingBlock = 128;
 
