@@ -17,12 +17,16 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/inputs.h"
 #include "cli/measured_step.h"
+#include "cli/report_text.h"
 #include "cli/table.h"
 #include "interop/trace/framework_trace.h"
 #include "sim/core/gzip.h"
 #include "sim/core/input_error.h"
 #include "sim/core/units.h"
+#include "sim/engine/simulator.h"
+#include "sim/engine/traced_simulation.h"
 #include "sim/trace/compare.h"
 #include "sim/trace/trace_reader.h"
 
@@ -34,7 +38,49 @@ struct CompareArgs {
   std::vector<std::string> measured;  ///< one mpsim trace or report, a step-time log, or a Kineto trace per rank
   std::optional<int> gpus_per_node;
   bool json = false;
+  /// With --topology, --model and --plan, compare simulates the prediction itself (with --profile, --set
+  /// and --gpus as simulate takes them), and every positional file is measured.
+  InputFiles files;
+  std::vector<std::string> sets;
+  std::optional<int> gpus;
 };
+
+bool simulates(const CompareArgs& args) {
+  return !args.files.topology.empty() || !args.files.model.empty() || !args.files.plan.empty();
+}
+
+/// The prediction compare holds the run to: the PREDICTED file, or, given the run's inputs, a simulation of
+/// them here (so that a software profile fitted since, --profile, applies: a PREDICTED file keeps the
+/// rates it was simulated with). Moves the positional files to `args.measured` in that case.
+trace::StepRecord predicted_step(CompareArgs& args) {
+  if (!simulates(args)) {
+    if (!args.files.profile.empty()) {
+      throw InputError({"--profile", 0, 0}, "",
+                       "a PREDICTED file keeps the rates it was simulated with; to compare with a profile, give the "
+                       "run's --topology, --model and --plan instead of PREDICTED (or simulate it with --profile)");
+    }
+    if (!args.sets.empty()) throw InputError({"--set", 0, 0}, "", "--set changes inputs compare simulates: give --topology, --model and --plan");
+    if (args.gpus) throw InputError({"--gpus", 0, 0}, "", "--gpus selects GPUs compare simulates on: give --topology, --model and --plan");
+    if (args.measured.empty()) {
+      throw InputError({"MEASURED", 0, 0}, "", "expected PREDICTED and MEASURED files (or --topology, --model, --plan and MEASURED)");
+    }
+    return load_step(args.predicted);
+  }
+  for (const auto& [flag, path] : {std::pair{"--topology", &args.files.topology}, std::pair{"--model", &args.files.model},
+                                   std::pair{"--plan", &args.files.plan}}) {
+    if (path->empty()) throw InputError({flag, 0, 0}, "", "compare simulates the run from --topology, --model and --plan: give all three");
+  }
+  args.measured.insert(args.measured.begin(), args.predicted);
+  args.predicted = fmt::format("simulate --plan {}{}", args.files.plan,
+                               args.files.profile.empty() ? "" : " --profile " + args.files.profile);
+  std::vector<Override> overrides;
+  for (const auto& s : args.sets) overrides.push_back(parse_override(s, "--set"));
+  const Inputs in = load_inputs_on_gpus(args.files, overrides, {args.gpus, args.gpus ? args.gpus_per_node : std::nullopt});
+  engine::EngineOptions options;
+  options.record_memory_timeline = true;  // as simulate --trace records it
+  engine::Prediction prediction = engine::simulate_traced(in.cluster, in.model, *in.plan, options, link_lanes_named("busiest"));
+  return {std::move(prediction.report), std::move(prediction.timeline)};
+}
 
 std::string seconds_or_dash(const std::optional<double>& s) { return s ? cli::seconds(*s) : "-"; }
 std::string percent_or_dash(const std::optional<double>& fraction) { return fraction ? cli::percent(*fraction) : "-"; }
@@ -275,14 +321,25 @@ void print_memory_by_rank(const trace::Report& predicted, const std::vector<inte
 void add_compare_command(CLI::App& app) {
   auto args = std::make_shared<CompareArgs>();
   auto* cmd = app.add_subcommand("compare", "Hold a prediction to account: a predicted step against a measured one");
-  cmd->add_option("PREDICTED", args->predicted, "Predicted trace (simulate --trace) or report (simulate --json)")
+  cmd->add_option("PREDICTED", args->predicted,
+                  "Predicted trace (simulate --trace) or report (simulate --json); with --topology, --model and "
+                  "--plan, the first measured file")
       ->required();
   cmd->add_option("MEASURED", args->measured,
                   "Measured trace (execute --trace) or report (execute --json); a PyTorch profiler (Kineto) trace "
-                  "per rank of a Megatron-LM / NeMo / TorchTitan run; or a Megatron-LM / NeMo step-time log")
-      ->required();
+                  "per rank of a Megatron-LM / NeMo / TorchTitan run; or a Megatron-LM / NeMo step-time log");
+  cmd->add_option("--topology", args->files.topology, "Simulate the prediction here: the run's topology YAML");
+  cmd->add_option("--model", args->files.model, "Simulate the prediction here: the run's model YAML");
+  cmd->add_option("--plan", args->files.plan, "Simulate the prediction here: the run's plan YAML");
+  add_profile_option(*cmd, args->files.profile);
+  // One value per --set, so that the measured files may follow it.
+  cmd->add_option("--set", args->sets, "With --topology: override an input field, as simulate --set (repeatable)")
+      ->allow_extra_args(false);
+  cmd->add_option("--gpus", args->gpus, "With --topology: simulate on the first N GPUs, as simulate --gpus")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--gpus-per-node", args->gpus_per_node,
-                  "With Kineto traces: GPUs per node, to name rank r's GPU (default: as the prediction names them)")
+                  "With Kineto traces: GPUs per node, to name rank r's GPU (default: as the prediction names them); "
+                  "with --gpus, also the GPUs used of each node")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "Print the comparison as JSON");
   cmd->footer(
@@ -293,9 +350,10 @@ void add_compare_command(CLI::App& app) {
       "  mpsim execute --topology T --model M --plan P --ranks 2 --trace meas.json\n"
       "  mpsim compare pred.json meas.json\n"
       "  mpsim compare pred.json rank0.pt.trace.json rank1.pt.trace.json   (PyTorch profiler traces of a real run)\n"
-      "  mpsim compare pred.json train.log                                  (a Megatron-LM or NeMo log: step time, throughput, memory)");
+      "  mpsim compare pred.json train.log                                  (a Megatron-LM or NeMo log: step time, throughput, memory)\n"
+      "  mpsim compare --topology T --model M --plan P --profile mine.yaml train.log   (simulated here, with a profile)");
   cmd->callback([args] {
-    const trace::StepRecord predicted = load_step(args->predicted);
+    const trace::StepRecord predicted = predicted_step(*args);
     if (const auto log = load_step_log(args->measured)) {
       if (args->json) {
         std::cout << log_comparison_json(predicted.report, *log).dump(2) << "\n";

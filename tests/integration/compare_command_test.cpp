@@ -181,6 +181,55 @@ TEST_F(CompareCommand, BadInputNamesTheFile) {
 }
 
 
+std::string run_inputs() {
+  return "--topology " + repo("topologies/4x-p4d.yaml") + " --model " + repo("configs/models/gpt3-13b.yaml") +
+         " --plan " + repo("configs/plans/gpt3-13b-4x-p4d.yaml");
+}
+
+// Given the run's inputs instead of a PREDICTED file, compare simulates the prediction itself: the same
+// step, spans and devices as `simulate --trace` writes, every positional file measured.
+TEST_F(CompareCommand, SimulatesThePredictionFromTheRunsInputs) {
+  const json from_file = json::parse(mpsim("compare " + predicted_.string() + " " + measured_.string() + " --json").out);
+  const CommandResult r =
+      mpsim("compare " + run_inputs() + " --set plan.microbatches=8 " + measured_.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const json here = json::parse(r.out);
+  EXPECT_DOUBLE_EQ(here.at("predicted_step_time_s").get<double>(), from_file.at("predicted_step_time_s").get<double>());
+  EXPECT_DOUBLE_EQ(here.at("step_time_error").get<double>(), from_file.at("step_time_error").get<double>());
+  EXPECT_EQ(here.at("per_kind"), from_file.at("per_kind"));
+  EXPECT_EQ(here.at("devices").size(), from_file.at("devices").size());
+}
+
+// A profile fitted since the prediction was made applies when compare simulates it: its step is
+// simulate --profile's, and a GEMM factor of 0.5 makes it slower than the catalogue's.
+TEST_F(CompareCommand, AProfileAppliesToThePredictionItSimulates) {
+  const fs::path profile = scratch() / "half-gemm.yaml";
+  std::ofstream(profile) << "profile:\n  name: half-gemm\n  factors:\n    gemm: 0.5\n";
+  const CommandResult simulated =
+      mpsim(simulate("--set plan.microbatches=8 --profile " + profile.string() + " --json"));
+  ASSERT_EQ(simulated.exit_code, 0) << simulated.err;
+  const double with_profile = json::parse(simulated.out).at("step_time_s").get<double>();
+  const CommandResult r = mpsim("compare " + run_inputs() + " --set plan.microbatches=8 --profile " + profile.string() +
+                                " " + measured_.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const double predicted = json::parse(r.out).at("predicted_step_time_s").get<double>();
+  EXPECT_DOUBLE_EQ(predicted, with_profile);
+  EXPECT_GT(predicted, read_json(predicted_).at("mpsim").at("step_time_s").get<double>());
+}
+
+// A PREDICTED file keeps the rates it was simulated with: a profile beside it is refused in one line,
+// as are inputs that only a simulation here would use.
+TEST_F(CompareCommand, AProfileWithoutTheRunsInputsIsRefused) {
+  const CommandResult r = mpsim("compare " + predicted_.string() + " " + measured_.string() + " --profile " +
+                                repo("configs/profiles/mbridge-25.09-b200-dense.yaml"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--profile"), std::string::npos) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  const CommandResult partial = mpsim("compare --topology " + repo("topologies/4x-p4d.yaml") + " " + measured_.string());
+  EXPECT_EQ(partial.exit_code, 2);
+  EXPECT_NE(partial.err.find("--model"), std::string::npos) << partial.err;
+}
+
 // A framework's run against the prediction: PyTorch profiler (Kineto) traces of two ranks, written for
 // this test in Kineto's format (tests/data/kineto), for a two-stage pipeline of the tiny GPT.
 class CompareFrameworkRun : public ::testing::Test {
