@@ -288,12 +288,15 @@ void add_calibrate_command(CLI::App& app) {
   cmd->add_option("--set", args->sets, "With --measured: override an input field, PATH=VALUE (repeatable)");
   cmd->add_option("--measured", args->measured,
                   "A Megatron-LM / NeMo step-time log, or a PyTorch profiler trace per rank, of that run");
-  cmd->add_option("--factors", args->factors, "Only these factors may be fitted (comma-separated)")->delimiter(',');
+  cmd->add_option("--factors", args->factors,
+                  "Only these factors may be fitted (comma-separated; default: all_rates first, then each rate's own "
+                  "where the runs tell it apart)")
+      ->delimiter(',');
   cmd->add_option("--max-factors", args->max_factors, "At most this many factors (default: as many as the runs determine)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--per-kind", args->per_kind,
                 "Fit the GPU factors (gemm, fp8_gemm, attention, memory_bound) once per GPU kind of the runs, the links' "
-                "factors shared");
+                "factors shared and all_rates not fitted");
   cmd->add_flag("--json", args->json, "Print the profile as JSON");
   cmd->callback([args] { run_calibrate(*args); });
 }

@@ -287,17 +287,24 @@ cell's predictions (uncalibrated: over its rows). `LeaveOneOut.*` (`tests/valida
 computes it; one run's own profile matches it within 1 % on all 138.
 
 The targets were a median of 6 % and a largest error of 15 % for mixture of experts in every release,
-4 % and 10 % for dense and context-parallel runs; they are not met. Calibration halves the errors where
-a cell's runs differ in size but not in kind (context parallelism 11.3 → 4.8 % median, Megatron-Bridge
-dense GB200 and GB300 cells), and cannot help where runs of one release differ in what limits them:
-a cell mixes BF16, FP8 and MXFP8 runs (a factor fitted on one precision's GEMMs carries to the others only
-through `gemm`), and the Megatron-LM weak-scaling rows (1.7B to 1T parameters on 8 to 3072 GPUs) grow
-worse (8.2 → 14.1 % median) because one run's factor is not the others'. Mixture of experts goes from
-37.9 to 24.1 % median: identical configurations published up to twice apart by two releases (see
-above) are beyond any profile. Bands drawn from the other releases' k = 1 errors to hold 80 % of further
-ones (docs/calibration.md, "Bands") hold 80 % of a release's held-out mixture-of-experts predictions
-(median half-width 47 %), 71 % of dense ones (16 %) and 9 % of context-parallel ones: most of those have
-no band, their cells' other releases giving fewer than the 9 predictions a band needs
+4 % and 10 % for dense and context-parallel runs; they are not met. One run sets one factor,
+`all_rates`, every rate alike (docs/calibration.md, "How the fit works"): one step cannot say which kind
+of work was slow, and what makes a release slow (host overheads, synchronizations, launch gaps)
+stretches all of it. It replaced the factor that dominates the fitted run's step (`gemm` on nearly
+every row), which carried a GEMM-only slowdown to runs whose steps lean on GEMMs more or less: k = 1
+medians moved from 24.1 to 18.8 % for mixture of experts, 6.6 to 6.1 % for dense and 4.8 to 3.9 % for
+context parallelism, k = 2 from 23.0 to 18.9, 6.1 to 5.9 and 4.5 to 4.3 %. Calibration helps most
+where a cell's runs differ in size but not in kind (context parallelism 11.3 → 3.9 % median,
+Megatron-Bridge dense GB200 cells, the 25.09 B200 and GB200 mixture-of-experts cells 67.5 → 7.5 and
+73.4 → 9.6 %), and cannot help where runs of one release differ in what limits them: the Megatron-LM
+weak-scaling rows (1.7B to 1T parameters on 8 to 3072 GPUs) grow worse (8.2 → 12.9 % median) because
+one run's factor is not the others', and mixture-of-experts cells of 25.11 and 26.04.01 stay at 15 to
+65 %: identical configurations published up to twice apart by two releases (see above), and one model
+of a release slowed where another was not, are beyond any profile. Bands drawn from the other
+releases' k = 1 errors to hold 80 % of further ones (docs/calibration.md, "Bands") hold 80 % of a
+release's held-out mixture-of-experts predictions (median half-width 36 %), 70 % of dense ones (15 %)
+and 9 % of context-parallel ones: most of those have no band, their cells' other releases giving fewer
+than the 9 predictions a band needs
 (`LeaveOneOut.CalibrationOnHeldOutRuns`).
 
 LOO
@@ -317,15 +324,16 @@ ahead and hidden under the compute: the predicted step halves with the GPU count
 stops falling at 768 GPUs (each GPU gathers the whole model per step whatever the count, and the 2021
 implementation could not hide it). The target — the larger runs within 10 % when calibrated on the
 smallest — is not met, and cannot be from step times: at the smallest size the gathers are hidden in the
-prediction, so no factor but the GEMM rate moves that step (the network's elasticity there is below 2 %),
-and the profile fitted on it attributes the whole gap to GEMMs, which does not carry to the larger runs.
-Two runs of different sizes can tell them apart: fitted on the 384- and 768-GPU runs, the 174.6B profile
-(GEMMs at 0.73 of the catalogue's rate, the network at 0.21: DeepSpeed's 2021 gathers reached a fifth of
-NCCL's ring rate) predicts the 1536-GPU run within 1 %. The 529.6B family's two smallest (640 and 1120
-GPUs) do not: the network moves them too little to be told from the GEMMs (the runs' elasticities are
-within 10 % of collinear), the fit keeps the GEMM factor alone, and the 2240-GPU run is predicted 2.4
-times too fast; fitted on all three, both families are within 1 %. Telling the two apart from one run
-takes the run's kernel times (a profiler trace's GEMM durations), which `calibrate` does not read yet.
+prediction, so the network does not move that step (its elasticity there is below 2 %), and the profile
+fitted on it (`all_rates`, every rate alike) slows the gathers no more than the compute, which does not
+carry to the larger runs. Two runs of different sizes can tell them apart: fitted on the 384- and
+768-GPU runs, the 174.6B profile (every rate at 0.74 of the catalogue's, the network a further 0.28:
+DeepSpeed's 2021 gathers reached about a fifth of NCCL's ring rate) predicts the 1536-GPU run within
+1 %. The 529.6B family's two smallest (640 and 1120 GPUs) do not: the network moves them too little to
+be told from the rest (the runs' elasticities are within 10 % of collinear), the fit keeps `all_rates`
+alone, and the 2240-GPU run is predicted 2.4 times too fast; fitted on all three, both families are
+within 1 %. Telling the two apart from one run takes the run's kernel times (a profiler trace's GEMM
+durations, `calibrate --measured`), which the published rows do not have.
 
 ZERO3
   cat "$zero3_table"

@@ -163,6 +163,9 @@ class Fit {
       const Candidate& factor = *factors_[static_cast<std::size_t>(j)];
       double ceiling = std::numeric_limits<double>::infinity();
       for (const StepRun& run : *runs_) ceiling = std::min(ceiling, factor_ceiling(factor.kind, run.run->cluster, factor.gpu_kind));
+      // Beside a rate's own factor, all_rates multiplies it: held at 1 or below there, it cannot carry
+      // that rate past the own factor's bound.
+      if (factor.kind == FactorKind::AllRates && k > 1) ceiling = std::min(ceiling, 1.0);
       upper_[j] = std::log(ceiling);
       jacobian_.col(j) = -factors_[static_cast<std::size_t>(j)]->elasticity;
     }
@@ -175,7 +178,7 @@ class Fit {
     for (const Factor& f : start) {
       for (Eigen::Index j = 0; j < k; ++j) {
         const Candidate& c = *factors_[static_cast<std::size_t>(j)];
-        if (c.kind == f.kind && c.gpu_kind == f.gpu_kind) x_[j] = std::log(f.value);
+        if (c.kind == f.kind && c.gpu_kind == f.gpu_kind) x_[j] = std::min(std::log(f.value), upper_[j]);
       }
     }
     if (!start.empty()) log_steps_ = log_steps_at(x_);
@@ -390,8 +393,11 @@ SoftwareProfile calibrate(const std::vector<MeasuredRun>& runs, std::string name
   profile.name = std::move(name);
   if (!steps.empty()) {
     CalibrationOptions rest = options;  // the factors not read
+    // all_rates would scale what was read as well, and per kind it would take the part of the step the
+    // kinds share, leaving their own factors nothing to tell apart: there, the step is left to the others.
     std::erase_if(rest.factors, [&](FactorKind k) {
-      return std::any_of(read.begin(), read.end(), [&](const Factor& f) { return f.kind == k; });
+      return (k == FactorKind::AllRates && (!read.empty() || options.per_kind)) ||
+             std::any_of(read.begin(), read.end(), [&](const Factor& f) { return f.kind == k; });
     });
     fit_steps(steps, rest, profile);
   }
@@ -429,6 +435,8 @@ void fit_steps(const std::vector<StepRun>& steps, const CalibrationOptions& opti
   }
 
   profile.factors = fit.factors();
+  // A factor the widening loop brought in that stayed at the catalogue's rate changes no prediction.
+  std::erase_if(profile.factors, [](const Factor& f) { return f.value == 1.0; });
   // Per kind, the profile says which runs set each factor: those of its kind whose step it moves.
   if (options.per_kind) {
     for (const Factor& f : profile.factors) {

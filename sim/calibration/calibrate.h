@@ -7,7 +7,9 @@
 /// 0.25: work hidden under other work (ZeRO-3's gathers under the compute) shows only far out. The fit takes the factors in order of their summed elasticity and keeps one
 /// only while the runs tell it apart from those already kept (the elasticity matrix's smallest singular
 /// value at least kDistinctFactors of its largest) and while there are fewer factors than runs: one
-/// run sets one factor, the one that dominates its predicted step. It then solves for the values that
+/// run sets one factor, all_rates, whose elasticity is the largest on every run (the whole step; one
+/// step cannot say which work was slow). all_rates is left out with factors read from kernel traces
+/// (it would scale them too) and per kind (it would take the step the kinds share). It then solves for the values that
 /// minimise the squared log errors of the runs' steps (Gauss-Newton on the simulations themselves, the
 /// Jacobian re-measured at each step), each value held within (0, factor_ceiling].
 #include <optional>
@@ -34,7 +36,7 @@ struct CalibrationOptions {
   /// Each GPU factor (is_gpu_factor) fitted once per GPU kind of the runs instead of once for all
   /// (`calibrate --per-kind`): a candidate per kind, moving only the runs' stages on that kind, kept
   /// or dropped as any other (the runs must tell the kinds apart); the links' factors stay shared,
-  /// and activation_memory, fitted to peaks, stays shared too.
+  /// activation_memory, fitted to peaks, stays shared too, and all_rates is not fitted.
   bool per_kind = false;
 };
 

@@ -37,7 +37,8 @@ void read_factor_map(const Field& factors, const std::string& gpu_kind, std::vec
     const auto kind = factor_kind_named(key);
     if (!kind) value.fail(fmt::format("unknown factor '{}'{} (one of {})", key, did_you_mean(key, factor_names()), known_factors()));
     if (!gpu_kind.empty() && !is_gpu_factor(*kind)) {
-      value.fail(fmt::format("'{}' is a link's factor, shared by every GPU kind: give it under 'factors'", key));
+      value.fail(fmt::format("'{}' {}, shared by every GPU kind: give it under 'factors'", key,
+                             *kind == FactorKind::AllRates ? "scales the links too" : "is a link's factor"));
     }
     out.push_back({*kind, value.as_double_in(1e-6, kLargestFactor), gpu_kind});
   }

@@ -9,8 +9,8 @@ namespace mpsim::calibration {
 
 namespace {
 constexpr std::array<std::string_view, kFactorKinds.size()> kFactorNames = {
-    "gemm", "fp8_gemm", "attention", "memory_bound", "nvlink_transfers", "network_transfers", "pcie_transfers",
-    "activation_memory"};
+    "all_rates",        "gemm",           "fp8_gemm",          "attention",        "memory_bound",
+    "nvlink_transfers", "network_transfers", "pcie_transfers", "activation_memory"};
 /// Links and HBM: how far above the nominal rate a factor may go (see factor_ceiling).
 constexpr double kRateCeiling = 1.25;
 
@@ -37,7 +37,8 @@ std::optional<PeakKind> peak_kind_named(std::string_view name) noexcept {
 }
 
 bool is_gpu_factor(FactorKind kind) noexcept {
-  return kind != FactorKind::NvlinkTransfers && kind != FactorKind::NetworkTransfers && kind != FactorKind::PcieTransfers;
+  return kind != FactorKind::AllRates && kind != FactorKind::NvlinkTransfers && kind != FactorKind::NetworkTransfers &&
+         kind != FactorKind::PcieTransfers;
 }
 
 double SoftwareProfile::factor(FactorKind kind) const noexcept { return factor_on(kind, {}); }
@@ -67,6 +68,11 @@ bool SoftwareProfile::fitted_on(std::string_view gpu_kind_id) const noexcept {
 }
 
 double factor_ceiling(FactorKind kind, const topology::Cluster& cluster, std::string_view gpu_kind_id) noexcept {
+  // Every rate alike: no further than the tightest of their own bounds.
+  if (kind == FactorKind::AllRates) {
+    return std::min({factor_ceiling(FactorKind::Gemm, cluster, gpu_kind_id),
+                     factor_ceiling(FactorKind::Attention, cluster, gpu_kind_id), kRateCeiling});
+  }
   const bool efficiency = kind == FactorKind::Gemm || kind == FactorKind::Fp8Gemm || kind == FactorKind::Attention;
   if (kind == FactorKind::ActivationMemory) return kLargestActivationFactor;
   double ceiling = efficiency ? std::numeric_limits<double>::infinity() : kRateCeiling;
@@ -91,6 +97,11 @@ double factor_ceiling(FactorKind kind, const topology::Cluster& cluster, std::st
 }
 
 std::optional<std::string> factor_above_ceiling(const std::vector<Factor>& factors, const topology::Cluster& cluster) {
+  // all_rates multiplies every rate's own factor: above 1 it may carry one past its bound.
+  double all_rates = 1.0;
+  for (const Factor& f : factors) {
+    if (f.kind == FactorKind::AllRates) all_rates = f.value;
+  }
   for (const Factor& f : factors) {
     // A factor of a GPU kind the cluster lacks is not applied there (apply_factors).
     if (!f.gpu_kind.empty() && std::none_of(cluster.gpu_kinds().begin(), cluster.gpu_kinds().end(),
@@ -98,11 +109,14 @@ std::optional<std::string> factor_above_ceiling(const std::vector<Factor>& facto
       continue;
     }
     const double ceiling = factor_ceiling(f.kind, cluster, f.gpu_kind);
+    const bool scaled = f.kind != FactorKind::AllRates && f.kind != FactorKind::ActivationMemory && all_rates > 1.0;
+    const double value = scaled ? f.value * all_rates : f.value;
     // The fit stops at the ceiling itself; what it writes is rounded to 6 digits.
-    if (f.value > ceiling * (1 + 1e-5)) {
-      return fmt::format("{}{} {:.6g} is above what this cluster allows ({:.6g}: a kernel efficiency beyond its GPUs' "
+    if (value > ceiling * (1 + 1e-5)) {
+      return fmt::format("{}{} {:.6g}{} is above what this cluster allows ({:.6g}: a kernel efficiency beyond its GPUs' "
                          "peak, a link or HBM beyond 1.25 x its rate, or activations beyond 4 x mpsim's count)",
-                         to_string(f.kind), f.gpu_kind.empty() ? "" : " on " + f.gpu_kind, f.value, ceiling);
+                         to_string(f.kind), f.gpu_kind.empty() ? "" : " on " + f.gpu_kind, f.value,
+                         scaled ? fmt::format(" times all_rates {:.6g}", all_rates) : "", ceiling);
     }
   }
   return std::nullopt;
@@ -119,6 +133,13 @@ void apply_factors(const std::vector<Factor>& factors, topology::Cluster& cluste
     for (const Factor& f : factors) {
       if (f.gpu_kind.empty() ? overridden(f) : f.gpu_kind != gpu.id) continue;
       switch (f.kind) {
+        case FactorKind::AllRates:
+          gpu.matmul_efficiency *= f.value;
+          gpu.fp8_matmul_efficiency *= f.value;
+          gpu.attention_efficiency *= f.value;
+          for (auto& [generation, efficiency] : gpu.attention_kernels) efficiency *= f.value;
+          gpu.memory_bandwidth = gpu.memory_bandwidth * f.value;
+          break;
         case FactorKind::Gemm:  // every GEMM: a stack's GEMM path (its kernels, launches, layouts) serves all precisions
           gpu.matmul_efficiency *= f.value;
           gpu.fp8_matmul_efficiency *= f.value;
@@ -147,7 +168,7 @@ void apply_factors(const std::vector<Factor>& factors, topology::Cluster& cluste
     double scale = 1.0;
     for (const Factor& f : factors) {
       if (!f.gpu_kind.empty()) continue;  // links are shared (is_gpu_factor)
-      if ((f.kind == FactorKind::NvlinkTransfers && link.kind == topology::LinkKind::NvLink) ||
+      if (f.kind == FactorKind::AllRates || (f.kind == FactorKind::NvlinkTransfers && link.kind == topology::LinkKind::NvLink) ||
           (f.kind == FactorKind::NetworkTransfers && link.kind == topology::LinkKind::Net) ||
           (f.kind == FactorKind::PcieTransfers && link.kind == topology::LinkKind::Pcie)) {
         scale *= f.value;

@@ -19,6 +19,11 @@ namespace mpsim::calibration {
 
 /// What a factor scales. Each multiplies a rate (1 = the catalogue's; 0.9 = 10 % slower).
 enum class FactorKind : std::uint8_t {
+  /// Every rate below alike (GEMMs, attention, HBM, every link): what stretches a whole step rather than
+  /// one kind of work (host overheads and launch gaps, synchronizations, stragglers), and all that one
+  /// measured step can say. The fit takes it first; a rate's own factor joins it only where the runs
+  /// tell that rate apart (calibrate.h).
+  AllRates,
   Gemm,               ///< every GEMM: the GPU kind's matmul_efficiency and fp8_matmul_efficiency
   Fp8Gemm,            ///< FP8 GEMMs beyond that: fp8_matmul_efficiency
   Attention,          ///< FlashAttention: attention_efficiency and every kernel generation's rate
@@ -33,9 +38,10 @@ enum class FactorKind : std::uint8_t {
   /// rather than steps. 1.1 = the stack's activations take 10 % more than mpsim counts.
   ActivationMemory,
 };
-inline constexpr std::array<FactorKind, 8> kFactorKinds = {
-    FactorKind::Gemm,      FactorKind::Fp8Gemm,         FactorKind::Attention,        FactorKind::MemoryBound,
-    FactorKind::NvlinkTransfers, FactorKind::NetworkTransfers, FactorKind::PcieTransfers, FactorKind::ActivationMemory};
+inline constexpr std::array<FactorKind, 9> kFactorKinds = {
+    FactorKind::AllRates,        FactorKind::Gemm,             FactorKind::Fp8Gemm,
+    FactorKind::Attention,       FactorKind::MemoryBound,      FactorKind::NvlinkTransfers,
+    FactorKind::NetworkTransfers, FactorKind::PcieTransfers,   FactorKind::ActivationMemory};
 /// The smallest value a rate factor may take: a rate a twentieth of the catalogue's is a broken run,
 /// not a software stack.
 inline constexpr double kSmallestRateFactor = 0.05;
@@ -44,9 +50,9 @@ inline constexpr double kSmallestRateFactor = 0.05;
 inline constexpr double kLargestActivationFactor = 4.0;
 
 /// The factors that scale rates, which the step fit chooses among.
-inline constexpr std::array<FactorKind, 7> kRateFactorKinds = {
-    FactorKind::Gemm,           FactorKind::Fp8Gemm,          FactorKind::Attention,    FactorKind::MemoryBound,
-    FactorKind::NvlinkTransfers, FactorKind::NetworkTransfers, FactorKind::PcieTransfers};
+inline constexpr std::array<FactorKind, 8> kRateFactorKinds = {
+    FactorKind::AllRates,        FactorKind::Gemm,             FactorKind::Fp8Gemm,      FactorKind::Attention,
+    FactorKind::MemoryBound,     FactorKind::NvlinkTransfers,  FactorKind::NetworkTransfers, FactorKind::PcieTransfers};
 [[nodiscard]] std::string_view to_string(FactorKind kind) noexcept;
 [[nodiscard]] std::optional<FactorKind> factor_kind_named(std::string_view name) noexcept;
 /// Every factor's name, for error messages.
@@ -68,7 +74,8 @@ struct Factor {
 };
 
 /// Whether `kind` scales a GPU's own rates or bytes (gemm, fp8_gemm, attention, memory_bound,
-/// activation_memory), so that a profile may set it per GPU kind; the links' factors are shared.
+/// activation_memory), so that a profile may set it per GPU kind; the links' factors and all_rates (which
+/// scales the links too) are shared.
 [[nodiscard]] bool is_gpu_factor(FactorKind kind) noexcept;
 
 /// The runs whose predicted steps a fitted factor moves (by kSmallestElasticity or more at the fit's

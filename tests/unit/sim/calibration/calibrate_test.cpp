@@ -113,31 +113,55 @@ TEST_F(Calibrate, OneRunRecoversTheGemmFactorItWasSlowedBy) {
 }
 
 TEST_F(Calibrate, OneRunFitsOneFactor) {
-  // With every factor allowed, one run sets one factor (the one that dominates its step): here the
-  // GEMMs', at the value the run was slowed by.
+  // With every factor allowed, one run sets one factor, all_rates: one step cannot say which work was
+  // slow, and every rate alike is what its elasticity is largest for (1, less the latencies). A run
+  // slowed in its GEMMs alone is matched with every rate less slowed than its GEMMs were.
   const MeasuredRun run = measured_under(*compute_bound_, {{FactorKind::Gemm, 0.8}});
   const SoftwareProfile profile = calibrate({run}, "one-run");
   ASSERT_EQ(profile.factors.size(), 1u);
-  EXPECT_EQ(profile.factors.front().kind, FactorKind::Gemm);
-  EXPECT_NEAR(profile.factors.front().value, 0.8, 0.005 * 0.8);
+  EXPECT_EQ(profile.factors.front().kind, FactorKind::AllRates);
+  EXPECT_GT(profile.factors.front().value, 0.8);
+  EXPECT_LT(profile.factors.front().value, 1.0);
   EXPECT_LT(std::abs(profile.residuals.front().error()), 1e-3);
 }
 
 TEST_F(Calibrate, AFactorAtItsCeilingMakesWayForTheNext) {
-  // The exception to one factor per run: a run faster than the GEMMs at their peak can explain pins
-  // them there, and the next most influential factor takes on the rest.
+  // The exception to one factor per run: a run faster than every rate alike can explain pins all_rates
+  // at its bound (the tightest rate's), and the rates' own factors take on the rest, each up to its own
+  // bound. Beside them all_rates may only slow (at most 1, so that no rate passes its bound through the
+  // product): here it ends at 1 and is left out, and the GEMMs' factor stops at the GEMMs' peak.
   MeasuredRun run = *compute_bound_;
   run.measured = predict(run, {}).step_time_s / 3;
-  const SoftwareProfile profile = calibrate({run}, "too-fast-for-gemm");
+  const SoftwareProfile alone = calibrate({run}, "every-rate-alike", [] {
+    CalibrationOptions o;
+    o.factors = {FactorKind::AllRates};
+    return o;
+  }());
+  ASSERT_EQ(alone.factors.size(), 1u);
+  EXPECT_NEAR(alone.factors.front().value, factor_ceiling(FactorKind::AllRates, run.cluster), 1e-9);
+  const SoftwareProfile profile = calibrate({run}, "too-fast-for-every-rate");
   ASSERT_GE(profile.factors.size(), 2u);
+  EXPECT_DOUBLE_EQ(profile.factor(FactorKind::AllRates), 1.0);
   EXPECT_EQ(profile.factors.front().kind, FactorKind::Gemm);
   EXPECT_NEAR(profile.factors.front().value, factor_ceiling(FactorKind::Gemm, run.cluster), 1e-9);
+  EXPECT_LT(std::abs(profile.residuals.front().error()), std::abs(alone.residuals.front().error()));
+}
+
+TEST_F(Calibrate, AllRatesIsBoundedByTheTightestRate) {
+  const topology::Cluster& cluster = compute_bound_->cluster;
+  const double ceiling = factor_ceiling(FactorKind::AllRates, cluster);
+  EXPECT_DOUBLE_EQ(ceiling, std::min({factor_ceiling(FactorKind::Gemm, cluster),
+                                      factor_ceiling(FactorKind::Attention, cluster),
+                                      factor_ceiling(FactorKind::NvlinkTransfers, cluster)}));
 }
 
 TEST_F(Calibrate, TwoRunsOfDifferentShapesRecoverTwoFactors) {
+  // Given the rates' own factors, runs whose steps lean on different rates tell them apart.
   const std::vector<Factor> truth = {{FactorKind::Gemm, 0.8}, {FactorKind::NetworkTransfers, 0.6}};
   const std::vector<MeasuredRun> runs = {measured_under(*compute_bound_, truth), measured_under(*network_bound_, truth)};
-  const SoftwareProfile profile = calibrate(runs, "two-runs");
+  CalibrationOptions rates;
+  rates.factors = {FactorKind::Gemm, FactorKind::NetworkTransfers};
+  const SoftwareProfile profile = calibrate(runs, "two-runs", rates);
   ASSERT_EQ(profile.factors.size(), 2u);
   EXPECT_NEAR(fitted(profile, FactorKind::Gemm), 0.8, 0.02 * 0.8);
   EXPECT_NEAR(fitted(profile, FactorKind::NetworkTransfers), 0.6, 0.02 * 0.6);

@@ -216,6 +216,9 @@ TEST(ProfileFilePerKindErrors, ALinkFactorIsShared) {
   const std::string e = profile_error("profile:\n  per_kind:\n    t4-16gb: {network_transfers: 0.5}\n");
   expect_profile_error_at(e, "profile.per_kind.t4-16gb.network_transfers");
   EXPECT_NE(e.find("shared by every GPU kind"), std::string::npos) << e;
+  const std::string every_rate = profile_error("profile:\n  per_kind:\n    t4-16gb: {all_rates: 0.5}\n");
+  expect_profile_error_at(every_rate, "profile.per_kind.t4-16gb.all_rates");
+  EXPECT_NE(every_rate.find("scales the links too"), std::string::npos) << every_rate;
 }
 
 TEST(ProfileFilePerKindErrors, BadValuesAndShapes) {

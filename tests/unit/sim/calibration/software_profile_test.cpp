@@ -156,6 +156,52 @@ TEST(ApplyFactors, TransferFactorsScaleTheirOwnLinksOnly) {
   }
 }
 
+// all_rates is every rate's own factor at once: the GPU's efficiencies, kernel generations and HBM, and
+// every link (NVLink, PCIe, CPU sockets, network); no latency moves.
+TEST(ApplyFactors, AllRatesScalesEveryRateAlikeAndNoLatency) {
+  const topology::Cluster before = h100_cluster();
+  topology::Cluster after = before;
+  apply_factors({{FactorKind::AllRates, 0.5}}, after);
+  topology::Cluster one_by_one = before;
+  apply_factors({{FactorKind::Gemm, 0.5},
+                 {FactorKind::Attention, 0.5},
+                 {FactorKind::MemoryBound, 0.5},
+                 {FactorKind::NvlinkTransfers, 0.5},
+                 {FactorKind::NetworkTransfers, 0.5},
+                 {FactorKind::PcieTransfers, 0.5}},
+                one_by_one);
+  for (std::size_t i = 0; i < before.gpu_kinds().size(); ++i) {
+    const topology::GpuKind& now = after.gpu_kinds()[i];
+    const topology::GpuKind& each = one_by_one.gpu_kinds()[i];
+    EXPECT_DOUBLE_EQ(now.matmul_efficiency, each.matmul_efficiency);
+    EXPECT_DOUBLE_EQ(now.fp8_matmul_efficiency, each.fp8_matmul_efficiency);
+    EXPECT_DOUBLE_EQ(now.attention_efficiency, each.attention_efficiency);
+    EXPECT_EQ(now.attention_kernels, each.attention_kernels);
+    EXPECT_EQ(now.memory_bandwidth, each.memory_bandwidth);
+    EXPECT_DOUBLE_EQ(now.activation_memory_factor, before.gpu_kinds()[i].activation_memory_factor);
+  }
+  EXPECT_GT(links_of_kind(before, topology::LinkKind::Smp), 0u);
+  for (std::size_t i = 0; i < before.links().size(); ++i) {
+    SCOPED_TRACE(before.links()[i].name);
+    EXPECT_DOUBLE_EQ(after.links()[i].bandwidth.in_bytes_per_sec(), before.links()[i].bandwidth.in_bytes_per_sec() * 0.5);
+    EXPECT_EQ(after.links()[i].latency, before.links()[i].latency);
+  }
+  EXPECT_FALSE(is_gpu_factor(FactorKind::AllRates));  // it moves the links too: shared, never per kind
+}
+
+// all_rates multiplies each rate's own factor, so a hand-written pair is held to the product: the GEMMs
+// at their peak are fine alone and with all_rates 1 or below, not with all_rates above 1.
+TEST(FactorCeiling, AllRatesAboveOneCountsAgainstEachRatesOwnBound) {
+  const topology::Cluster cluster = h100_cluster();
+  const double gemm_peak = factor_ceiling(FactorKind::Gemm, cluster);
+  EXPECT_FALSE(factor_above_ceiling({{FactorKind::Gemm, gemm_peak}}, cluster));
+  EXPECT_FALSE(factor_above_ceiling({{FactorKind::AllRates, 0.5}, {FactorKind::Gemm, gemm_peak}}, cluster));
+  const auto why = factor_above_ceiling({{FactorKind::AllRates, 1.1}, {FactorKind::Gemm, gemm_peak}}, cluster);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("gemm"), std::string::npos) << *why;
+  EXPECT_NE(why->find("times all_rates 1.1"), std::string::npos) << *why;
+}
+
 TEST(FactorCeiling, AnEfficiencyStopsAtThePeakAndARateAtAQuarterAbove) {
   const topology::Cluster before = h100_cluster();
   const double gemm = factor_ceiling(FactorKind::Gemm, before);
