@@ -189,10 +189,11 @@ void print_profile(const calibration::SoftwareProfile& profile) {
     if (read) header.emplace_back("set");
     factors.add_row(header);
     for (const calibration::Factor& f : profile.factors) {
-      const bool memory = f.kind == calibration::FactorKind::ActivationMemory;
+      const char* against = f.kind == calibration::FactorKind::ActivationMemory ? "mpsim's count of the activations"
+                            : f.kind == calibration::FactorKind::AllRates     ? "the catalogue's rates, every one alike"
+                                                                              : "the catalogue's rate";
       std::vector<std::string> row{std::string(calibration::to_string(f.kind)), fmt::format("{:.3f}", f.value),
-                                   fmt::format("{:+.1f} % against {}", (f.value - 1) * 100,
-                                               memory ? "mpsim's count of the activations" : "the catalogue's rate")};
+                                   fmt::format("{:+.1f} % against {}", (f.value - 1) * 100, against)};
       if (per_kind) row.insert(row.begin() + 1, f.gpu_kind.empty() ? "all" : f.gpu_kind);
       if (read) row.push_back(f.gpu_kind.empty() ? profile.factor_source(f.kind) : "fitted to the runs' steps");
       factors.add_row(row);

@@ -85,6 +85,9 @@ TEST_F(CalibrateCommand, WritesAProfile) {
   EXPECT_EQ(profile.rfind("profile:\n", 0), 0u) << profile;
   EXPECT_NE(profile.find("name: \"p\""), std::string::npos) << profile;  // the output file's stem
   EXPECT_NE(profile.find("id: \"gpt3-13b-p4d\""), std::string::npos) << profile;
+  // One run measured 1.2 x its prediction sets one factor, every rate alike, and the table says so.
+  EXPECT_NE(profile.find("    all_rates: 0.8"), std::string::npos) << profile;
+  EXPECT_NE(calibrated_.out.find("against the catalogue's rates, every one alike"), std::string::npos) << calibrated_.out;
 }
 
 TEST_F(CalibrateCommand, SimulateWithTheProfilePredictsTheMeasuredStep) {
