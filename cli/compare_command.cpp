@@ -356,7 +356,9 @@ void add_compare_command(CLI::App& app) {
     const trace::StepRecord predicted = predicted_step(*args);
     if (const auto log = load_step_log(args->measured)) {
       if (args->json) {
-        std::cout << log_comparison_json(predicted.report, *log).dump(2) << "\n";
+        nlohmann::ordered_json out = log_comparison_json(predicted.report, *log);
+        out["predicted_from"] = args->predicted;
+        std::cout << out.dump(2) << "\n";
       } else {
         print_log_comparison(*args, predicted.report, *log);
       }
@@ -368,6 +370,8 @@ void add_compare_command(CLI::App& app) {
     const trace::Comparison c = trace::compare(predicted, measured);
     if (args->json) {
       nlohmann::ordered_json out = trace::comparison_json(c);
+      // The PREDICTED file, or the simulation compare ran (`simulate --plan P [--profile F]`).
+      out["predicted_from"] = args->predicted;
       if (!memory.empty()) out["memory_by_rank"] = memory_by_rank_json(predicted.report, memory, args->gpus_per_node);
       std::cout << out.dump(2) << "\n";
     } else {

@@ -149,13 +149,20 @@ TEST_F(CompareCommand, AcceptsAGzipPrediction) {
   const CommandResult zipped = mpsim("compare " + gz.string() + " " + measured_.string() + " --json");
   ASSERT_EQ(zipped.exit_code, 0) << zipped.err;
   EXPECT_TRUE(zipped.err.empty()) << zipped.err;
-  EXPECT_EQ(json::parse(zipped.out), json::parse(plain.out));
+  // The same comparison but for the file it names.
+  const auto without_source = [](const std::string& out, const fs::path& predicted) {
+    json j = json::parse(out);
+    EXPECT_EQ(j.at("predicted_from"), predicted.string());
+    j.erase("predicted_from");
+    return j;
+  };
+  EXPECT_EQ(without_source(zipped.out, gz), without_source(plain.out, predicted_));
   // Recognised by its bytes: the same file under a plain .json name reads the same.
   const fs::path renamed = scratch() / "m8-gzipped.json";
   fs::copy_file(gz, renamed, fs::copy_options::overwrite_existing);
   const CommandResult r = mpsim("compare " + renamed.string() + " " + measured_.string() + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_EQ(json::parse(r.out), json::parse(plain.out));
+  EXPECT_EQ(without_source(r.out, renamed), without_source(plain.out, predicted_));
 }
 
 TEST_F(CompareCommand, BadInputNamesTheFile) {
@@ -198,6 +205,9 @@ TEST_F(CompareCommand, SimulatesThePredictionFromTheRunsInputs) {
   EXPECT_DOUBLE_EQ(here.at("step_time_error").get<double>(), from_file.at("step_time_error").get<double>());
   EXPECT_EQ(here.at("per_kind"), from_file.at("per_kind"));
   EXPECT_EQ(here.at("devices").size(), from_file.at("devices").size());
+  // The JSON says where the prediction came from: the file, or the simulation run here.
+  EXPECT_EQ(from_file.at("predicted_from"), predicted_.string());
+  EXPECT_EQ(here.at("predicted_from"), "simulate --plan " + repo("configs/plans/gpt3-13b-4x-p4d.yaml"));
 }
 
 // A profile fitted since the prediction was made applies when compare simulates it: its step is
@@ -212,8 +222,10 @@ TEST_F(CompareCommand, AProfileAppliesToThePredictionItSimulates) {
   const CommandResult r = mpsim("compare " + run_inputs() + " --set plan.microbatches=8 --profile " + profile.string() +
                                 " " + measured_.string() + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  const double predicted = json::parse(r.out).at("predicted_step_time_s").get<double>();
+  const json compared = json::parse(r.out);
+  const double predicted = compared.at("predicted_step_time_s").get<double>();
   EXPECT_DOUBLE_EQ(predicted, with_profile);
+  EXPECT_NE(compared.at("predicted_from").get<std::string>().find("--profile " + profile.string()), std::string::npos);
   EXPECT_GT(predicted, read_json(predicted_).at("mpsim").at("step_time_s").get<double>());
 }
 
