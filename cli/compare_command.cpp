@@ -71,11 +71,13 @@ trace::StepRecord predicted_step(CompareArgs& args) {
     if (path->empty()) throw InputError({flag, 0, 0}, "", "compare simulates the run from --topology, --model and --plan: give all three");
   }
   args.measured.insert(args.measured.begin(), args.predicted);
-  args.predicted = fmt::format("simulate --plan {}{}", args.files.plan,
-                               args.files.profile.empty() ? "" : " --profile " + args.files.profile);
   std::vector<Override> overrides;
   for (const auto& s : args.sets) overrides.push_back(parse_override(s, "--set"));
   const Inputs in = load_inputs_on_gpus(args.files, overrides, {args.gpus, args.gpus ? args.gpus_per_node : std::nullopt});
+  args.predicted = fmt::format("simulate --plan {}{}", args.files.plan,
+                               !args.files.profile.empty() ? " --profile " + args.files.profile
+                               : in.profile               ? " (the topology's profile, " + in.profile->name + ")"
+                                                          : "");
   engine::EngineOptions options;
   options.record_memory_timeline = true;  // as simulate --trace records it
   engine::Prediction prediction = engine::simulate_traced(in.cluster, in.model, *in.plan, options, link_lanes_named("busiest"));

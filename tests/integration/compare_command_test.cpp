@@ -226,6 +226,20 @@ TEST_F(CompareCommand, AProfileAppliesToThePredictionItSimulates) {
   const double predicted = compared.at("predicted_step_time_s").get<double>();
   EXPECT_DOUBLE_EQ(predicted, with_profile);
   EXPECT_NE(compared.at("predicted_from").get<std::string>().find("--profile " + profile.string()), std::string::npos);
+  // A topology naming the profile applies it as --profile does, and the source says whose it was.
+  const fs::path topology = scratch() / "half-gemm-p4d.yaml";
+  std::ofstream(topology) << "name: half-gemm-p4d\nprofile: half-gemm.yaml\nnode_from: " << repo("topologies/p4d.24xlarge.yaml")
+                          << "\nnodes: 4\nfabric: { kind: single-switch, network: efa }\n";
+  const CommandResult named = mpsim("compare --topology " + topology.string() + " --model " +
+                                    repo("configs/models/gpt3-13b.yaml") + " --plan " +
+                                    repo("configs/plans/gpt3-13b-4x-p4d.yaml") + " --set plan.microbatches=8 " +
+                                    measured_.string() + " --json");
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  const json by_topology = json::parse(named.out);
+  EXPECT_DOUBLE_EQ(by_topology.at("predicted_step_time_s").get<double>(), with_profile);
+  EXPECT_NE(by_topology.at("predicted_from").get<std::string>().find("(the topology's profile, half-gemm)"),
+            std::string::npos)
+      << by_topology.at("predicted_from");
   EXPECT_GT(predicted, read_json(predicted_).at("mpsim").at("step_time_s").get<double>());
 }
 
