@@ -132,34 +132,19 @@ void apply_factors(const std::vector<Factor>& factors, topology::Cluster& cluste
     };
     for (const Factor& f : factors) {
       if (f.gpu_kind.empty() ? overridden(f) : f.gpu_kind != gpu.id) continue;
-      switch (f.kind) {
-        case FactorKind::AllRates:
-          gpu.matmul_efficiency *= f.value;
-          gpu.fp8_matmul_efficiency *= f.value;
-          gpu.attention_efficiency *= f.value;
-          for (auto& [generation, efficiency] : gpu.attention_kernels) efficiency *= f.value;
-          gpu.memory_bandwidth = gpu.memory_bandwidth * f.value;
-          break;
-        case FactorKind::Gemm:  // every GEMM: a stack's GEMM path (its kernels, launches, layouts) serves all precisions
-          gpu.matmul_efficiency *= f.value;
-          gpu.fp8_matmul_efficiency *= f.value;
-          break;
-        case FactorKind::Fp8Gemm:
-          gpu.fp8_matmul_efficiency *= f.value;
-          break;
-        case FactorKind::Attention:
-          gpu.attention_efficiency *= f.value;
-          for (auto& [generation, efficiency] : gpu.attention_kernels) efficiency *= f.value;
-          break;
-        case FactorKind::MemoryBound:
-          gpu.memory_bandwidth = gpu.memory_bandwidth * f.value;
-          break;
-        case FactorKind::ActivationMemory:
-          gpu.activation_memory_factor *= f.value;
-          break;
-        default:
-          break;
+      const bool every_rate = f.kind == FactorKind::AllRates;
+      // every GEMM: a stack's GEMM path (its kernels, launches, layouts) serves all precisions
+      if (every_rate || f.kind == FactorKind::Gemm) {
+        gpu.matmul_efficiency *= f.value;
+        gpu.fp8_matmul_efficiency *= f.value;
       }
+      if (f.kind == FactorKind::Fp8Gemm) gpu.fp8_matmul_efficiency *= f.value;
+      if (every_rate || f.kind == FactorKind::Attention) {
+        gpu.attention_efficiency *= f.value;
+        for (auto& [generation, efficiency] : gpu.attention_kernels) efficiency *= f.value;
+      }
+      if (every_rate || f.kind == FactorKind::MemoryBound) gpu.memory_bandwidth = gpu.memory_bandwidth * f.value;
+      if (f.kind == FactorKind::ActivationMemory) gpu.activation_memory_factor *= f.value;
     }
     cluster.replace_gpu_kind(static_cast<int>(i), std::move(gpu));
   }
