@@ -250,17 +250,22 @@ The Qwen3-30B-A3B and Moonlight-16B recipes run Megatron-Core's precision-aware 
 weights as the low 16 bits beside each bf16 weight and steps on the bf16 gradients as they are, so
 the state is 10 bytes per parameter of the shard with fp32 moments (6 with Moonlight's bf16 moments)
 instead of 12, and no fp32 copy of the gradient shard is made. That moved the Qwen3 rows by 3.5 GiB:
-the all-to-all rows from +5.2 and +2.3 % to −1.0 and −3.8 %, the HybridEP row from −3.3 to −9.0 %
-(its published peak is 5.0 GiB above the all-to-all run's; mpsim holds nothing for HybridEP's
-buffers, its expert-parallel overlap or the recipe's CUDA graphs of the router). The Moonlight rows
+the all-to-all rows from +5.2 and +2.3 % to −1.0 and −3.8 % (the `moe_act` run of the same table
+is −1.0 %). The HybridEP row's 62.166 is in GB, though its source labels it GiB: Megatron-Bridge's
+log at the run's date printed max allocated bytes / 10^9 under "memory (GB)", rounded to five
+significant digits as the figure is, and in GB it is 0.8 GB above the all-to-all run of the same
+shape (61.351 GB), where HybridEP's own buffers are allocated outside the allocator's count; read as
+GiB it had been 5.0 GiB above, −9.0 %, and is −2.3 % now. The Moonlight rows
 (one dense block and 26 of latent attention and 64 experts, TP 2, EP 8, one microbatch a step) are
-14.2 to 15.0 % under, 4.8 GiB short of the control's published peak; mpsim does not know why. Their
-recomputation choices are evidence of where the peak lies: `mla_up_proj` and `moe_act` (and both with
-more modules) all end within 0.05 GB of 35.9 GB, 0.7 GB under the control, as if a second moment,
-which these recomputations do not touch, bounded the peak there; mpsim's peak is the activations'
-(routing as uneven as 2 tokens for 1 on the busiest expert rank would add the 4.8 GiB, but the
-recomputations' plateau then says little). The planner's default margin (16 %, docs/planner.md) is
-the worst of these rows' errors rounded up.
+14.2 to 15.0 % under, 4.8 GiB short of the control's published peak; mpsim does not know why. What
+the recomputations save is smaller than mpsim's count: `mla_up_proj` 0.72 GB and `moe_act` 0.68 GB
+below the control, mpsim 0.91 and 0.90 GB (the up-projected queries, keys and values, and the
+experts' activation outputs, of 26 blocks); adding `mlp` (one dense block) or `layernorm` to them
+saved nothing more. Neither an optimizer-step moment explains it (Transformer Engine's FusedAdam has
+stepped on bf16 moments without fp32 copies of them since its pull request 2632, February 2026, in
+the release the run's Bridge revision pins, 2.17.1) nor routing skewed toward the logged rank (its `moe_act` saving, 0.75
+of mpsim's uniform count, suggests that rank received fewer routed tokens than the mean, not more). The
+planner's default margin (16 %, docs/planner.md) is the worst of these rows' errors rounded up.
 
 What mpsim's peak does not hold yet (issue 35): the caching allocator's other cached and fragmented blocks,
 which a reserved figure includes (the Llama 3 70B run whose last stage logged 58.8 GB allocated went out
@@ -300,12 +305,17 @@ Megatron-Bridge dense GB200 cells, the 25.09 B200 and GB200 mixture-of-experts c
 weak-scaling rows (1.7B to 1T parameters on 8 to 3072 GPUs) grow worse (8.2 → 12.9 % median) because
 one run's factor is not the others', and mixture-of-experts cells of 25.11 and 26.04.01 stay at 15 to
 65 %: identical configurations published up to twice apart by two releases (see above), and one model
-of a release slowed where another was not, are beyond any profile. Bands drawn from the other
-releases' k = 1 errors to hold 80 % of further ones (docs/calibration.md, "Bands") hold 80 % of a
-release's held-out mixture-of-experts predictions (median half-width 36 %), 70 % of dense ones (15 %)
-and 9 % of context-parallel ones: most of those have no band, their cells' other releases giving fewer
-than the 9 predictions a band needs
-(`LeaveOneOut.CalibrationOnHeldOutRuns`).
+of a release slowed where another was not, are beyond any profile. The calibrated bands are drawn
+from these k = 1 errors to hold 80 % of one more of them (docs/calibration.md, "Bands"); on runs
+they were not drawn from they hold less where cells differ (`LeaveOneOut.CalibrationOnHeldOutRuns`).
+Each cell held out in turn against the band of its group's other cells, the band holds 81 % of the
+cell's mixture-of-experts predictions (median half-width 39 %), 70 % of dense ones (15 %) and 70 % of
+context-parallel ones (9 %), the share each band's text states; against the other releases' cells
+alone, 80 %, 70 % and 9 % (most context-parallel predictions then have no band, their cells' other
+releases giving fewer than the 9 predictions a band needs). A band widened until held-out cells reach
+80 % does no better: for dense runs it grew to ±25 % and held 71 % of a held-out cell's predictions,
+because one cell (the Megatron-LM weak-scaling rows, 110 of the 272 predictions, up to 49 % off)
+errs as no other does.
 
 LOO
   cat "$loo_table"

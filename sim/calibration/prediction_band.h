@@ -32,6 +32,13 @@ struct ErrorSpread {
   double low = 0;
   double high = 0;
   int predictions = 0;
+  /// How the band did on predictions it was not drawn from: calibrated, the share of a cell's
+  /// predictions (one release, GPU kind and group) inside the band of the group's other cells, each
+  /// cell held out in turn; uncalibrated, the share of a release's rows inside the band of the other
+  /// releases' rows (the group's over every kind where those are too few), each release held out in
+  /// turn. The errors of one release share its software's offset, so this can fall short of
+  /// kBandCoverage, which holds for one more error of the errors' own kind. 0 for the memory spread.
+  double held_out_coverage = 0;
 };
 [[nodiscard]] std::span<const ErrorSpread> uncalibrated_spreads() noexcept;
 [[nodiscard]] std::span<const ErrorSpread> calibrated_spreads() noexcept;

@@ -90,13 +90,16 @@ std::string spread_cell(const Spread& s) {
   return s.count == 0 ? "-" : fmt::format("{:.1f} / {:.1f} %", s.median_abs * 100, s.max_abs * 100);
 }
 
-/// Held-out coverage of the calibrated bands per group, today's less 5 points (calibrated_bands_cover_other_releases):
-/// 9.1 % of 66, 71.3 % of 272, 81.1 % of 206. Dense is short of the 80 % the band holds of further errors
-/// of its own kind: releases differ more from one another than runs of one release do. Most
-/// context-parallel predictions have no band at all: their cells' other releases give fewer than
-/// calibration::kFewestRows predictions.
-const std::map<std::string, double> kHeldOutCoverageToday = {
-    {"context parallel", 0.041}, {"dense", 0.663}, {"mixture of experts", 0.761}};
+/// Held-out coverage of the calibrated bands per group, today's less 5 points (calibrated_bands_cover_other_releases).
+/// Against every other cell's band: 69.7 % of 66 context-parallel predictions, 69.9 % of 272 dense, 80.6 %
+/// of 206 mixture-of-experts (the share the band text states). Against the other releases' only: 9.1 %,
+/// 69.9 %, 79.6 %; most context-parallel predictions then have no band at all, their cells' other
+/// releases giving fewer than calibration::kFewestRows predictions. Short of the 80 % the band holds of
+/// one more error of its own kind: a cell's errors share its software's offset (docs/calibration.md).
+const std::map<std::string, double> kOtherCellsCoverageToday = {
+    {"context parallel", 0.647}, {"dense", 0.649}, {"mixture of experts", 0.756}};
+const std::map<std::string, double> kOtherReleasesCoverageToday = {
+    {"context parallel", 0.041}, {"dense", 0.649}, {"mixture of experts", 0.746}};
 
 class LeaveOneOut : public ::testing::Test {
  public:
@@ -235,6 +238,40 @@ void LeaveOneOut::one_run_is_matched() {
   }
 }
 
+/// How the calibrated bands do on cells they were not drawn from: each cell's k = 1 held-out predictions
+/// against coverage_band of the group's other cells' (every other cell, or only the other releases'),
+/// per group. Predictions without a band (too few other predictions) count as outside one.
+struct HeldOutCoverage {
+  int inside = 0;
+  int predictions = 0;
+  int without_band = 0;
+  std::vector<double> half_widths;  ///< (high - low) / 2 over 1 + error: the band around each prediction
+  [[nodiscard]] double share() const { return predictions == 0 ? 0.0 : static_cast<double>(inside) / predictions; }
+};
+std::map<std::string, HeldOutCoverage> held_out_coverage(const std::vector<LooCell>& cells, bool other_releases_only) {
+  std::map<std::string, HeldOutCoverage> by_group;
+  for (const LooCell& cell : cells) {
+    if (cell.k1_errors.empty()) continue;
+    std::vector<double> others;
+    for (const LooCell& other : cells) {
+      const bool apart = other_releases_only ? other.release != cell.release : &other != &cell;
+      if (other.group == cell.group && apart) others.insert(others.end(), other.k1_errors.begin(), other.k1_errors.end());
+    }
+    const auto band = calibration::coverage_band(others);
+    HeldOutCoverage& c = by_group[cell.group];
+    for (double e : cell.k1_errors) {
+      ++c.predictions;
+      if (!band) {
+        ++c.without_band;
+        continue;
+      }
+      c.inside += (e >= band->low && e <= band->high) ? 1 : 0;
+      c.half_widths.push_back((band->high - band->low) / 2 / (1 + e));
+    }
+  }
+  return by_group;
+}
+
 /// The spreads of the errors: uncalibrated, each group's check rows on each GPU kind (kinds of
 /// calibration::kFewestRows rows or more) and on every kind; calibrated, each group's k = 1 held-out predictions.
 struct Spreads {
@@ -245,29 +282,54 @@ struct Spreads {
 
 Spreads todays_spreads(const std::vector<MeasuredRun>& runs, const std::vector<double>& measured,
                        const std::vector<double>& uncalibrated, const std::vector<LooCell>& cells) {
-  std::map<std::pair<std::string, std::string>, std::vector<double>> by_kind;  // (group, kind or "")
+  // (group, kind or "") -> each check row's release and error
+  std::map<std::pair<std::string, std::string>, std::vector<std::pair<std::string, double>>> by_kind;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     if (!runs[i].fit.empty()) continue;  // fit rows say nothing of the model
-    const double error = measured[i] / uncalibrated[i] - 1;
-    by_kind[{runs[i].group(), runs[i].gpu_kind()}].push_back(error);
-    by_kind[{runs[i].group(), ""}].push_back(error);
+    const std::pair<std::string, double> row{release_of(runs[i].id), measured[i] / uncalibrated[i] - 1};
+    by_kind[{runs[i].group(), runs[i].gpu_kind()}].push_back(row);
+    by_kind[{runs[i].group(), ""}].push_back(row);
   }
+  const auto errors_of = [](const std::vector<std::pair<std::string, double>>& rows, const std::string& except) {
+    std::vector<double> errors;
+    for (const auto& [release, error] : rows) {
+      if (release != except) errors.push_back(error);
+    }
+    return errors;
+  };
+  // How an uncalibrated band does on a release it was not drawn from: each release's rows against the
+  // band of the other releases' rows, the kind's or, where those are too few, the group's over every
+  // kind (as step_band falls back).
+  const auto held_out_releases = [&](const std::pair<std::string, std::string>& key) {
+    const auto& rows = by_kind.at(key);
+    const auto& group_rows = by_kind.at({key.first, ""});
+    int inside = 0;
+    for (const auto& [release, error] : rows) {
+      auto band = calibration::coverage_band(errors_of(rows, release));
+      if (!band) band = calibration::coverage_band(errors_of(group_rows, release));
+      inside += band && error >= band->low && error <= band->high ? 1 : 0;
+    }
+    return static_cast<double>(inside) / static_cast<double>(rows.size());
+  };
   std::map<std::string, std::vector<double>> by_group;
   for (const LooCell& cell : cells) {
     by_group[cell.group].insert(by_group[cell.group].end(), cell.k1_errors.begin(), cell.k1_errors.end());
   }
+  const std::map<std::string, HeldOutCoverage> held_out = held_out_coverage(cells, false);
   Spreads out;
   out.names.reserve(4 * (by_kind.size() + by_group.size()));
   const auto keep = [&](const std::string& text) -> std::string_view { return out.names.emplace_back(text); };
-  for (const auto& [key, errors] : by_kind) {
-    const auto band = calibration::coverage_band(errors);  // none from a kind of too few rows
+  for (const auto& [key, rows] : by_kind) {
+    const auto band = calibration::coverage_band(errors_of(rows, ""));  // none from a kind of too few rows
     if (!band) continue;
-    out.uncalibrated.push_back({keep(key.first), keep(key.second), band->low, band->high, static_cast<int>(errors.size())});
+    out.uncalibrated.push_back({keep(key.first), keep(key.second), band->low, band->high, static_cast<int>(rows.size()),
+                                held_out_releases(key)});
   }
   for (const auto& [group, errors] : by_group) {
     const auto band = calibration::coverage_band(errors);
     if (!band) continue;
-    out.calibrated.push_back({keep(group), "", band->low, band->high, static_cast<int>(errors.size())});
+    out.calibrated.push_back(
+        {keep(group), "", band->low, band->high, static_cast<int>(errors.size()), held_out.at(group).share()});
   }
   return out;
 }
@@ -275,8 +337,11 @@ Spreads todays_spreads(const std::vector<MeasuredRun>& runs, const std::vector<d
 std::string cpp_rows(const std::vector<calibration::ErrorSpread>& spreads) {
   std::string out;
   for (const auto& s : spreads) {
-    out += fmt::format("    ErrorSpread{{\"{}\", \"{}\", {:.3f}, {:.3f}, {}}},\n", s.group, s.gpu_kind, s.low, s.high,
-                       s.predictions);
+    out += s.held_out_coverage > 0
+               ? fmt::format("    ErrorSpread{{\"{}\", \"{}\", {:.3f}, {:.3f}, {}, {:.3f}}},\n", s.group, s.gpu_kind, s.low,
+                             s.high, s.predictions, s.held_out_coverage)
+               : fmt::format("    ErrorSpread{{\"{}\", \"{}\", {:.3f}, {:.3f}, {}}},\n", s.group, s.gpu_kind, s.low,
+                             s.high, s.predictions);
   }
   return out;
 }
@@ -295,6 +360,7 @@ void expect_same_spreads(std::span<const calibration::ErrorSpread> compiled,
     EXPECT_NEAR(found->low, t.low, 0.0015) << table << " " << t.group << " / " << t.gpu_kind;
     EXPECT_NEAR(found->high, t.high, 0.0015) << table << " " << t.group << " / " << t.gpu_kind;
     EXPECT_EQ(found->predictions, t.predictions) << table << " " << t.group << " / " << t.gpu_kind;
+    EXPECT_NEAR(found->held_out_coverage, t.held_out_coverage, 0.0015) << table << " " << t.group << " / " << t.gpu_kind;
   }
 }
 
@@ -350,41 +416,20 @@ void LeaveOneOut::ranking_tolerances_are_todays() {
   }
 }
 
-// Bands are honest on runs they were not drawn from: each release's calibrated held-out predictions
-// against the band the other releases' predictions give (coverage_band of their errors).
+// Bands are honest on runs they were not drawn from: each cell's calibrated held-out predictions
+// against the band the group's other cells give, with two readings of "other": every other cell (a
+// release and GPU kind the table does not hold together, as a user's own run usually is: the share
+// the band text states), and only the other releases' cells (a release the table does not hold).
 void LeaveOneOut::calibrated_bands_cover_other_releases() {
-  std::map<std::string, std::pair<int, int>> inside_of_group;  // group -> (inside, predictions)
-  std::map<std::string, std::vector<double>> half_widths;
-  std::map<std::string, int> without_band;
-  for (const LooCell& cell : *cells_) {
-    std::vector<double> others;
-    for (const LooCell& other : *cells_) {
-      if (other.group == cell.group && other.release != cell.release) {
-        others.insert(others.end(), other.k1_errors.begin(), other.k1_errors.end());
-      }
+  for (const bool other_releases_only : {false, true}) {
+    const char* reading = other_releases_only ? "the other releases'" : "the other cells'";
+    for (const auto& [group, c] : held_out_coverage(*cells_, other_releases_only)) {
+      std::printf("%-20s held-out predictions inside %s band: %.1f %% of %d (%d without one); median half-width %.1f %%\n",
+                  group.c_str(), reading, c.share() * 100, c.predictions, c.without_band,
+                  c.half_widths.empty() ? 0.0 : validation::median(c.half_widths) * 100);
+      const auto& floor = other_releases_only ? kOtherReleasesCoverageToday : kOtherCellsCoverageToday;
+      EXPECT_GE(c.share(), floor.at(group)) << group << " against " << reading << " band";
     }
-    if (cell.k1_errors.empty()) continue;
-    // Too few other predictions give no band: those predictions count as outside one.
-    const auto band = calibration::coverage_band(others);
-    for (double e : cell.k1_errors) {
-      auto& [inside, count] = inside_of_group[cell.group];
-      ++count;
-      if (!band) {
-        ++without_band[cell.group];
-        continue;
-      }
-      inside += (e >= band->low && e <= band->high) ? 1 : 0;
-      // The band around the prediction, as a share of the measured step: (high - low) / 2 over 1 + e.
-      half_widths[cell.group].push_back((band->high - band->low) / 2 / (1 + e));
-    }
-  }
-  for (const auto& [group, counts] : inside_of_group) {
-    const double coverage = static_cast<double>(counts.first) / counts.second;
-    std::printf("%-20s held-out predictions inside the other releases' band: %.1f %% of %d (%d without one); median "
-                "half-width %.1f %%\n",
-                group.c_str(), coverage * 100, counts.second, without_band[group],
-                half_widths[group].empty() ? 0.0 : validation::median(half_widths[group]) * 100);
-    EXPECT_GE(coverage, kHeldOutCoverageToday.at(group)) << group;
   }
 }
 
