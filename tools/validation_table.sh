@@ -267,6 +267,19 @@ the release the run's Bridge revision pins, 2.17.1) nor routing skewed toward th
 of mpsim's uniform count, suggests that rank received fewer routed tokens than the mean, not more). The
 planner's default margin (16 %, docs/planner.md) is the worst of these rows' errors rounded up.
 
+The TorchTitan rows with context parallelism exchange keys and values by all-gather
+(`cp_comm_type: all_gather`: PyTorch's `context_parallel` rotate method, TorchTitan's default at the
+benchmark's commit, as mpsim's TorchTitan import reads it), whose gathered whole-sequence keys and
+values the peak holds while the attention runs (docs/simulator.md, "Context parallelism"): 0.06 to
+0.25 GiB more on the 405B rows at context 2 to 8, none on the 8B rows, whose peak is the loss's. Those
+are the model's 8 key/value heads, one a tensor rank of 8; TorchTitan's attention at that commit
+repeats them to the 128 query heads before the attention (`repeat_kv`), so what it gathers is 16
+times larger, up to 2 GiB a layer at 256k tokens, which mpsim, knowing no such repetition, does not
+count. The 405B rows also count FP8 weights at Transformer Engine's two bytes a parameter (the data
+and its transpose the backward reads); torchao's float8 all-gather keeps one, transposing in each
+backward GEMM, so mpsim's weights there are 6.2 GiB more than TorchTitan's, and what is missing from
+those peaks (8.4 to 17.8 GiB) is that much larger.
+
 What mpsim's peak does not hold yet (issue 35): the caching allocator's other cached and fragmented blocks,
 which a reserved figure includes (the Llama 3 70B run whose last stage logged 58.8 GB allocated went out
 of memory on rank 0 of 80 GB from fragmentation and fit with `expandable_segments`, which the Megatron-LM export's script therefore sets:

@@ -19,6 +19,14 @@ LossMemory loss_memory(plan::CrossEntropy loss, std::int64_t dtype_bytes, bool v
   return {};
 }
 
+Bytes gathered_key_value_bytes(const model::Layer& layer, int micro_batch, int tensor, std::int64_t dtype_bytes) noexcept {
+  std::int64_t bytes = 0;
+  for (const model::AttentionCore& core : layer.attention) {
+    bytes += (core.key_value_elements() * micro_batch * dtype_bytes + tensor - 1) / tensor;
+  }
+  return Bytes::bytes(bytes);
+}
+
 std::int64_t logit_elements(const model::Layer& layer, int micro_batch, int tensor) noexcept {
   if (layer.kind != model::LayerKind::OutputHead || layer.gemms.empty()) return 0;
   const model::Gemm& logits = layer.gemms.front();

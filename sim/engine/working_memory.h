@@ -74,6 +74,16 @@ struct LossMemory {
 [[nodiscard]] LossMemory loss_memory(plan::CrossEntropy loss, std::int64_t dtype_bytes,
                                      bool vocabulary_parallel) noexcept;
 
+/// What an all-gather context-parallel exchange (`cp_comm_type: all_gather`) holds while a layer's
+/// attention runs, on one tensor rank per microbatch of `micro_batch` (`layer` is the rank's context
+/// share: its queries against every key): the whole sequence's keys and values, gathered before the
+/// attention (Transformer Engine's AttnFuncWithCPAndKVAllGather, k_ag and v_ag; PyTorch's
+/// context_parallel all-gather rotation, its aggregated buffer). The backward gathers them again and
+/// Transformer Engine sums their gradients over the whole sequence beside them (dk, dv, before the
+/// reduce-scatter): twice this in the backward (PyTorch keeps only the rank's share of the gradients).
+[[nodiscard]] Bytes gathered_key_value_bytes(const model::Layer& layer, int micro_batch, int tensor,
+                                             std::int64_t dtype_bytes) noexcept;
+
 /// Elements of the logits one tensor rank computes for a microbatch of `micro_batch`: the output head's
 /// first GEMM (the vocabulary projection, split by columns); zero for any other layer.
 [[nodiscard]] std::int64_t logit_elements(const model::Layer& layer, int micro_batch, int tensor) noexcept;

@@ -90,7 +90,7 @@ std::string spread_cell(const Spread& s) {
   return s.count == 0 ? "-" : fmt::format("{:.1f} / {:.1f} %", s.median_abs * 100, s.max_abs * 100);
 }
 
-/// Held-out coverage of the calibrated bands per group, today's less 5 points (calibrated_bands_cover_other_releases).
+/// Held-out coverage of the calibrated bands per group, today's less 5 points (calibrated_bands_on_held_out_cells).
 /// Against every other cell's band: 69.7 % of 66 context-parallel predictions, 69.9 % of 272 dense, 80.6 %
 /// of 206 mixture-of-experts (the share the band text states). Against the other releases' only: 9.1 %,
 /// 69.9 %, 79.6 %; most context-parallel predictions then have no band at all, their cells' other
@@ -185,7 +185,7 @@ class LeaveOneOut : public ::testing::Test {
   static void one_run_is_matched();
   static void band_tables_are_todays();
   static void ranking_tolerances_are_todays();
-  static void calibrated_bands_cover_other_releases();
+  static void calibrated_bands_on_held_out_cells();
 
   static inline std::vector<MeasuredRun>* runs_ = new std::vector<MeasuredRun>;
   static inline std::vector<double>* measured_step_s_ = new std::vector<double>;
@@ -420,7 +420,7 @@ void LeaveOneOut::ranking_tolerances_are_todays() {
 // against the band the group's other cells give, with two readings of "other": every other cell (a
 // release and GPU kind the table does not hold together, as a user's own run usually is: the share
 // the band text states), and only the other releases' cells (a release the table does not hold).
-void LeaveOneOut::calibrated_bands_cover_other_releases() {
+void LeaveOneOut::calibrated_bands_on_held_out_cells() {
   for (const bool other_releases_only : {false, true}) {
     const char* reading = other_releases_only ? "the other releases'" : "the other cells'";
     for (const auto& [group, c] : held_out_coverage(*cells_, other_releases_only)) {
@@ -454,7 +454,7 @@ TEST_F(LeaveOneOut, CalibrationOnHeldOutRuns) {
   }
   {
     SCOPED_TRACE("calibrated bands cover other releases");
-    calibrated_bands_cover_other_releases();
+    calibrated_bands_on_held_out_cells();
   }
 }
 

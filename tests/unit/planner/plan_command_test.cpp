@@ -370,7 +370,7 @@ TEST(PlanCommand, ReadmeJobKeepsTheMemoryMargin) {
 
 // Of the README job's plans within the ranking tolerance of the fastest (the median error of predicted
 // ratios, planner/headroom_choice.h), #1 is the fastest whose peak fits 40 GiB even if under-predicted
-// as much as the worst measured peak (21.2 %). Under the default margin (16 %) the fastest ranked plan
+// as much as the worst measured peak (20.9 %). Under the default margin (16 %) the fastest ranked plan
 // is such a plan; under a 7 % margin the fastest (36.2 GiB) ranks and is not, and #1 is a slower one.
 // --rank-tolerance 0 puts the fastest first again.
 TEST(PlanCommand, ReadmeJobPutsTheFastestSafePlanOfTheToleranceFirst) {
@@ -390,7 +390,7 @@ TEST(PlanCommand, ReadmeJobPutsTheFastestSafePlanOfTheToleranceFirst) {
   EXPECT_GE(best_s, fastest_s);
   EXPECT_LE(best_s, fastest_s * (1 + tolerance));
   const double capacity = best["devices"][0]["memory_capacity_bytes"].get<double>();
-  const double worst = 0.212;  // planner/memory_margin.h kWorstMeasuredUnderPrediction
+  const double worst = 0.209;  // planner/memory_margin.h kWorstMeasuredUnderPrediction
   for (const auto& device : best["devices"]) {
     EXPECT_LE(device["peak_memory_bytes"].get<double>() / (1 - worst), device["memory_capacity_bytes"].get<double>());
   }
@@ -419,7 +419,7 @@ TEST(PlanCommand, ReadmeJobPutsTheFastestSafePlanOfTheToleranceFirst) {
   const CommandResult text = mpsim("plan --top 3 --threads 2 --memory-margin 7", repo(""));
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_NE(text.out.find("slower than the fastest plan found"), std::string::npos) << text.out;
-  EXPECT_NE(text.out.find("would still fit if it were 27% higher"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("would still fit if it were 26% higher"), std::string::npos) << text.out;
 }
 
 TEST(PlanCommand, NoFeasiblePlanExitsOneWithTheReason) {

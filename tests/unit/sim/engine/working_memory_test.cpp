@@ -139,6 +139,20 @@ TEST(WorkingMemory, FullRecomputationRebuildsOneBlockBesideTheOtherBlocksInputs)
             held);
 }
 
+TEST(WorkingMemory, AnAllGatherContextExchangeHoldsTheWholeSequencesKeysAndValues) {
+  // Context 2 under full recomputation, a small vocabulary: the last block's backward is the peak. With
+  // the all-gather exchange it also holds the whole sequence's keys and values, gathered again, and
+  // their whole-sequence gradients: 2 x 1024 tokens x 4 heads x (64 + 64) x 2 bytes, 2 MiB, above the
+  // ring's (p2p) peak. The forward's gathered copy (1 MiB) stays below that moment.
+  const topology::Cluster node = topology::load_topology_file(testing::repo_path("topologies/dgx-h100.yaml"));
+  const model::Model m = gpt(4, 1024, 64);
+  const std::string plan =
+      "parallelism: { data: 4, context: 2 }\nbatch: { global: 4, micro: 1 }\nrecompute: full\n";
+  const std::int64_t key_values = 1024 * 4 * (64 + 64) * 2;
+  EXPECT_EQ(peak_of(node, m, plan + "cp_comm_type: all_gather\n") - peak_of(node, m, plan), 2 * key_values);
+  EXPECT_EQ(peak_of(node, m, plan + "cp_comm_type: p2p\n"), peak_of(node, m, plan));
+}
+
 TEST(WorkingMemory, ASplitBackwardKeepsTheWeightGradientStoreFromIToW) {
   // Stage 0 of a zb-h1 pipeline holds the embedding and two blocks: from I to W it keeps the embedding's
   // output gradient and each block's GEMM inputs and output gradients (16h per token at t = 1, in the
