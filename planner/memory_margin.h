@@ -25,9 +25,9 @@ inline constexpr double kDefaultMemoryMargin = 0.16;
 /// reserved (predicted / published - 1 = -20.9 %, row
 /// torchtitan-llama31_405b-h100-512gpu-fsdp1-cp8-tp8-pp8-seq256k: torch.compile, Float8 and the
 /// caching allocator's cache, which mpsim does not model): that run held 1 / (1 - 0.209) = 1.26 times
-/// its predicted peak. Not a margin every plan must
-/// keep (it would refuse plans that run), but the headroom that makes a plan safe from every error seen
-/// so far, which the planner prefers among plans it cannot order by speed (headroom_choice.h).
+/// its predicted peak. Not a margin every plan must keep (it would refuse plans that run), but the
+/// headroom that makes a plan safe from every error seen so far, which the planner prefers among plans
+/// it cannot order by speed (headroom_choice.h).
 /// tests/validation/measured_memory_test.cpp checks that it is still the table's worst.
 inline constexpr double kWorstMeasuredUnderPrediction = 0.209;
 

@@ -566,7 +566,7 @@ CostModel build_cost_model(const topology::Cluster& cluster, const model::Model&
         if (plan.degrees[plan::Axis::Context] > 1 && plan.context_comm == plan::ContextComm::AllGather) {
           const Bytes gathered = gathered_key_value_bytes(layer, b, t, m.dtype_bytes);
           working_set.forward += gathered;
-          working_set.backward += Bytes::bytes(2 * gathered.count());
+          working_set.backward += gathered * 2;
         }
         working = then(working, layer_working_memory(stashed - stashed_before, working_set));
         // Memory-bound work beside the matmuls (norms, softmax, dropout, activations, residuals): every

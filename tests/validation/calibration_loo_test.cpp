@@ -453,7 +453,7 @@ TEST_F(LeaveOneOut, CalibrationOnHeldOutRuns) {
     ranking_tolerances_are_todays();
   }
   {
-    SCOPED_TRACE("calibrated bands cover other releases");
+    SCOPED_TRACE("calibrated bands on held-out cells");
     calibrated_bands_on_held_out_cells();
   }
 }
