@@ -44,6 +44,37 @@ std::vector<std::string> own_arguments_without_ranks() {
 
 namespace {
 
+/// Open MPI 4 keeps every job's session files under one folder per user and host
+/// ($TMPDIR/ompi.HOST.UID), which a finishing mpirun removes when it looks empty: another mpirun
+/// starting at that moment fails with "A call to mkdir was unable to create the desired directory"
+/// (open-mpi/ompi#8510, seen when tests launch jobs side by side). Each launch gets a folder of its
+/// own (orte_tmpdir_base), removed when the job ends; a base the user set is left alone.
+class PrivateSessionFolder {
+ public:
+  PrivateSessionFolder() {
+    if (std::getenv(kVariable) != nullptr) return;
+    std::error_code ec;
+    std::string pattern = (std::filesystem::temp_directory_path(ec) / "mpsim-mpirun-XXXXXX").string();
+    if (ec) return;  // no usable temporary folder: Open MPI's default applies
+    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~PrivateSessionFolder() {
+    std::error_code ec;
+    if (!path_.empty()) std::filesystem::remove_all(path_, ec);
+  }
+  PrivateSessionFolder(const PrivateSessionFolder&) = delete;
+  PrivateSessionFolder& operator=(const PrivateSessionFolder&) = delete;
+
+  /// In the child before exec: points mpirun at the folder.
+  void export_to_environment() const {
+    if (!path_.empty()) ::setenv(kVariable, path_.c_str(), 1);
+  }
+
+ private:
+  static constexpr const char* kVariable = "OMPI_MCA_orte_tmpdir_base";
+  std::string path_;
+};
+
 /// Reads mpirun's standard error line by line and turns it into at most one error line of ours.
 void relay_errors(int fd, LaunchResult& result) {
   FILE* err = ::fdopen(fd, "r");
@@ -89,6 +120,7 @@ LaunchResult run_under_mpirun(int ranks, const std::vector<std::string>& args) {
   for (auto& a : argv) c_argv.push_back(a.data());
   c_argv.push_back(nullptr);
 
+  const PrivateSessionFolder session_folder;
   int err_pipe[2];
   int report[2];  // close-on-exec: tells the parent whether exec itself failed (no mpirun on PATH)
   if (::pipe(err_pipe) != 0 || ::pipe2(report, O_CLOEXEC) != 0) {
@@ -114,6 +146,7 @@ LaunchResult run_under_mpirun(int ranks, const std::vector<std::string>& args) {
     ::setenv("OMPI_MCA_btl_vader_eager_limit", "262144", 0);
     ::setenv("OMPI_MCA_btl_vader_max_send_size", "262144", 0);
     ::setenv("OMPI_MCA_btl_vader_segment_size", "16777216", 0);
+    session_folder.export_to_environment();
     ::execvp(c_argv[0], c_argv.data());
     const int error = errno;
     [[maybe_unused]] const auto written = ::write(report[1], &error, sizeof error);

@@ -52,8 +52,12 @@ inline CommandResult run_mpsim(const std::string& args, const std::string& cwd =
 }
 
 /// `mpirun -n N --oversubscribe` (with --allow-run-as-root when root), to launch mpsim on N ranks.
+/// Its session files go to this test process's own folder: Open MPI 4's shared per-user folder is
+/// removed by one finishing mpirun while another creates its files there (open-mpi/ompi#8510), which
+/// failed tests running side by side.
 inline std::string mpirun(int ranks) {
-  return "mpirun -n " + std::to_string(ranks) + " --oversubscribe" + (::geteuid() == 0 ? " --allow-run-as-root" : "");
+  return "OMPI_MCA_orte_tmpdir_base='" + scratch("mpi-session").string() + "' mpirun -n " + std::to_string(ranks) +
+         " --oversubscribe" + (::geteuid() == 0 ? " --allow-run-as-root" : "");
 }
 
 }  // namespace mpsim::testing

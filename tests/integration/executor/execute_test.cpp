@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -602,6 +603,25 @@ TEST(ExecuteFaultTest, ARankKilledMidStepEndsTheJobNamingIt) {
 
 TEST(ExecuteFaultTest, APeerThatNeverAnswersEndsTheJobAfterTheTimeout) {
   expect_fault("--fail-rank 1 --fail-at-op 40 --fail-signal stop", "from rank 1 within 10 s");
+}
+
+// Open MPI 4 keeps every job's session files in one folder per user and host, which a finishing
+// mpirun removes while another creates its files there (open-mpi/ompi#8510). A launch uses a folder
+// of its own: a file standing where the shared folder would go does not stop the job, and the launch
+// leaves nothing behind.
+TEST(ExecuteLaunchTest, RunsInASessionFolderOfItsOwn) {
+  const auto temporary = scratch("launch-tmp");
+  std::array<char, 256> host{};
+  ::gethostname(host.data(), host.size() - 1);
+  std::string node = host.data();
+  node = node.substr(0, node.find('.'));  // Open MPI's node name: the host name without its domain
+  const std::string shared_folder = fmt::format("ompi.{}.{}", node, ::getuid());
+  std::ofstream(temporary / shared_folder) << "in the way\n";
+  const CommandResult run = run_mpsim_with("TMPDIR='" + temporary.string() + "'", inputs(2) + " --steps 1 --warmup 0");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  std::vector<std::string> left;
+  for (const auto& entry : std::filesystem::directory_iterator(temporary)) left.push_back(entry.path().filename());
+  EXPECT_EQ(left, std::vector<std::string>{shared_folder});
 }
 
 TEST(ExecuteFaultTest, APlanThatDoesNotFitTheJobIsRefusedInOneLine) {
